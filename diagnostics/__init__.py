@@ -1,0 +1,1 @@
+"""Diagnostics over score tables: bias ratios, partial-input baselines, cluster metrics, plots."""

@@ -1,0 +1,413 @@
+"""Trained partial-input controls: can a small classifier solve a probe without its question?
+
+Which controls apply to which probe (see README of the bias report):
+
+- WordNetQA, ``choice-only``: per-choice features of the answer choices alone (TF-IDF of the
+  choice text, length, length rank, is-longest/shortest, word overlap with the other choices);
+  a LogisticRegression scores each choice as gold vs not and the item's argmax is the answer.
+  Trained and tested per probe type, cross-validated with folds grouped by concept cluster.
+  Answer position is deliberately *not* a feature: the evaluator may reorder choices, and the
+  position prior is already the Label baseline.
+- CoDA21, ``definition-order``: CoDA21 has no "answer" a definition alone could reveal (the task
+  pairs contexts with definitions), so the meaningful definition-only question is whether the
+  stored row order leaks: a ridge regression predicts each definition's position in the gold
+  order from its text and length features; ranking within the group gives a one-to-one
+  assignment. Chance is 1/k; above chance means generation order correlates with definitions.
+- CoDA21, ``word-overlap`` / ``context-overlap``: surface string overlap between the target word
+  (lemma and surface form) or the context (target removed) and each definition (shared content
+  words, shared 4-letter stems, character-trigram Jaccard), weighted by a LogisticRegression and
+  aligned one-to-one. They bound how much of Bias_W / Bias_C a string matcher already explains
+  (e.g. "dancer: a performer who dances").
+
+Each control reports accuracy with a cluster bootstrap CI, chance level, and ``artefact`` =
+CI lower bound above chance.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+from .bias import bootstrap_accuracy
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def _content(text: str) -> set[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return {t for t in _tokens(text) if t not in ENGLISH_STOP_WORDS}
+
+
+def _jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def _rank(x: np.ndarray) -> np.ndarray:
+    """Ranks scaled to [0, 1], ties sharing their average rank (a stable sort would leak order).
+
+    >>> _rank(np.array([3.0, 1.0, 3.0])).tolist()
+    [0.75, 0.0, 0.75]
+    """
+    from scipy.stats import rankdata
+
+    return (rankdata(x) - 1) / max(len(x) - 1, 1)
+
+
+def _trigrams(text: str) -> set[str]:
+    s = f"  {text.lower()}  "
+    return {s[i : i + 3] for i in range(len(s) - 2)}
+
+
+# ---- multiple-choice items, whatever their field names ----------------------------------------
+@dataclass(frozen=True)
+class MCView:
+    """The fields of a multiple-choice item the diagnostics need."""
+
+    id: str
+    choices: tuple[str, ...]
+    answer: int
+    cluster: str
+    probe: str
+    word: str
+    sense: str
+
+
+def _get(obj: Any, names: Iterable[str], default: Any = None) -> Any:
+    for n in names:
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            return v
+    return default
+
+
+def _text(choice: Any) -> str:
+    return choice if isinstance(choice, str) else str(_get(choice, ("text", "answer", "label"), choice))
+
+
+def mc_view(item: Any, index: int = 0) -> MCView:
+    """Read a WordNetQA item (dataclass or dict) through the common field names.
+
+    >>> v = mc_view({"id": "q1", "choices": ["a dog", "a cat"], "answer": 1, "cluster": "c1", "probe": "definitions"})
+    >>> v.answer, v.cluster, v.probe
+    (1, 'c1', 'definitions')
+    """
+    choices = tuple(_text(c) for c in _get(item, ("choices", "options", "candidates"), ()))
+    ans = _get(item, ("answer", "answer_index", "gold", "label"))
+    if isinstance(ans, str):
+        ans = choices.index(ans) if ans in choices else ord(ans.upper()) - ord("A")
+    iid = str(_get(item, ("id", "qid"), index))
+    cluster = str(_get(item, ("cluster", "cluster_id", "concept"), iid))
+    return MCView(
+        id=iid,
+        choices=choices,
+        answer=int(ans) if ans is not None else -1,
+        cluster=cluster,
+        probe=str(_get(item, ("probe", "probe_type", "relation"), "all")),
+        word=str(_get(item, ("word", "target", "lemma", "concept_word"), "")),
+        sense=str(_get(item, ("synset", "sense", "concept"), cluster)),
+    )
+
+
+# ---- shared bits ----------------------------------------------------------------------------------
+def _folds(groups: list[str], n_folds: int):
+    from sklearn.model_selection import GroupKFold
+
+    n = len(set(groups))
+    return GroupKFold(n_splits=min(n_folds, n)).split(np.zeros(len(groups)), groups=groups)
+
+
+def _tfidf(train: list[str], *others: list[str]):
+    """Word (1-2 gram) and character (3-5 gram) TF-IDF fitted on the training texts only."""
+    from scipy.sparse import hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    out = []
+    vecs = []
+    for kw in ({"ngram_range": (1, 2)}, {"analyzer": "char_wb", "ngram_range": (3, 5), "max_features": 50000}):
+        for min_df in (2, 1):  # tiny training sets may have no term seen twice
+            v = TfidfVectorizer(sublinear_tf=True, min_df=min_df, **kw)
+            try:
+                v.fit(train)
+                break
+            except ValueError:
+                continue
+        else:
+            continue
+        vecs.append(v)
+    if not vecs:
+        return [None] * (1 + len(others)), []
+    for texts in (train, *others):
+        out.append(hstack([v.transform(texts) for v in vecs]).tocsr())
+    names = [n for v in vecs for n in v.get_feature_names_out()]
+    return out, names
+
+
+def _with_numeric(sparse, numeric: np.ndarray, scaler):
+    from scipy.sparse import csr_matrix, hstack
+
+    dense = csr_matrix(scaler.transform(numeric))
+    return dense if sparse is None else hstack([sparse, dense]).tocsr()
+
+
+def _result(name: str, applies_to: str, target: str, correct: np.ndarray, units: list, chance: float,
+            n_boot: int, seed: int, note: str, **extra: Any) -> dict[str, Any]:
+    boot = bootstrap_accuracy(correct, units, n_boot=n_boot, seed=seed)
+    ci = boot["ci"]
+    return {
+        "control": name,
+        "applies_to": applies_to,
+        "target": target,
+        "accuracy": boot["accuracy"],
+        "ci": ci,
+        "chance": float(chance),
+        "n_items": boot["n_items"],
+        "n_units": boot["n_units"],
+        "artefact": bool(ci is not None and ci[0] > chance),
+        "note": note,
+        **extra,
+    }
+
+
+def _skipped(name: str, applies_to: str, reason: str) -> dict[str, Any]:
+    return {"control": name, "applies_to": applies_to, "skipped": reason}
+
+
+# ---- WordNetQA: choice-only --------------------------------------------------------------------
+CHOICE_NUMERIC = ("n_chars", "n_words", "len_z", "len_rank", "is_longest", "is_shortest", "overlap_mean", "overlap_max")
+
+
+def choice_numeric(choices: tuple[str, ...]) -> np.ndarray:
+    """Per-choice features that only compare a choice with its sibling choices.
+
+    >>> f = choice_numeric(("a big red dog", "a cat", "a dog"))
+    >>> f[:, CHOICE_NUMERIC.index("is_longest")].tolist()
+    [1.0, 0.0, 0.0]
+    """
+    n = len(choices)
+    lengths = np.array([len(c) for c in choices], dtype=np.float64)
+    words = np.array([len(_tokens(c)) for c in choices], dtype=np.float64)
+    sd = lengths.std()
+    z = (lengths - lengths.mean()) / sd if sd > 0 else np.zeros(n)
+    rank = _rank(lengths)
+    toks = [set(_tokens(c)) for c in choices]
+    overlap = np.array([[_jaccard(toks[i], toks[j]) for j in range(n) if j != i] or [0.0] for i in range(n)])
+    return np.column_stack(
+        [
+            np.log1p(lengths),
+            words,
+            z,
+            rank,
+            (lengths == lengths.max()).astype(float),
+            (lengths == lengths.min()).astype(float),
+            overlap.mean(axis=1),
+            overlap.max(axis=1),
+        ]
+    )
+
+
+def _choice_rows(items: list[MCView]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    texts, numeric, y, owner = [], [], [], []
+    for i, it in enumerate(items):
+        texts.extend(it.choices)
+        numeric.append(choice_numeric(it.choices))
+        y.extend(j == it.answer for j in range(len(it.choices)))
+        owner.extend([i] * len(it.choices))
+    return texts, np.vstack(numeric), np.array(y, dtype=int), np.array(owner)
+
+
+def _choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_texts: list[str], te_num: np.ndarray):
+    """Fit gold-vs-not on training choices; return the model, test scores and feature names."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    (Xtr, Xte), names = _tfidf(tr_texts, te_texts)
+    scaler = StandardScaler().fit(tr_num)
+    clf = LogisticRegression(C=1.0, max_iter=2000, solver="liblinear")
+    clf.fit(_with_numeric(Xtr, tr_num, scaler), y)
+    return clf, clf.decision_function(_with_numeric(Xte, te_num, scaler)), list(names) + list(CHOICE_NUMERIC)
+
+
+def _sample_clusters(its: list[MCView], max_items: int, rng: np.random.Generator) -> list[MCView]:
+    """Whole clusters in a seeded random order until ``max_items`` items are kept."""
+    sizes: dict[str, int] = {}
+    for it in its:
+        sizes[it.cluster] = sizes.get(it.cluster, 0) + 1
+    keep, n = set(), 0
+    for c in rng.permutation(sorted(sizes)):
+        keep.add(c)
+        n += sizes[c]
+        if n >= max_items:
+            break
+    return [it for it in its if it.cluster in keep]
+
+
+def choice_only_control(
+    items: list[MCView], n_folds: int = 5, n_boot: int = 1000, seed: int = 0, max_items: int | None = 20000
+) -> list[dict[str, Any]]:
+    """Choice-only accuracy per probe type, cross-validated with concept clusters kept whole.
+
+    ``max_items`` caps the items per probe type (whole clusters sampled with the seed) to bound
+    training time on the largest probes.
+    """
+    from probegen.aligner import argmax_random_ties
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for probe in sorted({it.probe for it in items}):
+        its = [it for it in items if it.probe == probe and 0 <= it.answer < len(it.choices) and len(it.choices) >= 2]
+        if max_items and len(its) > max_items:
+            its = _sample_clusters(its, max_items, rng)
+        n_clusters = len({it.cluster for it in its})
+        if n_clusters < 2 or len(its) < 10:
+            out.append(_skipped("choice-only", probe, f"too few items ({len(its)}) or clusters ({n_clusters})"))
+            continue
+        texts, numeric, y, owner = _choice_rows(its)
+        correct = np.zeros(len(its))
+        for f, (tr, te) in enumerate(_folds([it.cluster for it in its], n_folds)):
+            tr_rows, te_rows = np.isin(owner, tr), np.isin(owner, te)
+            _, s, _ = _choice_model(
+                [t for t, m in zip(texts, tr_rows) if m], numeric[tr_rows], y[tr_rows],
+                [t for t, m in zip(texts, te_rows) if m], numeric[te_rows],
+            )
+            te_owner = owner[te_rows]
+            for i in te:
+                pick = argmax_random_ties(s[te_owner == i], seed=np.random.default_rng([seed, f, int(i)]))
+                correct[i] = float(pick == its[i].answer)
+        chance = float(np.mean([1.0 / len(it.choices) for it in its]))
+        clf, _, names = _choice_model(texts, numeric, y, texts[:2], numeric[:2])  # all items: for inspection
+        coef = clf.coef_[0]
+        top = [{"feature": names[j], "weight": round(float(coef[j]), 3)} for j in np.argsort(-coef)[:6]]
+        out.append(
+            _result(
+                "choice-only", probe, "gold choice (argmax over choices)", correct, [it.cluster for it in its], chance,
+                n_boot, seed, "LogisticRegression on choice text/length/overlap; folds grouped by concept cluster",
+                top_features=top,
+            )
+        )
+    return out
+
+
+# ---- CoDA21: definition-order and overlap controls ----------------------------------------------
+def _def_numeric(defs: list[str]) -> np.ndarray:
+    lengths = np.array([len(d) for d in defs], dtype=np.float64)
+    sd = lengths.std()
+    k = len(defs)
+    return np.column_stack(
+        [
+            np.log1p(lengths),
+            [len(_tokens(d)) for d in defs],
+            (lengths - lengths.mean()) / sd if sd > 0 else np.zeros(k),
+            _rank(lengths),
+        ]
+    )
+
+
+def definition_order_control(groups: list, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Can definition text alone predict each definition's position in the stored gold order?
+
+    Ridge regression of the relative row position on definition features; within a test group
+    the predictions are ranked into a permutation. Expected: chance (1/k), since rows are stored
+    in a seeded shuffled order.
+    """
+    from sklearn.linear_model import Ridge
+    from sklearn.preprocessing import StandardScaler
+
+    name, applies = "definition-order", "coda21"
+    if len({g.id for g in groups}) < 2:
+        return _skipped(name, applies, "needs at least 2 groups")
+    defs = [it.definition for g in groups for it in g.items]
+    numeric = np.vstack([_def_numeric([it.definition for it in g.items]) for g in groups])
+    target = np.concatenate([np.arange(g.k) / max(g.k - 1, 1) for g in groups])
+    owner = np.concatenate([[i] * g.k for i, g in enumerate(groups)])
+    acc = np.zeros(len(groups))
+    for f, (tr, te) in enumerate(_folds([g.id for g in groups], n_folds)):
+        tr_rows, te_rows = np.isin(owner, tr), np.isin(owner, te)
+        (Xtr, Xte), _ = _tfidf([d for d, m in zip(defs, tr_rows) if m], [d for d, m in zip(defs, te_rows) if m])
+        scaler = StandardScaler().fit(numeric[tr_rows])
+        model = Ridge(alpha=1.0).fit(_with_numeric(Xtr, numeric[tr_rows], scaler), target[tr_rows])
+        pred = model.predict(_with_numeric(Xte, numeric[te_rows], scaler))
+        te_owner = owner[te_rows]
+        for i in te:
+            p = pred[te_owner == i]
+            jitter = np.random.default_rng([seed, f, int(i)]).permutation(len(p))  # random tie order
+            order = np.lexsort((jitter, p))  # rows sorted by predicted position
+            pos = np.empty(len(p), dtype=int)
+            pos[order] = np.arange(len(p))
+            acc[i] = float(np.mean(pos == np.arange(len(p))))
+    chance = float(np.mean([1.0 / g.k for g in groups]))
+    return _result(name, applies, "position in the gold (stored row) order", acc, None, chance, n_boot, seed,
+                   "Ridge on definition text/length; leak check of the stored row order")
+
+
+def pair_features(query: str, definition: str) -> list[float]:
+    """Surface overlap between a query (word or context) and a definition.
+
+    >>> pair_features("dancer", "a performer who dances")[2] > 0   # shared 4-letter stem 'danc'
+    True
+    """
+    q, d = _content(query), _content(definition)
+    q4 = {t[:4] for t in q if len(t) >= 4}
+    d4 = {t[:4] for t in d if len(t) >= 4}
+    return [
+        float(np.log1p(len(q & d))),
+        _jaccard(q, d),
+        float(np.log1p(len(q4 & d4))),
+        _jaccard(_trigrams(query), _trigrams(definition)),
+    ]
+
+
+def _query_text(item, pos: str, side: str) -> str:
+    from probegen.coda21.render import query
+
+    if side == "word":
+        return f"{item.lemma.replace('_', ' ')} {item.context.word}"
+    return query(item.context, pos, "plain", "context", "", {})  # the context with the target removed
+
+
+def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Align each group by learned surface overlap between ``side`` ('word' or 'context') and definitions."""
+    from sklearn.linear_model import LogisticRegression
+
+    from probegen.aligner import align
+    from probegen.coda21.dataset import group_rng
+
+    name, applies = f"{side}-overlap", "coda21"
+    if side not in ("word", "context"):
+        raise ValueError(f"side must be 'word' or 'context', not {side!r}")
+    if len({g.id for g in groups}) < 2:
+        return _skipped(name, applies, "needs at least 2 groups")
+    feats = []
+    for g in groups:
+        qs = [_query_text(it, g.pos, side) for it in g.items]
+        feats.append(np.array([[pair_features(q, it.definition) for it in g.items] for q in qs]))  # k x k x F
+    acc = np.zeros(len(groups))
+    for tr, te in _folds([g.id for g in groups], n_folds):
+        X = np.vstack([feats[i].reshape(-1, feats[i].shape[-1]) for i in tr])
+        y = np.concatenate([np.eye(groups[i].k, dtype=int).ravel() for i in tr])
+        clf = LogisticRegression(max_iter=1000).fit(X, y)
+        for i in te:
+            k = groups[i].k
+            mat = clf.decision_function(feats[i].reshape(-1, feats[i].shape[-1])).reshape(k, k)
+            pred = align(mat, "alignment", seed=group_rng(seed, groups[i].id + "/control"))
+            acc[i] = float(np.mean(pred == np.arange(k)))
+    chance = float(np.mean([1.0 / g.k for g in groups]))
+    what = "target word (lemma + surface form)" if side == "word" else "context with the target removed"
+    return _result(name, applies, "one-to-one alignment", acc, None, chance, n_boot, seed,
+                   f"LogisticRegression on string overlap between the {what} and each definition")
+
+
+def coda21_controls(groups: list, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """The CoDA21 controls: definition-order leak check, word and context surface overlap."""
+    return [
+        definition_order_control(groups, n_folds, n_boot, seed),
+        overlap_control(groups, "word", n_folds, n_boot, seed),
+        overlap_control(groups, "context", n_folds, n_boot, seed),
+    ]

@@ -1,0 +1,219 @@
+"""Context-word bias ratios (Liu, McCarthy & Korhonen) with paired bootstrap intervals.
+
+A probe is scored several times with partial input (ablations). With M_X the accuracy of
+ablation X, M_Full that of the full input and M_L that of the label-only baseline,
+
+    Bias_X = (M_X - M_L) / (M_Full - M_L).
+
+Near 1: the part X alone solves what the full input solves; near 0: X alone is no better than
+the label prior; above 1: the rest of the input hurts. The ratio only means something when the
+full input beats the label prior by more than noise, so it is reported as undefined (None)
+otherwise rather than as a huge number.
+
+Everything here is pure: inputs are per-unit tables (a unit is a CoDA21 group or a WordNetQA
+concept cluster), outputs are plain dicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+LABEL = "label"
+FULL = "full"
+
+
+def bias_ratio(m_part: float, m_label: float, m_full: float, min_gap: float = 0.0) -> float | None:
+    """(M_part - M_L) / (M_Full - M_L), or None when M_Full does not exceed M_L by more than ``min_gap``.
+
+    >>> round(bias_ratio(0.6, 0.2, 0.8), 3)
+    0.667
+    >>> bias_ratio(0.9, 0.2, 0.8) > 1   # the rest of the input hurts
+    True
+    >>> bias_ratio(0.5, 0.2, 0.2) is None   # full input no better than the label prior
+    True
+    >>> bias_ratio(0.3, 0.20, 0.24, min_gap=0.05) is None   # gap within noise
+    True
+    """
+    gap = m_full - m_label
+    if gap <= max(min_gap, 0.0):
+        return None
+    return (m_part - m_label) / gap
+
+
+@dataclass
+class UnitTable:
+    """Per-unit correctness of each ablation, paired across ablations by unit.
+
+    ``correct[a][u]`` is the summed correctness of ablation ``a`` over unit ``u``'s items and
+    ``weight[u]`` their number, so an ablation's accuracy is ``sum(correct) / sum(weight)``.
+    CoDA21 uses one unit per group with weight 1 and the group's accuracy as "correctness"
+    (the paper's metric is the mean of group accuracies). The label baseline is either an
+    ablation entry ``"label"`` (CoDA21: 1/k per group) or ``label_counts``: per unit, how many
+    gold answers sit at each answer position; the label baseline then always answers the
+    position that is gold most often in the whole set.
+    """
+
+    units: list[str]
+    weight: np.ndarray
+    correct: dict[str, np.ndarray]
+    label_counts: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.weight = np.asarray(self.weight, dtype=np.float64)
+        self.correct = {k: np.asarray(v, dtype=np.float64) for k, v in self.correct.items()}
+        n = len(self.units)
+        for name, v in self.correct.items():
+            if v.shape != (n,):
+                raise ValueError(f"ablation {name!r} has {v.shape} values for {n} units")
+        if self.label_counts is not None:
+            self.label_counts = np.asarray(self.label_counts, dtype=np.float64)
+
+
+def _means(table: UnitTable, w: np.ndarray) -> dict[str, np.ndarray]:
+    """Accuracies of every ablation under unit multiplicities ``w`` (replicates x units)."""
+    total = w @ table.weight
+    out = {name: (w @ v) / total for name, v in table.correct.items()}
+    if table.label_counts is not None:
+        # the prior is fitted once on the whole set (like a trained label-only model); replicates
+        # measure it on resampled units, so the max over noisy counts does not bias it upward
+        majority = int(table.label_counts.sum(axis=0).argmax())
+        out[LABEL] = (w @ table.label_counts[:, majority]) / total
+    return out
+
+
+def _ci(reps: np.ndarray, alpha: float) -> list[float] | None:
+    reps = reps[np.isfinite(reps)]
+    if reps.size == 0:
+        return None
+    lo, hi = np.percentile(reps, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return [float(lo), float(hi)]
+
+
+def bootstrap_bias(
+    table: UnitTable,
+    parts: dict[str, str],
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """Accuracies, the Full - Label gap and the bias ratios, each with a percentile bootstrap CI.
+
+    ``parts`` maps a ratio name to its ablation (e.g. ``{"bias_c": "context"}``). Units are
+    resampled with replacement once per replicate and every ablation is measured on that same
+    resample, so the ratio's interval reflects paired, not independent, noise. A ratio is
+    ``None`` (undefined) unless the gap's CI lies above 0 and the gap is at least two bootstrap
+    standard errors.
+
+    >>> t = UnitTable(["g1", "g2", "g3", "g4"], np.ones(4),
+    ...               {"full": [1, 1, 1, 1], "context": [0.6, 0.6, 0.6, 0.6], "label": [0.2] * 4})
+    >>> r = bootstrap_bias(t, {"bias_c": "context"}, n_boot=200)
+    >>> round(r["ratios"]["bias_c"]["value"], 3), r["gap"]["defined"]
+    (0.5, True)
+    """
+    if n_boot < 2:
+        raise ValueError("n_boot must be at least 2")
+    if FULL not in table.correct:
+        raise ValueError("a UnitTable needs a 'full' ablation")
+    if LABEL not in table.correct and table.label_counts is None:
+        raise ValueError("a UnitTable needs a 'label' ablation or label_counts")
+    n = len(table.units)
+    if n == 0:
+        raise ValueError("no units to measure")
+    point = {k: float(v[0]) for k, v in _means(table, np.ones((1, n))).items()}
+    rng = np.random.default_rng(seed)
+    w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
+    reps = _means(table, w)
+
+    gap_reps = reps[FULL] - reps[LABEL]
+    gap = point[FULL] - point[LABEL]
+    se = float(np.std(gap_reps, ddof=1))
+    gap_ci = _ci(gap_reps, alpha)
+    defined = bool(gap > 0 and gap_ci is not None and gap_ci[0] > 0 and gap >= 2 * se)
+
+    ablations = {k: {"accuracy": point[k], "ci": _ci(reps[k], alpha)} for k in point}
+    ratios: dict[str, Any] = {}
+    for name, abl in parts.items():
+        if abl not in point:
+            continue
+        if not defined:
+            ratios[name] = {"ablation": abl, "value": None, "ci": None}
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(gap_reps > 0, (reps[abl] - reps[LABEL]) / gap_reps, np.nan)
+        ratios[name] = {"ablation": abl, "value": bias_ratio(point[abl], point[LABEL], point[FULL]), "ci": _ci(r, alpha)}
+    return {
+        "n_units": n,
+        "n_items": float(table.weight.sum()),
+        "ablations": ablations,
+        "gap": {"value": gap, "se": se, "ci": gap_ci, "defined": defined},
+        "ratios": ratios,
+        "bootstrap": {"n": n_boot, "seed": seed, "alpha": alpha},
+    }
+
+
+def bootstrap_accuracy(
+    correct: np.ndarray, units: list[str] | None = None, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> dict[str, Any]:
+    """Mean of per-item correctness with a bootstrap CI, resampling whole units (clusters) if given.
+
+    >>> r = bootstrap_accuracy(np.array([1, 0, 1, 1]), n_boot=100)
+    >>> r["accuracy"], len(r["ci"])
+    (0.75, 2)
+    """
+    correct = np.asarray(correct, dtype=np.float64)
+    keys = units if units is not None else list(range(len(correct)))
+    table = unit_sums({"acc": correct}, keys)
+    n = len(table.units)
+    rng = np.random.default_rng(seed)
+    w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
+    reps = (w @ table.correct["acc"]) / (w @ table.weight)
+    return {"accuracy": float(correct.mean()), "ci": _ci(reps, alpha), "n_items": int(len(correct)), "n_units": n}
+
+
+def unit_sums(per_item: dict[str, np.ndarray], units: list, label_counts: np.ndarray | None = None) -> UnitTable:
+    """Collapse per-item correctness (items in the same order for every ablation) into per-unit sums.
+
+    ``label_counts`` (items x positions, one-hot gold positions) is summed the same way.
+
+    >>> t = unit_sums({"full": np.array([1, 0, 1]), "label": np.array([0.5, 0.5, 0.5])}, ["a", "a", "b"])
+    >>> t.units, t.weight.tolist(), t.correct["full"].tolist()
+    (['a', 'b'], [2.0, 1.0], [1.0, 1.0])
+    """
+    order: dict[Any, int] = {}
+    idx = np.array([order.setdefault(u, len(order)) for u in units], dtype=int)
+    n = len(order)
+    weight = np.bincount(idx, minlength=n).astype(np.float64)
+    correct = {k: np.bincount(idx, weights=np.asarray(v, dtype=np.float64), minlength=n) for k, v in per_item.items()}
+    lc = None
+    if label_counts is not None:
+        lc = np.zeros((n, label_counts.shape[1]))
+        np.add.at(lc, idx, label_counts)
+    return UnitTable([str(u) for u in order], weight, correct, lc)
+
+
+def majority_label_accuracy(gold_positions: list[int]) -> float:
+    """Accuracy of always answering the most frequent gold position (the label-only prior).
+
+    >>> majority_label_accuracy([0, 1, 2, 3, 4, 0])
+    0.3333333333333333
+    """
+    counts = np.bincount(np.asarray(gold_positions, dtype=int))
+    return float(counts.max() / counts.sum())
+
+
+def fmt_ratio(r: dict[str, Any] | None) -> str:
+    """A ratio for tables: '0.53 [0.41, 0.66]' or 'undefined'.
+
+    >>> fmt_ratio({"value": None, "ci": None})
+    'undefined'
+    >>> fmt_ratio({"value": 0.5, "ci": [0.25, 0.75]})
+    '0.50 [0.25, 0.75]'
+    """
+    if not r or r.get("value") is None:
+        return "undefined"
+    ci = r.get("ci")
+    return f"{r['value']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")

@@ -1,0 +1,135 @@
+"""The bias report as Markdown, rendered from the same dict that becomes ``results.json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bias import fmt_ratio
+
+METHOD = """\
+Bias_X = (M_X - M_L) / (M_Full - M_L) (Liu, McCarthy & Korhonen). Near 1: part X alone solves
+what the full input solves; near 0: X alone is no better than the label prior; above 1: the rest
+of the input hurts. Intervals are 95% percentile bootstrap CIs over units (CoDA21 groups,
+WordNetQA concept clusters), resampled once per replicate for all ablations together. A ratio is
+*undefined* when M_Full - M_L is not clearly positive (its CI includes 0 or it is under two
+standard errors): dividing by noise would give meaningless large numbers.
+
+Every ablation is rendered through the probe's own templates and scored by the same scorer and
+score cache as `probegen eval`. CoDA21's Label baseline is exactly 1/k per group (computed, not
+scored); WordNetQA's is the majority-position prior (always answer the most frequent gold
+position). CoDA21's Definition-only ablation gives every row the same query, so rows tie and the
+tie-breaking aligner yields chance: Bias_D near 0 is expected, anything else flags a bug.
+
+Trained controls are cross-validated with units kept whole across folds; `artefact` means the CI
+lower bound lies above chance. CoDA21 has no answer a definition alone could reveal, so its
+definition-only control asks whether the stored gold order leaks (it should not); the word- and
+context-overlap controls show how much a string matcher explains. WordNetQA's choice-only control
+is the probe paper's Choice-Only model."""
+
+
+def _acc(a: dict[str, Any] | None) -> str:
+    if not a:
+        return "-"
+    ci = a.get("ci")
+    return f"{a['accuracy']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def _summary(datasets: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for d in datasets:
+        if d.get("skipped"):
+            rows.append([d["name"], "skipped: " + d["skipped"]] + [""] * 5)
+            continue
+        a, r = d["all"]["ablations"], d["all"]["ratios"]
+        third = next((k for k in r if k not in ("bias_c", "bias_w")), None)
+        flags = [f"{c['control']}/{c['applies_to']}" for c in d.get("controls", []) if c.get("artefact")]
+        rows.append(
+            [
+                d["name"],
+                _acc(a.get("full")),
+                _acc(a.get("label")),
+                fmt_ratio(r.get("bias_c")),
+                fmt_ratio(r.get("bias_w")),
+                (f"{d['ratio_names'][third]} " + fmt_ratio(r[third])) if third else "-",
+                ", ".join(flags) or "none",
+            ]
+        )
+    return _table(["dataset", "M_Full", "M_L", "Bias_C", "Bias_W", "partial-input ratio", "control artefacts"], rows)
+
+
+def _dataset(d: dict[str, Any]) -> list[str]:
+    lines = [f"## {d['name']}", "", f"`{d['path']}` ({d['kind']}; {d['all']['n_units']} {d['unit']}s, "
+             f"{d.get('n_items', int(d['all']['n_items']))} items)", ""]
+    a, r, gap = d["all"]["ablations"], d["all"]["ratios"], d["all"]["gap"]
+    rows = [[name, d["ablation_help"].get(name, ""), _acc(a.get(name))] for name in d["ablation_order"] if name in a]
+    lines += ["### Ablations", ""] + _table(["ablation", "input", "accuracy [95% CI]"], rows) + [""]
+    gci = gap.get("ci")
+    lines.append(
+        f"M_Full - M_L = {gap['value']:.3f}" + (f" [{gci[0]:.3f}, {gci[1]:.3f}]" if gci else "")
+        + f", SE {gap['se']:.3f}: ratios {'defined' if gap['defined'] else '**undefined** (full input within noise of the label prior)'}."
+    )
+    lines += ["", "### Bias ratios", ""]
+    lines += _table(["ratio", "ablation", "value [95% CI]"], [[d["ratio_names"][k], v["ablation"], fmt_ratio(v)] for k, v in r.items()])
+    if d.get("subsets"):
+        names = [n for n in d["ablation_order"] if n in a]
+        head = ["subset", d["unit"] + "s"] + [f"M_{n}" for n in names] + [d["ratio_names"][k] for k in r]
+        rows = []
+        for sub, s in d["subsets"].items():
+            sa = s["ablations"]
+            rows.append([sub, str(s["n_units"])] + [_num(sa.get(n, {}).get("accuracy")) for n in names]
+                        + [fmt_ratio(s["ratios"].get(k)) for k in r])
+        lines += ["", "### Subsets", ""] + _table(head, rows)
+    lines += ["", "### Trained partial-input controls", ""]
+    rows = []
+    for c in d.get("controls", []):
+        if c.get("skipped"):
+            rows.append([c["control"], c["applies_to"], "skipped: " + c["skipped"], "", "", ""])
+            continue
+        top = ", ".join(t["feature"] for t in c.get("top_features", [])[:3])
+        note = c["note"] + (f"; top features: {top}" if top else "")
+        rows.append([c["control"], c["applies_to"], _acc(c), _num(c["chance"]), "**yes**" if c["artefact"] else "no", note])
+    lines += _table(["control", "applies to", "accuracy [95% CI]", "chance", "above chance", "how"], rows) if rows else ["(none)"]
+    lines += ["", "### Dataset measures", ""]
+    ent = d.get("entropy", {})
+    rows = []
+    for key, label in (("sense", "sense entropy of target lemmas"), ("label", "label entropy per word")):
+        e = ent.get(key)
+        if not e or not e.get("n_words"):
+            rows.append([label, ent.get(f"{key}_note", "not applicable"), "", "", ""])
+            continue
+        rows.append([label, f"{e['n_words']} words / {e['n_items']} items", _num(e["mean"]),
+                     f"{_num(e['mean_multi'])} ({e['n_multi']} words)", _num(e["share_single"])])
+    lines += _table(["measure", "over", "mean (bits)", "mean over words in >= 2 items", "share with one value"], rows)
+    for note in d.get("notes", []):
+        lines += ["", f"- {note}"]
+    return lines + [""]
+
+
+def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") -> str:
+    """Markdown for a whole ``probegen bias`` run."""
+    scorer = results.get("scorer", {})
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(scorer.items()))
+    boot = results.get("bootstrap", {})
+    lines = [
+        f"# Context-word bias: {results['model']}",
+        "",
+        f"Scorer: {settings or '-'}. Seed {results.get('seed')}, {boot.get('n')} bootstrap replicates. "
+        f"Nonce `{results.get('eval', {}).get('nonce')}`, pattern `{results.get('eval', {}).get('pattern')}`.",
+        "",
+    ]
+    if plot:
+        lines += [f"![bias plane]({plot})", ""]
+    lines += ["## Summary", ""] + _summary(results["datasets"]) + [""]
+    for d in results["datasets"]:
+        if not d.get("skipped"):
+            lines += _dataset(d)
+    lines += ["## Method", "", METHOD, ""]
+    return "\n".join(lines)

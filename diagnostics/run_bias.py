@@ -1,0 +1,396 @@
+"""``probegen bias``: score every partial-input ablation, then write ratios, controls, plot, report.
+
+Output directory:
+- ``results.json``: accuracies with CIs per ablation, the Full - Label gap, bias ratios, subsets
+  (CoDA21 POS, WordNetQA probe type), trained controls and entropies, per dataset;
+- ``report.md`` with ``bias_plane.png`` embedded;
+- ``<dataset>/<ablation>.jsonl``: the per-group/per-item records of each scored ablation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from probegen.errors import ProbegenError
+
+from .bias import LABEL, UnitTable, bootstrap_bias, unit_sums
+
+DEFAULT_DATASETS = ("probegen_out/datasets/coda21-clean-easy", "probegen_out/datasets/wordnetqa-definitions")
+
+CODA21_ABLATIONS = {
+    "full": "true target word in its context",
+    "context": "context with the target replaced by the nonce (the standard task)",
+    "word": "the target word alone",
+    "definition": "no context, no word: every row the same query",
+    "label": "no input: 1/k per group (computed)",
+}
+CODA21_RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
+MC_ABLATIONS = {
+    "full": "question and choices",
+    "context": "question with the target word masked by the nonce",
+    "word": "target word and choices, no sentence",
+    "choice": "choices without the question",
+    "label": "no input: always the most frequent gold position (computed)",
+}
+MC_RATIOS = {"bias_c": "context", "bias_w": "word", "bias_choice": "choice"}
+RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
+
+
+@dataclass(frozen=True)
+class BiasConfig:
+    """Settings of a bias run (recorded in results.json); scoring settings match ``probegen eval``."""
+
+    seed: int = 0
+    n_boot: int = 1000
+    nonce: str | None = None
+    pattern: str = "definition-of"
+    matching: str = "alignment"
+    folds: int = 5
+    controls: bool = True
+
+
+# ---- score tables ---------------------------------------------------------------------------------
+def coda21_table(records: dict[str, list[dict[str, Any]]], pos: str | None = None) -> UnitTable:
+    """One unit per group: each ablation's group accuracy, and the analytic label accuracy 1/k."""
+    base = [r for r in records["full"] if pos is None or r["pos"] == pos]
+    ids = [r["id"] for r in base]
+    per: dict[str, np.ndarray] = {}
+    for mode, rs in records.items():
+        acc = {r["id"]: r["accuracy"] for r in rs}
+        per[mode] = np.array([acc[i] for i in ids])
+    per[LABEL] = np.array([1.0 / r["k"] for r in base])
+    return UnitTable(ids, np.ones(len(ids)), per)
+
+
+def _gold(record: dict[str, Any], item: Any) -> tuple[int, int]:
+    """(gold position as presented, number of choices): the record's own if it says, else the item's."""
+    from .baselines import mc_view
+
+    v = mc_view(item)
+    shown = record.get("choices") if isinstance(record.get("choices"), list) else None
+    n = len(shown) if shown else int(record.get("n_choices", len(v.choices)))
+    gold = record.get("gold", record.get("answer", v.answer))
+    if isinstance(gold, str):  # a choice text or a letter
+        texts = [c if isinstance(c, str) else str(c) for c in (shown or v.choices)]
+        gold = texts.index(gold) if gold in texts else ord(gold.upper()[:1] or "A") - ord("A")
+    return int(gold), n
+
+
+def mc_table(records: dict[str, list[dict[str, Any]]], items: list[Any], probe: str | None = None) -> UnitTable:
+    """One unit per concept cluster: summed per-item correctness and gold-position counts."""
+    full = records["full"]
+    for mode, rs in records.items():
+        if len(rs) != len(full):
+            raise ProbegenError(f"ablation {mode} returned {len(rs)} items, full {len(full)}")
+        if rs and "id" in rs[0] and [r.get("id") for r in rs] != [r.get("id") for r in full]:
+            raise ProbegenError(f"ablation {mode} lists items in another order than full")
+    keep = [i for i, r in enumerate(full) if probe is None or r.get("probe", "all") == probe]
+    golds = [_gold(full[i], items[i]) for i in keep]
+    width = max((n for _, n in golds), default=1)
+    counts = np.zeros((len(keep), width))
+    for row, (g, _) in enumerate(golds):
+        counts[row, g] = 1.0
+    per = {mode: np.array([float(bool(rs[i]["correct"])) for i in keep]) for mode, rs in records.items()}
+    units = [str(full[i].get("cluster", full[i].get("id", i))) for i in keep]
+    return unit_sums(per, units, counts)
+
+
+# ---- scoring ---------------------------------------------------------------------------------------
+def score_coda21(ds, scorer, cfg: BiasConfig, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """Every scored CoDA21 ablation through the standard evaluator (same templates and cache)."""
+    from tqdm import tqdm
+
+    from probegen.coda21.evaluate import EvalConfig, evaluate
+
+    out = {}
+    for mode in tqdm([m for m in CODA21_ABLATIONS if m != LABEL], desc="coda21 ablations", disable=not progress):
+        ecfg = EvalConfig(nonce=cfg.nonce or "bkatuhla", pattern=cfg.pattern, matching=cfg.matching, mode=mode, seed=cfg.seed)
+        out[mode] = evaluate(ds, scorer, ecfg, progress=progress)["groups"]
+    return out
+
+
+def score_mc(mc, scorer, cfg: BiasConfig, progress: bool = True, evaluate_mc: Callable | None = None):
+    """Every scored WordNetQA ablation through ``evaluate_mc`` (same templates and cache)."""
+    from tqdm import tqdm
+
+    if evaluate_mc is None:
+        try:
+            from probegen.wordnetqa.evaluate import evaluate_mc
+        except ImportError as e:
+            raise ProbegenError(f"WordNetQA evaluation is not available ({e})") from None
+    out = {}
+    for mode in tqdm([m for m in MC_ABLATIONS if m != LABEL], desc="wordnetqa ablations", disable=not progress):
+        out[mode] = evaluate_mc(mc, scorer, seed=cfg.seed, nonce=cfg.nonce or "bkatuhla", progress=progress, mode=mode)["items"]
+    return out
+
+
+# ---- analysis (no scoring) -------------------------------------------------------------------------
+def _bias(table: UnitTable, ratios: dict[str, str], cfg: BiasConfig) -> dict[str, Any]:
+    return bootstrap_bias(table, ratios, n_boot=cfg.n_boot, seed=cfg.seed)
+
+
+def analyse_coda21(ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
+    """Bias table, POS subsets, controls and entropies of one scored CoDA21 dataset."""
+    from .baselines import coda21_controls
+    from .entropy import sense_entropy
+
+    subsets = {}
+    for pos, name in (("n", "noun"), ("v", "verb")):
+        if sum(g.pos == pos for g in ds.groups) >= 2 and len({g.pos for g in ds.groups}) > 1:
+            subsets[name] = _bias(coda21_table(records, pos), CODA21_RATIOS, cfg)
+    return {
+        "kind": "coda21",
+        "unit": "group",
+        "n_items": sum(g.k for g in ds.groups),
+        "ablation_order": list(CODA21_ABLATIONS),
+        "ablation_help": CODA21_ABLATIONS,
+        "ratio_names": {k: RATIO_NAMES[k] for k in CODA21_RATIOS},
+        "all": _bias(coda21_table(records), CODA21_RATIOS, cfg),
+        "subsets": subsets,
+        "controls": coda21_controls(ds.groups, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else [],
+        "entropy": {
+            "sense": sense_entropy((it.lemma, it.synset) for g in ds.groups for it in g.items),
+            "label_note": "a CoDA21 row's label is its definition, i.e. its sense: see sense entropy",
+        },
+        "notes": ["M_definition is chance by construction (identical rows tie); Bias_D should be near 0."],
+    }
+
+
+def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
+    """Bias table, probe-type subsets, the choice-only control and entropies of one WordNetQA set."""
+    from .baselines import choice_only_control, mc_view
+    from .entropy import label_entropy, sense_entropy
+
+    items = list(mc.items)
+    views = [mc_view(it, i) for i, it in enumerate(items)]
+    probes = sorted({str(r.get("probe", "all")) for r in records["full"]})
+    subsets = {p: _bias(mc_table(records, items, p), MC_RATIOS, cfg) for p in probes} if len(probes) > 1 else {}
+    worded = [v for v in views if v.word]
+    notes = []
+    if records["full"] and not {"gold", "answer"} & records["full"][0].keys():
+        notes.append("records carry no presented gold position; the label prior uses the dataset's answer index")
+    return {
+        "kind": "wordnetqa",
+        "unit": "cluster",
+        "n_items": len(items),
+        "ablation_order": list(MC_ABLATIONS),
+        "ablation_help": MC_ABLATIONS,
+        "ratio_names": {k: RATIO_NAMES[k] for k in MC_RATIOS},
+        "all": _bias(mc_table(records, items), MC_RATIOS, cfg),
+        "subsets": subsets,
+        "controls": choice_only_control(views, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else [],
+        "entropy": {
+            "sense": sense_entropy((v.word, v.sense) for v in worded),
+            "label": label_entropy((v.word, v.choices[v.answer]) for v in worded if 0 <= v.answer < len(v.choices)),
+            "sense_note": "items carry no target word",
+            "label_note": "items carry no target word",
+        },
+        "notes": notes,
+    }
+
+
+# ---- datasets -------------------------------------------------------------------------------------
+def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Callable[[str], None]) -> None:
+    """Generate a missing default dataset with the library builders (as ``probegen make`` would)."""
+    if path.exists():
+        return
+    if path.name.startswith("coda21"):
+        from probegen.coda21.config import Coda21Config
+        from probegen.coda21.dataset import build, write
+
+        log(f"{path} is missing: generating it (as `probegen make coda21 --easy`); this takes a while")
+        write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log), path)
+        return
+    if path.name.startswith("wordnetqa"):
+        probe = path.name.split("-", 1)[1] if "-" in path.name else "definitions"
+        log(f"{path} is missing: generating it (as `probegen make wordnetqa --probe {probe}`)")
+        _build_wordnetqa(path, probe, wordnet, log)
+        return
+    raise ProbegenError(f"dataset {path} does not exist")
+
+
+def _build_wordnetqa(path: Path, probe: str, wordnet: str | None, log: Callable[[str], None]) -> None:
+    try:
+        from probegen.wordnetqa import dataset as mcd
+    except ImportError:
+        raise ProbegenError(f"{path} is missing and WordNetQA generation is not available; run `probegen make wordnetqa`") from None
+    try:
+        from probegen.wordnetqa.config import WordNetQAConfig
+
+        cfg = WordNetQAConfig(probes=(probe,))
+    except (ImportError, TypeError):
+        raise ProbegenError(f"{path} is missing; generate it first with `probegen make wordnetqa`") from None
+    mcd.write(mcd.build(cfg, wordnet=wordnet, progress=True, log=log), path)
+
+
+def _load(path: Path):
+    from probegen.evaluation import detect_dataset
+
+    kind = detect_dataset(path)
+    if kind == "coda21":
+        from probegen.coda21.dataset import load
+
+        return kind, load(path)
+    try:
+        from probegen.wordnetqa.dataset import load as load_mc
+    except ImportError as e:
+        raise ProbegenError(f"cannot read WordNetQA dataset {path}: {e}") from None
+    return kind, load_mc(path)
+
+
+def _slug(path: Path) -> str:
+    return path.name if path.is_dir() else path.stem
+
+
+# ---- the run --------------------------------------------------------------------------------------
+@dataclass
+class Loaded:
+    """A dataset ready for analysis: its name in the outputs, path, kind and loaded object."""
+
+    name: str
+    path: str
+    kind: str
+    data: Any
+
+
+def prepare_datasets(
+    datasets: list[str | Path] | None,
+    wordnet: str | None = None,
+    semcor: str | None = None,
+    log: Callable[[str], None] = print,
+) -> tuple[list[Loaded], list[dict[str, Any]]]:
+    """Load (and validate) every dataset before any model is loaded.
+
+    With no ``datasets`` the defaults are used and missing ones generated; a default that
+    cannot be generated is skipped with a message (returned as the second list). Paths given
+    explicitly must exist.
+    """
+    loaded, skipped = [], []
+    for p in [Path(d) for d in (datasets or DEFAULT_DATASETS)]:
+        try:
+            if not datasets:
+                ensure_dataset(p, wordnet, semcor, log)
+            kind, data = _load(p)
+            loaded.append(Loaded(_slug(p), str(p), kind, data))
+        except ProbegenError as e:
+            if datasets:
+                raise
+            log(f"skipping {p}: {e}")
+            skipped.append({"name": _slug(p), "path": str(p), "skipped": str(e)})
+    if not loaded:
+        raise ProbegenError("no dataset to analyse" + (f" ({skipped[0]['skipped']})" if skipped else ""))
+    return loaded, skipped
+
+
+def run_bias(
+    model: str,
+    datasets: list[str | Path] | None,
+    out: Path,
+    cfg: BiasConfig = BiasConfig(),
+    scorer_kind: str | None = None,
+    reduction: str = "sum",
+    batch_size: int | None = None,
+    wordnet: str | None = None,
+    semcor: str | None = None,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc)."""
+    loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log)
+    from probegen.evaluation import load_model_scorer
+
+    t0 = time.perf_counter()
+    scorer = load_model_scorer(model, scorer_kind, reduction, batch_size)
+    log(f"model {model}: {scorer.kind} scorer ({time.perf_counter() - t0:.1f} s to load)")
+    return write_bias(model, loaded, out, scorer, cfg, reduction, log, progress, skipped=skipped)
+
+
+def write_bias(
+    model: str,
+    loaded: list[Loaded],
+    out: Path,
+    scorer,
+    cfg: BiasConfig = BiasConfig(),
+    reduction: str = "sum",
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+    evaluate_mc: Callable | None = None,
+    skipped: list[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """Score every ablation of every loaded dataset, then write results.json, report.md and the plot.
+
+    ``evaluate_mc`` replaces ``probegen.wordnetqa.evaluate.evaluate_mc`` (tests, stand-ins).
+    """
+    from dataclasses import replace
+
+    from probegen.io import atomic_write, write_json, write_jsonl
+    from probegen.templating import default_nonce
+
+    from .bias_plots import plot_bias_plane
+    from .report import render_report
+
+    cfg = cfg if cfg.nonce else replace(cfg, nonce=default_nonce())
+    t0 = time.perf_counter()
+    entries = []
+    for d in loaded:
+        log(f"{d.name}: scoring the partial-input ablations (scores already cached are reused)")
+        if d.kind == "coda21":
+            records = score_coda21(d.data, scorer, cfg, progress)
+            entry = analyse_coda21(d.data, records, cfg)
+        else:
+            records = score_mc(d.data, scorer, cfg, progress, evaluate_mc)
+            entry = analyse_mc(d.data, records, cfg)
+        for mode, rows in records.items():
+            write_jsonl(out / d.name / f"{mode}.jsonl", rows)
+        entries.append({"name": d.name, "path": d.path, **entry, "files": {m: f"{d.name}/{m}.jsonl" for m in records}})
+
+    results = {
+        "model": model,
+        "scorer": {"kind": scorer.kind, **_settings(scorer)},
+        "seed": cfg.seed,
+        "bootstrap": {"n": cfg.n_boot, "alpha": 0.05},
+        "eval": {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
+                 "reduction": reduction if scorer.kind in ("causal", "masked") else None},
+        "config": asdict(cfg),
+        "datasets": entries + list(skipped),
+        "plot": "bias_plane.png",
+        "scorer_stats": scorer.stats() if hasattr(scorer, "stats") else None,
+        "timings": {"score_and_analyse_s": round(time.perf_counter() - t0, 3)},
+    }
+    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}} for e in entries]
+    plot_bias_plane(points, out / "bias_plane.png", title=f"Context-word bias plane: {model}")
+    with atomic_write(out / "report.md") as fh:
+        fh.write(render_report(results))
+    write_json(out / "results.json", results)
+    log(f"wrote {out}")
+    return results
+
+
+def _settings(scorer) -> dict[str, Any]:
+    try:
+        return dict(scorer.settings())
+    except Exception:  # a scorer without settings still gets a report
+        return {}
+
+
+def summary_table(results: dict[str, Any]) -> str:
+    """A short plain-text summary for the terminal."""
+    from .bias import fmt_ratio
+
+    lines = [f"{'dataset':<28} {'M_Full':>7} {'M_L':>6}  {'Bias_C':<20} {'Bias_W':<20} partial-input"]
+    for d in results["datasets"]:
+        if d.get("skipped"):
+            lines.append(f"{d['name']:<28} skipped: {d['skipped']}")
+            continue
+        a, r = d["all"]["ablations"], d["all"]["ratios"]
+        third = next(k for k in r if k not in ("bias_c", "bias_w"))
+        lines.append(
+            f"{d['name']:<28} {a['full']['accuracy']:>7.3f} {a['label']['accuracy']:>6.3f}  "
+            f"{fmt_ratio(r['bias_c']):<20} {fmt_ratio(r['bias_w']):<20} {d['ratio_names'][third]} {fmt_ratio(r[third])}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""Choosing one SemCor context per group member.
+
+The paper keeps, among a synset's SemCor sentences, the one in which bert-base-uncased gives the
+masked target word the highest log probability (averaged over word pieces). probegen does the
+same with any masked LM. No masked LM ships offline, so the default context scorer is the
+bundled causal LM with the causal analogue of that criterion: the mean log probability of the
+target's tokens given the sentence to its left, log P(target | left context) / n_tokens. (A
+causal LM cannot look right of the word; the left context is what makes the word predictable.)
+
+Scores go through the shared scorer, so they land in the persistent score cache: a second run,
+or another variant sharing synsets, recomputes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..text import split_at_span
+from .items import Context
+
+# With no left context (the target opens the sentence) a causal LM has nothing to condition on;
+# a sentence-start cue keeps such contexts comparable instead of unscoreable.
+_EMPTY_LEFT = "Sentence:"
+
+
+def causal_queries(contexts: Sequence[Context]) -> tuple[list[str], list[list[str]]]:
+    """(left-context query, [target continuation]) per context for a causal LM."""
+    queries, conts = [], []
+    for c in contexts:
+        left, target, _ = split_at_span(c.tokens, c.span)
+        queries.append(left if left.strip() else _EMPTY_LEFT)
+        conts.append([target if target.startswith(" ") else " " + target])
+    return queries, conts
+
+
+def score_contexts(contexts: Sequence[Context], scorer, progress: bool = False) -> np.ndarray:
+    """How predictable the target is in each context under ``scorer`` (higher = clearer)."""
+    if not contexts:
+        return np.zeros(0)
+    if scorer.kind == "masked":
+        return np.array([scorer.span_logprob(list(c.tokens), tuple(c.span)) for c in contexts])
+    if scorer.kind != "causal":
+        raise ValueError(f"a context scorer must be a causal or masked LM, not {scorer.kind!r}")
+    queries, conts = causal_queries(contexts)
+    return np.array([s[0] for s in scorer.score(queries, conts, progress=progress)])
+
+
+def choose_contexts(
+    candidates: dict[str, list[Context]], scorer, progress: bool = False
+) -> dict[str, Context]:
+    """The best-scoring context of each synset (ties go to the earliest in SemCor order).
+
+    Synsets with a single candidate context keep it without scoring.
+    """
+    flat: list[tuple[str, Context]] = [
+        (name, c) for name in sorted(candidates) for c in candidates[name] if len(candidates[name]) > 1
+    ]
+    scores = score_contexts([c for _, c in flat], scorer, progress=progress)
+    best: dict[str, tuple[float, Context]] = {}
+    for (name, c), s in zip(flat, scores):
+        if name not in best or s > best[name][0]:
+            best[name] = (float(s), c)
+    out = {name: ctxs[0] for name, ctxs in candidates.items() if len(ctxs) == 1}
+    out.update({name: c for name, (_, c) in best.items()})
+    return out

@@ -1,0 +1,277 @@
+"""Building, writing and reading CoDA21 datasets (probegen's JSONL directory and the original
+release's JSON schema).
+
+A probegen dataset is a directory with ``groups.jsonl`` (one group a line) and
+``manifest.json``. The original CoDA21 release is one JSON file
+``{"canary": str, "n": [group], "v": [group]}``; probegen reads and writes both.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DatasetError, ProbegenError
+from ..io import read_jsonl, sha256_file, write_json, write_jsonl
+from ..manifest import CANARY, data_block, make_manifest
+from .config import Coda21Config
+from .items import Context, Group, Item
+
+GROUPS_FILE = "groups.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass
+class Coda21Dataset:
+    """Groups plus the manifest that says how they were made."""
+
+    groups: list[Group]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def by_pos(self, pos: str) -> list[Group]:
+        return [g for g in self.groups if g.pos == pos]
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the groups' content, recorded in evaluation results."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for g in self.groups:
+            h.update(json.dumps(g.to_json(), sort_keys=True).encode())
+        return h.hexdigest()
+
+
+def group_rng(seed: int, group_id: str) -> np.random.Generator:
+    """A generator for one group that depends only on the seed and the group id."""
+    return np.random.default_rng([seed, zlib.crc32(group_id.encode())])
+
+
+def counts(groups: list[Group]) -> dict[str, dict[str, int]]:
+    """Groups and unique synsets per POS (the figures of CoDA21's Table 1)."""
+    out = {}
+    for pos in ("n", "v"):
+        gs = [g for g in groups if g.pos == pos]
+        out[pos] = {
+            "groups": len(gs),
+            "unique_synsets": len({it.synset for g in gs for it in g.items}),
+            "items": sum(g.k for g in gs),
+        }
+    return out
+
+
+def build(
+    cfg: Coda21Config,
+    wordnet: str | None = None,
+    semcor: str | None = None,
+    progress: bool = True,
+    log=print,
+) -> Coda21Dataset:
+    """Generate a CoDA21 dataset from WordNet and SemCor with the given configuration."""
+    from ..data import load_wordnet, locate_semcor, locate_wordnet
+    from ..semcor import context_index
+    from ..wordnet_graph import load_graph
+    from .contexts import choose_contexts
+    from .grouping import form_groups
+    from .vectors import definition_vectors
+
+    cfg.validate()
+    wn_info, sc_info = locate_wordnet(wordnet), locate_semcor(semcor)
+    log(f"WordNet {wn_info.version} ({wn_info.source}: {wn_info.path}); SemCor {sc_info.version} ({sc_info.source})")
+    graph = load_graph(wordnet)
+    index = context_index(sc_info, load_wordnet(wordnet), wn_info)
+
+    synset_groups = []
+    for pos in cfg.pos:
+        eligible = {s for s, ctxs in index.items() if s in graph and graph.pos(s) == pos and len(ctxs) >= 1}
+        pool = {s for s in eligible if len(index[s]) >= cfg.min_contexts}
+        vecs = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress)
+        found = form_groups(graph, pool, pos, cfg, vecs, progress=progress)
+        log(f"{pos}: {len(found)} groups from {len(pool)} eligible synsets")
+        synset_groups.extend(found)
+
+    # contexts are chosen only for synsets that ended up in groups (groups don't depend on them)
+    members = sorted({m for g in synset_groups for m in g.members})
+    candidates = {
+        m: [Context.from_tokens(c.tokens, c.span, c.sent_id) for c in index[m][: cfg.max_contexts]] for m in members
+    }
+    n_scored = sum(len(v) for v in candidates.values() if len(v) > 1)
+    log(f"choosing contexts for {len(members)} synsets ({n_scored} candidate contexts, scorer {cfg.context_scorer})")
+    if cfg.context_scorer == "first":  # no LM: the first SemCor occurrence (fast, for tests/drafts)
+        scorer = None
+        chosen = {m: c[0] for m, c in candidates.items()}
+    else:
+        scorer = _context_scorer(cfg.context_scorer)
+        chosen = choose_contexts(candidates, scorer, progress=progress)
+
+    groups: list[Group] = []
+    serial = {pos: 0 for pos in cfg.pos}
+    for sg in synset_groups:
+        serial[sg.pos] += 1
+        gid = f"{cfg.variant}-{sg.pos}-{serial[sg.pos]:04d}"
+        items = [
+            Item(m, _lemma_for(graph, m, chosen[m]), graph.definition(m), chosen[m]) for m in sg.members
+        ]
+        order = group_rng(cfg.seed, gid).permutation(len(items))
+        groups.append(Group(gid, sg.pos, sg.ancestor, sg.relation, tuple(items[i] for i in order)))
+
+    manifest = make_manifest(
+        "coda21",
+        cfg.to_dict(),
+        cfg.seed,
+        data_block(wn_info, sc_info),
+        counts(groups),
+        embedder=cfg.embedder,
+        context_scorer={"model": cfg.context_scorer, **(_settings(scorer) if scorer else {})},
+        context_criterion=_criterion(scorer),
+    )
+    return Coda21Dataset(groups, manifest)
+
+
+def _criterion(scorer) -> str:
+    if scorer is None:
+        return "first SemCor context in corpus order"
+    if scorer.kind == "masked":
+        return "masked target log-prob averaged over word pieces"
+    return "mean log P(target tokens | left context) under a causal LM"
+
+
+def _settings(scorer) -> dict:
+    try:
+        return dict(scorer.settings())
+    except Exception:  # a scorer without settings still generates
+        return {}
+
+
+def _context_scorer(name: str):
+    from ..models import load_scorer
+
+    scorer = load_scorer(name, reduction="mean") if _kind(name) == "causal" else load_scorer(name)
+    if scorer.kind not in ("causal", "masked"):
+        raise ProbegenError(f"--context-scorer must be a causal or masked LM; {name!r} is a {scorer.kind} model")
+    return scorer
+
+
+def _kind(name: str) -> str:
+    from ..models import resolve_model
+
+    return resolve_model(name).kind
+
+
+def _lemma_for(graph, synset: str, ctx: Context) -> str:
+    """The synset lemma matching the context's surface word, else the first lemma."""
+    word = ctx.word.lower().replace(" ", "_")
+    lemmas = graph.lemmas(synset)
+    for lem in lemmas:
+        if lem.lower() == word:
+            return lem
+    return lemmas[0]
+
+
+# ---- files --------------------------------------------------------------------------------------
+def write(ds: Coda21Dataset, out: str | Path) -> Path:
+    """Write ``groups.jsonl`` and ``manifest.json`` into ``out`` (atomically, file by file)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ProbegenError(f"--out {out} exists and is not a directory")
+    write_jsonl(out / GROUPS_FILE, (g.to_json() for g in ds.groups))
+    manifest = dict(ds.manifest)
+    manifest["files"] = {GROUPS_FILE: sha256_file(out / GROUPS_FILE)}
+    write_json(out / MANIFEST_FILE, manifest)
+    return out
+
+
+def load(path: str | Path) -> Coda21Dataset:
+    """Read a probegen CoDA21 directory or a file in the original CoDA21 JSON schema."""
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError(f"dataset {p} does not exist")
+    if p.is_dir():
+        gfile = p / GROUPS_FILE
+        if not gfile.exists():
+            raise DatasetError(f"{p} is not a CoDA21 dataset: no {GROUPS_FILE}")
+        manifest = {}
+        if (p / MANIFEST_FILE).exists():
+            try:
+                manifest = json.loads((p / MANIFEST_FILE).read_text(encoding="utf-8"))
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{p / MANIFEST_FILE}: not valid JSON ({e.msg})") from None
+        groups = [Group.from_json(d) for d in read_jsonl(gfile)]
+        ds = Coda21Dataset(groups, manifest, str(p))
+    else:
+        ds = import_coda21_json(p)
+    check(ds)
+    return ds
+
+
+def check(ds: Coda21Dataset, k_max: int = 30) -> None:
+    """Reject empty datasets and groups that are empty, oversized or repeat a definition."""
+    if not ds.groups:
+        raise DatasetError(f"dataset {ds.source} has no groups")
+    for g in ds.groups:
+        if g.k < 2:
+            raise DatasetError(f"group {g.id} has {g.k} item(s); a group needs at least 2")
+        if g.k > k_max:
+            raise DatasetError(f"group {g.id} has {g.k} items; at most {k_max} are supported")
+        if g.pos not in ("n", "v"):
+            raise DatasetError(f"group {g.id} has unknown pos {g.pos!r} (expected n or v)")
+
+
+# ---- the original release's schema ---------------------------------------------------------------
+def export_coda21_json(ds: Coda21Dataset) -> dict[str, Any]:
+    """The dataset in the original CoDA21 schema (one context per candidate)."""
+    out: dict[str, Any] = {"canary": ds.manifest.get("canary", CANARY), "n": [], "v": []}
+    for g in ds.groups:
+        out[g.pos].append(
+            {
+                "common_ancestor_info": {"relation": g.relation, "ancestor_name": g.ancestor},
+                "candidates": [
+                    {
+                        "synset_name": it.synset,
+                        "definition": it.definition,
+                        "contexts": [it.context.text],
+                        "words_in_contexts": [it.context.word],
+                    }
+                    for it in g.items
+                ],
+            }
+        )
+    return out
+
+
+def import_coda21_json(path: str | Path) -> Coda21Dataset:
+    """Read a file in the original CoDA21 schema; target words are located as whole words."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"cannot read {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(raw, dict) or not ({"n", "v"} & raw.keys()):
+        raise DatasetError(f"{path}: not a CoDA21 file (expected an object with 'n' and/or 'v' group lists)")
+    groups = []
+    for pos in ("n", "v"):
+        for i, g in enumerate(raw.get(pos, []), 1):
+            try:
+                info = g["common_ancestor_info"]
+                items = tuple(
+                    Item(
+                        c["synset_name"],
+                        c["synset_name"].split(".")[0],
+                        c["definition"],
+                        Context.from_text(c["contexts"][0], c["words_in_contexts"][0]),
+                    )
+                    for c in g["candidates"]
+                )
+            except (KeyError, IndexError, TypeError) as e:
+                raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed (missing {e})") from None
+            groups.append(Group(f"{path.stem}-{pos}-{i:04d}", pos, info["ancestor_name"], info["relation"], items))
+    manifest = {"kind": "coda21", "canary": raw.get("canary", ""), "source_format": "coda21-json", "counts": counts(groups)}
+    return Coda21Dataset(groups, manifest, str(path))

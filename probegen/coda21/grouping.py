@@ -1,0 +1,107 @@
+"""Forming CoDA21 groups: sets of 5..10 mutually dissimilar co-hyponyms.
+
+Following the paper: go over the parent synsets in a fixed order; candidates are the parent's
+children (hard) or grandchildren (easy) that have SemCor contexts and are not used yet; cluster
+their definition embeddings with complete linkage, where the *similarity* is the linkage height,
+so every cluster's height is its largest within-cluster cosine similarity. A valid cluster has
+``k_min..k_max`` members and height <= ``max_similarity``; take the largest valid cluster,
+remove it, and repeat until fewer than ``k_min`` candidates or no valid cluster remain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+from scipy.cluster.hierarchy import linkage
+from scipy.spatial.distance import squareform
+
+from ..wordnet_graph import WordNetGraph
+from .config import Coda21Config
+
+
+@dataclass(frozen=True)
+class SynsetGroup:
+    """One group before contexts are chosen: the shared ancestor and its member synsets."""
+
+    ancestor: str
+    relation: str  # "parent" | "grandparent"
+    pos: str
+    members: tuple[str, ...]
+
+
+def best_cluster(vectors: np.ndarray, k_min: int, k_max: int, max_similarity: float) -> list[int] | None:
+    """Indices of the largest complete-link cluster with k_min..k_max members and no pair
+    more similar than ``max_similarity`` (cosine of L2-normalised ``vectors``); None if none.
+
+    Ties in size go to the cluster with the lower maximum similarity, then to the one formed
+    first, so the result is deterministic for a given input order.
+
+    >>> v = np.eye(6)  # six orthogonal definitions: all similarities 0
+    >>> best_cluster(v, 5, 10, 0.8)
+    [0, 1, 2, 3, 4, 5]
+    """
+    n = len(vectors)
+    if n < k_min:
+        return None
+    sim = np.clip(vectors @ vectors.T, -1.0, 1.0)
+    # linkage needs non-negative "distances": shift similarities by +1 (monotone, so the
+    # complete-link tree is unchanged) and compare heights with max_similarity + 1
+    dist = 1.0 + sim
+    np.fill_diagonal(dist, 0.0)
+    dist = (dist + dist.T) / 2  # exact symmetry for squareform
+    z = linkage(squareform(dist, checks=False), method="complete")
+    members: list[list[int]] = [[i] for i in range(n)]
+    best: tuple[int, float, int] | None = None  # (-size, height, order)
+    for step, (a, b, height, count) in enumerate(z):
+        merged = members[int(a)] + members[int(b)]
+        members.append(merged)
+        if k_min <= count <= k_max and height <= max_similarity + 1.0 + 1e-9:
+            key = (-int(count), float(height), step)
+            if best is None or key < best:
+                best = key
+    if best is None:
+        return None
+    return sorted(members[n + best[2]])
+
+
+def candidates_for(graph: WordNetGraph, ancestor: str, easy: bool) -> list[str]:
+    """The ancestor's children (hard) or grandchildren (easy), sorted by name."""
+    return graph.grandchildren(ancestor) if easy else graph.children(ancestor)
+
+
+def form_groups(
+    graph: WordNetGraph,
+    pool: set[str],
+    pos: str,
+    cfg: Coda21Config,
+    vectors: Callable[[list[str]], np.ndarray],
+    ancestors: Iterable[str] | None = None,
+    progress: bool = False,
+) -> list[SynsetGroup]:
+    """All groups of one part of speech; a synset lands in at most one group.
+
+    ``pool`` holds the synsets eligible as members (enough SemCor contexts); ``vectors`` maps
+    synset names to L2-normalised definition embeddings.
+    """
+    used: set[str] = set()
+    groups: list[SynsetGroup] = []
+    order = list(ancestors) if ancestors is not None else graph.synsets(pos)
+    it = order
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(order, desc=f"grouping {pos} ({cfg.variant})", unit="synset", leave=False)
+    for anc in it:
+        cands = [c for c in candidates_for(graph, anc, cfg.easy) if c in pool and c not in used]
+        while len(cands) >= cfg.k_min:
+            vecs = vectors(cands)
+            picked = best_cluster(vecs, cfg.k_min, cfg.k_max, cfg.max_similarity)
+            if picked is None:
+                break
+            members = tuple(cands[i] for i in picked)
+            groups.append(SynsetGroup(anc, cfg.relation, pos, members))
+            used.update(members)
+            cands = [c for c in cands if c not in used]
+    return groups

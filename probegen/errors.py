@@ -1,0 +1,17 @@
+"""User-facing errors: the CLI prints ``str(error)`` as one line and exits non-zero."""
+
+
+class ProbegenError(Exception):
+    """An expected failure caused by input or environment (bad data path, unknown model, ...)."""
+
+
+class DataNotFound(ProbegenError):
+    """WordNet or SemCor could not be located."""
+
+
+class ModelNotFound(ProbegenError):
+    """A model name is neither bundled, a local path, nor reachable on the hub."""
+
+
+class DatasetError(ProbegenError):
+    """A dataset file or directory is malformed."""

@@ -1,0 +1,1 @@
+"""Figures copied from the papers probegen reimplements, for side-by-side comparison."""

@@ -1,0 +1,58 @@
+"""Sentence-embedding scorer: cosine(embed(query), embed(candidate))."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import Pair, Scorer
+
+
+class EmbeddingScorer(Scorer):
+    """Cosine similarity of L2-normalised sentence-transformers embeddings."""
+
+    kind = "embedding"
+    query_style = "plain"
+    version = 1
+    default_batch_size = 64
+
+    def __init__(
+        self,
+        name: str,
+        model: Any,
+        model_id: str | None = None,
+        batch_size: int | None = None,
+        cache: Any = None,
+        extra_settings: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings)
+        self.model = model
+
+    def _extra_settings(self) -> dict[str, Any]:
+        return {"similarity": "cosine"}
+
+    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """L2-normalised float32 embeddings, one row per text (each unique text encoded once)."""
+        texts = list(texts)
+        if not texts:
+            dim = self.model.get_sentence_embedding_dimension() or 0
+            return np.zeros((0, dim), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
+        vecs = self.model.encode(
+            unique,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=progress,
+        ).astype(np.float32)
+        row = {t: i for i, t in enumerate(unique)}
+        return vecs[[row[t] for t in texts]]
+
+    def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
+        texts = list(dict.fromkeys([q for q, _ in pairs] + [c for _, c in pairs]))
+        vecs = self.embed(texts).astype(np.float64)
+        row = {t: i for i, t in enumerate(texts)}
+        q = vecs[[row[p[0]] for p in pairs]]
+        c = vecs[[row[p[1]] for p in pairs]]
+        return np.einsum("ij,ij->i", q, c)

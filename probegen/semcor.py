@@ -1,0 +1,272 @@
+"""SemCor 3.0 reader: a regex SGML parser, sense-key resolution, and a cached synset -> contexts index.
+
+The tagfiles are SGML with unquoted attributes (XML parsers refuse them), one element per line:
+``<s snum=1>``, ``<wf cmd=done pos=NN lemma=jury wnsn=1 lexsn=1:14:00::>jury</wf>``, ``<punc>.</punc>``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+from .data import DataInfo, load_wordnet, locate_semcor, locate_wordnet
+from .io import atomic_write, sha256_text
+from .paths import cache_dir
+
+INDEX_FORMAT = 1  # bump when the parse or the cache layout changes
+
+# One alternative per element kind; the text groups are [^<]* because tagfiles never nest.
+_ELEMENT = re.compile(r"<s\s([^>]*)>|<wf\s([^>]*)>([^<]*)</wf>|<punc>([^<]*)</punc>|(</s>)")
+_ATTR = re.compile(r'([\w-]+)=("[^"]*"|[^\s"]+)')
+_MARKER = re.compile(r"\([a-z]+\)")  # adjective position markers: preceding(a) -> preceding
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A sense-tagged word: tokens[start:end] of its sentence, with its lemma and WordNet synset."""
+
+    start: int
+    end: int  # exclusive
+    lemma: str
+    synset: str  # e.g. "investigation.n.01"
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One SemCor sentence; multiword units are split into words, so a Tag may span several."""
+
+    id: str  # "brown1/br-a01#1": corpus folder / file # snum
+    tokens: tuple[str, ...]
+    tags: tuple[Tag, ...]
+
+
+@dataclass(frozen=True)
+class Context:
+    """One tagged occurrence of a synset: the sentence's tokens and the target's token span."""
+
+    sent_id: str
+    tokens: tuple[str, ...]
+    span: tuple[int, int]
+
+
+@dataclass
+class ParseStats:
+    """Counters filled by iter_sentences."""
+
+    files: int = 0
+    sentences: int = 0
+    tokens: int = 0
+    tagged: int = 0  # tags kept (resolved to a WordNet 3.0 synset)
+    unresolved: int = 0  # sense keys WordNet 3.0 does not know
+    unsensed: int = 0  # lemma given but wnsn 0/missing or lexsn missing: no WordNet 3.0 sense
+
+
+def _attrs(text: str) -> dict[str, str]:
+    return {k: v.strip('"') for k, v in _ATTR.findall(text)}
+
+
+def _words(text: str) -> list[str]:
+    """Split an _-joined multiword token into its words (keeping odd tokens like "_" whole)."""
+    return [w for w in text.split("_") if w] or ([text] if text else [])
+
+
+def parse_tagfile(text: str, sent_prefix: str, resolve, stats: ParseStats | None = None) -> Iterator[Sentence]:
+    """Sentences of one tagfile's text; ``resolve(sense_key)`` returns a synset name or None."""
+    stats = stats if stats is not None else ParseStats()
+    snum = None
+    tokens: list[str] = []
+    tags: list[Tag] = []
+    for m in _ELEMENT.finditer(text):
+        s_attrs, wf_attrs, wf_text, punc, s_end = m.groups()
+        if s_attrs is not None:
+            snum, tokens, tags = _attrs(s_attrs).get("snum", "?"), [], []
+        elif wf_attrs is not None:
+            words = _words(wf_text)
+            start = len(tokens)
+            tokens.extend(words)
+            if "lemma=" in wf_attrs and words:  # most wf carry no sense: skip the attribute parse
+                a = _attrs(wf_attrs)
+                wnsn = a.get("wnsn", "").split(";")[0]
+                lexsn = a.get("lexsn", "").split(";")[0]
+                if not lexsn or wnsn in ("", "0"):
+                    stats.unsensed += 1
+                    continue
+                synset = resolve(_MARKER.sub("", f"{a['lemma']}%{lexsn}"))
+                if synset is None:
+                    stats.unresolved += 1
+                    continue
+                tags.append(Tag(start, len(tokens), a["lemma"], synset))
+        elif punc is not None:
+            tokens.append(punc)
+        elif s_end is not None and snum is not None:
+            stats.sentences += 1
+            stats.tokens += len(tokens)
+            stats.tagged += len(tags)
+            yield Sentence(f"{sent_prefix}#{snum}", tuple(tokens), tuple(tags))
+            snum = None
+
+
+def _sense_offsets(wn) -> dict[str, int]:
+    """sense key -> synset offset from index.sense, read once: nltk's lemma_from_key
+    binary-searches the file per key, which dominated the parse time."""
+    offsets = {}
+    with open(Path(wn.root.path) / "index.sense", encoding="utf-8") as fh:
+        for line in fh:
+            fields = line.split()
+            if len(fields) >= 2:
+                offsets[fields[0]] = int(fields[1])
+    return offsets
+
+
+def _resolver(wn):
+    """sense key -> synset name (None if unknown), equivalent to wn.lemma_from_key(key).synset().name()."""
+    from nltk.corpus.reader.wordnet import WordNetError
+
+    offsets = _sense_offsets(wn)
+
+    @lru_cache(maxsize=None)  # keys repeat a lot
+    def resolve(key: str) -> str | None:
+        key = key.lower()  # sense keys are lower-case; SemCor lemmas may not be
+        offset = offsets.get(key)
+        if offset is None:
+            return None
+        try:
+            pos = "nvars"[int(key.split("%")[1].split(":")[0]) - 1]  # ss_type digit 1..5
+            synset = wn.synset_from_pos_and_offset(pos, offset)
+        except (WordNetError, ValueError, KeyError, IndexError):
+            return None
+        if synset is None or not any(lem.key() == key for lem in synset.lemmas()):
+            return None
+        return synset.name()
+
+    return resolve
+
+
+def tagfiles(semcor_dir: Path) -> list[tuple[str, Path]]:
+    """(corpus/file, path) for every tagfile, sorted by corpus folder then file name."""
+    out = []
+    for corpus in sorted(p for p in Path(semcor_dir).iterdir() if (p / "tagfiles").is_dir()):
+        for f in sorted((corpus / "tagfiles").iterdir()):
+            if f.is_file() and not f.name.startswith("."):
+                out.append((f"{corpus.name}/{f.name}", f))
+    return out
+
+
+def iter_sentences(semcor_dir: Path, wn, stats: ParseStats | None = None) -> Iterator[Sentence]:
+    """Every SemCor sentence in a fixed order (corpus folder, file name, document order).
+
+    Tags keep the FIRST sense of a token; tags without a WordNet 3.0 sense (wnsn 0, no lexsn)
+    or whose sense key WordNet does not resolve are dropped (their words stay) and counted
+    in ``stats`` when given.
+    """
+    stats = stats if stats is not None else ParseStats()
+    resolve = _resolver(wn)
+    for prefix, path in tagfiles(semcor_dir):
+        stats.files += 1
+        text = path.read_text(encoding="utf-8", errors="replace")
+        yield from parse_tagfile(text, prefix, resolve, stats)
+
+
+# ---------------------------------------------------------------- cached index
+
+
+def _cache_path(semcor: DataInfo, wordnet: DataInfo) -> Path:
+    key = sha256_text(f"{semcor.sha256}:{wordnet.sha256}:v{INDEX_FORMAT}")[:16]
+    return cache_dir() / f"semcor_index-{key}.json.gz"
+
+
+def _build(semcor: DataInfo, wn) -> dict[str, Any]:
+    """Parse SemCor into the cache payload: tagged sentences once, and per synset a flat
+    [sentence index, start, end, ...] list in document order."""
+    stats = ParseStats()
+    sentences: list[list[Any]] = []
+    index: dict[str, list[int]] = {}
+    for sent in iter_sentences(semcor.path, wn, stats):
+        if not sent.tags:
+            continue  # no context can come from it
+        i = len(sentences)
+        sentences.append([sent.id, list(sent.tokens)])
+        for t in sent.tags:
+            index.setdefault(t.synset, []).extend((i, t.start, t.end))
+    return {"format": INDEX_FORMAT, "stats": asdict(stats), "sentences": sentences, "index": index}
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    with atomic_write(path, "wb") as fh:
+        with gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=6, mtime=0) as gz:  # mtime=0: same bytes
+            gz.write(data)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        with gzip.open(path, "rb") as fh:
+            payload = json.loads(fh.read())
+    except (OSError, EOFError, ValueError):
+        return None  # missing or damaged: rebuild
+    return payload if isinstance(payload, dict) and payload.get("format") == INDEX_FORMAT else None
+
+
+def _to_contexts(payload: dict[str, Any]) -> dict[str, list[Context]]:
+    sents = [(sid, tuple(toks)) for sid, toks in payload["sentences"]]  # one tuple per sentence, shared
+    out: dict[str, list[Context]] = {}
+    for synset, flat in payload["index"].items():
+        out[synset] = [
+            Context(*sents[flat[k]], (flat[k + 1], flat[k + 2])) for k in range(0, len(flat), 3)
+        ]
+    return out
+
+
+_MEMO: dict[tuple[DataInfo, DataInfo], tuple[dict[str, list[Context]], dict[str, int]]] = {}
+
+
+def _load(semcor: DataInfo, wordnet: DataInfo, wn) -> tuple[dict[str, list[Context]], dict[str, int]]:
+    """(index, parse stats) from the in-process memo, the cache file, or a fresh parse."""
+    key = (semcor, wordnet)  # not wn: any reader of the same data gives the same index
+    if key not in _MEMO:
+        path = _cache_path(semcor, wordnet)
+        payload = _read(path)
+        if payload is None:
+            payload = _build(semcor, wn if wn is not None else load_wordnet(str(wordnet.path)))
+            _write(path, payload)
+        _MEMO.clear()  # keep one index alive: it holds ~226k contexts
+        _MEMO[key] = (_to_contexts(payload), payload["stats"])
+    return _MEMO[key]
+
+
+def _resolve_args(semcor: DataInfo | None, wn, wordnet: DataInfo | None):
+    semcor = semcor or locate_semcor()
+    wordnet = wordnet or locate_wordnet()
+    return semcor, wn, wordnet  # a missing wn is loaded only if the index must be built
+
+
+def context_index(
+    semcor: DataInfo | None = None, wn=None, wordnet: DataInfo | None = None
+) -> dict[str, list[Context]]:
+    """synset name -> every tagged occurrence of it in SemCor, in document order.
+
+    Cached as gzip JSON in ``cache_dir()/semcor_index-<hash>.json.gz`` (keyed on both data
+    hashes and INDEX_FORMAT) and memoised in-process: treat the result as read-only.
+    ``wn`` must be the reader for ``wordnet``; missing arguments are located (and WordNet is
+    loaded only when the cache has to be built).
+    """
+    semcor, wn, wordnet = _resolve_args(semcor, wn, wordnet)
+    return _load(semcor, wordnet, wn)[0]
+
+
+def semcor_stats(semcor: DataInfo | None = None, wn=None, wordnet: DataInfo | None = None) -> dict[str, int]:
+    """Corpus figures from the cached index: parse counters (files, sentences, tokens, tagged,
+    unresolved, unsensed) plus distinct noun/verb synsets and those with >= 5 occurrences."""
+    semcor, wn, wordnet = _resolve_args(semcor, wn, wordnet)
+    index, stats = _load(semcor, wordnet, wn)
+    out = dict(stats)
+    for pos, name in (("n", "noun"), ("v", "verb")):
+        counts = [len(c) for s, c in index.items() if s.rsplit(".", 2)[1] == pos]
+        out[f"{name}_synsets"] = len(counts)
+        out[f"{name}_synsets_ge5"] = sum(c >= 5 for c in counts)
+    return out

@@ -1,0 +1,187 @@
+"""A networkx view of WordNet that every generator walks instead of calling nltk ad hoc.
+
+Nodes are synset names (``dog.n.01``) carrying ``pos``, ``lemmas``, ``definition``,
+``examples``, ``depth`` (min depth from a root) and ``offset``. Edges go hypernym -> hyponym;
+``type`` is ``"hypernym"`` or ``"instance"`` (instance hypernymy). Children are always returned
+sorted by name, because nltk's hyponym order is not stable between runs.
+
+The graph is built once from the WordNet files (~15 s) and cached as a pickle keyed by the
+WordNet checksum, so later commands load it in a couple of seconds.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import deque
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import networkx as nx
+
+from .io import atomic_write
+from .paths import cache_dir
+
+GRAPH_FORMAT = 2
+
+
+def build_graph(wn) -> nx.DiGraph:
+    """Build the hypernym -> hyponym DiGraph from an nltk WordNet reader (all parts of speech)."""
+    g = nx.DiGraph()
+    synsets = sorted(wn.all_synsets(), key=lambda s: (s.pos(), s.offset()))
+    for s in synsets:
+        g.add_node(
+            s.name(),
+            pos="a" if s.pos() == "s" else s.pos(),
+            lemmas=tuple(lem.name() for lem in s.lemmas()),
+            definition=s.definition(),
+            examples=tuple(s.examples()),
+            offset=s.offset(),
+            lexname=s.lexname(),
+        )
+    for s in synsets:
+        for h in sorted(s.hypernyms(), key=lambda x: x.name()):
+            g.add_edge(h.name(), s.name(), type="hypernym")
+        for h in sorted(s.instance_hypernyms(), key=lambda x: x.name()):
+            g.add_edge(h.name(), s.name(), type="instance")
+    # min depth over all hypernym paths (roots have depth 0), computed by BFS from the roots
+    depth: dict[str, int] = {}
+    queue = deque(sorted(n for n in g if g.in_degree(n) == 0))
+    for n in queue:
+        depth[n] = 0
+    while queue:
+        n = queue.popleft()
+        for c in sorted(g.successors(n)):
+            if c not in depth:
+                depth[c] = depth[n] + 1
+                queue.append(c)
+    nx.set_node_attributes(g, depth, "depth")
+    g.graph["format"] = GRAPH_FORMAT
+    return g
+
+
+@dataclass
+class WordNetGraph:
+    """Read-only helpers over the WordNet DiGraph; every neighbour list is sorted by name."""
+
+    g: nx.DiGraph
+    sha256: str = ""
+
+    # ---- node attributes -------------------------------------------------------------------
+    def __contains__(self, name: str) -> bool:
+        return name in self.g
+
+    def pos(self, s: str) -> str:
+        return self.g.nodes[s]["pos"]
+
+    def lemmas(self, s: str) -> tuple[str, ...]:
+        return self.g.nodes[s]["lemmas"]
+
+    def definition(self, s: str) -> str:
+        return self.g.nodes[s]["definition"]
+
+    def examples(self, s: str) -> tuple[str, ...]:
+        return self.g.nodes[s]["examples"]
+
+    def depth(self, s: str) -> int:
+        return self.g.nodes[s]["depth"]
+
+    def synsets(self, pos: str | None = None) -> list[str]:
+        """All synsets (optionally of one POS) in WordNet file order, which is deterministic."""
+        nodes = [n for n, d in self.g.nodes(data=True) if pos is None or d["pos"] == pos]
+        return sorted(nodes, key=lambda n: (self.g.nodes[n]["pos"], self.g.nodes[n]["offset"]))
+
+    # ---- relations ---------------------------------------------------------------------------
+    def children(self, s: str, instances: bool = False) -> list[str]:
+        """Direct hyponyms (and instance hyponyms if asked), sorted by name."""
+        return sorted(
+            c for c in self.g.successors(s) if instances or self.g.edges[s, c]["type"] == "hypernym"
+        )
+
+    def parents(self, s: str, instances: bool = False) -> list[str]:
+        """Direct hypernyms (and instance hypernyms if asked), sorted by name."""
+        return sorted(
+            p for p in self.g.predecessors(s) if instances or self.g.edges[p, s]["type"] == "hypernym"
+        )
+
+    def grandchildren(self, s: str, instances: bool = False) -> list[str]:
+        """Hyponyms of hyponyms, deduplicated and sorted (a synset reached twice counts once)."""
+        out = {gc for c in self.children(s, instances) for gc in self.children(c, instances)}
+        return sorted(out)
+
+    def ancestors(self, s: str, max_hops: int, instances: bool = True) -> dict[str, int]:
+        """Every ancestor within ``max_hops`` with its shortest distance (1 = parent)."""
+        return self._bfs(s, max_hops, lambda n: self.parents(n, instances))
+
+    def descendants(self, s: str, max_hops: int, instances: bool = True) -> dict[str, int]:
+        """Every descendant within ``max_hops`` with its shortest distance (1 = child)."""
+        return self._bfs(s, max_hops, lambda n: self.children(n, instances))
+
+    @staticmethod
+    def _bfs(start: str, max_hops: int, step) -> dict[str, int]:
+        dist: dict[str, int] = {}
+        frontier = [start]
+        for hop in range(1, max_hops + 1):
+            nxt = []
+            for n in frontier:
+                for m in step(n):
+                    if m != start and m not in dist:
+                        dist[m] = hop
+                        nxt.append(m)
+            frontier = sorted(nxt)
+        return dict(sorted(dist.items()))
+
+    def siblings(self, s: str) -> list[str]:
+        """Other children of any of ``s``'s parents, sorted."""
+        out = {c for p in self.parents(s, True) for c in self.children(p, True)}
+        out.discard(s)
+        return sorted(out)
+
+    def sister_family(self, s: str, depth: int) -> dict[str, int]:
+        """Siblings of ``s`` plus their descendants down to ``depth - 1`` levels.
+
+        Values are the level below the sibling (0 = the sibling itself). WordNetQA calls
+        this the sister family of depth l.
+        """
+        fam: dict[str, int] = {}
+        for sib in self.siblings(s):
+            fam.setdefault(sib, 0)
+            for d, lvl in self.descendants(sib, depth - 1).items():
+                if d not in fam or fam[d] > lvl:
+                    fam[d] = lvl
+        return dict(sorted(fam.items()))
+
+    def walk(self, roots: Iterable[str]) -> Iterator[str]:
+        """Breadth-first walk from ``roots`` in sorted order (each node once)."""
+        seen: set[str] = set()
+        queue = deque(sorted(roots))
+        while queue:
+            n = queue.popleft()
+            if n in seen:
+                continue
+            seen.add(n)
+            yield n
+            queue.extend(self.children(n, True))
+
+
+def _graph_cache_path(sha256: str) -> Path:
+    return cache_dir() / f"wordnet_graph-{sha256[:16]}-v{GRAPH_FORMAT}.pickle"
+
+
+@lru_cache(maxsize=4)
+def load_graph(wordnet_path: str | None = None) -> WordNetGraph:
+    """The cached WordNet graph for the located WordNet (built on first use)."""
+    from .data import load_wordnet, locate_wordnet
+
+    info = locate_wordnet(wordnet_path)
+    path = _graph_cache_path(info.sha256)
+    if path.exists():
+        with open(path, "rb") as fh:
+            g = pickle.load(fh)  # our own cache file, written below; never user input
+        if g.graph.get("format") == GRAPH_FORMAT:
+            return WordNetGraph(g, info.sha256)
+    g = build_graph(load_wordnet(wordnet_path))
+    with atomic_write(path, "wb") as fh:
+        pickle.dump(g, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return WordNetGraph(g, info.sha256)

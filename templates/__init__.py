@@ -1,0 +1,1 @@
+"""Probe templates as data: patterns, question templates and nonce words (JSON/TXT files)."""

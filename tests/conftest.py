@@ -1,0 +1,22 @@
+"""Shared fixtures. Real-data fixtures are session-scoped so WordNet/SemCor are parsed once."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def graph():
+    """The real WordNet 3.0 graph (built once, then cached in the user cache)."""
+    from probegen.wordnet_graph import load_graph
+
+    return load_graph()
+
+
+@pytest.fixture(scope="session")
+def clean_hard_nouns():
+    """A real clean-hard noun CoDA21 set (first-context choice, so no LM is needed)."""
+    from probegen.coda21.config import Coda21Config
+    from probegen.coda21.dataset import build
+
+    return build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False, log=lambda m: None)

@@ -1,0 +1,311 @@
+"""`probegen bias`: ratios, undefined cases, chance-level ablations, trained controls, outputs."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import re
+import zlib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from diagnostics import baselines, bias, bias_plots, entropy, report, run_bias
+from diagnostics.baselines import choice_only_control, coda21_controls
+from diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
+from probegen.coda21.dataset import Coda21Dataset, write
+from probegen.coda21.evaluate import EvalConfig, evaluate
+from probegen.coda21.items import Context, Group, Item
+
+
+# ---- a deterministic scorer and synthetic data --------------------------------------------------
+class OverlapScorer:
+    """Scores a candidate by the content words it shares with the query, plus a tiny hash jitter.
+
+    Like a real LM scorer, its score depends only on (query, candidate) text, so identical
+    queries give identical rows.
+    """
+
+    kind = "causal"
+    query_style = "pattern"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def score(self, queries, candidates, progress=False):
+        self.calls += 1
+        out = []
+        for q, cands in zip(queries, candidates):
+            qt = set(re.findall(r"\w+", q.lower()))
+            out.append(
+                np.array([len(qt & set(re.findall(r"\w+", c.lower()))) + zlib.crc32(f"{q}|{c}".encode()) / 2**32 * 1e-3 for c in cands])
+            )
+        return out
+
+    def settings(self):
+        return {"model": "overlap-fake"}
+
+
+def synthetic_coda21(n_groups: int = 40, k: int = 5, word_in_def: float = 0.5, cue: float = 0.9, seed: int = 0) -> Coda21Dataset:
+    """Groups whose contexts carry a cue word of their definition (with probability ``cue``) and
+    whose definitions contain the target word (with probability ``word_in_def``)."""
+    rng = np.random.default_rng(seed)
+    groups = []
+    for g in range(n_groups):
+        items = []
+        for i in range(k):
+            word, clue = f"zorp{g}x{i}", f"cue{g}y{i}"
+            ctx_clue = clue if rng.random() < cue else f"noise{g}z{i}"
+            text = f"The {word} was near a {ctx_clue} today ."
+            defn = f"a kind of {clue} thing" + (f" like {word}" if rng.random() < word_in_def else "")
+            items.append(Item(f"{word}.n.01", word, defn, Context(text, (4, 4 + len(word)))))
+        items = [items[j] for j in rng.permutation(k)]  # names carry their index: store rows shuffled, as build() does
+        groups.append(Group(f"syn-n-{g:04d}", "n" if g % 4 else "v", "root.n.01", "grandparent", tuple(items)))
+    return Coda21Dataset(groups, {"kind": "coda21"}, "synthetic")
+
+
+def synthetic_mc(n: int = 300, artefact: bool = True, seed: int = 0) -> list[dict]:
+    """5-way items in clusters of 3; with ``artefact`` the gold choice is always the longest."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(200)]
+    items = []
+    for i in range(n):
+        choices = [" ".join(rng.choice(vocab, rng.integers(2, 6))) for _ in range(5)]
+        ans = int(rng.integers(5))
+        if artefact:
+            choices[ans] = " ".join(rng.choice(vocab, 8))
+        c = i // 3
+        items.append({"id": f"q{i}", "question": f"what is word{c}?", "choices": choices, "answer": ans,
+                      "cluster": f"c{c}", "probe": "definitions" if i % 2 else "synonymy", "word": f"word{c}", "synset": f"s{c}.n.01"})
+    return items
+
+
+def fake_evaluate_mc(mc, scorer, seed, nonce, progress=False, mode="full"):
+    """A stand-in for probegen.wordnetqa.evaluate.evaluate_mc: correctness rates fall with less input."""
+    rate = {"full": 0.9, "context": 0.6, "word": 0.5, "choice": 0.3}[mode]
+    rows = []
+    for i, it in enumerate(mc.items):
+        u = zlib.crc32(f"{seed}/{mode}/{it['id']}".encode()) / 2**32
+        rows.append({"id": it["id"], "cluster": it["cluster"], "probe": it["probe"], "gold": it["answer"], "correct": u < rate})
+    return {"items": rows, "metrics": {}}
+
+
+# ---- pure measures --------------------------------------------------------------------------------
+@pytest.mark.parametrize("module", [bias, entropy, baselines, report, bias_plots, run_bias])
+def test_docstring_examples(module):
+    assert doctest.testmod(module).failed == 0
+
+
+def test_ratios_on_hand_made_tables():
+    assert bias_ratio(0.6, 0.2, 1.0) == pytest.approx(0.5)
+    assert bias_ratio(0.2, 0.2, 1.0) == 0.0
+    assert bias_ratio(1.1, 0.2, 1.0) > 1.0
+    assert bias_ratio(0.6, 0.2, 0.2) is None and bias_ratio(0.6, 0.3, 0.2) is None
+    t = UnitTable(
+        [f"g{i}" for i in range(20)], np.ones(20),
+        {"full": np.linspace(0.8, 1.0, 20), "context": np.linspace(0.4, 0.6, 20), "word": np.full(20, 0.2), "label": np.full(20, 0.2)},
+    )
+    r = bootstrap_bias(t, {"bias_c": "context", "bias_w": "word"}, n_boot=500, seed=1)
+    assert r["gap"]["defined"]
+    assert r["ratios"]["bias_c"]["value"] == pytest.approx((0.5 - 0.2) / (0.9 - 0.2))
+    lo, hi = r["ratios"]["bias_c"]["ci"]
+    assert lo <= r["ratios"]["bias_c"]["value"] <= hi
+    assert r["ratios"]["bias_w"]["value"] == pytest.approx(0.0)
+    assert r["ablations"]["label"]["accuracy"] == pytest.approx(0.2)
+
+
+def test_ratio_is_undefined_when_full_is_within_noise_of_label():
+    rng = np.random.default_rng(0)
+    full = rng.choice([0.0, 0.2, 0.4], size=30)  # mean about 0.2 = label, lots of noise
+    t = UnitTable([str(i) for i in range(30)], np.ones(30), {"full": full, "context": full * 0.5, "label": np.full(30, 0.2)})
+    r = bootstrap_bias(t, {"bias_c": "context"}, n_boot=500)
+    assert not r["gap"]["defined"]
+    assert r["ratios"]["bias_c"]["value"] is None and r["ratios"]["bias_c"]["ci"] is None
+    assert fmt_ratio(r["ratios"]["bias_c"]) == "undefined"
+
+
+def test_small_but_noisy_gap_is_undefined_not_huge():
+    # M_Full barely above M_L on few units: the ratio would be ~10; it must be None instead
+    t = UnitTable(list("abcd"), np.ones(4), {"full": [0.3, 0.1, 0.25, 0.2], "context": [0.9, 0.8, 0.9, 0.9], "label": [0.2] * 4})
+    assert bootstrap_bias(t, {"bias_c": "context"}, n_boot=300)["ratios"]["bias_c"]["value"] is None
+
+
+def test_bootstrap_pairs_ablations_on_the_same_units():
+    # context == full on every unit: each paired replicate gives exactly 1
+    rng = np.random.default_rng(3)
+    full = rng.uniform(0.5, 1.0, 50)
+    t = UnitTable([str(i) for i in range(50)], np.ones(50), {"full": full, "context": full.copy(), "label": np.full(50, 0.2)})
+    ci = bootstrap_bias(t, {"bias_c": "context"}, n_boot=300)["ratios"]["bias_c"]["ci"]
+    assert ci == pytest.approx([1.0, 1.0])
+
+
+def test_majority_label_prior_from_gold_position_counts():
+    gold = np.array([0, 0, 0, 1, 2, 3])
+    t = unit_sums({"full": np.ones(6)}, ["a", "a", "b", "b", "c", "c"], np.eye(5)[gold])
+    r = bootstrap_bias(t, {}, n_boot=100)
+    assert r["ablations"]["label"]["accuracy"] == pytest.approx(0.5)
+
+
+def test_entropies():
+    e = entropy.sense_entropy([("Bank", "bank.n.01"), ("bank", "bank.n.02"), ("dog", "dog.n.01")])
+    assert e["n_words"] == 2 and e["share_single"] == 0.5 and e["mean_multi"] == 1.0
+    assert entropy.label_entropy([])["mean"] is None
+
+
+# ---- CoDA21 ablations -----------------------------------------------------------------------------
+def test_definition_only_ablation_gets_chance_not_one():
+    ds = synthetic_coda21(n_groups=300, k=5)
+    res = evaluate(ds, OverlapScorer(), EvalConfig(mode="definition"))
+    acc = res["metrics"]["all"]["accuracy"]
+    assert acc < 0.5
+    assert abs(acc - 0.2) < 0.04
+    # the same groups with context are solved: the scorer is not just noise
+    assert evaluate(ds, OverlapScorer(), EvalConfig(mode="context"))["metrics"]["all"]["accuracy"] > 0.8
+
+
+def test_coda21_analysis_orders_ablations_sensibly():
+    ds = synthetic_coda21(n_groups=60)
+    cfg = run_bias.BiasConfig(n_boot=200, nonce="bkatuhla")
+    records = run_bias.score_coda21(ds, OverlapScorer(), cfg, progress=False)
+    res = run_bias.analyse_coda21(ds, records, cfg)
+    a = res["all"]["ablations"]
+    assert a["label"]["accuracy"] == pytest.approx(0.2)  # exactly 1/k
+    assert a["full"]["accuracy"] > a["context"]["accuracy"] > a["definition"]["accuracy"]
+    assert a["full"]["accuracy"] > a["word"]["accuracy"]
+    assert 0.0 < res["all"]["ratios"]["bias_c"]["value"] < 1.2
+    assert abs(res["all"]["ratios"]["bias_d"]["value"]) < 0.15
+    assert set(res["subsets"]) == {"noun", "verb"}
+    assert res["entropy"]["sense"]["share_single"] == 1.0
+
+
+def test_coda21_controls_find_overlap_but_no_order_leak():
+    ds = synthetic_coda21(n_groups=60)
+    order, word, context = coda21_controls(ds.groups, n_boot=300)
+    assert not order["artefact"] and order["ci"][0] <= order["chance"] <= order["ci"][1]
+    assert context["artefact"] and context["accuracy"] > 0.8  # contexts share a cue word with their definition
+    assert word["artefact"]  # half the definitions contain the target word
+
+
+def test_definition_order_control_detects_a_leaky_order():
+    # rows stored sorted by definition length: definition text alone reveals the gold order
+    rng = np.random.default_rng(0)
+    groups = []
+    for g in range(60):
+        defs = sorted((" ".join(f"t{x}" for x in rng.integers(0, 50, rng.integers(2, 20))) for _ in range(5)), key=len)
+        items = tuple(Item(f"s{g}_{i}.n.01", f"s{g}_{i}", d, Context(f"a s{g}_{i} b", (2, 2 + len(f"s{g}_{i}")))) for i, d in enumerate(defs))
+        groups.append(Group(f"leak-{g}", "n", "r.n.01", "parent", items))
+    assert baselines.definition_order_control(groups, n_boot=300)["artefact"]
+
+
+# ---- WordNetQA choice-only control ----------------------------------------------------------------
+def _views(items):
+    return [baselines.mc_view(it, i) for i, it in enumerate(items)]
+
+
+def test_choice_only_control_finds_a_planted_artefact():
+    rows = choice_only_control(_views(synthetic_mc(artefact=True)), n_boot=300)
+    assert {r["applies_to"] for r in rows} == {"definitions", "synonymy"}
+    for r in rows:
+        assert r["artefact"] and r["accuracy"] > 0.9 and r["ci"][0] > r["chance"]
+        assert r["chance"] == pytest.approx(0.2)
+        assert any(f["feature"] in ("is_longest", "len_z", "n_words", "len_rank", "n_chars") for f in r["top_features"][:3])
+
+
+def test_choice_only_control_finds_nothing_without_an_artefact():
+    for r in choice_only_control(_views(synthetic_mc(artefact=False)), n_boot=300):
+        assert not r["artefact"]
+        assert r["ci"][0] <= r["chance"] <= r["ci"][1]
+
+
+def test_choice_only_folds_keep_clusters_whole():
+    from diagnostics.baselines import _folds
+
+    clusters = [f"c{i // 3}" for i in range(30)]
+    for tr, te in _folds(clusters, 5):
+        assert not {clusters[i] for i in tr} & {clusters[i] for i in te}
+
+
+def test_mc_analysis_with_stand_in_records():
+    mc = SimpleNamespace(items=synthetic_mc(artefact=True), manifest={"kind": "wordnetqa"})
+    cfg = run_bias.BiasConfig(n_boot=200, nonce="bkatuhla")
+    records = run_bias.score_mc(mc, OverlapScorer(), cfg, progress=False, evaluate_mc=fake_evaluate_mc)
+    res = run_bias.analyse_mc(mc, records, cfg)
+    a, r = res["all"]["ablations"], res["all"]["ratios"]
+    assert a["full"]["accuracy"] > a["context"]["accuracy"] > a["choice"]["accuracy"]
+    assert 0.15 < a["label"]["accuracy"] < 0.35  # majority position of near-uniform gold positions
+    assert r["bias_c"]["value"] is not None and r["bias_choice"]["ci"] is not None
+    assert set(res["subsets"]) == {"definitions", "synonymy"}
+    assert all(c["artefact"] for c in res["controls"])
+    assert res["entropy"]["label"]["n_words"] == 100
+
+
+# ---- end to end -----------------------------------------------------------------------------------
+def test_end_to_end_writes_plot_report_and_results(tmp_path):
+    easy = run_bias.Loaded("syn-easy", "syn-easy", "coda21", synthetic_coda21(n_groups=40, word_in_def=0.8, seed=1))
+    hard = run_bias.Loaded("syn-hard", "syn-hard", "coda21", synthetic_coda21(n_groups=40, word_in_def=0.1, cue=0.6, seed=2))
+    mc = run_bias.Loaded("syn-mc", "syn-mc", "wordnetqa", SimpleNamespace(items=synthetic_mc(), manifest={}))
+    cfg = run_bias.BiasConfig(n_boot=200)
+    out = tmp_path / "bias"
+    res = run_bias.write_bias("fake", [easy, hard, mc], out, OverlapScorer(), cfg, log=lambda m: None,
+                              progress=False, evaluate_mc=fake_evaluate_mc)
+    png = (out / "bias_plane.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    md = (out / "report.md").read_text()
+    assert "![bias plane](bias_plane.png)" in md
+    for needle in ("## syn-easy", "## syn-mc", "Bias_C", "Bias_D", "Bias_Choice", "choice-only", "definition-order", "sense entropy"):
+        assert needle in md
+    saved = json.loads((out / "results.json").read_text())
+    assert [d["name"] for d in saved["datasets"]] == ["syn-easy", "syn-hard", "syn-mc"]
+    assert saved["datasets"][0]["all"]["ratios"]["bias_w"]["value"] > saved["datasets"][1]["all"]["ratios"]["bias_w"]["value"]
+    assert (out / "syn-easy" / "definition.jsonl").exists() and (out / "syn-mc" / "choice.jsonl").exists()
+    assert res["eval"]["nonce"] == "bkatuhla"
+
+
+def test_undefined_dataset_is_listed_not_plotted(tmp_path):
+    # contexts carry no cue and definitions never contain the word: full input ~ chance
+    flat = run_bias.Loaded("flat", "flat", "coda21", synthetic_coda21(n_groups=30, word_in_def=0.0, cue=0.0))
+    res = run_bias.write_bias("fake", [flat], tmp_path, OverlapScorer(), run_bias.BiasConfig(n_boot=200, controls=False),
+                              log=lambda m: None, progress=False)
+    assert res["datasets"][0]["all"]["ratios"]["bias_c"]["value"] is None
+    assert "undefined" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "bias_plane.png").exists()
+
+
+def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
+    import probegen.evaluation
+    from diagnostics.command import bias as bias_cmd
+
+    write(synthetic_coda21(n_groups=20), tmp_path / "ds")
+    scorer = OverlapScorer()
+    monkeypatch.setattr(probegen.evaluation, "load_model_scorer", lambda *a, **k: scorer)
+    r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "o"),
+                                      "--bootstrap", "100", "--no-controls"])
+    assert r.exit_code == 0, r.output
+    assert "Bias_C" in r.stdout and (tmp_path / "o" / "report.md").exists()
+    # a rerun scores again through the same scorer (whose own cache makes that free)
+    calls = scorer.calls
+    CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "o"), "--no-controls"])
+    assert scorer.calls == calls + 4
+
+
+def test_command_errors_are_probegen_errors(tmp_path):
+    from diagnostics.command import bias as bias_cmd
+    from probegen.errors import ProbegenError
+
+    r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
+    assert r.exit_code != 0 and isinstance(r.exception, ProbegenError) and "does not exist" in str(r.exception)
+
+
+def test_registered_command_prints_one_line_errors(tmp_path):
+    from cli import cli
+    from diagnostics.command import bias as bias_cmd
+
+    if "bias" not in cli.commands:
+        cli.add_command(bias_cmd)
+    r = CliRunner().invoke(cli, ["bias", "--model", "fake", "--dataset", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
+    lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+    assert r.exit_code == 1 and len(lines) == 1 and lines[0].startswith("probegen: error:") and "does not exist" in lines[0]
+    r = CliRunner().invoke(cli, ["bias", "--help"])
+    assert r.exit_code == 0 and "Examples" in r.stdout and "--bootstrap" in r.stdout

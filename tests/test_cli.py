@@ -1,0 +1,99 @@
+"""The command line: help is instant, bad input gives one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, env: dict | None = None):
+    """Run the CLI in-process; return (exit code, stdout, stderr)."""
+    r = CliRunner().invoke(cli, list(args), env=env)
+    return r.exit_code, r.stdout, r.stderr
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> None:
+    assert code != 0
+    lines = [l for l in err.strip().splitlines() if l.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("probegen: error:") and "Traceback" not in err
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_help_lists_commands_with_examples():
+    code, out, _ = run("--help")
+    assert code == 0
+    for cmd in ("make", "eval", "stats", "export", "data", "models"):
+        assert cmd in out
+    code, out, _ = run("make", "coda21", "--help")
+    assert code == 0 and "Examples" in out and "--easy" in out
+
+
+def test_help_does_not_import_torch():
+    code = "import sys, cli; from click.testing import CliRunner; CliRunner().invoke(cli.cli, ['--help']); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_missing_data_is_one_line(tmp_path):
+    code, _, err = run("--wordnet", str(tmp_path / "nowhere"), "data")
+    assert_one_line_error(code, err, "WordNet")
+
+
+def test_malformed_dataset_is_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    code, _, err = run("eval", "--model", "glove-50d", "--dataset", str(bad), "--out", str(tmp_path / "o"))
+    assert_one_line_error(code, err, "not valid JSON")
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def _tiny_dataset(path: Path, k: int) -> Path:
+    path.mkdir()
+    items = [
+        {"synset": f"s{i}.n.01", "lemma": f"s{i}", "definition": f"thing {i}", "context": {"text": f"a w{i} b", "char_span": [2, 2 + len(f'w{i}')]}}
+        for i in range(k)
+    ]
+    (path / "groups.jsonl").write_text(json.dumps({"id": "g", "pos": "n", "ancestor": "a.n.01", "relation": "parent", "items": items}) + "\n")
+    return path
+
+
+def test_empty_and_oversized_groups_are_one_line(tmp_path):
+    for k in (1, 40):
+        d = _tiny_dataset(tmp_path / f"d{k}", k)
+        code, _, err = run("stats", str(d))
+        assert_one_line_error(code, err, "group g")
+
+
+@pytest.mark.real
+def test_unknown_model_is_one_line(tmp_path):
+    d = _tiny_dataset(tmp_path / "d", 5)
+    code, _, err = run("eval", "--model", "no-such-model-xyz", "--dataset", str(d), "--out", str(tmp_path / "o"), env={"HF_HUB_OFFLINE": "1"})
+    assert_one_line_error(code, err, "no-such-model-xyz")
+
+
+def test_unwritable_output_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run("make", "coda21", "--out", str(blocker / "sub"))
+    assert_one_line_error(code, err, "cannot write")
+
+
+def test_console_script_exit_code(tmp_path):
+    """The installed `probegen` entry point exits non-zero with one line on stderr."""
+    exe = Path(sys.executable).parent / "probegen"
+    if not exe.exists():
+        pytest.skip("console script not installed (run `make install`)")
+    r = subprocess.run([str(exe), "--wordnet", str(tmp_path / "nope"), "data"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert_one_line_error(r.returncode, r.stderr)

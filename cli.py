@@ -267,6 +267,16 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
     click.echo(f"wrote {path}")
 
 
+def _register_extensions() -> None:
+    """Commands defined beside their library code (imported lazily: click only, no torch)."""
+    from diagnostics.command import bias
+
+    cli.add_command(bias)
+
+
+_register_extensions()
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="probegen")

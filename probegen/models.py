@@ -153,13 +153,14 @@ def _glove_vocab(data_dir: Path) -> list[str]:
     cached = cache_dir() / "models" / "glove-50d" / "vocab.txt"
     if cached.exists():
         return cached.read_text(encoding="utf-8").split("\n")
+    import pyarrow.parquet as pq
+
     from .io import atomic_write
-    from .scorers._parquet import read_string_column
 
     parquets = sorted(data_dir.glob("*.parquet"))
     if not parquets:
         raise ProbegenError(f"glove-50d: no vocabulary file in {data_dir}")
-    words = [w if w is not None else "" for w in read_string_column(parquets[0])]
+    words = [w if w is not None else "" for w in pq.read_table(parquets[0]).column(0).to_pylist()]
     with atomic_write(cached) as fh:
         fh.write("\n".join(words))
     return words

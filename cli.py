@@ -273,6 +273,10 @@ def _register_extensions() -> None:
 
     cli.add_command(bias)
 
+    from probegen.wordnetqa.command import wordnetqa
+
+    make.add_command(wordnetqa)
+
 
 _register_extensions()
 

@@ -67,8 +67,15 @@ def run_eval(
     seed: int = 0,
     batch_size: int | None = None,
     log: Callable[[str], None] = print,
+    length_norm: str = "none",
+    split: str | None = None,
 ) -> str:
-    """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table."""
+    """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table.
+
+    Multiple choice (WordNetQA) only: ``length_norm`` (``none``, ``tokens`` = mean log-prob per
+    token, which loads LMs with ``reduction="mean"``, or ``chars``) and ``split`` (evaluate one
+    split; default all items). The results directory also gets ``hops_heatmap.png``.
+    """
     from .templating import default_nonce
 
     kind = detect_dataset(dataset)
@@ -82,6 +89,8 @@ def run_eval(
         from .wordnetqa.dataset import load as load_mc
 
         data = load_mc(dataset)
+    if kind != "coda21" and length_norm == "tokens":
+        reduction = "mean"  # per-token normalisation is the scorer's mean reduction
     t0 = time.perf_counter()
     scorer = load_model_scorer(model, scorer_kind, reduction, batch_size)
     t_load = time.perf_counter() - t0
@@ -98,9 +107,9 @@ def run_eval(
     else:
         from .wordnetqa.evaluate import evaluate_mc
 
-        res = evaluate_mc(data, scorer, seed=seed, nonce=nonce, progress=True)
+        res = evaluate_mc(data, scorer, seed=seed, nonce=nonce, progress=True, length_norm=length_norm, split=split)
         rows_file, rows = "items.jsonl", res["items"]
-        eval_cfg = {"nonce": nonce, "seed": seed}
+        eval_cfg = {"nonce": nonce, "seed": seed, "mode": "full", "length_norm": res["metrics"]["length_norm"], "split": split}
     manifest = data.manifest
     t_score = time.perf_counter() - t1
 
@@ -115,6 +124,11 @@ def run_eval(
     if hasattr(scorer, "stats"):
         results["scorer_stats"] = scorer.stats()
     write_jsonl(out / rows_file, rows)
+    if kind != "coda21":
+        from diagnostics.mc_plots import plot_hops_heatmap
+
+        plot_hops_heatmap(res["metrics"], out / "hops_heatmap.png", title=f"{model} on {Path(dataset).name}")
+        results["plot"] = "hops_heatmap.png"
     write_json(out / "results.json", results)
     log(f"wrote {out}")
     return summary_table(model, kind, res["metrics"])

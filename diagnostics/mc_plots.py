@@ -1,0 +1,85 @@
+"""WordNetQA figure: accuracy by hops x distractor type (the paper's Figure 3), one panel per probe.
+
+Input is the ``metrics`` dict of ``probegen.wordnetqa.evaluate`` (``by_hops_distractor``:
+probe -> hops -> distractor type -> {accuracy, n}); the PNG is written to a temp file and
+renamed, so a failed run leaves no half-written figure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probegen.errors import ProbegenError
+
+TYPE_ORDER = ("random", "sister", "isa")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display on servers
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    from probegen.io import atomic_write
+
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=130, bbox_inches="tight")
+    _plt().close(fig)
+    return path
+
+
+def hops_grid(cells: dict[str, dict[str, dict[str, Any]]]) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """(hop labels, type labels, accuracy matrix with NaN for empty cells, count matrix).
+
+    >>> h, t, acc, n = hops_grid({"1": {"random": {"accuracy": 0.9, "n": 10}}, "2": {"isa": {"accuracy": 0.5, "n": 4}}})
+    >>> h, t, n.tolist()
+    (['1', '2'], ['random', 'isa'], [[10, 0], [0, 4]])
+    """
+    hops = sorted(cells, key=int)
+    present = {t for ts in cells.values() for t in ts}
+    types = [t for t in TYPE_ORDER if t in present] + sorted(present - set(TYPE_ORDER))
+    acc = np.full((len(hops), len(types)), np.nan)
+    n = np.zeros((len(hops), len(types)), dtype=int)
+    for i, h in enumerate(hops):
+        for j, t in enumerate(types):
+            c = cells[h].get(t)
+            if c:
+                acc[i, j] = c["accuracy"]
+                n[i, j] = c["n"]
+    return hops, types, acc, n
+
+
+def plot_hops_heatmap(metrics: dict[str, Any], path: Path, title: str = "") -> Path:
+    """Draw accuracy by hops (rows) x distractor type (columns), one panel per probe type."""
+    grid = metrics.get("by_hops_distractor") or {}
+    if not grid:
+        raise ProbegenError("no hops x distractor breakdown in these metrics (not a WordNetQA evaluation?)")
+    plt = _plt()
+    probes = list(grid)
+    fig, axes = plt.subplots(1, len(probes), figsize=(3.2 * len(probes) + 0.8, 3.6), squeeze=False)
+    im = None
+    for ax, probe in zip(axes[0], probes):
+        hops, types, acc, n = hops_grid(grid[probe])
+        im = ax.imshow(np.ma.masked_invalid(acc), cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
+        for i in range(len(hops)):
+            for j in range(len(types)):
+                if n[i, j]:
+                    ax.text(j, i, f"{acc[i, j]:.2f}\nn={n[i, j]}", ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(types)), types)
+        ax.set_yticks(range(len(hops)), hops)
+        ax.set_xlabel("distractor type")
+        ax.set_ylabel("hops (k)" if any(h != "0" for h in hops) else "hops (none: not an ISA probe)")
+        pm = metrics.get("by_probe", {}).get(probe, {})
+        sub = f"\nacc {pm['accuracy']:.2f}, cluster {pm['strict_cluster_accuracy']:.2f}" if pm else ""
+        ax.set_title(f"{probe}{sub}", fontsize=10)
+    fig.colorbar(im, ax=list(axes[0]), label="accuracy", shrink=0.85)
+    if title:
+        fig.suptitle(title, fontsize=11, y=1.04)
+    return _save(fig, Path(path))

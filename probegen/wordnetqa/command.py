@@ -1,0 +1,94 @@
+"""``probegen make wordnetqa``: a click command the CLI registers with ``make.add_command``.
+
+Only click is imported at module level (``--help`` stays instant); expected failures raise
+``ProbegenError`` so the CLI group prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+DEFAULT_ROOT = Path("probegen_out") / "datasets"
+PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
+
+
+def _writable(out: Path) -> None:
+    """Fail before the generation if ``out`` cannot be created."""
+    from probegen.errors import ProbegenError
+
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise ProbegenError(f"cannot write to {out}: {probe} is not a writable directory")
+
+
+def _types(value: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in value.split(",") if t.strip())
+
+
+@click.command("wordnetqa")
+@click.option("--probe", type=click.Choice(PROBE_CHOICES), default="all", show_default=True, help="Probe type, or all four.")
+@click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="noun", show_default=True)
+@click.option("--max-hops", default=4, show_default=True, type=click.IntRange(1, 10), help="ISA answers (and ISA distractors) at 1..K hops.")
+@click.option("--distractors", default="random,sister,isa", show_default=True, help="Perturbations, comma-separated: one item per question and type.")
+@click.option("--sister-depth", default=2, show_default=True, type=click.IntRange(1, 5), help="Sister family depth l: siblings plus their descendants down to l-1 levels.")
+@click.option("--contexts", type=click.Choice(["wordnet", "wordnet+semcor"]), default="wordnet", show_default=True, help="Context sentences: WordNet examples, or with SemCor filling in where WordNet has none.")
+@click.option("--max-contexts", default=3, show_default=True, type=click.IntRange(min=1), help="Contexts per concept (definitions: one question each).")
+@click.option("--max-answers-per-hop", default=1, show_default=True, type=click.IntRange(min=1), help="ISA probes: gold answers sampled per concept and hop.")
+@click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0), help="Hypernymy answers nearer a root than this are skipped (entity, abstraction, ...).")
+@click.option("--instances/--no-instances", default=False, show_default=True, help="Follow instance hypernymy (Paris -> city) for answers and ISA distractors.")
+@click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1), help="A seeded sample of N concepts (quick sets).")
+@click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of concepts in dev.")
+@click.option("--test-frac", default=0.1, show_default=True, type=float, help="Share of concepts in test.")
+@click.option("--release/--no-release", default=False, show_default=True, help="Also write release/<split>.jsonl in the WordNetQA release schema.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
+@click.pass_context
+def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, max_contexts, max_answers_per_hop,
+              min_answer_depth, instances, max_concepts, dev_frac, test_frac, release, seed, out) -> None:
+    """Generate WordNetQA multiple-choice probes (definitions, hypernymy, hyponymy, synonymy).
+
+    Questions about a concept use its WordNet example sentence; 5-way items with graded
+    distractors (random, sister family, ISA up/down), clusters per concept, and train/dev/test
+    splits disjoint by concept. Prints the sizes beside the paper's.
+
+    \b
+    Examples:
+      probegen make wordnetqa                                   # all four probes, nouns
+      probegen make wordnetqa --probe definitions --pos both
+      probegen make wordnetqa --probe hypernymy --max-hops 3 --distractors random,isa
+      probegen make wordnetqa --limit 300 --out /tmp/wnqa-small --release
+    """
+    from probegen.wordnetqa import dataset as ds_mod
+    from probegen.wordnetqa.config import WordNetQAConfig
+    from probegen.wordnetqa.reference import size_table
+
+    obj = ctx.obj or {}
+    cfg = WordNetQAConfig(
+        probes=(probe,),
+        pos=("n", "v") if pos == "both" else (pos[0],),
+        max_hops=max_hops,
+        distractors=_types(distractors),
+        sister_depth=sister_depth,
+        contexts=contexts,
+        max_contexts=max_contexts,
+        max_answers_per_hop=max_answers_per_hop,
+        min_answer_depth=min_answer_depth,
+        instances=instances,
+        max_concepts=max_concepts,
+        dev_frac=dev_frac,
+        test_frac=test_frac,
+        seed=seed,
+    )
+    cfg.validate()
+    out_dir = Path(out) if out else DEFAULT_ROOT / cfg.name
+    _writable(out_dir)
+    log = lambda m: click.echo(m, err=True)  # noqa: E731
+    ds = ds_mod.build(cfg, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"), progress=True, log=log)
+    ds_mod.write(ds, out_dir, release=release)
+    click.echo(f"wrote {out_dir}: {len(ds.items)} items")
+    click.echo(size_table(ds.manifest["counts"]))

@@ -1,0 +1,169 @@
+"""Graded distractors for WordNetQA questions, and the rule that none is also a correct answer.
+
+Distractor types (each recorded with its distance from the question's concept ``c``):
+
+- ``random``: any synset of ``c``'s part of speech (no distance);
+- ``sister``: the sister family of depth l: ``c``'s siblings (distance 1) and their descendants
+  down to l-1 levels (distance 2, 3, ...);
+- ``isa_down`` / ``isa_up``: descendants / ancestors of ``c`` at distance k' (1..max_hops).
+  Hypernymy questions ("c is a type of ...") take descendants, hyponymy questions ("which is a
+  type of c?") take ancestors, definitions and synonymy take both.
+
+A candidate ``x`` is rejected (see :func:`Relations.valid`) if it is the concept or the gold,
+shares a lemma with either (so it is never the gold's synonym), renders to the same text as the
+gold, or is another valid answer: for hypernymy any ancestor of ``c`` at any distance, for
+hyponymy any descendant of ``c`` at any distance (instance links included), for definitions a
+synset with the same gloss.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+
+def norm_lemma(lemma: str) -> str:
+    """Case- and separator-insensitive lemma form: ``Domestic_Dog`` -> ``domestic dog``."""
+    return lemma.replace("_", " ").replace("-", " ").lower()
+
+
+class Relations:
+    """Memoised relations over the WordNet graph that validity checks need many times."""
+
+    def __init__(self, graph, instances: bool = False) -> None:
+        self.graph = graph
+        self.instances = instances
+        self._anc: dict[str, frozenset[str]] = {}
+        self._lem: dict[str, frozenset[str]] = {}
+        self._pool: dict[str, list[str]] = {}
+
+    def lemma_set(self, s: str) -> frozenset[str]:
+        got = self._lem.get(s)
+        if got is None:
+            got = self._lem[s] = frozenset(norm_lemma(x) for x in self.graph.lemmas(s))
+        return got
+
+    def all_ancestors(self, s: str) -> frozenset[str]:
+        """Every ancestor at any distance, following instance links too (for validity only)."""
+        got = self._anc.get(s)
+        if got is not None:
+            return got
+        # iterative post-order so deep chains never hit the recursion limit
+        stack = [s]
+        while stack:
+            n = stack[-1]
+            parents = self.graph.parents(n, True)
+            todo = [p for p in parents if p not in self._anc]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            acc: set[str] = set()
+            for p in parents:
+                acc.add(p)
+                acc |= self._anc[p]
+            self._anc[n] = frozenset(acc)
+        return self._anc[s]
+
+    def pool(self, pos: str) -> list[str]:
+        """Every synset of a part of speech, in WordNet file order (the random pool)."""
+        if pos not in self._pool:
+            self._pool[pos] = self.graph.synsets(pos)
+        return self._pool[pos]
+
+    # ---- typed candidates ---------------------------------------------------------------------
+    def candidates(self, probe: str, concept: str, dtype: str, max_hops: int, sister_depth: int) -> dict[str, tuple[str, int]]:
+        """``{synset: (type, distance)}`` of one distractor family (``sister`` or ``isa``)."""
+        g = self.graph
+        if dtype == "sister":
+            return {x: ("sister", lvl + 1) for x, lvl in g.sister_family(concept, sister_depth).items()}
+        if dtype != "isa":
+            raise ValueError(f"no candidate family {dtype!r}")
+        out: dict[str, tuple[str, int]] = {}
+        if probe != "hyponymy":
+            out.update((x, ("isa_down", d)) for x, d in g.descendants(concept, max_hops, self.instances).items())
+        if probe != "hypernymy":
+            out.update((x, ("isa_up", d)) for x, d in g.ancestors(concept, max_hops, self.instances).items())
+        return dict(sorted(out.items()))
+
+    # ---- the validity rule ----------------------------------------------------------------------
+    def valid(self, probe: str, concept: str, gold: str, x: str, render) -> bool:
+        """Whether ``x`` may be a distractor of a ``probe`` question about ``concept`` with answer ``gold``.
+
+        ``render(synset) -> str`` is the probe's choice text.
+        """
+        if x == concept or x == gold:
+            return False
+        lx = self.lemma_set(x)
+        if lx & self.lemma_set(gold) or lx & self.lemma_set(concept):
+            return False
+        if probe == "hypernymy" and x in self.all_ancestors(concept):
+            return False
+        if probe == "hyponymy" and concept in self.all_ancestors(x):
+            return False
+        if probe == "definitions" and _same_text(self.graph.definition(x), self.graph.definition(gold)):
+            return False
+        return not _same_text(render(x), render(gold))
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.lower().split()) == " ".join(b.lower().split())
+
+
+def sample(
+    rel: Relations,
+    probe: str,
+    concept: str,
+    gold: str,
+    dtype: str,
+    typed: dict[str, tuple[str, int]],
+    related: set[str] | frozenset[str],
+    n: int,
+    rng: np.random.Generator,
+    render,
+    max_random_tries: int = 2000,
+) -> list[tuple[str, str, int | None]]:
+    """``n`` distractors ``(synset, type, distance)`` for one item of perturbation ``dtype``.
+
+    For ``sister``/``isa`` the valid members of that family come first (a seeded sample); any
+    places left are filled with random distractors, recorded as ``random``. Random distractors
+    are never in ``related`` (the concept's sister family and ISA relatives), so a ``random``
+    choice is unrelated by construction. Choice texts never repeat. Returns fewer than ``n``
+    only if the random pool is exhausted.
+    """
+    chosen: list[tuple[str, str, int | None]] = []
+    texts = {_key(render(gold))}
+
+    def take(x: str, t: str, d: int | None) -> None:
+        k = _key(render(x))
+        if k not in texts:
+            texts.add(k)
+            chosen.append((x, t, d))
+
+    if dtype != "random":
+        names = list(typed)
+        for i in rng.permutation(len(names)):
+            if len(chosen) >= n:
+                break
+            x = names[int(i)]
+            if rel.valid(probe, concept, gold, x, render):
+                take(x, *typed[x])
+    pool = rel.pool(rel.graph.pos(concept))
+    taken = {c[0] for c in chosen}
+    for _ in range(max_random_tries):
+        if len(chosen) >= n:
+            break
+        x = pool[int(rng.integers(len(pool)))]
+        if x not in taken and x not in related and rel.valid(probe, concept, gold, x, render):
+            taken.add(x)
+            take(x, "random", None)
+    return chosen
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def typed_count(chosen: Iterable[tuple[str, str, int | None]]) -> int:
+    return sum(t != "random" for _, t, _ in chosen)

@@ -1,0 +1,209 @@
+"""Scoring WordNetQA items with any scorer and picking an answer.
+
+Every item becomes one query (rendered by mode, see ``render.py``) scored against its choices
+in a single ``scorer.score`` call (batching, prefix reuse and caching live in the scorer). The
+prediction is the argmax with seeded random tie-breaking (``argmax_random_ties``), so a scorer
+that gives every choice the same score gets chance accuracy, never the gold.
+
+Length normalisation of LM scores (``length_norm``): ``none`` (the scorer's reduction as is),
+``tokens`` (mean log-prob per token: needs a scorer loaded with ``reduction="mean"``) or
+``chars`` (summed log-prob divided by the choice's length in characters, lm-eval's acc_norm).
+Cosine scores of embedding and static scorers are never normalised.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..aligner import argmax_random_ties
+from ..errors import ProbegenError
+from .render import MODES, query
+
+LENGTH_NORMS = ("none", "tokens", "chars")
+LM_KINDS = ("causal", "masked")
+
+
+def tie_rng(seed: int, item_id: str) -> np.random.Generator:
+    """The tie-breaking generator of one item (independent of the mode and of other items)."""
+    return np.random.default_rng([seed, zlib.crc32(f"{item_id}/ties".encode())])
+
+
+def normalise(scores: np.ndarray, choices: Iterable[str], length_norm: str, scorer_kind: str) -> np.ndarray:
+    """Scores after length normalisation (only LM log-probs are normalised).
+
+    >>> normalise(np.array([-4.0, -6.0]), ["ab", "abcdef"], "chars", "causal").tolist()
+    [-2.0, -1.0]
+    >>> normalise(np.array([0.5, 0.2]), ["ab", "abcdef"], "chars", "embedding").tolist()
+    [0.5, 0.2]
+    """
+    if length_norm == "chars" and scorer_kind in LM_KINDS:
+        lengths = np.array([max(len(c.strip()), 1) for c in choices], dtype=np.float64)
+        return scores / lengths
+    return scores
+
+
+def evaluate_mc(
+    data,
+    scorer,
+    seed: int = 0,
+    nonce: str = "bkatuhla",
+    progress: bool = False,
+    mode: str = "full",
+    length_norm: str = "none",
+    split: str | None = None,
+) -> dict[str, Any]:
+    """Score every item (optionally one split) and pick the best choice.
+
+    Returns ``{"items": [per-item records, in dataset order], "metrics": {...}}``. Each record
+    has ``id``, ``probe``, ``cluster``, ``split``, ``hops``, ``distractor_type``, ``gold`` (the
+    presented gold index), ``pred``, ``correct``, ``choices`` (the presented texts), their
+    ``choice_types`` and ``scores``, and ``pred_type`` (the role of the chosen choice).
+    """
+    if mode not in MODES:
+        raise ProbegenError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if length_norm not in LENGTH_NORMS:
+        raise ProbegenError(f"unknown length normalisation {length_norm!r}; choose from {', '.join(LENGTH_NORMS)}")
+    kind = getattr(scorer, "kind", "")
+    if length_norm == "tokens" and kind in LM_KINDS and _reduction(scorer) != "mean":
+        raise ProbegenError("--length-norm tokens needs the LM scored with --reduction mean")
+    items = [it for it in data.items if split is None or it.split == split]
+    if not items:
+        raise ProbegenError(f"no items to evaluate{f' in split {split!r}' if split else ''}")
+    style = getattr(scorer, "query_style", "pattern")
+    queries = [query(it, style, mode, nonce) for it in items]
+    scores = scorer.score(queries, [list(it.choices) for it in items], progress=progress)
+
+    records = []
+    for it, s in zip(items, scores):
+        s = normalise(np.asarray(s, dtype=np.float64), it.choices, length_norm, kind)
+        if not np.all(np.isfinite(s)):
+            raise ProbegenError(f"item {it.id}: the scorer returned a non-finite score")
+        pred = argmax_random_ties(s, seed=tie_rng(seed, it.id))
+        types = [m.type for m in it.choice_meta] if it.choice_meta else []
+        records.append(
+            {
+                "id": it.id,
+                "probe": it.probe,
+                "cluster": it.cluster,
+                "split": it.split,
+                "synset": it.synset,
+                "gold_synset": it.gold_synset,
+                "hops": it.hops,
+                "distractor_type": it.distractor_type,
+                "distractor_hops": it.distractor_hops,
+                "gold": it.answer,
+                "pred": pred,
+                "correct": bool(pred == it.answer),
+                "choices": list(it.choices),
+                "choice_types": types,
+                "pred_type": types[pred] if types else None,
+                "scores": [round(float(x), 6) for x in s],
+            }
+        )
+    m = metrics(records)
+    m["mode"] = mode
+    m["length_norm"] = length_norm if kind in LM_KINDS else "none (cosine scores)"
+    return {"items": records, "metrics": m}
+
+
+def _reduction(scorer) -> str | None:
+    try:
+        return scorer.settings().get("reduction")
+    except Exception:
+        return getattr(scorer, "reduction", None)
+
+
+# ---- metrics (pure functions over records) ---------------------------------------------------------
+def _acc(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    clusters: dict[str, bool] = {}
+    for r in rs:
+        clusters[r["cluster"]] = clusters.get(r["cluster"], True) and bool(r["correct"])
+    return {
+        "accuracy": float(np.mean([r["correct"] for r in rs])) if rs else None,
+        "strict_cluster_accuracy": float(np.mean(list(clusters.values()))) if clusters else None,
+        "random": float(np.mean([1.0 / len(r["choices"]) for r in rs])) if rs else None,
+        "n_items": len(rs),
+        "n_clusters": len(clusters),
+    }
+
+
+def metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Instance accuracy, strict cluster accuracy (every item of a concept right), the random
+    baseline, and breakdowns by probe, split, hops x distractor type, and distractor distance.
+
+    >>> rs = [
+    ...     {"probe": "hypernymy", "cluster": "h:a", "split": "test", "hops": 1, "distractor_type": "random",
+    ...      "distractor_hops": None, "correct": True, "choices": list("abcde"), "pred_type": "gold"},
+    ...     {"probe": "hypernymy", "cluster": "h:a", "split": "test", "hops": 2, "distractor_type": "isa",
+    ...      "distractor_hops": 1, "correct": False, "choices": list("abcde"), "pred_type": "isa_down"},
+    ...     {"probe": "hypernymy", "cluster": "h:b", "split": "test", "hops": 1, "distractor_type": "random",
+    ...      "distractor_hops": None, "correct": True, "choices": list("abcde"), "pred_type": "gold"},
+    ... ]
+    >>> m = metrics(rs)
+    >>> round(m["accuracy"], 3), m["strict_cluster_accuracy"], m["n_clusters"]
+    (0.667, 0.5, 2)
+    >>> m["by_hops_distractor"]["hypernymy"]["1"]["random"]
+    {'accuracy': 1.0, 'n': 2}
+    >>> m["errors_by_type"]["hypernymy"]
+    {'isa_down': 1.0}
+    """
+    out: dict[str, Any] = _acc(records)
+    by_probe: dict[str, list] = defaultdict(list)
+    by_split: dict[str, list] = defaultdict(list)
+    for r in records:
+        by_probe[r["probe"]].append(r)
+        by_split[r.get("split", "all")].append(r)
+    out["by_probe"] = {p: _acc(rs) for p, rs in sorted(by_probe.items())}
+    out["by_split"] = {s: _acc(rs) for s, rs in sorted(by_split.items())}
+    grid: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    dist: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    errors: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in records:
+        grid[r["probe"]][str(r["hops"])][r["distractor_type"]].append(r["correct"])
+        d = r.get("distractor_hops")
+        dist[r["probe"]][r["distractor_type"]]["-" if d is None else str(d)].append(r["correct"])
+        if not r["correct"] and r.get("pred_type"):
+            errors[r["probe"]][r["pred_type"]] += 1
+    out["by_hops_distractor"] = {
+        p: {h: {t: _cell(v) for t, v in sorted(ts.items())} for h, ts in sorted(hs.items(), key=lambda x: int(x[0]))}
+        for p, hs in sorted(grid.items())
+    }
+    out["by_distractor_distance"] = {
+        p: {t: {d: _cell(v) for d, v in sorted(ds.items())} for t, ds in sorted(ts.items())} for p, ts in sorted(dist.items())
+    }
+    out["errors_by_type"] = {
+        p: {t: round(n / sum(es.values()), 6) for t, n in sorted(es.items())} for p, es in sorted(errors.items())
+    }
+    return out
+
+
+def _cell(v: list[bool]) -> dict[str, Any]:
+    return {"accuracy": float(np.mean(v)), "n": len(v)}
+
+
+def summary(model: str, metrics: dict[str, Any]) -> str:
+    """A terminal table: accuracy and strict cluster accuracy per probe, then hops x distractor."""
+    lines = [f"{'model':<24} {'probe':<12} {'accuracy':>9} {'cluster':>8} {'random':>7} {'items':>7} {'clusters':>8}"]
+    rows = list(metrics.get("by_probe", {}).items())
+    if len(rows) != 1:
+        rows.append(("all", metrics))
+    for probe, m in rows:
+        lines.append(
+            f"{model:<24} {probe:<12} {m['accuracy']:>9.3f} {m['strict_cluster_accuracy']:>8.3f} {m['random']:>7.3f} "
+            f"{m['n_items']:>7} {m['n_clusters']:>8}"
+        )
+    grid = metrics.get("by_hops_distractor", {})
+    types = sorted({t for hs in grid.values() for ts in hs.values() for t in ts})
+    if types:
+        lines.append("")
+        lines.append("accuracy by hops x distractor type (n)")
+        lines.append(f"{'probe':<12} {'hops':>4} " + " ".join(f"{t:>14}" for t in types))
+        for probe, hs in grid.items():
+            for h, ts in hs.items():
+                cells = [f"{ts[t]['accuracy']:.3f} ({ts[t]['n']})" if t in ts else "-" for t in types]
+                lines.append(f"{probe:<12} {h:>4} " + " ".join(f"{c:>14}" for c in cells))
+    return "\n".join(lines)

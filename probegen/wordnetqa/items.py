@@ -1,0 +1,190 @@
+"""The WordNetQA item model: plain dataclasses, serialised as one JSON object per item.
+
+An item is one 5-way multiple-choice question. Its ``choices`` are the presented texts in
+order, ``answer`` the gold index, and ``choice_meta`` says for every choice which synset it
+renders, what it is (``gold``, ``random``, ``sister``, ``isa_up``, ``isa_down``) and how far it
+lies from the question's concept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DatasetError
+
+LABELS = "ABCDE"
+
+
+@dataclass(frozen=True)
+class Context:
+    """A sentence with the target word located by character span (never found by string replace).
+
+    ``source`` is ``wordnet`` (an example sentence, ``ref`` = its index) or ``semcor``
+    (``ref`` = the SemCor sentence id).
+    """
+
+    text: str
+    char_span: tuple[int, int]
+    source: str = "wordnet"
+    ref: str = ""
+
+    @property
+    def surface(self) -> str:
+        a, b = self.char_span
+        return self.text[a:b]
+
+    def replaced(self, replacement: str | None) -> str:
+        """The sentence with the target span replaced (``None``: removed, spaces tidied).
+
+        >>> Context("the mice saw ice", (13, 16)).replaced("bkatuhla")
+        'the mice saw bkatuhla'
+        >>> Context("the ice melted", (4, 7)).replaced(None)
+        'the melted'
+        """
+        a, b = self.char_span
+        left, right = self.text[:a], self.text[b:]
+        if replacement is not None:
+            return left + replacement + right
+        left, right = left.rstrip(), right.lstrip()
+        glue = " " if left and right and right[0].isalnum() else ""
+        return left + glue + right
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "char_span": list(self.char_span), "source": self.source, "ref": self.ref}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Context":
+        text = d["text"]
+        a, b = (int(x) for x in d["char_span"])
+        if not 0 <= a < b <= len(text):
+            raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}")
+        return cls(text, (a, b), d.get("source", "wordnet"), str(d.get("ref", "")))
+
+
+@dataclass(frozen=True)
+class ChoiceMeta:
+    """What a choice renders: its synset, its role and its distance from the question's concept.
+
+    ``type``: ``gold``, ``random``, ``sister`` (distance = 1 for a sibling, 2 for a sibling's
+    child, ...), ``isa_up`` / ``isa_down`` (distance = hops to an ancestor / descendant of the
+    concept). Random distractors have no distance.
+    """
+
+    synset: str
+    type: str
+    distance: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"synset": self.synset, "type": self.type, "distance": self.distance}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "ChoiceMeta":
+        return cls(d["synset"], d["type"], d.get("distance"))
+
+
+@dataclass(frozen=True)
+class MCItem:
+    """One multiple-choice question about a concept (``synset``).
+
+    ``cluster`` groups every item about one concept within one probe type (strict cluster
+    accuracy); ``split`` (train/dev/test) is assigned per concept, so splits share no concept.
+    ``question_id`` is shared by the distractor perturbations of one unique question.
+    """
+
+    id: str
+    probe: str
+    pos: str
+    synset: str
+    word: str  # the concept's lemma the question is about (spaces, not underscores)
+    question: str  # the rendered stem (the standard, full-input question)
+    template: str  # template id in templates/wordnetqa.json
+    choices: tuple[str, ...]
+    answer: int
+    choice_meta: tuple[ChoiceMeta, ...]
+    gold_synset: str
+    hops: int  # 0 for definitions and synonymy
+    chain: tuple[str, ...]  # concept ... gold synset along the ISA path (just the concept for hops 0)
+    distractor_type: str  # the perturbation: random | sister | isa
+    distractor_hops: int | None  # distance of the closest distractor of that type (None: random)
+    cluster: str
+    split: str
+    question_id: str
+    definition: str = ""  # the concept's gloss (the synonymy stem; kept for every probe)
+    context: Context | None = None
+
+    @property
+    def surface(self) -> str:
+        return self.context.surface if self.context else self.word
+
+    @property
+    def answer_key(self) -> str:
+        return LABELS[self.answer]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "probe": self.probe,
+            "pos": self.pos,
+            "synset": self.synset,
+            "word": self.word,
+            "question": self.question,
+            "template": self.template,
+            "choices": list(self.choices),
+            "answer": self.answer,
+            "choice_meta": [m.to_json() for m in self.choice_meta],
+            "gold_synset": self.gold_synset,
+            "hops": self.hops,
+            "chain": list(self.chain),
+            "distractor_type": self.distractor_type,
+            "distractor_hops": self.distractor_hops,
+            "cluster": self.cluster,
+            "split": self.split,
+            "question_id": self.question_id,
+            "definition": self.definition,
+            "context": self.context.to_json() if self.context else None,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "MCItem":
+        try:
+            item = cls(
+                id=str(d["id"]),
+                probe=d["probe"],
+                pos=d.get("pos", ""),
+                synset=d["synset"],
+                word=d.get("word", ""),
+                question=d["question"],
+                template=d.get("template", ""),
+                choices=tuple(d["choices"]),
+                answer=int(d["answer"]),
+                choice_meta=tuple(ChoiceMeta.from_json(m) for m in d.get("choice_meta") or ()),
+                gold_synset=d.get("gold_synset", d["synset"]),
+                hops=int(d.get("hops", 0)),
+                chain=tuple(d.get("chain") or ()),
+                distractor_type=d.get("distractor_type", ""),
+                distractor_hops=d.get("distractor_hops"),
+                cluster=str(d.get("cluster", f"{d['probe']}:{d['synset']}")),
+                split=d.get("split", "test"),
+                question_id=d.get("question_id", str(d["id"])),
+                definition=d.get("definition", ""),
+                context=Context.from_json(d["context"]) if d.get("context") else None,
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise DatasetError(f"malformed WordNetQA item {d.get('id', '?') if isinstance(d, dict) else '?'}: {e}") from None
+        item.check()
+        return item
+
+    def check(self) -> None:
+        """Reject items a 5-way evaluation cannot use."""
+        n = len(self.choices)
+        if n < 2:
+            raise DatasetError(f"item {self.id} has {n} choice(s); multiple choice needs at least 2")
+        if n > len(LABELS):
+            raise DatasetError(f"item {self.id} has {n} choices; at most {len(LABELS)} are supported")
+        if not 0 <= self.answer < n:
+            raise DatasetError(f"item {self.id}: answer {self.answer} outside its {n} choices")
+        if len(set(self.choices)) != n:
+            raise DatasetError(f"item {self.id} repeats a choice text")
+        if self.choice_meta and len(self.choice_meta) != n:
+            raise DatasetError(f"item {self.id} has {len(self.choice_meta)} choice_meta rows for {n} choices")

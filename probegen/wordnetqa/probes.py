@@ -1,0 +1,95 @@
+"""The four WordNetQA probe types: which unique questions a concept gets, with which gold answer.
+
+- ``definitions``: one question per context (up to ``max_contexts``); gold = the concept's gloss.
+- ``hypernymy``: gold = an ancestor at k = 1..max_hops hops (every derived ISA relation up to
+  k, at most ``max_answers_per_hop`` per hop, sampled by seed); answers closer than
+  ``min_answer_depth`` to a root (entity, abstraction, ...) are skipped.
+- ``hyponymy``: gold = a descendant at k = 1..max_hops hops, sampled the same way.
+- ``synonymy``: one question per concept; its stem is the gloss, gold = the concept's lemmas.
+
+ISA questions of one concept use its contexts in turn (answer i takes context i mod n), so a
+concept with several example sentences does not multiply its ISA questions.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import WordNetQAConfig
+from .items import Context
+
+
+@dataclass(frozen=True)
+class Question:
+    """A unique question before distractors: the concept, its context and the gold answer."""
+
+    qid: str
+    probe: str
+    concept: str
+    word: str  # the concept's lemma that the context contains (spaces, not underscores)
+    context: Context | None
+    gold: str
+    hops: int
+    chain: tuple[str, ...]
+
+
+def isa_paths(graph, start: str, max_hops: int, up: bool, instances: bool) -> dict[str, tuple[str, ...]]:
+    """Every ancestor (``up``) or descendant within ``max_hops`` with one shortest path to it.
+
+    Paths run from ``start`` to the relative; among equally short paths the one through the
+    alphabetically first neighbours wins, so the result is deterministic.
+    """
+    step = (lambda n: graph.parents(n, instances)) if up else (lambda n: graph.children(n, instances))
+    paths: dict[str, tuple[str, ...]] = {}
+    frontier = [(start,)]
+    for _ in range(max_hops):
+        nxt = []
+        for path in frontier:
+            for m in step(path[-1]):
+                if m != start and m not in paths:
+                    paths[m] = path + (m,)
+                    nxt.append(paths[m])
+        frontier = sorted(nxt, key=lambda p: p[-1])
+    return dict(sorted(paths.items()))
+
+
+def _sample_per_hop(paths: dict[str, tuple[str, ...]], k: int, key: str, seed: int) -> list[str]:
+    """At most ``k`` relatives per hop, seeded, returned by hop then name."""
+    by_hop: dict[int, list[str]] = {}
+    for x, p in paths.items():
+        by_hop.setdefault(len(p) - 1, []).append(x)
+    out = []
+    for hop in sorted(by_hop):
+        xs = sorted(by_hop[hop])
+        if len(xs) > k:
+            rng = np.random.default_rng([seed, zlib.crc32(f"answers/{key}/{hop}".encode())])
+            xs = sorted(xs[int(i)] for i in rng.choice(len(xs), size=k, replace=False))
+        out.extend(xs)
+    return out
+
+
+def questions(
+    probe: str, concept: str, contexts: list[tuple[str, Context]], graph, cfg: WordNetQAConfig
+) -> list[Question]:
+    """The unique questions of one probe type about one concept (possibly none)."""
+    if probe == "definitions":
+        return [
+            Question(f"definitions:{concept}:c{i}", probe, concept, lemma.replace("_", " "), ctx, concept, 0, (concept,))
+            for i, (lemma, ctx) in enumerate(contexts[: cfg.max_contexts])
+        ]
+    if probe == "synonymy":
+        lemma = graph.lemmas(concept)[0]
+        return [Question(f"synonymy:{concept}", probe, concept, lemma.replace("_", " "), None, concept, 0, (concept,))]
+    up = probe == "hypernymy"
+    paths = isa_paths(graph, concept, cfg.max_hops, up, cfg.instances)
+    if up:
+        paths = {a: p for a, p in paths.items() if graph.depth(a) >= cfg.min_answer_depth}
+    answers = _sample_per_hop(paths, cfg.max_answers_per_hop, f"{probe}/{concept}", cfg.seed)
+    out = []
+    for i, a in enumerate(answers):
+        lemma, ctx = contexts[i % min(len(contexts), cfg.max_contexts)]
+        out.append(Question(f"{probe}:{concept}:{a}", probe, concept, lemma.replace("_", " "), ctx, a, len(paths[a]) - 1, paths[a]))
+    return out

@@ -1,0 +1,34 @@
+"""Sizes of the WordNetQA probes as published (Richardson & Sabharwal), to print beside ours.
+
+``unique_questions`` / ``with_perturbations`` (items counting every distractor perturbation)
+and ``synsets``; see ../shared/reference/README.md.
+"""
+
+from __future__ import annotations
+
+PAPER_SIZES: dict[str, dict[str, int]] = {
+    "hypernymy": {"unique_questions": 19705, "with_perturbations": 35094, "synsets": 7849},
+    "hyponymy": {"unique_questions": 6697, "with_perturbations": 35243, "synsets": 3452},
+    "synonymy": {"unique_questions": 28254, "with_perturbations": 91069, "synsets": 15632},
+    "definitions": {"unique_questions": 31380, "with_perturbations": 148662, "synsets": 15159},
+}
+
+
+def size_table(counts: dict[str, dict]) -> str:
+    """Our unique questions / items / synsets per probe beside the paper's.
+
+    >>> print(size_table({"hyponymy": {"unique_questions": 700, "items": 2000, "synsets": 345}}))
+    probe         questions   paper  ratio     items   paper  ratio   synsets  paper  ratio
+    hyponymy            700    6697   0.10      2000   35243   0.06       345   3452   0.10
+    """
+    lines = [f"{'probe':<12} {'questions':>10} {'paper':>7} {'ratio':>6} {'items':>9} {'paper':>7} {'ratio':>6} {'synsets':>9} {'paper':>6} {'ratio':>6}"]
+    for probe, c in counts.items():
+        if probe not in PAPER_SIZES or not isinstance(c, dict) or "items" not in c:
+            continue
+        r = PAPER_SIZES[probe]
+        lines.append(
+            f"{probe:<12} {c['unique_questions']:>10} {r['unique_questions']:>7} {c['unique_questions'] / r['unique_questions']:>6.2f} "
+            f"{c['items']:>9} {r['with_perturbations']:>7} {c['items'] / r['with_perturbations']:>6.2f} "
+            f"{c['synsets']:>9} {r['synsets']:>6} {c['synsets'] / r['synsets']:>6.2f}"
+        )
+    return "\n".join(lines)

@@ -72,12 +72,27 @@ def make_data(n_queries: int, n_cands: int) -> tuple[list[str], list[str]]:
     return queries, cands
 
 
+def dataset_data(path: str, n_groups: int) -> tuple[list[list[str]], list[list[str]]]:
+    """Real CoDA21 rows: per group, its k rendered queries and its k definitions (as probegen eval renders them)."""
+    from probegen.coda21.dataset import load
+    from probegen.coda21.render import render_group
+    from probegen.templating import coda21_patterns
+
+    ds = load(path)
+    pats = coda21_patterns()
+    groups = ds.groups[:n_groups]
+    return [render_group(g, "pattern", "context", NONCE, pats) for g in groups], [[it.definition for it in g.items] for g in groups]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=8)
     ap.add_argument("--candidates", type=int, default=8)
     ap.add_argument("--pairs", type=int, default=None, help="shortcut: about this many pairs (queries = candidates = sqrt)")
     ap.add_argument("--batch", type=int, default=16, help="batch size of the lm-eval-style baseline (b)")
+    ap.add_argument("--dataset", default="probegen_out/datasets/coda21-clean-hard",
+                    help="real CoDA21 dataset to take groups from (synthetic sentences if it does not exist)")
+    ap.add_argument("--groups", type=int, default=6, help="groups taken from --dataset")
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     args = ap.parse_args()
     if args.pairs:
@@ -93,12 +108,20 @@ def main() -> None:
     scorer = load_scorer("smollm2-135m", cache=False)
     print(f"model load: {time.perf_counter() - t0:.1f} s (threads={args.threads})")
     model = scorer.model
-    queries, cands = make_data(args.queries, args.candidates)
-    pairs = [(q, c) for q in queries for c in cands]
+    if os.path.exists(args.dataset):
+        group_q, group_c = dataset_data(args.dataset, args.groups)
+        print(f"data: {len(group_q)} real groups from {args.dataset}")
+    else:
+        q, c = make_data(args.queries, args.candidates)
+        group_q, group_c = [q], [c]
+        print(f"data: synthetic ({args.dataset} not found)")
+    queries = [q for qs in group_q for q in qs]
+    cand_lists = [cs for qs, cs in zip(group_q, group_c) for _ in qs]
+    pairs = [(q, c) for q, cs in zip(queries, cand_lists) for c in cs]
     encoded = [scorer.encode_pair(q, c) for q, c in pairs]  # identical token ids for all three methods
     seqs = [list(p) + list(c) for p, c in encoded]
     n_tokens = sum(len(s) for s in seqs)
-    print(f"data: {len(queries)} queries x {len(cands)} candidates = {len(pairs)} pairs, "
+    print(f"      {len(queries)} queries, {len(pairs)} pairs, "
           f"{n_tokens} tokens in full pairs (mean query {np.mean([len(p) for p, _ in encoded]):.0f}, "
           f"candidate {np.mean([len(c) for _, c in encoded]):.0f} tokens)")
 
@@ -146,7 +169,7 @@ def main() -> None:
 
     def probegen(strategy: str = "packed") -> np.ndarray:
         s = load_scorer("smollm2-135m", cache=False, strategy=strategy)  # fresh scorer: nothing memoised
-        return np.concatenate(s.score(queries, [cands] * len(queries)))
+        return np.concatenate(s.score(queries, cand_lists))
 
     # warm-up (thread pools, allocator, the scorer's one-time prefix-sharing self-check)
     for strategy in ("packed", "kv"):

@@ -66,18 +66,31 @@ def counts(groups: list[Group]) -> dict[str, dict[str, int]]:
     return out
 
 
-def build(
+@dataclass
+class Plan:
+    """What a build knows before contexts are chosen: data, graph, SemCor index and synset groups."""
+
+    cfg: Coda21Config
+    wn_info: Any
+    sc_info: Any
+    graph: Any
+    index: dict
+    synset_groups: list  # SynsetGroup, in generation order
+    pools: dict[str, set[str]]  # eligible members per POS
+    vectors: dict[str, Any]  # per POS: synset names -> L2-normalised definition embeddings
+
+
+def plan(
     cfg: Coda21Config,
     wordnet: str | None = None,
     semcor: str | None = None,
     progress: bool = True,
     log=print,
-) -> Coda21Dataset:
-    """Generate a CoDA21 dataset from WordNet and SemCor with the given configuration."""
+) -> Plan:
+    """Locate the data and form the synset groups (the cheap, context-free half of a build)."""
     from ..data import load_wordnet, locate_semcor, locate_wordnet
     from ..semcor import context_index
     from ..wordnet_graph import load_graph
-    from .contexts import choose_contexts
     from .grouping import form_groups
     from .vectors import definition_vectors
 
@@ -87,37 +100,46 @@ def build(
     graph = load_graph(wordnet)
     index = context_index(sc_info, load_wordnet(wordnet), wn_info)
 
-    synset_groups = []
+    synset_groups, pools, vectors = [], {}, {}
     for pos in cfg.pos:
         eligible = {s for s, ctxs in index.items() if s in graph and graph.pos(s) == pos and len(ctxs) >= 1}
-        pool = {s for s in eligible if len(index[s]) >= cfg.min_contexts}
-        vecs = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress)
-        found = form_groups(graph, pool, pos, cfg, vecs, progress=progress)
-        log(f"{pos}: {len(found)} groups from {len(pool)} eligible synsets")
+        pools[pos] = {s for s in eligible if len(index[s]) >= cfg.min_contexts}
+        vectors[pos] = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress)
+        found = form_groups(graph, pools[pos], pos, cfg, vectors[pos], progress=progress)
+        log(f"{pos}: {len(found)} groups from {len(pools[pos])} eligible synsets")
         synset_groups.extend(found)
+    return Plan(cfg, wn_info, sc_info, graph, index, synset_groups, pools, vectors)
 
-    # contexts are chosen only for synsets that ended up in groups (groups don't depend on them)
-    members = sorted({m for g in synset_groups for m in g.members})
+
+def pick_contexts(p: Plan, members: list[str], progress: bool = True, log=print) -> tuple[dict[str, Context], Any]:
+    """(synset -> chosen context, the context scorer or None) for ``members``.
+
+    Only the first ``max_contexts`` SemCor occurrences of each synset are candidates; their
+    scores go through the persistent score cache, so later builds sharing synsets are cheap.
+    """
+    from .contexts import choose_contexts
+
+    cfg = p.cfg
     candidates = {
-        m: [Context.from_tokens(c.tokens, c.span, c.sent_id) for c in index[m][: cfg.max_contexts]] for m in members
+        m: [Context.from_tokens(c.tokens, c.span, c.sent_id) for c in p.index[m][: cfg.max_contexts]] for m in members
     }
     n_scored = sum(len(v) for v in candidates.values() if len(v) > 1)
     log(f"choosing contexts for {len(members)} synsets ({n_scored} candidate contexts, scorer {cfg.context_scorer})")
     if cfg.context_scorer == "first":  # no LM: the first SemCor occurrence (fast, for tests/drafts)
-        scorer = None
-        chosen = {m: c[0] for m, c in candidates.items()}
-    else:
-        scorer = _context_scorer(cfg.context_scorer)
-        chosen = choose_contexts(candidates, scorer, progress=progress)
+        return {m: c[0] for m, c in candidates.items()}, None
+    scorer = _context_scorer(cfg.context_scorer)
+    return choose_contexts(candidates, scorer, progress=progress), scorer
 
+
+def assemble(p: Plan, synset_groups: list, chosen: dict[str, Context], scorer, **extra: Any) -> Coda21Dataset:
+    """Groups (items in a seeded shuffled order) plus the manifest, from chosen contexts."""
+    cfg, graph = p.cfg, p.graph
     groups: list[Group] = []
     serial = {pos: 0 for pos in cfg.pos}
     for sg in synset_groups:
         serial[sg.pos] += 1
         gid = f"{cfg.variant}-{sg.pos}-{serial[sg.pos]:04d}"
-        items = [
-            Item(m, _lemma_for(graph, m, chosen[m]), graph.definition(m), chosen[m]) for m in sg.members
-        ]
+        items = [Item(m, _lemma_for(graph, m, chosen[m]), graph.definition(m), chosen[m]) for m in sg.members]
         order = group_rng(cfg.seed, gid).permutation(len(items))
         groups.append(Group(gid, sg.pos, sg.ancestor, sg.relation, tuple(items[i] for i in order)))
 
@@ -125,13 +147,29 @@ def build(
         "coda21",
         cfg.to_dict(),
         cfg.seed,
-        data_block(wn_info, sc_info),
+        data_block(p.wn_info, p.sc_info),
         counts(groups),
         embedder=cfg.embedder,
         context_scorer={"model": cfg.context_scorer, **(_settings(scorer) if scorer else {})},
         context_criterion=_criterion(scorer),
+        **extra,
     )
     return Coda21Dataset(groups, manifest)
+
+
+def build(
+    cfg: Coda21Config,
+    wordnet: str | None = None,
+    semcor: str | None = None,
+    progress: bool = True,
+    log=print,
+) -> Coda21Dataset:
+    """Generate a CoDA21 dataset from WordNet and SemCor with the given configuration."""
+    p = plan(cfg, wordnet, semcor, progress, log)
+    # contexts are chosen only for synsets that ended up in groups (groups don't depend on them)
+    members = sorted({m for g in p.synset_groups for m in g.members})
+    chosen, scorer = pick_contexts(p, members, progress, log)
+    return assemble(p, p.synset_groups, chosen, scorer)
 
 
 def _criterion(scorer) -> str:

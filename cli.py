@@ -118,9 +118,13 @@ def make() -> None:
 @click.option("--context-scorer", default="smollm2-135m", show_default=True, help="LM that picks the clearest SemCor context (causal or masked; paper: bert-base-uncased), or 'first' to take the first context without scoring.")
 @click.option("--max-contexts", default=10, show_default=True, help="SemCor contexts scored per synset (first N in corpus order).")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/coda21-<variant>].")
+@click.option("--adversarial", is_flag=True, help="Fill each group with the valid co-hyponyms the --against model confuses most; also writes the non-adversarial twin to <out>-twin.")
+@click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
+@click.option("--pool-max", default=40, show_default=True, help="With --adversarial: candidates per ancestor the reference model scores.")
+@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
 @click.pass_obj
-def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed, out) -> None:
+def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed,
+                adversarial, against, pool_max, out) -> None:
     """Generate a CoDA21 context-definition alignment dataset.
 
     \b
@@ -128,6 +132,7 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
       probegen make coda21 --easy                 # clean-easy, nouns and verbs
       probegen make coda21 --noisy --pos verb     # noisy-hard verbs
       probegen make coda21 --context-scorer bert-base-uncased   # the paper's scorer (needs the hub)
+      probegen make coda21 --adversarial --against minilm-l6   # + twin; compare with `probegen compare`
     """
     from probegen.coda21 import dataset as ds_mod
     from probegen.coda21.config import Coda21Config
@@ -145,9 +150,21 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
         seed=seed,
     )
     cfg.validate()
-    out = Path(out) if out else DEFAULT_ROOT / "datasets" / f"coda21-{cfg.variant}"
+    name = f"coda21-{cfg.variant}" + (f"-adv-{_slug(against)}" if adversarial else "")
+    out = Path(out) if out else DEFAULT_ROOT / "datasets" / name
     _check_writable(out)
-    ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log)
+    if adversarial:
+        from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
+
+        ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True, _log)
+        twin_out = out.with_name(out.name + "-twin")
+        ds_mod.write(twin, twin_out)
+        a = ds.manifest["adversarial"]
+        click.echo(f"wrote {twin_out} (twin)")
+        click.echo(f"adversarial: {a['groups_changed']} of {a['groups']} groups changed ({a['members_replaced']} members "
+                   f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> {a['reference_errors']['adversarial']}")
+    else:
+        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log)
     ds_mod.write(ds, out)
     c = ds.manifest["counts"]
     click.echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
@@ -265,6 +282,35 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 
     path = plot_group_matrix(Path(run), group_id, Path(out) if out else None)
     click.echo(f"wrote {path}")
+
+
+@cli.command()
+@click.argument("twin", type=click.Path())
+@click.argument("other", type=click.Path())
+@click.option("--model", "models", multiple=True, required=True, help="Model to score both sets with; repeat (reference and held-out).")
+@click.option("--labels", default="twin,adversarial", show_default=True, help="Names of the two sets in the report.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2))
+@click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
+def compare(twin, other, models, labels, seed, n_boot, out) -> None:
+    """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.
+
+    Units (CoDA21 groups, WordNetQA concepts) are paired by id; the report gives both
+    accuracies and their difference with 95% CIs, and a bar chart.
+
+    \b
+    Examples:
+      probegen compare probegen_out/datasets/coda21-clean-hard-adv-minilm-l6-twin \\
+                       probegen_out/datasets/coda21-clean-hard-adv-minilm-l6 --model minilm-l6 --model glove-50d
+    """
+    from diagnostics.compare import compare as run_compare, table
+
+    la, _, lb = labels.partition(",")
+    out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
+    _check_writable(out_dir)
+    res = run_compare(twin, other, list(models), out_dir, (la, lb or "other"), seed, n_boot, _log)
+    click.echo(table(res))
+    click.echo(f"report: {out_dir / 'report.md'}")
 
 
 def _register_extensions() -> None:

@@ -228,7 +228,8 @@ def _build_wordnetqa(path: Path, probe: str, wordnet: str | None, log: Callable[
     mcd.write(mcd.build(cfg, wordnet=wordnet, progress=True, log=log), path)
 
 
-def _load(path: Path):
+def load_dataset(path: str | Path) -> tuple[str, Any]:
+    """(kind, loaded dataset) of a CoDA21 or WordNetQA dataset path."""
     from probegen.evaluation import detect_dataset
 
     kind = detect_dataset(path)
@@ -275,7 +276,7 @@ def prepare_datasets(
         try:
             if not datasets:
                 ensure_dataset(p, wordnet, semcor, log)
-            kind, data = _load(p)
+            kind, data = load_dataset(p)
             loaded.append(Loaded(_slug(p), str(p), kind, data))
         except ProbegenError as e:
             if datasets:

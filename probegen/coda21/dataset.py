@@ -131,14 +131,23 @@ def pick_contexts(p: Plan, members: list[str], progress: bool = True, log=print)
     return choose_contexts(candidates, scorer, progress=progress), scorer
 
 
-def assemble(p: Plan, synset_groups: list, chosen: dict[str, Context], scorer, **extra: Any) -> Coda21Dataset:
+def group_ids(cfg: Coda21Config, synset_groups: list) -> list[str]:
+    """``<variant>-<pos>-<serial>`` ids, numbered per POS in generation order."""
+    serial = {pos: 0 for pos in cfg.pos}
+    out = []
+    for sg in synset_groups:
+        serial[sg.pos] += 1
+        out.append(f"{cfg.variant}-{sg.pos}-{serial[sg.pos]:04d}")
+    return out
+
+
+def assemble(
+    p: Plan, synset_groups: list, chosen: dict[str, Context], scorer, ids: list[str] | None = None, **extra: Any
+) -> Coda21Dataset:
     """Groups (items in a seeded shuffled order) plus the manifest, from chosen contexts."""
     cfg, graph = p.cfg, p.graph
     groups: list[Group] = []
-    serial = {pos: 0 for pos in cfg.pos}
-    for sg in synset_groups:
-        serial[sg.pos] += 1
-        gid = f"{cfg.variant}-{sg.pos}-{serial[sg.pos]:04d}"
+    for sg, gid in zip(synset_groups, ids or group_ids(cfg, synset_groups)):
         items = [Item(m, _lemma_for(graph, m, chosen[m]), graph.definition(m), chosen[m]) for m in sg.members]
         order = group_rng(cfg.seed, gid).permutation(len(items))
         groups.append(Group(gid, sg.pos, sg.ancestor, sg.relation, tuple(items[i] for i in order)))

@@ -28,6 +28,8 @@ class EmbeddingScorer(Scorer):
     ) -> None:
         super().__init__(name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings)
         self.model = model
+        # text -> unit vector: a pair chunk repeats the same definitions, so each text is encoded once
+        self._vectors: dict[str, np.ndarray] = {}
 
     def _extra_settings(self) -> dict[str, Any]:
         return {"similarity": "cosine"}
@@ -38,16 +40,19 @@ class EmbeddingScorer(Scorer):
         if not texts:
             dim = self.model.get_sentence_embedding_dimension() or 0
             return np.zeros((0, dim), dtype=np.float32)
-        unique = list(dict.fromkeys(texts))
-        vecs = self.model.encode(
-            unique,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=progress,
-        ).astype(np.float32)
-        row = {t: i for i, t in enumerate(unique)}
-        return vecs[[row[t] for t in texts]]
+        new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if new:
+            vecs = self.model.encode(
+                new,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=progress,
+            ).astype(np.float32)
+            if len(self._vectors) + len(new) > 200_000:  # bound memory on huge runs
+                self._vectors.clear()
+            self._vectors.update(zip(new, vecs))
+        return np.stack([self._vectors[t] for t in texts])
 
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
         texts = list(dict.fromkeys([q for q, _ in pairs] + [c for _, c in pairs]))

@@ -1,0 +1,168 @@
+"""Paired comparison of two versions of a probe set (adversarial vs. its twin, filtered vs. not).
+
+Both sets are scored by the same scorers; units (CoDA21 groups, WordNetQA concept clusters) that
+appear in both are paired by id, and a bootstrap over units gives CIs for each accuracy and for
+their difference. Pure analysis is in :func:`paired_bootstrap`; :func:`compare` does the scoring.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .bias import _ci
+
+
+def paired_bootstrap(
+    a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]], n_boot: int = 1000, seed: int = 0,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
+    """Accuracies of ``a`` and ``b`` over their shared units, and ``b - a``, with bootstrap CIs.
+
+    ``a`` and ``b`` map unit id -> (summed correctness, number of items).
+
+    >>> r = paired_bootstrap({"g1": (1, 1), "g2": (1, 1)}, {"g1": (0, 1), "g2": (1, 1)}, n_boot=200)
+    >>> r["a"]["accuracy"], r["b"]["accuracy"], r["diff"]["value"], r["n_units"]
+    (1.0, 0.5, -0.5, 2)
+    """
+    units = sorted(set(a) & set(b))
+    if not units:
+        raise ValueError("the two sets share no unit ids: they are not paired versions of one probe")
+    ca, wa = (np.array([a[u][i] for u in units], dtype=np.float64) for i in (0, 1))
+    cb, wb = (np.array([b[u][i] for u in units], dtype=np.float64) for i in (0, 1))
+    n = len(units)
+    w = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
+    ra, rb = (w @ ca) / (w @ wa), (w @ cb) / (w @ wb)
+    acc_a, acc_b = float(ca.sum() / wa.sum()), float(cb.sum() / wb.sum())
+    return {
+        "n_units": n,
+        "a": {"accuracy": acc_a, "ci": _ci(ra, alpha)},
+        "b": {"accuracy": acc_b, "ci": _ci(rb, alpha)},
+        "diff": {"value": acc_b - acc_a, "ci": _ci(rb - ra, alpha)},
+        "bootstrap": {"n": n_boot, "seed": seed, "alpha": alpha},
+    }
+
+
+def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
+    """Per unit: (summed correctness, items) of one model on one dataset, via the standard evaluators."""
+    out: dict[str, list[float]] = {}
+    if kind == "coda21":
+        from probegen.coda21.evaluate import EvalConfig, evaluate
+        from probegen.templating import default_nonce
+
+        for r in evaluate(data, scorer, EvalConfig(nonce=default_nonce(), seed=seed), progress=progress)["groups"]:
+            out[r["id"]] = [r["accuracy"], 1.0]  # the paper's metric: mean of group accuracies
+    else:
+        from probegen.templating import default_nonce
+        from probegen.wordnetqa.evaluate import evaluate_mc
+
+        for r in evaluate_mc(data, scorer, seed=seed, nonce=default_nonce(), progress=progress)["items"]:
+            u = out.setdefault(str(r.get("cluster", r["id"])), [0.0, 0.0])
+            u[0] += float(bool(r["correct"]))
+            u[1] += 1.0
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def compare(
+    a: str | Path, b: str | Path, models: list[str], out: Path, labels: tuple[str, str] = ("twin", "adversarial"),
+    seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Score both datasets with every model, write results.json, report.md and a bar chart."""
+    from .run_bias import load_dataset
+    from probegen.io import write_json
+    from probegen.models import load_scorer
+
+    (kind_a, da), (kind_b, db) = load_dataset(a), load_dataset(b)
+    if kind_a != kind_b:
+        raise_mismatch(kind_a, kind_b)
+    rows = []
+    for m in models:
+        scorer = load_scorer(m)
+        log(f"{m}: scoring {labels[0]} and {labels[1]}")
+        ua = unit_correctness(kind_a, da, scorer, seed)
+        ub = unit_correctness(kind_b, db, scorer, seed)
+        res = paired_bootstrap(ua, ub, n_boot, seed)
+        rows.append({"model": m, "used_in_construction": _reference(db) == m or _reference(da) == m, **res})
+    results = {"a": {"label": labels[0], "path": str(a)}, "b": {"label": labels[1], "path": str(b)},
+               "kind": kind_a, "models": rows}
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", results)
+    plot = plot_comparison(results, out / "comparison.png")
+    from probegen.io import atomic_write
+
+    with atomic_write(out / "report.md") as fh:
+        fh.write(render(results, plot.name))
+    return results
+
+
+def raise_mismatch(ka: str, kb: str) -> None:
+    from probegen.errors import ProbegenError
+
+    raise ProbegenError(f"cannot compare a {ka} dataset with a {kb} dataset")
+
+
+def _reference(data: Any) -> str | None:
+    adv = (getattr(data, "manifest", {}) or {}).get("adversarial") or {}
+    return adv.get("reference_model")
+
+
+def _fmt(x: dict[str, Any]) -> str:
+    ci = x.get("ci")
+    v = x.get("accuracy", x.get("value"))
+    return f"{v:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{v:.3f}"
+
+
+def table(results: dict[str, Any]) -> str:
+    """A plain-text table of the comparison."""
+    la, lb = results["a"]["label"], results["b"]["label"]
+    lines = [f"{'model':<16} {'role':<10} {la:>22} {lb:>22} {'difference':>24}"]
+    for r in results["models"]:
+        role = "reference" if r["used_in_construction"] else "held-out"
+        lines.append(f"{r['model']:<16} {role:<10} {_fmt(r['a']):>22} {_fmt(r['b']):>22} {_fmt(r['diff']):>24}")
+    return "\n".join(lines)
+
+
+def render(results: dict[str, Any], plot: str) -> str:
+    """report.md: the table, the chart and how to read them."""
+    la, lb = results["a"]["label"], results["b"]["label"]
+    return "\n".join([
+        f"# {lb} vs {la}",
+        "",
+        f"- {la}: `{results['a']['path']}`",
+        f"- {lb}: `{results['b']['path']}`",
+        f"- units paired by id ({results['kind']}: {'groups' if results['kind'] == 'coda21' else 'concept clusters'}); "
+        "95% bootstrap CIs over units; difference = "
+        f"{lb} - {la}.",
+        "",
+        "```",
+        table(results),
+        "```",
+        "",
+        f"![comparison]({plot})",
+        "",
+        "A model used to build the set (reference) is expected to drop; the held-out model's drop is the honest",
+        "measure of how much harder the set is.",
+        "",
+    ])
+
+
+def plot_comparison(results: dict[str, Any], path: Path) -> Path:
+    """Grouped bars: each model's accuracy on both sets with CI whiskers."""
+    from .plots import _plt, _save
+
+    plt = _plt()
+    models = results["models"]
+    x = np.arange(len(models))
+    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(models), 3.6))
+    for off, side, color in ((-0.18, "a", "#7f9fbf"), (0.18, "b", "#c0504d")):
+        acc = [m[side]["accuracy"] for m in models]
+        err = np.array([[a - m[side]["ci"][0], m[side]["ci"][1] - a] if m[side]["ci"] else [0, 0]
+                        for a, m in zip(acc, models)]).T
+        ax.bar(x + off, acc, 0.36, yerr=err, capsize=3, color=color, label=results[side]["label"])
+    ax.set_xticks(x, [m["model"] + ("\n(reference)" if m["used_in_construction"] else "\n(held-out)") for m in models])
+    ax.set_ylabel("accuracy")
+    ax.legend(frameon=False)
+    ax.set_ylim(0, max(0.05, max(max(m["a"]["accuracy"], m["b"]["accuracy"]) for m in models) * 1.3))
+    return _save(fig, path)

@@ -1,0 +1,1 @@
+"""Adversarial probe construction: model-in-the-loop member/distractor selection and AFLite filtering."""

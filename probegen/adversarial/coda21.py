@@ -1,0 +1,130 @@
+"""Adversarial CoDA21: the same ancestors and group sizes, members the reference model confuses most.
+
+The non-adversarial twin is the standard build (``probegen make coda21`` with the same config),
+so both sets share ancestors, group ids and sizes (hence the same chance level) and differ only in
+which valid co-hyponyms fill each group. Every constraint of the standard build still holds: 5..10
+members, all children (hard) or grandchildren (easy) of the recorded ancestor, no pair of
+definitions above the similarity cap, no synset in two groups, clean = enough SemCor contexts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..coda21 import dataset as D
+from ..coda21.grouping import SynsetGroup, candidates_for
+from ..coda21.items import Context
+from ..coda21.render import query
+from ..templating import coda21_patterns, default_nonce
+from .confusable import alignment_errors, most_confusable
+
+
+@dataclass(frozen=True)
+class AdversarialSettings:
+    """How adversarial members are chosen (recorded in the manifest)."""
+
+    against: str
+    pool_max: int = 40  # candidates per ancestor the reference model scores (n x n pairs)
+    reduction: str = "sum"
+
+
+def _pools(p: D.Plan, pool_max: int) -> dict[str, list[str]]:
+    """Per ancestor with groups: its twin members first, then other eligible candidates by name."""
+    members: dict[str, list[str]] = {}
+    for sg in p.synset_groups:
+        members.setdefault(sg.ancestor, []).extend(sg.members)
+    pools = {}
+    for anc, mem in members.items():
+        pos = p.graph.pos(anc)
+        others = [c for c in candidates_for(p.graph, anc, p.cfg.easy) if c in p.pools[pos] and c not in mem]
+        pools[anc] = sorted(mem) + others[: max(0, pool_max - len(mem))]
+    return pools
+
+
+def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: dict[str, Context], graph, scorer,
+                 progress: bool) -> dict[str, np.ndarray]:
+    """The reference model's context x definition matrix over each ancestor's whole pool, in one call."""
+    patterns, nonce = coda21_patterns(None), default_nonce()
+    queries, cands, spans = [], [], {}
+    for anc, pool in pools.items():
+        defs = [graph.definition(m) for m in pool]
+        spans[anc] = len(queries)
+        for m in pool:
+            queries.append(query(chosen[m], pos_of[anc], scorer.query_style, "context", nonce, patterns))
+            cands.append(defs)
+    rows = scorer.score(queries, cands, progress=progress)
+    return {anc: np.vstack(rows[spans[anc] : spans[anc] + len(pool)]) for anc, pool in pools.items()}
+
+
+def build_adversarial(
+    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
+    progress: bool = True, log: Callable[[str], None] = print,
+) -> tuple[D.Coda21Dataset, D.Coda21Dataset]:
+    """(adversarial dataset, non-adversarial twin) for one CoDA21 configuration."""
+    from ..models import load_scorer
+
+    p = D.plan(cfg, wordnet, semcor, progress, log)
+    pools = _pools(p, settings.pool_max)
+    everyone = sorted({m for pool in pools.values() for m in pool})
+    chosen, ctx_scorer = D.pick_contexts(p, everyone, progress, log)
+    twin_members = sorted({m for g in p.synset_groups for m in g.members})
+    twin = D.assemble(p, p.synset_groups, {m: chosen[m] for m in twin_members}, ctx_scorer)
+
+    ref = load_scorer(settings.against, reduction=settings.reduction)
+    log(f"scoring {sum(len(x) ** 2 for x in pools.values())} pairs of {len(pools)} ancestor pools with {settings.against}")
+    pos_of = {anc: p.graph.pos(anc) for anc in pools}
+    mats = _score_pools(pools, pos_of, chosen, p.graph, ref, progress)
+
+    used: set[str] = set()
+    adv_groups: list[SynsetGroup] = []
+    decisions = []
+    for sg in p.synset_groups:
+        pool = pools[sg.ancestor]
+        free = [i for i, m in enumerate(pool) if m not in used]
+        sub = mats[sg.ancestor][np.ix_(free, free)]
+        vec = p.vectors[sg.pos]([pool[i] for i in free])
+        pick = most_confusable(sub, vec @ vec.T, len(sg.members), cfg.max_similarity)
+        how = "adversarial"
+        if pick is None:  # no valid confusable set of this size: keep the twin's members if still free
+            pick = [free.index(pool.index(m)) for m in sg.members if m not in used]
+            how = "twin" if len(pick) == len(sg.members) else "dropped"
+            if len(pick) < cfg.k_min:
+                decisions.append({"ancestor": sg.ancestor, "how": "dropped"})
+                continue
+        members = tuple(sorted(pool[free[i]] for i in pick))
+        used.update(members)
+        twin_idx = [pool.index(m) for m in sg.members]
+        adv_idx = [pool.index(m) for m in members]
+        decisions.append({
+            "ancestor": sg.ancestor,
+            "how": how,
+            "replaced": len(set(sg.members) - set(members)),
+            "ref_errors_twin": alignment_errors(mats[sg.ancestor][np.ix_(twin_idx, twin_idx)]),
+            "ref_errors_adversarial": alignment_errors(mats[sg.ancestor][np.ix_(adv_idx, adv_idx)]),
+        })
+        adv_groups.append(SynsetGroup(sg.ancestor, sg.relation, sg.pos, members))
+
+    record = {
+        "reference_model": settings.against,
+        "reference_scorer": ref.settings(),
+        "method": "greedy: most reference-alignment errors, then largest summed swap gain M_ij+M_ji-M_ii-M_jj; "
+                  "constraints of the standard build unchanged",
+        "pool_max": settings.pool_max,
+        "groups": len(adv_groups),
+        "groups_changed": sum(d.get("replaced", 0) > 0 for d in decisions),
+        "members_replaced": sum(d.get("replaced", 0) for d in decisions),
+        "groups_kept_as_twin": sum(d["how"] == "twin" for d in decisions),
+        "groups_dropped": sum(d["how"] == "dropped" for d in decisions),
+        "reference_errors": {"twin": sum(d.get("ref_errors_twin", 0) for d in decisions),
+                             "adversarial": sum(d.get("ref_errors_adversarial", 0) for d in decisions)},
+        "decisions": decisions,
+    }
+    # an adversarial group keeps its twin's id, so results pair up group by group
+    twin_ids = D.group_ids(cfg, p.synset_groups)
+    ids = [gid for gid, d in zip(twin_ids, decisions) if d["how"] != "dropped"]
+    adv = D.assemble(p, adv_groups, chosen, ctx_scorer, ids=ids, adversarial=record)
+    twin.manifest["adversarial_twin_of"] = {"reference_model": settings.against}
+    return adv, twin

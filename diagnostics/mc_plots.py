@@ -63,7 +63,7 @@ def plot_hops_heatmap(metrics: dict[str, Any], path: Path, title: str = "") -> P
         raise ProbegenError("no hops x distractor breakdown in these metrics (not a WordNetQA evaluation?)")
     plt = _plt()
     probes = list(grid)
-    fig, axes = plt.subplots(1, len(probes), figsize=(3.2 * len(probes) + 0.8, 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(probes), figsize=(3.4 * len(probes) + 1.0, 3.8), squeeze=False, layout="constrained")
     im = None
     for ax, probe in zip(axes[0], probes):
         hops, types, acc, n = hops_grid(grid[probe])
@@ -73,13 +73,14 @@ def plot_hops_heatmap(metrics: dict[str, Any], path: Path, title: str = "") -> P
                 if n[i, j]:
                     ax.text(j, i, f"{acc[i, j]:.2f}\nn={n[i, j]}", ha="center", va="center", fontsize=8)
         ax.set_xticks(range(len(types)), types)
-        ax.set_yticks(range(len(hops)), hops)
         ax.set_xlabel("distractor type")
-        ax.set_ylabel("hops (k)" if any(h != "0" for h in hops) else "hops (none: not an ISA probe)")
+        isa = any(h != "0" for h in hops)
+        ax.set_yticks(range(len(hops)), hops if isa else ["-"] * len(hops))
+        ax.set_ylabel("hops (k)" if isa else "no hops (not an ISA probe)")
         pm = metrics.get("by_probe", {}).get(probe, {})
         sub = f"\nacc {pm['accuracy']:.2f}, cluster {pm['strict_cluster_accuracy']:.2f}" if pm else ""
         ax.set_title(f"{probe}{sub}", fontsize=10)
     fig.colorbar(im, ax=list(axes[0]), label="accuracy", shrink=0.85)
     if title:
-        fig.suptitle(title, fontsize=11, y=1.04)
+        fig.suptitle(title, fontsize=11)
     return _save(fig, Path(path))

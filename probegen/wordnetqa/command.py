@@ -39,7 +39,7 @@ def _types(value: str) -> tuple[str, ...]:
 @click.option("--contexts", type=click.Choice(["wordnet", "wordnet+semcor"]), default="wordnet", show_default=True, help="Context sentences: WordNet examples, or with SemCor filling in where WordNet has none.")
 @click.option("--max-contexts", default=3, show_default=True, type=click.IntRange(min=1), help="Contexts per concept (definitions: one question each).")
 @click.option("--max-answers-per-hop", default=1, show_default=True, type=click.IntRange(min=1), help="ISA probes: gold answers sampled per concept and hop.")
-@click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0), help="Hypernymy answers nearer a root than this are skipped (entity, abstraction, ...).")
+@click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0), help="Noun hypernymy answers nearer the root than this are skipped (entity, abstraction, ...).")
 @click.option("--instances/--no-instances", default=False, show_default=True, help="Follow instance hypernymy (Paris -> city) for answers and ISA distractors.")
 @click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1), help="A seeded sample of N concepts (quick sets).")
 @click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of concepts in dev.")

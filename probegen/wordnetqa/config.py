@@ -35,7 +35,7 @@ class WordNetQAConfig:
     contexts: str = "wordnet"  # "wordnet+semcor": SemCor sentences fill in where WordNet has none
     max_contexts: int = 3  # contexts per concept (definitions: one question each)
     max_answers_per_hop: int = 1  # ISA probes: gold answers sampled per (concept, hop)
-    min_answer_depth: int = 2  # ISA answers this close to a root (entity, abstraction, ...) are skipped
+    min_answer_depth: int = 2  # noun hypernyms this close to the root (entity, abstraction, ...) are skipped
     instances: bool = False  # follow instance hypernymy (Paris -> city) for answers and ISA distractors
     max_concepts: int | None = None  # a seeded sample of concepts, for quick sets
     dev_frac: float = 0.1

@@ -134,7 +134,11 @@ def build(
 
     rel = Relations(graph, cfg.instances)
     renderers = {p: _renderer(graph, p) for p in cfg.probes}
-    skipped: dict[str, dict[str, int]] = {p: {f"no_{d}_distractor": 0 for d in cfg.distractors} for p in cfg.probes}
+    # concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
+    # pairs dropped because no distractor of that type is valid
+    skipped: dict[str, dict[str, int]] = {
+        p: {"concepts_without_question": 0, **{f"no_{d}_distractor": 0 for d in cfg.distractors if d != "random"}} for p in cfg.probes
+    }
     pending: list[dict[str, Any]] = []
     for concept in tqdm(concepts, desc="wordnetqa questions", unit="concept", disable=not progress):
         sister = rel.candidates("definitions", concept, "sister", cfg.max_hops, cfg.sister_depth)
@@ -143,6 +147,7 @@ def build(
         for probe in cfg.probes:
             qs = questions(probe, concept, contexts[concept], graph, cfg)
             if not qs:
+                skipped[probe]["concepts_without_question"] += 1
                 continue
             fam = {"random": {}, "sister": sister, "isa": _isa_for(probe, isa_all)}
             render_choice = renderers[probe]

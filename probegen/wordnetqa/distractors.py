@@ -49,21 +49,19 @@ class Relations:
         got = self._anc.get(s)
         if got is not None:
             return got
-        # iterative post-order so deep chains never hit the recursion limit
-        stack = [s]
-        while stack:
-            n = stack[-1]
-            parents = self.graph.parents(n, True)
-            todo = [p for p in parents if p not in self._anc]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            acc: set[str] = set()
-            for p in parents:
-                acc.add(p)
-                acc |= self._anc[p]
-            self._anc[n] = frozenset(acc)
+        # breadth-first with a seen set: WordNet 3.0's verb hierarchy has hypernym cycles
+        seen: set[str] = set()
+        frontier = [s]
+        while frontier:
+            nxt = []
+            for n in frontier:
+                for p in self.graph.parents(n, True):
+                    if p not in seen:
+                        seen.add(p)
+                        nxt.append(p)
+            frontier = nxt
+        seen.discard(s)  # a concept on a cycle is not its own ancestor for our purposes
+        self._anc[s] = frozenset(seen)
         return self._anc[s]
 
     def pool(self, pos: str) -> list[str]:

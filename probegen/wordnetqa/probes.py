@@ -2,8 +2,9 @@
 
 - ``definitions``: one question per context (up to ``max_contexts``); gold = the concept's gloss.
 - ``hypernymy``: gold = an ancestor at k = 1..max_hops hops (every derived ISA relation up to
-  k, at most ``max_answers_per_hop`` per hop, sampled by seed); answers closer than
-  ``min_answer_depth`` to a root (entity, abstraction, ...) are skipped.
+  k, at most ``max_answers_per_hop`` per hop, sampled by seed); noun answers closer than
+  ``min_answer_depth`` to the root (entity, physical entity, abstraction, ...) are skipped
+  (verbs have hundreds of specific roots, so none are).
 - ``hyponymy``: gold = a descendant at k = 1..max_hops hops, sampled the same way.
 - ``synonymy``: one question per concept; its stem is the gloss, gold = the concept's lemmas.
 
@@ -85,7 +86,7 @@ def questions(
         return [Question(f"synonymy:{concept}", probe, concept, lemma.replace("_", " "), None, concept, 0, (concept,))]
     up = probe == "hypernymy"
     paths = isa_paths(graph, concept, cfg.max_hops, up, cfg.instances)
-    if up:
+    if up and graph.pos(concept) == "n":
         paths = {a: p for a, p in paths.items() if graph.depth(a) >= cfg.min_answer_depth}
     answers = _sample_per_hop(paths, cfg.max_answers_per_hop, f"{probe}/{concept}", cfg.seed)
     out = []

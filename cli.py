@@ -313,6 +313,50 @@ def compare(twin, other, models, labels, seed, n_boot, out) -> None:
     click.echo(f"report: {out_dir / 'report.md'}")
 
 
+@cli.command("filter")
+@click.argument("dataset", type=click.Path())
+@click.option("--artefacts", is_flag=True, required=True, help="Remove the units cheap partial-input classifiers predict most reliably (AFLite).")
+@click.option("--budget", type=click.IntRange(min=1), required=True, help="Most groups/items removed in total.")
+@click.option("--splits", default=8, show_default=True, help="Random train/test splits per round.")
+@click.option("--threshold", default=0.75, show_default=True, help="Remove only units predicted right at least this often.")
+@click.option("--tolerance", default=0.02, show_default=True, help="Stop when held-out control accuracy <= chance + this.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--model", "models", multiple=True, help="Also run `probegen bias` with this model on the set before and after filtering.")
+@click.option("--out", type=click.Path(), help="Filtered dataset directory [default: <dataset>-filtered].")
+@click.pass_obj
+def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, seed, models, out) -> None:
+    """Filter partial-input artefacts out of a dataset, AFLite-style.
+
+    WordNetQA: a choice-only classifier; CoDA21: a word-only overlap aligner. Each round trains
+    them on random cluster-grouped splits and removes the most predictable units, until their
+    held-out accuracy is near chance or --budget is spent. Removed ids, rounds and the controls
+    before/after (with CIs) go into the new dataset's manifest.
+
+    \b
+    Examples:
+      probegen filter probegen_out/datasets/wordnetqa-hypernymy --artefacts --budget 2000
+      probegen filter probegen_out/datasets/coda21-clean-easy --artefacts --budget 40 --model minilm-l6
+    """
+    from probegen.adversarial.aflite import FilterSettings
+    from probegen.adversarial.filtering import filter_dataset, summary
+
+    src = Path(dataset)
+    out_dir = Path(out) if out else src.with_name(src.name + "-filtered")
+    _check_writable(out_dir)
+    s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed)
+    record = filter_dataset(src, out_dir, s, _log)
+    click.echo(summary(record))
+    click.echo(f"wrote {out_dir}")
+    if models:
+        from diagnostics.run_bias import BiasConfig, run_bias, summary_table
+
+        for m in models:
+            bias_dir = out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}")
+            res = run_bias(m, [src, out_dir], bias_dir, BiasConfig(seed=seed), wordnet=obj["wordnet"], semcor=obj["semcor"], log=_log)
+            click.echo(summary_table(res))
+            click.echo(f"bias before/after: {bias_dir / 'report.md'}")
+
+
 def _register_extensions() -> None:
     """Commands defined beside their library code (imported lazily: click only, no torch)."""
     from diagnostics.command import bias

@@ -1,0 +1,139 @@
+"""AFLite-style artefact filtering (Le Bras et al., 2020) with probegen's partial-input controls.
+
+Each round trains cheap partial-input classifiers on many random splits (whole concept clusters
+or groups on one side), records how often each held-out unit is predicted correctly (its
+*predictability*), and removes the most predictable units, until the controls' held-out accuracy
+is within ``tolerance`` of chance or the removal budget is spent.
+
+Controls (no question, no context: only what a shortcut could use):
+- WordNetQA: choice-only (the choices' text and length features; see diagnostics.baselines).
+- CoDA21: word-only (surface overlap between the target word and each definition, aligned
+  one-to-one); a group it aligns well is one whose words give their definitions away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from diagnostics import baselines as B
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """AFLite knobs (recorded in the manifest)."""
+
+    budget: int  # most units removed in total
+    splits: int = 8  # random train/test splits per round
+    train_frac: float = 0.6
+    step: float = 0.05  # share of the remaining units removed per round at most
+    threshold: float = 0.75  # only units predicted right at least this often are removed
+    tolerance: float = 0.02  # stop when held-out accuracy <= chance + tolerance
+    max_rounds: int = 20
+    seed: int = 0
+
+
+# ---- predictors --------------------------------------------------------------------------------------------
+# A predictor maps (train units, test units, alive rows per unit, seed) to, per test unit, the correctness of
+# each of its alive rows. A unit is what splits keep whole (a WordNetQA item, a CoDA21 group); a row is what
+# can be removed (the item itself; one member of a group).
+Predictor = Callable[[np.ndarray, np.ndarray, list, int], dict]
+
+
+def mc_predictor(views: list[B.MCView]) -> Predictor:
+    """Choice-only classifier over WordNetQA items (one row per item)."""
+    from probegen.aligner import argmax_random_ties
+
+    texts, numeric, y, owner = B._choice_rows(views)
+
+    def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
+        tr_rows, te_rows = np.isin(owner, train), np.isin(owner, test)
+        _, s, _ = B._choice_model([t for t, m in zip(texts, tr_rows) if m], numeric[tr_rows], y[tr_rows],
+                                  [t for t, m in zip(texts, te_rows) if m], numeric[te_rows])
+        te_owner = owner[te_rows]
+        return {int(i): np.array([float(argmax_random_ties(s[te_owner == i], seed=np.random.default_rng([seed, int(i)]))
+                                        == views[i].answer)]) for i in test}
+
+    return predict
+
+
+def coda21_predictor(groups: list) -> Predictor:
+    """Word-only overlap aligner over CoDA21 groups (one row per member): which members give their definition away."""
+    from sklearn.linear_model import LogisticRegression
+
+    from probegen.aligner import align
+
+    feats = []
+    for g in groups:
+        qs = [B._query_text(it, g.pos, "word") for it in g.items]
+        feats.append(np.array([[B.pair_features(q, it.definition) for it in g.items] for q in qs]))  # k x k x F
+
+    def sub(i: int, rows: np.ndarray) -> np.ndarray:
+        return feats[i][np.ix_(rows, rows)]
+
+    def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
+        X = np.vstack([sub(i, alive[i]).reshape(-1, feats[i].shape[-1]) for i in train])
+        y = np.concatenate([np.eye(int(alive[i].sum()), dtype=int).ravel() for i in train])
+        clf = LogisticRegression(max_iter=1000).fit(X, y)
+        out = {}
+        for i in test:
+            f = sub(i, alive[i])
+            k = len(f)
+            mat = clf.decision_function(f.reshape(-1, f.shape[-1])).reshape(k, k)
+            out[int(i)] = (align(mat, "alignment", seed=np.random.default_rng([seed, int(i)])) == np.arange(k)).astype(float)
+        return out
+
+    return predict
+
+
+# ---- the filter ------------------------------------------------------------------------------------------
+def aflite(
+    predict: Predictor, sizes: list[int], clusters: list[str], min_rows: int, chance: Callable[[list], float],
+    s: FilterSettings, log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the rounds over units of ``sizes`` rows; return the removed (unit, row) pairs and a per-round log.
+
+    A unit left with fewer than ``min_rows`` alive rows is removed whole. ``chance(alive)`` is the
+    control's chance accuracy on the alive rows. The budget counts removed rows.
+    """
+    from sklearn.model_selection import GroupShuffleSplit
+
+    alive = [np.ones(n, dtype=bool) for n in sizes]
+    removed: list[tuple[int, int]] = []
+    rounds = []
+    for r in range(1, s.max_rounds + 1):
+        units = np.array([i for i, a in enumerate(alive) if a.sum() >= min_rows])
+        if len(set(np.array(clusters)[units])) < 4:
+            break
+        right = [np.zeros(n) for n in sizes]
+        seen = np.zeros(len(sizes))
+        gss = GroupShuffleSplit(n_splits=s.splits, train_size=s.train_frac, random_state=s.seed * 1000 + r)
+        for k, (tr, te) in enumerate(gss.split(units, groups=np.array(clusters)[units])):
+            got = predict(units[tr], units[te], alive, s.seed * 100003 + r * 101 + k)
+            for i, v in got.items():
+                right[i][alive[i]] += v
+                seen[i] += 1
+        total = sum(right[i][alive[i]].sum() for i in units)
+        n_pred = sum(seen[i] * alive[i].sum() for i in units)
+        acc, ch = float(total / max(n_pred, 1)), chance(alive)
+        rounds.append({"round": r, "units": int(len(units)), "rows": int(sum(alive[i].sum() for i in units)),
+                       "heldout_accuracy": round(acc, 4), "chance": round(ch, 4)})
+        log(f"  round {r}: {len(units)} units, held-out control accuracy {acc:.3f} (chance {ch:.3f})")
+        room = s.budget - len(removed)
+        if acc <= ch + s.tolerance or room <= 0:
+            break
+        cand = [(right[i][j] / seen[i], i, j) for i in units if seen[i] for j in np.flatnonzero(alive[i])
+                if right[i][j] / seen[i] >= s.threshold]
+        cand.sort(key=lambda c: (-c[0], c[1], c[2]))  # most predictable first, then unit and row order
+        take = cand[: min(room, max(1, int(s.step * rounds[-1]["rows"])))]
+        if not take:
+            break
+        for _, i, j in take:
+            alive[i][j] = False
+            removed.append((int(i), int(j)))
+        rounds[-1]["removed"] = len(take)
+    last = rounds[-1] if rounds else None
+    return {"removed": removed, "alive": alive, "rounds": rounds,
+            "stopped_near_chance": bool(last and last["heldout_accuracy"] <= last["chance"] + s.tolerance)}

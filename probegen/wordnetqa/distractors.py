@@ -18,8 +18,6 @@ synset with the same gloss.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import numpy as np
 
 
@@ -162,6 +160,3 @@ def sample(
 def _key(text: str) -> str:
     return " ".join(text.lower().split())
 
-
-def typed_count(chosen: Iterable[tuple[str, str, int | None]]) -> int:
-    return sum(t != "random" for _, t, _ in chosen)

@@ -66,7 +66,7 @@ def _synthetic(n: int, artefact: bool, seed: int = 0) -> list[B.MCView]:
 
 
 def _filter(views, budget):
-    s = A.FilterSettings(budget=budget, splits=4, step=0.2, seed=0)
+    s = A.FilterSettings(budget=budget, splits=10, step=0.2, seed=0)
     chance = lambda alive: 0.2  # noqa: E731
     return A.aflite(A.mc_predictor(views), [1] * len(views), [v.cluster for v in views], 1, chance, s, log=lambda m: None)
 

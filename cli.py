@@ -187,7 +187,16 @@ def _check_writable(out: Path) -> None:
 @cli.command()
 @click.argument("dataset", type=click.Path())
 def stats(dataset: str) -> None:
-    """Groups and unique synsets per POS beside the CoDA21 paper's Table 1."""
+    """Sizes beside the papers': CoDA21 groups/synsets per POS (Table 1), WordNetQA questions/items/synsets."""
+    from probegen.evaluation import detect_dataset
+
+    if detect_dataset(dataset) == "wordnetqa":
+        from probegen.wordnetqa.dataset import counts as mc_counts, load as load_mc
+        from probegen.wordnetqa.reference import size_table
+
+        click.echo(dataset)
+        click.echo(size_table(mc_counts(load_mc(dataset).items)))
+        return
     from probegen.coda21.dataset import counts, load
     from probegen.coda21.reference import table1
 
@@ -211,24 +220,43 @@ def stats(dataset: str) -> None:
 
 @cli.command()
 @click.argument("dataset", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["coda21-json"]), default="coda21-json", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["coda21-json", "wordnetqa-json"]), default=None,
+              help="coda21-json: the CoDA21 release schema; wordnetqa-json: WordNetQA release JSONL [default: by dataset kind].")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: export one split.")
 @click.option("--out", type=click.Path(), required=True, help="Output file.")
-def export(dataset: str, fmt: str, out: str) -> None:
+def export(dataset: str, fmt: str | None, split: str | None, out: str) -> None:
     """Export a dataset to the original release's schema.
 
     \b
-    Example:
+    Examples:
       probegen export probegen_out/datasets/coda21-clean-easy --out clean-easy.json
+      probegen export probegen_out/datasets/wordnetqa-all --split test --out wordnetqa-test.jsonl
     """
     import json
 
-    from probegen.coda21.dataset import export_coda21_json, load
-    from probegen.io import atomic_write
+    from probegen.errors import ProbegenError
+    from probegen.evaluation import detect_dataset
+    from probegen.io import atomic_write, dumps
 
-    ds = load(dataset)
+    kind = detect_dataset(dataset)
+    fmt = fmt or f"{kind}-json"
+    if fmt != f"{kind}-json":
+        raise ProbegenError(f"{dataset} is a {kind} dataset; it cannot be exported as {fmt}")
+    if kind == "coda21":
+        from probegen.coda21.dataset import export_coda21_json, load
+
+        ds = load(dataset)
+        with atomic_write(out) as fh:
+            json.dump(export_coda21_json(ds), fh, ensure_ascii=False, indent=1, sort_keys=True)
+        click.echo(f"wrote {out} ({len(ds.groups)} groups, {fmt})")
+        return
+    from probegen.wordnetqa.dataset import export_release, load as load_mc
+
+    rows = export_release(load_mc(dataset), split)
     with atomic_write(out) as fh:
-        json.dump(export_coda21_json(ds), fh, ensure_ascii=False, indent=1, sort_keys=True)
-    click.echo(f"wrote {out} ({len(ds.groups)} groups, {fmt})")
+        for r in rows:
+            fh.write(dumps(r) + "\n")
+    click.echo(f"wrote {out} ({len(rows)} questions, {fmt})")
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -242,8 +270,10 @@ def export(dataset: str, fmt: str, out: str) -> None:
 @click.option("--matching", type=click.Choice(["alignment", "simple"]), default="alignment", show_default=True, help="One-to-one alignment or each definition's best context.")
 @click.option("--seed", default=0, show_default=True, help="Seed for column order and tie breaking.")
 @click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
+@click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True, help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="Multiple choice: evaluate one split [default: all items].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
-def eval_cmd(model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, out) -> None:
+def eval_cmd(model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -251,6 +281,7 @@ def eval_cmd(model, dataset, scorer, nonce, pattern, reduction, matching, seed, 
       probegen eval --model smollm2-135m --dataset probegen_out/datasets/coda21-clean-hard
       probegen eval --model minilm-l6 --dataset coda21.json --matching simple
       probegen eval --model ./my-bert --scorer masked --dataset probegen_out/datasets/coda21-clean-easy
+      probegen eval --model smollm2-135m --dataset probegen_out/datasets/wordnetqa-definitions --length-norm chars --split test
     """
     from probegen.evaluation import run_eval
 
@@ -268,6 +299,8 @@ def eval_cmd(model, dataset, scorer, nonce, pattern, reduction, matching, seed, 
         seed=seed,
         batch_size=batch_size,
         log=_log,
+        length_norm=length_norm,
+        split=split,
     )
     click.echo(summary)
 

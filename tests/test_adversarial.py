@@ -165,3 +165,58 @@ def test_compare_and_filter_from_the_cli(adversarial_verbs, tmp_path):
     assert all(g.k >= 5 for g in filtered.groups)
     kept = {it.synset for g in filtered.groups for it in g.items}
     assert not kept & {r.split("/")[1] for r in rec["removed"]}
+
+
+# ---- WordNetQA: adversarial distractors -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def adversarial_mc():
+    from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+    from probegen.wordnetqa.config import WordNetQAConfig
+
+    cfg = WordNetQAConfig(probes=("hypernymy", "hyponymy"), max_concepts=60)
+    return cfg, build_adversarial(cfg, AdversarialSettings("glove-50d"), progress=False, log=lambda m: None)
+
+
+@pytest.mark.real
+def test_adversarial_distractors_stay_valid(adversarial_mc, graph):
+    from probegen.wordnetqa.dataset import choice_renderer
+    from probegen.wordnetqa.distractors import Relations
+
+    cfg, (adv, twin) = adversarial_mc
+    rel = Relations(graph, cfg.instances)
+    assert adv.manifest["adversarial"]["items_changed"] > 0
+    assert [it.id for it in adv.items] == [it.id for it in twin.items]
+    for a, t in zip(adv.items, twin.items):
+        render = choice_renderer(graph, a.probe)
+        assert (a.answer, a.choices[a.answer], a.gold_synset, a.question) == (t.answer, t.choices[t.answer], t.gold_synset, t.question)
+        assert len(set(a.choices)) == len(a.choices)
+        typed = lambda it: sorted(m.type for m in it.choice_meta)  # noqa: E731
+        assert typed(a) == typed(t), "the mix of distractor types changed"
+        for j, m in enumerate(a.choice_meta):
+            if j == a.answer:
+                continue
+            assert rel.valid(a.probe, a.synset, a.gold_synset, m.synset, render), f"{a.id}: {m.synset} is a correct answer"
+            assert a.choices[j] == render(m.synset)
+            if m.type == "isa_down":
+                assert graph.descendants(a.synset, cfg.max_hops).get(m.synset) == m.distance
+            elif m.type == "isa_up":
+                assert graph.ancestors(a.synset, cfg.max_hops).get(m.synset) == m.distance
+            elif m.type == "sister":
+                assert graph.sister_family(a.synset, cfg.sister_depth).get(m.synset) == m.distance - 1
+
+
+@pytest.mark.real
+def test_adversarial_mc_is_deterministic_and_harder_for_the_reference(adversarial_mc, tmp_path):
+    from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+    from probegen.models import load_scorer
+    from probegen.wordnetqa import dataset as D
+    from probegen.wordnetqa.evaluate import evaluate_mc
+
+    cfg, (adv, twin) = adversarial_mc
+    again, _ = build_adversarial(cfg, AdversarialSettings("glove-50d"), progress=False, log=lambda m: None)
+    D.write(adv, tmp_path / "a")
+    D.write(again, tmp_path / "b")
+    assert (tmp_path / "a/items.jsonl").read_bytes() == (tmp_path / "b/items.jsonl").read_bytes()
+    ref = load_scorer("glove-50d")
+    acc = lambda ds: np.mean([r["correct"] for r in evaluate_mc(ds, ref)["items"]])  # noqa: E731
+    assert acc(adv) < acc(twin)

@@ -45,11 +45,14 @@ def _types(value: str) -> tuple[str, ...]:
 @click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of concepts in dev.")
 @click.option("--test-frac", default=0.1, show_default=True, type=float, help="Share of concepts in test.")
 @click.option("--release/--no-release", default=False, show_default=True, help="Also write release/<split>.jsonl in the WordNetQA release schema.")
+@click.option("--adversarial", is_flag=True, help="Pick the valid distractors the --against model scores highest; also writes the non-adversarial twin to <out>-twin.")
+@click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
 @click.pass_context
 def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, max_contexts, max_answers_per_hop,
-              min_answer_depth, instances, max_concepts, dev_frac, test_frac, release, seed, out) -> None:
+              min_answer_depth, instances, max_concepts, dev_frac, test_frac, release, adversarial, against, seed,
+              out) -> None:
     """Generate WordNetQA multiple-choice probes (definitions, hypernymy, hyponymy, synonymy).
 
     Questions about a concept use its WordNet example sentence; 5-way items with graded
@@ -62,6 +65,7 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
       probegen make wordnetqa --probe definitions --pos both
       probegen make wordnetqa --probe hypernymy --max-hops 3 --distractors random,isa
       probegen make wordnetqa --limit 300 --out /tmp/wnqa-small --release
+      probegen make wordnetqa --probe hypernymy --limit 300 --adversarial --against smollm2-135m
     """
     from probegen.wordnetqa import dataset as ds_mod
     from probegen.wordnetqa.config import WordNetQAConfig
@@ -85,10 +89,20 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
         seed=seed,
     )
     cfg.validate()
-    out_dir = Path(out) if out else DEFAULT_ROOT / cfg.name
+    name = cfg.name + (f"-adv-{against.strip('/').replace('/', '_')}" if adversarial else "")
+    out_dir = Path(out) if out else DEFAULT_ROOT / name
     _writable(out_dir)
     log = lambda m: click.echo(m, err=True)  # noqa: E731
-    ds = ds_mod.build(cfg, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"), progress=True, log=log)
+    if adversarial:
+        from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+
+        ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log)
+        twin_out = out_dir.with_name(out_dir.name + "-twin")
+        ds_mod.write(twin, twin_out, release=release)
+        a = ds.manifest["adversarial"]
+        click.echo(f"wrote {twin_out} (twin); adversarial: {a['items_changed']} of {a['items']} items got new distractors")
+    else:
+        ds = ds_mod.build(cfg, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"), progress=True, log=log)
     ds_mod.write(ds, out_dir, release=release)
     click.echo(f"wrote {out_dir}: {len(ds.items)} items")
     click.echo(size_table(ds.manifest["counts"]))

@@ -133,7 +133,7 @@ def build(
     splits = assign_splits(concepts, cfg)
 
     rel = Relations(graph, cfg.instances)
-    renderers = {p: _renderer(graph, p) for p in cfg.probes}
+    renderers = {p: choice_renderer(graph, p) for p in cfg.probes}
     # concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
     # pairs dropped because no distractor of that type is valid
     skipped: dict[str, dict[str, int]] = {
@@ -149,7 +149,7 @@ def build(
             if not qs:
                 skipped[probe]["concepts_without_question"] += 1
                 continue
-            fam = {"random": {}, "sister": sister, "isa": _isa_for(probe, isa_all)}
+            fam = {"random": {}, "sister": sister, "isa": isa_family(probe, isa_all)}
             render_choice = renderers[probe]
             for q in qs:
                 tmpl = render.pick_template(probe, q.qid, cfg.seed)
@@ -198,7 +198,7 @@ def build(
     return WordNetQADataset(items, manifest)
 
 
-def _isa_for(probe: str, isa_all: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+def isa_family(probe: str, isa_all: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
     """The ISA family a probe draws from: descendants for hypernymy, ancestors for hyponymy."""
     if probe == "hypernymy":
         return {x: v for x, v in isa_all.items() if v[0] == "isa_down"}
@@ -207,7 +207,7 @@ def _isa_for(probe: str, isa_all: dict[str, tuple[str, int]]) -> dict[str, tuple
     return isa_all
 
 
-def _renderer(graph, probe: str) -> Callable[[str], str]:
+def choice_renderer(graph, probe: str) -> Callable[[str], str]:
     from .render import choice_text
 
     memo: dict[str, str] = {}

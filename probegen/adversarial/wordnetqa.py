@@ -1,0 +1,132 @@
+"""Adversarial WordNetQA: the same questions, distractors the reference model scores highest.
+
+The twin is the standard build (same config and seed), so both sets share item ids, questions,
+gold answers and gold positions. For each item the adversarial version keeps the twin's mix of
+distractor types (as many sister/ISA distractors as the twin has, the rest random) but picks,
+among every valid candidate of each type, the ones the reference model finds most plausible.
+The validity rule is the generator's own (``Relations.valid``): no shared lemma with the gold or
+the concept, never another correct answer, never the same choice text twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..templating import default_nonce
+from ..wordnetqa import dataset as D
+from ..wordnetqa.items import ChoiceMeta
+
+
+@dataclass(frozen=True)
+class AdversarialSettings:
+    """How adversarial distractors are chosen (recorded in the manifest)."""
+
+    against: str
+    typed_pool: int = 12  # valid sister/ISA candidates scored per item (a seeded sample when more)
+    random_pool: int = 8  # valid random candidates scored per item
+    length_norm: str = "chars"  # LM scores compared per character, so long glosses are not penalised
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _pool(it, cfg, rel, render, s: AdversarialSettings, rng: np.random.Generator) -> list[tuple[str, str, int | None]]:
+    """Valid candidates ``(synset, type, distance)`` for one item: its family's typed ones, then random."""
+    sister = rel.candidates("definitions", it.synset, "sister", cfg.max_hops, cfg.sister_depth)
+    isa_all = rel.candidates("definitions", it.synset, "isa", cfg.max_hops, cfg.sister_depth)
+    related = set(sister) | set(isa_all)
+    family = {"sister": sister, "isa": D.isa_family(it.probe, isa_all)}.get(it.distractor_type, {})
+    texts = {_key(it.choices[it.answer])}
+    out: list[tuple[str, str, int | None]] = []
+
+    def take(x: str, t: str, d: int | None) -> bool:
+        k = _key(render(x))
+        if k in texts or not rel.valid(it.probe, it.synset, it.gold_synset, x, render):
+            return False
+        texts.add(k)
+        out.append((x, t, d))
+        return True
+
+    names = list(family)
+    n_typed = 0
+    for i in rng.permutation(len(names)):
+        if n_typed >= s.typed_pool:
+            break
+        x = names[int(i)]
+        n_typed += take(x, *family[x])
+    pool = rel.pool(rel.graph.pos(it.synset))
+    n_random = 0
+    for _ in range(2000):
+        if n_random >= s.random_pool:
+            break
+        x = pool[int(rng.integers(len(pool)))]
+        if x not in related:
+            n_random += take(x, "random", None)
+    return out
+
+
+def build_adversarial(
+    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
+    progress: bool = True, log: Callable[[str], None] = print,
+) -> tuple[D.WordNetQADataset, D.WordNetQADataset]:
+    """(adversarial dataset, non-adversarial twin) for one WordNetQA configuration."""
+    from ..models import load_scorer
+    from ..wordnet_graph import load_graph
+    from ..wordnetqa.distractors import Relations
+    from ..wordnetqa.evaluate import normalise
+    from ..wordnetqa.render import query
+
+    twin = D.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
+    graph = load_graph(wordnet)
+    rel = Relations(graph, cfg.instances)
+    renderers = {p: D.choice_renderer(graph, p) for p in cfg.probes}
+    ref = load_scorer(settings.against)
+    nonce = default_nonce()
+    pools = [_pool(it, cfg, rel, renderers[it.probe], settings, D.item_rng(cfg.seed, it.id + "/adversarial"))
+             for it in twin.items]
+    log(f"scoring {sum(map(len, pools))} candidate distractors of {len(pools)} items with {settings.against}")
+    texts = [[renderers[it.probe](x) for x, _, _ in pool] for it, pool in zip(twin.items, pools)]
+    queries = [query(it, ref.query_style, "full", nonce) for it in twin.items]
+    scores = ref.score(queries, [t or [it.choices[it.answer]] for t, it in zip(texts, twin.items)], progress=progress)
+
+    items, changed, ref_pref = [], 0, {"twin": [], "adversarial": []}
+    for it, pool, txt, sc in zip(twin.items, pools, texts, scores):
+        sc = normalise(np.asarray(sc, dtype=np.float64), txt, settings.length_norm, ref.kind) if txt else sc
+        slots = [j for j in range(len(it.choices)) if j != it.answer]
+        want_typed = sum(it.choice_meta[j].type not in ("random", "gold") for j in slots)
+        order = sorted(range(len(pool)), key=lambda k: (-sc[k], k))  # most plausible to the model first
+        typed = [k for k in order if pool[k][1] != "random"][:want_typed]
+        rand = [k for k in order if pool[k][1] == "random"][: len(slots) - len(typed)]
+        picked = typed + rand
+        if len(picked) < len(slots):  # too few valid candidates: keep the twin's item
+            items.append(it)
+            continue
+        # the chosen distractors fill the twin's distractor slots in a seeded order: rank never shows in position
+        perm = D.item_rng(cfg.seed, it.id + "/adversarial-slots").permutation(len(slots))
+        choices, meta = list(it.choices), list(it.choice_meta)
+        for slot, k in zip(slots, [picked[i] for i in perm]):
+            choices[slot] = txt[k]
+            meta[slot] = ChoiceMeta(*pool[k])
+        d = [m.distance for m, s in zip(meta, range(len(meta))) if s != it.answer and m.type != "random"]
+        new = dataclasses.replace(it, choices=tuple(choices), choice_meta=tuple(meta), distractor_hops=min(d) if d else None)
+        new.check()
+        changed += new.choices != it.choices
+        items.append(new)
+    record = {
+        "reference_model": settings.against,
+        "reference_scorer": ref.settings(),
+        "method": "per item: the twin's number of typed (sister/ISA) and random distractors, each the valid "
+                  "candidates the reference model scores highest (query as in probegen eval, full mode)",
+        "settings": dataclasses.asdict(settings),
+        "items": len(items),
+        "items_changed": changed,
+    }
+    manifest = {**twin.manifest, "adversarial": record, "counts": D.counts(items)}
+    adv = D.WordNetQADataset(items, manifest)
+    twin.manifest["adversarial_twin_of"] = {"reference_model": settings.against}
+    return adv, twin

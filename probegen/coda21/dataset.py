@@ -272,11 +272,18 @@ def check(ds: Coda21Dataset, k_max: int = 30) -> None:
 
 # ---- the original release's schema ---------------------------------------------------------------
 def export_coda21_json(ds: Coda21Dataset) -> dict[str, Any]:
-    """The dataset in the original CoDA21 schema (one context per candidate)."""
+    """The dataset in the original CoDA21 schema (one context per candidate).
+
+    Two extra keys that readers of the original schema ignore make the round trip exact: the
+    group ``id`` (it seeds column order and tie breaking) and each candidate's
+    ``target_char_spans`` (the original locates the word by string, which is ambiguous when it
+    occurs twice in a context).
+    """
     out: dict[str, Any] = {"canary": ds.manifest.get("canary", CANARY), "n": [], "v": []}
     for g in ds.groups:
         out[g.pos].append(
             {
+                "id": g.id,
                 "common_ancestor_info": {"relation": g.relation, "ancestor_name": g.ancestor},
                 "candidates": [
                     {
@@ -284,12 +291,24 @@ def export_coda21_json(ds: Coda21Dataset) -> dict[str, Any]:
                         "definition": it.definition,
                         "contexts": [it.context.text],
                         "words_in_contexts": [it.context.word],
+                        "target_char_spans": [list(it.context.char_span)],
                     }
                     for it in g.items
                 ],
             }
         )
     return out
+
+
+def _imported_context(c: dict[str, Any]) -> Context:
+    """A candidate's first context; the target by its recorded span if any, else as a whole word."""
+    text, word = c["contexts"][0], c["words_in_contexts"][0]
+    spans = c.get("target_char_spans")
+    if spans:
+        a, b = (int(x) for x in spans[0])
+        if 0 <= a < b <= len(text) and text[a:b] == word:
+            return Context(text, (a, b))
+    return Context.from_text(text, word)
 
 
 def import_coda21_json(path: str | Path) -> Coda21Dataset:
@@ -309,16 +328,12 @@ def import_coda21_json(path: str | Path) -> Coda21Dataset:
             try:
                 info = g["common_ancestor_info"]
                 items = tuple(
-                    Item(
-                        c["synset_name"],
-                        c["synset_name"].split(".")[0],
-                        c["definition"],
-                        Context.from_text(c["contexts"][0], c["words_in_contexts"][0]),
-                    )
+                    Item(c["synset_name"], c["synset_name"].split(".")[0], c["definition"], _imported_context(c))
                     for c in g["candidates"]
                 )
             except (KeyError, IndexError, TypeError) as e:
                 raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed (missing {e})") from None
-            groups.append(Group(f"{path.stem}-{pos}-{i:04d}", pos, info["ancestor_name"], info["relation"], items))
+            gid = g.get("id") if isinstance(g.get("id"), str) else f"{path.stem}-{pos}-{i:04d}"
+            groups.append(Group(gid, pos, info["ancestor_name"], info["relation"], items))
     manifest = {"kind": "coda21", "canary": raw.get("canary", ""), "source_format": "coda21-json", "counts": counts(groups)}
     return Coda21Dataset(groups, manifest, str(path))

@@ -171,16 +171,9 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
 
 
 def _check_writable(out: Path) -> None:
-    """Fail before the expensive work if the output location cannot be written."""
-    from probegen.errors import ProbegenError
+    from probegen.io import ensure_writable
 
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ProbegenError(f"cannot write to {out}: {probe} is not a directory")
-    if not os.access(probe, os.W_OK):
-        raise ProbegenError(f"cannot write to {out}: {probe} is not writable")
+    ensure_writable(out)
 
 
 # ---- dataset inspection --------------------------------------------------------------------------

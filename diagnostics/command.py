@@ -6,7 +6,6 @@ group prints one line and exits non-zero.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -15,14 +14,9 @@ DEFAULT_OUT = Path("probegen_out") / "bias"
 
 
 def _writable(out: Path) -> None:
-    """Fail before any scoring if ``out`` cannot be created."""
-    from probegen.errors import ProbegenError
+    from probegen.io import ensure_writable
 
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK):
-        raise ProbegenError(f"cannot write to {out}: {probe} is not a writable directory")
+    ensure_writable(out)
 
 
 @click.command("bias")
@@ -41,9 +35,10 @@ def _writable(out: Path) -> None:
 @click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True, help="LM log-prob reduction.")
 @click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2), help="Cross-validation folds of the trained controls.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: analyse one split [default: all items].")
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
 @click.pass_context
-def bias(ctx, model, datasets, out, seed, n_boot, scorer, nonce, pattern, reduction, batch_size, folds, controls) -> None:
+def bias(ctx, model, datasets, out, seed, n_boot, scorer, nonce, pattern, reduction, batch_size, folds, split, controls) -> None:
     """Partial-input baselines and context/word bias ratios (Bias_C, Bias_W) with bootstrap CIs.
 
     Scores each dataset with full input, context only, word only and definition/choice only,
@@ -55,6 +50,7 @@ def bias(ctx, model, datasets, out, seed, n_boot, scorer, nonce, pattern, reduct
       probegen bias --model smollm2-135m
       probegen bias --model smollm2-135m --dataset probegen_out/datasets/coda21-clean-hard --bootstrap 2000
       probegen bias --model minilm-l6 --dataset a --dataset b --out bias-minilm
+      probegen bias --model smollm2-135m --split test   # WordNetQA test split only (faster)
     """
     from probegen.templating import coda21_patterns
 
@@ -64,7 +60,7 @@ def bias(ctx, model, datasets, out, seed, n_boot, scorer, nonce, pattern, reduct
     obj = ctx.obj or {}
     out_dir = Path(out) if out else DEFAULT_OUT / model.strip("/").replace("/", "_").replace(" ", "_")
     _writable(out_dir)
-    cfg = BiasConfig(seed=seed, n_boot=n_boot, nonce=nonce, pattern=pattern, folds=folds, controls=controls)
+    cfg = BiasConfig(seed=seed, n_boot=n_boot, nonce=nonce, pattern=pattern, folds=folds, controls=controls, split=split)
     results = run_bias(
         model,
         list(datasets) or None,

@@ -14,25 +14,9 @@ import numpy as np
 
 from probegen.errors import ProbegenError
 
+from .plots import _plt, _save
+
 TYPE_ORDER = ("random", "sister", "isa")
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; no display on servers
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, path: Path) -> Path:
-    from probegen.io import atomic_write
-
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=130, bbox_inches="tight")
-    _plt().close(fig)
-    return path
 
 
 def hops_grid(cells: dict[str, dict[str, dict[str, Any]]]) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:

@@ -52,6 +52,7 @@ class BiasConfig:
     matching: str = "alignment"
     folds: int = 5
     controls: bool = True
+    split: str | None = None  # WordNetQA: analyse one split (e.g. "test") instead of every item
 
 
 # ---- score tables ---------------------------------------------------------------------------------
@@ -288,6 +289,18 @@ def prepare_datasets(
     return loaded, skipped
 
 
+def _one_split(d: Loaded, split: str) -> Loaded:
+    """A WordNetQA dataset cut to one split (CoDA21 has no splits and is kept whole)."""
+    import dataclasses
+
+    if d.kind != "wordnetqa":
+        return d
+    items = [it for it in d.data.items if getattr(it, "split", None) == split]
+    if not items:
+        raise ProbegenError(f"{d.path} has no items in split {split!r}")
+    return dataclasses.replace(d, name=f"{d.name}:{split}", data=dataclasses.replace(d.data, items=items))
+
+
 def run_bias(
     model: str,
     datasets: list[str | Path] | None,
@@ -303,6 +316,8 @@ def run_bias(
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc)."""
     loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log)
+    if cfg.split:
+        loaded = [_one_split(d, cfg.split) for d in loaded]
     from probegen.evaluation import load_model_scorer
 
     t0 = time.perf_counter()

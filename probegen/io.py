@@ -37,6 +37,18 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
         raise
 
 
+def ensure_writable(out: str | Path) -> None:
+    """Fail before any expensive work if ``out`` (a file or folder, maybe not yet there) cannot be written."""
+    out = Path(out)
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ProbegenError(f"cannot write to {out}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK):
+        raise ProbegenError(f"cannot write to {out}: {probe} is not writable")
+
+
 def dumps(obj: Any) -> str:
     """Canonical JSON (sorted keys, no NaN) so equal objects give byte-identical text."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False)

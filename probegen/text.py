@@ -75,3 +75,20 @@ def split_at_span(tokens: list[str] | tuple[str, ...], span: tuple[int, int]) ->
     if a > 0 and text[a - 1] == " ":
         a -= 1
     return text[:a], text[a:b], text[b:]
+
+
+def replace_char_span(text: str, span: tuple[int, int], replacement: str | None) -> str:
+    """``text`` with characters ``span`` replaced by ``replacement``, or dropped (spaces tidied) if None.
+
+    >>> replace_char_span("the mice saw ice", (13, 16), "bkatuhla")
+    'the mice saw bkatuhla'
+    >>> replace_char_span("the ice melted", (4, 7), None)
+    'the melted'
+    """
+    a, b = span
+    left, right = text[:a], text[b:]
+    if replacement is not None:
+        return left + replacement + right
+    left, right = left.rstrip(), right.lstrip()
+    glue = " " if left and right and right[0].isalnum() else ""
+    return left + glue + right

@@ -10,19 +10,14 @@ Modes (the bias diagnostics rerun the same groups with partial input):
 
 from __future__ import annotations
 
+from ..text import replace_char_span
 from .items import Context, Group
 
 MODES = ("context", "full", "word", "definition")
 
 
 def _strip(ctx: Context, replacement: str | None) -> str:
-    a, b = ctx.char_span
-    left, right = ctx.text[:a], ctx.text[b:]
-    if replacement is not None:
-        return left + replacement + right
-    left, right = left.rstrip(), right.lstrip()
-    glue = " " if left and right and right[0].isalnum() else ""
-    return left + glue + right
+    return replace_char_span(ctx.text, ctx.char_span, replacement)
 
 
 def query(ctx: Context, pos: str, style: str, mode: str, nonce: str, patterns: dict[str, str]) -> str:

@@ -6,7 +6,6 @@ Only click is imported at module level (``--help`` stays instant); expected fail
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -16,14 +15,9 @@ PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
 
 
 def _writable(out: Path) -> None:
-    """Fail before the generation if ``out`` cannot be created."""
-    from probegen.errors import ProbegenError
+    from probegen.io import ensure_writable
 
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK):
-        raise ProbegenError(f"cannot write to {out}: {probe} is not a writable directory")
+    ensure_writable(out)
 
 
 def _types(value: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..text import replace_char_span
 from ..errors import DatasetError
 
 LABELS = "ABCDE"
@@ -42,13 +43,7 @@ class Context:
         >>> Context("the ice melted", (4, 7)).replaced(None)
         'the melted'
         """
-        a, b = self.char_span
-        left, right = self.text[:a], self.text[b:]
-        if replacement is not None:
-            return left + replacement + right
-        left, right = left.rstrip(), right.lstrip()
-        glue = " " if left and right and right[0].isalnum() else ""
-        return left + glue + right
+        return replace_char_span(self.text, self.char_span, replacement)
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "char_span": list(self.char_span), "source": self.source, "ref": self.ref}

@@ -155,6 +155,9 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
     _check_writable(out)
     if adversarial:
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
+        from probegen.models import resolve_model
+
+        resolve_model(against)  # an unknown reference model fails now, not after the contexts are scored
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True, _log)
         twin_out = out.with_name(out.name + "-twin")

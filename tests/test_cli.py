@@ -97,3 +97,18 @@ def test_console_script_exit_code(tmp_path):
     r = subprocess.run([str(exe), "--wordnet", str(tmp_path / "nope"), "data"], capture_output=True, text=True)
     assert r.returncode == 1
     assert_one_line_error(r.returncode, r.stderr)
+
+
+@pytest.mark.parametrize("probe", ["coda21", "wordnetqa"])
+def test_unknown_reference_model_fails_before_generation(probe, tmp_path):
+    code, _, err = run("make", probe, "--adversarial", "--against", "no-such-model-xyz", "--out", str(tmp_path / "d"),
+                       env={"HF_HUB_OFFLINE": "1"})
+    assert_one_line_error(code, err, "no-such-model-xyz")
+    assert not (tmp_path / "d").exists()
+
+
+def test_filter_and_compare_bad_input_is_one_line(tmp_path):
+    code, _, err = run("filter", str(tmp_path / "missing"), "--artefacts", "--budget", "5")
+    assert_one_line_error(code, err, "does not exist")
+    code, _, err = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--model", "glove-50d", "--out", str(tmp_path / "o"))
+    assert_one_line_error(code, err, "does not exist")

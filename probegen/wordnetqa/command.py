@@ -89,6 +89,9 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     if adversarial:
         from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+        from probegen.models import resolve_model
+
+        resolve_model(against)  # an unknown reference model fails before generation
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log)
         twin_out = out_dir.with_name(out_dir.name + "-twin")

@@ -85,7 +85,8 @@ def compare(
         ub = unit_correctness(kind_b, db, scorer, seed)
         res = paired_bootstrap(ua, ub, n_boot, seed)
         rows.append({"model": m, "used_in_construction": _reference(db) == m or _reference(da) == m, **res})
-    results = {"a": {"label": labels[0], "path": str(a)}, "b": {"label": labels[1], "path": str(b)},
+    results = {"a": {"label": labels[0], "path": str(a), "chance": _chance(kind_a, da)},
+               "b": {"label": labels[1], "path": str(b), "chance": _chance(kind_b, db)},
                "kind": kind_a, "models": rows}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", results)
@@ -95,6 +96,13 @@ def compare(
     with atomic_write(out / "report.md") as fh:
         fh.write(render(results, plot.name))
     return results
+
+
+def _chance(kind: str, data: Any) -> float:
+    """Random-guess accuracy: mean 1/k over CoDA21 groups, mean 1/#choices over WordNetQA items."""
+    if kind == "coda21":
+        return float(np.mean([1.0 / g.k for g in data.groups]))
+    return float(np.mean([1.0 / len(it.choices) for it in data.items]))
 
 
 def raise_mismatch(ka: str, kb: str) -> None:
@@ -134,7 +142,7 @@ def render(results: dict[str, Any], plot: str) -> str:
         f"- {lb}: `{results['b']['path']}`",
         f"- units paired by id ({results['kind']}: {'groups' if results['kind'] == 'coda21' else 'concept clusters'}); "
         "95% bootstrap CIs over units; difference = "
-        f"{lb} - {la}.",
+        f"{lb} - {la}; chance {results['a']['chance']:.3f} ({la}), {results['b']['chance']:.3f} ({lb}).",
         "",
         "```",
         table(results),
@@ -162,7 +170,10 @@ def plot_comparison(results: dict[str, Any], path: Path) -> Path:
                         for a, m in zip(acc, models)]).T
         ax.bar(x + off, acc, 0.36, yerr=err, capsize=3, color=color, label=results[side]["label"])
     ax.set_xticks(x, [m["model"] + ("\n(reference)" if m["used_in_construction"] else "\n(held-out)") for m in models])
+    chance = max(results["a"].get("chance", 0.0), results["b"].get("chance", 0.0))
+    if chance:
+        ax.axhline(chance, color="0.4", ls="--", lw=1, label="chance")
     ax.set_ylabel("accuracy")
-    ax.legend(frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_ylim(0, max(0.05, max(max(m["a"]["accuracy"], m["b"]["accuracy"]) for m in models) * 1.3))
     return _save(fig, path)

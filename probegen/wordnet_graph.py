@@ -23,7 +23,7 @@ import networkx as nx
 from .io import atomic_write
 from .paths import cache_dir
 
-GRAPH_FORMAT = 2
+GRAPH_FORMAT = 3
 
 
 def build_graph(wn) -> nx.DiGraph:
@@ -56,6 +56,18 @@ def build_graph(wn) -> nx.DiGraph:
             if c not in depth:
                 depth[c] = depth[n] + 1
                 queue.append(c)
+    # a few verbs sit only on a hypernym cycle (restrain.v.01 <-> inhibit.v.04), unreachable from
+    # any root: give them the depth of their nearest reached relative + 1 so every node has one
+    missing = sorted(n for n in g if n not in depth)
+    while missing:
+        for n in missing:
+            known = [depth[p] for p in g.predecessors(n) if p in depth]
+            if known:
+                depth[n] = min(known) + 1
+        still = [n for n in missing if n not in depth]
+        if len(still) == len(missing):
+            depth.update({n: 0 for n in still})
+        missing = still
     nx.set_node_attributes(g, depth, "depth")
     g.graph["format"] = GRAPH_FORMAT
     return g

@@ -59,7 +59,7 @@ def _pool(it, cfg, rel, render, s: AdversarialSettings, rng: np.random.Generator
             break
         x = names[int(i)]
         n_typed += take(x, *family[x])
-    pool = rel.pool(rel.graph.pos(it.synset))
+    pool = rel.matched_pool(it.gold_synset)
     n_random = 0
     for _ in range(2000):
         if n_random >= s.random_pool:

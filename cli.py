@@ -12,12 +12,30 @@ from pathlib import Path
 
 import click
 
+from probegen.models import add_device_options
+
 DEFAULT_ROOT = Path("probegen_out")
 
 
 def _fail(msg: str, code: int = 1) -> None:
     click.echo(f"probegen: error: {msg}", err=True)
     sys.exit(code)
+
+
+# commands whose model scores go to the persistent score cache as they are computed
+_SCORING = {"eval", "bias", "compare"}
+# commands that may score with a model (context scorer, adversarial reference, --model)
+_MAY_SCORE = {"make", "filter"}
+
+
+def _interrupted(command: str | None) -> str:
+    """What a Ctrl-C leaves behind, true for ``command``: outputs are renamed into place only when complete."""
+    msg = "interrupted; no output was left half-written"
+    if command in _SCORING:
+        return msg + "; scores computed so far are cached, so rerunning resumes"
+    if command in _MAY_SCORE:
+        return msg + "; any model scores computed so far are cached and reused by a rerun"
+    return "interrupted"
 
 
 class _Group(click.Group):
@@ -31,7 +49,7 @@ class _Group(click.Group):
         except ProbegenError as e:
             _fail(str(e))
         except KeyboardInterrupt:
-            _fail("interrupted; scores computed so far are cached, so rerunning resumes", 130)
+            _fail(_interrupted(ctx.invoked_subcommand), 130)
         except PermissionError as e:
             _fail(f"permission denied: {e.filename or e}")
         except OSError as e:
@@ -74,7 +92,14 @@ def cli(ctx: click.Context, wordnet: str | None, semcor: str | None, cache_dir: 
 @cli.command()
 @click.pass_obj
 def data(obj: dict) -> None:
-    """Show where WordNet and SemCor were found, their versions and checksums."""
+    """Show where WordNet and SemCor were found, their versions and checksums.
+
+    \b
+    Examples:
+      probegen data
+      probegen --wordnet ~/nltk_data/corpora/wordnet --semcor ./semcor3.0 data
+      PROBEGEN_CACHE=/tmp/probegen-cache probegen data   # another cache directory
+    """
     from probegen.data import data_report
 
     errors = []
@@ -91,7 +116,13 @@ def data(obj: dict) -> None:
 
 @cli.command()
 def models() -> None:
-    """List the models usable offline and what kind of scorer each gets."""
+    """List the models usable offline and what kind of scorer each gets.
+
+    \b
+    Examples:
+      probegen models
+      probegen eval --model glove-50d --dataset probegen_out/datasets/coda21-clean-hard   # a listed name
+    """
     from probegen.models import list_models
 
     rows = list_models()
@@ -104,10 +135,20 @@ def models() -> None:
 # ---- make ----------------------------------------------------------------------------------------
 @cli.group()
 def make() -> None:
-    """Generate probe datasets (coda21, wordnetqa)."""
+    """Generate probe datasets (coda21, wordnetqa, wic, wsd).
+
+    \b
+    Examples:
+      probegen make coda21 --easy
+      probegen make wordnetqa --probe definitions
+      probegen make wic                           # WiC-style pairs from SemCor
+      probegen make wsd                           # WSD-style items from SemCor
+      probegen make coda21 --help                 # every option of one dataset kind
+    """
 
 
 @make.command("coda21")
+@add_device_options
 @click.option("--easy/--hard", default=False, help="easy: grandchildren of a grandparent; hard (default): children of a parent.")
 @click.option("--clean/--noisy", default=True, help="clean (default): only synsets with >= 5 SemCor contexts.")
 @click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
@@ -152,15 +193,19 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
     cfg.validate()
     name = f"coda21-{cfg.variant}" + (f"-adv-{_slug(against)}" if adversarial else "")
     out = Path(out) if out else DEFAULT_ROOT / "datasets" / name
-    _check_writable(out)
+    twin_out = out.with_name(out.name + "-twin")
+    for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
+        _check_writable(path, replace=True)
+    # every model named fails now if unknown, not after the groups and contexts are built
+    kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else []) + ([against] if adversarial else []))
+    if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError(f"--context-scorer must be a causal or masked LM; {context_scorer!r} is a {kinds[context_scorer]} model")
     if adversarial:
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
-        from probegen.models import resolve_model
-
-        resolve_model(against)  # an unknown reference model fails now, not after the contexts are scored
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True, _log)
-        twin_out = out.with_name(out.name + "-twin")
         ds_mod.write(twin, twin_out)
         a = ds.manifest["adversarial"]
         click.echo(f"wrote {twin_out} (twin)")
@@ -173,25 +218,50 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
     click.echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
 
 
-def _check_writable(out: Path) -> None:
+def _check_writable(out: Path, replace: bool = False) -> None:
     from probegen.io import ensure_writable
 
-    ensure_writable(out)
+    ensure_writable(out, replace)
+
+
+def _resolve(models: list[str], scorer_kind: str | None = None) -> dict[str, str]:
+    """Resolve every model a command will load before any work (an unknown name fails in a moment)."""
+    from probegen.evaluation import resolve_models
+
+    return resolve_models(models, scorer_kind)
 
 
 # ---- dataset inspection --------------------------------------------------------------------------
 @cli.command()
 @click.argument("dataset", type=click.Path())
 def stats(dataset: str) -> None:
-    """Sizes beside the papers': CoDA21 groups/synsets per POS (Table 1), WordNetQA questions/items/synsets."""
-    from probegen.evaluation import detect_dataset
+    """Sizes beside the papers': CoDA21 groups/synsets per POS (Table 1), WordNetQA questions/items/synsets.
 
+    Also the leak rate per POS: contexts where a form of the target lemma is visible outside
+    the hidden span (0 for sets probegen generates).
+
+    \b
+    Examples:
+      probegen stats probegen_out/datasets/coda21-clean-easy
+      probegen stats probegen_out/datasets/wordnetqa-definitions
+      probegen stats coda21.json                  # a file in the original CoDA21 release schema
+      probegen stats probegen_out/datasets/wic-semcor   # wic/wsd: pairs or items, labels, splits
+    """
+    from probegen.evaluation import detect_dataset
+    from probegen.wordincontext.dataset import is_wordincontext
+
+    if is_wordincontext(dataset):  # a wic/wsd directory also has items.jsonl: not WordNetQA
+        _wordincontext_stats(dataset)
+        return
     if detect_dataset(dataset) == "wordnetqa":
         from probegen.wordnetqa.dataset import counts as mc_counts, load as load_mc
+        from probegen.leaks import format_leak_rates, wordnetqa_leak_rates
         from probegen.wordnetqa.reference import size_table
 
+        items = load_mc(dataset).items
         click.echo(dataset)
-        click.echo(size_table(mc_counts(load_mc(dataset).items)))
+        click.echo(size_table(mc_counts(items)))
+        click.echo(format_leak_rates(wordnetqa_leak_rates(items)))
         return
     from probegen.coda21.dataset import counts, load
     from probegen.coda21.reference import table1
@@ -212,21 +282,55 @@ def stats(dataset: str) -> None:
             )
         else:
             click.echo(f"{str(variant):<12} {pos:<5} {c['groups']:>7} {'-':>6} {'-':>6}   {c['unique_synsets']:>8} {'-':>6} {'-':>6}")
+    from probegen.leaks import coda21_leak_rates, format_leak_rates
+
+    click.echo(format_leak_rates(coda21_leak_rates(ds)))
+
+
+def _wordincontext_stats(dataset: str) -> None:
+    """``probegen stats`` of a word-in-context set (wic/wsd directory, generic JSONL, WiC copy):
+    items (pairs) per split with lemmas, units and labels, and the leak rate of its contexts."""
+    from probegen.leaks import format_leak_rates, leak_rates
+    from probegen.wordincontext.dataset import load as load_wic, split_counts
+
+    ds = load_wic(dataset)
+    what = {"pair": "pairs", "choice": "items (choose the sense)", "label": "items (labelled)"}[ds.task]
+    click.echo(f"{dataset}  (kind: {ds.kind}; {len(ds.items)} {what})")
+    click.echo(f"{'split':<6} {'items':>6} {'lemmas':>7} {'units':>6}  labels")
+    for split, c in split_counts(ds.items).items():
+        if "true" in c:
+            labels = f"T {c['true']} / F {c['false']}"
+        elif "mean_choices" in c:
+            labels = f"mean choices {c['mean_choices']}"
+        else:
+            labels = ", ".join(f"{k} {v}" for k, v in c["labels"].items())
+        click.echo(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {labels}")
+    rows = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2) if t is not None]
+    click.echo(format_leak_rates(leak_rates(rows)))
 
 
 @cli.command()
 @click.argument("dataset", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["coda21-json", "wordnetqa-json"]), default=None,
-              help="coda21-json: the CoDA21 release schema; wordnetqa-json: WordNetQA release JSONL [default: by dataset kind].")
+@click.option("--format", "fmt", type=click.Choice(["coda21-json", "wordnetqa-json", "lm-eval", "hf"]), default=None,
+              help="coda21-json: the CoDA21 release schema; wordnetqa-json: WordNetQA release JSONL; lm-eval: an "
+                   "lm-evaluation-harness task folder; hf: a Hugging Face datasets folder [default: by dataset kind].")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: export one split.")
-@click.option("--out", type=click.Path(), required=True, help="Output file.")
-def export(dataset: str, fmt: str | None, split: str | None, out: str) -> None:
-    """Export a dataset to the original release's schema.
+@click.option("--seed", type=int, default=None, help="lm-eval/hf, CoDA21: seed of the definitions' column order [default: 0].")
+@click.option("--nonce", default=None, help="lm-eval/hf, CoDA21: made-up word [default: bkatuhla].")
+@click.option("--pattern", default=None, help="lm-eval/hf, CoDA21: pattern name or literal with {m} [default: definition-of].")
+@click.option("--task", default=None, help="lm-eval: task name [default: probegen_<dataset>].")
+@click.option("--out", type=click.Path(), required=True, help="Output file (release schemas) or folder (lm-eval, hf).")
+def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, nonce: str | None,
+           pattern: str | None, task: str | None, out: str) -> None:
+    """Export a dataset to the original release's schema, an lm-evaluation-harness task or a
+    Hugging Face datasets folder.
 
     \b
     Examples:
       probegen export probegen_out/datasets/coda21-clean-easy --out clean-easy.json
       probegen export probegen_out/datasets/wordnetqa-all --split test --out wordnetqa-test.jsonl
+      probegen export probegen_out/datasets/wordnetqa-all --format lm-eval --out lm-eval-wordnetqa
+      probegen export probegen_out/datasets/coda21-clean-easy --format hf --out hf-clean-easy
     """
     import json
 
@@ -234,6 +338,14 @@ def export(dataset: str, fmt: str | None, split: str | None, out: str) -> None:
     from probegen.evaluation import detect_dataset
     from probegen.io import atomic_write, dumps
 
+    if fmt in ("lm-eval", "hf"):
+        from probegen.exporters import export as export_to
+
+        _check_writable(Path(out))
+        click.echo(export_to(dataset, fmt, out, split=split, seed=seed, nonce=nonce, pattern=pattern, task=task))
+        return
+    if any(v is not None for v in (seed, nonce, pattern, task)):
+        raise ProbegenError("--seed, --nonce, --pattern and --task apply to --format lm-eval and hf")
     kind = detect_dataset(dataset)
     fmt = fmt or f"{kind}-json"
     if fmt != f"{kind}-json":
@@ -257,6 +369,7 @@ def export(dataset: str, fmt: str | None, split: str | None, out: str) -> None:
 
 # ---- evaluation ----------------------------------------------------------------------------------
 @cli.command("eval")
+@add_device_options
 @click.option("--model", required=True, help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
 @click.option("--dataset", required=True, type=click.Path(), help="probegen dataset directory or an original-schema CoDA21 JSON file.")
 @click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]), help="Force the scorer kind (default: detected).")
@@ -266,10 +379,12 @@ def export(dataset: str, fmt: str | None, split: str | None, out: str) -> None:
 @click.option("--matching", type=click.Choice(["alignment", "simple"]), default="alignment", show_default=True, help="One-to-one alignment or each definition's best context.")
 @click.option("--seed", default=0, show_default=True, help="Seed for column order and tie breaking.")
 @click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
+@click.option("--pll", type=click.Choice(["original", "word-l2r"]), default="original", show_default=True, help="Masked LMs: pseudo-log-likelihood as in the paper, or PLL-word-l2r (Kauf & Ivanova 2023).")
 @click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True, help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="Multiple choice: evaluate one split [default: all items].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
-def eval_cmd(model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
+@click.pass_context
+def eval_cmd(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -278,27 +393,62 @@ def eval_cmd(model, dataset, scorer, nonce, pattern, reduction, matching, seed, 
       probegen eval --model minilm-l6 --dataset coda21.json --matching simple
       probegen eval --model ./my-bert --scorer masked --dataset probegen_out/datasets/coda21-clean-easy
       probegen eval --model smollm2-135m --dataset probegen_out/datasets/wordnetqa-definitions --length-norm chars --split test
+      probegen eval --model minilm-l6 --dataset WiC_dataset/   # word-in-context: a linear probe, train -> test
+      probegen eval --model roberta-large --pll word-l2r --device cuda --dataset probegen_out/datasets/coda21-clean-hard
     """
-    from probegen.evaluation import run_eval
+    from probegen.models import scorer_defaults
+
+    with scorer_defaults(pll=None if pll == "original" else pll):
+        _eval(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out)
+
+
+def _eval(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
+    from diagnostics.trained_command import eval_wordincontext
+
+    if eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT):
+        return
+    from diagnostics.command import option_given as _given
+    from probegen.evaluation import EvalOptions, run_eval
 
     out_dir = Path(out) if out else DEFAULT_ROOT / "runs" / f"{_slug(model)}__{_slug(Path(dataset).stem)}"
-    _check_writable(out_dir)
+    _check_writable(out_dir, replace=True)
     summary = run_eval(
-        model=model,
-        dataset=dataset,
-        out=out_dir,
-        scorer_kind=scorer,
-        nonce=nonce,
-        pattern=pattern,
-        reduction=reduction,
-        matching=matching,
-        seed=seed,
-        batch_size=batch_size,
+        model,
+        dataset,
+        out_dir,
+        EvalOptions(
+            scorer_kind=scorer,
+            nonce=nonce,
+            pattern=pattern,
+            # only what the user set: options that do not apply to the dataset or model are rejected
+            reduction=_given(ctx, "reduction", reduction),
+            matching=_given(ctx, "matching", matching),
+            length_norm=_given(ctx, "length_norm", length_norm),
+            split=split,
+            seed=seed,
+            batch_size=batch_size,
+        ),
         log=_log,
-        length_norm=length_norm,
-        split=split,
+        figures=_eval_figures(model, dataset),
     )
-    click.echo(summary)
+    from probegen.distributed import is_main
+
+    if is_main():  # under torchrun, rank 0 speaks for the run
+        click.echo(summary)
+
+
+def _eval_figures(model: str, dataset: str):
+    """The plots `probegen eval` adds to its results folder (WordNetQA: hops x distractor heatmap)."""
+
+    def draw(results: dict, folder: Path) -> dict[str, str]:
+        if results["dataset"]["kind"] == "coda21":
+            return {}
+        from diagnostics.mc_plots import plot_hops_heatmap
+
+        plot_hops_heatmap(results["metrics"], folder / "hops_heatmap.png", title=f"{model} on {Path(dataset).name}")
+        return {"hops_heatmap": "hops_heatmap.png"}
+
+    return draw
 
 
 @cli.command("plot-group")
@@ -306,7 +456,13 @@ def eval_cmd(model, dataset, scorer, nonce, pattern, reduction, matching, seed, 
 @click.option("--group", "group_id", default=None, help="Group id [default: the first group].")
 @click.option("--out", type=click.Path(), help="PNG file [default: <run>/group-<id>.png].")
 def plot_group(run: str, group_id: str | None, out: str | None) -> None:
-    """Draw one group's k x k score matrix with the predicted alignment (CoDA21 Figure 2)."""
+    """Draw one group's k x k score matrix with the predicted alignment (CoDA21 Figure 2).
+
+    \b
+    Examples:
+      probegen plot-group probegen_out/runs/smollm2-135m__coda21-clean-hard
+      probegen plot-group probegen_out/runs/smollm2-135m__coda21-clean-hard --group clean-hard-v-0007 --out fig2.png
+    """
     from diagnostics.plots import plot_group_matrix
 
     path = plot_group_matrix(Path(run), group_id, Path(out) if out else None)
@@ -314,6 +470,7 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 
 
 @cli.command()
+@add_device_options
 @click.argument("twin", type=click.Path())
 @click.argument("other", type=click.Path())
 @click.option("--model", "models", multiple=True, required=True, help="Model to score both sets with; repeat (reference and held-out).")
@@ -334,32 +491,41 @@ def compare(twin, other, models, labels, seed, n_boot, out) -> None:
     """
     from diagnostics.compare import compare as run_compare, table
 
+    from probegen.io import atomic_dir
+
     la, _, lb = labels.partition(",")
     out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
-    _check_writable(out_dir)
-    res = run_compare(twin, other, list(models), out_dir, (la, lb or "other"), seed, n_boot, _log)
+    _check_writable(out_dir, replace=True)
+    _resolve(list(models))
+    with atomic_dir(out_dir) as tmp:  # the report appears whole or not at all
+        res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log)
     click.echo(table(res))
     click.echo(f"report: {out_dir / 'report.md'}")
 
 
 @cli.command("filter")
+@add_device_options
 @click.argument("dataset", type=click.Path())
 @click.option("--artefacts", is_flag=True, required=True, help="Remove the units cheap partial-input classifiers predict most reliably (AFLite).")
 @click.option("--budget", type=click.IntRange(min=1), required=True, help="Most groups/items removed in total.")
 @click.option("--splits", default=8, show_default=True, help="Random train/test splits per round.")
 @click.option("--threshold", default=0.75, show_default=True, help="Remove only units predicted right at least this often.")
-@click.option("--tolerance", default=0.02, show_default=True, help="Stop when held-out control accuracy <= chance + this.")
+@click.option("--tolerance", default=0.02, show_default=True, help="Stop when the control's accuracy on a round's test splits <= chance + this.")
+@click.option("--holdout", default=0.25, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Share of concepts (WordNetQA synsets, CoDA21 ancestors) held out: never filtered, the controls are measured on them.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--model", "models", multiple=True, help="Also run `probegen bias` with this model on the set before and after filtering.")
 @click.option("--out", type=click.Path(), help="Filtered dataset directory [default: <dataset>-filtered].")
 @click.pass_obj
-def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, seed, models, out) -> None:
+def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, holdout, seed, models, out) -> None:
     """Filter partial-input artefacts out of a dataset, AFLite-style.
 
     WordNetQA: a choice-only classifier; CoDA21: a word-only overlap aligner. Each round trains
     them on random cluster-grouped splits and removes the most predictable units, until their
-    held-out accuracy is near chance or --budget is spent. Removed ids, rounds and the controls
-    before/after (with CIs) go into the new dataset's manifest.
+    accuracy on the test splits is near chance or --budget is spent. A share of the concepts (--holdout) is
+    set aside first and never filtered (nor written): the controls are trained on the rest before
+    and after filtering and tested on it. Held-out and removed ids, rounds and those controls
+    (with CIs) go into the new dataset's manifest.
 
     \b
     Examples:
@@ -371,17 +537,23 @@ def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, se
 
     src = Path(dataset)
     out_dir = Path(out) if out else src.with_name(src.name + "-filtered")
-    _check_writable(out_dir)
-    s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed)
+    bias_dirs = {m: out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}") for m in models}
+    for path in [out_dir, *bias_dirs.values()]:
+        _check_writable(path, replace=True)
+    _resolve(list(models))
+    s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed, holdout=holdout)
     record = filter_dataset(src, out_dir, s, _log)
     click.echo(summary(record))
     click.echo(f"wrote {out_dir}")
     if models:
         from diagnostics.run_bias import BiasConfig, run_bias, summary_table
 
-        for m in models:
-            bias_dir = out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}")
-            res = run_bias(m, [src, out_dir], bias_dir, BiasConfig(seed=seed), wordnet=obj["wordnet"], semcor=obj["semcor"], log=_log)
+        from probegen.io import atomic_dir
+
+        for m, bias_dir in bias_dirs.items():
+            with atomic_dir(bias_dir) as tmp:
+                res = run_bias(m, [src, out_dir], tmp, BiasConfig(seed=seed), wordnet=obj["wordnet"], semcor=obj["semcor"],
+                               log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))))
             click.echo(summary_table(res))
             click.echo(f"bias before/after: {bias_dir / 'report.md'}")
 
@@ -395,6 +567,17 @@ def _register_extensions() -> None:
     from probegen.wordnetqa.command import wordnetqa
 
     make.add_command(wordnetqa)
+
+    from probegen.wordincontext.command import wic, wsd
+
+    make.add_command(wic)
+    make.add_command(wsd)
+
+    from diagnostics.study_command import score as study_score
+    from probegen.study.command import study
+
+    study.add_command(study_score)
+    cli.add_command(study)
 
 
 _register_extensions()

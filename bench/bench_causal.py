@@ -1,20 +1,28 @@
-"""Causal scoring throughput: naive loop vs. batched full sequences vs. probegen's scorer.
+"""Causal scoring throughput, and where probegen's speed comes from.
 
-Same model (bundled SmolLM2-135M, float32, CPU) and same data for all three:
-  (a) naive: one full forward pass per (query, candidate) pair, batch size 1;
-  (b) lm-evaluation-harness style: full sequences, right-padded batches of 16, no prefix reuse;
-  (c) probegen: ``load_scorer("smollm2-135m", cache=False).score(...)`` (prefix reuse).
-All three must give the same scores. Also reports the model's raw forward throughput (tokens/s
-of batched full-sequence forward passes) and the effective tokens/s probegen reaches, counted
-over the full pair lengths (so prefix reuse can take it above 100%).
+Same model (bundled SmolLM2-135M, float32, CPU), same token ids and same pairs for every method:
+  (a) naive: one full forward pass per (query, candidate) pair, batch 1, full logits;
+  (b) lm-evaluation-harness style: full sequences in right-padded batches (longest first), the
+      LM head and a log-softmax over the vocabulary at EVERY position;
+  (c) probegen ``strategy="full"``: the same full sequences, but the LM head runs only at the
+      positions whose next token is scored (the continuation), not over the whole context;
+  (d) probegen ``strategy="packed"`` (the default): the LM head only at scored positions AND prefix
+      reuse: each query and all its candidates form one sequence (prefix + trie of candidates,
+      tree attention mask), so a query's context runs once instead of once per candidate.
+So b -> c measures the LM head saving, c -> d the prefix reuse. Scores must agree (max difference
+printed). Each method runs ``--repeats`` times in alternating order (the round-robin order
+rotates every round) so machine noise hits all methods alike; min and median are printed, and
+speed-ups use medians. Also prints the raw batched forward throughput (no head) and the effective
+tokens/s of (d) counted over the full pair lengths (prefix reuse can take it above 100%).
 
-    .venv/bin/python bench/bench_causal.py [--queries 8] [--candidates 8] [--threads 2]
+    .venv/bin/python bench/bench_causal.py [--groups 4] [--repeats 3] [--threads 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -84,19 +92,31 @@ def dataset_data(path: str, n_groups: int) -> tuple[list[list[str]], list[list[s
     return [render_group(g, "pattern", "context", NONCE, pats) for g in groups], [[it.definition for it in g.items] for g in groups]
 
 
+def alternating(methods: dict, repeats: int) -> dict[str, list[float]]:
+    """Run every method ``repeats`` times, rotating the order each round; seconds per run."""
+    names = list(methods)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(repeats):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for n in order:
+            t = time.perf_counter()
+            methods[n]()
+            times[n].append(time.perf_counter() - t)
+    return times
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--queries", type=int, default=8)
-    ap.add_argument("--candidates", type=int, default=8)
-    ap.add_argument("--pairs", type=int, default=None, help="shortcut: about this many pairs (queries = candidates = sqrt)")
+    ap.add_argument("--queries", type=int, default=8, help="synthetic data: queries")
+    ap.add_argument("--candidates", type=int, default=8, help="synthetic data: candidates per query")
     ap.add_argument("--batch", type=int, default=16, help="batch size of the lm-eval-style baseline (b)")
     ap.add_argument("--dataset", default="probegen_out/datasets/coda21-clean-hard",
                     help="real CoDA21 dataset to take groups from (synthetic sentences if it does not exist)")
-    ap.add_argument("--groups", type=int, default=6, help="groups taken from --dataset")
+    ap.add_argument("--groups", type=int, default=4, help="groups taken from --dataset")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs per method (alternating order)")
+    ap.add_argument("--no-naive", action="store_true", help="skip the (slow) naive loop")
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     args = ap.parse_args()
-    if args.pairs:
-        args.queries = args.candidates = max(1, round(args.pairs**0.5))
 
     import numpy as np
     import torch
@@ -105,7 +125,7 @@ def main() -> None:
     from probegen.models import load_scorer
 
     t0 = time.perf_counter()
-    scorer = load_scorer("smollm2-135m", cache=False)
+    scorer = load_scorer("smollm2-135m", cache=False, device="cpu", dtype="float32")
     print(f"model load: {time.perf_counter() - t0:.1f} s (threads={args.threads})")
     model = scorer.model
     if os.path.exists(args.dataset):
@@ -114,95 +134,100 @@ def main() -> None:
     else:
         q, c = make_data(args.queries, args.candidates)
         group_q, group_c = [q], [c]
-        print(f"data: synthetic ({args.dataset} not found)")
+        print(f"data: synthetic CoDA21-like sentences ({args.dataset} not found)")
     queries = [q for qs in group_q for q in qs]
     cand_lists = [cs for qs, cs in zip(group_q, group_c) for _ in qs]
     pairs = [(q, c) for q, cs in zip(queries, cand_lists) for c in cs]
-    encoded = [scorer.encode_pair(q, c) for q, c in pairs]  # identical token ids for all three methods
+    encoded = [scorer.encode_pair(q, c) for q, c in pairs]  # identical token ids for every method
     seqs = [list(p) + list(c) for p, c in encoded]
     n_tokens = sum(len(s) for s in seqs)
     print(f"      {len(queries)} queries, {len(pairs)} pairs, "
           f"{n_tokens} tokens in full pairs (mean query {np.mean([len(p) for p, _ in encoded]):.0f}, "
           f"candidate {np.mean([len(c) for _, c in encoded]):.0f} tokens)")
+    results: dict[str, np.ndarray] = {}
 
-    def naive() -> np.ndarray:
+    def naive() -> None:
         out = []
         with torch.inference_mode():
             for (p, c), s in zip(encoded, seqs):
                 lp = torch.log_softmax(model(input_ids=torch.tensor([s])).logits[0], dim=-1)
                 pos = torch.arange(len(p) - 1, len(s) - 1)
                 out.append(lp[pos, torch.tensor(c)].sum().item())
-        return np.array(out)
+        results["naive"] = np.array(out)
 
-    def batched() -> np.ndarray:
+    def padded(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        L = max(len(seqs[i]) for i in idx)
+        ids = torch.zeros((len(idx), L), dtype=torch.long)
+        mask = torch.zeros((len(idx), L), dtype=torch.long)
+        for r, i in enumerate(idx):
+            ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
+            mask[r, : len(seqs[i])] = 1
+        return ids, mask
+
+    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))  # lm-eval sorts longest first
+
+    def lm_eval_style() -> None:
         out = np.zeros(len(seqs))
-        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))  # lm-eval sorts longest first
         with torch.inference_mode():
             for k in range(0, len(order), args.batch):
                 idx = order[k : k + args.batch]
-                L = max(len(seqs[i]) for i in idx)
-                ids = torch.zeros((len(idx), L), dtype=torch.long)
-                mask = torch.zeros((len(idx), L), dtype=torch.long)
-                for r, i in enumerate(idx):
-                    ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
-                    mask[r, : len(seqs[i])] = 1
+                ids, mask = padded(idx)
                 lp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits, dim=-1)
                 for r, i in enumerate(idx):
                     p, c = encoded[i]
                     pos = torch.arange(len(p) - 1, len(seqs[i]) - 1)
                     out[i] = lp[r, pos, torch.tensor(c)].sum().item()
-        return out
+        results["lm-eval"] = out
 
-    def raw_forward() -> int:
-        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+    def raw_forward() -> None:
+        base = model.get_decoder()
         with torch.inference_mode():
             for k in range(0, len(order), args.batch):
-                idx = order[k : k + args.batch]
-                L = max(len(seqs[i]) for i in idx)
-                ids = torch.zeros((len(idx), L), dtype=torch.long)
-                mask = torch.zeros((len(idx), L), dtype=torch.long)
-                for r, i in enumerate(idx):
-                    ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
-                    mask[r, : len(seqs[i])] = 1
-                model(input_ids=ids, attention_mask=mask)
-        return n_tokens
+                ids, mask = padded(order[k : k + args.batch])
+                base(input_ids=ids, attention_mask=mask)
 
-    def probegen(strategy: str = "packed") -> np.ndarray:
-        s = load_scorer("smollm2-135m", cache=False, strategy=strategy)  # fresh scorer: nothing memoised
-        return np.concatenate(s.score(queries, cand_lists))
+    def probegen(strategy: str):
+        def run() -> None:
+            s = load_scorer("smollm2-135m", cache=False, strategy=strategy, device="cpu", dtype="float32")
+            results[strategy] = np.concatenate(s.score(queries, cand_lists))  # fresh scorer: nothing memoised
+        return run
 
-    # warm-up (thread pools, allocator, the scorer's one-time prefix-sharing self-check)
-    for strategy in ("packed", "kv"):
-        load_scorer("smollm2-135m", cache=False, strategy=strategy).score(["Warm up."], [["a short text"]])
+    methods = {
+        "(a) naive loop, batch 1, full logits": naive,
+        f"(b) lm-eval style, batch {args.batch}, full logits": lm_eval_style,
+        "(c) probegen full sequences, head at scored pos.": probegen("full"),
+        "(d) probegen packed: (c) + prefix reuse": probegen("packed"),
+        "    raw batched forward, no LM head": raw_forward,
+    }
+    if args.no_naive:
+        del methods["(a) naive loop, batch 1, full logits"]
+    # warm-up: thread pools, allocator, the scorer's one-time self-check of the packed path
+    for strategy in ("packed", "full"):
+        load_scorer("smollm2-135m", cache=False, strategy=strategy, device="cpu", dtype="float32").score(["Warm up."], [["a short text"]])
     with torch.inference_mode():
         model(input_ids=torch.tensor([seqs[0]]))
 
-    def timed(fn):
-        t = time.perf_counter()
-        r = fn()
-        return r, time.perf_counter() - t
-
-    (_, t_raw) = timed(raw_forward)
-    (s_c, t_c) = timed(probegen)
-    (s_kv, t_kv) = timed(lambda: probegen("kv"))
-    (s_b, t_b) = timed(batched)
-    (s_a, t_a) = timed(naive)
-
+    times = alternating(methods, args.repeats)
     n = len(pairs)
-    print(f"\n{'method':<44} {'time s':>8} {'pairs/s':>9}")
-    for label, t in (("(a) naive loop, batch 1", t_a), (f"(b) batched full sequences, batch {args.batch}", t_b),
-                     ("(c) probegen scorer (packed prefix sharing)", t_c),
-                     ("    probegen, strategy='kv' (KV-cache reuse)", t_kv)):
-        print(f"{label:<44} {t:>8.2f} {n / t:>9.1f}")
-    print(f"\nspeed-up c/a: {t_a / t_c:.1f}x (target >= 5x)")
-    print(f"speed-up c/b: {t_b / t_c:.1f}x (target >= 2x)")
-    raw_tps = n_tokens / t_raw
-    eff_tps = n_tokens / t_c
-    print(f"raw batched forward: {raw_tps:,.0f} tokens/s; probegen effective: {eff_tps:,.0f} tokens/s "
-          f"({100 * eff_tps / raw_tps:.0f}% of raw)")
-    d_ab, d_ac, d_kv = (np.abs(s_a - x).max() for x in (s_b, s_c, s_kv))
-    print(f"max |score difference| vs naive: batched {d_ab:.2e}, probegen {d_ac:.2e}, probegen kv {d_kv:.2e}")
-    if max(d_ab, d_ac, d_kv) > 1e-3:
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"\n{'method':<50} {'min s':>7} {'median s':>9} {'pairs/s (median)':>17}")
+    for label, ts in times.items():
+        print(f"{label:<50} {min(ts):>7.2f} {med[label]:>9.2f} {n / med[label]:>17.1f}")
+    keys = list(methods)
+    b, c, d = (k for k in keys if k.startswith(("(b)", "(c)", "(d)")))
+    print(f"\nspeed-ups (medians, {args.repeats} alternating runs each):")
+    if not args.no_naive:
+        print(f"  d/a (everything vs naive loop):           {med[keys[0]] / med[d]:.1f}x")
+    print(f"  c/b (LM head only at scored positions):   {med[b] / med[c]:.1f}x")
+    print(f"  d/c (prefix reuse, packed):               {med[c] / med[d]:.1f}x")
+    print(f"  d/b (probegen vs lm-eval style):          {med[b] / med[d]:.1f}x")
+    raw = med["    raw batched forward, no LM head"]
+    print(f"raw batched forward: {n_tokens / raw:,.0f} tokens/s; probegen packed effective: {n_tokens / med[d]:,.0f} "
+          f"tokens/s ({100 * raw / med[d]:.0f}% of raw)")
+    ref = results["lm-eval"]
+    diffs = {k: float(np.abs(v - ref).max()) for k, v in results.items() if k != "lm-eval"}
+    print("max |score difference| vs lm-eval style: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))
+    if max(diffs.values()) > 1e-3:
         sys.exit("scores differ by more than 1e-3")
 
 

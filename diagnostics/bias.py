@@ -206,14 +206,30 @@ def majority_label_accuracy(gold_positions: list[int]) -> float:
 
 
 def fmt_ratio(r: dict[str, Any] | None) -> str:
-    """A ratio for tables: '0.53 [0.41, 0.66]' or 'undefined'.
+    """A ratio for tables: '0.53 [0.41, 0.66]', 'undefined' or 'n/a' (measures nothing on this set).
 
     >>> fmt_ratio({"value": None, "ci": None})
     'undefined'
     >>> fmt_ratio({"value": 0.5, "ci": [0.25, 0.75]})
     '0.50 [0.25, 0.75]'
+    >>> fmt_ratio({"value": None, "ci": None, "not_applicable": True})
+    'n/a'
     """
+    if r and r.get("not_applicable"):
+        return "n/a"
     if not r or r.get("value") is None:
         return "undefined"
     ci = r.get("ci")
     return f"{r['value']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
+def fmt_scoped(r: dict[str, Any] | None) -> str:
+    """:func:`fmt_ratio`, plus the probe types the ratio leaves out, if any.
+
+    >>> fmt_scoped({"value": 0.5, "ci": None, "excluded": {"synonymy": "why"}})
+    '0.50 (without synonymy)'
+    """
+    out = fmt_ratio(r)
+    if r and r.get("excluded") and not r.get("not_applicable"):
+        out += f" (without {', '.join(sorted(r['excluded']))})"
+    return out

@@ -9,30 +9,59 @@ from .plots import _plt, _save
 
 
 def _err(r: dict[str, Any]) -> list[float]:
-    """Asymmetric error bar lengths from a ratio's CI (zero when no CI)."""
+    """Asymmetric error bar lengths from a ratio's CI (zero when no CI).
+
+    >>> _err({"value": 0.5, "ci": [0.25, 0.75]}), _err({"value": 0.5, "ci": None})
+    ([0.25, 0.25], [0.0, 0.0])
+    """
     ci, v = r.get("ci"), r["value"]
     return [v - ci[0], ci[1] - v] if ci else [0.0, 0.0]
+
+
+def not_drawn(point: dict[str, Any]) -> str | None:
+    """Why a dataset cannot be placed on the plane: 'n/a' (a ratio measures nothing on it),
+    'undefined' (M_Full within noise of M_L), or None when both ratios have values.
+
+    >>> not_drawn({"bias_c": {"value": 0.4}, "bias_w": {"value": 0.9}}) is None
+    True
+    >>> not_drawn({"bias_c": {"value": None, "not_applicable": True}, "bias_w": {"value": None}})
+    'n/a'
+    >>> not_drawn({"bias_c": {"value": None}, "bias_w": {"value": 0.9}})
+    'undefined'
+    """
+    rs = [point.get("bias_c") or {}, point.get("bias_w") or {}]
+    if any(r.get("not_applicable") for r in rs):
+        return "n/a"
+    return "undefined" if any(r.get("value") is None for r in rs) else None
 
 
 def plot_bias_plane(points: list[dict[str, Any]], out: Path, title: str = "") -> Path:
     """Draw each dataset at (Bias_C, Bias_W) with 95% CI bars; dashed lines mark 1.0.
 
     ``points``: ``{"name": str, "bias_c": ratio, "bias_w": ratio}`` with ratio dicts as produced
-    by :func:`diagnostics.bias.bootstrap_bias` (``value`` None = undefined). Datasets with an
-    undefined ratio are listed under the axes instead of being drawn.
+    by :func:`diagnostics.bias.bootstrap_bias` (``value`` None = undefined); optional ``marker``,
+    ``ms`` and ``color`` style a point (human baselines are black stars). Datasets with an
+    undefined or not applicable ratio are listed under the axes instead of being drawn.
+
+    >>> import tempfile
+    >>> pts = [{"name": "a", "bias_c": {"value": 0.5, "ci": [0.4, 0.6]}, "bias_w": {"value": 0.9, "ci": None}}]
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     print(plot_bias_plane(pts, Path(d) / "plane.png").read_bytes()[:4])
+    b'\x89PNG'
     """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.6, 5.0))
-    drawn, undefined = [], []
+    drawn, undefined, not_applicable = [], [], []
     for i, p in enumerate(points):
         c, w = p.get("bias_c") or {}, p.get("bias_w") or {}
-        if c.get("value") is None or w.get("value") is None:
-            undefined.append(p["name"])
+        why = not_drawn(p)
+        if why:
+            (not_applicable if why == "n/a" else undefined).append(p["name"])
             continue
         xe, ye = _err(c), _err(w)
         ax.errorbar(
             c["value"], w["value"], xerr=[[xe[0]], [xe[1]]], yerr=[[ye[0]], [ye[1]]],
-            fmt="o", ms=7, capsize=3, color=f"C{i % 10}", label=p["name"],
+            fmt=p.get("marker", "o"), ms=p.get("ms", 7), capsize=3, color=p.get("color", f"C{i % 10}"), label=p["name"],
         )
         drawn.append((c, w))
     ax.axvline(1.0, ls="--", color="grey", lw=1)
@@ -54,4 +83,6 @@ def plot_bias_plane(points: list[dict[str, Any]], out: Path, title: str = "") ->
         ax.legend(loc="best", fontsize=8)
     if undefined:
         fig.text(0.01, -0.02, "undefined (M_Full within noise of M_L): " + ", ".join(undefined), fontsize=8, ha="left")
+    if not_applicable:
+        fig.text(0.01, -0.06, "n/a (ratio measures nothing on this probe): " + ", ".join(not_applicable), fontsize=8, ha="left")
     return _save(fig, out)

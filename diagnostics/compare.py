@@ -1,8 +1,10 @@
 """Paired comparison of two versions of a probe set (adversarial vs. its twin, filtered vs. not).
 
-Both sets are scored by the same scorers; units (CoDA21 groups, WordNetQA concept clusters) that
-appear in both are paired by id, and a bootstrap over units gives CIs for each accuracy and for
-their difference. Pure analysis is in :func:`paired_bootstrap`; :func:`compare` does the scoring.
+Both sets are scored by the same scorers; units (CoDA21 groups, WordNetQA concepts) that appear
+in both are paired by id, and a bootstrap over units gives CIs for each accuracy and for their
+difference. A WordNetQA unit is a concept (synset) with all its items, across probe types: one
+concept is not counted as up to four independent clusters. Pure analysis is in
+:func:`paired_bootstrap`; :func:`compare` does the scoring.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .bias import _ci
+from .run_bias import RESAMPLING_UNIT
 
 
 def paired_bootstrap(
@@ -46,7 +49,8 @@ def paired_bootstrap(
 
 
 def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
-    """Per unit: (summed correctness, items) of one model on one dataset, via the standard evaluators."""
+    """Per unit (CoDA21 group, WordNetQA concept): (summed correctness, items) of one model on one
+    dataset, via the standard evaluators."""
     out: dict[str, list[float]] = {}
     if kind == "coda21":
         from probegen.coda21.evaluate import EvalConfig, evaluate
@@ -59,7 +63,7 @@ def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress:
         from probegen.wordnetqa.evaluate import evaluate_mc
 
         for r in evaluate_mc(data, scorer, seed=seed, nonce=default_nonce(), progress=progress)["items"]:
-            u = out.setdefault(str(r.get("cluster", r["id"])), [0.0, 0.0])
+            u = out.setdefault(str(r.get("synset") or r.get("cluster") or r["id"]), [0.0, 0.0])
             u[0] += float(bool(r["correct"]))
             u[1] += 1.0
     return {k: (v[0], v[1]) for k, v in out.items()}
@@ -87,7 +91,7 @@ def compare(
         rows.append({"model": m, "used_in_construction": _reference(db) == m or _reference(da) == m, **res})
     results = {"a": {"label": labels[0], "path": str(a), "chance": _chance(kind_a, da)},
                "b": {"label": labels[1], "path": str(b), "chance": _chance(kind_b, db)},
-               "kind": kind_a, "models": rows}
+               "kind": kind_a, "resampling_unit": RESAMPLING_UNIT[kind_a], "models": rows}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", results)
     plot = plot_comparison(results, out / "comparison.png")
@@ -140,8 +144,8 @@ def render(results: dict[str, Any], plot: str) -> str:
         "",
         f"- {la}: `{results['a']['path']}`",
         f"- {lb}: `{results['b']['path']}`",
-        f"- units paired by id ({results['kind']}: {'groups' if results['kind'] == 'coda21' else 'concept clusters'}); "
-        "95% bootstrap CIs over units; difference = "
+        f"- units paired by id and resampled whole ({results['kind']}: "
+        f"{results.get('resampling_unit') or RESAMPLING_UNIT[results['kind']]}); 95% bootstrap CIs over units; difference = "
         f"{lb} - {la}; chance {results['a']['chance']:.3f} ({la}), {results['b']['chance']:.3f} ({lb}).",
         "",
         "```",

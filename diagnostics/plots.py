@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -28,24 +27,57 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.ndarray, int]:
+    """(k x k score matrix, k) of one run record, after checking the fields the figure draws.
+
+    >>> group_matrix({"id": "g", "scores": [[0, 1], [1, 0]], "pred": [1, 0], "gold": [1, 0],
+    ...               "rows": ["a.n.01", "b.n.01"], "columns": ["b.n.01", "a.n.01"], "accuracy": 1.0})[1]
+    2
+    >>> group_matrix({"id": "g", "scores": [[0, 1]], "pred": [0], "gold": [0], "rows": ["a"], "columns": ["a"], "accuracy": 1})
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: groups.jsonl: group g is malformed (scores must be a k x k matrix of numbers, got shape (1, 2))
+    """
+    gid = rec.get("id")
+    missing = [f for f in ("scores", "pred", "gold", "rows", "columns", "accuracy") if f not in rec]
+    if missing:
+        raise ProbegenError(f"{source}: group {gid} is malformed (missing {', '.join(missing)})")
+    try:
+        m = np.array(rec["scores"], dtype=float)
+    except (TypeError, ValueError):
+        m = np.empty((0, 1))
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < 1:
+        raise ProbegenError(f"{source}: group {gid} is malformed (scores must be a k x k matrix of numbers, got shape {m.shape})")
+    k = m.shape[0]
+    for f in ("pred", "gold"):
+        v = rec[f]
+        if not (isinstance(v, list) and len(v) == k and all(isinstance(x, int) and 0 <= x < k for x in v)):
+            raise ProbegenError(f"{source}: group {gid} is malformed ({f} must be {k} column indices in 0..{k - 1})")
+    for f in ("rows", "columns"):
+        if not (isinstance(rec[f], list) and len(rec[f]) == k and all(isinstance(x, str) for x in rec[f])):
+            raise ProbegenError(f"{source}: group {gid} is malformed ({f} must be {k} synset names)")
+    if not isinstance(rec["accuracy"], (int, float)):
+        raise ProbegenError(f"{source}: group {gid} is malformed (accuracy must be a number)")
+    return m, k
+
+
 def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None = None) -> Path:
     """Heatmap of one CoDA21 group's context x definition scores; predicted cells boxed,
     gold cells dotted."""
+    from probegen.io import read_jsonl
+
     rows_file = run / "groups.jsonl"
-    if not rows_file.exists():
+    if not rows_file.is_file():
         raise ProbegenError(f"{run} is not a CoDA21 evaluation run (no groups.jsonl)")
-    rec = None
-    with open(rows_file, encoding="utf-8") as fh:
-        for line in fh:
-            r = json.loads(line)
-            if group_id is None or r["id"] == group_id:
-                rec = r
-                break
+    rows = read_jsonl(rows_file)  # names the line of malformed JSON
+    if not rows:
+        raise ProbegenError(f"{rows_file} has no groups")
+    if not all(isinstance(r, dict) and "id" in r for r in rows):
+        raise ProbegenError(f"{rows_file} is not a CoDA21 run's groups file (every line needs an object with an id)")
+    rec = next((r for r in rows if group_id is None or r["id"] == group_id), None)
     if rec is None:
         raise ProbegenError(f"group {group_id!r} not found in {rows_file}")
+    m, k = group_matrix(rec, rows_file)
     plt = _plt()
-    m = np.array(rec["scores"])
-    k = len(m)
     fig, ax = plt.subplots(figsize=(1.0 + 0.7 * k, 0.8 + 0.6 * k))
     im = ax.imshow(m, cmap="viridis")
     fig.colorbar(im, ax=ax, label="score")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .bias import fmt_ratio
+from .bias import fmt_ratio, fmt_scoped
 
 METHOD = """\
 Bias_X = (M_X - M_L) / (M_Full - M_L) (Liu, McCarthy & Korhonen). Near 1: part X alone solves
 what the full input solves; near 0: X alone is no better than the label prior; above 1: the rest
-of the input hurts. Intervals are 95% percentile bootstrap CIs over units (CoDA21 groups,
-WordNetQA concept clusters), resampled once per replicate for all ablations together. A ratio is
-*undefined* when M_Full - M_L is not clearly positive (its CI includes 0 or it is under two
-standard errors): dividing by noise would give meaningless large numbers.
+of the input hurts. Intervals are 95% percentile bootstrap CIs over units, resampled once per
+replicate for all ablations together. The unit is a CoDA21 group, or a WordNetQA concept (synset)
+with all its items, across probe types and perturbations: one concept is not independent evidence
+up to four times. A ratio is *undefined* when M_Full - M_L is not clearly positive (its CI includes
+0 or it is under two standard errors): dividing by noise would give meaningless large numbers. A
+ratio is *n/a* on a probe type where it measures nothing by construction (WordNetQA synonymy for
+Bias_C and Bias_W); those items are left out of that ratio, and the dataset's section says why.
 
 Every ablation is rendered through the probe's own templates and scored by the same scorer and
 score cache as `probegen eval`. CoDA21's Label baseline is exactly 1/k per group (computed, not
@@ -56,8 +59,8 @@ def _summary(datasets: list[dict[str, Any]]) -> list[str]:
                 d["name"],
                 _acc(a.get("full")),
                 _acc(a.get("label")),
-                fmt_ratio(r.get("bias_c")),
-                fmt_ratio(r.get("bias_w")),
+                fmt_scoped(r.get("bias_c")),
+                fmt_scoped(r.get("bias_w")),
                 (f"{d['ratio_names'][third]} " + fmt_ratio(r[third])) if third else "-",
                 ", ".join(flags) or "none",
             ]
@@ -65,9 +68,27 @@ def _summary(datasets: list[dict[str, Any]]) -> list[str]:
     return _table(["dataset", "M_Full", "M_L", "Bias_C", "Bias_W", "partial-input ratio", "control artefacts"], rows)
 
 
+def resampling_line(d: dict[str, Any]) -> str:
+    """The sentence that states a dataset's bootstrap resampling unit.
+
+    >>> resampling_line({"unit": "concept", "resampling_unit": "concept (synset)", "all": {"n_units": 40}})
+    'Bootstrap resampling unit: concept (synset); 40 concepts.'
+    """
+    unit = d.get("resampling_unit", d["unit"])
+    return f"Bootstrap resampling unit: {unit}; {d['all']['n_units']} {d['unit']}s."
+
+
+def _ratio_rows(d: dict[str, Any], r: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for k, v in r.items():
+        over = ", ".join(v["over"]) if v.get("over") else ("none" if "over" in v else "all items")
+        rows.append([d["ratio_names"][k], v["ablation"], fmt_ratio(v), over])
+    return rows
+
+
 def _dataset(d: dict[str, Any]) -> list[str]:
     lines = [f"## {d['name']}", "", f"`{d['path']}` ({d['kind']}; {d['all']['n_units']} {d['unit']}s, "
-             f"{d.get('n_items', int(d['all']['n_items']))} items)", ""]
+             f"{d.get('n_items', int(d['all']['n_items']))} items). {resampling_line(d)}", ""]
     a, r, gap = d["all"]["ablations"], d["all"]["ratios"], d["all"]["gap"]
     rows = [[name, d["ablation_help"].get(name, ""), _acc(a.get(name))] for name in d["ablation_order"] if name in a]
     lines += ["### Ablations", ""] + _table(["ablation", "input", "accuracy [95% CI]"], rows) + [""]
@@ -77,7 +98,9 @@ def _dataset(d: dict[str, Any]) -> list[str]:
         + f", SE {gap['se']:.3f}: ratios {'defined' if gap['defined'] else '**undefined** (full input within noise of the label prior)'}."
     )
     lines += ["", "### Bias ratios", ""]
-    lines += _table(["ratio", "ablation", "value [95% CI]"], [[d["ratio_names"][k], v["ablation"], fmt_ratio(v)] for k, v in r.items()])
+    lines += _table(["ratio", "ablation", "value [95% CI]", "over"], _ratio_rows(d, r))
+    for e in d.get("exclusions", []):
+        lines += ["", f"{e['name']} leaves out {e['probe']}: {e['reason']}."]
     if d.get("subsets"):
         names = [n for n in d["ablation_order"] if n in a]
         head = ["subset", d["unit"] + "s"] + [f"M_{n}" for n in names] + [d["ratio_names"][k] for k in r]
@@ -114,14 +137,22 @@ def _dataset(d: dict[str, Any]) -> list[str]:
 
 
 def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") -> str:
-    """Markdown for a whole ``probegen bias`` run."""
+    """Markdown for a whole ``probegen bias`` run.
+
+    >>> md = render_report({"model": "m", "seed": 0, "datasets": [],
+    ...                     "bootstrap": {"n": 10, "unit": {"wordnetqa": "concept (synset)"}}}, plot=None)
+    >>> print(md.splitlines()[2])
+    Scorer: -. Seed 0, 10 bootstrap replicates, resampling wordnetqa by concept (synset). Nonce `None`, pattern `None`.
+    """
     scorer = results.get("scorer", {})
     settings = ", ".join(f"{k}={v}" for k, v in sorted(scorer.items()))
     boot = results.get("bootstrap", {})
+    units = "; ".join(f"{kind} by {u}" for kind, u in sorted((boot.get("unit") or {}).items()))
     lines = [
         f"# Context-word bias: {results['model']}",
         "",
-        f"Scorer: {settings or '-'}. Seed {results.get('seed')}, {boot.get('n')} bootstrap replicates. "
+        f"Scorer: {settings or '-'}. Seed {results.get('seed')}, {boot.get('n')} bootstrap replicates"
+        + (f", resampling {units}" if units else "") + ". "
         f"Nonce `{results.get('eval', {}).get('nonce')}`, pattern `{results.get('eval', {}).get('pattern')}`.",
         "",
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -38,6 +38,23 @@ MC_ABLATIONS = {
     "label": "no input: always the most frequent gold position (computed)",
 }
 MC_RATIOS = {"bias_c": "context", "bias_w": "word", "bias_choice": "choice"}
+# Ratios that measure nothing on a probe type, by construction of its questions: that probe's items
+# are left out of the ratio (of the whole set and of its own subset), and the report says why.
+MC_EXCLUDED = {
+    "synonymy": {
+        "bias_c": "a synonymy stem is the definition alone (no sentence, no target word), so its Context "
+        "query is its Full query and Bias_C would be 1 by construction",
+        "bias_w": "the synonymy Word query names the concept's first lemma, which the gold choice lists "
+        "verbatim, so Bias_W would measure string copying",
+    },
+}
+# The bootstrap resampling unit of each dataset kind. A WordNetQA concept (synset) has items in up
+# to four probe types: resampling probe:concept clusters would count one concept up to four times
+# as if independent, and give intervals that are too narrow.
+RESAMPLING_UNIT = {
+    "coda21": "group",
+    "wordnetqa": "concept (synset): all items about one synset, across probe types and perturbations",
+}
 RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
 
 
@@ -82,52 +99,67 @@ def _gold(record: dict[str, Any], item: Any) -> tuple[int, int]:
     return int(gold), n
 
 
-def mc_table(records: dict[str, list[dict[str, Any]]], items: list[Any], probe: str | None = None) -> UnitTable:
-    """One unit per concept cluster: summed per-item correctness and gold-position counts."""
+def concept_of(record: dict[str, Any], item: Any) -> str:
+    """The concept (synset) a WordNetQA record is about: the bootstrap's resampling unit.
+
+    >>> concept_of({"synset": "dog.n.01", "cluster": "hypernymy:dog.n.01"}, None)
+    'dog.n.01'
+    >>> concept_of({"cluster": "synonymy:dog.n.01"}, {"synset": "dog.n.01"})
+    'dog.n.01'
+    """
+    from .baselines import mc_view
+
+    got = record.get("synset")
+    return str(got) if got else mc_view(item).sense
+
+
+def mc_table(
+    records: dict[str, list[dict[str, Any]]], items: list[Any], probe: str | Iterable[str] | None = None
+) -> UnitTable:
+    """One unit per concept (synset): summed per-item correctness and gold-position counts.
+
+    ``probe`` keeps the items of one probe type (or of several).
+    """
     full = records["full"]
     for mode, rs in records.items():
         if len(rs) != len(full):
             raise ProbegenError(f"ablation {mode} returned {len(rs)} items, full {len(full)}")
         if rs and "id" in rs[0] and [r.get("id") for r in rs] != [r.get("id") for r in full]:
             raise ProbegenError(f"ablation {mode} lists items in another order than full")
-    keep = [i for i, r in enumerate(full) if probe is None or r.get("probe", "all") == probe]
+    wanted = None if probe is None else {probe} if isinstance(probe, str) else set(probe)
+    keep = [i for i, r in enumerate(full) if wanted is None or r.get("probe", "all") in wanted]
     golds = [_gold(full[i], items[i]) for i in keep]
     width = max((n for _, n in golds), default=1)
     counts = np.zeros((len(keep), width))
     for row, (g, _) in enumerate(golds):
         counts[row, g] = 1.0
     per = {mode: np.array([float(bool(rs[i]["correct"])) for i in keep]) for mode, rs in records.items()}
-    units = [str(full[i].get("cluster", full[i].get("id", i))) for i in keep]
+    units = [concept_of(full[i], items[i]) for i in keep]
     return unit_sums(per, units, counts)
 
 
 # ---- scoring ---------------------------------------------------------------------------------------
 def score_coda21(ds, scorer, cfg: BiasConfig, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
-    """Every scored CoDA21 ablation through the standard evaluator (same templates and cache)."""
-    from tqdm import tqdm
+    """Every scored CoDA21 ablation through the standard evaluator, as one request table."""
+    from probegen.coda21.evaluate import EvalConfig, evaluate_modes
 
-    from probegen.coda21.evaluate import EvalConfig, evaluate
-
-    out = {}
-    for mode in tqdm([m for m in CODA21_ABLATIONS if m != LABEL], desc="coda21 ablations", disable=not progress):
-        ecfg = EvalConfig(nonce=cfg.nonce or "bkatuhla", pattern=cfg.pattern, matching=cfg.matching, mode=mode, seed=cfg.seed)
-        out[mode] = evaluate(ds, scorer, ecfg, progress=progress)["groups"]
-    return out
+    modes = [m for m in CODA21_ABLATIONS if m != LABEL]
+    cfgs = [EvalConfig(nonce=cfg.nonce or "bkatuhla", pattern=cfg.pattern, matching=cfg.matching, mode=m, seed=cfg.seed) for m in modes]
+    return {m: res["groups"] for m, res in zip(modes, evaluate_modes(ds, scorer, cfgs, progress=progress))}
 
 
 def score_mc(mc, scorer, cfg: BiasConfig, progress: bool = True, evaluate_mc: Callable | None = None):
-    """Every scored WordNetQA ablation through ``evaluate_mc`` (same templates and cache)."""
-    from tqdm import tqdm
+    """Every scored WordNetQA ablation through the standard evaluator, as one request table.
 
-    if evaluate_mc is None:
-        try:
-            from probegen.wordnetqa.evaluate import evaluate_mc
-        except ImportError as e:
-            raise ProbegenError(f"WordNetQA evaluation is not available ({e})") from None
-    out = {}
-    for mode in tqdm([m for m in MC_ABLATIONS if m != LABEL], desc="wordnetqa ablations", disable=not progress):
-        out[mode] = evaluate_mc(mc, scorer, seed=cfg.seed, nonce=cfg.nonce or "bkatuhla", progress=progress, mode=mode)["items"]
-    return out
+    ``evaluate_mc`` (one mode at a time) replaces the evaluator, e.g. with records made by hand.
+    """
+    modes = [m for m in MC_ABLATIONS if m != LABEL]
+    nonce = cfg.nonce or "bkatuhla"
+    if evaluate_mc is not None:
+        return {m: evaluate_mc(mc, scorer, seed=cfg.seed, nonce=nonce, progress=progress, mode=m)["items"] for m in modes}
+    from probegen.wordnetqa.evaluate import evaluate_mc_modes
+
+    return {m: res["items"] for m, res in zip(modes, evaluate_mc_modes(mc, scorer, modes, seed=cfg.seed, nonce=nonce, progress=progress))}
 
 
 # ---- analysis (no scoring) -------------------------------------------------------------------------
@@ -147,6 +179,7 @@ def analyse_coda21(ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig
     return {
         "kind": "coda21",
         "unit": "group",
+        "resampling_unit": RESAMPLING_UNIT["coda21"],
         "n_items": sum(g.k for g in ds.groups),
         "ablation_order": list(CODA21_ABLATIONS),
         "ablation_help": CODA21_ABLATIONS,
@@ -162,6 +195,24 @@ def analyse_coda21(ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig
     }
 
 
+def mc_bias(records: dict[str, list[dict[str, Any]]], items: list[Any], cfg: BiasConfig, probes: list[str]) -> dict[str, Any]:
+    """Bias table over the items of ``probes``; a ratio leaves out the probe types it measures nothing
+    on (``MC_EXCLUDED``), and is marked not applicable when no probe type is left."""
+    res = _bias(mc_table(records, items, probes), MC_RATIOS, cfg)
+    for name, abl in MC_RATIOS.items():
+        out = [p for p in probes if name in MC_EXCLUDED.get(p, {})]
+        if not out:
+            continue
+        kept = [p for p in probes if p not in out]
+        excluded = {p: MC_EXCLUDED[p][name] for p in out}
+        if kept:
+            r = _bias(mc_table(records, items, kept), {name: abl}, cfg)["ratios"][name]
+        else:
+            r = {"ablation": abl, "value": None, "ci": None, "not_applicable": True}
+        res["ratios"][name] = {**r, "over": kept, "excluded": excluded}
+    return res
+
+
 def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
     """Bias table, probe-type subsets, the choice-only control and entropies of one WordNetQA set."""
     from .baselines import choice_only_control, mc_view
@@ -170,20 +221,26 @@ def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) ->
     items = list(mc.items)
     views = [mc_view(it, i) for i, it in enumerate(items)]
     probes = sorted({str(r.get("probe", "all")) for r in records["full"]})
-    subsets = {p: _bias(mc_table(records, items, p), MC_RATIOS, cfg) for p in probes} if len(probes) > 1 else {}
+    subsets = {p: mc_bias(records, items, cfg, [p]) for p in probes} if len(probes) > 1 else {}
     worded = [v for v in views if v.word]
     notes = []
+    exclusions = [
+        {"probe": p, "ratio": k, "name": RATIO_NAMES[k], "reason": why}
+        for p in probes for k, why in MC_EXCLUDED.get(p, {}).items() if k in MC_RATIOS
+    ]
     if records["full"] and not {"gold", "answer"} & records["full"][0].keys():
         notes.append("records carry no presented gold position; the label prior uses the dataset's answer index")
     return {
         "kind": "wordnetqa",
-        "unit": "cluster",
+        "unit": "concept",
+        "resampling_unit": RESAMPLING_UNIT["wordnetqa"],
         "n_items": len(items),
         "ablation_order": list(MC_ABLATIONS),
         "ablation_help": MC_ABLATIONS,
         "ratio_names": {k: RATIO_NAMES[k] for k in MC_RATIOS},
-        "all": _bias(mc_table(records, items), MC_RATIOS, cfg),
+        "all": mc_bias(records, items, cfg, probes),
         "subsets": subsets,
+        "exclusions": exclusions,
         "controls": choice_only_control(views, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else [],
         "entropy": {
             "sense": sense_entropy((v.word, v.sense) for v in worded),
@@ -242,7 +299,7 @@ def load_dataset(path: str | Path) -> tuple[str, Any]:
         from probegen.wordnetqa.dataset import load as load_mc
     except ImportError as e:
         raise ProbegenError(f"cannot read WordNetQA dataset {path}: {e}") from None
-    return kind, load_mc(path)
+    return kind, load_mc(path, ablations=True)  # every row must be one the ablations can cut
 
 
 def _slug(path: Path) -> str:
@@ -369,7 +426,7 @@ def write_bias(
         "model": model,
         "scorer": {"kind": scorer.kind, **_settings(scorer)},
         "seed": cfg.seed,
-        "bootstrap": {"n": cfg.n_boot, "alpha": 0.05},
+        "bootstrap": {"n": cfg.n_boot, "alpha": 0.05, "unit": {d.kind: RESAMPLING_UNIT[d.kind] for d in loaded}},
         "eval": {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
                  "reduction": reduction if scorer.kind in ("causal", "masked") else None},
         "config": asdict(cfg),
@@ -409,4 +466,6 @@ def summary_table(results: dict[str, Any]) -> str:
             f"{d['name']:<28} {a['full']['accuracy']:>7.3f} {a['label']['accuracy']:>6.3f}  "
             f"{fmt_ratio(r['bias_c']):<20} {fmt_ratio(r['bias_w']):<20} {d['ratio_names'][third]} {fmt_ratio(r[third])}"
         )
+        for e in d.get("exclusions", []):
+            lines.append(f"{'':<28} {e['name']} leaves out {e['probe']} (measures nothing there; see report.md)")
     return "\n".join(lines)

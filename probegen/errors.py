@@ -15,3 +15,7 @@ class ModelNotFound(ProbegenError):
 
 class DatasetError(ProbegenError):
     """A dataset file or directory is malformed."""
+
+
+class NonFiniteScore(ProbegenError, ValueError):
+    """A scorer produced NaN or an infinity (e.g. float16 overflow); never cached or aligned."""

@@ -7,11 +7,27 @@ with a 2-second connection attempt so an offline machine fails at once instead o
 Bundled models ship as pip packages: SmolLM2 as a GGUF file (converted once to a float32
 safetensors copy in the cache, since de-quantising takes ~20 s), MiniLM as a sentence-transformers
 directory, GloVe as a .npy matrix plus a Parquet vocabulary (cached as text).
+
+Devices and precision. ``device`` is ``auto`` (CUDA if available, else CPU; under torchrun each
+rank takes ``cuda:LOCAL_RANK``), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``dtype`` is ``auto``
+(bfloat16 on GPUs that support it, else float32), ``float32``, ``bfloat16`` or ``float16``;
+``device_map="auto"`` spreads a model too big for one GPU over all of them (accelerate).
+``max_batch_tokens`` is the token budget of one forward pass: the CPU defaults of each scorer, or
+on CUDA ``auto`` (the largest budget that fits, found once per model and device with a short
+probe that backs off on out-of-memory, and remembered in the cache directory).
+
+What goes into score-cache keys: the resolved **dtype is part of every key**, since half
+precision moves LM scores by up to tenths of a nat (beyond rounding of the float32 result), while
+the **device, device map and batch budget are not**: they change a score only at float rounding
+level (different kernels and summation orders), so a score computed on a GPU serves a CPU run
+with the same dtype and vice versa. All of them are recorded in ``scorer.settings()`` /
+``scorer.stats()`` and so in results.json.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -22,6 +38,7 @@ import shutil
 import socket
 import tempfile
 import threading
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -105,18 +122,32 @@ def _smollm2_dir(gguf: Path) -> Path:
 def _converted_gguf(gguf: Path, target: Path) -> Path:
     """Convert ``gguf`` into a transformers directory at ``target`` unless a valid copy exists.
 
-    Written to a temporary folder then renamed, so a killed conversion leaves nothing half-done,
-    and two processes converting at once both end with a complete copy.
+    Written to a temporary folder then renamed, so a killed conversion leaves nothing half-done;
+    a file lock lets one process convert while the others (torchrun ranks) wait and reuse it.
     """
     marker = target / "probegen-source.json"
     stat = gguf.stat()
     source = {"gguf": gguf.name, "size": stat.st_size}
-    if marker.exists():
+
+    def valid() -> bool:
         try:
-            if json.loads(marker.read_text()).get("size") == stat.st_size:
-                return target
+            return json.loads(marker.read_text()).get("size") == stat.st_size
         except (OSError, json.JSONDecodeError):
-            pass
+            return False
+
+    if valid():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # one converter at a time (torchrun starts every rank at once): the others wait, then reuse it
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if valid():
+            return target
+        return _convert_locked(gguf, target, marker, source)
+
+
+def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, Any]) -> Path:
+    """The conversion itself (the caller holds the lock and found no valid copy)."""
     import sys
 
     import torch
@@ -133,16 +164,15 @@ def _converted_gguf(gguf: Path, target: Path) -> Path:
             model.hf_quantizer = None
             if hasattr(model.config, "quantization_config"):
                 del model.config.quantization_config
+            # transformers writes weights only on global rank 0 once torch.distributed is up; this
+            # is a private local copy that every node (each with its own cache) may need
+            model.should_save_on_this_rank = lambda is_main_process: True
             model.save_pretrained(str(tmp))
             tok.save_pretrained(str(tmp))
         (tmp / marker.name).write_text(json.dumps(source))
-        if target.exists():
+        if target.exists():  # a stale copy (other GGUF size) or a half-deleted one
             shutil.rmtree(target, ignore_errors=True)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process renamed its copy first
-            if not marker.exists():
-                raise
+        os.replace(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
@@ -358,6 +388,192 @@ def _hub_cache_rows() -> list[dict[str, Any]]:
     return out
 
 
+# ---- devices and precision --------------------------------------------------------------------------
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Where and in what precision models run: the ``--device/--dtype/--device-map/--max-batch-tokens``
+    options of every command that loads a model. ``None`` leaves a setting to the scorer's default."""
+
+    device: str = "auto"
+    dtype: str = "auto"
+    device_map: str | None = None
+    max_batch_tokens: int | str | None = None  # None: per-device default; "auto": search; an int: fixed
+
+    def settings(self) -> dict[str, Any]:
+        """As :func:`load_scorer` keyword arguments."""
+        return {"device": self.device, "dtype": self.dtype, "device_map": self.device_map, "max_batch_tokens": self.max_batch_tokens}
+
+
+_DEFAULTS: ContextVar[dict[str, Any]] = ContextVar("probegen_scorer_defaults", default={})
+
+
+@contextlib.contextmanager
+def scorer_defaults(**settings: Any) -> Iterator[None]:
+    """Defaults for every :func:`load_scorer` call inside the block (explicit arguments win).
+
+    This is how a command's ``--device``/``--dtype``/... reach every model it loads (the
+    evaluated model, an embedder, a context scorer, a reference model) without each library
+    function passing them on. Settings that do not apply to a model's kind are skipped for it.
+
+    >>> with scorer_defaults(device="cpu", dtype="float32"):
+    ...     current_defaults()["device"]
+    'cpu'
+    >>> current_defaults()
+    {}
+    """
+    token = _DEFAULTS.set({**_DEFAULTS.get(), **{k: v for k, v in settings.items() if v is not None}})
+    try:
+        yield
+    finally:
+        _DEFAULTS.reset(token)
+
+
+def current_defaults() -> dict[str, Any]:
+    """The :func:`scorer_defaults` in effect (empty outside any block)."""
+    return dict(_DEFAULTS.get())
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """A concrete torch device string (``cpu``, ``cuda:N``, ``mps``) for a ``--device`` value.
+
+    ``auto`` is CUDA when available (``cuda:LOCAL_RANK`` under torchrun), else CPU. A device that
+    is not there raises one clear ProbegenError line.
+
+    >>> resolve_device("cpu")
+    'cpu'
+    """
+    spec = (device or "auto").strip().lower()
+    if spec == "cpu":
+        return "cpu"
+    import torch
+
+    if spec == "auto":
+        return _cuda_device(None) if torch.cuda.is_available() else "cpu"
+    if spec == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ProbegenError("device 'mps' requested but Apple MPS is not available on this machine; use --device cpu or auto")
+        return "mps"
+    m = re.fullmatch(r"cuda(?::(\d+))?", spec)
+    if m is None:
+        raise ProbegenError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
+    if not torch.cuda.is_available():
+        raise ProbegenError(
+            f"device {device!r} requested but CUDA is not available here (torch {torch.__version__} sees no GPU); "
+            "use --device cpu or --device auto"
+        )
+    return _cuda_device(int(m.group(1)) if m.group(1) is not None else None)
+
+
+def _cuda_device(index: int | None) -> str:
+    import torch
+
+    if index is None:
+        from . import distributed
+
+        return distributed.default_device() or f"cuda:{torch.cuda.current_device()}"
+    if index >= torch.cuda.device_count():
+        raise ProbegenError(f"device cuda:{index} requested but only {torch.cuda.device_count()} CUDA device(s) are visible")
+    return f"cuda:{index}"
+
+
+def resolve_dtype(dtype: str | None, device: str) -> str:
+    """A concrete dtype name for a ``--dtype`` value: ``auto`` is bfloat16 on a GPU that supports
+    it, else float32 (CPU, MPS and older GPUs).
+
+    >>> resolve_dtype("auto", "cpu"), resolve_dtype("float16", "cpu")
+    ('float32', 'float16')
+    """
+    spec = (dtype or "auto").strip().lower()
+    if spec not in DTYPES:
+        raise ProbegenError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if spec != "auto":
+        return spec
+    if device.startswith("cuda"):
+        import torch
+
+        with torch.cuda.device(device):
+            return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    return "float32"
+
+
+def parse_batch_tokens(value: int | str | None) -> int | str | None:
+    """``None``, ``"auto"`` or a positive int from a ``--max-batch-tokens`` value.
+
+    >>> parse_batch_tokens("4096"), parse_batch_tokens("auto"), parse_batch_tokens(None)
+    (4096, 'auto', None)
+    """
+    if value is None or value == "auto":
+        return value
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n <= 0 or (isinstance(value, float) and value != n):
+        raise ProbegenError(f"max_batch_tokens must be 'auto' or a positive integer, not {value!r}")
+    return n
+
+
+def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Click decorator: ``--device``, ``--dtype``, ``--device-map`` and ``--max-batch-tokens``.
+
+    The options are checked before the command does any work (``--device cuda`` on a machine
+    without CUDA is one error line), then every model the command loads gets them through
+    :func:`scorer_defaults`; the command function itself receives no extra arguments. Put it
+    below ``@cli.command()`` like any option::
+
+        @cli.command("eval")
+        @add_device_options
+        @click.option("--model", ...)
+        def eval_cmd(model, ...): ...
+    """
+    import functools
+
+    import click
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, device: str, dtype: str, device_map: str | None, max_batch_tokens: str | None, **kw: Any) -> Any:
+        runtime = Runtime(device, dtype, device_map, parse_batch_tokens(max_batch_tokens))
+        if device_map is None:
+            resolve_device(device)  # fail now, not after generating a dataset
+        with scorer_defaults(**runtime.settings()):
+            return command(*args, **kw)
+
+    options = [
+        click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N|mps",
+                     help="Where models run (auto: CUDA if available, else CPU)."),
+        click.option("--dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
+                     help="Model precision (auto: bfloat16 on GPUs that support it, else float32); part of score-cache keys."),
+        click.option("--device-map", type=click.Choice(DEVICE_MAPS), default=None,
+                     help="Spread a model too big for one GPU over all GPUs (accelerate); overrides --device."),
+        click.option("--max-batch-tokens", default=None, metavar="N|auto",
+                     help="Token budget of one forward pass [default: CPU: the scorer's default; CUDA: auto = largest that fits, remembered per model and device]."),
+    ]
+    for opt in reversed(options):
+        wrapper = opt(wrapper)
+    return wrapper
+
+
+def _placement(settings: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(device, dtype, device_map) resolved from load_scorer settings."""
+    device_map = settings.get("device_map")
+    if device_map is not None and device_map not in DEVICE_MAPS:
+        raise ProbegenError(f"device_map must be one of {', '.join(DEVICE_MAPS)}, not {device_map!r}")
+    device = resolve_device(settings.get("device")) if device_map is None else _map_input_device()
+    return device, resolve_dtype(settings.get("dtype"), device), device_map
+
+
+def _map_input_device() -> str:
+    """Where the first layers land under a device map: the first GPU if any, else the CPU."""
+    import torch
+
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
 # ---- loading ----------------------------------------------------------------------------------------
 _LOADED: dict[tuple, Any] = {}  # in-process: a second load_scorer (e.g. another reduction) reuses the model
 _LOCK = threading.Lock()
@@ -426,11 +642,8 @@ def _identity(res: ResolvedModel) -> tuple[str, dict[str, Any]]:
     return res.name, {}
 
 
-_DTYPE_NAMES = ("float32", "bfloat16", "float16")
-
-
-def _load_hf(res: ResolvedModel, kind: str, dtype: str) -> tuple[Any, Any]:
-    """(model, tokenizer) for a causal or masked LM."""
+def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None) -> tuple[Any, Any]:
+    """(model, tokenizer) for a causal or masked LM, on ``device`` (or spread by ``device_map``) in ``dtype``."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
@@ -447,50 +660,60 @@ def _load_hf(res: ResolvedModel, kind: str, dtype: str) -> tuple[Any, Any]:
     def load() -> tuple[Any, Any]:
         with _quiet_transformers(), _offline(local):
             tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
-            model = auto.from_pretrained(path, dtype=getattr(torch, dtype), local_files_only=local)
+            placement = {"device_map": device_map} if device_map else {}
+            model = auto.from_pretrained(path, dtype=getattr(torch, dtype), local_files_only=local, **placement)
+        if not device_map:
+            model = model.to(device)
         return model.eval(), tok
 
     try:
-        return _memo((kind, path, dtype), load)
-    except (OSError, ValueError, KeyError) as e:
+        return _memo((kind, path, dtype, device, device_map), load)
+    except (OSError, ValueError, KeyError, ImportError) as e:
         raise ProbegenError(f"cannot load {res.name} as a {kind} model: {str(e).splitlines()[0]}") from None
 
 
-def _load_causal(res: ResolvedModel, reduction: str = "sum", dtype: str = "float32", **kw: Any):
+def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None, **kw: Any):
     from .scorers.causal import CausalScorer
-
-    model, tok = _load_hf(res, "causal", dtype)
-    model_id, extra = _identity(res)
-    return CausalScorer(res.name, model, tok, model_id=model_id, reduction=reduction, dtype=dtype, extra_settings=extra, **kw)
-
-
-def _load_masked(res: ResolvedModel, reduction: str = "sum", dtype: str = "float32", **kw: Any):
     from .scorers.masked import MaskedScorer
 
-    model, tok = _load_hf(res, "masked", dtype)
-    if not getattr(tok, "is_fast", False):
+    model, tok = _load_hf(res, kind, device, dtype, device_map)
+    if kind == "masked" and not getattr(tok, "is_fast", False):
         raise ProbegenError(f"{res.name}: a masked LM needs a fast tokenizer (word offsets)")
     model_id, extra = _identity(res)
-    return MaskedScorer(res.name, model, tok, model_id=model_id, reduction=reduction, dtype=dtype, extra_settings=extra, **kw)
+    cls = CausalScorer if kind == "causal" else MaskedScorer
+    return cls(res.name, model, tok, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
 
-def _load_embedding(res: ResolvedModel, **kw: Any):
+def _load_causal(res: ResolvedModel, device: str, dtype: str, device_map: str | None = None, **kw: Any):
+    return _load_lm(res, "causal", device, dtype, device_map, **kw)
+
+
+def _load_masked(res: ResolvedModel, device: str, dtype: str, device_map: str | None = None, **kw: Any):
+    return _load_lm(res, "masked", device, dtype, device_map, **kw)
+
+
+def _load_embedding(res: ResolvedModel, device: str, dtype: str, device_map: str | None = None, **kw: Any):
     from .scorers.embedding import EmbeddingScorer
 
     local = res.source != "hub"
 
     def load() -> Any:
+        import torch
+
         with _quiet_transformers(), _offline(local):
             from sentence_transformers import SentenceTransformer
 
-            return SentenceTransformer(res.path_or_id, device="cpu", local_files_only=local)
+            model_kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype)}
+            if device_map:
+                model_kwargs["device_map"] = device_map
+            return SentenceTransformer(res.path_or_id, device=device, local_files_only=local, model_kwargs=model_kwargs)
 
     try:
-        model = _memo(("embedding", res.path_or_id), load)
-    except (OSError, ValueError, KeyError) as e:
+        model = _memo(("embedding", res.path_or_id, dtype, device, device_map), load)
+    except (OSError, ValueError, KeyError, ImportError) as e:
         raise ProbegenError(f"cannot load {res.name} as a sentence-transformers model: {str(e).splitlines()[0]}") from None
     model_id, extra = _identity(res)
-    return EmbeddingScorer(res.name, model, model_id=model_id, extra_settings=extra, **kw)
+    return EmbeddingScorer(res.name, model, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
 
 def _load_static(res: ResolvedModel, **kw: Any):
@@ -552,16 +775,36 @@ _LOADERS: dict[str, Callable[..., Any]] = {
     "static": _load_static,
 }
 
+_COMMON = {"batch_size", "cache", "device", "dtype", "device_map"}
+#: the settings each kind takes; others given to a kind they do not apply to are dropped (the CLI
+#: passes LM options such as ``reduction`` to every model), except a non-default ``pll``/``strategy``
+_KIND_SETTINGS = {
+    "causal": _COMMON | {"reduction", "max_batch_tokens", "prefix_reuse", "strategy"},
+    "masked": _COMMON | {"reduction", "max_batch_tokens", "pll"},
+    "embedding": _COMMON,
+    "static": _COMMON,
+}
+_ALL_SETTINGS = set().union(*_KIND_SETTINGS.values())
+
 
 def load_scorer(name: str, scorer: str | None = None, **settings: Any):
     """A :class:`~probegen.scorers.base.Scorer` for model ``name``.
 
     ``scorer`` forces the kind (``causal``, ``masked``, ``embedding``, ``static``); otherwise it
-    is detected. ``settings``: ``reduction`` (``sum``/``mean``, LMs only; ignored by the others),
-    ``dtype`` (LMs), ``batch_size``, ``cache`` (True, False, a path or a ScoreCache).
+    is detected. ``settings`` (explicit ones win over :func:`scorer_defaults`):
+
+    - every kind: ``batch_size``, ``cache`` (True, False, a path or a ScoreCache), ``device``
+      (auto|cpu|cuda|cuda:N|mps), ``dtype`` (auto|float32|bfloat16|float16), ``device_map``
+      (``auto``, ... : accelerate; a static model always runs on the CPU with numpy);
+    - LMs: ``reduction`` (``sum``/``mean``), ``max_batch_tokens`` (an int or ``auto``);
+    - causal: ``strategy`` (``packed``/``full``), ``prefix_reuse``; masked: ``pll``
+      (``original``/``word-l2r``).
     """
     if scorer is not None and scorer not in _LOADERS:
         raise ProbegenError(f"unknown scorer {scorer!r}; choose one of {', '.join(_LOADERS)}")
+    unknown = sorted(set(settings) - _ALL_SETTINGS)
+    if unknown:
+        raise ProbegenError(f"unknown scorer setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_ALL_SETTINGS))}")
     if name in BUNDLED and scorer is not None and scorer != BUNDLED[name].kind:
         raise ProbegenError(f"{name} is a {BUNDLED[name].kind} model; it cannot be scored as {scorer}")
     if scorer is not None and name not in BUNDLED and Path(name).expanduser().exists():
@@ -570,18 +813,25 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
     else:
         res = resolve_model(name)
     kind = scorer or res.kind
-    if kind in ("embedding", "static"):  # CLI passes LM options to every kind
-        settings.pop("reduction", None)
-        settings.pop("dtype", None)
-    if "dtype" in settings and settings["dtype"] not in _DTYPE_NAMES:
-        raise ProbegenError(f"dtype must be one of {', '.join(_DTYPE_NAMES)}")
-    allowed = {"batch_size", "cache", "reduction", "dtype", "prefix_reuse", "strategy"}
-    unknown = sorted(set(settings) - allowed)
-    if unknown:
-        raise ProbegenError(f"unknown scorer setting(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}")
-    if kind != "causal":
-        settings.pop("prefix_reuse", None)
-        settings.pop("strategy", None)
-    if "reduction" in settings and settings["reduction"] not in ("sum", "mean"):
-        raise ProbegenError(f"reduction must be 'sum' or 'mean', not {settings['reduction']!r}")
-    return _LOADERS[kind](res, **settings)
+    given = {**current_defaults(), **settings}
+    # a method option for another kind of model is a mistake, not something to ignore silently
+    if given.get("pll", "original") not in (None, "original") and kind != "masked":
+        raise ProbegenError(f"--pll {given['pll']} applies to masked LMs only; {name} is a {kind} model")
+    if given.get("strategy", "packed") not in (None, "packed") and kind != "causal":
+        raise ProbegenError(f"strategy={given['strategy']!r} applies to causal LMs only; {name} is a {kind} model")
+    merged = {k: v for k, v in given.items() if k in _KIND_SETTINGS[kind] and v is not None}
+    if "reduction" in merged and merged["reduction"] not in ("sum", "mean"):
+        raise ProbegenError(f"reduction must be 'sum' or 'mean', not {merged['reduction']!r}")
+    if "pll" in merged:
+        from .scorers.masked import PLL_METHODS
+
+        if merged["pll"] not in PLL_METHODS:
+            raise ProbegenError(f"pll must be one of {', '.join(PLL_METHODS)}, not {merged['pll']!r}")
+    if "max_batch_tokens" in merged:
+        merged["max_batch_tokens"] = parse_batch_tokens(merged["max_batch_tokens"])
+    placement = {k: merged.pop(k, None) for k in ("device", "dtype", "device_map")}
+    if kind == "static":
+        resolve_dtype(placement["dtype"], "cpu")  # validated, but numpy on the CPU does the work
+        return _load_static(res, **merged)
+    device, dtype, device_map = _placement(placement)
+    return _LOADERS[kind](res, device=device, dtype=dtype, device_map=device_map, **merged)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 import threading
 from pathlib import Path
@@ -59,13 +60,16 @@ class ScoreCache:
 
     def put_many(self, items: Iterable[tuple[str, float]] | Mapping[str, float]) -> None:
         """Store ``(key, value)`` pairs and commit them (one transaction)."""
-        rows = list(items.items() if isinstance(items, Mapping) else items)
+        rows = [(k, float(v)) for k, v in (items.items() if isinstance(items, Mapping) else items)]
         if not rows:
             return
+        bad = [k for k, v in rows if not math.isfinite(v)]
+        if bad:  # SQLite turns NaN into NULL (an IntegrityError); an infinity would poison later runs
+            raise ValueError(f"refusing to cache {len(bad)} non-finite score(s), e.g. key {bad[0]}")
         with self._lock:
             with self._conn:  # commits, or rolls back on error
                 self._conn.executemany(
-                    "INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", [(k, float(v)) for k, v in rows]
+                    "INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", rows
                 )
 
     def __len__(self) -> int:

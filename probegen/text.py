@@ -15,7 +15,11 @@ _NO_SPACE_AFTER = {"(", "[", "{", "$"}
 
 
 def detokenize(tokens: list[str] | tuple[str, ...]) -> tuple[str, list[tuple[int, int]]]:
-    """Join tokens into readable text; return the text and each token's character span."""
+    """Join tokens into readable text; return the text and each token's character span.
+
+    >>> detokenize(["He", "said", ",", "``", "go", "''", "."])
+    ('He said, "go".', [(0, 2), (3, 7), (7, 8), (9, 10), (10, 12), (12, 13), (13, 14)])
+    """
     parts: list[str] = []
     spans: list[tuple[int, int]] = []
     pos = 0
@@ -54,7 +58,11 @@ def replace_span(tokens: list[str] | tuple[str, ...], span: tuple[int, int], rep
 
 
 def remove_span(tokens: list[str] | tuple[str, ...], span: tuple[int, int]) -> str:
-    """The text with the target tokens dropped (the embedding baselines' query)."""
+    """The text with the target tokens dropped (the embedding baselines' query).
+
+    >>> remove_span(["He", "visited", "New", "York", "twice", "."], (2, 4))
+    'He visited twice.'
+    """
     start, end = span
     if not 0 <= start < end <= len(tokens):
         raise ValueError(f"span {span} outside a context of {len(tokens)} tokens")
@@ -66,6 +74,9 @@ def split_at_span(tokens: list[str] | tuple[str, ...], span: tuple[int, int]) ->
 
     ``left + target + right`` equals ``detokenize(tokens)``; the target starts with its leading
     space (if any), which is how a causal LM sees a word inside a sentence.
+
+    >>> split_at_span(["The", "mice", "saw", "ice", "."], (3, 4))
+    ('The mice saw', ' ice', '.')
     """
     text, spans = detokenize(tokens)
     start, end = span

@@ -11,6 +11,7 @@ WordNet checksum, so later commands load it in a couple of seconds.
 
 from __future__ import annotations
 
+import logging
 import pickle
 from collections import deque
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from .io import atomic_write
 from .paths import cache_dir
 
 GRAPH_FORMAT = 3
+
+log = logging.getLogger(__name__)
 
 
 def build_graph(wn) -> nx.DiGraph:
@@ -183,17 +186,30 @@ def _graph_cache_path(sha256: str) -> Path:
 
 @lru_cache(maxsize=4)
 def load_graph(wordnet_path: str | None = None) -> WordNetGraph:
-    """The cached WordNet graph for the located WordNet (built on first use)."""
+    """The cached WordNet graph for the located WordNet (built on first use; a damaged cache
+    file is rebuilt with a warning)."""
     from .data import load_wordnet, locate_wordnet
 
     info = locate_wordnet(wordnet_path)
     path = _graph_cache_path(info.sha256)
     if path.exists():
-        with open(path, "rb") as fh:
-            g = pickle.load(fh)  # our own cache file, written below; never user input
-        if g.graph.get("format") == GRAPH_FORMAT:
+        g = _read_cache(path)
+        if g is not None and g.graph.get("format") == GRAPH_FORMAT:
             return WordNetGraph(g, info.sha256)
     g = build_graph(load_wordnet(wordnet_path))
     with atomic_write(path, "wb") as fh:
         pickle.dump(g, fh, protocol=pickle.HIGHEST_PROTOCOL)
     return WordNetGraph(g, info.sha256)
+
+
+def _read_cache(path: Path) -> nx.DiGraph | None:
+    """The pickled graph, or None (with a warning) if the file is truncated or not our pickle."""
+    try:
+        with open(path, "rb") as fh:
+            g = pickle.load(fh)  # our own cache file, written by load_graph; never user input
+        if not isinstance(g, nx.DiGraph):
+            raise TypeError(f"holds a {type(g).__name__}, not a graph")
+        return g
+    except Exception as e:  # noqa: BLE001 - unpickling damaged bytes can raise almost anything
+        log.warning("WordNet graph cache %s is corrupt (%s: %s); rebuilding it", path, type(e).__name__, e)
+        return None

@@ -11,11 +11,13 @@ import pytest
 from diagnostics import baselines as B
 from probegen.adversarial import aflite as A
 from probegen.adversarial import confusable as C
+from probegen.adversarial import filtering as F
 
 
-@pytest.mark.parametrize("mod", [C, A], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("mod", [C, A, F], ids=lambda m: m.__name__)
 def test_docstring_examples(mod):
-    assert doctest.testmod(mod).failed == 0
+    res = doctest.testmod(mod)
+    assert res.attempted > 0 and res.failed == 0
 
 
 def test_alignment_errors_matches_exhaustive_search():
@@ -74,7 +76,7 @@ def _filter(views, budget):
 def test_aflite_removes_a_planted_artefact():
     views = _synthetic(240, artefact=True)
     res = _filter(views, budget=200)
-    first, last = res["rounds"][0]["heldout_accuracy"], res["rounds"][-1]["heldout_accuracy"]
+    first, last = res["rounds"][0]["split_accuracy"], res["rounds"][-1]["split_accuracy"]
     assert first > 0.45 and last < first - 0.15
     removed = {i for i, _ in res["removed"]}
     planted = {i for i in range(len(views)) if i % 2 == 0}
@@ -83,7 +85,7 @@ def test_aflite_removes_a_planted_artefact():
 
 def test_aflite_leaves_a_clean_set_alone():
     res = _filter(_synthetic(240, artefact=False), budget=200)
-    assert res["rounds"][0]["heldout_accuracy"] < 0.3
+    assert res["rounds"][0]["split_accuracy"] < 0.3
     assert len(res["removed"]) <= 24
 
 
@@ -109,15 +111,55 @@ def test_adversarial_groups_keep_every_constraint(adversarial_verbs, graph):
     assert len(members) == len(set(members)), "a synset is used in more than one adversarial group"
     twin_by_id = {g.id: g for g in twin.groups}
     vec = definition_vectors(graph, sorted(set(members)), "minilm-l6", "test-adversarial")
+    how = {d["id"]: d["how"] for d in rec["decisions"]}
     for g in adv.groups:
         t = twin_by_id[g.id]
-        assert (g.ancestor, g.relation, g.pos, g.k) == (t.ancestor, t.relation, t.pos, t.k)
+        assert (g.ancestor, g.relation, g.pos) == (t.ancestor, t.relation, t.pos)
         syn = [it.synset for it in g.items]
+        if how[g.id] == "shrunk":  # the twin's members left after earlier groups took some
+            assert cfg.k_min <= g.k < t.k and set(syn) < {it.synset for it in t.items}
+        else:
+            assert g.k == t.k
         for s in syn:
             assert g.ancestor in {gp for p in graph.parents(s) for gp in graph.parents(p)}
         v = vec(syn)
         sim = v @ v.T - 9 * np.eye(len(syn))
         assert sim.max() <= cfg.max_similarity + 1e-6
+
+
+@pytest.mark.real
+def test_shrunk_groups_keep_their_twin_id_and_none_is_lost(monkeypatch):
+    """Defect 3: a group that keeps fewer twin members (some taken by an earlier adversarial group)
+    must keep its own id, so ``probegen compare`` pairs each group with the same ancestor's twin."""
+    from probegen.adversarial import coda21 as AC
+    from probegen.coda21.config import Coda21Config
+
+    real, calls = AC.most_confusable, []
+
+    def first_only(*a, **k):  # the first group goes adversarial, every later one falls back to its twin members
+        calls.append(1)
+        return real(*a, **k) if len(calls) == 1 else None
+
+    monkeypatch.setattr(AC, "most_confusable", first_only)
+    cfg = Coda21Config(easy=True, clean=True, pos=("v",), context_scorer="first")
+    adv, twin = AC.build_adversarial(cfg, AC.AdversarialSettings("glove-50d", pool_max=25), progress=False, log=lambda m: None)
+    first = twin.groups[0].id  # twin groups are in generation order, the order of the decisions
+    taken = {it.synset for it in next(g for g in adv.groups if g.id == first).items}
+    adv_by_id = {g.id: g for g in adv.groups}
+    for t in twin.groups:  # expected outcome, worked out independently from the twin
+        left = {it.synset for it in t.items} - taken
+        if t.id == first:
+            continue
+        if len(left) < cfg.k_min:
+            assert t.id not in adv_by_id, f"{t.id} keeps too few members"
+            continue
+        g = adv_by_id.get(t.id)
+        assert g is not None, f"{t.id} ({len(left)} free twin members) was lost"
+        assert g.ancestor == t.ancestor and {it.synset for it in g.items} == left, f"{t.id} pairs a different group"
+    dec = adv.manifest["adversarial"]["decisions"]
+    assert sum(d["how"] == "shrunk" for d in dec) > 0, "the case under test did not occur"
+    assert [d["id"] for d in dec if d["how"] != "dropped"] == [g.id for g in adv.groups]
+    assert adv.manifest["adversarial"]["groups_shrunk"] == sum(d["how"] == "shrunk" for d in dec)
 
 
 @pytest.mark.real
@@ -165,6 +207,58 @@ def test_compare_and_filter_from_the_cli(adversarial_verbs, tmp_path):
     assert all(g.k >= 5 for g in filtered.groups)
     kept = {it.synset for g in filtered.groups for it in g.items}
     assert not kept & {r.split("/")[1] for r in rec["removed"]}
+    # held out by ancestor: whole ancestors, never filtered, not in the output; the controls are measured on them
+    held = set(rec["held_out"]["ids"])
+    assert rec["held_out"]["unit"] == "ancestor" and "held out" in r.output
+    assert {g.ancestor for g in twin.groups if g.id in held} == set(rec["held_out"]["concepts"])
+    assert not {g.ancestor for g in twin.groups if g.id not in held} & set(rec["held_out"]["concepts"])
+    assert not held & {g.id for g in filtered.groups} and not held & {r.split("/")[0] for r in rec["removed"]}
+    for res in (rec["controls_before"][0], rec["controls_after"][0]):
+        assert (res["control"], res["n_items"], res["n_units"]) == ("word-overlap", len(held), len(rec["held_out"]["concepts"]))
+
+
+@pytest.mark.real
+def test_filter_holds_out_concepts_and_measures_the_controls_on_them(tmp_path, monkeypatch):
+    """Defect 9: held-out synsets are never shown to the filter nor removed, and the controls before / after are
+    trained on the rest before / after filtering and tested on exactly the held-out items."""
+    from probegen.adversarial import filtering as F
+    from probegen.aligner import argmax_random_ties
+    from probegen.wordnetqa import dataset as D
+    from probegen.wordnetqa.config import WordNetQAConfig
+
+    src = D.build(WordNetQAConfig(probes=("hypernymy",), max_concepts=120), progress=False, log=lambda m: None)
+    D.write(src, tmp_path / "src")
+    shown = []
+    real = F.per_probe_predictor
+    monkeypatch.setattr(F, "per_probe_predictor", lambda views: shown.extend(views) or real(views))
+    rec = F.filter_dataset(tmp_path / "src", tmp_path / "out", A.FilterSettings(budget=60, splits=4), log=lambda m: None)
+    out = D.load(tmp_path / "out")
+
+    held = set(rec["held_out"]["ids"])
+    assert rec["held_out"]["unit"] == "synset"
+    assert held and {it.synset for it in src.items if it.id in held} == set(rec["held_out"]["concepts"])
+    assert not {it.synset for it in src.items if it.id not in held} & set(rec["held_out"]["concepts"]), "a concept is split"
+    assert shown and not {v.id for v in shown} & held, "the filter saw held-out items"
+    assert 0 < len(rec["removed"]) <= 60 and not set(rec["removed"]) & held
+    kept = {it.id for it in out.items}
+    assert not kept & held and kept | set(rec["removed"]) | held == {it.id for it in src.items}
+
+    def control(train_items) -> float:  # the choice-only control, worked out here: trained on train_items, tested on held
+        tr = [B.mc_view(it) for it in train_items]
+        te = [(i, B.mc_view(it)) for i, it in enumerate(src.items) if it.id in held]
+        tr_t, tr_n, y, _ = B._choice_rows(tr)
+        te_t, te_n, _, owner = B._choice_rows([v for _, v in te])
+        _, s, _ = B._choice_model(tr_t, tr_n, y, te_t, te_n)
+        return float(np.mean([argmax_random_ties(s[owner == t], seed=np.random.default_rng([0, i])) == v.answer
+                              for t, (i, v) in enumerate(te)]))
+
+    before, after = rec["controls_before"][0], rec["controls_after"][0]
+    assert before["n_items"] == after["n_items"] == len(held)
+    assert before["n_units"] == len(rec["held_out"]["concepts"])
+    assert before["accuracy"] == pytest.approx(control([it for it in src.items if it.id not in held]))
+    assert after["accuracy"] == pytest.approx(control(out.items))
+    assert after["diff"]["value"] == pytest.approx(after["accuracy"] - before["accuracy"])
+    assert "held out" in F.summary(rec)
 
 
 # ---- WordNetQA: adversarial distractors -----------------------------------------------------------

@@ -40,5 +40,7 @@ def test_constant_scores_get_chance_accuracy_not_one():
 def test_bad_matrices_are_rejected():
     with pytest.raises(ValueError):
         align(np.zeros((2, 3)))
-    with pytest.raises(ValueError):
-        align(np.array([[np.nan, 0.0], [0.0, 0.0]]))
+    from probegen.errors import ProbegenError
+
+    with pytest.raises(ProbegenError, match="row 1, column 0"):  # one clear line, not a bare ValueError
+        align(np.array([[0.0, 0.0], [np.inf, 0.0]]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import json
 import re
 import zlib
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from diagnostics import baselines, bias, bias_plots, entropy, report, run_bias
+from diagnostics import baselines, bias, entropy, run_bias
 from diagnostics.baselines import choice_only_control, coda21_controls
 from diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
 from probegen.coda21.dataset import Coda21Dataset, write
@@ -60,7 +59,7 @@ def synthetic_coda21(n_groups: int = 40, k: int = 5, word_in_def: float = 0.5, c
             ctx_clue = clue if rng.random() < cue else f"noise{g}z{i}"
             text = f"The {word} was near a {ctx_clue} today ."
             defn = f"a kind of {clue} thing" + (f" like {word}" if rng.random() < word_in_def else "")
-            items.append(Item(f"{word}.n.01", word, defn, Context(text, (4, 4 + len(word)))))
+            items.append(Item(f"{word}.n.01", word, defn, Context(text=text, char_span=(4, 4 + len(word)))))
         items = [items[j] for j in rng.permutation(k)]  # names carry their index: store rows shuffled, as build() does
         groups.append(Group(f"syn-n-{g:04d}", "n" if g % 4 else "v", "root.n.01", "grandparent", tuple(items)))
     return Coda21Dataset(groups, {"kind": "coda21"}, "synthetic")
@@ -92,12 +91,17 @@ def fake_evaluate_mc(mc, scorer, seed, nonce, progress=False, mode="full"):
     return {"items": rows, "metrics": {}}
 
 
-# ---- pure measures --------------------------------------------------------------------------------
-@pytest.mark.parametrize("module", [bias, entropy, baselines, report, bias_plots, run_bias])
-def test_docstring_examples(module):
-    assert doctest.testmod(module).failed == 0
+def table_evaluate_mc(correct: dict[str, np.ndarray]):
+    """A stand-in for evaluate_mc that reports the correctness the test chose (per mode, per item)."""
+
+    def ev(mc, scorer, seed, nonce, progress=False, mode="full"):
+        return {"items": [{"id": it["id"], "cluster": it["cluster"], "synset": it["synset"], "probe": it["probe"],
+                           "gold": it["answer"], "correct": bool(correct[mode][i])} for i, it in enumerate(mc.items)]}
+
+    return ev
 
 
+# ---- pure measures (their docstring examples run in test_doctests.py) -----------------------------
 def test_ratios_on_hand_made_tables():
     assert bias_ratio(0.6, 0.2, 1.0) == pytest.approx(0.5)
     assert bias_ratio(0.2, 0.2, 1.0) == 0.0
@@ -194,7 +198,7 @@ def test_definition_order_control_detects_a_leaky_order():
     groups = []
     for g in range(60):
         defs = sorted((" ".join(f"t{x}" for x in rng.integers(0, 50, rng.integers(2, 20))) for _ in range(5)), key=len)
-        items = tuple(Item(f"s{g}_{i}.n.01", f"s{g}_{i}", d, Context(f"a s{g}_{i} b", (2, 2 + len(f"s{g}_{i}")))) for i, d in enumerate(defs))
+        items = tuple(Item(f"s{g}_{i}.n.01", f"s{g}_{i}", d, Context(text=f"a s{g}_{i} b", char_span=(2, 2 + len(f"s{g}_{i}")))) for i, d in enumerate(defs))
         groups.append(Group(f"leak-{g}", "n", "r.n.01", "parent", items))
     assert baselines.definition_order_control(groups, n_boot=300)["artefact"]
 
@@ -227,18 +231,99 @@ def test_choice_only_folds_keep_clusters_whole():
         assert not {clusters[i] for i in tr} & {clusters[i] for i in te}
 
 
-def test_mc_analysis_with_stand_in_records():
-    mc = SimpleNamespace(items=synthetic_mc(artefact=True), manifest={"kind": "wordnetqa"})
+def _ratio(m_part, m_label, m_full):
+    return (m_part - m_label) / (m_full - m_label)
+
+
+def test_mc_analysis_measures_what_the_records_say():
+    # correctness drawn per item and mode at rates that differ by probe type; every figure is then
+    # recomputed here from the records alone (accuracies, majority-position prior, ratios, units)
+    items = synthetic_mc(artefact=True)
+    probe = np.array([it["probe"] for it in items])
+    rng = np.random.default_rng(7)
+    rates = {"full": (0.9, 0.8), "context": (0.55, 0.8), "word": (0.4, 0.75), "choice": (0.3, 0.35)}  # (definitions, synonymy)
+    correct = {m: rng.random(len(items)) < np.where(probe == "definitions", d, sy) for m, (d, sy) in rates.items()}
+    mc = SimpleNamespace(items=items, manifest={"kind": "wordnetqa"})
     cfg = run_bias.BiasConfig(n_boot=200, nonce="bkatuhla")
-    records = run_bias.score_mc(mc, OverlapScorer(), cfg, progress=False, evaluate_mc=fake_evaluate_mc)
+    records = run_bias.score_mc(mc, OverlapScorer(), cfg, progress=False, evaluate_mc=table_evaluate_mc(correct))
     res = run_bias.analyse_mc(mc, records, cfg)
+
+    def label(mask):
+        return np.bincount([it["answer"] for it, keep in zip(items, mask) if keep]).max() / mask.sum()
+
+    every, defs = np.ones(len(items), bool), probe == "definitions"
     a, r = res["all"]["ablations"], res["all"]["ratios"]
-    assert a["full"]["accuracy"] > a["context"]["accuracy"] > a["choice"]["accuracy"]
-    assert 0.15 < a["label"]["accuracy"] < 0.35  # majority position of near-uniform gold positions
-    assert r["bias_c"]["value"] is not None and r["bias_choice"]["ci"] is not None
-    assert set(res["subsets"]) == {"definitions", "synonymy"}
-    assert all(c["artefact"] for c in res["controls"])
+    for m in rates:
+        assert a[m]["accuracy"] == pytest.approx(correct[m].mean())
+    assert a["label"]["accuracy"] == pytest.approx(label(every))
+    # Bias_Choice over every item; Bias_C and Bias_W over definitions only (synonymy measures nothing there)
+    assert r["bias_choice"]["value"] == pytest.approx(_ratio(correct["choice"].mean(), label(every), correct["full"].mean()))
+    for name, mode in (("bias_c", "context"), ("bias_w", "word")):
+        want = _ratio(correct[mode][defs].mean(), label(defs), correct["full"][defs].mean())
+        assert r[name]["value"] == pytest.approx(want) and r[name]["over"] == ["definitions"]
+        assert "synonymy" in r[name]["excluded"] and res["subsets"]["synonymy"]["ratios"][name]["not_applicable"]
+        assert res["subsets"]["definitions"]["ratios"][name]["value"] == pytest.approx(want)
+    assert {(e["probe"], e["ratio"]) for e in res["exclusions"]} == {("synonymy", "bias_c"), ("synonymy", "bias_w")}
+    assert res["all"]["n_units"] == len({it["synset"] for it in items}) and res["unit"] == "concept"
+    assert all(c["artefact"] for c in res["controls"])  # the planted longest-gold artefact
     assert res["entropy"]["label"]["n_words"] == 100
+
+
+def concept_records(n_concepts: int = 40, seed: int = 0) -> list[dict]:
+    """Items in 4 probe types x 3 perturbations per concept, each concept all right or all wrong."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for c in range(n_concepts):
+        for p in ("definitions", "hypernymy", "hyponymy", "synonymy"):
+            for d in range(3):
+                items.append({"id": f"{p}:s{c}/{d}", "question": "q", "choices": list("abcde"), "answer": (c + d) % 5,
+                              "cluster": f"{p}:s{c}.n.01", "probe": p, "word": f"w{c}", "synset": f"s{c}.n.01"})
+    right = rng.random(n_concepts) < 0.6  # one draw per concept: its items are not independent
+    correct = {m: np.array([right[int(it["synset"][1:-5])] for it in items]) for m in ("full", "context", "word", "choice")}
+    correct["choice"] = np.zeros(len(items), bool)
+    return items, correct
+
+
+def test_wordnetqa_bootstrap_resamples_whole_concepts(tmp_path):
+    items, correct = concept_records()
+    full = correct["full"].astype(float)
+    mc = run_bias.Loaded("concepts", "concepts", "wordnetqa", SimpleNamespace(items=items, manifest={}))
+    cfg = run_bias.BiasConfig(n_boot=2000, controls=False)
+    res = run_bias.write_bias("fake", [mc], tmp_path, OverlapScorer(), cfg, log=lambda m: None, progress=False,
+                              evaluate_mc=table_evaluate_mc(correct))
+    d = res["datasets"][0]
+    assert d["all"]["n_units"] == 40 and d["resampling_unit"].startswith("concept (synset)")
+
+    def width(ci):
+        return ci[1] - ci[0]
+
+    by_concept = width(d["all"]["ablations"]["full"]["ci"])
+    by_item = width(bias.bootstrap_accuracy(full, None, n_boot=2000)["ci"])
+    by_cluster = width(bias.bootstrap_accuracy(full, [it["cluster"] for it in items], n_boot=2000)["ci"])
+    assert by_concept > 2.5 * by_item and by_concept > 1.6 * by_cluster, (by_concept, by_cluster, by_item)
+    # the unit is stated in results.json and in report.md
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["bootstrap"]["unit"]["wordnetqa"].startswith("concept (synset)")
+    md = (tmp_path / "report.md").read_text()
+    assert "Bootstrap resampling unit: concept (synset)" in md and "resampling wordnetqa by concept (synset)" in md
+    assert "Bias_C leaves out synonymy" in md and "Bias_W leaves out synonymy" in md
+
+
+def test_compare_pairs_and_resamples_wordnetqa_concepts(monkeypatch):
+    import probegen.wordnetqa.evaluate as wev
+    from diagnostics import compare as cmp
+
+    items, correct = concept_records()
+    monkeypatch.setattr(wev, "evaluate_mc", lambda data, scorer, **kw: table_evaluate_mc(correct)(data, scorer, 0, "x"))
+    units = cmp.unit_correctness("wordnetqa", SimpleNamespace(items=items), OverlapScorer(), progress=False)
+    assert len(units) == 40 and all(n == 12 for _, n in units.values())
+    res = cmp.paired_bootstrap(units, units, n_boot=2000)
+    by_item = bias.bootstrap_accuracy(correct["full"].astype(float), None, n_boot=2000)["ci"]
+    assert res["a"]["ci"][1] - res["a"]["ci"][0] > 2.5 * (by_item[1] - by_item[0])
+    text = cmp.render({"a": {"label": "twin", "path": "a", "chance": 0.2}, "b": {"label": "adv", "path": "b", "chance": 0.2},
+                       "kind": "wordnetqa", "resampling_unit": cmp.RESAMPLING_UNIT["wordnetqa"],
+                       "models": [{"model": "m", "used_in_construction": False, **res}]}, "c.png")
+    assert "resampled whole (wordnetqa: concept (synset)" in text
 
 
 # ---- end to end -----------------------------------------------------------------------------------
@@ -280,14 +365,17 @@ def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
     write(synthetic_coda21(n_groups=20), tmp_path / "ds")
     scorer = OverlapScorer()
     monkeypatch.setattr(probegen.evaluation, "load_model_scorer", lambda *a, **k: scorer)
+    monkeypatch.setattr(probegen.evaluation, "resolve_models", lambda models, kind=None: {m: "causal" for m in models})
     r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "o"),
                                       "--bootstrap", "100", "--no-controls"])
     assert r.exit_code == 0, r.output
     assert "Bias_C" in r.stdout and (tmp_path / "o" / "report.md").exists()
-    # a rerun scores again through the same scorer (whose own cache makes that free)
+    calls_first = scorer.calls
+    # every ablation of a dataset goes into one request table: one scorer call per run
+    assert calls_first == 1
     calls = scorer.calls
     CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "o"), "--no-controls"])
-    assert scorer.calls == calls + 4
+    assert scorer.calls == calls + 1
 
 
 def test_command_errors_are_probegen_errors(tmp_path):

@@ -8,16 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tiny_models
 
 from probegen.score_cache import ScoreCache
 from probegen.scorers.base import Scorer, boundary_split
-
-CORPUS = [
-    "The quick brown fox jumps over the lazy dog near the river bank.",
-    "Definition of bkatuhla is a small animal that lives in the forest.",
-    "A formal written agreement between two parties, signed by both of them.",
-    "She kept the little plant on the windowsill and watered it every morning.",
-] * 4
 
 QUERIES = [
     "The fox sat by the river. Definition of bkatuhla is",
@@ -34,71 +28,22 @@ CANDS = [
 
 
 # ---- tiny models ------------------------------------------------------------------------------------
-def _bpe_tokenizer(bos: bool):
-    """A byte-level BPE tokenizer trained in milliseconds on CORPUS (GPT-2 style whitespace)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320, special_tokens=["<|endoftext|>", "<s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tk.train_from_iterator(CORPUS, trainer)
-    if bos:  # Llama-2 style: the tokenizer prepends BOS
-        tk.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tk.token_to_id("<s>"))])
-    return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="<|endoftext|>")
-
-
-def _save(model, tok, path: Path) -> str:
-    model.save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-    return str(path)
-
-
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory) -> str:
     """A random 2-layer Llama (RoPE, GQA) without BOS, saved as a local model directory."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    tok = _bpe_tokenizer(bos=False)
-    cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1, eos_token_id=0, pad_token_id=0,
-    )
-    return _save(LlamaForCausalLM(cfg), tok, tmp_path_factory.mktemp("tiny-llama"))
+    return tiny_models.tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="module")
 def tiny_gpt2(tmp_path_factory) -> str:
     """A random 2-layer GPT-2 (absolute positions) whose tokenizer prepends BOS."""
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(1)
-    tok = _bpe_tokenizer(bos=True)
-    cfg = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=256, bos_token_id=1, eos_token_id=0)
-    return _save(GPT2LMHeadModel(cfg), tok, tmp_path_factory.mktemp("tiny-gpt2"))
+    return tiny_models.tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory) -> str:
     """A random 2-layer BertForMaskedLM with the real bert-base-uncased vocabulary (from MiniLM)."""
-    import torch
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
-
-    from probegen.models import resolve_model
-
-    vocab = Path(resolve_model("minilm-l6").path_or_id) / "vocab.txt"
-    # transformers 5 silently ignores vocab_file= here (5-token vocab); vocab= takes the path
-    tok = BertTokenizerFast(vocab=str(vocab))
-    assert tok.vocab_size == 30522
-    torch.manual_seed(2)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-    return _save(BertForMaskedLM(cfg), tok, tmp_path_factory.mktemp("tiny-bert"))
+    return tiny_models.tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 def _flat(scores: list[np.ndarray]) -> np.ndarray:
@@ -119,17 +64,19 @@ def test_boundary_split_follows_lm_eval():
 
 
 # ---- causal: prefix reuse == naive -----------------------------------------------------------------
-@pytest.mark.parametrize("strategy", ["packed", "kv"])
 @pytest.mark.parametrize("fixture", ["tiny_llama", "tiny_gpt2"])
-def test_causal_prefix_reuse_equals_naive(fixture, strategy, request):
+def test_causal_prefix_reuse_equals_naive(fixture, request):
     from probegen.models import load_scorer
 
     path = request.getfixturevalue(fixture)
+    strategy = "packed"
     s = load_scorer(path, cache=False, batch_size=3, strategy=strategy)  # small batches: several of each
-    s.prefix_batch, s.max_row_tokens = 2, 24  # several prefix groups; packed rows split
+    s.max_row_tokens = 24  # packed rows split
     assert s.kind == "causal" and s.query_style == "pattern"
     fast = _flat(s.score(QUERIES, CANDS))
     assert s.strategy == strategy, "the self-check must accept prefix reuse on a standard decoder"
+    check = s.stats()["self_check"]
+    assert check["passed"] and check["strategy"] == "packed" and check["max_abs_diff"] < 1e-4
     naive = s.score_naive(_pairs())
     np.testing.assert_allclose(fast, naive, atol=1e-4, rtol=0)
     full = load_scorer(path, cache=False, prefix_reuse=False)
@@ -198,6 +145,66 @@ def test_score_matrix(tiny_llama):
     m = s.score_matrix(QUERIES[:3], ["a dog", "a fox"])
     assert m.shape == (3, 2) and m.dtype == np.float64
     np.testing.assert_allclose(m[1], s.score([QUERIES[1]], [["a dog", "a fox"]])[0], atol=1e-5)
+
+
+# ---- non-finite scores -------------------------------------------------------------------------------
+def _overflowing_head(scorer):
+    """Make the real LM head overflow like float16 does: +inf logits (a forward hook on the module)."""
+
+    def hook(module, args, output):
+        output = output.clone()
+        output[..., 0] = float("inf")
+        return output
+
+    return scorer.model.get_output_embeddings().register_forward_hook(hook)
+
+
+def test_non_finite_score_is_never_cached(tiny_llama, tmp_path):
+    from probegen.errors import NonFiniteScore, ProbegenError
+    from probegen.models import load_scorer
+
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    s = load_scorer(tiny_llama, cache=cache)
+    handle = _overflowing_head(s)
+    try:
+        with pytest.raises(NonFiniteScore) as e:
+            s.score(QUERIES[:2], CANDS[:2])
+    finally:
+        handle.remove()
+    msg = str(e.value)
+    assert isinstance(e.value, ProbegenError) and "\n" not in msg
+    assert s.name in msg and "non-finite" in msg
+    assert repr(QUERIES[0]) in msg and repr(CANDS[0][0]) in msg  # names the pair
+    assert len(cache) == 0
+    with pytest.raises(ValueError, match="non-finite"):
+        cache.put_many([("k", float("nan"))])
+    assert len(cache) == 0
+    # the hook removed, the same scorer scores and caches normally
+    assert np.all(np.isfinite(_flat(s.score(QUERIES[:2], CANDS[:2])))) and len(cache) == 6
+
+
+def test_non_finite_score_is_one_cli_line(tiny_llama, tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from cli import cli
+    from probegen.scorers.causal import CausalScorer
+
+    d = tmp_path / "d"
+    d.mkdir()
+    items = [
+        {"synset": f"s{i}.n.01", "lemma": f"s{i}", "definition": f"thing {i}", "context": {"text": f"a w{i} b", "char_span": [2, 2 + len(f"w{i}")]}}
+        for i in range(5)
+    ]
+    (d / "groups.jsonl").write_text(json.dumps({"id": "g", "pos": "n", "ancestor": "a.n.01", "relation": "parent", "items": items}) + "\n")
+    logits = CausalScorer._logits
+    monkeypatch.setattr(CausalScorer, "_logits", lambda self, h: logits(self, h) * float("nan"))
+    monkeypatch.setenv("PROBEGEN_CACHE", str(tmp_path / "cache"))
+    r = CliRunner().invoke(cli, ["eval", "--model", tiny_llama, "--dataset", str(d), "--out", str(tmp_path / "o")])
+    lines = [line for line in r.stderr.splitlines() if line.startswith("probegen: error:")]
+    assert r.exit_code == 1 and len(lines) == 1 and "non-finite" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "o" / "results.json").exists()
 
 
 # ---- cache and resume ---------------------------------------------------------------------------------
@@ -307,6 +314,89 @@ def test_masked_pll_with_tiny_bert(tiny_bert):
     assert got[0] == pytest.approx(ref, abs=1e-4)
     mean = load_scorer(tiny_bert, cache=False, reduction="mean").score([q], [[c]])[0][0]
     assert mean == pytest.approx(ref / (end - start), abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def peaky_bert(tmp_path_factory) -> str:
+    """A tiny random BERT whose predictions depend strongly on the input (large init), so PLL
+    variants that mask different tokens give clearly different scores."""
+    return tiny_models.tiny_bert(tmp_path_factory.mktemp("peaky-bert"), seed=3, initializer_range=0.5)
+
+
+PLL_PAIRS = [
+    ("The heron waded through the marsh. Definition of bkatuhla is", "an unbelievably tall wading-bird"),
+    ("Definition of bkatuhla is", "a bkatuhla"),  # the nonce itself: four pieces
+    ("Definition of bkatuhla is", "a tree"),  # single-piece words only: both variants agree
+]
+
+
+def _naive_pll(scorer, query: str, candidate: str, l2r: bool) -> float:
+    """Reference PLL: one forward pass per candidate token with full logits. Words come from
+    WordPiece's own marker (a piece starting with ## continues the previous word), not from the
+    tokenizer's word ids that the scorer uses."""
+    import torch
+
+    ids, start, end = scorer.encode_pair(query, candidate)
+    pieces = scorer.tok.convert_ids_to_tokens(ids)
+    total = 0.0
+    for p in range(start, end):
+        masked = list(ids)
+        masked[p] = scorer.tok.mask_token_id
+        q = p + 1
+        while l2r and q < end and pieces[q].startswith("##"):  # later pieces of the same word
+            masked[q] = scorer.tok.mask_token_id
+            q += 1
+        with torch.no_grad():
+            lp = torch.log_softmax(scorer.model(input_ids=torch.tensor([masked])).logits[0, p], -1)
+        total += lp[ids[p]].item()
+    return total
+
+
+def test_pll_variants_equal_a_naive_reference(peaky_bert):
+    from probegen.models import load_scorer
+
+    original = load_scorer(peaky_bert, cache=False, batch_size=3)
+    l2r = load_scorer(peaky_bert, cache=False, batch_size=3, pll="word-l2r")
+    assert original.settings()["method"] == "pll" and l2r.settings()["method"] == "pll-word-l2r"
+    queries = [q for q, _ in PLL_PAIRS]
+    cands = [[c] for _, c in PLL_PAIRS]
+    got_o, got_l = _flat(original.score(queries, cands)), _flat(l2r.score(queries, cands))
+    ref_o = [_naive_pll(original, q, c, l2r=False) for q, c in PLL_PAIRS]
+    ref_l = [_naive_pll(l2r, q, c, l2r=True) for q, c in PLL_PAIRS]
+    np.testing.assert_allclose(got_o, ref_o, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(got_l, ref_l, atol=1e-4, rtol=0)
+    assert abs(got_o[0] - got_l[0]) > 0.01 and abs(got_o[1] - got_l[1]) > 0.01  # multi-piece words (noise ~1e-5)
+    assert got_o[2] == pytest.approx(got_l[2], abs=1e-5)  # one piece per word: the same copies
+
+
+def test_pll_variants_match_minicons(peaky_bert):
+    """minicons (Kauf & Ivanova's reference implementation lives there) scores the same pairs."""
+    pytest.importorskip("minicons")
+    from minicons import scorer as mc
+    from transformers import AutoTokenizer
+
+    from probegen.models import load_scorer
+
+    tok = AutoTokenizer.from_pretrained(peaky_bert)
+    # minicons 0.3.39 still calls batch_encode_plus, which transformers 5 removed; same call
+    tok.batch_encode_plus = lambda texts, **kw: tok(texts, **kw)
+    for pll, metric in (("original", "original"), ("word-l2r", "within_word_l2r")):
+        ours = load_scorer(peaky_bert, cache=False, pll=pll)
+        ref = mc.MaskedLMScorer(ours.model, device="cpu", tokenizer=tok)
+        theirs = ref.conditional_score([q for q, _ in PLL_PAIRS], [c for _, c in PLL_PAIRS],
+                                       reduction=lambda x: x.sum(0).item(), PLL_metric=metric)
+        got = _flat(ours.score([q for q, _ in PLL_PAIRS], [[c] for _, c in PLL_PAIRS]))
+        np.testing.assert_allclose(got, theirs, atol=1e-3, rtol=0)
+
+
+def test_pll_option_is_rejected_for_other_kinds(tiny_llama):
+    from probegen.errors import ProbegenError
+    from probegen.models import load_scorer
+
+    with pytest.raises(ProbegenError, match="applies to masked LMs only"):
+        load_scorer(tiny_llama, pll="word-l2r")
+    with pytest.raises(ProbegenError, match="pll must be one of"):
+        load_scorer(tiny_llama, scorer="masked", pll="l2r")  # checked before any loading
 
 
 def test_masked_span_logprob_masks_all_pieces_of_the_words(tiny_bert, tmp_path):

@@ -3,7 +3,6 @@ the graph item by item, gold balance, determinism, splits, templates, tie safety
 
 from __future__ import annotations
 
-import doctest
 import json
 from collections import Counter
 from types import SimpleNamespace
@@ -52,17 +51,6 @@ class ConstantScorer:
     def score(self, queries, candidates, progress=False):
         self.queries = list(queries)
         return [np.zeros(len(c)) for c in candidates]
-
-
-@pytest.mark.parametrize("module", [C, contexts, distractors, evaluate, items, probes, reference, render, D])
-def test_docstring_examples(module):
-    assert doctest.testmod(module).failed == 0
-
-
-def test_mc_plots_docstring():
-    import diagnostics.mc_plots as mp
-
-    assert doctest.testmod(mp).failed == 0
 
 
 # ---- contexts --------------------------------------------------------------------------------------
@@ -279,10 +267,16 @@ def test_modes_render_partial_inputs(small):
     for q, it in zip(out["word"], its):
         assert it.context.text not in q and it.context.surface in q
     assert len(set(out["choice"])) == 1
-    assert out["full"][0].endswith(its[0].question) or its[0].question in out["full"][0]
+    for q, it in zip(out["full"], its):
+        # the full query is the stem as generated (sentence and target shown), in the probe's LM wrapper
+        assert q == render.probe_spec(it.probe)["lm_query"].format(stem=it.question)
+        assert it.context.text in q and f'"{it.context.surface}"' in q and "bkatuhla" not in q
 
 
 def test_length_normalisation_options(small):
+    # summed log-prob: -1 per character for the gold choice, -2 per character (+ a small bonus so
+    # longer distractors are not always worse) for the others. Per character the gold always wins;
+    # summed, the longest-scoring choice depends on lengths.
     class LM(ConstantScorer):
         kind = "causal"
         query_style = "pattern"
@@ -291,17 +285,32 @@ def test_length_normalisation_options(small):
             return {"reduction": "sum"}
 
         def score(self, queries, candidates, progress=False):
-            return [-np.array([len(c) for c in cands], dtype=float) * 2.0 for cands in candidates]
+            return [np.array([raw(c, gold) for c in cands]) for cands, gold in zip(candidates, self.golds)]
 
-    sub = SimpleNamespace(items=small.items[:40], manifest={})
-    plain = evaluate.evaluate_mc(sub, LM(), length_norm="none")
-    assert all(len(r["choices"][r["pred"]]) == min(len(c) for c in r["choices"]) for r in plain["items"])
+    def raw(c, gold):
+        n = len(c.strip())
+        return -1.0 * n if c == gold else -2.0 * n + 0.5 * n ** 0.5
+
+    its = [it for it in small.items if it.probe == "definitions"][:60]
+    sub = SimpleNamespace(items=its, manifest={})
+    lm = LM()
+    lm.golds = [it.choices[it.answer] for it in its]
+    plain = evaluate.evaluate_mc(sub, lm, length_norm="none")
+    chars = evaluate.evaluate_mc(sub, lm, length_norm="chars")
+    assert chars["metrics"]["length_norm"] == "chars" and plain["metrics"]["length_norm"] == "none"
+    for it, p, c in zip(its, plain["items"], chars["items"]):
+        sums = [raw(x, it.choices[it.answer]) for x in it.choices]
+        assert p["scores"] == pytest.approx(sums, abs=1e-6) and p["pred"] == int(np.argmax(sums))
+        assert c["scores"] == pytest.approx([s / len(x.strip()) for s, x in zip(sums, it.choices)], abs=1e-6)
+        assert c["pred"] == it.answer
+    assert chars["metrics"]["accuracy"] == 1.0
+    want = np.mean([np.argmax([raw(x, it.choices[it.answer]) for x in it.choices]) == it.answer for it in its])
+    assert plain["metrics"]["accuracy"] == pytest.approx(want) and want < 0.9  # the summed scores disagree
     with pytest.raises(ProbegenError, match="reduction mean"):
-        evaluate.evaluate_mc(sub, LM(), length_norm="tokens")
-    chars = evaluate.evaluate_mc(sub, LM(), length_norm="chars")
-    assert chars["metrics"]["length_norm"] == "chars"
-    # sum / chars is constant here (-2 per char, up to the choice's stripped length): all tied
-    assert abs(chars["metrics"]["accuracy"] - 0.2) < 0.2
+        evaluate.evaluate_mc(sub, lm, length_norm="tokens")
+    # cosine scores are never normalised
+    lm.kind = "embedding"
+    assert evaluate.evaluate_mc(sub, lm, length_norm="chars")["items"][0]["scores"] == plain["items"][0]["scores"]
 
 
 def test_eval_end_to_end_with_glove(small, tmp_path):
@@ -309,7 +318,9 @@ def test_eval_end_to_end_with_glove(small, tmp_path):
 
     sub = D.WordNetQADataset([it for it in small.items if it.split != "train"][:600], small.manifest)
     data = D.write(sub, tmp_path / "set")
-    table = run_eval("glove-50d", data, tmp_path / "run", log=lambda m: None)
+    from cli import _eval_figures
+
+    table = run_eval("glove-50d", data, tmp_path / "run", log=lambda m: None, figures=_eval_figures("glove-50d", str(data)))
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     m = res["metrics"]
     assert 0.2 < m["accuracy"] < 1.0 and m["strict_cluster_accuracy"] <= m["accuracy"]
@@ -335,8 +346,13 @@ def test_release_export_round_trip(small, tmp_path):
     ]
     recs = evaluate.evaluate_mc(back, ConstantScorer(), mode="full")["items"]
     assert len(recs) == len(test_items)
-    with pytest.raises(DatasetError, match="template"):
-        evaluate.evaluate_mc(back, ConstantScorer(), mode="context")
+    # the stem's quoted sentence and the surface form are found again: every ablation's query
+    # is the one the original item gives
+    for mode in ("context", "word"):
+        for style in ("pattern", "plain"):
+            assert [render.query(it, style, mode, "bkatuhla") for it in back.items] == [
+                render.query(it, style, mode, "bkatuhla") for it in test_items
+            ]
 
 
 def test_malformed_items_fail_cleanly(tmp_path):
@@ -369,5 +385,47 @@ def test_hypernym_cycles_terminate(graph):
     rel = distractors.Relations(graph)
     assert "inhibit.v.04" in rel.all_ancestors("restrain.v.01")
     assert "restrain.v.01" not in rel.all_ancestors("restrain.v.01")
-    qs = probes.questions("hypernymy", "restrain.v.01", [("restrain", items.Context("restrain him", (0, 8)))], graph, WordNetQAConfig(pos=("v",)))
+    qs = probes.questions("hypernymy", "restrain.v.01", [("restrain", items.Context(text="restrain him", char_span=(0, 8), source="wordnet", ref="0"))], graph, WordNetQAConfig(pos=("v",)))
     assert all(q.hops >= 1 and q.gold != "restrain.v.01" for q in qs)
+
+
+# ---- bias diagnostics on the real set ---------------------------------------------------------------
+class OverlapLM(ConstantScorer):
+    """A deterministic stand-in LM: a choice scores by the words it shares with the query."""
+
+    kind = "causal"
+    query_style = "pattern"
+
+    def score(self, queries, candidates, progress=False):
+        self.queries = list(queries)
+        out = []
+        for q, cands in zip(queries, candidates):
+            qt = set(q.lower().replace('"', " ").split())
+            out.append(np.array([len(qt & set(c.lower().replace(",", " ").split())) for c in cands], dtype=float))
+        return out
+
+
+def test_synonymy_ablations_measure_nothing_and_are_left_out(small):
+    from diagnostics import run_bias
+
+    syn = [it for it in small.items if it.probe == "synonymy"][:100]
+    other = [it for it in small.items if it.probe != "synonymy" and it.context is not None][:100]
+    for it in syn:  # why synonymy is excluded: Context = Full, and the Word query names a gold lemma
+        full, ctx, word = (render.query(it, "pattern", m, "bkatuhla") for m in ("full", "context", "word"))
+        assert ctx == full and it.context is None
+        assert f'"{it.word}"' in word and it.word in it.choices[it.answer].split(", ")
+    for it in other:  # every other probe hides its target in the Context query
+        assert render.query(it, "pattern", "context", "bkatuhla") != render.query(it, "pattern", "full", "bkatuhla")
+
+    cfg = run_bias.BiasConfig(n_boot=200, controls=False, nonce="bkatuhla")
+    records = run_bias.score_mc(small, OverlapLM(), cfg, progress=False)
+    res = run_bias.analyse_mc(small, records, cfg)
+    ctx_right = [r["correct"] for r in records["context"] if r["probe"] == "synonymy"]
+    assert ctx_right == [r["correct"] for r in records["full"] if r["probe"] == "synonymy"]
+    s = res["subsets"]["synonymy"]["ratios"]
+    assert s["bias_c"]["not_applicable"] and s["bias_w"]["not_applicable"] and s["bias_choice"].get("excluded") is None
+    for name in ("bias_c", "bias_w"):
+        r = res["all"]["ratios"][name]
+        assert r["over"] == ["definitions", "hypernymy", "hyponymy"] and set(r["excluded"]) == {"synonymy"}
+    # the bootstrap unit is the concept: fewer units than probe:concept clusters
+    assert res["all"]["n_units"] == len({it.synset for it in small.items}) < len({it.cluster for it in small.items})

@@ -2,7 +2,10 @@
 
 The non-adversarial twin is the standard build (``probegen make coda21`` with the same config),
 so both sets share ancestors, group ids and sizes (hence the same chance level) and differ only in
-which valid co-hyponyms fill each group. Every constraint of the standard build still holds: 5..10
+which valid co-hyponyms fill each group. Where no confusable set of the twin's size exists, the
+group keeps its twin members ("twin"); if earlier adversarial groups took some of them, it keeps
+the rest ("shrunk", fewer members, same id) when k_min remain, else it is "dropped". Ids always
+come from the groups kept, so a group id names the same ancestor in both sets. Every constraint of the standard build still holds: 5..10
 members, all children (hard) or grandchildren (easy) of the recorded ancestor, no pair of
 definitions above the similarity cap, no synset in two groups, clean = enough SemCor contexts.
 """
@@ -46,17 +49,16 @@ def _pools(p: D.Plan, pool_max: int) -> dict[str, list[str]]:
 
 def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: dict[str, Context], graph, scorer,
                  progress: bool) -> dict[str, np.ndarray]:
-    """The reference model's context x definition matrix over each ancestor's whole pool, in one call."""
+    """The reference model's context x definition matrix over each ancestor's whole pool, in one request table."""
+    from ..core import Unit, score_units
+
     patterns, nonce = coda21_patterns(None), default_nonce()
-    queries, cands, spans = [], [], {}
-    for anc, pool in pools.items():
-        defs = [graph.definition(m) for m in pool]
-        spans[anc] = len(queries)
-        for m in pool:
-            queries.append(query(chosen[m], pos_of[anc], scorer.query_style, "context", nonce, patterns))
-            cands.append(defs)
-    rows = scorer.score(queries, cands, progress=progress)
-    return {anc: np.vstack(rows[spans[anc] : spans[anc] + len(pool)]) for anc, pool in pools.items()}
+    units = [
+        Unit.group(anc, [query(chosen[m], pos_of[anc], scorer.query_style, "context", nonce, patterns) for m in pool],
+                   [graph.definition(m) for m in pool], range(len(pool)), "alignment")
+        for anc, pool in pools.items()
+    ]
+    return dict(zip(pools, score_units(units, scorer, progress=progress)))
 
 
 def build_adversarial(
@@ -78,27 +80,32 @@ def build_adversarial(
     pos_of = {anc: p.graph.pos(anc) for anc in pools}
     mats = _score_pools(pools, pos_of, chosen, p.graph, ref, progress)
 
+    # an adversarial group keeps its twin's id, so results pair up group by group
+    twin_ids = D.group_ids(cfg, p.synset_groups)
     used: set[str] = set()
     adv_groups: list[SynsetGroup] = []
+    ids: list[str] = []
     decisions = []
-    for sg in p.synset_groups:
+    for gid, sg in zip(twin_ids, p.synset_groups):
         pool = pools[sg.ancestor]
         free = [i for i, m in enumerate(pool) if m not in used]
         sub = mats[sg.ancestor][np.ix_(free, free)]
         vec = p.vectors[sg.pos]([pool[i] for i in free])
         pick = most_confusable(sub, vec @ vec.T, len(sg.members), cfg.max_similarity)
         how = "adversarial"
-        if pick is None:  # no valid confusable set of this size: keep the twin's members if still free
+        if pick is None:  # no valid confusable set of this size: keep the twin's members that are still free
             pick = [free.index(pool.index(m)) for m in sg.members if m not in used]
-            how = "twin" if len(pick) == len(sg.members) else "dropped"
+            # "shrunk": earlier adversarial groups took some twin members, but k_min or more remain
+            how = "twin" if len(pick) == len(sg.members) else "shrunk"
             if len(pick) < cfg.k_min:
-                decisions.append({"ancestor": sg.ancestor, "how": "dropped"})
+                decisions.append({"id": gid, "ancestor": sg.ancestor, "how": "dropped"})
                 continue
         members = tuple(sorted(pool[free[i]] for i in pick))
         used.update(members)
         twin_idx = [pool.index(m) for m in sg.members]
         adv_idx = [pool.index(m) for m in members]
         decisions.append({
+            "id": gid,
             "ancestor": sg.ancestor,
             "how": how,
             "replaced": len(set(sg.members) - set(members)),
@@ -106,6 +113,7 @@ def build_adversarial(
             "ref_errors_adversarial": alignment_errors(mats[sg.ancestor][np.ix_(adv_idx, adv_idx)]),
         })
         adv_groups.append(SynsetGroup(sg.ancestor, sg.relation, sg.pos, members))
+        ids.append(gid)
 
     record = {
         "reference_model": settings.against,
@@ -117,14 +125,12 @@ def build_adversarial(
         "groups_changed": sum(d.get("replaced", 0) > 0 for d in decisions),
         "members_replaced": sum(d.get("replaced", 0) for d in decisions),
         "groups_kept_as_twin": sum(d["how"] == "twin" for d in decisions),
+        "groups_shrunk": sum(d["how"] == "shrunk" for d in decisions),
         "groups_dropped": sum(d["how"] == "dropped" for d in decisions),
         "reference_errors": {"twin": sum(d.get("ref_errors_twin", 0) for d in decisions),
                              "adversarial": sum(d.get("ref_errors_adversarial", 0) for d in decisions)},
         "decisions": decisions,
     }
-    # an adversarial group keeps its twin's id, so results pair up group by group
-    twin_ids = D.group_ids(cfg, p.synset_groups)
-    ids = [gid for gid, d in zip(twin_ids, decisions) if d["how"] != "dropped"]
     adv = D.assemble(p, adv_groups, chosen, ctx_scorer, ids=ids, adversarial=record)
     twin.manifest["adversarial_twin_of"] = {"reference_model": settings.against}
     return adv, twin

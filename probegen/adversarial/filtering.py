@@ -1,8 +1,18 @@
-"""``probegen filter --artefacts``: AFLite over a CoDA21 or WordNetQA dataset, written as a new dataset."""
+"""``probegen filter --artefacts``: AFLite over a CoDA21 or WordNetQA dataset, written as a new dataset.
+
+A control measured on what AFLite kept is biased towards chance: the filter removed exactly the
+units that this classifier family got right, lucky guesses included. So before filtering, a
+seeded share of the *concepts* (WordNetQA: the synset asked about; CoDA21: the groups' ancestor)
+is held out: those units are never candidates for removal and are not in the output. The controls
+are trained on the rest before filtering and on what the filter kept after, and both are tested on
+the held-out units; a drop means the filtered data no longer teaches the shortcut, a value below
+chance that the filter overshot and planted the opposite cue.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -11,55 +21,151 @@ import numpy as np
 from ..errors import ProbegenError
 from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
 
+# what a held-out split keeps whole, per dataset kind
+CONCEPT_UNIT = {"coda21": "ancestor", "wordnetqa": "synset"}
 
-def _controls(kind: str, data: Any, seed: int) -> list[dict[str, Any]]:
-    """The cross-validated partial-input controls the filter targets, with bootstrap CIs."""
+
+def concept_of(kind: str, unit: Any) -> str:
+    """The concept a unit (CoDA21 group, WordNetQA item) is about; held-out splits keep it whole."""
+    return unit.ancestor if kind == "coda21" else unit.synset
+
+
+def heldout_concepts(concepts: list[str], frac: float, seed: int) -> set[str]:
+    """A seeded share ``frac`` of the distinct concepts: at least 2, and at least 4 left for filtering.
+
+    >>> sorted(heldout_concepts(["a", "b", "c", "d", "e", "f", "g", "h", "a"], 0.25, 0))
+    ['e', 'h']
+    >>> heldout_concepts(list("abcde"), 0.25, 0)
+    Traceback (most recent call last):
+    ...
+    probegen.errors.ProbegenError: too few concepts (5) to hold out 2 and filter at least 4
+    """
+    names = sorted(set(concepts))
+    n = max(2, round(frac * len(names)))
+    if len(names) - n < 4:
+        raise ProbegenError(f"too few concepts ({len(names)}) to hold out {n} and filter at least 4")
+    order = np.random.default_rng([seed, zlib.crc32(b"heldout")]).permutation(len(names))
+    return {names[i] for i in order[:n]}
+
+
+def heldout_controls(
+    kind: str, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
+    seed: int, n_boot: int = 1000,
+) -> list[dict[str, Any]]:
+    """The partial-input controls trained on the ``alive`` rows of ``train`` units, tested on ``test`` units.
+
+    WordNetQA: choice-only, one classifier per probe type (the bias report's choice-only control,
+    with a fixed train/test split instead of folds). CoDA21: word-only overlap aligner. Accuracy
+    with a bootstrap CI resampling concepts (synsets / ancestors); ``correct`` keeps the per-unit
+    values so before and after can be paired.
+    """
     from diagnostics import baselines as B
 
+    unit = CONCEPT_UNIT[kind]
+    train = [i for i in train if alive[i].sum() >= min_rows]
     if kind == "coda21":
-        return [B.overlap_control(data.groups, "word", seed=seed)]
-    return B.choice_only_control([B.mc_view(it, i) for i, it in enumerate(data.items)], seed=seed)
+        local = train + test
+        predict = coda21_predictor([units[i] for i in local])
+        got = predict(np.arange(len(train)), np.arange(len(train), len(local)),
+                      [alive[i] for i in train] + [np.ones(units[i].k, dtype=bool) for i in test], seed)
+        acc = np.array([got[len(train) + t].mean() for t in range(len(test))])
+        chance = float(np.mean([1.0 / units[i].k for i in test]))
+        res = B._result("word-overlap", "coda21", "one-to-one alignment", acc, [units[i].ancestor for i in test], chance,
+                        n_boot, seed, f"word-only overlap aligner trained on {len(train)} groups, tested on "
+                        f"{len(test)} held-out groups (bootstrap over {unit}s)", n_train=len(train))
+        return [{**res, "correct": acc.tolist()}]
+
+    from probegen.aligner import argmax_random_ties
+
+    views = [B.mc_view(it, i) for i, it in enumerate(units)]
+    out = []
+    for probe in sorted({views[i].probe for i in test}):
+        tr = [views[i] for i in train if views[i].probe == probe]
+        te = [i for i in test if views[i].probe == probe]
+        if len({v.cluster for v in tr}) < 2 or len(tr) < 10:
+            out.append(B._skipped("choice-only", probe, f"too few training items ({len(tr)})"))
+            continue
+        tr_texts, tr_num, y, _ = B._choice_rows(tr)
+        te_texts, te_num, _, owner = B._choice_rows([views[i] for i in te])
+        _, s, _ = B._choice_model(tr_texts, tr_num, y, te_texts, te_num)
+        correct = np.array([float(argmax_random_ties(s[owner == t], seed=np.random.default_rng([seed, i]))
+                                  == views[i].answer) for t, i in enumerate(te)])
+        chance = float(np.mean([1.0 / len(views[i].choices) for i in te]))
+        res = B._result("choice-only", probe, "gold choice (argmax over choices)", correct, [units[i].synset for i in te],
+                        chance, n_boot, seed, f"logistic regression (SGD) on choice text/length/overlap trained on "
+                        f"{len(tr)} items, tested on {len(te)} held-out items (bootstrap over {unit}s)", n_train=len(tr))
+        out.append({**res, "correct": correct.tolist()})
+    return out
+
+
+def _paired(before: list[dict], after: list[dict], units: list, test: list[int], kind: str, seed: int) -> list[dict]:
+    """Each after-control with the after - before difference on the same held-out units (paired bootstrap CI)."""
+    from diagnostics.bias import bootstrap_accuracy
+
+    for b, a in zip(before, after):
+        if "correct" not in b or "correct" not in a:
+            continue
+        te = [i for i in test if kind == "coda21" or units[i].probe == a["applies_to"]]
+        d = bootstrap_accuracy(np.array(a["correct"]) - np.array(b["correct"]), [concept_of(kind, units[i]) for i in te], seed=seed)
+        a["diff"] = {"value": d["accuracy"], "ci": d["ci"]}
+    for r in before + after:
+        r.pop("correct", None)
+    return after
 
 
 def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Filter the dataset at ``path`` into ``out``; returns the manifest's ``filter`` record."""
+    """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the manifest's ``filter`` record."""
     from diagnostics import baselines as B
     from diagnostics.run_bias import load_dataset
 
+    if not 0 < s.holdout < 1:
+        raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {s.holdout}")
     kind, data = load_dataset(path)
+    units = data.groups if kind == "coda21" else data.items
+    concepts = [concept_of(kind, u) for u in units]
+    held = heldout_concepts(concepts, s.holdout, s.seed)
+    test = [i for i, c in enumerate(concepts) if c in held]
+    rest = [i for i, c in enumerate(concepts) if c not in held]
+    sub = [units[i] for i in rest]  # the filter sees only these
     if kind == "coda21":
-        units = data.groups
         ids = [g.id for g in units]
-        clusters, sizes, min_rows = ids, [g.k for g in units], int(data.manifest.get("config", {}).get("k_min", 5))
+        min_rows = int(data.manifest.get("config", {}).get("k_min", 5))
+        clusters, sizes = [g.id for g in sub], [g.k for g in sub]
         chance = lambda alive: float(np.mean([1.0 / a.sum() for a in alive if a.sum() >= min_rows]))  # noqa: E731
-        predict, what = coda21_predictor(units), "word-only overlap aligner (CoDA21 members)"
+        predict, what = coda21_predictor(sub), "word-only overlap aligner (CoDA21 members)"
     else:
-        units = data.items
-        views = [B.mc_view(it, i) for i, it in enumerate(units)]
-        ids, clusters, sizes, min_rows = [v.id for v in views], [v.cluster for v in views], [1] * len(views), 1
+        views = [B.mc_view(it, i) for i, it in enumerate(sub)]
+        ids, min_rows = [it.id for it in units], 1
+        clusters, sizes = [v.cluster for v in views], [1] * len(views)
         chance = lambda alive: float(np.mean([1.0 / len(v.choices) for v, a in zip(views, alive) if a[0]]))  # noqa: E731
         predict, what = per_probe_predictor(views), "choice-only classifier per probe type (WordNetQA items)"
     if len(set(clusters)) < 4:
         raise ProbegenError(f"{path}: too few units ({len(set(clusters))}) to filter")
-    log(f"AFLite on {len(units)} units of {path}: {what}, budget {s.budget} rows")
-    before = _controls(kind, data, s.seed)
+    log(f"held out {len(held)} of {len(set(concepts))} concepts ({CONCEPT_UNIT[kind]}s; {len(test)} units), never filtered")
+    log(f"AFLite on the other {len(sub)} units of {path}: {what}, budget {s.budget} rows")
     res = aflite(predict, sizes, clusters, min_rows, chance, s, log)
-    alive = res["alive"]
+    alive = [np.ones(len(u.items) if kind == "coda21" else 1, dtype=bool) for u in units]
+    for k, i in enumerate(rest):
+        alive[i] = res["alive"][k]
+    removed_at = [(rest[i], j) for i, j in res["removed"]]
+    log(f"controls on the {len(test)} held-out units, trained on the rest before and after filtering")
+    full = [np.ones_like(a) for a in alive]
+    before = heldout_controls(kind, units, rest, full, test, min_rows, s.seed)
+    after = _paired(before, heldout_controls(kind, units, rest, alive, test, min_rows, s.seed), units, test, kind, s.seed)
     if kind == "coda21":
         from ..coda21.dataset import counts, write
 
-        groups = [dataclasses.replace(g, items=tuple(it for it, a in zip(g.items, alive[i]) if a))
-                  for i, g in enumerate(units) if alive[i].sum() >= min_rows]
+        groups = [dataclasses.replace(units[i], items=tuple(it for it, a in zip(units[i].items, alive[i]) if a))
+                  for i in rest if alive[i].sum() >= min_rows]
         kept = dataclasses.replace(data, groups=groups)
-        removed = [f"{ids[i]}/{units[i].items[j].synset}" for i, j in res["removed"]]
-        dropped = [ids[i] for i in range(len(units)) if alive[i].sum() < min_rows]
+        removed = [f"{ids[i]}/{units[i].items[j].synset}" for i, j in removed_at]
+        dropped = [ids[i] for i in rest if alive[i].sum() < min_rows]
     else:
         from ..wordnetqa.dataset import counts, write
 
-        kept = dataclasses.replace(data, items=[it for i, it in enumerate(units) if alive[i][0]])
-        removed = [ids[i] for i, _ in res["removed"]]
+        kept = dataclasses.replace(data, items=[units[i] for i in rest if alive[i][0]])
+        removed = [ids[i] for i, _ in removed_at]
         dropped = removed
-    after = _controls(kind, kept, s.seed)
     record = {
         "source": str(path),
         "source_manifest_sha256": _manifest_hash(data),
@@ -67,6 +173,13 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable
                   + ("; a group left with fewer than k_min members is dropped" if kind == "coda21" else ""),
         "control": what,
         "settings": dataclasses.asdict(s),
+        "held_out": {
+            "unit": CONCEPT_UNIT[kind],
+            "concepts": sorted(held),
+            "ids": [ids[i] for i in test],
+            "note": "held out before filtering: never filtered and not in this dataset; the controls are trained "
+                    "on the rest before / after filtering and tested on these",
+        },
         "removed": removed,
         "units_dropped": dropped,
         "rounds": res["rounds"],
@@ -113,13 +226,20 @@ def _manifest_hash(data: Any) -> str:
 
 
 def summary(record: dict[str, Any]) -> str:
-    """Control accuracy before and after, one line per control."""
-    lines = [f"removed {len(record['removed'])} rows ({len(record['units_dropped'])} units dropped) in "
-             f"{len(record['rounds'])} rounds; stopped near chance: {'yes' if record['stopped_near_chance'] else 'no'}"]
+    """What was held out and removed, then each control on the held-out units before -> after filtering."""
+    h = record["held_out"]
+    fmt_ci = lambda ci: f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""  # noqa: E731
+    fmt = lambda r: f"{r['accuracy']:.3f}{fmt_ci(r.get('ci'))}"  # noqa: E731
+    lines = [f"held out {len(h['concepts'])} concepts by {h['unit']} ({len(h['ids'])} units): never filtered, not in the output",
+             f"removed {len(record['removed'])} rows ({len(record['units_dropped'])} units dropped) from the rest in "
+             f"{len(record['rounds'])} rounds; stopped near chance: {'yes' if record['stopped_near_chance'] else 'no'}",
+             "controls trained on the rest before -> after filtering, tested on the held-out units:"]
     for b, a in zip(record["controls_before"], record["controls_after"]):
         if "skipped" in b or "skipped" in a:
+            lines.append(f"{b['control']} ({b['applies_to']}): skipped ({b.get('skipped') or a.get('skipped')})")
             continue
-        fmt = lambda r: f"{r['accuracy']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if r.get("ci") else f"{r['accuracy']:.3f}"  # noqa: E731
-        lines.append(f"{b['control']} ({b['applies_to']}): {fmt(b)} -> {fmt(a)}  (chance {a['chance']:.3f}, "
-                     f"artefact {'yes' if b['artefact'] else 'no'} -> {'yes' if a['artefact'] else 'no'})")
+        d = a.get("diff")
+        diff = f"; diff {d['value']:+.3f}{fmt_ci(d['ci'])}" if d else ""
+        lines.append(f"{b['control']} ({b['applies_to']}): {fmt(b)} -> {fmt(a)}  (chance {a['chance']:.3f}{diff}; "
+                     f"{a['n_items']} items, {a['n_units']} {h['unit']}s)")
     return "\n".join(lines)

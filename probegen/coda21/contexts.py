@@ -7,6 +7,11 @@ bundled causal LM with the causal analogue of that criterion: the mean log proba
 target's tokens given the sentence to its left, log P(target | left context) / n_tokens. (A
 causal LM cannot look right of the word; the left context is what makes the word predictable.)
 
+Only usable contexts are scored: a SemCor sentence that shows another form of the target lemma
+outside the hidden span (``probegen.leaks``) is dropped before scoring. The criterion above
+rewards exactly those sentences (a word is predictable where it already appeared), so filtering
+after scoring would not be enough.
+
 Scores go through the shared scorer, so they land in the persistent score cache: a second run,
 or another variant sharing synsets, recomputes nothing.
 """
@@ -17,12 +22,26 @@ from typing import Sequence
 
 import numpy as np
 
+from ..leaks import Morphology, leaks
 from ..text import split_at_span
 from .items import Context
 
 # With no left context (the target opens the sentence) a causal LM has nothing to condition on;
 # a sentence-start cue keeps such contexts comparable instead of unscoreable.
 _EMPTY_LEFT = "Sentence:"
+
+
+def usable_occurrences(occurrences: Sequence, limit: int, morph: Morphology) -> list:
+    """The first ``limit`` SemCor occurrences (``probegen.semcor.Occurrence``, in corpus order)
+    where no form of the target lemma is visible outside the target's span."""
+    out = []
+    for occ in occurrences:
+        c = occ.context()
+        if not leaks(c.text, c.char_span, occ.lemma, morph):
+            out.append(occ)
+            if len(out) >= limit:
+                break
+    return out
 
 
 def causal_queries(contexts: Sequence[Context]) -> tuple[list[str], list[list[str]]]:

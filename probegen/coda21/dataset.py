@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetError, ProbegenError
-from ..io import read_jsonl, sha256_file, write_json, write_jsonl
+from ..io import read_jsonl, verify_files, write_rows_dataset
 from ..manifest import CANARY, data_block, make_manifest
 from .config import Coda21Config
 from .items import Context, Group, Item
@@ -74,7 +74,7 @@ class Plan:
     wn_info: Any
     sc_info: Any
     graph: Any
-    index: dict
+    index: dict  # synset -> its first usable SemCor occurrences (no visible target form), corpus order
     synset_groups: list  # SynsetGroup, in generation order
     pools: dict[str, set[str]]  # eligible members per POS
     vectors: dict[str, Any]  # per POS: synset names -> L2-normalised definition embeddings
@@ -87,10 +87,17 @@ def plan(
     progress: bool = True,
     log=print,
 ) -> Plan:
-    """Locate the data and form the synset groups (the cheap, context-free half of a build)."""
+    """Locate the data and form the synset groups (the cheap, context-free half of a build).
+
+    A synset's contexts are its usable SemCor occurrences: those where no form of the target
+    lemma is visible outside the hidden span (``probegen.leaks``). Eligibility counts only
+    these, so "clean" means at least ``min_clean_contexts`` usable contexts.
+    """
     from ..data import load_wordnet, locate_semcor, locate_wordnet
+    from ..leaks import default_morphology
     from ..semcor import context_index
     from ..wordnet_graph import load_graph
+    from .contexts import usable_occurrences
     from .grouping import form_groups
     from .vectors import definition_vectors
 
@@ -98,11 +105,17 @@ def plan(
     wn_info, sc_info = locate_wordnet(wordnet), locate_semcor(semcor)
     log(f"WordNet {wn_info.version} ({wn_info.source}: {wn_info.path}); SemCor {sc_info.version} ({sc_info.source})")
     graph = load_graph(wordnet)
-    index = context_index(sc_info, load_wordnet(wordnet), wn_info)
+    occurrences = context_index(sc_info, load_wordnet(wordnet), wn_info)
+    # only as many usable contexts as eligibility and candidate choice can ever look at
+    morph, need = default_morphology(wordnet), max(cfg.min_contexts, cfg.max_contexts)
+    index = {
+        s: usable_occurrences(occs, need, morph)
+        for s, occs in occurrences.items() if s in graph and graph.pos(s) in cfg.pos
+    }
 
     synset_groups, pools, vectors = [], {}, {}
     for pos in cfg.pos:
-        eligible = {s for s, ctxs in index.items() if s in graph and graph.pos(s) == pos and len(ctxs) >= 1}
+        eligible = {s for s, ctxs in index.items() if graph.pos(s) == pos and len(ctxs) >= 1}
         pools[pos] = {s for s in eligible if len(index[s]) >= cfg.min_contexts}
         vectors[pos] = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress)
         found = form_groups(graph, pools[pos], pos, cfg, vectors[pos], progress=progress)
@@ -114,14 +127,15 @@ def plan(
 def pick_contexts(p: Plan, members: list[str], progress: bool = True, log=print) -> tuple[dict[str, Context], Any]:
     """(synset -> chosen context, the context scorer or None) for ``members``.
 
-    Only the first ``max_contexts`` SemCor occurrences of each synset are candidates; their
-    scores go through the persistent score cache, so later builds sharing synsets are cheap.
+    Only the first ``max_contexts`` usable SemCor occurrences of each synset are candidates
+    (leaky ones never reach the scorer); their scores go through the persistent score cache,
+    so later builds sharing synsets are cheap.
     """
     from .contexts import choose_contexts
 
     cfg = p.cfg
     candidates = {
-        m: [Context.from_tokens(c.tokens, c.span, c.sent_id) for c in p.index[m][: cfg.max_contexts]] for m in members
+        m: [c.context() for c in p.index[m][: cfg.max_contexts]] for m in members
     }
     n_scored = sum(len(v) for v in candidates.values() if len(v) > 1)
     log(f"choosing contexts for {len(members)} synsets ({n_scored} candidate contexts, scorer {cfg.context_scorer})")
@@ -148,7 +162,7 @@ def assemble(
     cfg, graph = p.cfg, p.graph
     groups: list[Group] = []
     for sg, gid in zip(synset_groups, ids or group_ids(cfg, synset_groups)):
-        items = [Item(m, _lemma_for(graph, m, chosen[m]), graph.definition(m), chosen[m]) for m in sg.members]
+        items = [Item(m, _lemma_for(p, m, chosen[m]), graph.definition(m), chosen[m]) for m in sg.members]
         order = group_rng(cfg.seed, gid).permutation(len(items))
         groups.append(Group(gid, sg.pos, sg.ancestor, sg.relation, tuple(items[i] for i in order)))
 
@@ -161,6 +175,8 @@ def assemble(
         embedder=cfg.embedder,
         context_scorer={"model": cfg.context_scorer, **(_settings(scorer) if scorer else {})},
         context_criterion=_criterion(scorer),
+        context_filter="SemCor occurrences only, no proper names (pn=), no form of the target lemma "
+                       "visible outside the hidden span (probegen.leaks)",
         **extra,
     )
     return Coda21Dataset(groups, manifest)
@@ -211,27 +227,25 @@ def _kind(name: str) -> str:
     return resolve_model(name).kind
 
 
-def _lemma_for(graph, synset: str, ctx: Context) -> str:
-    """The synset lemma matching the context's surface word, else the first lemma."""
-    word = ctx.word.lower().replace(" ", "_")
-    lemmas = graph.lemmas(synset)
-    for lem in lemmas:
-        if lem.lower() == word:
-            return lem
+def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:
+    """SemCor's lemma for the chosen occurrence ("buffs" of fan.n.03 is buff, not fan), in
+    WordNet's spelling when the synset has it; the first WordNet lemma if the context is no
+    SemCor occurrence of ``synset``."""
+    lemmas = p.graph.lemmas(synset)
+    for occ in p.index.get(synset, ()):
+        if occ.sent_id == ctx.sent_id and tuple(occ.span) == tuple(ctx.span or ()):
+            return next((lem for lem in lemmas if lem.lower() == occ.lemma.lower()), occ.lemma)
     return lemmas[0]
 
 
 # ---- files --------------------------------------------------------------------------------------
 def write(ds: Coda21Dataset, out: str | Path) -> Path:
-    """Write ``groups.jsonl`` and ``manifest.json`` into ``out`` (atomically, file by file)."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ProbegenError(f"--out {out} exists and is not a directory")
-    write_jsonl(out / GROUPS_FILE, (g.to_json() for g in ds.groups))
-    manifest = dict(ds.manifest)
-    manifest["files"] = {GROUPS_FILE: sha256_file(out / GROUPS_FILE)}
-    write_json(out / MANIFEST_FILE, manifest)
-    return out
+    """Write ``groups.jsonl`` and ``manifest.json`` (with the groups file's sha256) into ``out``.
+
+    The directory is written beside ``out`` and renamed into place once, so an interrupted
+    write leaves an earlier dataset at ``out`` whole.
+    """
+    return write_rows_dataset(out, GROUPS_FILE, (g.to_json() for g in ds.groups), ds.manifest, MANIFEST_FILE)
 
 
 def load(path: str | Path) -> Coda21Dataset:
@@ -249,6 +263,9 @@ def load(path: str | Path) -> Coda21Dataset:
                 manifest = json.loads((p / MANIFEST_FILE).read_text(encoding="utf-8"))
             except json.JSONDecodeError as e:
                 raise DatasetError(f"{p / MANIFEST_FILE}: not valid JSON ({e.msg})") from None
+            if not isinstance(manifest, dict):
+                raise DatasetError(f"{p / MANIFEST_FILE}: not a JSON object")
+            verify_files(p, manifest.get("files"), MANIFEST_FILE)
         groups = [Group.from_json(d) for d in read_jsonl(gfile)]
         ds = Coda21Dataset(groups, manifest, str(p))
     else:
@@ -258,16 +275,38 @@ def load(path: str | Path) -> Coda21Dataset:
 
 
 def check(ds: Coda21Dataset, k_max: int = 30) -> None:
-    """Reject empty datasets and groups that are empty, oversized or repeat a definition."""
+    """Reject empty datasets, repeated group ids, and groups that are empty, oversized or repeat
+    a synset or a definition (two equal definitions make the gold alignment ambiguous).
+
+    >>> ctx = Context(text="a w b", char_span=(2, 3))
+    >>> g = Group("g1", "n", "a.n.01", "parent", (Item("x.n.01", "x", "a thing", ctx), Item("y.n.01", "y", "A thing ", ctx)))
+    >>> check(Coda21Dataset([g]))
+    Traceback (most recent call last):
+    probegen.errors.DatasetError: group g1 repeats the definition 'A thing ' (items 1 and 2)
+    """
     if not ds.groups:
         raise DatasetError(f"dataset {ds.source} has no groups")
+    seen_ids: set[str] = set()
     for g in ds.groups:
+        if g.id in seen_ids:
+            raise DatasetError(f"group id {g.id!r} occurs more than once in {ds.source or 'the dataset'}")
+        seen_ids.add(g.id)
         if g.k < 2:
             raise DatasetError(f"group {g.id} has {g.k} item(s); a group needs at least 2")
         if g.k > k_max:
             raise DatasetError(f"group {g.id} has {g.k} items; at most {k_max} are supported")
         if g.pos not in ("n", "v"):
             raise DatasetError(f"group {g.id} has unknown pos {g.pos!r} (expected n or v)")
+        synsets: dict[str, int] = {}
+        definitions: dict[str, int] = {}
+        for i, it in enumerate(g.items, 1):
+            if it.synset in synsets:
+                raise DatasetError(f"group {g.id} repeats the synset {it.synset} (items {synsets[it.synset]} and {i})")
+            synsets[it.synset] = i
+            key = " ".join(it.definition.split()).casefold()  # equal up to case and spacing
+            if key in definitions:
+                raise DatasetError(f"group {g.id} repeats the definition {it.definition!r} (items {definitions[key]} and {i})")
+            definitions[key] = i
 
 
 # ---- the original release's schema ---------------------------------------------------------------
@@ -290,7 +329,7 @@ def export_coda21_json(ds: Coda21Dataset) -> dict[str, Any]:
                         "synset_name": it.synset,
                         "definition": it.definition,
                         "contexts": [it.context.text],
-                        "words_in_contexts": [it.context.word],
+                        "words_in_contexts": [it.context.surface],
                         "target_char_spans": [list(it.context.char_span)],
                     }
                     for it in g.items
@@ -307,8 +346,8 @@ def _imported_context(c: dict[str, Any]) -> Context:
     if spans:
         a, b = (int(x) for x in spans[0])
         if 0 <= a < b <= len(text) and text[a:b] == word:
-            return Context(text, (a, b))
-    return Context.from_text(text, word)
+            return Context(text=text, char_span=(a, b), source="user")
+    return Context.from_text(text, word, source="user")
 
 
 def import_coda21_json(path: str | Path) -> Coda21Dataset:
@@ -327,13 +366,18 @@ def import_coda21_json(path: str | Path) -> Coda21Dataset:
         for i, g in enumerate(raw.get(pos, []), 1):
             try:
                 info = g["common_ancestor_info"]
+                ancestor, relation = info["ancestor_name"], info["relation"]
                 items = tuple(
                     Item(c["synset_name"], c["synset_name"].split(".")[0], c["definition"], _imported_context(c))
                     for c in g["candidates"]
                 )
-            except (KeyError, IndexError, TypeError) as e:
+            except KeyError as e:
                 raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed (missing {e})") from None
+            except (IndexError, TypeError, AttributeError) as e:
+                raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed ({e})") from None
+            if not isinstance(ancestor, str) or not isinstance(relation, str):
+                raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed (ancestor_name and relation must be strings)")
             gid = g.get("id") if isinstance(g.get("id"), str) else f"{path.stem}-{pos}-{i:04d}"
-            groups.append(Group(gid, pos, info["ancestor_name"], info["relation"], items))
+            groups.append(Group(gid, pos, ancestor, relation, items))
     manifest = {"kind": "coda21", "canary": raw.get("canary", ""), "source_format": "coda21-json", "counts": counts(groups)}
     return Coda21Dataset(groups, manifest, str(path))

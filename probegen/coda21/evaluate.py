@@ -1,14 +1,20 @@
-"""Scoring CoDA21 groups with any scorer and aligning contexts to definitions."""
+"""Scoring CoDA21 groups with any scorer and aligning contexts to definitions.
+
+Each group becomes one :class:`probegen.core.Unit` (its k rendered contexts against its k
+definitions in a seeded column order); every group, and every ablation mode asked for, goes
+through the one request table of :mod:`probegen.core`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..aligner import align
+from ..core import Unit, evaluate_units
 from .dataset import Coda21Dataset, group_rng
+from .items import Group
 from .render import render_group
 
 
@@ -28,49 +34,61 @@ def column_order(group_id: str, k: int, seed: int) -> np.ndarray:
     return group_rng(seed, group_id + "/definitions").permutation(k)
 
 
+def group_unit(g: Group, style: str, cfg: EvalConfig, patterns: dict[str, str]) -> Unit:
+    """One group as a unit: rendered rows against the definitions in the seeded column order."""
+    order = column_order(g.id, g.k, cfg.seed)
+    gold = np.argsort(order)  # row i's definition sits at column position gold[i]
+    return Unit.group(g.id, render_group(g, style, cfg.mode, cfg.nonce, patterns),
+                      [g.items[j].definition for j in order], gold.tolist(), cfg.matching)
+
+
+def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig], progress: bool = False) -> list[dict[str, Any]]:
+    """Evaluate several configurations (e.g. the bias ablations) through one request table."""
+    from ..templating import coda21_patterns
+
+    units = [group_unit(g, scorer.query_style, cfg, coda21_patterns(cfg.pattern)) for cfg in cfgs for g in ds.groups]
+    # ties depend on the evaluation seed only; every mode shares it
+    seeds = {cfg.seed for cfg in cfgs}
+    if len(seeds) != 1:
+        raise ValueError("evaluate_modes needs one seed for every configuration")
+    outcomes = evaluate_units(units, scorer, seed=seeds.pop(), progress=progress)
+    out, n = [], len(ds.groups)
+    for i, _ in enumerate(cfgs):
+        records = [_record(g, u, m, p) for g, u, (m, p) in zip(ds.groups, units[i * n : (i + 1) * n], outcomes[i * n : (i + 1) * n])]
+        out.append({"groups": records, "metrics": metrics(records)})
+    return out
+
+
 def evaluate(ds: Coda21Dataset, scorer, cfg: EvalConfig, progress: bool = False) -> dict[str, Any]:
     """Score every group's k x k matrix in one scorer call, then align each group.
 
     Returns ``{"groups": [per-group records], "metrics": {...}}``.
     """
-    from ..templating import coda21_patterns
+    return evaluate_modes(ds, scorer, [cfg], progress)[0]
 
-    patterns = coda21_patterns(cfg.pattern)
-    queries: list[str] = []
-    cands: list[list[str]] = []
-    layout = []
-    for g in ds.groups:
-        order = column_order(g.id, g.k, cfg.seed)
-        defs = [g.items[j].definition for j in order]
-        rows = render_group(g, scorer.query_style, cfg.mode, cfg.nonce, patterns)
-        layout.append((g, order, len(queries)))
-        queries.extend(rows)
-        cands.extend([defs] * g.k)
-    scores = scorer.score(queries, cands, progress=progress)
 
-    records = []
-    for g, order, start in layout:
-        mat = np.vstack(scores[start : start + g.k])
-        gold = np.argsort(order)  # row i's definition sits at column position gold[i]
-        pred = align(mat, cfg.matching, seed=group_rng(cfg.seed, g.id + "/ties"))
-        records.append(
-            {
-                "id": g.id,
-                "pos": g.pos,
-                "k": g.k,
-                "rows": [it.synset for it in g.items],
-                "columns": [g.items[j].synset for j in order],
-                "scores": mat.round(6).tolist(),
-                "pred": pred.tolist(),
-                "gold": gold.tolist(),
-                "accuracy": float(np.mean(pred == gold)),
-            }
-        )
-    return {"groups": records, "metrics": metrics(records)}
+def _record(g: Group, u: Unit, mat: np.ndarray, pred: np.ndarray) -> dict[str, Any]:
+    gold = np.asarray(u.gold)
+    order = np.argsort(gold)  # the inverse permutation: column j shows item order[j]'s definition
+    return {
+        "id": g.id,
+        "pos": g.pos,
+        "k": g.k,
+        "rows": [it.synset for it in g.items],
+        "columns": [g.items[j].synset for j in order],
+        "scores": mat.round(6).tolist(),
+        "pred": pred.tolist(),
+        "gold": gold.tolist(),
+        "accuracy": float(np.mean(pred == gold)),
+    }
 
 
 def metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean group accuracy per POS with the random baseline (mean of 1/k) beside it."""
+    """Mean group accuracy per POS with the random baseline (mean of 1/k) beside it.
+
+    >>> metrics([{"pos": "n", "k": 5, "accuracy": 0.4}, {"pos": "v", "k": 10, "accuracy": 0.2}])["all"]
+    {'accuracy': 0.30000000000000004, 'random': 0.15000000000000002, 'groups': 2}
+    """
     out: dict[str, Any] = {}
     for pos, name in (("n", "noun"), ("v", "verb"), (None, "all")):
         rs = [r for r in records if pos is None or r["pos"] == pos]

@@ -26,7 +26,7 @@ def query(ctx: Context, pos: str, style: str, mode: str, nonce: str, patterns: d
     ``style`` is the scorer's: ``pattern`` (LMs: text + pattern, e.g. "... Definition of m is")
     or ``plain`` (embeddings: the context with the target removed).
     """
-    word = ctx.word
+    word = ctx.surface
     if mode == "context":
         m, text = nonce, (_strip(ctx, nonce) if style == "pattern" else _strip(ctx, None))
     elif mode == "full":

@@ -4,16 +4,25 @@ Backends subclass :class:`Scorer` and implement :meth:`Scorer._score_uncached` (
 of (query, candidate) pairs) and :meth:`Scorer._extra_settings`. :meth:`Scorer.score` looks every
 pair up in the score cache, hands only the missing ones to the backend chunk by chunk, writes
 each chunk to the cache as soon as it is computed (a killed run resumes) and assembles the result.
+Every computed score is checked to be finite before it is cached or returned: a NaN or infinity
+(e.g. a float16 overflow) raises :class:`~probegen.errors.NonFiniteScore` naming the model and pair.
+
+``settings()`` records everything about how scores were made, including the ``device`` (and
+``device_map``) and ``dtype``; cache keys use :meth:`Scorer.cache_settings`, which leave out the
+device and device map (rounding-level effects only) but keep the dtype (see :mod:`probegen.models`).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..errors import NonFiniteScore
+from .. import distributed as dist
 from ..score_cache import ScoreCache, make_key
 
 Pair = tuple[str, str]
@@ -39,6 +48,8 @@ class Scorer:
     chunk_pairs: int = 256
     default_batch_size: int = 32
     default_cache: bool = True
+    #: settings recorded in results but left out of cache keys: they change scores only by rounding
+    NOT_IN_CACHE_KEY = ("device", "device_map")
 
     def __init__(
         self,
@@ -47,9 +58,15 @@ class Scorer:
         batch_size: int | None = None,
         cache: CacheArg = None,
         extra_settings: dict[str, Any] | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
+        device_map: str | None = None,
     ) -> None:
         self.name = name
         self.model_id = model_id or name
+        self.device = device
+        self.dtype = dtype
+        self.device_map = device_map
         # where the weights came from (package version, file fingerprint): part of every cache key
         self.source_settings = dict(extra_settings or {})
         self.batch_size = int(batch_size or self.default_batch_size)
@@ -76,18 +93,30 @@ class Scorer:
 
     # ---- public API ---------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
-        """Everything that changes scores; recorded in results and part of the cache key."""
-        return {
+        """How scores are made (model, method, dtype, device); recorded in results.
+
+        Cache keys use :meth:`cache_settings`: the same without the device and device map.
+        """
+        out = {
             "model": self.model_id,
             "kind": self.kind,
             "version": self.version,
             **self.source_settings,
+            "dtype": self.dtype,
             **self._extra_settings(),
+            "device": self.device,
         }
+        if self.device_map is not None:
+            out["device_map"] = self.device_map
+        return out
+
+    def cache_settings(self) -> dict[str, Any]:
+        """The settings that are part of every cache key: all but the device and device map."""
+        return {k: v for k, v in self.settings().items() if k not in self.NOT_IN_CACHE_KEY}
 
     def stats(self) -> dict[str, Any]:
-        """Counters of this scorer's work (pairs computed vs. served from the cache)."""
-        return dict(self.counters)
+        """Counters of this scorer's work (pairs computed vs. served from the cache), and where it ran."""
+        return {**self.counters, "device": self.device, "dtype": self.dtype}
 
     def score(self, queries: Sequence[str], candidates: Sequence[Sequence[str]], progress: bool = False) -> list[np.ndarray]:
         """For each query i, a float64 array of scores for ``candidates[i]`` (higher = better match)."""
@@ -100,8 +129,16 @@ class Scorer:
             for c in cands:
                 slot.setdefault(c, None)
         pairs = [(q, c) for q, cands in grouped.items() for c in cands]
-        values = self._cached(pairs, self._score_uncached, namespace="score", progress=progress)
+        values = self.score_pairs(pairs, progress=progress)
         return [np.array([values[(q, c)] for c in cands], dtype=np.float64) for q, cands in zip(queries, candidates)]
+
+    def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
+        """Scores of unique (query, candidate) ``pairs`` (keep pairs of one query adjacent).
+
+        The one entry point of :mod:`probegen.core`'s request table: cached pairs are read, the
+        rest computed chunk by chunk (shared across ranks under torchrun) and cached.
+        """
+        return self._cached(list(dict.fromkeys(pairs)), self._score_uncached, namespace="score", progress=progress)
 
     def score_matrix(self, queries: Sequence[str], candidates_shared: Sequence[str], progress: bool = False) -> np.ndarray:
         """Every query against the same candidate list: an ``len(queries) x len(candidates)`` matrix."""
@@ -125,36 +162,73 @@ class Scorer:
 
         ``namespace`` separates different functions of the same model (e.g. span log-probs).
         """
-        settings = self.settings()
+        settings = self.cache_settings()
         if namespace != "score":
             settings = {**settings, "fn": namespace}
         out: dict[Pair, float] = {}
         keys: dict[Pair, str] = {}
-        if self._cache is not None:
+        # under torchrun only rank 0 touches the cache; every rank then works from its view, so
+        # all ranks cut the same chunks even while rank 0 is still writing the last ones
+        main = dist.is_main()
+        if self._cache is not None and main:
             keys = {p: make_key(self.model_id, settings, p[0], p[1]) for p in pairs}
             hits = self._cache.get_many(keys.values())
             for p, k in keys.items():
-                if k in hits:
+                if k in hits and math.isfinite(hits[k]):  # an infinity from an older version is recomputed
                     out[p] = hits[k]
+        if dist.active():
+            out = dict(dist.all_gather(out if main else None)[0])
         missing = [p for p in pairs if p not in out]
         self.counters["pairs_cached"] += len(out)
         if not missing:
             return out
-        bar = _progress_bar(len(missing), f"scoring with {self.name}", progress)
+        chunks = _chunks_by_query(missing, self.chunk_pairs)
+        world, rank = dist.world_size(), dist.rank()
+        bar = _progress_bar(len(missing), f"scoring with {self.name}", progress and main)
         try:
-            for chunk in _chunks_by_query(missing, self.chunk_pairs):
-                vals = np.asarray(compute(chunk), dtype=np.float64)
-                if vals.shape != (len(chunk),):
-                    raise RuntimeError(f"backend returned {vals.shape} scores for {len(chunk)} pairs")
-                self.counters["backend_calls"] += 1
-                self.counters["pairs_computed"] += len(chunk)
-                out.update(zip(chunk, vals.tolist()))
-                if self._cache is not None:
-                    self._cache.put_many((keys[p], v) for p, v in zip(chunk, vals.tolist()))
-                bar.update(len(chunk))
+            # one round = one chunk per rank; the cache is committed every round, so a killed run resumes
+            for start in range(0, len(chunks), world):
+                mine = start + rank
+                vals = None
+                if mine < len(chunks):
+                    vals = np.asarray(compute(chunks[mine]), dtype=np.float64)
+                    if vals.shape != (len(chunks[mine]),):
+                        raise RuntimeError(f"backend returned {vals.shape} scores for {len(chunks[mine])} pairs")
+                gathered = dist.all_gather(vals) if world > 1 else [vals]
+                for i, got in enumerate(gathered):
+                    if got is None:
+                        continue
+                    chunk = chunks[start + i]
+                    self._check_finite(chunk, got)
+                    # counted over all ranks, so stats are those of a single-process run
+                    self.counters["backend_calls"] += 1
+                    self.counters["pairs_computed"] += len(chunk)
+                    out.update(zip(chunk, got.tolist()))
+                    if self._cache is not None and main:
+                        self._cache.put_many((keys[p], v) for p, v in zip(chunk, got.tolist()))
+                    bar.update(len(chunk))
         finally:
             bar.close()
         return out
+
+    def _check_finite(self, pairs: list[Pair], values: np.ndarray) -> None:
+        """Raise NonFiniteScore (naming the model and the first bad pair) unless all ``values`` are finite."""
+        bad = np.flatnonzero(~np.isfinite(values))
+        if not len(bad):
+            return
+        q, c = pairs[bad[0]]
+        more = f" (and {len(bad) - 1} more pair(s) of this chunk)" if len(bad) > 1 else ""
+        dtype = self.settings().get("dtype")
+        hint = f"; the model ran in {dtype}, try --dtype float32" if dtype in ("float16", "bfloat16") else ""
+        raise NonFiniteScore(
+            f"{self.name} gave a non-finite score ({values[bad[0]]}) for query {_short(q)} and "
+            f"candidate {_short(c)}{more}{hint}; nothing of this chunk was cached"
+        )
+
+
+def _short(text: str, n: int = 80) -> str:
+    """``repr`` of ``text``, cut in the middle if longer than ``n`` characters (for one-line errors)."""
+    return repr(text) if len(text) <= n else repr(text[: n // 2] + " ... " + text[-n // 2 :])
 
 
 def boundary_split(query: str, candidate: str) -> tuple[str, str]:

@@ -4,19 +4,27 @@ Boundary handling follows lm-evaluation-harness: trailing whitespace of the quer
 start of the continuation (and one space is inserted when neither side has whitespace at the
 boundary); the model input is ``enc(context) + enc(context + continuation)[len(enc(context)):]``.
 
-Speed: no query prefix is ever computed more than once per chunk of work. Two strategies:
+Where the speed comes from (measured by ``bench/bench_causal.py`` and ``bench/bench_gpu.py``):
 
-- ``packed`` (default): each query and all its candidates form ONE sequence, ``prefix + trie of
-  candidate tokens``, with a tree attention mask (a candidate token sees the prefix and its own
-  earlier tokens) and positions continuing from the prefix. Candidates sharing leading tokens
-  share them, there is no per-candidate padding, and rows of many queries are batched.
-- ``kv``: the unique prefixes run once (several at a time, right-padded) with a KV cache; each
-  candidate then runs only its own tokens against its prefix's cached keys/values (rows of many
-  prefixes batched together, sorted by length).
+- **LM head only at scored positions.** The head (hidden x vocabulary: the largest matrix of a
+  small LM) and the log-softmax run only at the positions whose next token is scored, never over
+  the context, in every strategy.
+- **Prefix reuse** (strategy ``packed``, the default): each query and all its candidates form ONE
+  sequence, ``prefix + trie of candidate tokens``, with a tree attention mask (a candidate token
+  sees the prefix and its own earlier tokens) and positions continuing from the prefix. The
+  prefix runs once, candidates sharing leading tokens share them, there is no per-candidate
+  padding, and rows of many queries are batched. ``full`` scores every pair as its own sequence.
+  (A third strategy, a KV cache of each prefix expanded over its candidates, was the slowest on
+  both CPU and an H100 and was removed.)
 
-Both apply the LM head only at positions whose next token is scored, and both equal the naive
-full-sequence score up to float rounding: this is tested, and checked once per loaded model at
-run time (falling back to full sequences if a model ignores custom masks or caches).
+``packed`` equals the full-sequence score up to float rounding: this is tested, and checked once
+per loaded model at run time on the first real pairs scored, with a tolerance derived from the
+dtype (:func:`rounding_tolerance`; bfloat16 rounding alone moves a summed log-prob by tenths of a
+nat). A model that fails the check (e.g. one that ignores custom 4D masks) is scored with full
+sequences; the fallback is logged as a warning and recorded in ``stats()["self_check"]``.
+
+Batches are cut by a token budget (``max_batch_tokens``): a fixed default on CPU; on CUDA the
+largest that fits, found once per model and GPU (:mod:`probegen.scorers._budget`).
 """
 
 from __future__ import annotations
@@ -28,18 +36,39 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from . import _budget
 from ._batch import pad, row_batches
 from .base import Pair, Scorer, boundary_split
 
 log = logging.getLogger(__name__)
 
 #: ``packed``: each query and all its candidates in one sequence with a tree attention mask
-#: (candidates sharing leading tokens share them); ``kv``: the query once with a KV cache, then
-#: candidate batches against the expanded cache; ``full``: every pair as a full sequence.
-STRATEGIES = ("packed", "kv", "full")
+#: (candidates sharing leading tokens share them); ``full``: every pair as a full sequence.
+STRATEGIES = ("packed", "full")
 
-# model -> {strategy: whether it matched full-sequence scores} (checked once per loaded model)
-_CHECKED: "weakref.WeakKeyDictionary[Any, dict[str, bool]]" = weakref.WeakKeyDictionary()
+# model -> {strategy: self-check record} (checked once per loaded model)
+_CHECKED: "weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]]" = weakref.WeakKeyDictionary()
+
+Encoded = Sequence[tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+def rounding_tolerance(dtype: str, n_tokens: int) -> float:
+    """Largest |fast - full| difference (nats) of a summed log-prob over ``n_tokens`` that counts as rounding.
+
+    float32: 1e-3 (observed differences are ~1e-5). Half precision: 1e-3 plus 8 machine epsilons
+    per scored token (bfloat16: 0.0625 nats per token, float16: 0.0078), several times the
+    differences seen between packed and full sequences in bfloat16 (up to 0.22 nats per pair),
+    yet far below what a broken mask does (several nats per token of a trained model).
+
+    >>> rounding_tolerance("float32", 20)
+    0.001
+    >>> rounding_tolerance("bfloat16", 10)
+    0.626
+    """
+    if dtype == "float32":
+        return 1e-3
+    eps = float(torch.finfo(getattr(torch, dtype)).eps)
+    return round(1e-3 + 8 * eps * n_tokens, 6)
 
 
 class CausalScorer(Scorer):
@@ -49,12 +78,12 @@ class CausalScorer(Scorer):
     query_style = "pattern"
     version = 1
     default_batch_size = 32
-    #: prefixes run together in one forward pass
-    prefix_batch = 16
-    #: token budget of one continuation batch (rows x padded length)
-    max_batch_tokens = 1024
+    #: token budget of one forward pass (rows x padded length) on CPU; on CUDA sized to the GPU
+    max_batch_tokens = 2048
     #: longest packed row (prefix + candidate tokens); more candidates go to further rows
     max_row_tokens = 768
+    #: real pairs compared between the fast strategy and full sequences, once per model
+    self_check_pairs = 8
 
     def __init__(
         self,
@@ -63,22 +92,26 @@ class CausalScorer(Scorer):
         tokenizer: Any,
         model_id: str | None = None,
         reduction: str = "sum",
-        dtype: str = "float32",
         batch_size: int | None = None,
         cache: Any = None,
         prefix_reuse: bool = True,
         strategy: str = "packed",
+        max_batch_tokens: int | str | None = None,
+        device_map: str | None = None,
         extra_settings: dict[str, Any] | None = None,
     ) -> None:
         if reduction not in ("sum", "mean"):
             raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
-        super().__init__(name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings)
+        self._in_device = model.get_input_embeddings().weight.device
+        super().__init__(
+            name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings,
+            device=str(self._in_device), dtype=str(model.dtype).removeprefix("torch."), device_map=device_map,
+        )
         self.model = model.eval()
         self.tok = tokenizer
         self.reduction = reduction
-        self.dtype = dtype
         # how pairs are computed; all give the same scores (up to float rounding), so it is not a setting
         self.strategy = strategy if prefix_reuse else "full"
         self._head = model.get_output_embeddings()
@@ -90,11 +123,15 @@ class CausalScorer(Scorer):
         )
         self._max_len = int(getattr(model.config, "max_position_embeddings", 0) or 2048)
         self._enc_cache: dict[str, list[int]] = {}
+        self._fixed_rows = batch_size is not None
+        self._budget = _budget.Budget(self, max_batch_tokens)
+        self._check_record: dict[str, Any] | None = None
         self._checked = self.strategy == "full"
-        known = _CHECKED.get(model, {})
-        if self.strategy in known:
+        known = _CHECKED.get(model, {}).get(self.strategy)
+        if known is not None:
             self._checked = True
-            if not known[self.strategy]:
+            self._check_record = known
+            if not known["passed"]:
                 self.strategy = "full"
 
     @property
@@ -103,7 +140,20 @@ class CausalScorer(Scorer):
         return self.strategy != "full"
 
     def _extra_settings(self) -> dict[str, Any]:
-        return {"reduction": self.reduction, "dtype": self.dtype, "boundary": "lm-eval"}
+        return {"reduction": self.reduction, "boundary": "lm-eval"}
+
+    def budget_method(self) -> str:
+        """What besides model, dtype and device sets the memory of a token budget."""
+        return f"{self.strategy}|rows<={self.max_row_tokens}"
+
+    def stats(self) -> dict[str, Any]:
+        """Work counters, where and how the scores ran: strategy, self-check, batch budget."""
+        return {
+            **super().stats(),
+            "strategy": self.strategy,
+            "self_check": self._check_record,
+            **self._budget.stats(),
+        }
 
     # ---- tokenisation -------------------------------------------------------------------------
     def _detect_bos(self) -> int | None:
@@ -153,40 +203,64 @@ class CausalScorer(Scorer):
     def _logprobs_at(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log P(target) from hidden states (N, H): LM head only where needed, no full log_softmax copy."""
         logits = self._logits(hidden)
+        targets = targets.to(logits.device)
         return logits.gather(1, targets[:, None]).squeeze(1) - torch.logsumexp(logits, dim=-1)
 
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
         encoded = [self.encode_pair(q, c) for q, c in pairs]
         if not self._checked:
-            self._self_check(encoded[:4])
-        totals = self._run(self.strategy, encoded)
+            self._self_check(encoded[: self.self_check_pairs])
+        self._budget.ensure()
+        totals = self._budget.run(lambda: self._run(self.strategy, encoded))
         return np.array([self._reduce(t, len(c)) for t, (_, c) in zip(totals, encoded)], dtype=np.float64)
 
-    def _run(self, strategy: str, encoded: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[float]:
-        fn = {"packed": self._packed_scores, "kv": self._prefix_scores, "full": self._full_scores}[strategy]
+    def _run(self, strategy: str, encoded: Encoded) -> list[float]:
+        fn = {"packed": self._packed_scores, "full": self._full_scores}[strategy]
         return fn(encoded)
 
-    def _self_check(self, encoded: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> None:
-        """Prefix sharing relies on the model honouring custom masks / its KV-cache API: compare it
-        once per model with full-sequence scores, and fall back to full sequences if it disagrees."""
+    def _self_check(self, encoded: Encoded) -> None:
+        """Prefix sharing relies on the model honouring custom 4D masks and position ids: compare
+        it once per model with full-sequence scores on real pairs, within the dtype's rounding
+        tolerance, and fall back to full sequences (logged and recorded) if it disagrees."""
         self._checked = True
-        ok = True
+        record: dict[str, Any] = {"strategy": self.strategy, "pairs": len(encoded), "dtype": self.dtype}
         try:
-            fast = self._run(self.strategy, encoded)
-        except Exception as e:  # an architecture without 4D masks or an expandable cache
-            log.warning("%s scoring unavailable for %s (%s); scoring full sequences", self.strategy, self.name, e)
-            ok = False
+            fast = np.array(self._run(self.strategy, encoded))
+        except Exception as e:  # e.g. an architecture without 4D attention masks
+            record.update(passed=False, reason=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         else:
-            slow = self._full_scores(encoded)
-            if not np.allclose(fast, slow, atol=1e-3, rtol=1e-4):
-                log.warning("%s scoring disagrees with full sequences for %s; scoring full sequences", self.strategy, self.name)
-                ok = False
-        _CHECKED.setdefault(self.model, {})[self.strategy] = ok
-        if not ok:
+            slow = np.array(self._full_scores(encoded))
+            diff = np.abs(fast - slow)
+            tol = np.array([rounding_tolerance(self.dtype, len(c)) for _, c in encoded])
+            worst = int(np.argmax(diff / tol))
+            record.update(
+                passed=bool(np.all(diff <= tol)),
+                max_abs_diff=float(f"{diff.max():.3g}"),
+                tolerance_at_worst=float(tol[worst]),
+                worst_ratio=float(f"{diff[worst] / tol[worst]:.3g}"),
+            )
+            if not record["passed"]:
+                record["reason"] = f"differs from full sequences by {diff[worst]:.3g} > {tol[worst]:.3g} nats"
+        if not record["passed"]:
+            record["fallback"] = "full"
+            log.warning("%s scoring of %s fails its self-check (%s); scoring full sequences instead",
+                        self.strategy, self.name, record["reason"])
+        _CHECKED.setdefault(self.model, {})[self.strategy] = record
+        self._check_record = record
+        if not record["passed"]:
             self.strategy = "full"
 
+    def _probe(self, budget: int) -> None:
+        """Run the current strategy on a worst-case synthetic batch of ``budget`` tokens: rows of
+        ``max_row_tokens`` in which every position is scored (the largest attention and logits)."""
+        length = min(self.max_row_tokens, self._max_len)
+        n = max(1, budget // length)
+        vocab = int(self.model.config.vocab_size)
+        toks = torch.randint(0, vocab, (n, length), generator=torch.Generator().manual_seed(0)).tolist()
+        self._run(self.strategy, [((t[0],), tuple(t[1:])) for t in toks])
+
     @torch.inference_mode()
-    def _packed_scores(self, encoded: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[float]:
+    def _packed_scores(self, encoded: Encoded) -> list[float]:
         """Summed continuation log-probs; each query and its candidates packed into one sequence.
 
         A row is ``prefix + trie of the candidates' input tokens``: a candidate token attends to
@@ -195,7 +269,7 @@ class CausalScorer(Scorer):
         once, candidates sharing leading tokens share them, there is no per-candidate padding,
         and the LM head runs once per distinct position.
         """
-        device = self._head.weight.device
+        device = self._in_device
         rows_of: dict[tuple[int, ...], list[int]] = {}
         for i, (p, _) in enumerate(encoded):
             rows_of.setdefault(p, []).append(i)
@@ -204,7 +278,8 @@ class CausalScorer(Scorer):
             rows.extend(_pack_rows(prefix, items, encoded, self.max_row_tokens))
         rows.sort(key=lambda r: r.length)
         totals = [0.0] * len(encoded)
-        for batch in row_batches(rows, lambda r: r.length, self.batch_size, self.max_batch_tokens * 2):
+        dtype = self._head.weight.dtype
+        for batch in row_batches(rows, lambda r: r.length, self.batch_size, self.max_batch_tokens):
             L = max(r.length for r in batch)
             ids = torch.full((len(batch), L), self._dummy, dtype=torch.long)
             pos = torch.zeros((len(batch), L), dtype=torch.long)
@@ -214,96 +289,44 @@ class CausalScorer(Scorer):
                 ids[b, : r.length] = torch.tensor(r.tokens)
                 pos[b, : r.length] = torch.tensor(r.positions)
                 allowed[b, : r.length, : r.length] = torch.from_numpy(r.mask)
-            dtype = self._head.weight.dtype
-            mask4d = torch.zeros((len(batch), 1, L, L), dtype=dtype)
+            allowed = allowed.to(device)
+            mask4d = torch.zeros((len(batch), 1, L, L), dtype=dtype, device=device)
             mask4d.masked_fill_(~allowed[:, None], torch.finfo(dtype).min)
             h = self._base(
-                input_ids=ids.to(device), attention_mask=mask4d.to(device), position_ids=pos.to(device), use_cache=False
+                input_ids=ids.to(device), attention_mask=mask4d, position_ids=pos.to(device), use_cache=False
             ).last_hidden_state
             # every (row, position) that predicts something, once; then each candidate's targets
             at = sorted({(b, p) for b, r in enumerate(batch) for p, _, _ in r.targets})
             index = {bp: k for k, bp in enumerate(at)}
-            hb = h[torch.tensor([b for b, _ in at]), torch.tensor([p for _, p in at])]
+            hb = h[torch.tensor([b for b, _ in at], device=h.device), torch.tensor([p for _, p in at], device=h.device)]
             logits = self._logits(hb)
             lse = torch.logsumexp(logits, dim=-1)
             flat = [(index[(b, p)], tok, item) for b, r in enumerate(batch) for p, tok, item in r.targets]
-            k = torch.tensor([f[0] for f in flat])
-            t = torch.tensor([f[1] for f in flat])
+            k = torch.tensor([f[0] for f in flat], device=logits.device)
+            t = torch.tensor([f[1] for f in flat], device=logits.device)
             lp = (logits[k, t] - lse[k]).tolist()
             for (_, _, item), v in zip(flat, lp):
                 totals[item] += v
         return totals
 
     @torch.inference_mode()
-    def _prefix_scores(self, encoded: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[float]:
-        """Summed continuation log-probs, each unique prefix run once through the model."""
-        from transformers import DynamicCache
-
-        device = self._head.weight.device
-        rows_of: dict[tuple[int, ...], list[int]] = {}
-        for i, (p, _) in enumerate(encoded):
-            rows_of.setdefault(p, []).append(i)
-        prefixes = sorted(rows_of, key=len)  # similar lengths together: less padding
-        totals = [0.0] * len(encoded)
-        for g in _groups(prefixes, self.prefix_batch, self.max_batch_tokens * 2):
-            lens = torch.tensor([len(p) for p in g], device=device)
-            ids, mask = pad([list(p) for p in g], self._dummy, device)
-            out = self._base(input_ids=ids, attention_mask=mask, use_cache=True)
-            kv = _cache_tensors(out.past_key_values)
-            # first continuation token: predicted at the last real prefix position (head once per prefix)
-            last = out.last_hidden_state[torch.arange(len(g), device=device), lens - 1]
-            logits = self._logits(last)
-            lse = torch.logsumexp(logits, dim=-1)
-            rows = [(gi, i) for gi, p in enumerate(g) for i in rows_of[p]]
-            gis = torch.tensor([gi for gi, _ in rows], device=device)
-            first_t = torch.tensor([encoded[i][1][0] for _, i in rows], device=device)
-            for (gi, i), v in zip(rows, (logits[gis, first_t] - lse[gis]).tolist()):
-                totals[i] += v
-            # the remaining tokens, rows sorted by length, against their prefix's cached keys/values
-            rows = [r for r in rows if len(encoded[r[1]][1]) > 1]
-            rows.sort(key=lambda r: len(encoded[r[1]][1]))
-            for batch in row_batches(rows, lambda r: len(encoded[r[1]][1]) - 1, self.batch_size, self.max_batch_tokens):
-                pidx = torch.tensor([gi for gi, _ in batch], device=device)
-                conts = [list(encoded[i][1]) for _, i in batch]
-                inp, cmask = pad([c[:-1] for c in conts], self._dummy, device)
-                cache = DynamicCache(config=self.model.config)
-                for layer, (k, v) in enumerate(kv):
-                    cache.update(k.index_select(0, pidx), v.index_select(0, pidx), layer)
-                pos = lens[pidx][:, None] + torch.arange(inp.shape[1], device=device)[None, :]
-                full_mask = torch.cat([mask.index_select(0, pidx), cmask], dim=1)
-                h = self._base(
-                    input_ids=inp, attention_mask=full_mask, position_ids=pos, past_key_values=cache, use_cache=True
-                ).last_hidden_state
-                valid = cmask.bool()
-                tgt, _ = pad([c[1:] for c in conts], 0, device)
-                lp = self._logprobs_at(h[valid], tgt[valid])
-                row_of_tok = torch.arange(len(batch), device=device)[:, None].expand_as(valid)[valid]
-                sums = torch.zeros(len(batch), dtype=lp.dtype, device=device).index_add_(0, row_of_tok, lp)
-                for (_, i), v in zip(batch, sums.tolist()):
-                    totals[i] += v
-        return totals
-
-    @torch.inference_mode()
-    def _full_scores(self, encoded: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[float]:
-        """Summed continuation log-probs from full sequences (no prefix reuse): the fallback path."""
-        device = self._head.weight.device
+    def _full_scores(self, encoded: Encoded) -> list[float]:
+        """Summed continuation log-probs from full sequences (no prefix reuse): the reference path."""
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]) + len(encoded[i][1]))
         totals = [0.0] * len(encoded)
         seq_len = lambda i: len(encoded[i][0]) + len(encoded[i][1]) - 1  # noqa: E731
-        for batch in row_batches(order, seq_len, self.batch_size, self.max_batch_tokens * 2):
+        for batch in row_batches(order, seq_len, self.batch_size, self.max_batch_tokens):
             seqs = [list(encoded[i][0]) + list(encoded[i][1]) for i in batch]
-            ids, mask = pad([s[:-1] for s in seqs], self._dummy, device)
+            ids, mask = pad([s[:-1] for s in seqs], self._dummy, self._in_device)
             h = self._base(input_ids=ids, attention_mask=mask).last_hidden_state
             # positions predicting continuation tokens: [len(prefix)-1, len(seq)-2]
-            sel = torch.zeros_like(mask, dtype=torch.bool)
+            sel = torch.zeros(mask.shape, dtype=torch.bool)
             for r, i in enumerate(batch):
                 p, c = encoded[i]
                 sel[r, len(p) - 1 : len(p) - 1 + len(c)] = True
-            tgt, _ = pad([s[1:] for s in seqs], 0, device)
-            lp = self._logprobs_at(h[sel], tgt[sel])
-            row_of_tok = torch.arange(len(batch), device=device)[:, None].expand_as(sel)[sel]
-            sums = torch.zeros(len(batch), dtype=lp.dtype, device=device).index_add_(0, row_of_tok, lp)
-            for i, v in zip(batch, sums.tolist()):
+            tgt, _ = pad([s[1:] for s in seqs], 0, "cpu")
+            totals_b = _row_sums(self._logprobs_at(h[sel.to(h.device)], tgt[sel]), sel)
+            for i, v in zip(batch, totals_b):
                 totals[i] = v
         return totals
 
@@ -313,8 +336,8 @@ class CausalScorer(Scorer):
         with torch.inference_mode():
             for q, c in pairs:
                 p, cont = self.encode_pair(q, c)
-                ids = torch.tensor([list(p) + list(cont)])
-                logits = self.model(input_ids=ids).logits[0].float()
+                ids = torch.tensor([list(p) + list(cont)], device=self._in_device)
+                logits = self.model(input_ids=ids).logits[0].float().cpu()
                 lp = torch.log_softmax(logits, dim=-1)
                 pos = torch.arange(len(p) - 1, len(p) - 1 + len(cont))
                 total = lp[pos, torch.tensor(cont)].sum().item()
@@ -324,20 +347,24 @@ class CausalScorer(Scorer):
     @torch.inference_mode()
     def sequence_logprob(self, texts: Sequence[str]) -> np.ndarray:
         """Total log-prob of each whole text (first token conditioned on BOS if used, else unscored)."""
-        device = self._head.weight.device
         seqs = [([self._bos] if self._bos is not None else []) + self._enc(t) for t in texts]
         out = np.zeros(len(seqs), dtype=np.float64)
         order = [i for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])) if len(seqs[i]) > 1]
-        for batch in row_batches(order, lambda i: len(seqs[i]) - 1, self.batch_size, self.max_batch_tokens * 2):
-            ids, mask = pad([seqs[i][:-1] for i in batch], self._dummy, device)
+        for batch in row_batches(order, lambda i: len(seqs[i]) - 1, self.batch_size, self.max_batch_tokens):
+            ids, mask = pad([seqs[i][:-1] for i in batch], self._dummy, self._in_device)
             h = self._base(input_ids=ids, attention_mask=mask).last_hidden_state
-            tgt, _ = pad([seqs[i][1:] for i in batch], 0, device)
-            valid = mask.bool()
-            lp = self._logprobs_at(h[valid], tgt[valid])
-            row_of_tok = torch.arange(len(batch), device=device)[:, None].expand_as(valid)[valid]
-            sums = torch.zeros(len(batch), dtype=lp.dtype, device=device).index_add_(0, row_of_tok, lp)
-            out[batch] = sums.double().cpu().numpy()
+            tgt, _ = pad([seqs[i][1:] for i in batch], 0, "cpu")
+            valid = mask.bool().cpu()
+            out[batch] = _row_sums(self._logprobs_at(h[valid.to(h.device)], tgt[valid]), valid)
         return out
+
+
+def _row_sums(logprobs: torch.Tensor, sel: torch.Tensor) -> list[float]:
+    """Per-row sums of ``logprobs``, the values at the True cells of ``sel`` (row-major)."""
+    sel = sel.cpu()
+    rows = torch.arange(sel.shape[0])[:, None].expand_as(sel)[sel]
+    sums = torch.zeros(sel.shape[0], dtype=torch.float64).index_add_(0, rows, logprobs.double().cpu())
+    return sums.tolist()
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -394,26 +421,3 @@ def _pack_rows(prefix: tuple[int, ...], items: list[int], encoded, max_tokens: i
             m[node, node] = True
         row.mask = m
     return rows
-
-
-def _groups(prefixes: list[tuple[int, ...]], max_n: int, max_tokens: int) -> list[list[tuple[int, ...]]]:
-    """Length-sorted prefixes cut into groups of at most ``max_n`` and about ``max_tokens`` padded tokens."""
-    out: list[list[tuple[int, ...]]] = []
-    cur: list[tuple[int, ...]] = []
-    for p in prefixes:
-        if cur and (len(cur) >= max_n or (len(cur) + 1) * len(p) > max_tokens):
-            out.append(cur)
-            cur = []
-        cur.append(p)
-    if cur:
-        out.append(cur)
-    return out
-
-
-def _cache_tensors(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per-layer (keys, values) of a transformers cache (v5 ``.layers``, v4 ``key_cache``, or legacy tuples)."""
-    if hasattr(cache, "layers"):
-        return [(layer.keys, layer.values) for layer in cache.layers]
-    if hasattr(cache, "key_cache"):
-        return list(zip(cache.key_cache, cache.value_cache))
-    return [(k, v) for k, v, *_ in cache]

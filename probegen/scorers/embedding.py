@@ -1,4 +1,8 @@
-"""Sentence-embedding scorer: cosine(embed(query), embed(candidate))."""
+"""Sentence-embedding scorer: cosine(embed(query), embed(candidate)).
+
+The model runs on its device in its dtype (``load_scorer(..., device=, dtype=)``); embeddings
+come back as float32 and cosines are computed in float64 on the CPU.
+"""
 
 from __future__ import annotations
 
@@ -24,9 +28,17 @@ class EmbeddingScorer(Scorer):
         model_id: str | None = None,
         batch_size: int | None = None,
         cache: Any = None,
+        device_map: str | None = None,
         extra_settings: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings)
+        device = str(model.device)
+        if batch_size is None and device.startswith("cuda"):
+            batch_size = 512  # short texts: a GPU needs wide batches to be busy
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        super().__init__(
+            name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings,
+            device=device, dtype=dtype, device_map=device_map,
+        )
         self.model = model
         # text -> unit vector: a pair chunk repeats the same definitions, so each text is encoded once
         self._vectors: dict[str, np.ndarray] = {}
@@ -42,13 +54,18 @@ class EmbeddingScorer(Scorer):
             return np.zeros((0, dim), dtype=np.float32)
         new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if new:
-            vecs = self.model.encode(
-                new,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=progress,
-            ).astype(np.float32)
+            vecs = (
+                self.model.encode(
+                    new,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_tensor=True,  # numpy has no bfloat16: convert after .float()
+                    show_progress_bar=progress,
+                )
+                .float()
+                .cpu()
+                .numpy()
+            )
             if len(self._vectors) + len(new) > 200_000:  # bound memory on huge runs
                 self._vectors.clear()
             self._vectors.update(zip(new, vecs))

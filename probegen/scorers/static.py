@@ -6,7 +6,9 @@ skipped and counted: ``oov_rate`` is the share of tokens seen so far that had no
 with no known word gets the zero vector and scores 0 against anything.
 
 Scoring is cheaper than a cache lookup, so this scorer does not use the score cache by default
-(which also keeps ``oov_rate`` over every text scored).
+(which also keeps ``oov_rate`` over every text scored). It is a table lookup and a mean, done
+with numpy on the CPU whatever ``--device`` says (a GPU would only add transfers); settings record
+``device="cpu"`` and the dtype of the stored vectors (means and cosines are computed in float64).
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ class StaticScorer(Scorer):
         cache: Any = None,
         extra_settings: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings)
+        super().__init__(
+            name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings,
+            device="cpu", dtype=str(vectors.dtype),
+        )
         self.vectors = vectors
         self.vocab = vocab
         self.tokens_seen = 0

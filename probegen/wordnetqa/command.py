@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from ..models import add_device_options
+
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
 PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
 
@@ -17,7 +19,7 @@ PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
 def _writable(out: Path) -> None:
     from probegen.io import ensure_writable
 
-    ensure_writable(out)
+    ensure_writable(out, replace=True)  # written by atomic_dir
 
 
 def _types(value: str) -> tuple[str, ...]:
@@ -25,6 +27,7 @@ def _types(value: str) -> tuple[str, ...]:
 
 
 @click.command("wordnetqa")
+@add_device_options
 @click.option("--probe", type=click.Choice(PROBE_CHOICES), default="all", show_default=True, help="Probe type, or all four.")
 @click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="noun", show_default=True)
 @click.option("--max-hops", default=4, show_default=True, type=click.IntRange(1, 10), help="ISA answers (and ISA distractors) at 1..K hops.")
@@ -85,7 +88,9 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
     cfg.validate()
     name = cfg.name + (f"-adv-{against.strip('/').replace('/', '_')}" if adversarial else "")
     out_dir = Path(out) if out else DEFAULT_ROOT / name
-    _writable(out_dir)
+    twin_out = out_dir.with_name(out_dir.name + "-twin")
+    for path in [out_dir] + ([twin_out] if adversarial else []):  # every output, before any work
+        _writable(path)
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     if adversarial:
         from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
@@ -94,7 +99,6 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
         resolve_model(against)  # an unknown reference model fails before generation
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log)
-        twin_out = out_dir.with_name(out_dir.name + "-twin")
         ds_mod.write(twin, twin_out, release=release)
         a = ds.manifest["adversarial"]
         click.echo(f"wrote {twin_out} (twin); adversarial: {a['items_changed']} of {a['items']} items got new distractors")

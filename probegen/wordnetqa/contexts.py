@@ -4,21 +4,22 @@ WordNet example sentences contain inflected forms ("the dogs barked"), so a lemm
 as a whole word through WordNet's own morphology (``morphy``: "dogs" -> dog, "geese" -> goose,
 "took" -> take). Multiword lemmas match their words in sequence, with only the head inflected
 (the last word of a noun, the first of a verb: "took off"). An example where no lemma of its
-synset can be located is not used; a concept left without any context is skipped and counted.
-Optionally SemCor sentences (sense-tagged, so the target's span is known) fill in for concepts
-whose WordNet examples gave none.
+synset can be located is not used, nor one that shows another form of the located lemma outside
+its span ("a dog chased another dog": hiding one leaves the other, ``probegen.leaks``); a concept
+left without any context is skipped and counted. Optionally SemCor sentences (sense-tagged, so
+the target's span and lemma are known) fill in for concepts whose WordNet examples gave none.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Iterable
 
+from ..leaks import Morphology, leaks, tokens_with_spans
 from .items import Context
 
-# words with inner hyphens ("x-ray"); apostrophes split ("dog's" -> dog, s), dots never join
-_TOKEN = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
+__all__ = ["ContextStats", "Morphology", "collect_contexts", "locate", "semcor_contexts", "tokens_with_spans",
+           "wordnet_contexts"]
 
 
 @dataclass
@@ -28,7 +29,9 @@ class ContextStats:
     concepts: int = 0
     with_examples: int = 0
     examples: int = 0
-    examples_located: int = 0
+    examples_located: int = 0  # located and usable
+    examples_leaky: int = 0  # located, but another form of the lemma is visible: not used
+    semcor_leaky: int = 0  # SemCor occurrences dropped for the same reason
     with_context: int = 0
     semcor_filled: int = 0
     skipped_no_context: int = 0
@@ -36,36 +39,6 @@ class ContextStats:
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
-
-
-class Morphology:
-    """Base forms of a token under WordNet's morphology, memoised (``wn._morphy`` of nltk)."""
-
-    def __init__(self, wn) -> None:
-        self._fn: Callable[[str, str], Iterable[str]] = getattr(wn, "_morphy", None) or (
-            lambda form, pos: [b for b in [wn.morphy(form, pos)] if b]
-        )
-        self._memo: dict[tuple[str, str], frozenset[str]] = {}
-
-    def bases(self, token: str, pos: str) -> frozenset[str]:
-        key = (token, pos)
-        got = self._memo.get(key)
-        if got is None:
-            try:
-                found = set(self._fn(token, pos))
-            except Exception:  # odd tokens (digits, unicode) can trip morphy; the token itself still counts
-                found = set()
-            got = self._memo[key] = frozenset(found | {token})
-        return got
-
-
-def tokens_with_spans(text: str) -> list[tuple[str, int, int]]:
-    """Lower-cased word tokens with their character spans.
-
-    >>> tokens_with_spans("The dog's X-ray")
-    [('the', 0, 3), ('dog', 4, 7), ('s', 8, 9), ('x-ray', 10, 15)]
-    """
-    return [(m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
 def locate(text: str, lemmas: Iterable[str], pos: str, morph: Morphology) -> tuple[str, tuple[int, int]] | None:
@@ -91,33 +64,50 @@ def locate(text: str, lemmas: Iterable[str], pos: str, morph: Morphology) -> tup
     return None
 
 
-def wordnet_contexts(graph, synset: str, morph: Morphology, limit: int) -> list[tuple[str, Context]]:
-    """Up to ``limit`` (lemma, context) pairs from the synset's example sentences, in WordNet order."""
+def wordnet_contexts(
+    graph, synset: str, morph: Morphology, limit: int, stats: ContextStats | None = None
+) -> list[tuple[str, Context]]:
+    """Up to ``limit`` (lemma, context) pairs from the synset's example sentences, in WordNet order.
+
+    An example where the lemma shows up again outside the located span is skipped (counted in
+    ``stats.examples_leaky``).
+    """
     out = []
     for i, ex in enumerate(graph.examples(synset)):
         found = locate(ex, graph.lemmas(synset), graph.pos(synset), morph)
         if found:
             lemma, span = found
-            out.append((lemma, Context(ex, span, "wordnet", str(i))))
+            if leaks(ex, span, lemma, morph):
+                if stats is not None:
+                    stats.examples_leaky += 1
+                continue
+            out.append((lemma, Context(text=ex, char_span=span, source="wordnet", ref=str(i))))
             if len(out) >= limit:
                 break
     return out
 
 
-def semcor_contexts(graph, synset: str, occurrences, morph: Morphology, limit: int) -> list[tuple[str, Context]]:
-    """Up to ``limit`` (lemma, context) pairs from SemCor occurrences (token spans are gold)."""
-    from ..text import detokenize
-
+def semcor_contexts(
+    graph, synset: str, occurrences, morph: Morphology, limit: int, stats: ContextStats | None = None
+) -> list[tuple[str, Context]]:
+    """Up to ``limit`` (lemma, context) pairs from SemCor occurrences, whose token spans and
+    lemmas are SemCor's own (in WordNet's spelling when the synset has that lemma); occurrences
+    with another visible form of the lemma are skipped (``stats.semcor_leaky``)."""
+    lemmas = graph.lemmas(synset)
     out = []
-    for occ in occurrences[:limit]:
-        text, spans = detokenize(occ.tokens)
-        a, b = spans[occ.span[0]][0], spans[occ.span[1] - 1][1]
-        if not 0 <= a < b <= len(text):
+    for occ in occurrences:
+        ctx = occ.context()
+        a, b = ctx.char_span
+        if not 0 <= a < b <= len(ctx.text):
             continue
-        surface = text[a:b]
-        found = locate(surface, graph.lemmas(synset), graph.pos(synset), morph)
-        lemma = found[0] if found else graph.lemmas(synset)[0]
-        out.append((lemma, Context(text, (a, b), "semcor", occ.sent_id)))
+        lemma = next((lem for lem in lemmas if lem.lower() == occ.lemma.lower()), occ.lemma)
+        if leaks(ctx.text, ctx.char_span, lemma, morph):
+            if stats is not None:
+                stats.semcor_leaky += 1
+            continue
+        out.append((lemma, ctx))
+        if len(out) >= limit:
+            break
     return out
 
 
@@ -134,11 +124,11 @@ def collect_contexts(
         if exs:
             stats.with_examples += 1
             stats.examples += len(exs)
-        found = wordnet_contexts(graph, s, morph, limit=len(exs) or 1)
+        found = wordnet_contexts(graph, s, morph, limit=len(exs) or 1, stats=stats)
         stats.examples_located += len(found)
         found = found[:limit]
         if not found and semcor_index is not None and semcor_index.get(s):
-            found = semcor_contexts(graph, s, semcor_index[s], morph, limit)
+            found = semcor_contexts(graph, s, semcor_index[s], morph, limit, stats)
             if found:
                 stats.semcor_filled += 1
         if not found:

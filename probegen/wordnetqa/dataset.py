@@ -25,10 +25,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import DatasetError, ProbegenError
-from ..io import read_jsonl, sha256_file, sha256_text, write_json, write_jsonl
+from ..io import atomic_dir, file_hashes, read_jsonl, sha256_text, verify_files, write_json, write_jsonl
 from ..manifest import CANARY, data_block, make_manifest
 from .config import N_CHOICES, PROBES, WordNetQAConfig
-from .items import LABELS, ChoiceMeta, MCItem
+from .items import LABELS, ChoiceMeta, Context, MCItem
 from .reference import PAPER_SIZES
 
 ITEMS_FILE = "items.jsonl"
@@ -296,28 +296,34 @@ def _tally(xs) -> dict[str, int]:
 
 # ---- files ---------------------------------------------------------------------------------------
 def write(ds: WordNetQADataset, out: str | Path, release: bool = False) -> Path:
-    """Write ``items.jsonl`` and ``manifest.json`` into ``out`` (atomically, file by file).
+    """Write ``items.jsonl`` and ``manifest.json`` (with every file's sha256) into ``out``.
 
-    ``release``: also ``release/<split>.jsonl`` in the WordNetQA release schema.
+    ``release``: also ``release/<split>.jsonl`` in the WordNetQA release schema. The directory
+    is written beside ``out`` and renamed into place once, so an interrupted write leaves an
+    earlier dataset at ``out`` whole.
     """
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ProbegenError(f"--out {out} exists and is not a directory")
-    write_jsonl(out / ITEMS_FILE, (it.to_json() for it in ds.items))
-    files = {ITEMS_FILE: sha256_file(out / ITEMS_FILE)}
-    if release:
-        for split in SPLITS:
-            rel = f"{RELEASE_DIR}/{split}.jsonl"
-            write_jsonl(out / rel, export_release(ds, split))
-            files[rel] = sha256_file(out / rel)
-    manifest = dict(ds.manifest)
-    manifest["files"] = files
-    write_json(out / MANIFEST_FILE, manifest)
+    with atomic_dir(out) as tmp:
+        write_jsonl(tmp / ITEMS_FILE, (it.to_json() for it in ds.items))
+        names = [ITEMS_FILE]
+        if release:
+            for split in SPLITS:
+                names.append(f"{RELEASE_DIR}/{split}.jsonl")
+                write_jsonl(tmp / names[-1], export_release(ds, split))
+        manifest = dict(ds.manifest)
+        manifest["files"] = file_hashes(tmp, names)
+        write_json(tmp / MANIFEST_FILE, manifest)
     return out
 
 
-def load(path: str | Path) -> WordNetQADataset:
-    """Read a probegen WordNetQA directory, its ``items.jsonl``, or a release-format JSONL file."""
+def load(path: str | Path, ablations: bool = False) -> WordNetQADataset:
+    """Read a probegen WordNetQA directory, its ``items.jsonl``, or a release-format JSONL file.
+
+    A release file is validated line by line (errors name ``FILE:LINE``). ``ablations``: every
+    release row must also be one the bias ablations can cut (its quoted sentence located in the
+    stem and the surface form a whole word of it); without it such a row is kept for full-input
+    evaluation only.
+    """
     p = Path(path)
     if not p.exists():
         raise DatasetError(f"dataset {p} does not exist")
@@ -329,9 +335,16 @@ def load(path: str | Path) -> WordNetQADataset:
                 manifest = json.loads(mf.read_text(encoding="utf-8"))
             except json.JSONDecodeError as e:
                 raise DatasetError(f"{mf}: not valid JSON ({e.msg})") from None
+            if not isinstance(manifest, dict):
+                raise DatasetError(f"{mf}: not a JSON object")
+            verify_files(p, manifest.get("files"), MANIFEST_FILE)
         p = p / ITEMS_FILE
         if not p.exists():
             raise DatasetError(f"{path} is not a WordNetQA dataset: no {ITEMS_FILE}")
+    if p.suffix == ".jsonl" and _first_is_release(p):
+        items = read_release(p, ablations)
+        manifest = manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}
+        return WordNetQADataset(items, manifest or {"kind": "wordnetqa", "counts": counts(items)}, str(path))
     rows = read_jsonl(p)
     if not rows:
         raise DatasetError(f"dataset {path} has no items")
@@ -342,12 +355,28 @@ def load(path: str | Path) -> WordNetQADataset:
         manifest = manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}
     else:
         items = [MCItem.from_json(r) for r in rows]
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        raise DatasetError(f"{path}: item ids repeat")
+    check_ids(items, str(path))
     if not manifest:
         manifest = {"kind": "wordnetqa", "counts": counts(items)}
     return WordNetQADataset(items, manifest, str(path))
+
+
+def check_ids(items: list[MCItem], source: str = "the dataset") -> None:
+    """Reject repeated item ids (pairing, bootstrap units and scores are keyed by id).
+
+    >>> from types import SimpleNamespace as Item
+    >>> check_ids([Item(id="q1/random"), Item(id="q2/random"), Item(id="q1/random")], "x.jsonl")
+    Traceback (most recent call last):
+    probegen.errors.DatasetError: x.jsonl: item id 'q1/random' occurs 2 times
+    """
+    seen: dict[str, int] = {}
+    for it in items:
+        seen[it.id] = seen.get(it.id, 0) + 1
+    repeated = [(i, n) for i, n in seen.items() if n > 1]
+    if repeated:
+        i, n = repeated[0]
+        more = f" (and {len(repeated) - 1} more ids)" if len(repeated) > 1 else ""
+        raise DatasetError(f"{source}: item id {i!r} occurs {n} times{more}")
 
 
 # ---- the release schema --------------------------------------------------------------------------
@@ -369,6 +398,7 @@ def export_release(ds: WordNetQADataset, split: str | None = None) -> list[dict[
                     "probe": it.probe,
                     "concept": it.synset,
                     "word": it.word,
+                    "surface_form": it.surface,
                     "pos": it.pos,
                     "gold_synset": it.gold_synset,
                     "hops": it.hops,
@@ -390,30 +420,130 @@ def export_release(ds: WordNetQADataset, split: str | None = None) -> list[dict[
     return out
 
 
-def _from_release(r: dict[str, Any]) -> MCItem:
-    """An item from a release-format row (probegen's own export or the original release)."""
+def _first_is_release(p: Path) -> bool:
+    """True if the first non-blank line of ``p`` parses as a release row (a ``question`` object);
+    a first line that does not parse counts as release, so its error names its line."""
+    with open(p, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    return True
+                return isinstance(row, dict) and isinstance(row.get("question"), dict)
+    return False
+
+
+def read_release(path: str | Path, ablations: bool = False) -> list[MCItem]:
+    """Every row of a WordNetQA release JSONL file, validated in full before any is used.
+
+    The first bad line raises ``DatasetError("FILE:LINE: why")``: malformed JSON, a missing or
+    ill-typed field, a repeated id, a probe type that cannot be told (``notes.probe``, else the
+    id or the file name must name one) and, with ``ablations``, a row the ablations cannot cut.
+    """
+    p = Path(path)
+    items: list[MCItem] = []
+    seen: dict[str, int] = {}
+    with open(p, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{p}:{n}: not valid JSON ({e.msg})") from None
+            try:
+                if not isinstance(r, dict):
+                    raise DatasetError("not a JSON object")
+                it = _from_release(r, p.name, ablations)
+            except DatasetError as e:
+                raise DatasetError(f"{p}:{n}: {e}") from None
+            if it.id in seen:
+                raise DatasetError(f"{p}:{n}: item id {it.id!r} repeats line {seen[it.id]}")
+            seen[it.id] = n
+            items.append(it)
+    if not items:
+        raise DatasetError(f"dataset {p} has no items")
+    return items
+
+
+def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
+    """``obj[key]`` if present and of type ``kind``, else a DatasetError naming the field."""
+    v = obj.get(key) if isinstance(obj, dict) else None
+    if v is None or not isinstance(v, kind) or (isinstance(v, (str, list)) and not v):
+        raise DatasetError(f"missing or invalid field {where}{key}")
+    return v
+
+
+def _release_probe(notes: dict[str, Any], rid: str, filename: str) -> str:
+    """The probe type of a release row: ``notes.probe``, else named by the id, else by the file."""
+    if notes.get("probe"):
+        return str(notes["probe"])
+    for where in (rid.lower(), filename.lower()):
+        found = [pr for pr in PROBES if pr in where]
+        if len(found) == 1:
+            return found[0]
+    raise DatasetError(f"cannot tell the probe type of {rid!r} (no notes.probe; neither the id nor the file name names one of {', '.join(PROBES)})")
+
+
+def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False) -> MCItem:
+    """An item from a release-format row (probegen's own export or the original release).
+
+    When the stem's quoted sentence and the surface form in it are found (``render.release_parts``)
+    the item carries them as its context, and the bias ablations can be cut from the stem
+    (template ``release``); else it is a full-input item, or with ``ablations`` an error.
+    """
+    from . import render
+
+    if "question" in r or "answerKey" in r:  # the strict checks of an original-release row
+        q = _need(r, "question", dict)
+        _need(q, "stem", str, "question.")
+        for i, c in enumerate(_need(q, "choices", list, "question.")):
+            _need(c, "text", str, f"question.choices[{i}].")
+        _need(r, "answerKey", str)
+        if not isinstance(r.get("id"), (str, int)) or r.get("id") == "":
+            raise DatasetError("missing or invalid field id")
     try:
         q = r["question"]
         choices = tuple(c["text"] if isinstance(c, dict) else str(c) for c in q["choices"])
         labels = [c.get("label", LABELS[i]) if isinstance(c, dict) else LABELS[i] for i, c in enumerate(q["choices"])]
+        if r["answerKey"] not in labels:
+            raise DatasetError(f"answerKey {r['answerKey']!r} is not one of the choice labels {''.join(map(str, labels))}")
         answer = labels.index(r["answerKey"])
         notes = r.get("notes") or {}
         rid = str(r["id"])
-        probe = notes.get("probe") or next((p for p in PROBES if p in rid.lower()), "unknown")
+        if not isinstance(notes, dict):
+            raise DatasetError("notes is not a JSON object")
+        probe = _release_probe(notes, rid, filename)
+        if probe not in PROBES:
+            raise DatasetError(f"unknown probe type {probe!r} (one of {', '.join(PROBES)})")
+        if ablations and not (notes.get("concept") or notes.get("gold_synset")):
+            raise DatasetError("missing field notes.gold_synset (the bootstrap resamples by concept)")
         concept = notes.get("concept") or notes.get("gold_synset") or rid
+        surface = str(notes.get("surface_form") or notes.get("word") or "")
+        template, context, definition = "", None, ""
+        try:
+            if ablations and not notes.get("surface_form") and not notes.get("word"):
+                raise DatasetError("missing field notes.surface_form (the ablations mask it)")
+            sentence, spans, definition = render.release_parts(probe, q["stem"], surface)
+            template = render.RELEASE_TEMPLATE
+            context = Context(text=sentence, char_span=spans[0], source="release") if spans else None
+        except DatasetError as e:
+            if ablations:
+                raise DatasetError(f"item {rid} cannot be ablated: {e}") from None
         types = notes.get("choice_types") or []
         meta = tuple(
             ChoiceMeta(s, t, d)
             for s, t, d in zip(notes.get("choice_synsets") or [], types, notes.get("choice_distances") or [None] * len(types))
         )
-        return MCItem(
+        item = MCItem(
             id=rid,
             probe=probe,
             pos=notes.get("pos", ""),
             synset=concept,
-            word=notes.get("word", ""),
+            word=str(notes.get("word") or surface),
             question=q["stem"],
-            template="",  # no context or definition travels with a release row: full input only
+            template=template,
             choices=choices,
             answer=answer,
             choice_meta=meta if len(meta) == len(choices) else (),
@@ -425,7 +555,11 @@ def _from_release(r: dict[str, Any]) -> MCItem:
             cluster=str(notes.get("cluster") or f"{probe}:{concept}"),
             split=str(notes.get("split") or "test"),
             question_id=str(notes.get("question_id") or rid),
+            definition=definition,
+            context=context,
         )
+        item.check()
+        return item
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise DatasetError(f"malformed WordNetQA release row {r.get('id', '?') if isinstance(r, dict) else '?'}: {e}") from None
 

@@ -1,8 +1,8 @@
 """Scoring WordNetQA items with any scorer and picking an answer.
 
 Every item becomes one query (rendered by mode, see ``render.py``) scored against its choices
-in a single ``scorer.score`` call (batching, prefix reuse and caching live in the scorer). The
-prediction is the argmax with seeded random tie-breaking (``argmax_random_ties``), so a scorer
+through one request table of ``probegen.core`` (batching, prefix reuse and caching live in the scorer). The
+prediction is the argmax with seeded random tie-breaking (``probegen.core.decide``), so a scorer
 that gives every choice the same score gets chance accuracy, never the gold.
 
 Length normalisation of LM scores (``length_norm``): ``none`` (the scorer's reduction as is),
@@ -13,23 +13,17 @@ Cosine scores of embedding and static scorers are never normalised.
 
 from __future__ import annotations
 
-import zlib
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..aligner import argmax_random_ties
+from ..core import Unit, decide, score_units
 from ..errors import ProbegenError
 from .render import MODES, query
 
 LENGTH_NORMS = ("none", "tokens", "chars")
 LM_KINDS = ("causal", "masked")
-
-
-def tie_rng(seed: int, item_id: str) -> np.random.Generator:
-    """The tie-breaking generator of one item (independent of the mode and of other items)."""
-    return np.random.default_rng([seed, zlib.crc32(f"{item_id}/ties".encode())])
 
 
 def normalise(scores: np.ndarray, choices: Iterable[str], length_norm: str, scorer_kind: str) -> np.ndarray:
@@ -63,8 +57,23 @@ def evaluate_mc(
     presented gold index), ``pred``, ``correct``, ``choices`` (the presented texts), their
     ``choice_types`` and ``scores``, and ``pred_type`` (the role of the chosen choice).
     """
-    if mode not in MODES:
-        raise ProbegenError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    return evaluate_mc_modes(data, scorer, [mode], seed, nonce, progress, length_norm, split)[0]
+
+
+def evaluate_mc_modes(
+    data,
+    scorer,
+    modes: Sequence[str],
+    seed: int = 0,
+    nonce: str = "bkatuhla",
+    progress: bool = False,
+    length_norm: str = "none",
+    split: str | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`evaluate_mc` for several modes (e.g. the bias ablations) through one request table."""
+    for mode in modes:
+        if mode not in MODES:
+            raise ProbegenError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     if length_norm not in LENGTH_NORMS:
         raise ProbegenError(f"unknown length normalisation {length_norm!r}; choose from {', '.join(LENGTH_NORMS)}")
     kind = getattr(scorer, "kind", "")
@@ -74,40 +83,44 @@ def evaluate_mc(
     if not items:
         raise ProbegenError(f"no items to evaluate{f' in split {split!r}' if split else ''}")
     style = getattr(scorer, "query_style", "pattern")
-    queries = [query(it, style, mode, nonce) for it in items]
-    scores = scorer.score(queries, [list(it.choices) for it in items], progress=progress)
+    units = [Unit.choice(it.id, query(it, style, mode, nonce), it.choices, it.answer) for mode in modes for it in items]
+    mats = score_units(units, scorer, progress=progress)
+    out = []
+    for i, mode in enumerate(modes):
+        records = [
+            _record(it, u, m, seed, length_norm, kind, getattr(scorer, "name", ""))
+            for it, u, m in zip(items, units[i * len(items) :], mats[i * len(items) : (i + 1) * len(items)])
+        ]
+        m = metrics(records)
+        m["mode"] = mode
+        m["length_norm"] = length_norm if kind in LM_KINDS else "none (cosine scores)"
+        out.append({"items": records, "metrics": m})
+    return out
 
-    records = []
-    for it, s in zip(items, scores):
-        s = normalise(np.asarray(s, dtype=np.float64), it.choices, length_norm, kind)
-        if not np.all(np.isfinite(s)):
-            raise ProbegenError(f"item {it.id}: the scorer returned a non-finite score")
-        pred = argmax_random_ties(s, seed=tie_rng(seed, it.id))
-        types = [m.type for m in it.choice_meta] if it.choice_meta else []
-        records.append(
-            {
-                "id": it.id,
-                "probe": it.probe,
-                "cluster": it.cluster,
-                "split": it.split,
-                "synset": it.synset,
-                "gold_synset": it.gold_synset,
-                "hops": it.hops,
-                "distractor_type": it.distractor_type,
-                "distractor_hops": it.distractor_hops,
-                "gold": it.answer,
-                "pred": pred,
-                "correct": bool(pred == it.answer),
-                "choices": list(it.choices),
-                "choice_types": types,
-                "pred_type": types[pred] if types else None,
-                "scores": [round(float(x), 6) for x in s],
-            }
-        )
-    m = metrics(records)
-    m["mode"] = mode
-    m["length_norm"] = length_norm if kind in LM_KINDS else "none (cosine scores)"
-    return {"items": records, "metrics": m}
+
+def _record(it, unit: Unit, mat: np.ndarray, seed: int, length_norm: str, kind: str, model: str) -> dict[str, Any]:
+    """One item's record: normalised scores, the seeded-tie argmax and what was chosen."""
+    s = normalise(mat[0], it.choices, length_norm, kind)
+    pred = int(decide(unit, s[None, :], seed, model)[0])
+    types = [m.type for m in it.choice_meta] if it.choice_meta else []
+    return {
+        "id": it.id,
+        "probe": it.probe,
+        "cluster": it.cluster,
+        "split": it.split,
+        "synset": it.synset,
+        "gold_synset": it.gold_synset,
+        "hops": it.hops,
+        "distractor_type": it.distractor_type,
+        "distractor_hops": it.distractor_hops,
+        "gold": it.answer,
+        "pred": pred,
+        "correct": bool(pred == it.answer),
+        "choices": list(it.choices),
+        "choice_types": types,
+        "pred_type": types[pred] if types else None,
+        "scores": [round(float(x), 6) for x in s],
+    }
 
 
 def _reduction(scorer) -> str | None:

@@ -11,50 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..text import replace_char_span
+from ..contexts import Context  # re-exported: the shared model, importable from here as before
 from ..errors import DatasetError
 
 LABELS = "ABCDE"
-
-
-@dataclass(frozen=True)
-class Context:
-    """A sentence with the target word located by character span (never found by string replace).
-
-    ``source`` is ``wordnet`` (an example sentence, ``ref`` = its index) or ``semcor``
-    (``ref`` = the SemCor sentence id).
-    """
-
-    text: str
-    char_span: tuple[int, int]
-    source: str = "wordnet"
-    ref: str = ""
-
-    @property
-    def surface(self) -> str:
-        a, b = self.char_span
-        return self.text[a:b]
-
-    def replaced(self, replacement: str | None) -> str:
-        """The sentence with the target span replaced (``None``: removed, spaces tidied).
-
-        >>> Context("the mice saw ice", (13, 16)).replaced("bkatuhla")
-        'the mice saw bkatuhla'
-        >>> Context("the ice melted", (4, 7)).replaced(None)
-        'the melted'
-        """
-        return replace_char_span(self.text, self.char_span, replacement)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "char_span": list(self.char_span), "source": self.source, "ref": self.ref}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Context":
-        text = d["text"]
-        a, b = (int(x) for x in d["char_span"])
-        if not 0 <= a < b <= len(text):
-            raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}")
-        return cls(text, (a, b), d.get("source", "wordnet"), str(d.get("ref", "")))
 
 
 @dataclass(frozen=True)
@@ -137,7 +97,7 @@ class MCItem:
             "split": self.split,
             "question_id": self.question_id,
             "definition": self.definition,
-            "context": self.context.to_json() if self.context else None,
+            "context": self.context.to_json("wordnetqa") if self.context else None,
         }
 
     @classmethod
@@ -163,7 +123,7 @@ class MCItem:
                 split=d.get("split", "test"),
                 question_id=d.get("question_id", str(d["id"])),
                 definition=d.get("definition", ""),
-                context=Context.from_json(d["context"]) if d.get("context") else None,
+                context=Context.from_json(d["context"], "wordnetqa") if d.get("context") else None,
             )
         except (KeyError, TypeError, ValueError) as e:
             raise DatasetError(f"malformed WordNetQA item {d.get('id', '?') if isinstance(d, dict) else '?'}: {e}") from None

@@ -42,6 +42,15 @@ def isa_paths(graph, start: str, max_hops: int, up: bool, instances: bool) -> di
 
     Paths run from ``start`` to the relative; among equally short paths the one through the
     alphabetically first neighbours wins, so the result is deterministic.
+
+    >>> class Toy:  # dog -> canine -> carnivore, and dog -> pet
+    ...     up = {"dog": ["pet", "canine"], "canine": ["carnivore"], "pet": [], "carnivore": []}
+    ...     def parents(self, n, instances):
+    ...         return self.up[n]
+    >>> isa_paths(Toy(), "dog", 2, up=True, instances=False)
+    {'canine': ('dog', 'canine'), 'carnivore': ('dog', 'canine', 'carnivore'), 'pet': ('dog', 'pet')}
+    >>> list(isa_paths(Toy(), "dog", 1, up=True, instances=False))
+    ['canine', 'pet']
     """
     step = (lambda n: graph.parents(n, instances)) if up else (lambda n: graph.children(n, instances))
     paths: dict[str, tuple[str, ...]] = {}
@@ -58,7 +67,15 @@ def isa_paths(graph, start: str, max_hops: int, up: bool, instances: bool) -> di
 
 
 def _sample_per_hop(paths: dict[str, tuple[str, ...]], k: int, key: str, seed: int) -> list[str]:
-    """At most ``k`` relatives per hop, seeded, returned by hop then name."""
+    """At most ``k`` relatives per hop, seeded, returned by hop then name.
+
+    >>> paths = {"a": ("x", "a"), "b": ("x", "b"), "c": ("x", "c"), "d": ("x", "a", "d")}
+    >>> picked = _sample_per_hop(paths, 2, "hypernymy/x", 0)
+    >>> len(picked), picked[-1], set(picked[:2]) <= {"a", "b", "c"}
+    (3, 'd', True)
+    >>> picked == _sample_per_hop(paths, 2, "hypernymy/x", 0)   # same seed and key, same answers
+    True
+    """
     by_hop: dict[int, list[str]] = {}
     for x, p in paths.items():
         by_hop.setdefault(len(p) - 1, []).append(x)
@@ -75,7 +92,21 @@ def _sample_per_hop(paths: dict[str, tuple[str, ...]], k: int, key: str, seed: i
 def questions(
     probe: str, concept: str, contexts: list[tuple[str, Context]], graph, cfg: WordNetQAConfig
 ) -> list[Question]:
-    """The unique questions of one probe type about one concept (possibly none)."""
+    """The unique questions of one probe type about one concept (possibly none).
+
+    A synonymy question has no context: its stem is the gloss and its gold lists every lemma,
+    the first one included (so the bias diagnostics leave synonymy out of Bias_C and Bias_W).
+
+    >>> class Toy:
+    ...     def lemmas(self, s):
+    ...         return ("dog", "domestic_dog")
+    >>> [q] = questions("synonymy", "dog.n.01", [], Toy(), WordNetQAConfig())
+    >>> q.qid, q.word, q.context, q.gold
+    ('synonymy:dog.n.01', 'dog', None, 'dog.n.01')
+    >>> ctx = Context(text="the dog barked", char_span=(4, 7))
+    >>> [q.qid for q in questions("definitions", "dog.n.01", [("dog", ctx)], Toy(), WordNetQAConfig())]
+    ['definitions:dog.n.01:c0']
+    """
     if probe == "definitions":
         return [
             Question(f"definitions:{concept}:c{i}", probe, concept, lemma.replace("_", " "), ctx, concept, 0, (concept,))

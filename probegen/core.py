@@ -1,0 +1,153 @@
+"""The one evaluation core: units -> one table of unique requests -> scores -> decisions.
+
+Every command that scores expresses its work the same way. A :class:`Unit` is one decision the
+task asks for:
+
+- a CoDA21 group: k context queries against the same k definitions, decided by one-to-one
+  ``alignment`` or per-row best column (``simple``);
+- a multiple-choice item: one query against its choices, decided by ``argmax``;
+- a context choice: n candidate queries each with one continuation, decided by ``best-row``
+  (generation, not a probe answer: the earliest row, i.e. corpus order, wins exact ties).
+
+:func:`request_table` puts the (query, candidate) pairs of any number of units (several
+ablations of several datasets too) into one table of unique requests; :func:`score_units` scores
+that table once through the shared scorer (cache, batching, prefix reuse and data-parallel
+sharding live there) and gives every unit its score matrix back; :func:`decide` turns a matrix
+into predictions. Ties are broken by a generator seeded from the seed and the unit id alone, so
+a scorer that returns the same score everywhere gets chance accuracy, never the gold, and the
+decision of a unit does not depend on which other units were scored with it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from .aligner import align, argmax_random_ties
+from .errors import ProbegenError
+
+DECISIONS = ("alignment", "simple", "argmax", "best-row")
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One decision: ``queries[i]`` is scored against every candidate in ``candidates[i]``.
+
+    ``gold`` holds the gold column of each row (``alignment``, ``simple``, ``argmax``) or the
+    gold row (``best-row``, one entry); it may be empty when there is no gold (context choice).
+    """
+
+    id: str
+    queries: tuple[str, ...]
+    candidates: tuple[tuple[str, ...], ...]
+    decision: str
+    gold: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
+            raise ValueError(f"unknown decision {self.decision!r}; choose from {', '.join(DECISIONS)}")
+        if len(self.queries) != len(self.candidates) or not self.queries:
+            raise ValueError(f"unit {self.id}: {len(self.queries)} queries but {len(self.candidates)} candidate lists")
+
+    @classmethod
+    def group(cls, id: str, queries: Sequence[str], columns: Sequence[str], gold: Sequence[int], matching: str) -> "Unit":
+        """k queries against the same k columns (a CoDA21 group), decided by ``matching``.
+
+        >>> Unit.group("g", ["q1", "q2"], ["d1", "d2"], [1, 0], "alignment").candidates
+        (('d1', 'd2'), ('d1', 'd2'))
+        """
+        cols = tuple(columns)
+        return cls(id, tuple(queries), tuple(cols for _ in queries), matching, tuple(int(g) for g in gold))
+
+    @classmethod
+    def choice(cls, id: str, query: str, choices: Sequence[str], gold: int | None = None) -> "Unit":
+        """One query against its choices (a multiple-choice item), decided by argmax."""
+        return cls(id, (query,), (tuple(choices),), "argmax", () if gold is None else (int(gold),))
+
+
+def tie_rng(seed: int, unit_id: str) -> np.random.Generator:
+    """The tie-breaking generator of one unit: depends on the seed and the unit id only."""
+    return np.random.default_rng([seed, zlib.crc32(f"{unit_id}/ties".encode())])
+
+
+def request_table(units: Iterable[Unit]) -> list[Pair]:
+    """The unique (query, candidate) pairs of ``units``, grouped by query in first-seen order.
+
+    Pairs that share a query sit together so a causal scorer computes each prefix once.
+
+    >>> u1 = Unit.group("g", ["a", "b"], ["x", "y"], [0, 1], "alignment")
+    >>> u2 = Unit.choice("i", "a", ["y", "z"])
+    >>> request_table([u1, u2])
+    [('a', 'x'), ('a', 'y'), ('a', 'z'), ('b', 'x'), ('b', 'y')]
+    """
+    grouped: dict[str, dict[str, None]] = {}
+    for u in units:
+        for q, cands in zip(u.queries, u.candidates):
+            slot = grouped.setdefault(q, {})
+            for c in cands:
+                slot.setdefault(c, None)
+    return [(q, c) for q, cands in grouped.items() for c in cands]
+
+
+def score_units(units: Sequence[Unit], scorer: Any, progress: bool = False) -> list[np.ndarray]:
+    """Score every unit's requests in one scorer call; a rows x candidates matrix per unit.
+
+    ``scorer`` is any object with ``score_pairs(pairs) -> {pair: float}`` (probegen's scorers)
+    or only ``score(queries, candidate_lists)``.
+    """
+    if hasattr(scorer, "score_pairs"):
+        values = scorer.score_pairs(request_table(units), progress=progress)
+    else:  # a plain ``score`` function (e.g. a stand-in model): row by row, it dedupes itself
+        queries = [q for u in units for q in u.queries]
+        cands = [list(c) for u in units for c in u.candidates]
+        rows = scorer.score(queries, cands, progress=progress)
+        values = {(q, c): float(v) for q, cs, r in zip(queries, cands, rows) for c, v in zip(cs, r)}
+    out = []
+    for u in units:
+        widths = {len(c) for c in u.candidates}
+        if len(widths) == 1:
+            out.append(np.array([[values[(q, c)] for c in cands] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
+        else:  # ragged rows (best-row units): one column per row
+            out.append(np.array([[values[(q, cands[0])]] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
+    return out
+
+
+def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "") -> np.ndarray:
+    """Predictions for one unit from its score matrix (higher = better).
+
+    ``alignment``/``simple``: the predicted column of each row; ``argmax``: the best column of
+    each row; ``best-row``: one entry, the row whose (first) candidate scores highest.
+
+    >>> m = np.array([[0.0, 5.0], [1.0, 9.0]])
+    >>> decide(Unit.group("g", ["a", "b"], ["x", "y"], [0, 1], "alignment"), m).tolist()
+    [0, 1]
+    >>> decide(Unit.group("g", ["a", "b"], ["x", "y"], [0, 1], "simple"), m).tolist()
+    [1, 1]
+    >>> tied = [decide(Unit.choice(f"i{n}", "q", ["a", "b"]), np.zeros((1, 2)))[0] for n in range(40)]
+    >>> bool(0 < sum(tied) < 40)  # exact ties are broken at random, never towards one position
+    True
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if not np.all(np.isfinite(m)):
+        bad = np.argwhere(~np.isfinite(m))[0]
+        who = f"model {model}: " if model else ""
+        q = unit.queries[bad[0]]
+        c = unit.candidates[bad[0]][bad[1] if unit.decision != "best-row" else 0]
+        raise ProbegenError(f"{who}non-finite score for unit {unit.id}, pair ({q[:60]!r}, {c[:60]!r})")
+    rng = tie_rng(seed, unit.id)
+    if unit.decision in ("alignment", "simple"):
+        return align(m, unit.decision, seed=rng)
+    if unit.decision == "argmax":
+        return np.array([argmax_random_ties(row, seed=rng) for row in m], dtype=int)
+    return np.array([int(np.argmax(m[:, 0]))], dtype=int)
+
+
+def evaluate_units(units: Sequence[Unit], scorer: Any, seed: int = 0, progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(score matrix, predictions) of every unit: :func:`score_units` then :func:`decide`."""
+    mats = score_units(units, scorer, progress=progress)
+    model = getattr(scorer, "name", "")
+    return [(m, decide(u, m, seed, model)) for u, m in zip(units, mats)]

@@ -1,0 +1,163 @@
+"""Data-parallel scoring on torch.distributed: many GPUs, many nodes, or CPU processes.
+
+probegen does not run its own launcher: start any command under ``torchrun`` (or ``accelerate
+launch``, or ``srun`` + ``torchrun`` on Slurm) and every process joins one process group from the
+launcher's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``PORT``).
+
+The division of work is fixed by the request table, not by the number of processes: the scorer
+cuts its uncached (query, candidate) pairs into the same chunks a single process would use, rank
+``r`` computes chunks ``r, r + W, r + 2W, ...``, and every rank receives every value
+(``all_gather_object``). Each chunk is batched exactly as in one process, so the scores, the
+decisions and ``results.json`` are the same as a single-process run. Only rank 0 writes the
+score cache, the results and reports; only rank 0 shows progress bars.
+
+The backend is NCCL when every rank has a CUDA device, else gloo (CPU; used by the tests).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence, TypeVar
+
+T = TypeVar("T")
+
+_INIT_BY_US = False
+
+
+def env_world_size() -> int:
+    """``WORLD_SIZE`` from the launcher's environment (1 when not launched by one).
+
+    >>> import os; os.environ.pop("WORLD_SIZE", None); env_world_size()
+    1
+    """
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def local_rank() -> int:
+    """This process's index on its node (``LOCAL_RANK``; 0 when not launched)."""
+    try:
+        return int(os.environ.get("LOCAL_RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def _dist():
+    import torch.distributed as dist
+
+    return dist if dist.is_available() else None
+
+
+def active() -> bool:
+    """True when this process is one of several in an initialised process group."""
+    dist = _dist()
+    return bool(dist is not None and dist.is_initialized() and dist.get_world_size() > 1)
+
+
+def rank() -> int:
+    """This process's global rank (0 without a process group)."""
+    return _dist().get_rank() if active() else 0
+
+
+def world_size() -> int:
+    """Number of processes sharing the work (1 without a process group)."""
+    return _dist().get_world_size() if active() else 1
+
+
+def is_main() -> bool:
+    """True on the process that writes caches, results and reports (rank 0)."""
+    return rank() == 0
+
+
+def init_from_env(use_cuda: bool | None = None) -> bool:
+    """Join the launcher's process group if there is one; returns True when running distributed.
+
+    Called once by every command that scores. ``use_cuda`` picks NCCL (and pins this process to
+    ``cuda:LOCAL_RANK``); by default it is used when CUDA is available.
+    """
+    global _INIT_BY_US
+    if env_world_size() <= 1:
+        return False
+    dist = _dist()
+    if dist is None:
+        from .errors import ProbegenError
+
+        raise ProbegenError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
+    if dist.is_initialized():
+        return dist.get_world_size() > 1
+    import torch
+
+    if use_cuda is None:
+        use_cuda = torch.cuda.is_available()
+    backend = "nccl" if use_cuda else "gloo"
+    if use_cuda:
+        torch.cuda.set_device(local_rank())
+    dist.init_process_group(backend=backend)
+    _INIT_BY_US = True
+    return dist.get_world_size() > 1
+
+
+def default_device() -> str | None:
+    """The CUDA device this rank should use under a launcher (``cuda:LOCAL_RANK``), else None."""
+    if env_world_size() > 1:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"cuda:{local_rank()}"
+    return None
+
+
+def my_share(chunks: Sequence[T]) -> list[T]:
+    """The chunks this rank computes: every ``world_size()``-th one, starting at ``rank()``.
+
+    >>> my_share(["a", "b", "c"])  # one process computes everything
+    ['a', 'b', 'c']
+    """
+    return list(chunks[rank() :: world_size()])
+
+
+def all_gather(obj: Any) -> list[Any]:
+    """Every rank's ``obj``, in rank order, on every rank (``[obj]`` without a process group)."""
+    if not active():
+        return [obj]
+    out: list[Any] = [None] * world_size()
+    _dist().all_gather_object(out, obj)
+    return out
+
+
+def barrier() -> None:
+    """Wait for every rank (no-op without a process group)."""
+    if active():
+        _dist().barrier()
+
+
+@contextmanager
+def main_first() -> Iterator[None]:
+    """Run the body on rank 0 first, then on the other ranks (e.g. loading a model that is
+    converted into the cache once): the others find its work done instead of repeating it."""
+    if active() and not is_main():
+        barrier()
+    try:
+        yield
+    finally:
+        if active() and is_main():
+            barrier()
+
+
+def shutdown() -> None:
+    """Leave the process group if probegen created it."""
+    global _INIT_BY_US
+    dist = _dist()
+    if _INIT_BY_US and dist is not None and dist.is_initialized():
+        dist.destroy_process_group()
+        _INIT_BY_US = False
+
+
+def describe() -> dict[str, Any]:
+    """What ran, for results.json: the number of processes and the backend."""
+    if not active():
+        return {"processes": 1, "backend": None}
+    return {"processes": world_size(), "backend": _dist().get_backend()}

@@ -1,0 +1,393 @@
+"""Exports that other tools run: an lm-evaluation-harness task folder and a Hugging Face folder.
+
+Both formats are written from one list of multiple-choice *docs*: probegen's own causal-LM
+query for an item (rendered by the family's renderer, never a new template), its choices in the
+presented order and the gold index.
+
+- WordNetQA: one doc per item; the query is ``wordnetqa.render.query(item, "pattern", "full")``.
+- CoDA21: one doc per context; the choices are its group's definitions in the evaluator's
+  seeded column order (``coda21.evaluate.column_order``), the gold is the position of the
+  context's own definition. Taking each doc's argmax is probegen's ``--matching simple``;
+  one-to-one alignment over a group is probegen's own metric and has no lm-eval equivalent.
+
+``lm-eval`` writes ``task.yaml`` + ``docs.jsonl`` (+ README.md, manifest.json). lm-eval scores a
+choice as ``(doc_to_text, target_delimiter + choice)`` after moving the context's trailing
+whitespace into the continuation; probegen's causal scorer uses :func:`boundary_split`. With an
+empty ``target_delimiter`` and a doc text of ``context + lead`` (:func:`lm_eval_text`), the two
+give the same (context, continuation) strings, hence the same tokens and log-probs: lm-eval's
+``acc`` is ``probegen eval``'s accuracy (summed log-probs, ``--length-norm none``) and
+``acc_norm`` is ``--length-norm chars`` (both divide by the choice's length in characters).
+
+``hf`` writes ``data/<split>.parquet`` and a dataset card (README.md with ``configs`` front
+matter and the manifest), loadable with ``datasets.load_dataset(DIR)``.
+
+Each output folder is written beside ``--out`` and renamed into place once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import __version__
+from .errors import ProbegenError
+from .io import atomic_dir, file_hashes, write_json, write_jsonl
+from .manifest import CANARY
+from .scorers.base import boundary_split
+
+TASK_YAML = "task.yaml"
+DOCS_FILE = "docs.jsonl"
+CARD_FILE = "README.md"
+MANIFEST_FILE = "manifest.json"
+SPLITS = ("train", "dev", "test")
+
+CODA21_NOTE = (
+    "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
+    "column order. lm-eval takes each context's best definition on its own, which is probegen's "
+    "`--matching simple`; one-to-one alignment of a whole group is probegen's own metric "
+    "(`probegen eval`, the default) and cannot be expressed as an lm-eval task."
+)
+
+
+# ---- docs ---------------------------------------------------------------------------------------
+def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
+    """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
+    (the full question: the nonce plays no part in it)."""
+    from .templating import default_nonce
+    from .wordnetqa.render import query
+
+    nonce = default_nonce()
+    docs = []
+    for it in ds.items:
+        if split is not None and it.split != split:
+            continue
+        docs.append(
+            {
+                "id": it.id,
+                "query": query(it, "pattern", "full", nonce),
+                "choices": list(it.choices),
+                "gold": it.answer,
+                "probe": it.probe,
+                "split": it.split,
+                "cluster": it.cluster,
+                "synset": it.synset,
+                "gold_synset": it.gold_synset,
+                "hops": it.hops,
+                "distractor_type": it.distractor_type,
+                "choice_types": [m.type for m in it.choice_meta],
+            }
+        )
+    if not docs:
+        raise ProbegenError(f"no items to export{f' in split {split!r}' if split else ''}")
+    return docs
+
+
+def coda21_docs(ds, seed: int = 0, nonce: str | None = None, pattern: str | None = None) -> list[dict[str, Any]]:
+    """One doc per CoDA21 context: its group's definitions (seeded column order) as choices."""
+    import numpy as np
+
+    from .coda21.evaluate import EvalConfig, column_order
+    from .coda21.render import render_group
+    from .templating import coda21_patterns, default_nonce
+
+    cfg = EvalConfig(nonce=nonce or default_nonce(), pattern=pattern or EvalConfig.pattern, seed=seed)
+    patterns = coda21_patterns(cfg.pattern)
+    docs = []
+    for g in ds.groups:
+        order = column_order(g.id, g.k, cfg.seed)
+        gold = np.argsort(order)  # row i's definition sits at column gold[i]
+        queries = render_group(g, "pattern", cfg.mode, cfg.nonce, patterns)
+        for i, (it, q) in enumerate(zip(g.items, queries)):
+            docs.append(
+                {
+                    "id": f"{g.id}/{i}",
+                    "query": q,
+                    "choices": [g.items[j].definition for j in order],
+                    "gold": int(gold[i]),
+                    "group": g.id,
+                    "pos": g.pos,
+                    "k": g.k,
+                    "synset": it.synset,
+                    "choice_synsets": [g.items[j].synset for j in order],
+                }
+            )
+    if not docs:
+        raise ProbegenError("no groups to export")
+    return docs
+
+
+# ---- lm-evaluation-harness ----------------------------------------------------------------------
+def lm_eval_split(context: str, continuation: str) -> tuple[str, str]:
+    """lm-evaluation-harness's (context, continuation) before tokenising: trailing whitespace of
+    the context moves to the continuation (``TemplateLM._encode_pair``).
+
+    >>> lm_eval_split("Definition of bkatuhla is ", "a dog")
+    ('Definition of bkatuhla is', ' a dog')
+    """
+    n = len(context) - len(context.rstrip())
+    return (context[:-n], context[-n:] + continuation) if n else (context, continuation)
+
+
+def lm_eval_text(query: str, choices: Sequence[str]) -> str:
+    """The doc text that, with ``target_delimiter: ""``, makes lm-eval score every choice on
+    exactly the strings probegen's causal scorer scores (:func:`boundary_split`).
+
+    >>> lm_eval_text("Definition of bkatuhla is", ["a dog", "a cat"])
+    'Definition of bkatuhla is '
+    >>> lm_eval_text("Question: ...\\nAnswer:\\n", ["yes"])
+    'Question: ...\\nAnswer:\\n'
+    """
+    leads = set()
+    ctx = query
+    for c in choices:
+        ctx, cont = boundary_split(query, c)
+        leads.add(cont[: len(cont) - len(c)])
+    if not ctx.strip():
+        raise ProbegenError(f"cannot export an empty query (choices {list(choices)[:2]}...)")
+    if len(leads) != 1:
+        raise ProbegenError(f"query {query[-40:]!r}: some choices start with whitespace and some do not; lm-eval cannot score them alike")
+    text = ctx + leads.pop()
+    for c in choices:  # the invariant the export rests on
+        if lm_eval_split(text, c) != boundary_split(query, c):
+            raise ProbegenError(f"query {query[-40:]!r}: cannot reproduce probegen's whitespace handling in lm-eval")
+    return text
+
+
+def task_name(name: str) -> str:
+    """A valid lm-eval task name from a dataset name.
+
+    >>> task_name("wordnetqa-all test")
+    'probegen_wordnetqa_all_test'
+    """
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    return slug if slug.startswith("probegen") else f"probegen_{slug}"
+
+
+def _yaml_str(s: str) -> str:
+    """A YAML double-quoted scalar (JSON string syntax is valid YAML)."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def task_yaml(task: str, docs_path: str, kind: str, source: str) -> str:
+    """The lm-eval task config reading ``docs_path`` (absolute: relative data_files resolve
+    against lm-eval's working directory, not this file)."""
+    notes = [f"probegen {__version__} export of {source} ({kind}); see README.md beside this file."]
+    if kind == "coda21":
+        notes.append(CODA21_NOTE)
+    notes.append(
+        "target_delimiter is empty on purpose: each doc's text already ends with the whitespace that "
+        "probegen's scorer puts before a choice, so lm-eval scores the same strings."
+    )
+    comment = "".join("# " + line + "\n" for n in notes for line in _wrap(n))
+    return (
+        comment
+        + f"task: {task}\n"
+        + "dataset_path: json\n"
+        + "dataset_kwargs:\n"
+        + "  data_files:\n"
+        + f"    test: {_yaml_str(docs_path)}\n"
+        + "test_split: test\n"
+        + "output_type: multiple_choice\n"
+        + "doc_to_text: text\n"
+        + "doc_to_choice: choices\n"
+        + "doc_to_target: gold\n"
+        + 'target_delimiter: ""\n'
+        + "metric_list:\n"
+        + "  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
+        + "  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"
+        + "metadata:\n"
+        + "  version: 1.0\n"
+    )
+
+
+def _wrap(text: str, width: int = 96) -> list[str]:
+    lines, cur = [], ""
+    for word in text.split():
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return lines + [cur] if cur else lines
+
+
+def _lm_eval_readme(task: str, kind: str, source: str, n: int, settings: dict[str, Any]) -> str:
+    eval_cmd = f"probegen eval --model MODEL --dataset {source}"
+    if kind == "coda21":
+        metric = (
+            f"Each doc's `acc` is the prediction of `{eval_cmd} --matching simple` for that context "
+            "(`--seed`, `--nonce`, `--pattern` as exported; summed log-probs), but lm-eval averages over "
+            "contexts while probegen averages group accuracies, so the two means differ when group sizes do. "
+            "`acc_norm` divides each definition's log-prob by its length in characters.\n\n" + CODA21_NOTE
+        )
+    else:
+        split = f" --split {settings['split']}" if settings.get("split") else ""
+        metric = (
+            f"lm-eval's `acc` equals `{eval_cmd}{split}` (summed log-probs, `--length-norm none`); "
+            f"`acc_norm` equals `{eval_cmd}{split} --length-norm chars`."
+        )
+    return f"""# lm-evaluation-harness task `{task}`
+
+Exported by probegen {__version__} from `{source}` ({kind}, {n} docs). Settings: `{json.dumps(settings, sort_keys=True)}`.
+
+```
+lm_eval --model hf --model_args pretrained=MODEL --tasks {task} --include_path THIS_FOLDER
+```
+
+Each line of `{DOCS_FILE}` is one doc: `query` (probegen's scorer query), `text` (what lm-eval
+conditions on: the query plus the whitespace probegen puts before a choice, read with an empty
+`target_delimiter`), `choices`, `gold` (index) and probegen's metadata.
+
+{metric}
+
+Same numbers, same model: lm-eval and probegen split context and continuation the same way, and
+both prepend a BOS token only where the tokenizer does by default (lm-eval's `add_bos_token`
+unset). Exact ties: lm-eval takes the first tied choice, probegen breaks ties at random.
+
+`{TASK_YAML}` names `{DOCS_FILE}` by absolute path, because lm-eval (through `datasets`) resolves
+a relative `data_files` against its working directory: after moving this folder, export again
+or edit that path.
+
+{CANARY}
+"""
+
+
+def write_lm_eval(docs: list[dict[str, Any]], out: Path, kind: str, source: str, manifest: dict[str, Any],
+                  settings: dict[str, Any], task: str) -> Path:
+    """Write an lm-eval task folder (task ``task``) at ``out``; returns the folder."""
+    out = Path(os.path.realpath(out))
+    rows = [{**d, "text": lm_eval_text(d["query"], d["choices"])} for d in docs]
+    with atomic_dir(out) as tmp:
+        write_jsonl(tmp / DOCS_FILE, rows)
+        (tmp / TASK_YAML).write_text(task_yaml(task, str(out / DOCS_FILE), kind, source), encoding="utf-8")
+        (tmp / CARD_FILE).write_text(_lm_eval_readme(task, kind, source, len(rows), settings), encoding="utf-8")
+        _write_manifest(tmp, "lm-eval", manifest, settings, [DOCS_FILE, TASK_YAML, CARD_FILE], task=task)
+    return out
+
+
+def _write_manifest(tmp: Path, fmt: str, manifest: dict[str, Any], settings: dict[str, Any], names: list[str], **extra: Any) -> dict[str, Any]:
+    """manifest.json of an export: the source dataset's manifest, the settings and file hashes."""
+    m = {"kind": "export", "format": fmt, "probegen_version": __version__, "canary": CANARY,
+         "settings": settings, "dataset_manifest": manifest, **extra, "files": file_hashes(tmp, names)}
+    write_json(tmp / MANIFEST_FILE, m)
+    return m
+
+
+# ---- Hugging Face datasets ----------------------------------------------------------------------
+def write_hf(docs: list[dict[str, Any]], out: Path, kind: str, source: str, manifest: dict[str, Any],
+             settings: dict[str, Any]) -> tuple[Path, dict[str, int]]:
+    """Write ``data/<split>.parquet`` per split and a dataset card; returns (folder, rows per split)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    by_split: dict[str, list[dict[str, Any]]] = {}
+    for d in docs:
+        by_split.setdefault(d.get("split", "test"), []).append(d)
+    order = sorted(by_split, key=lambda s: (SPLITS.index(s) if s in SPLITS else len(SPLITS), s))
+    out = Path(os.path.realpath(out))
+    with atomic_dir(out) as tmp:
+        (tmp / "data").mkdir()
+        names = []
+        for split in order:
+            names.append(f"data/{split}.parquet")
+            pq.write_table(pa.Table.from_pylist(by_split[split]), tmp / names[-1])
+        m = _write_manifest(tmp, "hf", manifest, settings, names)
+        (tmp / CARD_FILE).write_text(_hf_card(kind, source, order, by_split, m), encoding="utf-8")
+    return out, {s: len(by_split[s]) for s in order}
+
+
+def _hf_card(kind: str, source: str, splits: list[str], by_split: dict[str, list], manifest: dict[str, Any]) -> str:
+    files = "".join(f"  - split: {s}\n    path: data/{s}.parquet\n" for s in splits)
+    counts = ", ".join(f"{s}: {len(by_split[s])}" for s in splits)
+    if kind == "coda21":
+        what = ("One row per CoDA21 context. `choices` are the definitions of its group (`group`, `k` rows) "
+                "in probegen's seeded column order and `gold` the index of its own definition. " + CODA21_NOTE)
+    else:
+        what = "One row per WordNetQA item: `choices` in the presented order, `gold` the answer's index."
+    return f"""---
+pretty_name: {_yaml_str(f"probegen {source}")}
+tags:
+- probegen
+- wordnet
+task_categories:
+- multiple-choice
+configs:
+- config_name: default
+  data_files:
+{files}---
+
+# {source}
+
+A {kind} probe set made by probegen {__version__} ({counts} rows). {what}
+
+`query` is the text probegen's causal-LM scorer conditions on; a choice is scored as its
+continuation after one space (or the whitespace the query ends with).
+
+```python
+import datasets
+ds = datasets.load_dataset("path/to/this/folder")
+```
+
+{CANARY}
+
+## Manifest
+
+```json
+{json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False)}
+```
+"""
+
+
+# ---- entry point --------------------------------------------------------------------------------
+FORMATS: dict[str, Callable[..., Any]] = {"lm-eval": write_lm_eval, "hf": write_hf}
+
+
+def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = None, seed: int | None = None,
+           nonce: str | None = None, pattern: str | None = None, task: str | None = None) -> str:
+    """Export a probegen dataset as ``fmt`` (``lm-eval`` or ``hf``) into the folder ``out``.
+
+    Returns a one-line summary. ``split``: WordNetQA only. ``seed`` (default 0), ``nonce`` and
+    ``pattern``: CoDA21 only, rendering it exactly as ``probegen eval`` does with the same options
+    (WordNetQA is exported as the full question, where they change nothing).
+    """
+    from .evaluation import detect_dataset
+
+    if fmt not in FORMATS:
+        raise ProbegenError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+    from .templating import coda21_patterns, default_nonce
+
+    kind = detect_dataset(dataset)
+    source = Path(dataset).name if Path(dataset).is_dir() else Path(dataset).stem
+    if kind == "coda21":
+        if split is not None:
+            raise ProbegenError("--split applies to WordNetQA datasets; a CoDA21 set has no splits")
+        from .coda21.dataset import load
+        from .coda21.evaluate import EvalConfig
+
+        seed, nonce, pattern = seed or 0, nonce or default_nonce(), pattern or EvalConfig.pattern
+        coda21_patterns(pattern)  # a malformed pattern fails before the dataset is read
+        ds = load(dataset)
+        docs = coda21_docs(ds, seed=seed, nonce=nonce, pattern=pattern)
+        settings: dict[str, Any] = {"nonce": nonce, "pattern": pattern, "seed": seed, "mode": "context", "matching": "simple"}
+    else:
+        given = [n for n, v in (("--seed", seed), ("--nonce", nonce), ("--pattern", pattern)) if v is not None]
+        if given:
+            raise ProbegenError(f"{', '.join(given)}: CoDA21 only; WordNetQA is exported as the full question, where it changes nothing")
+        from .wordnetqa.dataset import load as load_mc
+
+        ds = load_mc(dataset)
+        docs = wordnetqa_docs(ds, split=split)
+        settings = {"mode": "full", "split": split} if split else {"mode": "full"}
+    if fmt == "lm-eval":
+        if task is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
+            raise ProbegenError(f"--task {task!r}: use letters, digits, '_', '.' and '-'")
+        name = task or task_name(f"{source} {split}" if split else source)
+        path = write_lm_eval(docs, Path(out), kind, source, ds.manifest, settings, name)
+        return f"wrote {path} (lm-eval task {name}, {len(docs)} docs); run: lm_eval --model hf --model_args pretrained=MODEL --tasks {name} --include_path {path}"
+    if task is not None:
+        raise ProbegenError("--task applies to --format lm-eval")
+    path, sizes = write_hf(docs, Path(out), kind, source, ds.manifest, settings)
+    return f"wrote {path} (Hugging Face dataset: {', '.join(f'{s} {n}' for s, n in sizes.items())})"

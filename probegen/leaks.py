@@ -1,0 +1,204 @@
+"""Whether a hidden target word is still visible elsewhere in its context.
+
+A probe hides its target by span; a context that shows another form of the same word outside
+that span gives the answer away ("the jury ... said the jury" with one "jury" hidden). One rule,
+used by every generator and by ``probegen stats``: a context leaks if, outside the hidden span,
+a form of the target lemma (or of the hidden word itself) occurs as whole words, case-insensitive.
+A token is a form of a word when WordNet's morphology, in any part of speech, gives that word as
+one of its base forms ("took" -> take, "geese" -> goose, "walked" -> walk even for the noun
+"walk"), so no inflection slips through; a multiword lemma ("give_up") counts when its words
+occur in sequence, each possibly inflected ("gave up"). Not covered: a phrasal verb split by its
+object ("gave it up"), and synonyms (another lemma of the synset is a different word).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Callable, Iterable
+
+# words with inner hyphens ("x-ray"); apostrophes split ("dog's" -> dog, s), dots never join
+_TOKEN = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
+_POS = ("n", "v", "a", "r")
+
+
+def tokens_with_spans(text: str) -> list[tuple[str, int, int]]:
+    """Lower-cased word tokens with their character spans.
+
+    >>> tokens_with_spans("The dog's X-ray")
+    [('the', 0, 3), ('dog', 4, 7), ('s', 8, 9), ('x-ray', 10, 15)]
+    """
+    return [(m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+class Morphology:
+    """Base forms of a token under WordNet's morphology, memoised (``wn._morphy`` of nltk)."""
+
+    def __init__(self, wn) -> None:
+        self._fn: Callable[[str, str], Iterable[str]] = getattr(wn, "_morphy", None) or (
+            lambda form, pos: [b for b in [wn.morphy(form, pos)] if b]
+        )
+        self._memo: dict[tuple[str, str], frozenset[str]] = {}
+
+    def bases(self, token: str, pos: str) -> frozenset[str]:
+        """The token's base forms in one part of speech, the token itself included."""
+        key = (token, pos)
+        got = self._memo.get(key)
+        if got is None:
+            try:
+                found = set(self._fn(token, pos))
+            except Exception:  # odd tokens (digits, unicode) can trip morphy; the token itself still counts
+                found = set()
+            got = self._memo[key] = frozenset(found | {token})
+        return got
+
+    def all_bases(self, token: str) -> frozenset[str]:
+        """The token's base forms in any part of speech ("walked" -> walk even for a noun target)."""
+        got = self._memo.get((token, "*"))
+        if got is None:
+            got = self._memo[(token, "*")] = frozenset().union(*(self.bases(token, p) for p in _POS))
+        return got
+
+
+@lru_cache(maxsize=2)
+def default_morphology(wordnet: str | None = None) -> Morphology:
+    """A shared Morphology over the located WordNet (one memo per process)."""
+    from .data import load_wordnet
+
+    return Morphology(load_wordnet(wordnet))
+
+
+def _words(phrase: str) -> tuple[str, ...]:
+    """A lemma or surface split like a sentence: "potter's_wheel" -> (potter, s, wheel)."""
+    return tuple(t for t, _, _ in tokens_with_spans(phrase.replace("_", " ")))
+
+
+def target_patterns(surface: str, lemma: str) -> set[tuple[str, ...]]:
+    """The word sequences whose forms count as the target: the lemma's and the hidden word's.
+
+    >>> sorted(target_patterns("took off", "take_off"))
+    [('take', 'off'), ('took', 'off')]
+    """
+    return {words for words in (_words(lemma), _words(surface)) if words}
+
+
+def visible_target_forms(
+    text: str, span: tuple[int, int], lemma: str, morph: Morphology | None = None
+) -> list[str]:
+    """The forms of the target visible outside the hidden ``span`` of ``text``, in text order.
+
+    ``lemma`` is the target's lemma (SemCor's or WordNet's, "_" joining multiword lemmas); the
+    hidden word ``text[span]`` counts too. A token sequence is a visible form when, word by
+    word, each pattern word is one of the token's WordNet base forms (any part of speech),
+    and none of its tokens overlaps the span. ("bees" has the base "be", yet "are" is no form
+    of "bee": only the target's words are looked for among a token's bases, never the reverse.)
+
+    >>> class WN:  # a stand-in for nltk's reader: two irregular forms
+    ...     def _morphy(self, form, pos):
+    ...         return {("juries", "n"): ["jury"], ("gave", "v"): ["give"]}.get((form, pos), [])
+    >>> m = Morphology(WN())
+    >>> visible_target_forms("The jury said the Jury's juries met.", (4, 8), "jury", m)
+    ['Jury', 'juries']
+    >>> visible_target_forms("They gave up, then give up again.", (5, 12), "give_up", m)
+    ['give up']
+    >>> visible_target_forms("They gave up and gave it up.", (5, 12), "give_up", m)  # split phrasal verbs: not seen
+    []
+    """
+    morph = morph or default_morphology()
+    a, b = span
+    toks = tokens_with_spans(text)
+    bases = [morph.all_bases(t) for t, _, _ in toks]
+    found: set[tuple[int, int]] = set()
+    for pattern in target_patterns(text[a:b], lemma):
+        n = len(pattern)
+        for i in range(len(toks) - n + 1):
+            if pattern[0] in bases[i] and all(w in bases[i + j] for j, w in enumerate(pattern[1:], 1)):
+                x, y = toks[i][1], toks[i + n - 1][2]
+                if y <= a or x >= b:  # a window overlapping the span is the target itself
+                    found.add((x, y))
+    return [text[x:y] for x, y in sorted(found)]
+
+
+def leaks(text: str, span: tuple[int, int], lemma: str, morph: Morphology | None = None) -> bool:
+    """True if any form of the target is visible outside the hidden span (see ``visible_target_forms``)."""
+    return bool(visible_target_forms(text, span, lemma, morph))
+
+
+def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]], morph: Morphology | None = None) -> dict[str, dict]:
+    """Per POS: contexts, how many leak, and the rate, from (pos, text, span, lemma) rows.
+
+    Repeated rows (one context shared by several questions) count once.
+
+    >>> class WN:
+    ...     def _morphy(self, form, pos):
+    ...         return []
+    >>> rows = [("n", "a dog bit a dog", (2, 5), "dog"), ("n", "a dog barked", (2, 5), "dog")]
+    >>> leak_rates(rows, Morphology(WN()))
+    {'n': {'contexts': 2, 'leaky': 1, 'rate': 0.5}}
+    """
+    morph = morph or default_morphology()
+    out: dict[str, dict] = {}
+    for pos, text, span, lemma in dict.fromkeys((p, t, tuple(s), lem) for p, t, s, lem in rows):
+        c = out.setdefault(pos, {"contexts": 0, "leaky": 0, "rate": 0.0})
+        c["contexts"] += 1
+        c["leaky"] += leaks(text, span, lemma, morph)
+    for c in out.values():
+        c["rate"] = c["leaky"] / c["contexts"] if c["contexts"] else 0.0
+    return out
+
+
+def surface_lemma(surface: str, lemmas: Iterable[str], morph: Morphology | None = None) -> str | None:
+    """The first of ``lemmas`` that the hidden word ``surface`` is a form of, else None
+    (for datasets that record no lemma, such as the original CoDA21 release).
+
+    >>> class WN:
+    ...     def _morphy(self, form, pos):
+    ...         return {("buffs", "n"): ["buff"]}.get((form, pos), [])
+    >>> surface_lemma("buffs", ["fan", "buff", "devotee"], Morphology(WN()))
+    'buff'
+    """
+    morph = morph or default_morphology()
+    surf = _words(surface)
+    for lemma in lemmas:
+        words = _words(lemma)
+        if len(words) == len(surf) and all(w in morph.all_bases(t) for t, w in zip(surf, words)):
+            return lemma
+    return None
+
+
+def coda21_leak_rates(ds, morph: Morphology | None = None) -> dict[str, dict]:
+    """``leak_rates`` of a CoDA21 dataset's contexts, per POS, with each item's recorded lemma.
+
+    A file in the original release's schema records no lemma (import guesses the synset
+    name's head, "fan" for "buffs" of fan.n.03), so there the lemma is the synset's lemma the
+    hidden word is a form of.
+    """
+    morph = morph or default_morphology()
+    lemma_of = lambda it: it.lemma  # noqa: E731
+    if ds.manifest.get("source_format") == "coda21-json":
+        from .wordnet_graph import load_graph
+
+        graph = load_graph()
+
+        def lemma_of(it) -> str:
+            lemmas = graph.lemmas(it.synset) if it.synset in graph else ()
+            return surface_lemma(it.context.surface, lemmas, morph) or it.lemma
+
+    rows = [(g.pos, it.context.text, it.context.char_span, lemma_of(it)) for g in ds.groups for it in g.items]
+    return leak_rates(rows, morph)
+
+
+def wordnetqa_leak_rates(items, morph: Morphology | None = None) -> dict[str, dict]:
+    """``leak_rates`` of the distinct contexts of WordNetQA items (``word`` is the located lemma)."""
+    rows = [(it.pos, it.context.text, it.context.char_span, it.word) for it in items if it.context is not None]
+    return leak_rates(rows, morph)
+
+
+def format_leak_rates(rates: dict[str, dict]) -> str:
+    """One line for ``probegen stats``.
+
+    >>> format_leak_rates({"n": {"contexts": 713, "leaky": 0, "rate": 0.0}, "v": {"contexts": 8, "leaky": 1, "rate": 0.125}})
+    'visible target forms outside the hidden span: n 0/713 (0.0%), v 1/8 (12.5%)'
+    """
+    parts = [f"{pos} {r['leaky']}/{r['contexts']} ({100 * r['rate']:.1f}%)" for pos, r in sorted(rates.items())]
+    return "visible target forms outside the hidden span: " + (", ".join(parts) or "no contexts")

@@ -1,0 +1,199 @@
+"""``probegen study make``: sample items, assign them to annotators, write the study directory.
+
+Design (the bias paper's human study): ``n`` items are sampled once and shown in every
+condition (a paired design: condition accuracies differ by condition, not by item sample, and
+the bias ratios are bootstrapped over the same items). Each condition gets its own
+``annotators`` people, so nobody sees an item twice with different input. Within a condition,
+``overlap`` items go to every annotator (for agreement) and the rest are dealt out in turn, so
+every item is answered at least once: with n=100, 2 annotators and overlap 50 each annotator
+answers 75 items. Every annotator gets their items in their own seeded order.
+
+A WordNetQA item is one question; at most one item per concept cluster is sampled, so the
+items (the bootstrap units) are independent and nobody sees the same question twice with
+other distractors. A CoDA21 item is a whole group, aligned as one task.
+"""
+
+from __future__ import annotations
+
+import secrets
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..errors import ProbegenError
+from ..io import atomic_dir, file_hashes, write_json, write_jsonl
+from ..manifest import CANARY
+from .store import ANSWERS, ASSIGNMENT, GOLD, ITEMS, MANIFEST, TOKENS
+from .views import align_gold, align_view, check_conditions, mc_gold, mc_view
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """How a study is sampled and assigned (recorded in the manifest)."""
+
+    conditions: tuple[str, ...] = ("full", "context", "word")
+    n: int = 100
+    annotators: int = 2  # per condition
+    overlap: int = 50  # items every annotator of a condition answers
+    seed: int = 0
+    split: str | None = None  # WordNetQA: sample from one split only
+
+    def validate(self) -> None:
+        """One-line errors for settings that cannot make a study.
+
+        >>> StudyConfig(n=10, annotators=2, overlap=11).validate()
+        Traceback (most recent call last):
+        probegen.errors.ProbegenError: --overlap 11 exceeds --n 10
+        """
+        check_conditions(list(self.conditions))
+        if self.n < 1:
+            raise ProbegenError("--n must be at least 1")
+        if self.annotators < 1:
+            raise ProbegenError("--annotators must be at least 1")
+        if not 0 <= self.overlap:
+            raise ProbegenError("--overlap must be at least 0")
+        if self.overlap > self.n:
+            raise ProbegenError(f"--overlap {self.overlap} exceeds --n {self.n}")
+        if self.overlap and self.annotators < 2:
+            raise ProbegenError("--overlap needs at least 2 annotators per condition (agreement is measured between them)")
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(key.encode())])
+
+
+def sample_units(kind: str, data: Any, cfg: StudyConfig) -> tuple[list[Any], dict[str, int]]:
+    """The sampled dataset items (WordNetQA: one per concept cluster) and what was left out and why."""
+    rng = _rng(cfg.seed, "study-sample")
+    skipped: dict[str, int] = {}
+    if kind == "coda21":
+        pool = list(data.groups)
+        label = "groups"
+    else:
+        items = list(data.items)
+        if cfg.split:
+            items = [it for it in items if it.split == cfg.split]
+            if not items:
+                raise ProbegenError(f"the dataset has no items in split {cfg.split!r}")
+        if set(cfg.conditions) - {"full"}:
+            usable = [it for it in items if _renderable(it)]
+            if len(usable) < len(items):
+                skipped["no template or context (full condition only)"] = len(items) - len(usable)
+            items = usable
+        by_cluster: dict[str, list[Any]] = {}
+        for it in items:
+            by_cluster.setdefault(it.cluster, []).append(it)
+        clusters = sorted(by_cluster)
+        pool = [by_cluster[c][int(_rng(cfg.seed, f"study-pick/{c}").integers(len(by_cluster[c])))] for c in clusters]
+        label = "concept clusters"
+    if len(pool) < cfg.n:
+        why = "".join(f"; {v} skipped: {k}" for k, v in skipped.items())
+        raise ProbegenError(f"the dataset has only {len(pool)} usable {label} for --n {cfg.n}{why}; use --n {len(pool)} or fewer")
+    picks = rng.choice(len(pool), size=cfg.n, replace=False)
+    return [pool[int(i)] for i in picks], skipped
+
+
+def _renderable(item) -> bool:
+    from ..wordnetqa.render import template_by_id
+
+    return template_by_id(item.template) is not None
+
+
+def assign(uids: list[str], cfg: StudyConfig) -> dict[str, dict[str, Any]]:
+    """Annotator id (``<condition>-<j>``) -> condition, items in presentation order, shared items.
+
+    >>> a = assign([f"q{i}" for i in range(10)], StudyConfig(conditions=("full",), n=10, annotators=2, overlap=4))
+    >>> sorted(a), [len(x["items"]) for x in a.values()], len(a["full-1"]["shared"])
+    (['full-1', 'full-2'], [7, 7], 4)
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for cond in cfg.conditions:
+        order = [uids[int(i)] for i in _rng(cfg.seed, f"study-deal/{cond}").permutation(len(uids))]
+        shared, rest = order[: cfg.overlap], order[cfg.overlap :]
+        for j in range(cfg.annotators):
+            aid = f"{cond}-{j + 1}"
+            mine = shared + rest[j :: cfg.annotators]
+            shown = [mine[int(i)] for i in _rng(cfg.seed, f"study-order/{aid}").permutation(len(mine))]
+            out[aid] = {"condition": cond, "items": shown, "shared": sorted(shared)}
+    return out
+
+
+def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
+    """Everything a study directory holds, in memory: manifest, items, assignment, gold.
+
+    Tokens are not part of it: they are drawn at write time (they must be unguessable).
+    """
+    from ..evaluation import detect_dataset
+
+    cfg.validate()
+    kind = detect_dataset(dataset)
+    if cfg.split and kind != "wordnetqa":
+        raise ProbegenError("--split applies to WordNetQA datasets only (CoDA21 has no splits)")
+    if kind == "coda21":
+        from ..coda21.dataset import load
+
+        data = load(dataset)
+        fingerprint = data.fingerprint
+    else:
+        from ..wordnetqa.dataset import fingerprint as mc_fingerprint, load as load_mc
+
+        data = load_mc(dataset)
+        fingerprint = mc_fingerprint(data)
+    units, skipped = sample_units(kind, data, cfg)
+    width = len(str(cfg.n))
+    uids = [f"q{i + 1:0{width}d}" for i in range(len(units))]
+    items, gold = [], []
+    for uid, unit in zip(uids, units):
+        g = align_gold(unit, cfg.seed) if kind == "coda21" else mc_gold(unit)
+        gold.append({"uid": uid, **g})
+        for cond in cfg.conditions:
+            view = align_view(unit, cond, cfg.seed) if kind == "coda21" else mc_view(unit, cond)
+            items.append({"uid": uid, "condition": cond, "view": view})
+    items.sort(key=lambda r: (list(cfg.conditions).index(r["condition"]), r["uid"]))
+    annotators = assign(uids, cfg)
+    manifest = {
+        "kind": "study",
+        "probegen_version": __version__,
+        "canary": CANARY,
+        "dataset": {"path": str(dataset), "name": Path(str(dataset).rstrip("/")).name, "kind": kind, "fingerprint": fingerprint},
+        "conditions": list(cfg.conditions),
+        "n": cfg.n,
+        "annotators_per_condition": cfg.annotators,
+        "overlap": cfg.overlap,
+        "seed": cfg.seed,
+        "split": cfg.split,
+        "unit": "group" if kind == "coda21" else "item",
+        "design": "paired: the same sampled items in every condition, different annotators per condition",
+        "counts": {
+            "items": len(uids),
+            "skipped": skipped,
+            "annotations_planned": sum(len(a["items"]) for a in annotators.values()),
+            "per_annotator": {aid: len(a["items"]) for aid, a in annotators.items()},
+        },
+    }
+    return {"manifest": manifest, "items": items, "assignment": {"annotators": annotators}, "gold": gold}
+
+
+def write_study(study: dict[str, Any], out: str | Path) -> dict[str, str]:
+    """Write the study directory in one rename (a temporary sibling first); returns the tokens.
+
+    An existing directory is never replaced: it may hold answers.
+    """
+    out = Path(out)
+    if out.exists():
+        raise ProbegenError(f"{out} already exists; a study is never overwritten (it may hold answers): choose another --out")
+    tokens = {aid: secrets.token_urlsafe(18) for aid in study["assignment"]["annotators"]}
+    with atomic_dir(out) as tmp:
+        write_jsonl(tmp / ITEMS, study["items"])
+        write_json(tmp / ASSIGNMENT, study["assignment"])
+        write_jsonl(tmp / GOLD, study["gold"])
+        manifest = dict(study["manifest"], files=file_hashes(tmp, [ITEMS, ASSIGNMENT, GOLD]))
+        write_json(tmp / MANIFEST, manifest)
+        write_json(tmp / TOKENS, tokens)
+        (tmp / TOKENS).chmod(0o600)
+        (tmp / ANSWERS).mkdir()
+    return tokens

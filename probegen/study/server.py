@@ -1,0 +1,172 @@
+"""``probegen study serve``: a small Flask app, one page per annotator behind a secret URL token.
+
+Routes (``<token>`` is the annotator's token from ``tokens.json``):
+
+- ``GET /a/<token>``: the annotator page (plain HTML/JS/CSS from ``static/``, nothing from a CDN);
+- ``GET /api/<token>/state``: condition, instructions, the assigned items' views in the
+  annotator's order and what was already answered (so a reload resumes);
+- ``POST /api/<token>/answer`` with ``{"item": uid, "answer": ..., "guess": ..., "elapsed_ms": n}``:
+  stored (appended and fsynced) before the response.
+
+Errors are JSON ``{"error": "..."}``: 403 for an unknown token or an item not assigned to the
+token, 400 for a malformed body, 409 for a changed answer. Gold never leaves the server: the app
+does not even read ``gold.jsonl``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from pathlib import Path
+from typing import Any
+
+from .store import AnswerError, AnswerLog, Study, load_study
+from .views import instructions
+
+STATIC = Path(__file__).with_name("static")
+
+
+def create_app(study: Study | str | Path):
+    """The Flask app serving ``study`` (a Study or its directory)."""
+    from flask import Flask, jsonify, request, send_from_directory
+
+    study = study if isinstance(study, Study) else load_study(study)
+    log = AnswerLog(study)
+    tokens = study.tokens()
+    app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
+    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
+    app.json.sort_keys = False
+
+    def annotator_of(token: str) -> str | None:
+        found = None
+        for aid, tok in tokens.items():  # constant-time comparisons: the token is the only secret
+            if hmac.compare_digest(tok.encode(), token.encode()):
+                found = aid
+        return found
+
+    def fail(msg: str, status: int):
+        resp = jsonify({"error": msg})
+        resp.status_code = status
+        return resp
+
+    @app.after_request
+    def headers(resp):
+        resp.headers["Cache-Control"] = "no-store"
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        resp.headers["Referrer-Policy"] = "no-referrer"  # the token is in the URL
+        resp.headers["Content-Security-Policy"] = "default-src 'self'; style-src 'self'; script-src 'self'"
+        return resp
+
+    @app.get("/")
+    def root():
+        return "<!doctype html><title>probegen study</title><p>Open the link you were given (it ends in your token).</p>"
+
+    @app.get("/a/<token>")
+    def page(token: str):
+        if annotator_of(token) is None:
+            return fail("unknown annotator token", 403)
+        return send_from_directory(STATIC, "index.html")
+
+    @app.get("/api/<token>/state")
+    def state(token: str):
+        aid = annotator_of(token)
+        if aid is None:
+            return fail("unknown annotator token", 403)
+        return jsonify(annotator_state(study, log, aid))
+
+    @app.post("/api/<token>/answer")
+    def answer(token: str):
+        aid = annotator_of(token)
+        if aid is None:
+            return fail("unknown annotator token", 403)
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict) or "item" not in body or "answer" not in body:
+            return fail('body must be a JSON object {"item": ..., "answer": ..., "guess": ...}', 400)
+        elapsed = body.get("elapsed_ms")
+        extra: dict[str, Any] = {
+            "received": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "elapsed_ms": int(elapsed) if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and 0 <= elapsed < 1e9 else None,
+            "source": "web",
+        }
+        try:
+            record, stored = log.submit(aid, body["item"], body["answer"], body.get("guess"), require_guess=True, extra=extra)
+        except AnswerError as e:
+            return fail(str(e), e.status)
+        return jsonify({"ok": True, "stored": stored, "item": record["item"],
+                        "answered": len(log.answered[aid]), "total": len(study.annotators[aid]["items"])})
+
+    @app.errorhandler(404)
+    def not_found(_):
+        return fail("not found", 404)
+
+    @app.errorhandler(405)
+    def bad_method(_):
+        return fail("method not allowed", 405)
+
+    @app.errorhandler(413)
+    def too_big(_):
+        return fail("request body too large", 413)
+
+    return app
+
+
+def annotator_state(study: Study, log: AnswerLog, aid: str) -> dict[str, Any]:
+    """What the page needs: the annotator's items (views, no gold) and answers so far."""
+    a = study.annotators[aid]
+    cond = a["condition"]
+    items = [{"item": uid, **study.view(aid, uid)} for uid in a["items"]]
+    kinds = {it["kind"] for it in items}
+    return {
+        "annotator": aid,
+        "condition": cond,
+        "instructions": {k: instructions(cond, k) for k in sorted(kinds)},
+        "guess": cond == "context",
+        "items": items,
+        "answered": {uid: {"answer": r["answer"], "guess": r.get("guess")} for uid, r in log.answered[aid].items()},
+    }
+
+
+def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, announce=print) -> None:
+    """Run the app until interrupted (werkzeug's threaded server; fine for a handful of annotators)."""
+    import logging
+
+    from werkzeug.serving import make_server
+
+    from ..errors import ProbegenError
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no request log: the URLs carry tokens
+    study = load_study(study_dir)
+    app = create_app(study)
+    try:
+        _check_port(host, port)  # werkzeug would print its own message and exit on a busy port
+        server = make_server(host, port, app, threaded=True)
+    except OSError as e:
+        raise ProbegenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    announce(f"serving study {study.root} on http://{host}:{server.server_port}/ (Ctrl-C stops)")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        announce(f"note: bound to {host}: anyone who can reach this address and has a link can answer")
+    for line in annotator_links(study, f"http://{host}:{server.server_port}"):
+        announce(line)
+    server.serve_forever()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Raise OSError if ``host:port`` cannot be bound (the socket is closed again at once)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+
+
+def annotator_links(study: Study, base: str) -> list[str]:
+    """One line per annotator: the link with its token, condition and progress."""
+    from .store import first_answers
+
+    out = []
+    for aid, tok in study.tokens().items():
+        a = study.annotators[aid]
+        done = len(first_answers(study, aid))
+        out.append(f"  {aid:<12} {base}/a/{tok}   ({a['condition']}, {done}/{len(a['items'])} answered)")
+    return out

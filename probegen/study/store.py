@@ -1,0 +1,239 @@
+"""Reading a study directory and storing answers as they are given.
+
+Answers are appended to ``answers/<annotator>.jsonl``, one JSON object a line, flushed and
+fsynced before the caller (the web server, the CSV import) reports success: an answer that was
+acknowledged survives a crash or a ``kill -9``. A line torn by a crash mid-write was never
+acknowledged; it is ignored on reading and cut off before the next append.
+
+An annotator's first answer to an item is final: the same answer again is accepted as a no-op
+(a client retrying after a lost response), a different one is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError, ProbegenError
+from ..io import read_jsonl, verify_files
+from .views import CONDITIONS, LETTERS
+
+MANIFEST = "manifest.json"
+ITEMS = "items.jsonl"
+ASSIGNMENT = "assignment.json"
+GOLD = "gold.jsonl"
+TOKENS = "tokens.json"
+ANSWERS = "answers"
+MAX_GUESS = 100
+
+
+class AnswerError(ProbegenError):
+    """An answer that cannot be stored; ``status`` is the HTTP status the server answers with."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{path.parent} is not a probegen study: no {path.name}") from None
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}: not valid JSON ({e.msg})") from None
+
+
+@dataclass
+class Study:
+    """A study directory: manifest, annotator-visible items, assignment (gold and tokens read on demand)."""
+
+    root: Path
+    manifest: dict[str, Any]
+    items: dict[tuple[str, str], dict[str, Any]]  # (condition, item uid) -> row with "view"
+    annotators: dict[str, dict[str, Any]]  # annotator id -> {"condition", "items", "shared"}
+    _gold: dict[str, dict[str, Any]] | None = field(default=None, repr=False)
+
+    @property
+    def conditions(self) -> list[str]:
+        return list(self.manifest["conditions"])
+
+    def view(self, annotator: str, uid: str) -> dict[str, Any]:
+        """The view of item ``uid`` in ``annotator``'s condition."""
+        return self.items[(self.annotators[annotator]["condition"], uid)]["view"]
+
+    def tokens(self) -> dict[str, str]:
+        """Annotator id -> secret URL token."""
+        tokens = _read_json(self.root / TOKENS)
+        missing = sorted(set(self.annotators) - set(tokens))
+        if missing:
+            raise DatasetError(f"{self.root / TOKENS} has no token for annotator {missing[0]}")
+        return {a: tokens[a] for a in self.annotators}
+
+    def gold(self) -> dict[str, dict[str, Any]]:
+        """Item uid -> gold row (scoring only: never served)."""
+        if self._gold is None:
+            self._gold = {r["uid"]: r for r in read_jsonl(self.root / GOLD)}
+        return self._gold
+
+    def answer_path(self, annotator: str) -> Path:
+        return self.root / ANSWERS / f"{annotator}.jsonl"
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and check a study directory (its files against the manifest's hashes)."""
+    root = Path(path)
+    if not root.is_dir():
+        raise DatasetError(f"study {root} does not exist" if not root.exists() else f"study {root} is not a directory")
+    manifest = _read_json(root / MANIFEST)
+    if manifest.get("kind") != "study":
+        raise DatasetError(f"{root} is not a probegen study (manifest kind {manifest.get('kind')!r})")
+    verify_files(root, manifest.get("files"))
+    items = {(r["condition"], r["uid"]): r for r in read_jsonl(root / ITEMS)}
+    annotators = _read_json(root / ASSIGNMENT)["annotators"]
+    for aid, a in annotators.items():
+        if a["condition"] not in CONDITIONS or any((a["condition"], u) not in items for u in a["items"]):
+            raise DatasetError(f"{root / ASSIGNMENT}: annotator {aid} lists an item that {ITEMS} does not have")
+    return Study(root, manifest, items, annotators)
+
+
+# ---- answers ---------------------------------------------------------------------------------------
+def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, require_guess: bool) -> tuple[Any, Any]:
+    """Validate an answer (and guess) for ``view``; returns them normalised or raises AnswerError (400).
+
+    Multiple choice: an index into the choices (or its letter). Alignment: for every row, the
+    index of the definition paired with it, each definition used once. Context items carry the
+    annotator's guess of the hidden word: one string, or one per row of a group.
+
+    >>> v = {"kind": "mc", "prompt": "p", "choices": ["a", "b", "c"]}
+    >>> check_answer(v, "full", "B", None, False)
+    (1, None)
+    >>> check_answer({"kind": "align", "rows": [0, 0], "definitions": [0, 0]}, "context", [1, 0], ["cat", "dog"], True)
+    ([1, 0], ['cat', 'dog'])
+    """
+    if view["kind"] == "mc":
+        n = len(view["choices"])
+        if isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().upper() in LETTERS[:n]:
+            answer = LETTERS.index(answer.strip().upper())
+        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < n:
+            raise AnswerError(f"answer must be a choice index 0..{n - 1} or a letter {LETTERS[0]}-{LETTERS[n - 1]}")
+        n_guess = 1
+    else:
+        k = len(view["rows"])
+        if not isinstance(answer, list) or len(answer) != k or any(isinstance(x, bool) or not isinstance(x, int) for x in answer):
+            raise AnswerError(f"answer must list {k} definition indices, one per row")
+        if sorted(answer) != list(range(k)):
+            raise AnswerError(f"answer must pair every row with a different definition (a permutation of 0..{k - 1})")
+        n_guess = k
+    if condition != "context":
+        if guess not in (None, "", []):
+            raise AnswerError("only context items take a guess of the hidden word")
+        return answer, None
+    guesses = guess if isinstance(guess, list) else ([guess] if isinstance(guess, str) else None)
+    if guess in (None, "", []) and not require_guess:
+        return answer, None
+    if guesses is None or len(guesses) != n_guess or not all(isinstance(g, str) for g in guesses):
+        raise AnswerError(f"guess must give {n_guess} word(s), one per hidden word")
+    guesses = [" ".join(g.split()) for g in guesses]
+    if require_guess and not all(guesses):
+        raise AnswerError("guess the hidden word first")
+    if any(len(g) > MAX_GUESS for g in guesses):
+        raise AnswerError(f"a guess is at most {MAX_GUESS} characters")
+    return answer, (guesses if view["kind"] == "align" else guesses[0])
+
+
+def read_answers(path: Path) -> list[dict[str, Any]]:
+    """Answer records of one file; a torn last line (a crash mid-append, never acknowledged) is ignored."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1  # everything after the last newline was never acknowledged
+    rows = []
+    for i, line in enumerate(data[:end].decode("utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{path}:{i}: not valid JSON ({e.msg})") from None
+    return rows
+
+
+def first_answers(study: Study, annotator: str) -> dict[str, dict[str, Any]]:
+    """Item uid -> the annotator's (final) first answer record."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in read_answers(study.answer_path(annotator)):
+        out.setdefault(r["item"], r)
+    return out
+
+
+class AnswerLog:
+    """Append-only, fsynced answer files of every annotator, with what was answered kept in memory.
+
+    Thread-safe: the web server calls :meth:`submit` from several request threads.
+    """
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+        self._lock = threading.Lock()
+        (study.root / ANSWERS).mkdir(exist_ok=True)
+        self.answered: dict[str, dict[str, dict[str, Any]]] = {}
+        for a in study.annotators:
+            _cut_torn_tail(study.answer_path(a))
+            self.answered[a] = first_answers(study, a)
+
+    def submit(self, annotator: str, uid: str, answer: Any, guess: Any = None, *, require_guess: bool = True,
+               extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+        """Check and durably store one answer; returns (record, stored). ``stored`` is False for a repeat.
+
+        Raises AnswerError: 403 for an item not assigned to ``annotator``, 400 for a malformed
+        answer, 409 for a different answer to an item already answered.
+        """
+        a = self.study.annotators.get(annotator)
+        if a is None:
+            raise AnswerError(f"unknown annotator {annotator!r}", 403)
+        if not isinstance(uid, str) or uid not in set(a["items"]):
+            raise AnswerError(f"item {uid!r} is not assigned to this annotator", 403)
+        answer, guess = check_answer(self.study.view(annotator, uid), a["condition"], answer, guess, require_guess)
+        with self._lock:
+            prev = self.answered[annotator].get(uid)
+            if prev is not None:
+                if prev["answer"] == answer and (prev.get("guess") == guess or guess is None):
+                    return prev, False
+                raise AnswerError(f"item {uid} was already answered differently; the first answer is final", 409)
+            record = {"annotator": annotator, "condition": a["condition"], "item": uid, "answer": answer, "guess": guess,
+                      **(extra or {})}
+            append_fsync(self.study.answer_path(annotator), json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+            self.answered[annotator][uid] = record
+        return record, True
+
+
+def append_fsync(path: Path, line: str) -> None:
+    """Append ``line`` and return only once it is on disk (file data, and the directory entry of a new file)."""
+    new = not path.exists()
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if new:
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a partial last line left by a crash mid-append, so the next record starts on its own line."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end != len(data):
+        with open(path, "r+b") as fh:
+            fh.truncate(end)
+            fh.flush()
+            os.fsync(fh.fileno())

@@ -1,0 +1,111 @@
+"""Word-in-context datasets on disk: probegen's directory, the generic JSONL, the WiC release.
+
+A probegen dataset (``probegen make wic`` / ``make wsd``) is a directory with ``items.jsonl``
+(one item a line in the generic JSONL schema of ``jsonl.py``) and ``manifest.json`` (kind
+``wic`` or ``wsd``, config, seed, data checksums, counts, file hashes), written atomically as a
+whole directory. ``load`` also reads a bare generic JSONL file and a WiC release copy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError
+from ..io import verify_files, write_rows_dataset
+from .items import SPLITS, WicItem
+from .jsonl import looks_generic, read_items
+from .wic_tsv import is_wic_tsv, read_wic
+
+ITEMS_FILE = "items.jsonl"
+MANIFEST_FILE = "manifest.json"
+KINDS = ("wic", "wsd", "wordincontext")
+
+
+@dataclass
+class WicDataset:
+    """Items plus the manifest that says how they were made (``kind``: wic, wsd or wordincontext)."""
+
+    items: list[WicItem]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def kind(self) -> str:
+        return str(self.manifest.get("kind", "wordincontext"))
+
+    @property
+    def task(self) -> str:
+        return self.items[0].task
+
+    def split(self, name: str) -> list[WicItem]:
+        return [it for it in self.items if it.split == name]
+
+
+def split_counts(items: list[WicItem]) -> dict[str, dict[str, Any]]:
+    """Per split: items, units, lemmas, and the label (pair) or choice-count (choice) tallies."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in SPLITS:
+        its = [it for it in items if it.split == s]
+        if not its:
+            continue
+        c: dict[str, Any] = {"items": len(its), "lemmas": len({(it.lemma, it.pos) for it in its}),
+                             "units": len({it.unit for it in its})}
+        if its[0].task == "pair":
+            c["true"] = sum(bool(it.label) for it in its)
+            c["false"] = len(its) - c["true"]
+        elif its[0].task == "choice":
+            c["mean_choices"] = round(sum(len(it.choices) for it in its) / len(its), 3)
+        else:
+            c["labels"] = dict(sorted({str(it.label): sum(str(j.label) == str(it.label) for j in its) for it in its}.items()))
+        c["by_pos"] = dict(sorted({p: sum(it.pos == p for it in its) for p in {it.pos for it in its}}.items()))
+        out[s] = c
+    return out
+
+
+def write(ds: WicDataset, out: str | Path) -> Path:
+    """Write ``items.jsonl`` and ``manifest.json`` (with the items' sha256) as one directory, atomically."""
+    return write_rows_dataset(out, ITEMS_FILE, (it.to_json() for it in ds.items), ds.manifest, MANIFEST_FILE)
+
+
+def manifest_kind(path: str | Path) -> str | None:
+    """The ``kind`` in a dataset directory's manifest (None if there is none)."""
+    mf = Path(path) / MANIFEST_FILE
+    if not mf.is_file():
+        return None
+    try:
+        return json.loads(mf.read_text(encoding="utf-8")).get("kind")
+    except (json.JSONDecodeError, OSError, AttributeError):
+        return None
+
+
+def is_wordincontext(path: str | Path) -> bool:
+    """True if ``path`` is a word-in-context dataset: a wic/wsd directory, a generic JSONL or a WiC copy."""
+    p = Path(path)
+    if p.is_dir() and manifest_kind(p) in KINDS:
+        return True
+    return looks_generic(p) or (p.exists() and manifest_kind(p) is None and is_wic_tsv(p) and not (p / "groups.jsonl").exists()
+                                and not (p / ITEMS_FILE).exists())
+
+
+def load(path: str | Path) -> WicDataset:
+    """Read a probegen wic/wsd directory, a generic JSONL file or a WiC release copy (validated in full)."""
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError(f"dataset {p} does not exist")
+    if p.is_dir() and (p / MANIFEST_FILE).is_file():
+        try:
+            manifest = json.loads((p / MANIFEST_FILE).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise DatasetError(f"{p / MANIFEST_FILE}: not valid JSON ({e.msg})") from None
+        if not isinstance(manifest, dict) or manifest.get("kind") not in KINDS:
+            raise DatasetError(f"{p} is not a word-in-context dataset (manifest kind {manifest.get('kind') if isinstance(manifest, dict) else None!r})")
+        verify_files(p, manifest.get("files"))
+        return WicDataset(read_items(p / ITEMS_FILE), manifest, str(p))
+    if looks_generic(p) or (p.is_file() and p.suffix == ".jsonl"):
+        return WicDataset(read_items(p), {"kind": "wordincontext", "source_format": "generic-jsonl"}, str(p))
+    if is_wic_tsv(p):
+        return WicDataset(read_wic(p), {"kind": "wic", "source_format": "wic-tsv"}, str(p))
+    raise DatasetError(f"{p} is not a word-in-context dataset (a probegen wic/wsd directory, a generic .jsonl, or WiC *.data.txt)")

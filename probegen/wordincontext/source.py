@@ -1,0 +1,146 @@
+"""SemCor occurrences for the word-in-context builders: grouped by (lemma, POS), rendered as text
+with a character span, and filtered by the shared no-leak rule (``probegen.leaks``)."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..text import detokenize
+from .items import Target
+
+POS_NAMES = {"noun": ("n",), "verb": ("v",), "both": ("n", "v")}
+
+
+def rng_for(seed: int, key: str) -> np.random.Generator:
+    """A generator that depends only on the seed and a key (a lemma, an item id)."""
+    return np.random.default_rng([seed, zlib.crc32(key.encode())])
+
+
+def target_of(tokens: tuple[str, ...], span: tuple[int, int]) -> Target:
+    """A SemCor sentence as text with the target's character span (from its token span).
+
+    >>> target_of(("The", "jury", "said", "."), (1, 2))
+    Target(text='The jury said.', span=(4, 8))
+    """
+    text, spans = detokenize(tokens)
+    return Target(text, (spans[span[0]][0], spans[span[1] - 1][1]))
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One sense-tagged SemCor token: SemCor's lemma (lower-cased), POS, synset and where it is."""
+
+    lemma: str
+    pos: str
+    synset: str
+    sent_id: str
+    tokens: tuple[str, ...]
+    span: tuple[int, int]
+
+    @property
+    def doc(self) -> str:
+        """The SemCor document (``brown1/br-a01``) the sentence belongs to."""
+        return self.sent_id.split("#", 1)[0]
+
+    @property
+    def key(self) -> str:
+        return f"{self.sent_id}:{self.span[0]}"
+
+    @property
+    def order(self) -> tuple[str, int, int]:
+        """Corpus order: document, sentence number, token position."""
+        doc, _, snum = self.sent_id.partition("#")
+        return doc, int(snum) if snum.isdigit() else -1, self.span[0]
+
+    def target(self) -> Target:
+        return target_of(self.tokens, self.span)
+
+
+@dataclass
+class SourceStats:
+    """What the occurrence filters removed (written to the manifest)."""
+
+    occurrences: int = 0  # tagged tokens of the chosen parts of speech
+    too_long: int = 0  # sentence longer than max_tokens
+    leak_checked: int = 0
+    leaky: int = 0  # another form of the target visible outside its span
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def occurrences(index: dict[str, list], graph, pos: tuple[str, ...], max_tokens: int, stats: SourceStats) -> list[Occurrence]:
+    """Every SemCor occurrence of a synset of ``pos`` in a sentence of at most ``max_tokens`` tokens,
+    in corpus order (document, sentence, token) whatever the cache's layout."""
+    out = []
+    for synset in sorted(index):
+        if synset not in graph or graph.pos(synset) not in pos:
+            continue
+        p = graph.pos(synset)
+        for c in index[synset]:
+            stats.occurrences += 1
+            if len(c.tokens) > max_tokens:
+                stats.too_long += 1
+                continue
+            out.append(Occurrence(c.lemma.lower(), p, synset, c.sent_id, c.tokens, c.span))
+    out.sort(key=lambda o: o.order)
+    return out
+
+
+@dataclass
+class LeakFilter:
+    """``ok(occurrence)``: the context shows no other form of the target (counted in ``stats``)."""
+
+    morph: Any
+    stats: SourceStats
+    _memo: dict[str, bool] = field(default_factory=dict)
+
+    def ok(self, o: Occurrence) -> bool:
+        got = self._memo.get(o.key)
+        if got is None:
+            from ..leaks import leaks
+
+            t = o.target()
+            got = self._memo[o.key] = not leaks(t.text, t.span, o.lemma, self.morph)
+            self.stats.leak_checked += 1
+            self.stats.leaky += not got
+        return got
+
+
+def leak_filter(wn, stats: SourceStats) -> LeakFilter:
+    """The no-leak check over WordNet's morphology (one memo per build)."""
+    from ..leaks import Morphology
+
+    return LeakFilter(Morphology(wn), stats)
+
+
+def split_by_rank(keys: list[str], dev_frac: float, test_frac: float, rng: np.random.Generator) -> dict[str, str]:
+    """key -> train/dev/test by a seeded permutation cut at the fractions (keys stay whole).
+
+    >>> sp = split_by_rank([f"k{i}" for i in range(10)], 0.1, 0.2, np.random.default_rng(0))
+    >>> sorted(sp.values()).count("test"), sorted(sp.values()).count("dev")
+    (2, 1)
+    """
+    n = len(keys)
+    n_test, n_dev = int(round(test_frac * n)), int(round(dev_frac * n))
+    out = {}
+    for rank, i in enumerate(rng.permutation(n).tolist()):
+        out[keys[i]] = "test" if rank < n_test else "dev" if rank < n_test + n_dev else "train"
+    return out
+
+
+def load_sources(wordnet: str | None, semcor: str | None, log: Callable[[str], None]):
+    """(WordNet info, SemCor info, graph, nltk reader, SemCor context index), located and loaded."""
+    from ..data import load_wordnet, locate_semcor, locate_wordnet
+    from ..semcor import context_index
+    from ..wordnet_graph import load_graph
+
+    wn_info, sc_info = locate_wordnet(wordnet), locate_semcor(semcor)
+    log(f"WordNet {wn_info.version} ({wn_info.source}: {wn_info.path}); SemCor {sc_info.version} ({sc_info.source})")
+    graph = load_graph(wordnet)
+    wn = load_wordnet(wordnet)
+    return wn_info, sc_info, graph, wn, context_index(sc_info, wn, wn_info)

@@ -1,0 +1,127 @@
+"""``probegen make wsd``: WSD-style items from SemCor.
+
+An item is one sense-tagged SemCor token in its sentence; the choices are the definitions of
+every WordNet synset of the token's lemma in its part of speech, the gold is the tagged synset.
+Construction, all seeded:
+
+- only noun/verb tokens whose lemma has at least two WordNet senses in that POS, in sentences
+  of at most ``max_tokens`` tokens, whose tagged synset is among the lemma's senses, and whose
+  candidate definitions are all different (else the gold would be ambiguous);
+- the no-leak rule: no other form of the lemma visible outside the target span
+  (``probegen.leaks``);
+- train/dev/test split by SemCor document (a seeded permutation of the documents), so no
+  sentence, and no document's topic, is on both sides;
+- ``max_items`` keeps a seeded sample of the eligible tokens (listed in corpus order);
+- choice order is a seeded per-item permutation, so the gold is not recoverable from position
+  (WordNet's own sense order is frequency order: keeping it would leak the most frequent sense).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from ..errors import ProbegenError
+from .items import WicItem
+from .source import SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
+
+
+@dataclass(frozen=True)
+class WsdConfig:
+    """Settings of a WSD-style build (recorded in the manifest)."""
+
+    pos: tuple[str, ...] = ("n", "v")
+    max_items: int | None = None
+    max_tokens: int = 60
+    dev_frac: float = 0.0
+    test_frac: float = 0.2
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not 0 <= self.dev_frac < 1 or not 0 < self.test_frac < 1 or self.dev_frac + self.test_frac >= 1:
+            raise ProbegenError("--dev-frac and --test-frac must be fractions leaving some documents for train")
+        if not set(self.pos) <= {"n", "v"} or not self.pos:
+            raise ProbegenError("WSD items are built for nouns and verbs (pos n, v)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "pos": list(self.pos)}
+
+
+def sense_index(graph, pos: tuple[str, ...]) -> dict[tuple[str, str], list[str]]:
+    """(lower-cased lemma, POS) -> its synsets in WordNet file order."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for p in pos:
+        for s in graph.synsets(p):
+            for lem in graph.lemmas(s):
+                senses = out.setdefault((lem.lower(), p), [])
+                if s not in senses:
+                    senses.append(s)
+    return out
+
+
+def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None, log: Callable[[str], None] = print):
+    """Generate WSD-style items from SemCor and WordNet (see the module doc)."""
+    from ..manifest import data_block, make_manifest
+    from .dataset import WicDataset, split_counts
+
+    cfg.validate()
+    wn_info, sc_info, graph, wn, index = load_sources(wordnet, semcor, log)
+    senses = sense_index(graph, cfg.pos)
+    src = SourceStats()
+    skipped = {"monosemous": 0, "tag_not_a_sense_of_lemma": 0, "repeated_definition": 0}
+    eligible = []
+    for o in occurrences(index, graph, cfg.pos, cfg.max_tokens, src):
+        cands = senses.get((o.lemma, o.pos), [])
+        if len(cands) < 2:
+            skipped["monosemous"] += 1
+        elif o.synset not in cands:
+            skipped["tag_not_a_sense_of_lemma"] += 1
+        elif len({graph.definition(s) for s in cands}) < len(cands):
+            skipped["repeated_definition"] += 1
+        else:
+            eligible.append(o)
+    docs = sorted({o.doc for o in eligible})
+    splits = split_by_rank(docs, cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wsd/splits"))
+
+    clean = leak_filter(wn, src)
+    if cfg.max_items is None:
+        kept = [o for o in eligible if clean.ok(o)]
+    else:
+        kept = []
+        for i in rng_for(cfg.seed, "wsd/sample").permutation(len(eligible)).tolist():
+            if clean.ok(eligible[i]):
+                kept.append(eligible[i])
+                if len(kept) >= cfg.max_items:
+                    break
+        kept.sort(key=lambda o: o.order)
+    if not kept:
+        raise ProbegenError("no WSD item could be built for these settings")
+
+    items = []
+    for o in kept:
+        cands = senses[(o.lemma, o.pos)]
+        iid = f"wsd-{o.key}"
+        order = rng_for(cfg.seed, iid).permutation(len(cands)).tolist()
+        shown = [cands[i] for i in order]
+        items.append(
+            WicItem(
+                id=iid, lemma=o.lemma, pos=o.pos, context=o.target(),
+                choices=tuple(graph.definition(s) for s in shown), gold=shown.index(o.synset),
+                split=splits[o.doc], unit=o.doc,
+                meta={"synset": o.synset, "choice_synsets": shown, "ref": o.sent_id},
+            )
+        )
+    counts = {
+        "splits": split_counts(items),
+        "items": len(items),
+        "documents": {s: len({it.unit for it in items if it.split == s}) for s in ("train", "dev", "test")},
+        "construction": {"eligible": len(eligible), "skipped": skipped, "contexts": src.to_json()},
+    }
+    manifest = make_manifest(
+        "wsd", cfg.to_dict(), cfg.seed, data_block(wn_info, sc_info), counts,
+        task="choice",
+        no_leak="contexts showing another form of the target lemma outside its span are skipped (probegen.leaks)",
+    )
+    log(f"wsd: {len(items)} items from {len({o.doc for o in kept})} documents; "
+        f"leaky contexts skipped {src.leaky} of {src.leak_checked} checked")
+    return WicDataset(items, manifest)

@@ -13,6 +13,7 @@ import json
 import math
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -40,11 +41,30 @@ class ScoreCache:
         self.path = Path(path) if path is not None else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL is durable across process crashes
-        self._conn.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value REAL NOT NULL)")
-        self._conn.commit()
+        # opened on first use: under torchrun only rank 0 reads or writes the cache, so the other
+        # ranks never open the file (two processes switching a new file to WAL at once can fail)
+        self._db: sqlite3.Connection | None = None
+        self._closed = False
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
+            for attempt in range(20):
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL is durable across process crashes
+                    conn.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value REAL NOT NULL)")
+                    conn.commit()
+                    break
+                except sqlite3.OperationalError as e:  # another process is setting up the same new file
+                    if "locked" not in str(e) or attempt == 19:
+                        raise
+                    time.sleep(0.05 * (attempt + 1))
+            self._db = conn
+        return self._db
 
     def get_many(self, keys: Iterable[str]) -> dict[str, float]:
         """The cached values of those ``keys`` that are present."""
@@ -79,4 +99,6 @@ class ScoreCache:
     def close(self) -> None:
         """Close the connection (further use raises)."""
         with self._lock:
-            self._conn.close()
+            if self._db is not None:
+                self._db.close()
+            self._db, self._closed = None, True

@@ -24,30 +24,46 @@ import networkx as nx
 from .io import atomic_write
 from .paths import cache_dir
 
-GRAPH_FORMAT = 3
+GRAPH_FORMAT = 4
 
 log = logging.getLogger(__name__)
 
 
-def build_graph(wn) -> nx.DiGraph:
-    """Build the hypernym -> hyponym DiGraph from an nltk WordNet reader (all parts of speech)."""
+def build_graph(resource) -> nx.DiGraph:
+    """Build the hypernym -> hyponym DiGraph from a :class:`~probegen.lexicon.LexicalResource`
+    (or an nltk WordNet reader, wrapped as WNDB), all parts of speech.
+
+    Hypernymy and instance hypernymy are edges; every other relation is kept per node in
+    ``relations`` (relation -> sorted tuple of targets) and lemma antonymy in ``antonyms``.
+    """
+    from .lexicon.base import LexicalResource
+    from .lexicon.wndb import NltkWordNet
+
+    if not isinstance(resource, LexicalResource):
+        resource = NltkWordNet(resource)
     g = nx.DiGraph()
-    synsets = sorted(wn.all_synsets(), key=lambda s: (s.pos(), s.offset()))
-    for s in synsets:
+    records = sorted(resource.synsets(), key=lambda r: (r.pos, r.order, r.name))
+    for r in records:
+        rels: dict[str, list[str]] = {}
+        for rel, target in r.pointers:
+            if rel not in ("hypernym", "instance_hypernym"):
+                rels.setdefault(rel, []).append(target)
         g.add_node(
-            s.name(),
-            pos="a" if s.pos() == "s" else s.pos(),
-            lemmas=tuple(lem.name() for lem in s.lemmas()),
-            definition=s.definition(),
-            examples=tuple(s.examples()),
-            offset=s.offset(),
-            lexname=s.lexname(),
+            r.name,
+            pos=r.pos,
+            lemmas=r.lemmas,
+            definition=r.definition,
+            examples=r.examples,
+            offset=r.order,
+            lexname=r.lexname,
+            relations={k: tuple(sorted(v)) for k, v in sorted(rels.items())},
+            antonyms=r.antonyms,
+            ili=r.ili,
         )
-    for s in synsets:
-        for h in sorted(s.hypernyms(), key=lambda x: x.name()):
-            g.add_edge(h.name(), s.name(), type="hypernym")
-        for h in sorted(s.instance_hypernyms(), key=lambda x: x.name()):
-            g.add_edge(h.name(), s.name(), type="instance")
+    for r in records:
+        for rel, target in sorted(r.pointers, key=lambda p: p[1]):
+            if rel in ("hypernym", "instance_hypernym") and target in g:
+                g.add_edge(target, r.name, type="hypernym" if rel == "hypernym" else "instance")
     # min depth over all hypernym paths (roots have depth 0), computed by BFS from the roots
     depth: dict[str, int] = {}
     queue = deque(sorted(n for n in g if g.in_degree(n) == 0))
@@ -146,6 +162,28 @@ class WordNetGraph:
                         nxt.append(m)
             frontier = sorted(nxt)
         return dict(sorted(dist.items()))
+
+    def related(self, s: str, relation: str) -> list[str]:
+        """Direct neighbours of ``s`` by ``relation`` (any of :data:`probegen.lexicon.QUERYABLE`), sorted.
+
+        ``hypernym``/``hyponym`` follow plain hypernymy, ``instance_*`` instance links; ``antonym``
+        lifts lemma antonymy to synsets.
+        """
+        from .lexicon.base import QUERYABLE
+
+        if relation not in QUERYABLE:
+            raise ValueError(f"unknown relation {relation!r}; known: {', '.join(QUERYABLE)}")
+        edge = {"hypernym": ("in", "hypernym"), "hyponym": ("out", "hypernym"),
+                "instance_hypernym": ("in", "instance"), "instance_hyponym": ("out", "instance")}.get(relation)
+        if edge is not None:
+            way, kind = edge
+            if way == "in":
+                return sorted(p for p in self.g.predecessors(s) if self.g.edges[p, s]["type"] == kind)
+            return sorted(c for c in self.g.successors(s) if self.g.edges[s, c]["type"] == kind)
+        node = self.g.nodes[s]
+        if relation == "antonym":
+            return sorted({t for _, t, _ in node.get("antonyms", ())})
+        return list(node.get("relations", {}).get(relation, ()))
 
     def siblings(self, s: str) -> list[str]:
         """Other children of any of ``s``'s parents, sorted."""

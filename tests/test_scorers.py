@@ -279,7 +279,7 @@ def _writer(path: str, start: int) -> None:
 
 def test_score_cache_two_processes(tmp_path):
     path = str(tmp_path / "shared.sqlite")
-    ScoreCache(path)  # create the table first
+    # no process creates the table first: both set up the same new file at once
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(path, s)) for s in (0, 200)]
     for p in procs:

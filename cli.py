@@ -532,8 +532,8 @@ def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, ho
       probegen filter probegen_out/datasets/wordnetqa-hypernymy --artefacts --budget 2000
       probegen filter probegen_out/datasets/coda21-clean-easy --artefacts --budget 40 --model minilm-l6
     """
-    from probegen.adversarial.aflite import FilterSettings
-    from probegen.adversarial.filtering import filter_dataset, summary
+    from diagnostics.aflite import FilterSettings
+    from diagnostics.filtering import filter_dataset, summary
 
     src = Path(dataset)
     out_dir = Path(out) if out else src.with_name(src.name + "-filtered")

@@ -25,7 +25,7 @@ MUST_HAVE_EXAMPLES = (
     "probegen.contexts",
     "probegen.coda21.grouping",
     "probegen.wordnetqa.probes",
-    "probegen.adversarial.aflite",
+    "diagnostics.aflite",
     "diagnostics.report",
     "diagnostics.bias_plots",
     "diagnostics.run_bias",

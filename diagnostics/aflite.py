@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from diagnostics import baselines as B
+from . import baselines as B
 
 
 @dataclass(frozen=True)

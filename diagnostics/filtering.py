@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ProbegenError
+from probegen.errors import ProbegenError
 from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
 
 # what a held-out split keeps whole, per dataset kind
@@ -59,7 +59,7 @@ def heldout_controls(
     with a bootstrap CI resampling concepts (synsets / ancestors); ``correct`` keeps the per-unit
     values so before and after can be paired.
     """
-    from diagnostics import baselines as B
+    from . import baselines as B
 
     unit = CONCEPT_UNIT[kind]
     train = [i for i in train if alive[i].sum() >= min_rows]
@@ -100,7 +100,7 @@ def heldout_controls(
 
 def _paired(before: list[dict], after: list[dict], units: list, test: list[int], kind: str, seed: int) -> list[dict]:
     """Each after-control with the after - before difference on the same held-out units (paired bootstrap CI)."""
-    from diagnostics.bias import bootstrap_accuracy
+    from .bias import bootstrap_accuracy
 
     for b, a in zip(before, after):
         if "correct" not in b or "correct" not in a:
@@ -115,8 +115,8 @@ def _paired(before: list[dict], after: list[dict], units: list, test: list[int],
 
 def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the manifest's ``filter`` record."""
-    from diagnostics import baselines as B
-    from diagnostics.run_bias import load_dataset
+    from . import baselines as B
+    from .run_bias import load_dataset
 
     if not 0 < s.holdout < 1:
         raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {s.holdout}")
@@ -153,7 +153,7 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable
     before = heldout_controls(kind, units, rest, full, test, min_rows, s.seed)
     after = _paired(before, heldout_controls(kind, units, rest, alive, test, min_rows, s.seed), units, test, kind, s.seed)
     if kind == "coda21":
-        from ..coda21.dataset import counts, write
+        from probegen.coda21.dataset import counts, write
 
         groups = [dataclasses.replace(units[i], items=tuple(it for it, a in zip(units[i].items, alive[i]) if a))
                   for i in rest if alive[i].sum() >= min_rows]
@@ -161,7 +161,7 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable
         removed = [f"{ids[i]}/{units[i].items[j].synset}" for i, j in removed_at]
         dropped = [ids[i] for i in rest if alive[i].sum() < min_rows]
     else:
-        from ..wordnetqa.dataset import counts, write
+        from probegen.wordnetqa.dataset import counts, write
 
         kept = dataclasses.replace(data, items=[units[i] for i in rest if alive[i][0]])
         removed = [ids[i] for i, _ in removed_at]
@@ -220,7 +220,7 @@ def per_probe_predictor(views: list) -> Any:
 def _manifest_hash(data: Any) -> str:
     import json
 
-    from ..io import sha256_text
+    from probegen.io import sha256_text
 
     return sha256_text(json.dumps(data.manifest, sort_keys=True))
 

@@ -135,7 +135,7 @@ def models() -> None:
 # ---- make ----------------------------------------------------------------------------------------
 @cli.group()
 def make() -> None:
-    """Generate probe datasets (coda21, wordnetqa, wic, wsd).
+    """Generate probe datasets (coda21, wordnetqa, wic, wsd, or a probe spec).
 
     \b
     Examples:
@@ -143,6 +143,7 @@ def make() -> None:
       probegen make wordnetqa --probe definitions
       probegen make wic                           # WiC-style pairs from SemCor
       probegen make wsd                           # WSD-style items from SemCor
+      probegen make spec templates/specs/verb-entailment-mc.yaml   # a probe family declared as data
       probegen make coda21 --help                 # every option of one dataset kind
     """
 
@@ -567,6 +568,10 @@ def _register_extensions() -> None:
     from probegen.wordnetqa.command import wordnetqa
 
     make.add_command(wordnetqa)
+
+    from probegen.spec.command import spec
+
+    make.add_command(spec)
 
     from probegen.wordincontext.command import wic, wsd
 

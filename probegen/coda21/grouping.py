@@ -1,7 +1,8 @@
 """Forming CoDA21 groups: sets of 5..10 mutually dissimilar co-hyponyms.
 
 Following the paper: go over the parent synsets in a fixed order; candidates are the parent's
-children (hard) or grandchildren (easy) that have SemCor contexts and are not used yet; cluster
+children (hard) or grandchildren (easy) that have SemCor contexts and are not used yet (a probe
+spec may ask for other steps: great-grandchildren, or the part meronyms of a holonym); cluster
 their definition embeddings with complete linkage, where the *similarity* is the linkage height,
 so every cluster's height is its largest within-cluster cosine similarity. A valid cluster has
 ``k_min..k_max`` members and height <= ``max_similarity``; take the largest valid cluster,
@@ -26,7 +27,7 @@ class SynsetGroup:
     """One group before contexts are chosen: the shared ancestor and its member synsets."""
 
     ancestor: str
-    relation: str  # "parent" | "grandparent"
+    relation: str  # "parent" | "grandparent" | ... (Coda21Config.relation)
     pos: str
     members: tuple[str, ...]
 
@@ -66,9 +67,22 @@ def best_cluster(vectors: np.ndarray, k_min: int, k_max: int, max_similarity: fl
     return sorted(members[n + best[2]])
 
 
-def candidates_for(graph: WordNetGraph, ancestor: str, easy: bool) -> list[str]:
-    """The ancestor's children (hard) or grandchildren (easy), sorted by name."""
-    return graph.grandchildren(ancestor) if easy else graph.children(ancestor)
+def candidates_for(graph: WordNetGraph, ancestor: str, easy: bool, relation: str = "hyponym", hops: int = 0) -> list[str]:
+    """The ancestor's children (hard) or grandchildren (easy), sorted by name; with ``relation``
+    and ``hops`` set, the synsets ``hops`` steps of ``relation`` away (``ancestor`` excluded).
+
+    A synset reached by walks of several lengths counts if one of them has ``hops`` steps, as
+    the grandchildren of the easy variant always have.
+    """
+    hops = hops or (2 if easy else 1)
+    if relation == "hyponym" and hops <= 2:  # the paper's variants, exactly as before
+        return graph.grandchildren(ancestor) if hops == 2 else graph.children(ancestor)
+    step = graph.children if relation == "hyponym" else (lambda n: graph.related(n, relation))
+    frontier = {ancestor}
+    for _ in range(hops):
+        frontier = {m for n in sorted(frontier) for m in step(n)}
+    frontier.discard(ancestor)
+    return sorted(frontier)
 
 
 def form_groups(
@@ -85,6 +99,8 @@ def form_groups(
     ``pool`` holds the synsets eligible as members (enough SemCor contexts); ``vectors`` maps
     synset names to L2-normalised definition embeddings.
     """
+    if cfg.concepts is not None:  # a spec's filter on the members (lexicographer file, depth)
+        pool = {s for s in pool if cfg.concepts.admits(graph, s)}
     used: set[str] = set()
     groups: list[SynsetGroup] = []
     order = list(ancestors) if ancestors is not None else graph.synsets(pos)
@@ -94,7 +110,7 @@ def form_groups(
 
         it = tqdm(order, desc=f"grouping {pos} ({cfg.variant})", unit="synset", leave=False)
     for anc in it:
-        cands = [c for c in candidates_for(graph, anc, cfg.easy) if c in pool and c not in used]
+        cands = [c for c in candidates_for(graph, anc, cfg.easy, cfg.members, cfg.hops) if c in pool and c not in used]
         while len(cands) >= cfg.k_min:
             vecs = vectors(cands)
             picked = best_cluster(vecs, cfg.k_min, cfg.k_max, cfg.max_similarity)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..errors import ProbegenError
+from ..spec.concepts import ConceptFilter
 
 PROBES = ("definitions", "hypernymy", "hyponymy", "synonymy")
 #: probes whose gold answer is an ISA relative at 1..max_hops hops
@@ -41,6 +42,12 @@ class WordNetQAConfig:
     dev_frac: float = 0.1
     test_frac: float = 0.1
     seed: int = 0
+    # probe specs (probegen.spec): a probe named outside PROBES asks for the concept's relative by
+    # ``relation`` (any of probegen.lexicon.QUERYABLE) at min_hops..max_hops steps; ``concepts``
+    # filters the question concepts
+    relation: str = ""
+    min_hops: int = 1
+    concepts: ConceptFilter | None = None
 
     def __post_init__(self) -> None:
         probes = tuple(self.probes)
@@ -55,8 +62,18 @@ class WordNetQAConfig:
     def validate(self) -> None:
         """Raise a one-line ProbegenError for settings that cannot produce a dataset."""
         bad = [p for p in self.probes if p not in PROBES]
+        if self.relation:
+            from ..lexicon.base import QUERYABLE
+
+            if self.relation not in QUERYABLE:
+                raise ProbegenError(f"unknown relation {self.relation!r}; use one of {', '.join(QUERYABLE)}")
+            if len(self.probes) != 1 or not bad:
+                raise ProbegenError(f"a relation probe is one probe named outside {', '.join(PROBES)}, got {', '.join(self.probes)}")
+            bad = []
         if bad or not self.probes:
             raise ProbegenError(f"unknown probe {bad[0] if bad else ''!r}; use one of {', '.join(PROBES)} or all")
+        if not 1 <= self.min_hops <= self.max_hops:
+            raise ProbegenError(f"need 1 <= min_hops <= max_hops, got {self.min_hops} and {self.max_hops}")
         bad = [d for d in self.distractors if d not in DISTRACTOR_TYPES]
         if bad or not self.distractors:
             raise ProbegenError(f"unknown distractor type {bad[0] if bad else ''!r}; use a comma list of {', '.join(DISTRACTOR_TYPES)}")
@@ -85,6 +102,12 @@ class WordNetQAConfig:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        # the spec fields appear only when set, so `make wordnetqa` manifests stay as they were
+        for key, default in (("relation", ""), ("min_hops", 1), ("concepts", None)):
+            if d[key] == default:
+                del d[key]
+        if self.concepts is not None:
+            d["concepts"] = self.concepts.to_dict()
         for k in ("probes", "pos", "distractors"):
             d[k] = list(d[k])
         return d

@@ -129,10 +129,13 @@ def build(
         ctx_stats[pos] = st.to_json()
         log(f"{pos}: {st.with_context} of {st.concepts} synsets have a usable context "
             f"({st.with_examples} with WordNet examples, {st.semcor_filled} filled from SemCor; {st.skipped_no_context} skipped)")
-    concepts = select_concepts([s for pos in cfg.pos for s in graph.synsets(pos) if s in contexts], cfg)
+    concepts = [s for pos in cfg.pos for s in graph.synsets(pos) if s in contexts]
+    if cfg.concepts is not None:  # a probe spec's concept filter (SemCor counts only if it asks)
+        concepts = _filtered(concepts, cfg.concepts, graph, wordnet, semcor, log)
+    concepts = select_concepts(concepts, cfg)
     splits = assign_splits(concepts, cfg)
 
-    rel = Relations(graph, cfg.instances)
+    rel = Relations(graph, cfg.instances, cfg.relation)
     renderers = {p: choice_renderer(graph, p) for p in cfg.probes}
     # concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
     # pairs dropped because no distractor of that type is valid
@@ -196,6 +199,20 @@ def build(
         paper_sizes=PAPER_SIZES,
     )
     return WordNetQADataset(items, manifest)
+
+
+def _filtered(concepts: list[str], flt, graph, wordnet: str | None, semcor: str | None, log) -> list[str]:
+    """The concepts a spec's filter admits; ``min_semcor`` counts sense-tagged SemCor occurrences."""
+    counts = None
+    if flt.min_semcor > 0:
+        from ..data import load_wordnet, locate_semcor, locate_wordnet
+        from ..semcor import context_index
+
+        index = context_index(locate_semcor(semcor), load_wordnet(wordnet), locate_wordnet(wordnet))
+        counts = {s: len(index.get(s, ())) for s in concepts}
+    out = [s for s in concepts if flt.admits(graph, s, counts[s] if counts is not None else None)]
+    log(f"concept filter: {len(out)} of {len(concepts)} concepts kept")
+    return out
 
 
 def isa_family(probe: str, isa_all: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
@@ -338,6 +355,10 @@ def load(path: str | Path, ablations: bool = False) -> WordNetQADataset:
             if not isinstance(manifest, dict):
                 raise DatasetError(f"{mf}: not a JSON object")
             verify_files(p, manifest.get("files"), MANIFEST_FILE)
+        from .render import register_probe
+
+        for name, block in (manifest.get("probe_templates") or {}).items():  # a spec's own probe
+            register_probe(name, block)
         p = p / ITEMS_FILE
         if not p.exists():
             raise DatasetError(f"{path} is not a WordNetQA dataset: no {ITEMS_FILE}")

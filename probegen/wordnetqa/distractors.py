@@ -13,7 +13,10 @@ A candidate ``x`` is rejected (see :func:`Relations.valid`) if it is the concept
 shares a lemma with either (so it is never the gold's synonym), renders to the same text as the
 gold, or is another valid answer: for hypernymy any ancestor of ``c`` at any distance, for
 hyponymy any descendant of ``c`` at any distance (instance links included), for definitions a
-synset with the same gloss.
+synset with the same gloss. For a relation probe (a spec's ``relation``: entailment, cause,
+part_meronym, ...) a valid answer is any relative of ``c`` by that relation at any distance, or of
+one of ``c``'s ancestors (relations are inherited down the tree: a sedan has a car's parts), and
+``c``'s ancestors themselves are rejected too (in WordNet troponymy implies entailment).
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ def norm_lemma(lemma: str) -> str:
 class Relations:
     """Memoised relations over the WordNet graph that validity checks need many times."""
 
-    def __init__(self, graph, instances: bool = False) -> None:
+    def __init__(self, graph, instances: bool = False, relation: str = "") -> None:
         self.graph = graph
         self.instances = instances
+        self.relation = relation  # a relation probe's relation ("" for the four WordNetQA probes)
+        self._rel: dict[str, frozenset[str]] = {}
+        self._inherited: dict[str, frozenset[str]] = {}
         self._anc: dict[str, frozenset[str]] = {}
         self._lem: dict[str, frozenset[str]] = {}
         self._pool: dict[str, list[str]] = {}
@@ -62,6 +68,27 @@ class Relations:
         seen.discard(s)  # a concept on a cycle is not its own ancestor for our purposes
         self._anc[s] = frozenset(seen)
         return self._anc[s]
+
+    def relatives(self, s: str) -> frozenset[str]:
+        """Every synset reachable from ``s`` by ``self.relation`` in one or more steps."""
+        got = self._rel.get(s)
+        if got is None:
+            seen: set[str] = set()
+            frontier = [s]
+            while frontier:
+                frontier = [m for n in frontier for m in self.graph.related(n, self.relation) if m not in seen]
+                seen.update(frontier)
+            seen.discard(s)
+            got = self._rel[s] = frozenset(seen)
+        return got
+
+    def inherited(self, s: str) -> frozenset[str]:
+        """Relatives of ``s`` and of its ancestors, and the ancestors: no relation probe's distractor."""
+        got = self._inherited.get(s)
+        if got is None:
+            anc = self.all_ancestors(s)
+            got = self._inherited[s] = frozenset(anc).union(self.relatives(s), *(self.relatives(a) for a in anc))
+        return got
 
     def pool(self, pos: str) -> list[str]:
         """Every synset of a part of speech, in WordNet file order (the random pool)."""
@@ -119,6 +146,8 @@ class Relations:
         if probe == "hypernymy" and x in self.all_ancestors(concept):
             return False
         if probe == "hyponymy" and concept in self.all_ancestors(x):
+            return False
+        if self.relation and probe not in ("definitions", "hypernymy", "hyponymy", "synonymy") and x in self.inherited(concept):
             return False
         if probe == "definitions" and _same_text(self.graph.definition(x), self.graph.definition(gold)):
             return False

@@ -7,6 +7,11 @@
   (verbs have hundreds of specific roots, so none are).
 - ``hyponymy``: gold = a descendant at k = 1..max_hops hops, sampled the same way.
 - ``synonymy``: one question per concept; its stem is the gloss, gold = the concept's lemmas.
+- a relation probe (a probe spec's own name, with ``cfg.relation`` set): gold = a relative by
+  that relation (entailment, cause, part_meronym, ...) at k = min_hops..max_hops steps, sampled
+  per hop like the ISA probes.
+
+ISA and relation answers nearer than ``min_hops`` are skipped (a spec's hop range).
 
 ISA questions of one concept use its contexts in turn (answer i takes context i mod n), so a
 concept with several example sentences does not multiply its ISA questions.
@@ -53,6 +58,24 @@ def isa_paths(graph, start: str, max_hops: int, up: bool, instances: bool) -> di
     ['canine', 'pet']
     """
     step = (lambda n: graph.parents(n, instances)) if up else (lambda n: graph.children(n, instances))
+    return _shortest_paths(start, max_hops, step)
+
+
+def relation_paths(graph, start: str, relation: str, max_hops: int) -> dict[str, tuple[str, ...]]:
+    """Every relative by ``relation`` (``graph.related``) within ``max_hops``, with one shortest path,
+    chosen as in :func:`isa_paths`.
+
+    >>> class Toy:  # snore entails sleep; sleep entails nothing
+    ...     rel = {"snore": ["sleep"], "sleep": []}
+    ...     def related(self, n, relation):
+    ...         return self.rel[n]
+    >>> relation_paths(Toy(), "snore", "entailment", 3)
+    {'sleep': ('snore', 'sleep')}
+    """
+    return _shortest_paths(start, max_hops, lambda n: graph.related(n, relation))
+
+
+def _shortest_paths(start: str, max_hops: int, step) -> dict[str, tuple[str, ...]]:
     paths: dict[str, tuple[str, ...]] = {}
     frontier = [(start,)]
     for _ in range(max_hops):
@@ -116,9 +139,14 @@ def questions(
         lemma = graph.lemmas(concept)[0]
         return [Question(f"synonymy:{concept}", probe, concept, lemma.replace("_", " "), None, concept, 0, (concept,))]
     up = probe == "hypernymy"
-    paths = isa_paths(graph, concept, cfg.max_hops, up, cfg.instances)
-    if up and graph.pos(concept) == "n":
-        paths = {a: p for a, p in paths.items() if graph.depth(a) >= cfg.min_answer_depth}
+    if cfg.relation:
+        paths = relation_paths(graph, concept, cfg.relation, cfg.max_hops)
+    else:
+        paths = isa_paths(graph, concept, cfg.max_hops, up, cfg.instances)
+        if up and graph.pos(concept) == "n":
+            paths = {a: p for a, p in paths.items() if graph.depth(a) >= cfg.min_answer_depth}
+    if cfg.min_hops > 1:
+        paths = {a: p for a, p in paths.items() if len(p) - 1 >= cfg.min_hops}
     answers = _sample_per_hop(paths, cfg.max_answers_per_hop, f"{probe}/{concept}", cfg.seed)
     out = []
     for i, a in enumerate(answers):

@@ -34,8 +34,23 @@ def spec() -> dict[str, Any]:
     return load_template("wordnetqa")
 
 
+# Probes declared by probe specs (probegen.spec), in the same shape as a templates/wordnetqa.json
+# probe; a spec-built dataset records them in its manifest and ``dataset.load`` registers them.
+_EXTRA_PROBES: dict[str, dict[str, Any]] = {}
+
+
+def register_probe(name: str, block: dict[str, Any]) -> None:
+    """Make a spec-declared probe's templates known (the built-in probes cannot be replaced)."""
+    if name in spec()["probes"]:
+        raise ProbegenError(f"probe {name!r} is built in (templates/wordnetqa.json); a spec's probe needs another name")
+    _EXTRA_PROBES[name] = block
+    _by_id.cache_clear()
+
+
 def probe_spec(probe: str) -> dict[str, Any]:
     probes = spec()["probes"]
+    if probe in _EXTRA_PROBES:
+        return _EXTRA_PROBES[probe]
     if probe not in probes:
         raise ProbegenError(f"templates/wordnetqa.json has no probe {probe!r}; it has {', '.join(probes)}")
     return probes[probe]
@@ -43,7 +58,8 @@ def probe_spec(probe: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=None)
 def _by_id() -> dict[str, tuple[str, dict[str, Any]]]:
-    return {t["id"]: (p, t) for p, ps in spec()["probes"].items() for t in ps["templates"]}
+    every = {**spec()["probes"], **_EXTRA_PROBES}
+    return {t["id"]: (p, t) for p, ps in every.items() for t in ps["templates"]}
 
 
 def template_by_id(tid: str) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from probegen.lexicon.sources import add_wordnet_source_option
 from probegen.models import add_device_options
 
 DEFAULT_ROOT = Path("probegen_out")
@@ -150,6 +151,9 @@ def make() -> None:
 
 @make.command("coda21")
 @add_device_options
+@add_wordnet_source_option
+@click.option("--contexts", type=click.Choice(["semcor", "examples"]), default=None,
+              help="Where contexts come from: SemCor (mapped through sense keys) or the synsets' own examples [default: semcor if the wordnet has sense keys, else examples].")
 @click.option("--easy/--hard", default=False, help="easy: grandchildren of a grandparent; hard (default): children of a parent.")
 @click.option("--clean/--noisy", default=True, help="clean (default): only synsets with >= 5 SemCor contexts.")
 @click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
@@ -165,7 +169,7 @@ def make() -> None:
 @click.option("--pool-max", default=40, show_default=True, help="With --adversarial: candidates per ancestor the reference model scores.")
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
 @click.pass_obj
-def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed,
+def make_coda21(obj, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed,
                 adversarial, against, pool_max, out) -> None:
     """Generate a CoDA21 context-definition alignment dataset.
 
@@ -175,6 +179,8 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
       probegen make coda21 --noisy --pos verb     # noisy-hard verbs
       probegen make coda21 --context-scorer bert-base-uncased   # the paper's scorer (needs the hub)
       probegen make coda21 --adversarial --against minilm-l6   # + twin; compare with `probegen compare`
+      probegen make coda21 --wordnet-source pwn31 --pos verb   # from WordNet 3.1 (SemCor through sense keys)
+      probegen make coda21 --wordnet-source wn:oewn:2024 --contexts examples --noisy
     """
     from probegen.coda21 import dataset as ds_mod
     from probegen.coda21.config import Coda21Config
@@ -203,6 +209,10 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
         from probegen.errors import ProbegenError
 
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {context_scorer!r} is a {kinds[context_scorer]} model")
+    if adversarial and contexts == "examples":
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError("--contexts examples is not available with --adversarial yet; drop one of them")
     if adversarial:
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
 
@@ -213,7 +223,7 @@ def make_coda21(obj, easy, clean, pos, k_min, k_max, max_similarity, embedder, c
         click.echo(f"adversarial: {a['groups_changed']} of {a['groups']} groups changed ({a['members_replaced']} members "
                    f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> {a['reference_errors']['adversarial']}")
     else:
-        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log)
+        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts)
     ds_mod.write(ds, out)
     c = ds.manifest["counts"]
     click.echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))

@@ -5,20 +5,25 @@ CoDA21 groups and WordNetQA items both carry a :class:`Context`; SemCor occurren
 by its span, never by string search ("ice" would also hit "mice").
 
 The two families keep their own on-disk layouts (``schema=``), which predate this module and
-must not change: CoDA21 writes the token span and SemCor sentence id when known, WordNetQA
-always writes ``source`` and ``ref``.
+must not change: CoDA21 writes the token span and SemCor sentence id when known (and ``source``
+and ``ref`` for a wordnet example), WordNetQA always writes ``source`` and ``ref``.
+
+Wordnets without a sense-tagged corpus give their synsets' own example sentences as contexts
+(``--contexts examples``): :func:`example_occurrences` finds the target in each example through
+the wordnet's morphology and yields :class:`ExampleOccurrence` s, which build a Context like
+SemCor's occurrences do, so the rest of a build does not care where a context came from.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from .errors import DatasetError
 from .text import detokenize, replace_char_span
 
-__all__ = ["Context", "Schema"]
+__all__ = ["Context", "ExampleOccurrence", "Schema", "example_occurrences", "locate"]
 
 Schema = Literal["coda21", "wordnetqa"]
 
@@ -113,7 +118,10 @@ class Context:
             if self.tokens is not None:
                 d["tokens"] = list(self.tokens)
                 d["span"] = list(self.span or ())
-            if self.ref is not None:
+            if self.source == "wordnet":  # a synset's example (--contexts examples): no SemCor id
+                d["source"] = self.source
+                d["ref"] = self.ref if self.ref is not None else ""
+            elif self.ref is not None:
                 d["sent_id"] = self.ref
         else:
             raise ValueError(f"unknown context schema {schema!r}")
@@ -136,6 +144,8 @@ class Context:
         if schema == "wordnetqa":
             return cls(text=text, char_span=(a, b), source=d.get("source", "wordnet"), ref=str(d.get("ref", "")))
         if schema == "coda21":
+            if d.get("source") == "wordnet":
+                return cls(text=text, char_span=(a, b), source="wordnet", ref=str(d.get("ref", "")))
             # CoDA21 contexts with tokens or a sentence id are SemCor's; the rest were supplied
             return cls(
                 text=text,
@@ -146,3 +156,80 @@ class Context:
                 ref=d.get("sent_id"),
             )
         raise ValueError(f"unknown context schema {schema!r}")
+
+
+def locate(text: str, lemmas: Iterable[str], pos: str, morph) -> tuple[str, tuple[int, int]] | None:
+    """(lemma, char span) of the first of ``lemmas`` found as whole words in ``text``, else None.
+
+    Lemmas are tried in the wordnet's order; within a lemma the first occurrence wins. The head
+    word (last of a noun, first of a verb) may be inflected (``morph``: a
+    :class:`probegen.leaks.Morphology`); the other words must match exactly.
+
+    >>> from probegen.leaks import Morphology
+    >>> class WN:
+    ...     def _morphy(self, form, pos):
+    ...         return {("took", "v"): ["take"]}.get((form, pos), [])
+    >>> locate("She took off early.", ["take_off"], "v", Morphology(WN()))
+    ('take_off', (4, 12))
+    """
+    from .leaks import tokens_with_spans
+
+    toks = tokens_with_spans(text)
+    for lemma in lemmas:
+        # the lemma is split like the sentence: "potter's_wheel" -> potter, s, wheel
+        words = [t for t, _, _ in tokens_with_spans(lemma.replace("_", " "))]
+        if not words:
+            continue
+        n = len(words)
+        head = 0 if pos == "v" else n - 1
+        for i in range(len(toks) - n + 1):
+            window = toks[i : i + n]
+            if all(window[j][0] == w for j, w in enumerate(words) if j != head):
+                tok = window[head][0]
+                if tok == words[head] or words[head] in morph.bases(tok, pos):
+                    return lemma, (window[0][1], window[-1][2])
+    return None
+
+
+@dataclass(frozen=True)
+class ExampleOccurrence:
+    """A synset's own example sentence with its target located: the counterpart of a SemCor
+    :class:`probegen.semcor.Occurrence` (``lemma``, ``span``, ``sent_id``, ``context()``).
+
+    >>> occ = ExampleOccurrence("dog.n.01", 0, "the dogs barked", (4, 8), "dog")
+    >>> occ.context().to_json("wordnetqa")
+    {'text': 'the dogs barked', 'char_span': [4, 8], 'source': 'wordnet', 'ref': '0'}
+    """
+
+    synset: str
+    index: int  # which of the synset's examples
+    text: str
+    char_span: tuple[int, int]
+    lemma: str
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.char_span
+
+    sent_id = None  # no SemCor sentence
+
+    def context(self) -> Context:
+        """The example as a Context (``source="wordnet"``, ``ref`` = the example's index)."""
+        return Context(text=self.text, char_span=self.char_span, source="wordnet", ref=str(self.index), lemma=self.lemma)
+
+
+def example_occurrences(graph, synsets: Iterable[str], morph) -> dict[str, list[ExampleOccurrence]]:
+    """synset -> its examples in which one of its lemmas is found (:func:`locate`), in the
+    wordnet's order; synsets with none are left out. Whether a form of the target is still
+    visible elsewhere in the sentence is for the caller to check, as for SemCor
+    (``probegen.leaks``)."""
+    out: dict[str, list[ExampleOccurrence]] = {}
+    for s in synsets:
+        found = []
+        for i, ex in enumerate(graph.examples(s)):
+            hit = locate(ex, graph.lemmas(s), graph.pos(s), morph)
+            if hit:
+                found.append(ExampleOccurrence(s, i, ex, hit[1], hit[0]))
+        if found:
+            out[s] = found
+    return out

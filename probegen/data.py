@@ -1,4 +1,4 @@
-"""Locating WordNet 3.0 and SemCor 3.0, unpacking the shared archives once, and loading WordNet.
+"""Locating WordNet 3.0/3.1 and SemCor 3.0, unpacking the shared archives once, and loading WordNet.
 
 Resolution order for each resource: explicit path, environment variable, the user cache
 (already unpacked), the shared archive (unpacked into the cache), nltk's data folders.
@@ -27,6 +27,7 @@ from .paths import cache_dir, shared_data_candidates
 # The README's checksums of the shared archives: an unpack is refused if they differ.
 ARCHIVE_SHA256 = {
     "wordnet-3.0.tar.xz": "694ba8c36dbede233d14c756208c47c1ca43cb4a0d9ee1b2985d61a718a8308b",
+    "wordnet-3.1.tar.xz": "861310a2ba7e6a856f0fc959123ec3c587b4a9aa87b8009ecacab1d9dcb927ef",
     "semcor-3.0.tar.xz": "8a7b35b0ab07f54f927a742686091d9d9ffdde673ca855dc38b48372b8d760ce",
 }
 META_NAME = ".probegen-data.json"  # hash record kept inside a data folder (hidden: not hashed itself)
@@ -59,6 +60,19 @@ class _Kind:
     nltk_dirs: tuple[str, ...]  # relative to each nltk.data.path entry
     problem: Callable[[Path], str | None]  # why a folder is not this resource (None: it is)
     expects: str
+    version: str = "3.0"
+    complete: Callable[[Path], None] | None = None  # adds files the archive lacks, before the check
+
+
+def _wordnet_version_problem(p: Path, want: str) -> str | None:
+    if not (p / "data.noun").is_file():
+        return "no data.noun"
+    v = _wordnet_version(p)
+    if v != want:
+        return f"it is WordNet {v}, not {want} (sense keys and offsets differ)"
+    if not (p / "lexnames").is_file():
+        return "no lexnames (nltk needs it)"
+    return None
 
 
 def _wordnet_problem(p: Path) -> str | None:
@@ -68,6 +82,20 @@ def _wordnet_problem(p: Path) -> str | None:
     if v != "3.0":
         return f"it is WordNet {v}, probegen needs 3.0 (sense keys and offsets differ)"
     return None
+
+
+def _wordnet31_problem(p: Path) -> str | None:
+    return _wordnet_version_problem(p, "3.1")
+
+
+def _complete_wordnet31(p: Path) -> None:
+    """Add WordNet 3.0's ``lexnames`` and ``*.exc`` files, which the 3.1 distribution lacks: the
+    lexicographer files are unchanged and the exception lists still hold, so nltk reads the
+    folder as WordNet 3.1 (see shared/data/README.md)."""
+    base = locate_wordnet().path
+    for f in ["lexnames", *sorted(x.name for x in base.glob("*.exc"))]:
+        if not (p / f).exists():
+            shutil.copyfile(base / f, p / f)
 
 
 def _semcor_problem(p: Path) -> str | None:
@@ -84,6 +112,11 @@ WORDNET = _Kind(
     "wordnet", "WordNet 3.0", "PROBEGEN_WORDNET", "--wordnet", "wordnet-3.0.tar.xz", "wordnet-3.0",
     ("wordnet-3.0", "dict", "corpora/wordnet", "wordnet"), ("corpora/wordnet",), _wordnet_problem,
     "the folder holding data.noun, index.sense, ...",
+)
+WORDNET31 = _Kind(
+    "wordnet", "WordNet 3.1", "PROBEGEN_WORDNET31", "--wordnet-source", "wordnet-3.1.tar.xz", "wordnet-3.1",
+    ("wordnet-3.1", "dict"), ("corpora/wordnet31",), _wordnet31_problem,
+    "the folder holding WordNet 3.1's data.noun, index.sense, lexnames, ...", "3.1", _complete_wordnet31,
 )
 SEMCOR = _Kind(
     "semcor", "SemCor 3.0", "PROBEGEN_SEMCOR", "--semcor", "semcor-3.0.tar.xz", "semcor3.0",
@@ -202,6 +235,8 @@ def _unpack(kind: _Kind, archive: Path, dest: Path) -> str:
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tf.extractall(tmp, members=members, **safe)
         src = tmp / kind.top
+        if kind.complete is not None:
+            kind.complete(src)
         why = kind.problem(src)
         if why:
             raise DataNotFound(f"{archive}: unpacked contents are not {kind.label} ({why})")
@@ -229,7 +264,7 @@ def _given(kind: _Kind, raw: str, source: str) -> DataInfo:
     for cand in (base, *(base / s for s in kind.subdirs)):
         if cand.is_dir() and kind.problem(cand) is None:
             cand = cand.resolve()
-            return DataInfo(kind.name, "3.0", cand, source, _sha256_of(cand))
+            return DataInfo(kind.name, kind.version, cand, source, _sha256_of(cand))
     where = f"{kind.option} {raw}" if source == "option" else f"{kind.env}={raw}"
     why = kind.problem(base) if base.is_dir() else ("not a folder" if base.exists() else "no such folder")
     raise DataNotFound(f"no {kind.label} at {where} ({why}); expected {kind.expects}")
@@ -251,19 +286,19 @@ def _locate(kind: _Kind, path: str | None) -> DataInfo:
         return _given(kind, env, "env")
     cached = (cache_dir() / "data" / kind.archive.removesuffix(".tar.xz")).resolve()
     if cached.is_dir() and kind.problem(cached) is None:
-        return DataInfo(kind.name, "3.0", cached, "cache", _sha256_of(cached))
+        return DataInfo(kind.name, kind.version, cached, "cache", _sha256_of(cached))
     shared = shared_data_candidates()
     for folder in shared:
         archive = folder / kind.archive
         if archive.is_file():
             sha = _unpack(kind, archive, cached)
-            return DataInfo(kind.name, "3.0", cached, "shared", sha)
+            return DataInfo(kind.name, kind.version, cached, "shared", sha)
     nltk_roots = _nltk_paths()
     for root in nltk_roots:
         for sub in kind.nltk_dirs:
             cand = root / sub
             if cand.is_dir() and kind.problem(cand) is None:
-                return DataInfo(kind.name, "3.0", cand.resolve(), "nltk", _sha256_of(cand))
+                return DataInfo(kind.name, kind.version, cand.resolve(), "nltk", _sha256_of(cand))
     raise DataNotFound(
         f"{kind.label} not found: looked at ${kind.env} (unset), {cached}, "
         f"{kind.archive} in {', '.join(map(str, shared))}, and {'/'.join(kind.nltk_dirs[:1])} under "
@@ -279,6 +314,34 @@ def locate_wordnet(path: str | None = None) -> DataInfo:
     Raises DataNotFound with a one-line explanation when none is usable.
     """
     return _locate(WORDNET, path)
+
+
+def locate_wordnet31(path: str | None = None) -> DataInfo:
+    """Find WordNet 3.1: ``path``, $PROBEGEN_WORDNET31, the cache, then the shared archive
+    (unpacked into the cache once, with WordNet 3.0's ``lexnames`` and ``*.exc`` added).
+
+    Raises DataNotFound with a one-line explanation when none is usable.
+    """
+    return _locate(WORDNET31, path)
+
+
+def locate_wndb(path: str) -> DataInfo:
+    """A user-given WNDB folder of any WordNet version (``data.noun``, ``index.sense``, ``lexnames``),
+    or a parent holding it in ``dict/`` or ``corpora/wordnet/``; its version is read from
+    ``data.noun``'s licence header."""
+    base = Path(path).expanduser()
+    for cand in (base, base / "dict", base / "corpora" / "wordnet"):
+        if (cand / "data.noun").is_file():
+            version = _wordnet_version(cand)
+            if version == "3.0":
+                return _given(WORDNET, str(cand), "option")  # the same record as --wordnet PATH
+            why = _wordnet_version_problem(cand, version)
+            if why:
+                raise DataNotFound(f"WNDB folder {path}: {why}")
+            cand = cand.resolve()
+            return DataInfo("wordnet", version, cand, "option", _sha256_of(cand))
+    why = "not a folder" if base.exists() and not base.is_dir() else "no data.noun" if base.exists() else "no such folder"
+    raise DataNotFound(f"no WNDB wordnet at {path} ({why}); expected the folder holding data.noun, index.sense, lexnames, ...")
 
 
 def locate_semcor(path: str | None = None) -> DataInfo:
@@ -327,6 +390,11 @@ def load_wordnet(path: str | None = None):
     Memoised per located folder, so every caller shares one reader.
     """
     return _load_reader(str(locate_wordnet(path).path))
+
+
+def load_wndb(info: DataInfo):
+    """An nltk ``WordNetCorpusReader`` on a located WNDB folder of any version (memoised per folder)."""
+    return _load_reader(str(info.path))
 
 
 def synset_counts(wn) -> dict[str, int]:

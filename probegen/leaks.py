@@ -32,9 +32,15 @@ def tokens_with_spans(text: str) -> list[tuple[str, int, int]]:
 
 
 class Morphology:
-    """Base forms of a token under WordNet's morphology, memoised (``wn._morphy`` of nltk)."""
+    """Base forms of a token under a wordnet's morphology, memoised: a
+    :class:`~probegen.lexicon.LexicalResource` (its ``base_forms``) or an nltk reader (``_morphy``)."""
 
     def __init__(self, wn) -> None:
+        from .lexicon.base import LexicalResource
+
+        if isinstance(wn, LexicalResource):
+            # a WNDB resource keeps nltk's own morphy: the very function used before resources existed
+            wn = getattr(wn, "reader", None) or _BaseForms(wn)
         self._fn: Callable[[str, str], Iterable[str]] = getattr(wn, "_morphy", None) or (
             lambda form, pos: [b for b in [wn.morphy(form, pos)] if b]
         )
@@ -60,12 +66,20 @@ class Morphology:
         return got
 
 
+class _BaseForms:
+    """A resource's ``base_forms`` in nltk's ``_morphy`` shape."""
+
+    def __init__(self, resource) -> None:
+        self._morphy = resource.base_forms
+
+
 @lru_cache(maxsize=2)
 def default_morphology(wordnet: str | None = None) -> Morphology:
-    """A shared Morphology over the located WordNet (one memo per process)."""
-    from .data import load_wordnet
+    """A shared Morphology over a wordnet (a source string, see :mod:`probegen.lexicon.sources`;
+    ``None``: WordNet 3.0), one memo per process."""
+    from .lexicon.sources import open_resource
 
-    return Morphology(load_wordnet(wordnet))
+    return Morphology(open_resource(wordnet))
 
 
 def _words(phrase: str) -> tuple[str, ...]:

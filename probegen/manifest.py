@@ -15,8 +15,13 @@ CANARY = "PROBEGEN CANARY GUID 6f1c2a5e-8d0b-4b7e-9a43-probegen-coda21-wordnetqa
 
 
 def data_block(wordnet, semcor=None) -> dict[str, Any]:
-    """The data-provenance part of a manifest from located DataInfo objects."""
-    out = {"wordnet": {"version": wordnet.version, "sha256": wordnet.sha256}}
+    """The data-provenance part of a manifest from located DataInfo objects (or, for the wordnet, a
+    :class:`~probegen.lexicon.LexicalResource`: any but WordNet 3.0 is recorded by its ``describe()``;
+    3.0 keeps the block it always had, so its datasets stay byte-identical)."""
+    if hasattr(wordnet, "describe") and wordnet.source != "pwn30":
+        out = {"wordnet": wordnet.describe()}
+    else:
+        out = {"wordnet": {"version": wordnet.version, "sha256": wordnet.sha256}}
     if semcor is not None:
         out["semcor"] = {"version": semcor.version, "sha256": semcor.sha256}
     return out

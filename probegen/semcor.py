@@ -81,8 +81,8 @@ class ParseStats:
     files: int = 0
     sentences: int = 0
     tokens: int = 0
-    tagged: int = 0  # tags kept (resolved to a WordNet 3.0 synset)
-    unresolved: int = 0  # sense keys WordNet 3.0 does not know
+    tagged: int = 0  # tags kept (resolved to a synset of the wordnet)
+    unresolved: int = 0  # sense keys the wordnet does not know (3.0 knows all of SemCor's)
     unsensed: int = 0  # lemma given but wnsn 0/missing or lexsn missing: no WordNet 3.0 sense
     proper_names: int = 0  # pn= tags (a name tagged with its category's sense), dropped
 
@@ -135,38 +135,24 @@ def parse_tagfile(text: str, sent_prefix: str, resolve, stats: ParseStats | None
             snum = None
 
 
-def _sense_offsets(wn) -> dict[str, int]:
-    """sense key -> synset offset from index.sense, read once: nltk's lemma_from_key
-    binary-searches the file per key, which dominated the parse time."""
-    offsets = {}
-    with open(Path(wn.root.path) / "index.sense", encoding="utf-8") as fh:
-        for line in fh:
-            fields = line.split()
-            if len(fields) >= 2:
-                offsets[fields[0]] = int(fields[1])
-    return offsets
+def _as_resource(wn):
+    """A LexicalResource as is; an nltk reader wrapped as WNDB."""
+    from .lexicon.base import LexicalResource
+    from .lexicon.wndb import NltkWordNet
+
+    return wn if isinstance(wn, LexicalResource) else NltkWordNet(wn)
 
 
 def _resolver(wn):
-    """sense key -> synset name (None if unknown), equivalent to wn.lemma_from_key(key).synset().name()."""
-    from nltk.corpus.reader.wordnet import WordNetError
-
-    offsets = _sense_offsets(wn)
+    """sense key -> synset name (None if unknown) through the resource's ``sense_key_index()``
+    (``wn``: a LexicalResource or an nltk reader). SemCor's keys are WordNet 3.0's; WordNet 3.1
+    and other wordnets with sense keys map those they still have. For WNDB this equals
+    ``wn.lemma_from_key(key).synset().name()``."""
+    keys = _as_resource(wn).sense_key_index()  # raises, with the --contexts examples hint, if none
 
     @lru_cache(maxsize=None)  # keys repeat a lot
     def resolve(key: str) -> str | None:
-        key = key.lower()  # sense keys are lower-case; SemCor lemmas may not be
-        offset = offsets.get(key)
-        if offset is None:
-            return None
-        try:
-            pos = "nvars"[int(key.split("%")[1].split(":")[0]) - 1]  # ss_type digit 1..5
-            synset = wn.synset_from_pos_and_offset(pos, offset)
-        except (WordNetError, ValueError, KeyError, IndexError):
-            return None
-        if synset is None or not any(lem.key() == key for lem in synset.lemmas()):
-            return None
-        return synset.name()
+        return keys.get(key.lower())  # sense keys are lower-case; SemCor lemmas may not be
 
     return resolve
 
@@ -199,7 +185,7 @@ def iter_sentences(semcor_dir: Path, wn, stats: ParseStats | None = None) -> Ite
 # ---------------------------------------------------------------- cached index
 
 
-def _cache_path(semcor: DataInfo, wordnet: DataInfo) -> Path:
+def _cache_path(semcor: DataInfo, wordnet) -> Path:
     key = sha256_text(f"{semcor.sha256}:{wordnet.sha256}:v{INDEX_FORMAT}")[:16]
     return cache_dir() / f"semcor_index-{key}.json.gz"
 
@@ -260,22 +246,29 @@ def _to_contexts(payload: dict[str, Any]) -> dict[str, list[Occurrence]]:
     return out
 
 
-_MEMO: dict[tuple[DataInfo, DataInfo], tuple[dict[str, list[Occurrence]], dict[str, int]]] = {}
+_MEMO: dict[tuple[str, str], tuple[dict[str, list[Occurrence]], dict[str, int]]] = {}
 
 
-def _load(semcor: DataInfo, wordnet: DataInfo, wn) -> tuple[dict[str, list[Occurrence]], dict[str, int]]:
+def _load(semcor: DataInfo, wordnet, wn) -> tuple[dict[str, list[Occurrence]], dict[str, int]]:
     """(index, parse stats) from the in-process memo, the cache file, or a fresh parse."""
-    key = (semcor, wordnet)  # not wn: any reader of the same data gives the same index
+    key = (semcor.sha256, wordnet.sha256)  # not wn: any reader of the same data gives the same index
     if key not in _MEMO:
         path = _cache_path(semcor, wordnet)
         got = _read(path)
         if got is None:
-            payload = _build(semcor, wn if wn is not None else load_wordnet(str(wordnet.path)))
+            payload = _build(semcor, wn if wn is not None else _wordnet_of(wordnet))
             _write(path, payload)
             got = _to_contexts(payload), payload["stats"]
         _MEMO.clear()  # keep one index alive: it holds ~216k contexts
         _MEMO[key] = got
     return _MEMO[key]
+
+
+def _wordnet_of(wordnet):
+    """The resource (or reader) behind ``wordnet``: itself if a resource, else the DataInfo's folder."""
+    from .lexicon.base import LexicalResource
+
+    return wordnet if isinstance(wordnet, LexicalResource) else load_wordnet(str(wordnet.path))
 
 
 def _resolve_args(semcor: DataInfo | None, wn, wordnet: DataInfo | None):
@@ -292,8 +285,10 @@ def context_index(
 
     Cached as gzip JSON in ``cache_dir()/semcor_index-<hash>.json.gz`` (keyed on both data
     hashes and INDEX_FORMAT) and memoised in-process: treat the result as read-only.
-    ``wn`` must be the reader for ``wordnet``; missing arguments are located (and WordNet is
-    loaded only when the cache has to be built).
+    ``wn`` must be the reader (or :class:`~probegen.lexicon.LexicalResource`) for ``wordnet``,
+    which is a located DataInfo or the resource itself: SemCor's sense keys map to the synsets of
+    any resource with sense keys (``sense_key_index()``), WordNet 3.1 included. Missing arguments
+    are located (and WordNet is loaded only when the cache has to be built).
     """
     semcor, wn, wordnet = _resolve_args(semcor, wn, wordnet)
     return _load(semcor, wordnet, wn)[0]

@@ -224,20 +224,23 @@ def _graph_cache_path(sha256: str) -> Path:
 
 @lru_cache(maxsize=4)
 def load_graph(wordnet_path: str | None = None) -> WordNetGraph:
-    """The cached WordNet graph for the located WordNet (built on first use; a damaged cache
-    file is rebuilt with a warning)."""
-    from .data import load_wordnet, locate_wordnet
+    """The cached graph of a wordnet: ``wordnet_path`` is a source string (``None``/``pwn30``,
+    ``pwn31``, a WNDB folder, WN-LMF, see :mod:`probegen.lexicon.sources`). Built on first use
+    and cached keyed by the resource's sha256; a damaged cache file is rebuilt with a warning."""
+    from .lexicon.sources import open_resource
 
-    info = locate_wordnet(wordnet_path)
-    path = _graph_cache_path(info.sha256)
-    if path.exists():
+    resource = open_resource(wordnet_path)
+    sha = resource.sha256
+    path = _graph_cache_path(sha) if sha else None  # a resource without a checksum is not cached
+    if path is not None and path.exists():
         g = _read_cache(path)
         if g is not None and g.graph.get("format") == GRAPH_FORMAT:
-            return WordNetGraph(g, info.sha256)
-    g = build_graph(load_wordnet(wordnet_path))
-    with atomic_write(path, "wb") as fh:
-        pickle.dump(g, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return WordNetGraph(g, info.sha256)
+            return WordNetGraph(g, sha)
+    g = build_graph(resource)
+    if path is not None:
+        with atomic_write(path, "wb") as fh:
+            pickle.dump(g, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return WordNetGraph(g, sha)
 
 
 def _read_cache(path: Path) -> nx.DiGraph | None:

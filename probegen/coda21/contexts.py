@@ -32,8 +32,9 @@ _EMPTY_LEFT = "Sentence:"
 
 
 def usable_occurrences(occurrences: Sequence, limit: int, morph: Morphology) -> list:
-    """The first ``limit`` SemCor occurrences (``probegen.semcor.Occurrence``, in corpus order)
-    where no form of the target lemma is visible outside the target's span."""
+    """The first ``limit`` occurrences (SemCor's ``probegen.semcor.Occurrence`` in corpus order, or
+    a synset's examples, ``probegen.contexts.ExampleOccurrence``) where no form of the target
+    lemma is visible outside the target's span."""
     out = []
     for occ in occurrences:
         c = occ.context()
@@ -44,11 +45,37 @@ def usable_occurrences(occurrences: Sequence, limit: int, morph: Morphology) -> 
     return out
 
 
+def _split(c: Context) -> tuple[str, str]:
+    """(left text, target) of a context: by tokens for SemCor's, by characters for the rest."""
+    if c.tokens is not None:
+        left, target, _ = split_at_span(c.tokens, c.span)
+        return left, target
+    a, b = c.char_span
+    return c.text[:a].rstrip(), c.text[a:b]
+
+
+def _token_view(c: Context) -> tuple[list[str], tuple[int, int]]:
+    """(tokens, target token span) for a masked LM; a context without tokens is split on spaces.
+
+    >>> _token_view(Context("the dogs barked", (4, 8)))
+    (['the', 'dogs', 'barked'], (1, 2))
+    """
+    if c.tokens is not None:
+        return list(c.tokens), tuple(c.span)
+    a, b = c.char_span
+    left = c.text[:a].split()
+    return left + [c.text[a:b]] + c.text[b:].split(), (len(left), len(left) + 1)
+
+
 def causal_queries(contexts: Sequence[Context]) -> tuple[list[str], list[list[str]]]:
-    """(left-context query, [target continuation]) per context for a causal LM."""
+    """(left-context query, [target continuation]) per context for a causal LM.
+
+    >>> causal_queries([Context("the dogs barked", (4, 8))])
+    (['the'], [[' dogs']])
+    """
     queries, conts = [], []
     for c in contexts:
-        left, target, _ = split_at_span(c.tokens, c.span)
+        left, target = _split(c)
         queries.append(left if left.strip() else _EMPTY_LEFT)
         conts.append([target if target.startswith(" ") else " " + target])
     return queries, conts
@@ -59,7 +86,7 @@ def score_contexts(contexts: Sequence[Context], scorer, progress: bool = False) 
     if not contexts:
         return np.zeros(0)
     if scorer.kind == "masked":
-        return np.array([scorer.span_logprob(list(c.tokens), tuple(c.span)) for c in contexts])
+        return np.array([scorer.span_logprob(*_token_view(c)) for c in contexts])
     if scorer.kind != "causal":
         raise ValueError(f"a context scorer must be a causal or masked LM, not {scorer.kind!r}")
     queries, conts = causal_queries(contexts)
@@ -69,7 +96,7 @@ def score_contexts(contexts: Sequence[Context], scorer, progress: bool = False) 
 def choose_contexts(
     candidates: dict[str, list[Context]], scorer, progress: bool = False
 ) -> dict[str, Context]:
-    """The best-scoring context of each synset (ties go to the earliest in SemCor order).
+    """The best-scoring context of each synset (ties go to the earliest in corpus or example order).
 
     Synsets with a single candidate context keep it without scoring.
     """

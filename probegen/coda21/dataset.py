@@ -78,6 +78,7 @@ class Plan:
     synset_groups: list  # SynsetGroup, in generation order
     pools: dict[str, set[str]]  # eligible members per POS
     vectors: dict[str, Any]  # per POS: synset names -> L2-normalised definition embeddings
+    contexts: str = "semcor"  # where contexts come from: semcor | examples (the synsets' own)
 
 
 def plan(
@@ -86,15 +87,20 @@ def plan(
     semcor: str | None = None,
     progress: bool = True,
     log=print,
+    contexts: str | None = None,
 ) -> Plan:
     """Locate the data and form the synset groups (the cheap, context-free half of a build).
 
-    A synset's contexts are its usable SemCor occurrences: those where no form of the target
-    lemma is visible outside the hidden span (``probegen.leaks``). Eligibility counts only
-    these, so "clean" means at least ``min_clean_contexts`` usable contexts.
+    ``wordnet`` names the wordnet (``probegen.lexicon.sources``: None is WordNet 3.0). A synset's
+    contexts are its usable SemCor occurrences (``contexts="semcor"``, the default where the
+    wordnet has sense keys) or its own example sentences (``"examples"``): those where no form of
+    the target lemma is visible outside the hidden span (``probegen.leaks``). Eligibility counts
+    only these, so "clean" means at least ``min_clean_contexts`` usable contexts.
     """
-    from ..data import load_wordnet, locate_semcor, locate_wordnet
+    from ..contexts import example_occurrences
+    from ..data import locate_semcor
     from ..leaks import default_morphology
+    from ..lexicon.sources import context_source, open_resource, where
     from ..semcor import context_index
     from ..wordnet_graph import load_graph
     from .contexts import usable_occurrences
@@ -102,10 +108,15 @@ def plan(
     from .vectors import definition_vectors
 
     cfg.validate()
-    wn_info, sc_info = locate_wordnet(wordnet), locate_semcor(semcor)
-    log(f"WordNet {wn_info.version} ({wn_info.source}: {wn_info.path}); SemCor {sc_info.version} ({sc_info.source})")
+    wn_info = open_resource(wordnet)
+    contexts = context_source(wn_info, contexts)
+    sc_info = locate_semcor(semcor) if contexts == "semcor" else None
+    log(f"{where(wn_info)}; " + (f"SemCor {sc_info.version} ({sc_info.source})" if sc_info else "contexts: the synsets' examples"))
     graph = load_graph(wordnet)
-    occurrences = context_index(sc_info, load_wordnet(wordnet), wn_info)
+    if sc_info is not None:
+        occurrences = context_index(sc_info, wn_info, wn_info)
+    else:
+        occurrences = example_occurrences(graph, [s for pos in cfg.pos for s in graph.synsets(pos)], default_morphology(wordnet))
     # only as many usable contexts as eligibility and candidate choice can ever look at
     morph, need = default_morphology(wordnet), max(cfg.min_contexts, cfg.max_contexts)
     index = {
@@ -121,7 +132,7 @@ def plan(
         found = form_groups(graph, pools[pos], pos, cfg, vectors[pos], progress=progress)
         log(f"{pos}: {len(found)} groups from {len(pools[pos])} eligible synsets")
         synset_groups.extend(found)
-    return Plan(cfg, wn_info, sc_info, graph, index, synset_groups, pools, vectors)
+    return Plan(cfg, wn_info, sc_info, graph, index, synset_groups, pools, vectors, contexts)
 
 
 def pick_contexts(p: Plan, members: list[str], progress: bool = True, log=print) -> tuple[dict[str, Context], Any]:
@@ -166,6 +177,7 @@ def assemble(
         order = group_rng(cfg.seed, gid).permutation(len(items))
         groups.append(Group(gid, sg.pos, sg.ancestor, sg.relation, tuple(items[i] for i in order)))
 
+    examples = p.contexts == "examples"
     manifest = make_manifest(
         "coda21",
         cfg.to_dict(),
@@ -174,9 +186,11 @@ def assemble(
         counts(groups),
         embedder=cfg.embedder,
         context_scorer={"model": cfg.context_scorer, **(_settings(scorer) if scorer else {})},
-        context_criterion=_criterion(scorer),
-        context_filter="SemCor occurrences only, no proper names (pn=), no form of the target lemma "
+        context_criterion=_criterion(scorer).replace("SemCor context in corpus", "example in wordnet") if examples else _criterion(scorer),
+        context_filter=("the synsets' own examples with a lemma found by the wordnet's morphology" if examples else
+                        "SemCor occurrences only, no proper names (pn=)") + ", no form of the target lemma "
                        "visible outside the hidden span (probegen.leaks)",
+        **({"contexts": "examples"} if examples else {}),
         **extra,
     )
     return Coda21Dataset(groups, manifest)
@@ -188,9 +202,11 @@ def build(
     semcor: str | None = None,
     progress: bool = True,
     log=print,
+    contexts: str | None = None,
 ) -> Coda21Dataset:
-    """Generate a CoDA21 dataset from WordNet and SemCor with the given configuration."""
-    p = plan(cfg, wordnet, semcor, progress, log)
+    """Generate a CoDA21 dataset from a wordnet and SemCor (or the wordnet's own examples,
+    ``contexts="examples"``) with the given configuration."""
+    p = plan(cfg, wordnet, semcor, progress, log, contexts)
     # contexts are chosen only for synsets that ended up in groups (groups don't depend on them)
     members = sorted({m for g in p.synset_groups for m in g.members})
     chosen, scorer = pick_contexts(p, members, progress, log)
@@ -232,6 +248,8 @@ def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:
     WordNet's spelling when the synset has it; the first WordNet lemma if the context is no
     SemCor occurrence of ``synset``."""
     lemmas = p.graph.lemmas(synset)
+    if ctx.source == "wordnet" and ctx.lemma:  # an example: its lemma was located in it
+        return ctx.lemma
     for occ in p.index.get(synset, ()):
         if occ.sent_id == ctx.sent_id and tuple(occ.span) == tuple(ctx.span or ()):
             return next((lem for lem in lemmas if lem.lower() == occ.lemma.lower()), occ.lemma)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Iterator
 
 from .base import LexicalResource, SynsetRecord
@@ -54,4 +56,65 @@ class NltkWordNet(LexicalResource):
             yield record_from_nltk(s)
 
     def base_forms(self, word: str, pos: str) -> set[str]:
-        return set(self.reader._morphy(word.lower(), pos)) if pos in "nvar" else set()
+        return set(self.reader._morphy(word.lower(), pos)) if pos and pos in "nvar" else set()
+
+    def sense_key_index(self) -> "SenseKeys":
+        """Sense key -> synset name from the wordnet's own ``index.sense`` (resolved lazily)."""
+        if getattr(self, "_sense_keys", None) is None:
+            self._sense_keys = SenseKeys(self.reader)
+        return self._sense_keys
+
+
+class SenseKeys(Mapping):
+    """``index.sense`` as a read-only mapping: sense key -> synset name.
+
+    The keys are read once (a plain dict of offsets); a key becomes a synset name only when
+    asked, since SemCor needs ~30k of the ~207k keys, and only if the synset at that offset
+    really has a sense with that key (what ``reader.lemma_from_key(key).synset()`` gives).
+    """
+
+    def __init__(self, reader) -> None:
+        self.reader = reader
+        self._offsets: dict[str, int] = {}
+        with open(Path(reader.root.path) / "index.sense", encoding="utf-8") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) >= 2:
+                    self._offsets[fields[0]] = int(fields[1])
+        self._names: dict[str, str | None] = {}
+
+    def _resolve(self, key: str) -> str | None:
+        from nltk.corpus.reader.wordnet import WordNetError
+
+        offset = self._offsets.get(key)
+        if offset is None:
+            return None
+        try:
+            pos = "nvars"[int(key.split("%")[1].split(":")[0]) - 1]  # ss_type digit 1..5
+            synset = self.reader.synset_from_pos_and_offset(pos, offset)
+        except (WordNetError, ValueError, KeyError, IndexError):
+            return None
+        if synset is None or not any(lem.key() == key for lem in synset.lemmas()):
+            return None
+        return synset.name()
+
+    def get(self, key: str, default=None):  # type: ignore[override]
+        if key not in self._names:
+            self._names[key] = self._resolve(key)
+        got = self._names[key]
+        return default if got is None else got
+
+    def __getitem__(self, key: str) -> str:
+        got = self.get(key)
+        if got is None:
+            raise KeyError(key)
+        return got
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._offsets if self.get(k) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from ..lexicon.sources import add_wordnet_source_option
+
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
 
 
@@ -40,6 +42,7 @@ _MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=c
 
 
 @click.command("wic")
+@add_wordnet_source_option
 @_POS
 @click.option("--prune", type=click.Choice(["wic", "supersense", "related", "none"]), default="wic", show_default=True,
               help="Drop F pairs whose senses are too close: wic = same supersense, or direct hypernym, or sisters.")
@@ -76,6 +79,7 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
 
 
 @click.command("wsd")
+@add_wordnet_source_option
 @_POS
 @click.option("--max-items", default=None, type=click.IntRange(min=1), help="A seeded sample of this many items [default: all].")
 @_MAX_TOKENS

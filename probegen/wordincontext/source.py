@@ -134,13 +134,17 @@ def split_by_rank(keys: list[str], dev_frac: float, test_frac: float, rng: np.ra
 
 
 def load_sources(wordnet: str | None, semcor: str | None, log: Callable[[str], None]):
-    """(WordNet info, SemCor info, graph, nltk reader, SemCor context index), located and loaded."""
-    from ..data import load_wordnet, locate_semcor, locate_wordnet
+    """(wordnet, SemCor info, graph, wordnet, SemCor context index), located and loaded; the wordnet
+    (``wordnet``: a source string, ``probegen.lexicon.sources``) is a LexicalResource, which
+    serves both as the manifest's record and as the morphology. It needs sense keys (SemCor)."""
+    from ..data import locate_semcor
+    from ..lexicon.sources import context_source, open_resource, where
     from ..semcor import context_index
     from ..wordnet_graph import load_graph
 
-    wn_info, sc_info = locate_wordnet(wordnet), locate_semcor(semcor)
-    log(f"WordNet {wn_info.version} ({wn_info.source}: {wn_info.path}); SemCor {sc_info.version} ({sc_info.source})")
+    wn = open_resource(wordnet)
+    context_source(wn, "semcor")  # no sense keys: one line now
+    sc_info = locate_semcor(semcor)
+    log(f"{where(wn)}; SemCor {sc_info.version} ({sc_info.source})")
     graph = load_graph(wordnet)
-    wn = load_wordnet(wordnet)
-    return wn_info, sc_info, graph, wn, context_index(sc_info, wn, wn_info)
+    return wn, sc_info, graph, wn, context_index(sc_info, wn, wn)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..lexicon.sources import add_wordnet_source_option
 from ..models import add_device_options
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
@@ -28,12 +29,13 @@ def _types(value: str) -> tuple[str, ...]:
 
 @click.command("wordnetqa")
 @add_device_options
+@add_wordnet_source_option
 @click.option("--probe", type=click.Choice(PROBE_CHOICES), default="all", show_default=True, help="Probe type, or all four.")
 @click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="noun", show_default=True)
 @click.option("--max-hops", default=4, show_default=True, type=click.IntRange(1, 10), help="ISA answers (and ISA distractors) at 1..K hops.")
 @click.option("--distractors", default="random,sister,isa", show_default=True, help="Perturbations, comma-separated: one item per question and type.")
 @click.option("--sister-depth", default=2, show_default=True, type=click.IntRange(1, 5), help="Sister family depth l: siblings plus their descendants down to l-1 levels.")
-@click.option("--contexts", type=click.Choice(["wordnet", "wordnet+semcor"]), default="wordnet", show_default=True, help="Context sentences: WordNet examples, or with SemCor filling in where WordNet has none.")
+@click.option("--contexts", type=click.Choice(["wordnet", "examples", "wordnet+semcor"]), default="wordnet", show_default=True, help="Context sentences: the wordnet's examples ('examples' is the same), or with SemCor filling in where they give none (needs sense keys).")
 @click.option("--max-contexts", default=3, show_default=True, type=click.IntRange(min=1), help="Contexts per concept (definitions: one question each).")
 @click.option("--max-answers-per-hop", default=1, show_default=True, type=click.IntRange(min=1), help="ISA probes: gold answers sampled per concept and hop.")
 @click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0), help="Noun hypernymy answers nearer the root than this are skipped (entity, abstraction, ...).")
@@ -63,6 +65,7 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
       probegen make wordnetqa --probe hypernymy --max-hops 3 --distractors random,isa
       probegen make wordnetqa --limit 300 --out /tmp/wnqa-small --release
       probegen make wordnetqa --probe hypernymy --limit 300 --adversarial --against smollm2-135m
+      probegen make wordnetqa --wordnet-source pwn31 --probe definitions
     """
     from probegen.wordnetqa import dataset as ds_mod
     from probegen.wordnetqa.config import WordNetQAConfig
@@ -75,7 +78,7 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
         max_hops=max_hops,
         distractors=_types(distractors),
         sister_depth=sister_depth,
-        contexts=contexts,
+        contexts="wordnet" if contexts == "examples" else contexts,
         max_contexts=max_contexts,
         max_answers_per_hop=max_answers_per_hop,
         min_answer_depth=min_answer_depth,

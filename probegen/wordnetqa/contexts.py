@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from ..contexts import locate
 from ..leaks import Morphology, leaks, tokens_with_spans
 from .items import Context
 
@@ -39,29 +40,6 @@ class ContextStats:
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
-
-
-def locate(text: str, lemmas: Iterable[str], pos: str, morph: Morphology) -> tuple[str, tuple[int, int]] | None:
-    """(lemma, char span) of the first of ``lemmas`` found as whole words in ``text``, else None.
-
-    Lemmas are tried in WordNet order; within a lemma the first occurrence wins. The head word
-    (last of a noun, first of a verb) may be inflected; the other words must match exactly.
-    """
-    toks = tokens_with_spans(text)
-    for lemma in lemmas:
-        # the lemma is split like the sentence: "potter's_wheel" -> potter, s, wheel
-        words = [t for t, _, _ in tokens_with_spans(lemma.replace("_", " "))]
-        if not words:
-            continue
-        n = len(words)
-        head = 0 if pos == "v" else n - 1
-        for i in range(len(toks) - n + 1):
-            window = toks[i : i + n]
-            if all(window[j][0] == w for j, w in enumerate(words) if j != head):
-                tok = window[head][0]
-                if tok == words[head] or words[head] in morph.bases(tok, pos):
-                    return lemma, (window[0][1], window[-1][2])
-    return None
 
 
 def wordnet_contexts(

@@ -99,10 +99,12 @@ def build(
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> WordNetQADataset:
-    """Generate a WordNetQA dataset from WordNet (and SemCor if asked) with the given configuration."""
+    """Generate a WordNetQA dataset from a wordnet (``wordnet``: a source string, see
+    ``probegen.lexicon.sources``; None is WordNet 3.0) and SemCor if asked, with the given configuration."""
     from tqdm import tqdm
 
-    from ..data import load_wordnet, locate_semcor, locate_wordnet
+    from ..data import locate_semcor
+    from ..lexicon.sources import context_source, open_resource, where
     from ..wordnet_graph import load_graph
     from . import render
     from .contexts import collect_contexts
@@ -110,11 +112,12 @@ def build(
     from .probes import questions
 
     cfg.validate()
-    wn_info = locate_wordnet(wordnet)
+    wn_info = wn = open_resource(wordnet)
+    if cfg.contexts == "wordnet+semcor":
+        context_source(wn_info, "semcor")  # a wordnet without sense keys: one line, before any work
     sc_info = locate_semcor(semcor) if cfg.contexts == "wordnet+semcor" else None
-    log(f"WordNet {wn_info.version} ({wn_info.source}: {wn_info.path})" + (f"; SemCor {sc_info.version} ({sc_info.source})" if sc_info else ""))
+    log(where(wn_info) + (f"; SemCor {sc_info.version} ({sc_info.source})" if sc_info else ""))
     graph = load_graph(wordnet)
-    wn = load_wordnet(wordnet)
     index = None
     if sc_info is not None:
         from ..semcor import context_index
@@ -205,10 +208,11 @@ def _filtered(concepts: list[str], flt, graph, wordnet: str | None, semcor: str 
     """The concepts a spec's filter admits; ``min_semcor`` counts sense-tagged SemCor occurrences."""
     counts = None
     if flt.min_semcor > 0:
-        from ..data import load_wordnet, locate_semcor, locate_wordnet
+        from ..data import locate_semcor
+        from ..lexicon.sources import open_resource
         from ..semcor import context_index
 
-        index = context_index(locate_semcor(semcor), load_wordnet(wordnet), locate_wordnet(wordnet))
+        index = context_index(locate_semcor(semcor), open_resource(wordnet), open_resource(wordnet))
         counts = {s: len(index.get(s, ())) for s in concepts}
     out = [s for s in concepts if flt.admits(graph, s, counts[s] if counts is not None else None)]
     log(f"concept filter: {len(out)} of {len(concepts)} concepts kept")

@@ -1,0 +1,273 @@
+"""WN-LMF wordnets (Open English WordNet, Open Multilingual Wordnet lexicons, any WN-LMF file)
+read through the ``wn`` package.
+
+``open_lmf("wn:oewn:2024")`` opens a lexicon already in the user's ``wn`` database (never
+downloading anything); ``open_lmf("some-wordnet.xml")`` (or ``.xml.gz``) adds the file once to a
+private ``wn`` database in probegen's cache, keyed by the file's sha256, so the user's own ``wn``
+data is never touched and a second open is fast.
+
+What the graph gets from a WN-LMF lexicon:
+
+- node names are the synset ids; ``pos`` ``s`` (satellite) becomes ``a``; lemmas use ``_`` for
+  spaces, in the synset's member order; the first definition; the synset's examples; ``lexname``
+  from ``lexfile``; ``offset`` is the synset's position in the lexicon; ``ili`` as given.
+- synset relations become :data:`~probegen.lexicon.RELATIONS` pointers (``mero_part`` ->
+  ``part_meronym``, ``entails`` -> ``entailment``, ...). ``similar`` joins adjectives
+  (``similar_to``) or, between verbs, is Open English WordNet's verb group (``verb_group``).
+  A ``hyponym`` / ``instance_hyponym`` link is the same hierarchy edge as the ``hypernym`` it
+  mirrors, so a file that gives only one direction still yields the hierarchy; no other relation
+  gets an inverse the file does not state. Relation types probegen has no name for are ignored.
+- lemma antonymy comes from ``antonym`` sense relations.
+
+Morphology (``base_forms``): English lexicons use ``wn``'s Morphy (suffix rules plus the
+lexicon's own irregular forms). Other languages have no rule-based lemmatizer here: a word maps to
+itself if it is a lemma and to the lemmas that list it as a ``<Form>`` (so a lexicon that lists
+its inflected forms gets them matched); any other inflection is not recognised.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import ProbegenError
+from ..io import sha256_file
+from ..paths import cache_dir
+from .base import LexicalResource, SynsetRecord
+
+#: WN-LMF synset relType -> probegen relation (``similar`` is resolved by part of speech)
+FROM_LMF: dict[str, str] = {
+    "hypernym": "hypernym",
+    "instance_hypernym": "instance_hypernym",
+    "mero_part": "part_meronym",
+    "mero_member": "member_meronym",
+    "mero_substance": "substance_meronym",
+    "holo_part": "part_holonym",
+    "holo_member": "member_holonym",
+    "holo_substance": "substance_holonym",
+    "entails": "entailment",
+    "causes": "cause",
+    "also": "also_see",
+    "attribute": "attribute",
+}
+#: the hierarchy seen from below: recorded as the hypernym pointer of the target
+_MIRRORED = {"hyponym": "hypernym", "instance_hyponym": "instance_hypernym"}
+#: bump when the private database layout changes, so old caches are rebuilt
+_DB_FORMAT = 1
+
+
+@contextmanager
+def _data_dir(path: Path | None) -> Iterator[None]:
+    """Point ``wn`` at the database in ``path`` (None: leave the user's default) for the block."""
+    import wn
+
+    if path is None:
+        yield
+        return
+    old = wn.config.database_path.parent  # not .data_directory: its getter creates the folder
+    wn.config.data_directory = path
+    try:
+        yield
+    finally:
+        wn.config.data_directory = old
+
+
+def _close(db_dir: Path) -> None:
+    """Close ``wn``'s pooled connection to the database in ``db_dir`` (before it is moved)."""
+    from wn import _db
+
+    conn = getattr(_db, "pool", {}).pop(db_dir / "wn.db", None)
+    if conn is not None:
+        conn.close()
+
+
+def _private_db(path: Path, sha256: str) -> Path:
+    """The folder of a private ``wn`` database holding the WN-LMF file ``path``, built on first use.
+
+    Built in a temporary folder and renamed into place, so concurrent processes never see a
+    half-built database (the loser of a race drops its copy).
+    """
+    import wn
+
+    root = cache_dir() / "wn-lmf"
+    final = root / f"{sha256[:16]}-v{_DB_FORMAT}"
+    if (final / "wn.db").is_file():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+    try:
+        with _data_dir(tmp):
+            try:
+                wn.add(path, progress_handler=None)
+            except Exception as e:  # noqa: BLE001 - wn raises many kinds on a malformed file
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise ProbegenError(f"{path}: not a WN-LMF file wn can load ({msg})") from None
+            finally:
+                _close(tmp)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / "wn.db").is_file():  # not lost to another process: a real failure
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def open_lmf(source: str) -> "WnLexicon":
+    """The WN-LMF wordnet named by ``source``: ``wn:LEXICON`` (e.g. ``wn:oewn:2024``, already in the
+    user's ``wn`` database) or the path of a WN-LMF file (``.xml`` or ``.xml.gz``)."""
+    import wn
+
+    if source.startswith("wn:"):
+        spec = source[3:]
+        db = wn.config.database_path
+        have = []
+        if db.is_file():  # never let wn create an empty database just to look
+            have = [f"{lx.id}:{lx.version}" for lx in wn.lexicons()]
+        if not any(spec in (h, h.split(":")[0]) for h in have):
+            raise ProbegenError(
+                f"no wn lexicon {spec!r} in {db} (have: {', '.join(have) or 'none'}): run "
+                f"`python -m wn download {spec}` where the network allows, or pass the WN-LMF .xml file")
+        return WnLexicon(spec, None, source=source, sha256="")
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise ProbegenError(f"WN-LMF file {source} not found")
+    sha = sha256_file(path)
+    db_dir = _private_db(path, sha)
+    with _data_dir(db_dir):
+        specs = [f"{lx.id}:{lx.version}" for lx in wn.lexicons()]
+    if len(specs) != 1:
+        raise ProbegenError(f"{source} holds {len(specs)} lexicons ({', '.join(specs)}); probegen reads one per file")
+    return WnLexicon(specs[0], db_dir, source=source, sha256=sha)
+
+
+class WnLexicon(LexicalResource):
+    """One ``wn`` lexicon (``spec`` ``id:version``), in the user's database or a private one (``db_dir``)."""
+
+    def __init__(self, spec: str, db_dir: Path | None, source: str = "", sha256: str = "") -> None:
+        import wn
+
+        self.spec, self.db_dir, self.source = spec, db_dir, source
+        with _data_dir(db_dir):
+            self._wn = wn.Wordnet(lexicon=spec, expand="")
+            lex = self._wn.lexicons()[0]
+            self.spec = f"{lex.id}:{lex.version}"
+            self.label = lex.label or self.spec
+            self.version = lex.version
+            self.language = lex.language
+            # a database lexicon has no file to hash: its specifier and size identify it
+            self.sha256 = sha256 or _spec_hash(self.spec, len(self._wn.synsets()))
+
+    def describe(self) -> dict[str, str]:
+        return {**super().describe(), "lexicon": self.spec}
+
+    def synsets(self) -> Iterator[SynsetRecord]:
+        with _data_dir(self.db_dir):
+            records = self._records()
+        yield from records
+
+    def _records(self) -> list[SynsetRecord]:
+        w = self._wn
+        all_ss = w.synsets()
+        words = {wd.id: wd for wd in w.words()}  # one query, not one per sense
+        lemma_of: dict[str, str] = {}
+
+        def lemma(sense) -> str:
+            eid = getattr(sense, "_entry_id", None) or sense.word().id
+            if eid not in lemma_of:
+                lemma_of[eid] = words[eid].lemma().replace(" ", "_")
+            return lemma_of[eid]
+
+        mirrored: dict[str, set[tuple[str, str]]] = {}
+        raw = []
+        for i, ss in enumerate(all_ss):
+            pos = "a" if ss.pos == "s" else ss.pos
+            pointers: set[tuple[str, str]] = set()
+            for rel, targets in ss.relations().items():
+                name = FROM_LMF.get(rel)
+                if rel == "similar":
+                    name = "verb_group" if pos == "v" else "similar_to"
+                for t in targets:
+                    if rel in _MIRRORED:
+                        mirrored.setdefault(t.id, set()).add((_MIRRORED[rel], ss.id))
+                    elif name is not None:
+                        pointers.add((name, t.id))
+            senses = ss.senses()
+            lemmas = tuple(lemma(s) for s in senses)
+            antonyms = set()
+            for s, lem in zip(senses, lemmas):
+                for t in s.get_related("antonym"):
+                    antonyms.add((lem, t.synset().id, lemma(t)))
+            raw.append((i, ss, pos, lemmas, pointers, antonyms))
+        out = []
+        for i, ss, pos, lemmas, pointers, antonyms in raw:
+            pointers |= mirrored.get(ss.id, set())
+            out.append(SynsetRecord(
+                name=ss.id, pos=pos, lemmas=lemmas, definition=ss.definition() or "",
+                examples=tuple(ss.examples()), order=i, lexname=ss.lexfile() or "",
+                pointers=tuple(sorted(pointers)), antonyms=tuple(sorted(antonyms)), ili=ss.ili or ""))
+        return out
+
+    @cached_property
+    def _morphy(self):
+        from wn.morphy import Morphy
+
+        with _data_dir(self.db_dir):
+            return Morphy(self._wn)
+
+    @cached_property
+    def _forms(self) -> dict[str, dict[str, set[str]]]:
+        """pos -> written form -> lemmas (every lemma maps to itself), for non-English lexicons."""
+        out: dict[str, dict[str, set[str]]] = {}
+        with _data_dir(self.db_dir):
+            for word in self._wn.words():
+                pos = "a" if word.pos == "s" else word.pos
+                lemma, *others = word.forms()
+                for f in (lemma, *others):
+                    out.setdefault(pos, {}).setdefault(f, set()).add(lemma)
+        return out
+
+    def base_forms(self, word: str, pos: str) -> set[str]:
+        form = word.replace("_", " ")
+        if self.language.split("-")[0] == "en":
+            found = self._morphy(form.lower(), pos).get(pos, set())
+            if pos == "a":
+                found = found | self._morphy(form.lower(), "s").get("s", set())
+        else:
+            found = self._forms.get(pos, {}).get(form, set()) | self._forms.get(pos, {}).get(form.lower(), set())
+        return {f.replace(" ", "_") for f in found}
+
+    def sense_key_index(self) -> dict[str, str]:
+        """WordNet sense key -> synset id, from ``dc:identifier`` sense metadata (OMW's English
+        lexicons) or from sense ids that encode keys (Open English WordNet 2021+)."""
+        import wn
+        from wn.compat import sensekey
+
+        out: dict[str, str] = {}
+        with _data_dir(self.db_dir):
+            try:
+                getter = sensekey.sense_key_getter(self.spec)
+            except wn.Error:  # not a lexicon wn knows the sense-key scheme of: try the metadata
+                getter = None
+            for s in self._wn.senses():
+                key = getter(s) if getter is not None else s.metadata().get("identifier")
+                if key and "%" in key:
+                    out[key] = s.synset().id
+                elif getter is None:
+                    break  # no identifier on the first sense: the lexicon has no sense keys
+        if not out:
+            return super().sense_key_index()
+        return out
+
+
+def _spec_hash(spec: str, n: int) -> str:
+    import hashlib
+
+    return hashlib.sha256(f"wn:{spec}:{n}".encode()).hexdigest()

@@ -1,0 +1,185 @@
+"""Write a probegen WordNet graph as a WN-LMF file that the ``wn`` package (and other WN-LMF tools) read.
+
+Everything the graph holds goes into the file: synsets (pos, definition, examples, lexfile, ILI),
+lemmas as lexical entries with one sense per synset membership (member order kept), hypernymy and
+instance hypernymy, every other relation of :data:`~probegen.lexicon.RELATIONS` as a synset
+relation, and lemma antonymy as sense relations. :func:`probegen.lexicon.lmf.open_lmf` reads it
+back into the same graph, with two differences by design: synset ids are :func:`synset_id` of the
+node names, and ``offset`` (a WNDB byte offset, which WN-LMF has no place for) becomes the synset's
+position in the file, which the writer keeps in graph order so every ordering is unchanged. Text is
+written with runs of whitespace collapsed, as WN-LMF readers (``wn``) read it anyway: in WordNet 3.0,
+51 synsets' definitions or examples hold a double or trailing space.
+
+WN-LMF has no verb-group relation: like Open English WordNet, verb groups are written as
+``similar`` between verbs (WordNet's ``similar_to`` joins adjectives only), and read back so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from ..errors import ProbegenError
+
+log = logging.getLogger(__name__)
+
+#: WN-LMF version written (1.1 is the first with ``members`` and ``lexfile``; wn reads 1.0-1.4)
+LMF_VERSION = "1.1"
+
+#: probegen relation -> WN-LMF synset relType (``verb_group`` is special-cased: see the module doc)
+LMF_RELTYPES: dict[str, str] = {
+    "hypernym": "hypernym",
+    "instance_hypernym": "instance_hypernym",
+    "part_meronym": "mero_part",
+    "member_meronym": "mero_member",
+    "substance_meronym": "mero_substance",
+    "part_holonym": "holo_part",
+    "member_holonym": "holo_member",
+    "substance_holonym": "holo_substance",
+    "entailment": "entails",
+    "cause": "causes",
+    "similar_to": "similar",
+    "also_see": "also",
+    "verb_group": "similar",
+    "attribute": "attribute",
+}
+
+_KEEP = re.compile(r"[A-Za-z0-9._]")
+_ESCAPED = re.compile(r"-([0-9a-f]+)-")
+_LEXICON_ID = re.compile(r"[A-Za-z_][A-Za-z0-9._]*")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def escape_id(text: str) -> str:
+    """``text`` as a valid XML id fragment, reversibly: ASCII letters, digits, ``.`` and ``_`` stay,
+    any other character becomes ``-<hex code point>-``.
+
+    >>> escape_id("jack-o'-lantern.n.01")
+    'jack-2d-o-27--2d-lantern.n.01'
+    >>> unescape_id(escape_id("jack-o'-lantern.n.01"))
+    "jack-o'-lantern.n.01"
+    """
+    return "".join(c if _KEEP.match(c) else f"-{ord(c):x}-" for c in text)
+
+
+def unescape_id(text: str) -> str:
+    """Invert :func:`escape_id`."""
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def synset_id(name: str, lexicon_id: str) -> str:
+    """The WN-LMF synset id :func:`write_lmf` gives graph node ``name`` (one-to-one).
+
+    >>> synset_id("dog.n.01", "pwn30")
+    'pwn30-dog.n.01'
+    """
+    return f"{lexicon_id}-{escape_id(name)}"
+
+
+def synset_name(sid: str, lexicon_id: str) -> str:
+    """The graph node name a :func:`synset_id` came from.
+
+    >>> synset_name("pwn30-jack-2d-o-27--2d-lantern.n.01", "pwn30")
+    "jack-o'-lantern.n.01"
+    """
+    return unescape_id(sid.removeprefix(f"{lexicon_id}-"))
+
+
+def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: str = "en",
+              version: str = "1.0", email: str = "", license: str = "") -> Path:
+    """Write ``graph`` (a :class:`~probegen.wordnet_graph.WordNetGraph`) to ``path`` as one WN-LMF lexicon.
+
+    Ids: synsets :func:`synset_id`, entries ``<lexicon>-<lemma>-<pos>``, senses ``<synset id>-<k>``
+    (k-th member). Relation targets outside the graph are dropped (a warning says how many), so a
+    subgraph still gives a valid file. The output is byte-identical for the same graph and arguments.
+
+    >>> import os, tempfile
+    >>> import networkx as nx
+    >>> from probegen.wordnet_graph import WordNetGraph
+    >>> g = nx.DiGraph()
+    >>> g.add_node("dog.n.01", pos="n", lemmas=("dog",), definition="a domestic canine", examples=(),
+    ...            offset=1, lexname="noun.animal", relations={}, antonyms=(), ili="")
+    >>> path = write_lmf(WordNetGraph(g), os.path.join(tempfile.mkdtemp(), "mini.xml"), "mini", "Mini")
+    >>> print(next(line.strip() for line in path.read_text().splitlines() if "<Synset" in line))
+    <Synset id="mini-dog.n.01" ili="" partOfSpeech="n" members="mini-dog.n.01-1" lexfile="noun.animal">
+    """
+    import wn.lmf
+
+    if not _LEXICON_ID.fullmatch(lexicon_id):
+        raise ProbegenError(f"lexicon id {lexicon_id!r} must be a letter or _ followed by letters, digits, . or _")
+    g = graph.g
+    names = graph.synsets()  # (pos, offset) order: the reader's order is the position in the file
+    sid = {n: synset_id(n, lexicon_id) for n in names}
+    dropped = 0
+
+    def member_id(name: str, lemma: str) -> str | None:
+        lemmas = g.nodes[name]["lemmas"]
+        return f"{sid[name]}-{lemmas.index(lemma) + 1}" if lemma in lemmas else None
+
+    entries: dict[tuple[str, str], dict] = {}
+    synsets = []
+    for n in names:
+        d = g.nodes[n]
+        senses = []
+        for k, lemma in enumerate(d["lemmas"], 1):
+            rels = []
+            for src, tgt, tlemma in d.get("antonyms", ()):
+                target = member_id(tgt, tlemma) if src == lemma and tgt in sid else None
+                if src == lemma:
+                    if target is None:
+                        dropped += 1
+                    else:
+                        rels.append({"target": target, "relType": "antonym"})
+            sense = {"id": f"{sid[n]}-{k}", "synset": sid[n], "relations": rels}
+            senses.append(sense["id"])
+            key = (lemma, d["pos"])
+            if key not in entries:
+                entries[key] = {"id": f"{lexicon_id}-{escape_id(lemma)}-{d['pos']}",
+                                "lemma": {"writtenForm": lemma.replace("_", " "), "partOfSpeech": d["pos"]},
+                                "senses": []}
+            entries[key]["senses"].append(sense)
+        pointers = [("hypernym", p) for p in graph.parents(n)]
+        pointers += [("instance_hypernym", p) for p in graph.related(n, "instance_hypernym")]
+        pointers += [(rel, t) for rel, targets in d.get("relations", {}).items() for t in targets]
+        rels = []
+        for rel, t in pointers:
+            if t not in sid:
+                dropped += 1
+                continue
+            if rel not in LMF_RELTYPES:
+                raise ProbegenError(f"{n}: relation {rel!r} has no WN-LMF counterpart")
+            rels.append({"target": sid[t], "relType": LMF_RELTYPES[rel]})
+        definition = _squash(d["definition"])
+        synset = {"id": sid[n], "ili": d.get("ili", ""), "partOfSpeech": d["pos"], "members": senses,
+                  "definitions": [{"text": definition}] if definition else [],
+                  "relations": rels, "examples": [{"text": _squash(e)} for e in d["examples"]]}
+        if d.get("lexname"):
+            synset["lexfile"] = d["lexname"]
+        synsets.append(synset)
+    if dropped:
+        log.warning("write_lmf: dropped %d relation(s) to synsets outside the graph", dropped)
+    lexicon = {"id": lexicon_id, "label": label, "language": language, "email": email,
+               "license": license, "version": version, "entries": list(entries.values()),
+               "synsets": synsets}
+    path = Path(path)
+    # wn.lmf.dump opens a path itself: dump beside the destination and rename into place on success
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise ProbegenError(f"cannot write to {path.parent}: {e.strerror or e}") from None
+    os.close(fd)
+    try:
+        wn.lmf.dump({"lmf_version": LMF_VERSION, "lexicons": [lexicon]}, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -230,3 +230,27 @@ def test_cli_wordnetqa_from_the_fixture(tmp_path):
     assert gold.startswith("ser vivo") or gold.startswith("organismo")
     manifest = json.loads((out / "manifest.json").read_text())
     assert "esmini" in json.dumps(manifest)
+
+
+def test_hyponym_links_give_the_same_hierarchy_edges(tmp_path):
+    """A file that states the hierarchy from above (hyponym) or both ways gives one edge per link."""
+    entries = "".join(
+        f'<LexicalEntry id="t-{w}-n"><Lemma writtenForm="{w}" partOfSpeech="n"/>'
+        f'<Sense id="t-{w}-n-1" synset="t-{w}"/></LexicalEntry>' for w in ("top", "mid", "low", "inst"))
+    path = tmp_path / "hypo.xml"
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<!DOCTYPE LexicalResource SYSTEM "http://globalwordnet.github.io/schemas/WN-LMF-1.0.dtd">\n'
+        '<LexicalResource xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        '<Lexicon id="t" label="t" language="de" email="a@b.c" license="x" version="1">' + entries +
+        '<Synset id="t-top" ili="" partOfSpeech="n"><SynsetRelation relType="hyponym" target="t-mid"/>'
+        '<SynsetRelation relType="instance_hyponym" target="t-inst"/></Synset>'
+        '<Synset id="t-mid" ili="" partOfSpeech="n"><SynsetRelation relType="hyponym" target="t-low"/></Synset>'
+        '<Synset id="t-low" ili="" partOfSpeech="n"><SynsetRelation relType="hypernym" target="t-mid"/></Synset>'
+        '<Synset id="t-inst" ili="" partOfSpeech="n"/>'
+        '</Lexicon></LexicalResource>\n')
+    g = WordNetGraph(build_graph(open_lmf(str(path))))
+    assert sorted(g.g.edges(data="type")) == [("t-mid", "t-low", "hypernym"), ("t-top", "t-inst", "instance"),
+                                              ("t-top", "t-mid", "hypernym")]
+    assert [g.depth(n) for n in ("t-top", "t-mid", "t-low", "t-inst")] == [0, 1, 2, 1]
+    assert g.g.nodes["t-top"]["relations"] == {} and g.lemmas("t-low") == ("low",)

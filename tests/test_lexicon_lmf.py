@@ -254,3 +254,23 @@ def test_hyponym_links_give_the_same_hierarchy_edges(tmp_path):
                                               ("t-top", "t-mid", "hypernym")]
     assert [g.depth(n) for n in ("t-top", "t-mid", "t-low", "t-inst")] == [0, 1, 2, 1]
     assert g.g.nodes["t-top"]["relations"] == {} and g.lemmas("t-low") == ("low",)
+
+
+def test_wn_lexicon_from_the_users_database(tmp_path, es):
+    """``wn:ID:VERSION`` reads a lexicon already in the user's wn database: the same graph as the file."""
+    import wn
+
+    _, from_file = es
+    before = wn.config.database_path.parent
+    wn.config.data_directory = tmp_path / "user-wn"
+    try:
+        wn.add(str(ES_MINI), progress_handler=None)
+        res = open_lmf("wn:esmini:1.0")
+        assert res.describe()["lexicon"] == "esmini:1.0" and res.source == "wn:esmini:1.0" and len(res.sha256) == 64
+        g = WordNetGraph(build_graph(res))
+        assert _as_read(g) == _as_read(from_file)
+        assert res.base_forms("perros", "n") == {"perro"}
+        with pytest.raises(ProbegenError, match="have: esmini:1.0"):
+            open_lmf("wn:oewn:2024")
+    finally:
+        wn.config.data_directory = before

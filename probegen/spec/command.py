@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..lexicon.sources import add_wordnet_source_option
 from ..models import add_device_options
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
@@ -17,6 +18,7 @@ DEFAULT_ROOT = Path("probegen_out") / "datasets"
 
 @click.command("spec")
 @add_device_options
+@add_wordnet_source_option
 @click.argument("spec_file", required=False, metavar="SPEC")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a spec field before it is checked (value read as YAML), e.g. contexts.scorer=first; repeatable.")

@@ -266,13 +266,14 @@ def stats(dataset: str) -> None:
         return
     if detect_dataset(dataset) == "wordnetqa":
         from probegen.wordnetqa.dataset import counts as mc_counts, load as load_mc
-        from probegen.leaks import format_leak_rates, wordnetqa_leak_rates
+        from probegen.leaks import format_leak_rates, morphology_for, wordnetqa_leak_rates
         from probegen.wordnetqa.reference import size_table
 
-        items = load_mc(dataset).items
+        mc = load_mc(dataset)
+        items = mc.items
         click.echo(dataset)
         click.echo(size_table(mc_counts(items)))
-        click.echo(format_leak_rates(wordnetqa_leak_rates(items)))
+        click.echo(format_leak_rates(wordnetqa_leak_rates(items, morphology_for(mc.manifest, _log))))
         return
     from probegen.coda21.dataset import counts, load
     from probegen.coda21.reference import table1
@@ -293,15 +294,15 @@ def stats(dataset: str) -> None:
             )
         else:
             click.echo(f"{str(variant):<12} {pos:<5} {c['groups']:>7} {'-':>6} {'-':>6}   {c['unique_synsets']:>8} {'-':>6} {'-':>6}")
-    from probegen.leaks import coda21_leak_rates, format_leak_rates
+    from probegen.leaks import coda21_leak_rates, format_leak_rates, morphology_for
 
-    click.echo(format_leak_rates(coda21_leak_rates(ds)))
+    click.echo(format_leak_rates(coda21_leak_rates(ds, morphology_for(ds.manifest, _log))))
 
 
 def _wordincontext_stats(dataset: str) -> None:
     """``probegen stats`` of a word-in-context set (wic/wsd directory, generic JSONL, WiC copy):
     items (pairs) per split with lemmas, units and labels, and the leak rate of its contexts."""
-    from probegen.leaks import format_leak_rates, leak_rates
+    from probegen.leaks import format_leak_rates, leak_rates, morphology_for
     from probegen.wordincontext.dataset import load as load_wic, split_counts
 
     ds = load_wic(dataset)
@@ -317,7 +318,7 @@ def _wordincontext_stats(dataset: str) -> None:
             labels = ", ".join(f"{k} {v}" for k, v in c["labels"].items())
         click.echo(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {labels}")
     rows = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2) if t is not None]
-    click.echo(format_leak_rates(leak_rates(rows)))
+    click.echo(format_leak_rates(leak_rates(rows, morphology_for(ds.manifest, _log))))
 
 
 @cli.command()

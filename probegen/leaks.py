@@ -82,6 +82,27 @@ def default_morphology(wordnet: str | None = None) -> Morphology:
     return Morphology(open_resource(wordnet))
 
 
+def morphology_for(manifest: dict | None, warn=None) -> Morphology:
+    """The morphology of the wordnet a dataset was made from (its manifest's ``data.wordnet.source``;
+    WordNet 3.0 when the manifest names none). A source that cannot be opened here falls back to
+    WordNet 3.0, saying so through ``warn``.
+
+    >>> morphology_for({}) is default_morphology(None)
+    True
+    """
+    from .errors import ProbegenError
+
+    source = ((manifest or {}).get("data") or {}).get("wordnet", {}).get("source")
+    if not source or source == "pwn30":
+        return default_morphology(None)
+    try:
+        return default_morphology(source)
+    except ProbegenError as e:
+        if warn is not None:
+            warn(f"leak check with WordNet 3.0's morphology: the dataset's wordnet {source!r} is not available ({e})")
+        return default_morphology(None)
+
+
 def _words(phrase: str) -> tuple[str, ...]:
     """A lemma or surface split like a sentence: "potter's_wheel" -> (potter, s, wheel)."""
     return tuple(t for t, _, _ in tokens_with_spans(phrase.replace("_", " ")))

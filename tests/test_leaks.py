@@ -125,3 +125,19 @@ def test_stats_reports_leak_rates_per_pos(clean_hard_nouns, tmp_path):
     r = CliRunner().invoke(cli, ["stats", str(exported)])
     assert r.exit_code == 0, r.output
     assert f"n 2/{n + 5} (" in r.stdout
+
+
+def test_stats_uses_the_datasets_own_wordnet_morphology():
+    """A dataset made from another wordnet is leak-checked with that wordnet's forms, not 3.0's."""
+    from pathlib import Path
+
+    from probegen.leaks import morphology_for
+
+    fixture = str(Path(__file__).parent / "data" / "lmf" / "es-mini.xml")
+    spanish = morphology_for({"data": {"wordnet": {"source": fixture}}})
+    english = morphology_for({})
+    assert "animal" in spanish.all_bases("animales")  # a <Form> of the Spanish lexicon
+    assert "animal" not in english.all_bases("animales")
+    warned = []
+    fallback = morphology_for({"data": {"wordnet": {"source": "/no/such/wordnet.xml"}}}, warned.append)
+    assert fallback is english and "not available" in warned[0]

@@ -99,7 +99,7 @@ def test_every_builtin_spec_checks_and_maps_onto_a_generator():
     specs = builtin_specs()
     assert {"coda21-clean-hard", "coda21-clean-easy", "coda21-noisy-hard", "coda21-noisy-easy", "wordnetqa-definitions",
             "wordnetqa-hypernymy", "wordnetqa-hyponymy", "wordnetqa-synonymy", "coda21-3hops", "coda21-part-meronyms",
-            "verb-entailment-mc"} <= set(specs)
+            "verb-entailment-mc", "wic-semcor"} <= set(specs)
     for name, path in specs.items():
         s = load_spec(path)
         assert s.name == name
@@ -113,6 +113,10 @@ def test_every_builtin_spec_checks_and_maps_onto_a_generator():
             from probegen.wordnetqa.config import WordNetQAConfig
 
             assert cfg == WordNetQAConfig(probes=(name.split("-")[1],))  # = make wordnetqa --probe <p>'s defaults
+        if name == "wic-semcor":
+            from probegen.wordincontext.wic import WicConfig
+
+            assert cfg == WicConfig()  # = make wic's defaults
 
 
 def test_cli_make_spec_check_list_and_errors(tmp_path):
@@ -167,6 +171,21 @@ def test_wordnetqa_builtin_spec_writes_what_make_wordnetqa_writes(tmp_path):
     ma, mb = json.loads(fa["manifest.json"]), json.loads(fb["manifest.json"])
     assert mb.pop("spec")["name"] == "wordnetqa-hypernymy"
     assert ma == mb
+
+
+@pytest.mark.real
+def test_wic_builtin_spec_writes_what_make_wic_writes(tmp_path):
+    from cli import cli
+
+    run = CliRunner().invoke
+    a = run(cli, ["make", "wic", "--pos", "verb", "--max-pairs", "200", "--out", str(tmp_path / "a")])
+    b = run(cli, ["make", "spec", "wic-semcor", "--set", "concepts.pos=[verb]", "--set", "wic_pair.max_pairs=200",
+                  "--out", str(tmp_path / "b")])
+    assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
+    fa, fb = _files(tmp_path / "a"), _files(tmp_path / "b")
+    assert fa["items.jsonl"] == fb["items.jsonl"]
+    ma, mb = json.loads(fa["manifest.json"]), json.loads(fb["manifest.json"])
+    assert mb.pop("spec")["name"] == "wic-semcor" and ma == mb
 
 
 # ---- real data: the new specs ------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def wic_config(spec: Spec):
     from ..wordincontext.wic import WicConfig
 
     w, pos = spec.wic_pair, spec.pos_codes
-    return WicConfig(pos, w.prune, w.max_pairs, w.max_pairs_per_lemma, w.max_contexts_per_lemma, w.max_tokens,
+    return WicConfig(pos, w.prune, w.max_pairs, w.max_pairs_per_lemma, spec.contexts.max, w.max_tokens,
                      w.dev_frac, w.test_frac, spec.seed)
 
 

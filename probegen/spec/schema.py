@@ -185,7 +185,6 @@ class WicPair:
     prune: str = _f("wic", _choice(("wic", "supersense", "related", "none"), "prune rule"), "drop F pairs whose senses are too close")
     max_pairs: int | None = _f(None, _optional(_int(2)), "stop once this many pairs")
     max_pairs_per_lemma: int = _f(6, _int(2), "pairs per lemma")
-    max_contexts_per_lemma: int = _f(40, _int(2), "SemCor contexts considered per lemma")
     max_tokens: int = _f(60, _int(3), "skip longer SemCor sentences")
     dev_frac: float = _f(0.1, _float(0.0, 0.99), "share of lemmas in dev")
     test_frac: float = _f(0.2, _float(0.0, 0.99), "share of lemmas in test")
@@ -198,7 +197,7 @@ class Contexts:
     source: str = _f("", _choice(("semcor", "wordnet", "wordnet+semcor"), "context source"),
                      "alignment: semcor; multiple_choice: wordnet or wordnet+semcor [default: by shape]")
     scorer: str = _f("smollm2-135m", _str, "alignment: LM that picks the clearest context, or 'first'")
-    max: int = _f(0, _int(1), "contexts per synset (alignment: scored; multiple choice: used) [default: by shape]")
+    max: int = _f(0, _int(1), "contexts per synset (alignment: scored, 10; multiple choice: used, 3) or per lemma (wic_pair: 40)")
 
 
 @dataclass(frozen=True)

@@ -241,3 +241,25 @@ def test_verb_entailment_items_are_sound(graph, tmp_path):
         assert it.question in q
         assert render.query(it, "pattern", "word", "bkatuhla").startswith("The verb")  # bias's word-only query
     assert ds.manifest["probe_templates"]["entailment"]["templates"][0]["id"] == "entailment-1"
+
+
+@pytest.mark.real
+def test_concept_filters_hold_on_every_target(graph):
+    from probegen.data import locate_semcor
+    from probegen.lexicon.sources import open_resource
+    from probegen.semcor import context_index
+
+    s = parse_spec({"name": "body-verbs", "shape": "multiple_choice",
+                    "concepts": {"pos": ["verb"], "lexfiles": ["verb.body", "verb.motion"], "depth": [1, None], "min_semcor": 3},
+                    "multiple_choice": {"probe": "definitions", "distractors": ["random"]}})
+    ds = build_spec(s, **QUIET).dataset
+    index = context_index(locate_semcor(None), open_resource(None), open_resource(None))
+    concepts = {it.synset for it in ds.items}
+    assert len(concepts) > 100
+    for c in concepts:
+        assert graph.g.nodes[c]["lexname"] in ("verb.body", "verb.motion") and graph.depth(c) >= 1
+        assert len(index.get(c, ())) >= 3
+    a = load_spec("coda21-clean-hard", ["concepts.pos=[verb]", "contexts.scorer=first", "concepts.lexfiles=[verb.motion]"])
+    groups = build_spec(a, **QUIET).dataset.groups
+    assert groups and all(graph.g.nodes[it.synset]["lexname"] == "verb.motion" for g in groups for it in g.items)
+    assert all(g.id.startswith("clean-hard-v-") for g in groups)

@@ -50,7 +50,7 @@ MC_NEW = {
         ({**ALIGN, "alignment": {"k_min": 8, "k_max": 6}}, "alignment.k_min", "larger than"),
         ({**ALIGN, "alignment": {"k_min": "five"}}, "alignment.k_min", "expected an integer"),
         ({**ALIGN, "alignment": {"max_similarity": 2}}, "alignment.max_similarity", "out of bounds"),
-        ({**ALIGN, "contexts": {"source": "wordnet"}}, "contexts.source", "takes semcor"),
+        ({**ALIGN, "contexts": {"source": "wordnet"}}, "contexts.source", "takes semcor or examples"),
         ({**ALIGN, "multiple_choice": {}}, "multiple_choice", "belongs to shape multiple_choice"),
         ({**MC_NEW, "relation": {"name": "entailment", "hops": [0, 2]}}, "relation.hops", "hops away"),
         ({**MC_NEW, "relation": {"name": "entailment", "hops": [1, 11]}}, "relation.hops", "hops away"),

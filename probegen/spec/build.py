@@ -164,7 +164,7 @@ def build_spec(spec: Spec, wordnet: str | None = None, semcor: str | None = None
     if spec.shape == "alignment":
         from ..coda21 import dataset as coda21
 
-        ds = coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
+        ds = coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, contexts=spec.contexts.source)
         kind = "coda21"
     elif spec.shape == "multiple_choice":
         from ..wordnetqa import dataset as wordnetqa

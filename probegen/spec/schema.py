@@ -31,7 +31,7 @@ MC_BUILTIN = ("definitions", "hypernymy", "hyponymy", "synonymy")
 MC_BUILTIN_RELATION = {"hypernymy": "hypernym", "hyponymy": "hyponym"}
 ALIGNMENT_MAX_HOPS = 4
 MC_MAX_HOPS = 10
-CONTEXT_SOURCES = {"alignment": ("semcor",), "multiple_choice": ("wordnet", "wordnet+semcor"), "wic_pair": ("semcor",)}
+CONTEXT_SOURCES = {"alignment": ("semcor", "examples"), "multiple_choice": ("wordnet", "wordnet+semcor"), "wic_pair": ("semcor",)}
 
 
 class _Bad(Exception):
@@ -194,8 +194,8 @@ class WicPair:
 class Contexts:
     """Where context sentences come from and how one is chosen."""
 
-    source: str = _f("", _choice(("semcor", "wordnet", "wordnet+semcor"), "context source"),
-                     "alignment: semcor; multiple_choice: wordnet or wordnet+semcor [default: by shape]")
+    source: str = _f("", _choice(("semcor", "examples", "wordnet", "wordnet+semcor"), "context source"),
+                     "alignment: semcor or examples (the synsets' own); multiple_choice: wordnet or wordnet+semcor [default: the first]")
     scorer: str = _f("smollm2-135m", _str, "alignment: LM that picks the clearest context, or 'first'")
     max: int = _f(0, _int(1), "contexts per synset (alignment: scored, 10; multiple choice: used, 3) or per lemma (wic_pair: 40)")
 

@@ -54,15 +54,15 @@ def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress:
     out: dict[str, list[float]] = {}
     if kind == "coda21":
         from probegen.coda21.evaluate import EvalConfig, evaluate
-        from probegen.templating import default_nonce
+        from probegen.templating import dataset_nonce
 
-        for r in evaluate(data, scorer, EvalConfig(nonce=default_nonce(), seed=seed), progress=progress)["groups"]:
+        for r in evaluate(data, scorer, EvalConfig(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed), progress=progress)["groups"]:
             out[r["id"]] = [r["accuracy"], 1.0]  # the paper's metric: mean of group accuracies
     else:
-        from probegen.templating import default_nonce
+        from probegen.templating import dataset_nonce
         from probegen.wordnetqa.evaluate import evaluate_mc
 
-        for r in evaluate_mc(data, scorer, seed=seed, nonce=default_nonce(), progress=progress)["items"]:
+        for r in evaluate_mc(data, scorer, seed=seed, nonce=dataset_nonce(getattr(data, "manifest", None)), progress=progress)["items"]:
             u = out.setdefault(str(r.get("synset") or r.get("cluster") or r["id"]), [0.0, 0.0])
             u[0] += float(bool(r["correct"]))
             u[1] += 1.0

@@ -402,22 +402,26 @@ def write_bias(
     from dataclasses import replace
 
     from probegen.io import atomic_write, write_json, write_jsonl
-    from probegen.templating import default_nonce
+    from probegen.templating import dataset_nonce, default_nonce
 
     from .bias_plots import plot_bias_plane
     from .report import render_report
 
+    given_nonce = bool(cfg.nonce)  # else each dataset's own made-up word (a spec may name one)
     cfg = cfg if cfg.nonce else replace(cfg, nonce=default_nonce())
     t0 = time.perf_counter()
     entries = []
     for d in loaded:
         log(f"{d.name}: scoring the partial-input ablations (scores already cached are reused)")
+        dcfg = cfg if given_nonce else replace(cfg, nonce=dataset_nonce(d.data.manifest))
         if d.kind == "coda21":
-            records = score_coda21(d.data, scorer, cfg, progress)
-            entry = analyse_coda21(d.data, records, cfg)
+            records = score_coda21(d.data, scorer, dcfg, progress)
+            entry = analyse_coda21(d.data, records, dcfg)
         else:
-            records = score_mc(d.data, scorer, cfg, progress, evaluate_mc)
-            entry = analyse_mc(d.data, records, cfg)
+            records = score_mc(d.data, scorer, dcfg, progress, evaluate_mc)
+            entry = analyse_mc(d.data, records, dcfg)
+        if dcfg.nonce != cfg.nonce:
+            entry = {**entry, "nonce": dcfg.nonce}
         for mode, rows in records.items():
             write_jsonl(out / d.name / f"{mode}.jsonl", rows)
         entries.append({"name": d.name, "path": d.path, **entry, "files": {m: f"{d.name}/{m}.jsonl" for m in records}})

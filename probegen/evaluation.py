@@ -166,7 +166,7 @@ def run_eval(
     counters, process count) is identical to a single-process run.
     """
     from . import distributed as dist
-    from .templating import coda21_patterns, default_nonce
+    from .templating import coda21_patterns, dataset_nonce
 
     o = options
     scorer_kind, nonce, pattern, reduction, matching = o.scorer_kind, o.nonce, o.pattern, o.reduction, o.matching
@@ -183,7 +183,6 @@ def run_eval(
     lm_only = {"pattern": pattern, "nonce": nonce} if kind == "coda21" else {}
     check_model_options(model, model_kind, reduction=reduction, length_norm=length_norm, **lm_only)
     reduction, matching, length_norm = reduction or "sum", matching or "alignment", length_norm or "none"
-    nonce = nonce or default_nonce()
     # load (and validate) the dataset before the model: bad input fails in a second
     if kind == "coda21":
         from .coda21.dataset import load
@@ -193,6 +192,7 @@ def run_eval(
         from .wordnetqa.dataset import load as load_mc
 
         data = load_mc(dataset)
+    nonce = nonce or dataset_nonce(data.manifest)  # a spec may name its own made-up word
     if kind != "coda21" and length_norm == "tokens":
         reduction = "mean"  # per-token normalisation is the scorer's mean reduction
     t0 = time.perf_counter()

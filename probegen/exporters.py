@@ -56,10 +56,10 @@ CODA21_NOTE = (
 def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
     """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
     (the full question: the nonce plays no part in it)."""
-    from .templating import default_nonce
+    from .templating import dataset_nonce
     from .wordnetqa.render import query
 
-    nonce = default_nonce()
+    nonce = dataset_nonce(ds.manifest)
     docs = []
     for it in ds.items:
         if split is not None and it.split != split:
@@ -91,9 +91,9 @@ def coda21_docs(ds, seed: int = 0, nonce: str | None = None, pattern: str | None
 
     from .coda21.evaluate import EvalConfig, column_order
     from .coda21.render import render_group
-    from .templating import coda21_patterns, default_nonce
+    from .templating import coda21_patterns, dataset_nonce
 
-    cfg = EvalConfig(nonce=nonce or default_nonce(), pattern=pattern or EvalConfig.pattern, seed=seed)
+    cfg = EvalConfig(nonce=nonce or dataset_nonce(ds.manifest), pattern=pattern or EvalConfig.pattern, seed=seed)
     patterns = coda21_patterns(cfg.pattern)
     docs = []
     for g in ds.groups:
@@ -357,7 +357,7 @@ def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = N
 
     if fmt not in FORMATS:
         raise ProbegenError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
-    from .templating import coda21_patterns, default_nonce
+    from .templating import coda21_patterns, dataset_nonce
 
     kind = detect_dataset(dataset)
     source = Path(dataset).name if Path(dataset).is_dir() else Path(dataset).stem
@@ -367,9 +367,10 @@ def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = N
         from .coda21.dataset import load
         from .coda21.evaluate import EvalConfig
 
-        seed, nonce, pattern = seed or 0, nonce or default_nonce(), pattern or EvalConfig.pattern
+        seed, pattern = seed or 0, pattern or EvalConfig.pattern
         coda21_patterns(pattern)  # a malformed pattern fails before the dataset is read
         ds = load(dataset)
+        nonce = nonce or dataset_nonce(ds.manifest)
         docs = coda21_docs(ds, seed=seed, nonce=nonce, pattern=pattern)
         settings: dict[str, Any] = {"nonce": nonce, "pattern": pattern, "seed": seed, "mode": "context", "matching": "simple"}
     else:

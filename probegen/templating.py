@@ -26,6 +26,16 @@ def default_nonce() -> str:
     return load_template("nonce_words")["default"]
 
 
+def dataset_nonce(manifest: dict | None) -> str:
+    """The made-up word a dataset asks for (its manifest's ``nonce``, set by a probe spec), else
+    the default.
+
+    >>> dataset_nonce({"nonce": "wugaflor"}), dataset_nonce({})
+    ('wugaflor', 'bkatuhla')
+    """
+    return (manifest or {}).get("nonce") or default_nonce()
+
+
 def coda21_patterns(pattern: str | None = None) -> dict[str, str]:
     """Per-POS pattern strings for a named pattern, or a literal pattern containing ``{m}``.
 

@@ -263,3 +263,24 @@ def test_concept_filters_hold_on_every_target(graph):
     groups = build_spec(a, **QUIET).dataset.groups
     assert groups and all(graph.g.nodes[it.synset]["lexname"] == "verb.motion" for g in groups for it in g.items)
     assert all(g.id.startswith("clean-hard-v-") for g in groups)
+
+
+def test_nonce_word_must_be_a_made_up_word(tmp_path):
+    assert parse_spec({**ALIGN, "nonce": "wugaflor"}).nonce == "wugaflor"
+    with pytest.raises(ProbegenError, match=r"nonce: a made-up word is 2-30 ASCII letters"):
+        load_spec(str(_spec_file(tmp_path, {**ALIGN, "nonce": "two words"})))
+
+
+@pytest.mark.real
+def test_a_specs_nonce_word_reaches_the_manifest_and_the_export(tmp_path):
+    from cli import cli
+
+    run = CliRunner().invoke
+    r = run(cli, ["make", "spec", "coda21-clean-hard", "--set", "concepts.pos=[verb]", "--set", "contexts.scorer=first",
+                  "--set", "nonce=wugaflor", "--out", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "d" / "manifest.json").read_text())["nonce"] == "wugaflor"
+    r = run(cli, ["export", str(tmp_path / "d"), "--format", "lm-eval", "--out", str(tmp_path / "task")])
+    assert r.exit_code == 0, r.output
+    docs = "".join(p.read_text() for p in (tmp_path / "task").glob("*.jsonl"))
+    assert "wugaflor" in docs and "bkatuhla" not in docs

@@ -187,4 +187,6 @@ def build_spec(spec: Spec, wordnet: str | None = None, semcor: str | None = None
     if kind == "coda21" and not ds.groups:
         raise ProbegenError(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings")
     ds.manifest["spec"] = record
+    if spec.nonce:  # eval, bias and export read it back (probegen.templating.dataset_nonce)
+        ds.manifest["nonce"] = spec.nonce
     return Built(kind, ds)

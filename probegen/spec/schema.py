@@ -45,6 +45,14 @@ def _str(v: Any) -> str:
     return v
 
 
+def _nonce(v: Any) -> str:
+    """A made-up word: 2-30 ASCII letters, or "" for templates/nonce_words.json's default."""
+    v = _str(v)
+    if v and not (v.isascii() and v.isalpha() and 2 <= len(v) <= 30):
+        raise _Bad(f"a made-up word is 2-30 ASCII letters, got {v!r}")
+    return v
+
+
 def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
     def check(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
@@ -219,6 +227,8 @@ class Spec:
     description: str = _f("", _str, "what the probe asks, for people")
     shape: str = _f("", _choice(SHAPES, "item shape"), "alignment, multiple_choice or wic_pair")
     seed: int = _f(0, _int(0), "seed of every sampled choice")
+    nonce: str = _f("", _nonce, "made-up word that stands for the hidden target in eval, bias and export "
+                    "(recorded in the manifest) [default: templates/nonce_words.json]")
     concepts: Concepts = _section(Concepts)
     relation: Relation | None = _section(Relation)
     alignment: Alignment | None = _section(Alignment)

@@ -274,3 +274,15 @@ def test_wn_lexicon_from_the_users_database(tmp_path, es):
             open_lmf("wn:oewn:2024")
     finally:
         wn.config.data_directory = before
+
+
+def test_word_in_context_sets_refuse_a_wordnet_without_sense_keys(tmp_path):
+    """make wic/wsd have no example-sentence variant: the error must not suggest --contexts examples."""
+    from click.testing import CliRunner
+
+    from cli import cli
+
+    for cmd in ("wic", "wsd"):
+        r = CliRunner().invoke(cli, ["make", cmd, "--wordnet-source", str(ES_MINI), "--out", str(tmp_path / cmd)])
+        assert r.exit_code == 1 and "has no WordNet sense keys" in r.output and "--contexts" not in r.output, r.output
+        assert not (tmp_path / cmd).exists()

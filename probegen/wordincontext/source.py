@@ -138,12 +138,17 @@ def load_sources(wordnet: str | None, semcor: str | None, log: Callable[[str], N
     (``wordnet``: a source string, ``probegen.lexicon.sources``) is a LexicalResource, which
     serves both as the manifest's record and as the morphology. It needs sense keys (SemCor)."""
     from ..data import locate_semcor
-    from ..lexicon.sources import context_source, open_resource, where
+    from ..lexicon.sources import open_resource, where
     from ..semcor import context_index
     from ..wordnet_graph import load_graph
 
+    from ..errors import ProbegenError
+    from ..lexicon.sources import has_sense_keys
+
     wn = open_resource(wordnet)
-    context_source(wn, "semcor")  # no sense keys: one line now
+    if not has_sense_keys(wn):  # one line now; these sets have no example-sentence variant
+        raise ProbegenError(f"word-in-context sets need SemCor's sense tags, and {wn.label or wn.source} has no "
+                            "WordNet sense keys to map them; use --wordnet-source pwn30 or pwn31")
     sc_info = locate_semcor(semcor)
     log(f"{where(wn)}; SemCor {sc_info.version} ({sc_info.source})")
     graph = load_graph(wordnet)

@@ -20,10 +20,11 @@ os.umask(_UMASK)
 
 
 @contextmanager
-def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
-    """Write to a temp file beside ``path`` and rename it into place only on success.
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temp file path beside ``path``, renamed onto ``path`` only if the body succeeds.
 
-    An interrupted or failing writer never leaves a half-written file behind.
+    For writers that open the file themselves (e.g. ``wn.lmf.dump``); :func:`atomic_write` is the
+    file-handle version. An interrupted or failing writer never leaves a half-written file behind.
     """
     path = Path(path)
     try:
@@ -31,17 +32,24 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
         raise ProbegenError(f"cannot write to {path.parent}: {e.strerror or e}") from None
+    os.close(fd)
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as fh:
-            yield fh
+        yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
+    """Write to a temp file beside ``path`` and rename it into place only on success.
+
+    An interrupted or failing writer never leaves a half-written file behind.
+    """
+    with atomic_path(path) as tmp, open(tmp, mode, encoding=None if "b" in mode else "utf-8") as fh:
+        yield fh
 
 
 #: files that mark a directory as a probegen dataset or run, which a new output may replace

@@ -17,12 +17,11 @@ WN-LMF has no verb-group relation: like Open English WordNet, verb groups are wr
 from __future__ import annotations
 
 import logging
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from ..errors import ProbegenError
+from ..io import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -168,18 +167,6 @@ def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: st
                "license": license, "version": version, "entries": list(entries.values()),
                "synsets": synsets}
     path = Path(path)
-    # wn.lmf.dump opens a path itself: dump beside the destination and rename into place on success
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise ProbegenError(f"cannot write to {path.parent}: {e.strerror or e}") from None
-    os.close(fd)
-    try:
-        wn.lmf.dump({"lmf_version": LMF_VERSION, "lexicons": [lexicon]}, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:  # wn.lmf.dump opens the path itself
+        wn.lmf.dump({"lmf_version": LMF_VERSION, "lexicons": [lexicon]}, str(tmp))
     return path

@@ -48,8 +48,11 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
 
     An interrupted or failing writer never leaves a half-written file behind.
     """
-    with atomic_path(path) as tmp, open(tmp, mode, encoding=None if "b" in mode else "utf-8") as fh:
-        yield fh
+    with atomic_path(path) as tmp:
+        # opened by descriptor, so fh.name is not the random temp name (gzip would write it into its
+        # header and the bytes would differ run to run)
+        with open(os.open(tmp, os.O_WRONLY | os.O_TRUNC), mode, encoding=None if "b" in mode else "utf-8") as fh:
+            yield fh
 
 
 #: files that mark a directory as a probegen dataset or run, which a new output may replace

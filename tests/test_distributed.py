@@ -16,6 +16,12 @@ def _run(args: list[str], cache: Path, launcher: list[str]) -> subprocess.Comple
     return subprocess.run([*launcher, "-m", "probegen", *args], env=env, capture_output=True, text=True, timeout=900)
 
 
+def _why(p) -> str:
+    """A failed launch's story: the ranks' own tracebacks come before torchrun's summary, so keep both."""
+    err = p.stderr
+    return err if len(err) <= 8000 else err[:5000] + "\n[...]\n" + err[-3000:]
+
+
 def _torchrun(n: int) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}"]
 
@@ -49,7 +55,7 @@ def test_torchrun_two_processes_give_the_same_results_as_one(clean_hard_nouns, t
         cache = tmp_path / f"cache-{name}"
         _share_cache(cache_dir(), cache)
         p = _run(["eval", "--model", model, "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / name)], cache, launcher)
-        assert p.returncode == 0, p.stderr[-2000:]
+        assert p.returncode == 0, _why(p)
         outs[name] = tmp_path / name
     one, two = _comparable(outs["one"]), _comparable(outs["two"])
     assert one["metrics"] == two["metrics"]
@@ -86,7 +92,7 @@ def test_ranks_share_fixed_chunks_and_gather_everything(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     p = subprocess.run([*_torchrun(2), str(script), str(tmp_path / "c.sqlite"), str(tmp_path / "out")],
                        env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.returncode == 0, _why(p)
     r0, r1 = (json.loads((tmp_path / f"out{r}").read_text()) for r in (0, 1))
     expected = [len(f'q{i}' * (i + 1)) * 10.0 + len(f'c{j}' * (j + 1)) for i in range(7) for j in range(2)]
     assert r0["values"] == r1["values"] == expected

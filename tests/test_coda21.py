@@ -156,17 +156,21 @@ def test_gold_is_not_recoverable_from_column_order(clean_hard_nouns):
         def score(self, queries, candidates, progress=False):
             return [np.zeros(len(c)) for c in candidates]
 
-    records = evaluate(clean_hard_nouns, Flat(), EvalConfig())["groups"]
-    by_position, kept_order = [], 0
-    for g, r in zip(clean_hard_nouns.groups, records):
-        gold = np.array(r["gold"])
-        assert r["rows"] == [it.synset for it in g.items]
-        assert [r["columns"][j] for j in gold] == r["rows"]  # gold indexes the columns as presented
-        by_position.append(np.mean(gold == np.arange(r["k"])))
-        kept_order += r["columns"] == r["rows"]
-    chance = np.mean([1 / r["k"] for r in records])
-    assert abs(np.mean(by_position) - chance) < 0.05, (np.mean(by_position), chance)
-    assert kept_order <= 0.05 * len(records)
+    by_position, kept_order, n_records = [], 0, 0
+    for seed in range(5):  # pooled over five evaluator seeds, so the margin below is many SEs wide
+        records = evaluate(clean_hard_nouns, Flat(), EvalConfig(seed=seed))["groups"]
+        for g, r in zip(clean_hard_nouns.groups, records):
+            gold = np.array(r["gold"])
+            assert r["rows"] == [it.synset for it in g.items]
+            assert [r["columns"][j] for j in gold] == r["rows"]  # gold indexes the columns as presented
+            by_position.append(np.mean(gold == np.arange(r["k"])) - 1 / r["k"])
+            kept_order += r["columns"] == r["rows"]
+        n_records += len(records)
+    # a random permutation of k has 1 fixed point on average, variance 1: the per-group share
+    # minus 1/k has SD 1/k <= 1/5, so over 5 x ~100 groups the mean's SD is <= .009 and .05 is
+    # 5.6 SD (false-failure rate < 1e-7)
+    assert abs(np.mean(by_position)) < 0.05, np.mean(by_position)
+    assert kept_order <= 0.05 * n_records  # identity order has probability 1/k! per group
 
 
 def test_export_import_round_trip(clean_hard_nouns, tmp_path):

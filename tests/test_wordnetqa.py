@@ -240,8 +240,9 @@ def test_config_names_and_errors():
 # ---- evaluation -------------------------------------------------------------------------------------
 def test_ties_never_favour_the_gold(small):
     res = evaluate.evaluate_mc(small, ConstantScorer(), seed=0)
-    acc = res["metrics"]["accuracy"]
-    assert acc < 0.3 and abs(acc - 0.2) < 0.03
+    acc, n = res["metrics"]["accuracy"], len(res["items"])
+    # ties broken at random: accuracy ~ Binomial(n, 1/5) / n; 5 SD is a false-failure rate < 1e-6
+    assert acc < 0.3 and abs(acc - 0.2) < 5 * np.sqrt(0.16 / n)
     preds = np.bincount([r["pred"] for r in res["items"]], minlength=5)
     assert preds.min() > 0.15 * len(res["items"])
     again = evaluate.evaluate_mc(small, ConstantScorer(), seed=0)

@@ -53,10 +53,10 @@ class _Group(click.Group):
             _fail(_interrupted(ctx.invoked_subcommand), 130)
         except PermissionError as e:
             _fail(f"permission denied: {e.filename or e}")
-        except OSError as e:
-            if e.errno is not None and e.filename:
-                _fail(f"{e.strerror}: {e.filename}")
-            raise
+        except OSError as e:  # also a full disk or a failing device, which name no file (ENOSPC, EIO)
+            if e.strerror:
+                _fail(f"{e.strerror}: {e.filename}" if e.filename else f"{e.strerror} (errno {e.errno})")
+            _fail(" ".join(str(e).split()) or type(e).__name__)
 
 
 def _log(msg: str) -> None:
@@ -202,7 +202,7 @@ def make_coda21(obj, contexts, easy, clean, pos, k_min, k_max, max_similarity, e
     out = Path(out) if out else DEFAULT_ROOT / "datasets" / name
     twin_out = out.with_name(out.name + "-twin")
     for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
-        _check_writable(path, replace=True)
+        _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]])
     # every model named fails now if unknown, not after the groups and contexts are built
     kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else []) + ([against] if adversarial else []))
     if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
@@ -229,10 +229,11 @@ def make_coda21(obj, contexts, easy, clean, pos, k_min, k_max, max_similarity, e
     click.echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
 
 
-def _check_writable(out: Path, replace: bool = False) -> None:
+def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = ()) -> None:
+    """Fail before any work if ``out`` cannot be written, may not be replaced, or is, holds or sits in one of ``inputs``."""
     from probegen.io import ensure_writable
 
-    ensure_writable(out, replace)
+    ensure_writable(out, replace, inputs)
 
 
 def _resolve(models: list[str], scorer_kind: str | None = None) -> dict[str, str]:
@@ -348,12 +349,13 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 
     from probegen.errors import ProbegenError
     from probegen.evaluation import detect_dataset
-    from probegen.io import atomic_write, dumps
+    from probegen.io import atomic_write, check_output_not_input, dumps
 
+    check_output_not_input(out, [dataset])
     if fmt in ("lm-eval", "hf"):
         from probegen.exporters import export as export_to
 
-        _check_writable(Path(out))
+        _check_writable(Path(out), replace=True)
         click.echo(export_to(dataset, fmt, out, split=split, seed=seed, nonce=nonce, pattern=pattern, task=task))
         return
     if any(v is not None for v in (seed, nonce, pattern, task)):
@@ -423,7 +425,7 @@ def _eval(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed
     from probegen.evaluation import EvalOptions, run_eval
 
     out_dir = Path(out) if out else DEFAULT_ROOT / "runs" / f"{_slug(model)}__{_slug(Path(dataset).stem)}"
-    _check_writable(out_dir, replace=True)
+    _check_writable(out_dir, replace=True, inputs=[dataset])
     summary = run_eval(
         model,
         dataset,
@@ -464,7 +466,7 @@ def _eval_figures(model: str, dataset: str):
 
 
 @cli.command("plot-group")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", type=click.Path())  # a missing run is one line (after recovering an interrupted write)
 @click.option("--group", "group_id", default=None, help="Group id [default: the first group].")
 @click.option("--out", type=click.Path(), help="PNG file [default: <run>/group-<id>.png].")
 def plot_group(run: str, group_id: str | None, out: str | None) -> None:
@@ -507,7 +509,7 @@ def compare(twin, other, models, labels, seed, n_boot, out) -> None:
 
     la, _, lb = labels.partition(",")
     out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
-    _check_writable(out_dir, replace=True)
+    _check_writable(out_dir, replace=True, inputs=[twin, other])
     _resolve(list(models))
     with atomic_dir(out_dir) as tmp:  # the report appears whole or not at all
         res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log)
@@ -551,7 +553,7 @@ def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, ho
     out_dir = Path(out) if out else src.with_name(src.name + "-filtered")
     bias_dirs = {m: out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}") for m in models}
     for path in [out_dir, *bias_dirs.values()]:
-        _check_writable(path, replace=True)
+        _check_writable(path, replace=True, inputs=[src])
     _resolve(list(models))
     s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed, holdout=holdout)
     record = filter_dataset(src, out_dir, s, _log)

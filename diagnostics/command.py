@@ -17,10 +17,10 @@ from .trained_command import METHOD_HELP, choose_method, run_trained_command
 DEFAULT_OUT = Path("probegen_out") / "bias"
 
 
-def _writable(out: Path) -> None:
+def _writable(out: Path, inputs: list) -> None:
     from probegen.io import ensure_writable
 
-    ensure_writable(out, replace=True)  # written by atomic_dir
+    ensure_writable(out, replace=True, inputs=inputs)  # written by atomic_dir
 
 
 def option_given(ctx: click.Context, name: str, value):
@@ -115,7 +115,7 @@ def bias(ctx, model, datasets, out, seed, n_boot, scorer, nonce, pattern, reduct
                         pattern=option_given(ctx, "pattern", pattern))
     obj = ctx.obj or {}
     out_dir = Path(out) if out else DEFAULT_OUT / model.strip("/").replace("/", "_").replace(" ", "_")
-    _writable(out_dir)
+    _writable(out_dir, [*datasets, *human, obj.get("wordnet"), obj.get("semcor")])
     cfg = BiasConfig(seed=seed, n_boot=n_boot, nonce=nonce, pattern=pattern, folds=folds, controls=controls, split=split)
     with atomic_dir(out_dir) as tmp:  # the report appears whole or not at all
         results = run_bias(

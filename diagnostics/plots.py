@@ -62,9 +62,13 @@ def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.nda
 
 def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None = None) -> Path:
     """Heatmap of one CoDA21 group's context x definition scores; predicted cells boxed,
-    gold cells dotted."""
-    from probegen.io import read_jsonl
+    gold cells dotted. Drawn into the run by default, where the run's marker records it."""
+    from probegen.io import read_jsonl, record_in_output, recover, verify_output
 
+    recover(run)  # an interrupted write of the run is finished first
+    if not run.exists():
+        raise ProbegenError(f"run {run} does not exist")
+    verify_output(run)
     rows_file = run / "groups.jsonl"
     if not rows_file.is_file():
         raise ProbegenError(f"{run} is not a CoDA21 evaluation run (no groups.jsonl)")
@@ -89,4 +93,8 @@ def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None =
     ax.set_xlabel("definition of")
     ax.set_ylabel("context of (target hidden)")
     ax.set_title(f"{rec['id']}  accuracy {rec['accuracy']:.2f}\nred box: predicted; white ring: gold")
-    return _save(fig, out or run / f"group-{rec['id']}.png")
+    if out is not None:
+        return _save(fig, out)
+    path = _save(fig, run / f"group-{rec['id']}.png")
+    record_in_output(run, path.name)  # a later eval may still replace the run
+    return path

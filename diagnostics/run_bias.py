@@ -255,6 +255,9 @@ def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) ->
 # ---- datasets -------------------------------------------------------------------------------------
 def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Callable[[str], None]) -> None:
     """Generate a missing default dataset with the library builders (as ``probegen make`` would)."""
+    from probegen.io import recover
+
+    recover(path)  # a dataset an interrupted write moved aside is put back, not generated again
     if path.exists():
         return
     if path.name.startswith("coda21"):

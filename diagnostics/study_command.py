@@ -33,7 +33,8 @@ def score(study_dir, models, n_boot, seed, out) -> None:
     from .human import score_study, summary, write_score
 
     out_dir = Path(out) if out else Path(study_dir) / "score"
-    ensure_writable(out_dir, replace=True)  # written by atomic_dir
+    # written by atomic_dir; by default inside the study, never onto it or a run it reads
+    ensure_writable(out_dir, replace=True, inputs=list(models), homes=[study_dir])
     res = score_study(study_dir, list(models), n_boot=n_boot, seed=seed)
     write_score(res, out_dir)
     click.echo(summary(res))

@@ -42,7 +42,7 @@ def run_trained_command(ctx: click.Context, model: str, datasets: tuple[str, ...
     if finetune:
         require_gpu()  # before any dataset or model is loaded
     out_dir = Path(out) if out else default_out / (model.strip("/").replace("/", "_").replace(" ", "_") + "-trained")
-    ensure_writable(out_dir)
+    ensure_writable(out_dir, replace=True, inputs=datasets)
     cfg = TrainedConfig(seeds=seeds, seed=seed, n_boot=n_boot, finetune=finetune, batch_size=batch_size or 32)
     results = run_trained(model, list(datasets), out_dir, cfg, log=lambda m: click.echo(m, err=True))
     click.echo(summary_table(results))
@@ -60,7 +60,7 @@ def eval_wordincontext(model: str, dataset: str, out: str | None, seed: int, bat
 
     slug = lambda s: s.strip("/").replace("/", "_").replace(" ", "_")  # noqa: E731
     out_dir = Path(out) if out else root / "runs" / f"{slug(model)}__{slug(Path(dataset).stem)}"
-    ensure_writable(out_dir)
+    ensure_writable(out_dir, replace=True, inputs=[dataset])
     cfg = TrainedConfig(seed=seed, batch_size=batch_size or 32)
     click.echo(eval_trained(model, dataset, out_dir, cfg, log=lambda m: click.echo(m, err=True)))
     return True

@@ -95,6 +95,8 @@ class Context:
         >>> Context.from_text("The mice saw ice.", "ice").char_span
         (13, 16)
         """
+        if not word.strip():  # an empty word "matches" between two characters: the target would stay visible
+            raise DatasetError(f"empty target word for context {text[:60]!r}")
         for flags in (0, re.IGNORECASE):
             m = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, flags)
             if m:
@@ -137,10 +139,16 @@ class Context:
         Traceback (most recent call last):
         probegen.errors.DatasetError: char_span [2, 9] outside context 'a dog'
         """
-        text = d["text"]
-        a, b = (int(x) for x in d["char_span"])
+        text, sp = d["text"], d["char_span"]
+        if not isinstance(text, str):
+            raise DatasetError("context text must be a string")
+        if not (isinstance(sp, list) and len(sp) == 2 and all(type(x) is int for x in sp)):
+            raise DatasetError(f"char_span must be [start, end] character offsets (integers), got {str(sp)[:40]}")
+        a, b = sp
         if not 0 <= a < b <= len(text):
-            raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}")
+            raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}" if a < b else f"char_span {[a, b]} is empty or reversed")
+        if not text[a:b].strip():
+            raise DatasetError(f"char_span {[a, b]} covers only white space in context {text[:60]!r}")
         if schema == "wordnetqa":
             return cls(text=text, char_span=(a, b), source=d.get("source", "wordnet"), ref=str(d.get("ref", "")))
         if schema == "coda21":

@@ -19,3 +19,7 @@ class DatasetError(ProbegenError):
 
 class NonFiniteScore(ProbegenError, ValueError):
     """A scorer produced NaN or an infinity (e.g. float16 overflow); never cached or aligned."""
+
+
+class NothingBuilt(ProbegenError):
+    """A build met no group, item or question under its settings: nothing is written."""

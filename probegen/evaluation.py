@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .errors import DatasetError, ProbegenError
-from .io import atomic_dir, sha256_text, write_json, write_jsonl
+from .io import atomic_dir, read_manifest, recover, sha256_text, write_json, write_jsonl
 
 LM_KINDS = ("causal", "masked")
 
@@ -24,15 +24,13 @@ LM_KINDS = ("causal", "masked")
 def detect_dataset(path: str | Path) -> str:
     """``coda21`` or ``wordnetqa`` from a dataset directory's manifest or a file's shape."""
     p = Path(path)
+    recover(p)  # an interrupted write of p is finished first
     if not p.exists():
         raise DatasetError(f"dataset {p} does not exist")
     if p.is_dir():
         mf = p / "manifest.json"
         if mf.exists():
-            try:
-                kind = json.loads(mf.read_text(encoding="utf-8")).get("kind")
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{mf}: not valid JSON ({e.msg})") from None
+            kind = read_manifest(mf).get("kind")
             if kind in ("coda21", "wordnetqa"):
                 return kind
         if (p / "groups.jsonl").exists():

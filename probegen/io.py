@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import logging
+import math
 import os
+import re
 import secrets
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +22,16 @@ from .errors import ProbegenError
 # the process umask, read once: files written through a temp file get the usual mode, not mkstemp's 0600
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
+
+
+#: errors of a write that carry no file name (a full disk, a quota, a failing device)
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
+
+
+def _raise_write_failure(e: BaseException | None, path: Path) -> None:
+    """Re-raise a nameless write failure (``OSError: [Errno 28]``) as one line naming ``path``."""
+    if isinstance(e, OSError) and e.errno in _WRITE_ERRNOS and e.filename is None:
+        raise ProbegenError(f"{e.strerror or e} while writing {path}; nothing was written") from None
 
 
 @contextmanager
@@ -37,8 +52,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        _raise_write_failure(e, path)
         raise
 
 
@@ -55,17 +71,29 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
             yield fh
 
 
-#: files that mark a directory as a probegen dataset or run, which a new output may replace
-OUTPUT_MARKERS = ("manifest.json", "results.json")
+#: the file probegen writes last into every directory it writes through :func:`atomic_dir`: the kind
+#: of output and every file (with its sha256) and folder it wrote there. Only such a directory,
+#: holding exactly those files, is ever replaced; loaders check the files (the manifest included).
+MARKER = ".probegen-output.json"
+#: tags of atomic_dir's siblings, ``.NAME.TAG-PID-HEX``: the output being written, the previous one moved aside
+_TMP, _OLD = "probegen-tmp", "probegen-old"
+#: the ``PID-HEX`` of the atomic_dir calls under way in this process (a container may reuse a dead run's pid)
+_ACTIVE: set[str] = set()
+
+_log = logging.getLogger(__name__)
 
 
-def ensure_writable(out: str | Path, replace: bool = False) -> None:
+def ensure_writable(out: str | Path, replace: bool = False, inputs: Iterable[str | Path | None] = (),
+                    homes: Iterable[str | Path] = ()) -> None:
     """Fail before any expensive work if the output folder ``out`` (maybe not yet there) cannot be written.
 
     Outputs are written beside ``out`` and renamed into place, so its parent must be writable.
     ``replace``: ``out`` will be written by :func:`atomic_dir`, so an existing folder must be
-    one it may replace (an earlier probegen output or an empty folder).
+    one it may replace (an earlier probegen output holding only its own files, or an empty folder).
+    ``inputs``, ``homes``: the command's inputs, which ``out`` must not be, hold or (but for
+    ``homes``) sit inside (:func:`check_output_not_input`).
     """
+    check_output_not_input(out, inputs, homes)
     out = Path(os.path.realpath(out))
     if out.exists() and not out.is_dir():
         raise ProbegenError(f"cannot write to {out}: it exists and is not a directory")
@@ -80,54 +108,190 @@ def ensure_writable(out: str | Path, replace: bool = False) -> None:
         _check_replaceable(out)
 
 
+def check_output_not_input(out: str | Path, inputs: Iterable[str | Path | None], homes: Iterable[str | Path] = ()) -> None:
+    """Refuse an output that is, holds or sits inside one of the existing ``inputs`` (real paths
+    compared, so links count). ``homes``: inputs that the output may sit inside (by design, e.g. a
+    study's ``score`` folder) but still must not be or hold.
+
+    >>> check_output_not_input("runs/a", ["datasets/a", None, "pwn31"])
+    """
+    o = Path(os.path.realpath(out))
+    homes = {Path(os.path.realpath(h)) for h in homes}
+    for given in [*inputs, *homes]:
+        if given is None or not os.path.lexists(given):  # not a path (e.g. a wordnet name): nothing to overwrite
+            continue
+        i = Path(os.path.realpath(given))
+        if i.is_relative_to(o):
+            raise ProbegenError(f"output {o} would overwrite the input {i}; choose another --out")
+        if o.is_relative_to(i) and i not in homes:
+            raise ProbegenError(f"output {o} is inside the input {i}; choose another --out")
+
+
+def _contents(root: Path) -> tuple[set[str], set[str]]:
+    """Files and folders under ``root`` as relative POSIX paths, the marker left out (links count as files, unfollowed)."""
+    files: set[str] = set()
+    dirs: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        for d in dirnames:
+            (files if os.path.islink(os.path.join(dirpath, d)) else dirs).add((rel / d).as_posix())
+        files.update((rel / f).as_posix() for f in filenames)
+    files.discard(MARKER)
+    return files, dirs
+
+
+def _write_marker(root: Path) -> None:
+    """Record what probegen wrote in ``root`` (called last, when the output is complete)."""
+    files, dirs = _contents(root)
+    kind = "run" if (root / "results.json").is_file() else "output"
+    try:
+        kind = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["kind"]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    write_json(root / MARKER, {"probegen_output": 1, "kind": kind, "files": file_hashes(root, files), "dirs": sorted(dirs)})
+
+
+def _read_marker(root: Path) -> dict[str, Any] | None:
+    """The marker of the probegen output ``root``; None if it has none or it is not a valid one."""
+    try:
+        m = json.loads((root / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(m, dict) and isinstance(m.get("files"), dict) and isinstance(m.get("dirs"), list)
+    return m if ok else None
+
+
+def record_in_output(root: str | Path, name: str) -> None:
+    """Add the file ``name``, just written by probegen into the finished output ``root``, to its marker
+    (e.g. a plot drawn into a run), so that the output stays replaceable. No marker: nothing to do."""
+    root = Path(root)
+    marker = _read_marker(root)
+    if marker is not None and (root / name).is_file():
+        marker["files"] = {**marker["files"], Path(name).as_posix(): sha256_file(root / name)}
+        write_json(root / MARKER, marker)
+
+
 def _check_replaceable(path: Path) -> None:
-    """Refuse to replace a directory that is not an earlier probegen output (or empty)."""
+    """Refuse to replace a directory probegen cannot show it wrote: it must be empty, or hold its
+    marker and exactly the files listed there, unchanged. The error names what is in the way."""
     try:
         cwd = Path.cwd().resolve()
     except OSError:  # the current directory was deleted: it cannot be inside path
         cwd = None
     if cwd is not None and cwd.is_relative_to(path.resolve()):
         raise ProbegenError(f"cannot write to {path}: it is (or contains) the current directory")
-    if any(path.iterdir()) and not any((path / m).is_file() for m in OUTPUT_MARKERS):
-        raise ProbegenError(
-            f"cannot write to {path}: it exists and is not a probegen dataset or run "
-            f"(no {' or '.join(OUTPUT_MARKERS)}); choose another --out or remove it"
-        )
+    names = sorted(p.name for p in path.iterdir())
+    if not names:
+        return
+    marker = _read_marker(path)
+    if marker is None:
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise ProbegenError(f"cannot write to {path}: it holds {shown} and probegen did not write it (no {MARKER}; "
+                            "older probegen outputs have none either); remove it or choose another --out")
+    files, dirs = _contents(path)
+    extra = sorted((files - set(marker["files"])) | (dirs - set(marker["dirs"])))
+    if extra:
+        raise ProbegenError(f"cannot write to {path}: it holds {extra[0]}, which probegen did not write; "
+                            "move it away or choose another --out")
+    for name in sorted(files):
+        if sha256_file(path / name) != marker["files"][name]:
+            raise ProbegenError(f"cannot write to {path}: {name} was changed since probegen wrote it; "
+                                "move it away or choose another --out")
+
+
+def _alive(tag: str) -> bool:
+    """Whether the process that named an atomic_dir sibling ``PID-HEX`` may still be writing it."""
+    pid = int(tag.partition("-")[0])
+    if pid == os.getpid():
+        return tag in _ACTIVE
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _leftovers(path: Path, kind: str) -> list[Path]:
+    """atomic_dir's ``kind`` siblings of ``path`` left by a dead process and holding probegen's marker
+    (or nothing), newest first. A sibling with another name or without a marker is never touched."""
+    prefix = f".{path.name}.{kind}-"
+    try:
+        found = [p for p in path.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return []
+    out = []
+    for p in found:
+        tag = p.name[len(prefix):]
+        if (re.fullmatch(r"\d+-[0-9a-f]+", tag) and not _alive(tag) and p.is_dir() and not p.is_symlink()
+                and ((p / MARKER).is_file() or not any(p.iterdir()))):
+            out.append(p)
+    return sorted(out, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def recover(path: str | Path) -> None:
+    """Finish what an interrupted :func:`atomic_dir` on ``path`` left beside it, one warning line each.
+
+    The previous output moved aside is renamed back if ``path`` is missing (killed between the
+    two renames), else removed; a half-written new output is removed. Called by every write and
+    every load of a probegen output.
+    """
+    path = Path(os.path.realpath(path))
+    for kind in (_OLD, _TMP):
+        for left in _leftovers(path, kind):
+            try:
+                if kind == _OLD and not os.path.lexists(path):
+                    os.rename(left, path)
+                    _log.warning("restored the previous output %s from an interrupted write", path)
+                else:
+                    shutil.rmtree(left)
+                    _log.warning("removed %s, left beside %s by an interrupted write", left, path)
+            except OSError as e:
+                _log.warning("could not clean up %s, left by an interrupted write: %s", left, e.strerror or e)
 
 
 @contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """Yield an empty temporary sibling of ``path``; on success it becomes ``path`` by one rename.
+    """Yield a temporary sibling of ``path`` (empty but for a stub marker); on success it becomes ``path`` by one rename.
 
     Readers see the old directory or the complete new one, never a mix: an interrupted or
     failing writer leaves ``path`` as it was and removes the temporary directory. An existing
-    ``path`` (an earlier probegen output or an empty folder) is renamed aside, the new one is
-    renamed in, then the old one is deleted.
+    ``path`` (an earlier probegen output holding only its own files, or an empty folder) is
+    renamed aside, the new one is renamed in, then the old one is deleted. The new directory gets
+    probegen's marker (:data:`MARKER`), written last. A kill between the two renames leaves the
+    old one aside, where the next write or load of ``path`` finds it and puts it back (:func:`recover`).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
     >>> for text in ("old", "new"):
     ...     with atomic_dir(root / "ds") as tmp:
     ...         _ = (tmp / "manifest.json").write_text(text)
-    >>> [p.name for p in root.iterdir()], (root / "ds" / "manifest.json").read_text()
-    (['ds'], 'new')
+    >>> [p.name for p in root.iterdir()], sorted(p.name for p in (root / "ds").iterdir())
+    (['ds'], ['.probegen-output.json', 'manifest.json'])
     >>> shutil.rmtree(root)
     """
     path = Path(os.path.realpath(path))  # a symlinked output keeps its link
     if path.exists() and not path.is_dir():
         raise ProbegenError(f"cannot write to {path}: it exists and is not a directory")
+    recover(path)
     if path.is_dir():
         _check_replaceable(path)
-    stem = f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}"
-    tmp, old = path.with_name(stem + ".tmp"), path.with_name(stem + ".old")
+    tag = f"{os.getpid()}-{secrets.token_hex(4)}"
+    tmp, old = path.with_name(f".{path.name}.{_TMP}-{tag}"), path.with_name(f".{path.name}.{_OLD}-{tag}")
+    _ACTIVE.add(tag)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()  # not mkdtemp: the result keeps the usual permissions (umask), not 0700
+        (tmp / MARKER).write_text('{"probegen_output": 1, "incomplete": true}\n', encoding="utf-8")  # ours, if left behind
     except OSError as e:
+        _ACTIVE.discard(tag)
         raise ProbegenError(f"cannot write to {path.parent}: {e.strerror or e}") from None
     try:
         yield tmp
+        _write_marker(tmp)
         if path.exists():
+            _check_replaceable(path)  # what changed there while the new output was being made
             os.rename(path, old)
         os.rename(tmp, path)
     except BaseException:
@@ -135,9 +299,11 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         if old.exists() and not path.exists():
             os.rename(old, path)
         shutil.rmtree(tmp, ignore_errors=True)
+        _raise_write_failure(sys.exc_info()[1], path)
         raise
     finally:
         shutil.rmtree(old, ignore_errors=True)
+        _ACTIVE.discard(tag)
 
 
 def file_hashes(root: str | Path, names: Iterable[str]) -> dict[str, str]:
@@ -157,25 +323,50 @@ def write_rows_dataset(out: str | Path, rows_file: str, rows: Iterable[Any], man
 
 
 def verify_files(root: str | Path, files: Any, manifest_name: str = "manifest.json") -> None:
-    """Check the files a manifest lists against their recorded sha256 (DatasetError naming the first mismatch).
-
-    A manifest without a ``files`` block (written before probegen recorded hashes) passes.
-    """
+    """Check a dataset directory against what probegen wrote (DatasetError naming the first mismatch):
+    every file its marker lists, the manifest included (:func:`verify_output`), and every file the
+    manifest's ``files`` block lists. A manifest without a ``files`` block is an error."""
     from .errors import DatasetError
 
-    if files is None:
-        return
     root = Path(root)
+    if files is None:
+        raise DatasetError(f"{root / manifest_name} has no 'files' block (the sha256 of each data file), so the dataset "
+                           "cannot be checked; it was edited or written by an old probegen: regenerate it")
+    _verify_hashes(root, files, manifest_name)
+    verify_output(root)
+
+
+def verify_output(root: str | Path) -> None:
+    """Check every file the marker of the probegen output ``root`` lists (its manifest or results
+    included) against its sha256; DatasetError naming the first mismatch. An output without a
+    marker (written by an older probegen, or by hand) has nothing to check here."""
+    from .errors import DatasetError
+
+    root = Path(root)
+    if not (root / MARKER).is_file():
+        return
+    marker = _read_marker(root)
+    if marker is None:
+        raise DatasetError(f"{root / MARKER}: not a valid probegen marker (it was edited); regenerate the output")
+    _verify_hashes(root, marker["files"], MARKER)
+
+
+def _verify_hashes(root: Path, files: Any, listing: str) -> None:
+    """Check ``{name: sha256}`` (from the file ``listing`` in ``root``) against the files under ``root``."""
+    from .errors import DatasetError
+
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-        raise DatasetError(f"{root / manifest_name}: 'files' must map file names to sha256 hashes")
+        raise DatasetError(f"{root / listing}: 'files' must map file names to sha256 hashes")
+    what = "output" if listing == MARKER else "dataset"
     for name, want in sorted(files.items()):
         p = root / name
         if Path(name).is_absolute() or ".." in Path(name).parts:
-            raise DatasetError(f"{root / manifest_name}: file name {name!r} is outside the dataset")
+            raise DatasetError(f"{root / listing}: file name {name!r} is outside the dataset")
         if not p.is_file():
-            raise DatasetError(f"{p} is listed in {manifest_name} but missing; the dataset is incomplete, regenerate it")
+            raise DatasetError(f"{p} is listed in {listing} but missing; the {what} is incomplete, regenerate it")
         if sha256_file(p) != want:
-            raise DatasetError(f"{p} was changed after the dataset was written (sha256 differs from {manifest_name}); regenerate it or restore the file")
+            raise DatasetError(f"{p} was changed after the {what} was written (sha256 differs from {listing}); "
+                               "regenerate it or restore the file")
 
 
 def dumps(obj: Any) -> str:
@@ -199,20 +390,153 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
     return n
 
 
-def read_jsonl(path: str | Path) -> list[Any]:
-    """Read a JSONL file, naming the file and line of the first malformed row."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                from .errors import DatasetError
+#: a manifest is a few KB; a bigger one is not a probegen manifest
+MAX_MANIFEST_BYTES = 16 << 20
 
-                raise DatasetError(f"{path}:{i}: not valid JSON ({e.msg})") from None
-    return rows
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The JSON object in the manifest file ``path``, or one error line naming it (unreadable, too
+    large, not UTF-8, not JSON, NaN, or not an object)."""
+    from .errors import DatasetError
+
+    obj = parse_json(read_text(path, MAX_MANIFEST_BYTES, "manifest"), path)
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{path}: not a JSON object (a probegen manifest is one)")
+    return obj
+
+
+def read_text(path: str | Path, max_bytes: int | None = None, what: str = "file", error: type[ProbegenError] | None = None) -> str:
+    """The UTF-8 text of an input file, or one error line naming it: unreadable, larger than
+    ``max_bytes`` (checked before reading, for inputs that are never legitimately huge) or not
+    UTF-8 (``FILE:LINE: not UTF-8 at byte N``). ``error``: the class raised (DatasetError by default).
+    """
+    from .errors import DatasetError
+
+    error = error or DatasetError
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise error(f"{path}: {what} too large ({size:,} bytes; at most {max_bytes:,})")
+            data = fh.read()
+    except OSError as e:
+        raise error(f"cannot read {path}: {e.strerror or e}") from None
+    return decode_utf8(data, path, error)
+
+
+def decode_utf8(data: bytes, path: str | Path, error: type[ProbegenError] | None = None) -> str:
+    """``data`` decoded as UTF-8 (a leading BOM dropped), or an error naming the line and byte offset.
+
+    >>> decode_utf8(b"ok\\nbad \\xff", "f.txt")
+    Traceback (most recent call last):
+    probegen.errors.DatasetError: f.txt:2: not UTF-8 at byte 7 (0xff)
+    """
+    from .errors import DatasetError
+
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise (error or DatasetError)(f"{path}:{line}: not UTF-8 at byte {e.start} (0x{data[e.start]:02x})") from None
+
+
+class _NonFinite(ValueError):
+    """A JSON number Python reads as NaN or an infinity (``NaN``, ``Infinity``, ``1e400``)."""
+
+
+def _no_constant(token: str) -> Any:
+    raise _NonFinite(token)
+
+
+def _finite_float(token: str) -> float:
+    x = float(token)
+    if not math.isfinite(x):
+        raise _NonFinite(token)
+    return x
+
+
+def _line_of(text: str, token: str) -> int:
+    """The line of the first ``token`` in ``text`` outside a JSON string (1 if not found)."""
+    import re
+
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|' + re.escape(token), text):
+        if not m.group().startswith('"'):
+            return text.count("\n", 0, m.start()) + 1
+    return 1
+
+
+def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
+    """``json.loads`` for input files: a DatasetError ``FILE:LINE: why`` for malformed JSON, a
+    number that is not finite (``NaN``, ``Infinity``, ``1e400``: JSON has none), an integer too long
+    to read, or nesting too deep. ``line``: the line of a JSONL row (else found in ``text``).
+
+    >>> parse_json('{"a": [1, NaN]}', "x.json")
+    Traceback (most recent call last):
+    probegen.errors.DatasetError: x.json:1: NaN is not a finite number
+    """
+    from .errors import DatasetError
+
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except _NonFinite as e:
+        token = str(e)
+        raise DatasetError(f"{path}:{line or _line_of(text, token)}: {token} is not a finite number") from None
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}:{line or e.lineno}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise DatasetError(f"{path}:{line or 1}: JSON nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts (sys.set_int_max_str_digits)
+        raise DatasetError(f"{path}:{line or 1}: unreadable number ({str(e).split(';')[0]})") from None
+
+
+def json_type(v: Any) -> str:
+    """What a parsed JSON value is, for messages.
+
+    >>> [json_type(v) for v in (None, True, 3, "x", [], {})]
+    ['null', 'a boolean', 'a number', 'a string', 'a list', 'an object']
+    """
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(v), type(v).__name__)
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, row) of each non-blank line of a JSONL file; the first malformed row (bad
+    JSON, bad UTF-8, a non-finite number, nesting too deep) raises a DatasetError naming FILE:LINE."""
+    for i, line in enumerate(read_text(path).split("\n"), 1):
+        if line.strip():
+            yield i, parse_json(line, path, i)
+
+
+#: what :func:`first_jsonl_row` returns for a first line that is not JSON
+UNPARSED = object()
+
+
+def first_jsonl_row(path: str | Path) -> Any:
+    """The first non-blank line of a JSONL file parsed, for telling formats apart: a bad byte reads
+    as U+FFFD (so it cannot hide the format; the full reader reports it with its line), a line
+    that does not parse is :data:`UNPARSED`, an unreadable or blank file None."""
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    try:
+                        return json.loads(raw.decode("utf-8", errors="replace"))
+                    except (ValueError, RecursionError):
+                        return UNPARSED
+    except OSError:
+        return None
+    return None
+
+
+def read_jsonl(path: str | Path) -> list[Any]:
+    """Read a JSONL file, naming the file and line of the first malformed row (see :func:`iter_jsonl`)."""
+    return [row for _, row in iter_jsonl(path)]
 
 
 def sha256_file(path: str | Path) -> str:

@@ -178,11 +178,20 @@ def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, An
     return target
 
 
-def _glove_vocab(data_dir: Path) -> list[str]:
-    """The GloVe vocabulary in row order, read from the package's Parquet once and cached as text."""
+def _glove_vocab(data_dir: Path, rows: int) -> list[str]:
+    """The GloVe vocabulary in row order, read from the package's Parquet once and cached as text
+    (a cached copy without one word per vector row is damaged: set aside and read again)."""
+    from .paths import set_aside
+
     cached = cache_dir() / "models" / "glove-50d" / "vocab.txt"
     if cached.exists():
-        return cached.read_text(encoding="utf-8").split("\n")
+        try:
+            words = cached.read_text(encoding="utf-8").split("\n")
+            if len(words) == rows:
+                return words
+            raise ValueError(f"{len(words)} words for {rows} vectors")
+        except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+            set_aside(cached, "GloVe vocabulary cache", e)
     import pyarrow.parquet as pq
 
     from .io import atomic_write
@@ -725,7 +734,7 @@ def _load_static(res: ResolvedModel, **kw: Any):
         if res.source == "bundled":
             data = Path(res.path_or_id)
             vectors = np.load(sorted(data.glob("*.npy"))[0], mmap_mode="r")
-            words = _glove_vocab(data)
+            words = _glove_vocab(data, vectors.shape[0])
         else:
             vectors, words = _text_vectors(Path(res.path_or_id))
         if len(words) != vectors.shape[0]:
@@ -749,7 +758,9 @@ def _text_vectors(path: Path) -> tuple[Any, list[str]]:
     key = hashlib.sha256(f"{path}\0{path.stat().st_size}\0{path.stat().st_mtime_ns}".encode()).hexdigest()[:12]
     d = cache_dir() / "models" / f"static-{path.stem}-{key}"
     if (d / "vectors.npy").exists() and (d / "vocab.txt").exists():
-        return np.load(d / "vectors.npy", mmap_mode="r"), (d / "vocab.txt").read_text(encoding="utf-8").split("\n")
+        got = _read_text_vectors_cache(d)
+        if got is not None:
+            return got
     words, rows = [], []
     with open(path, encoding="utf-8") as fh:
         for i, line in enumerate(fh):
@@ -766,6 +777,24 @@ def _text_vectors(path: Path) -> tuple[Any, list[str]]:
     with atomic_write(d / "vocab.txt") as fh:
         fh.write("\n".join(words))
     return mat, words
+
+
+def _read_text_vectors_cache(d: Path) -> tuple[Any, list[str]] | None:
+    """(matrix, words) from a parsed-vectors cache folder; a damaged one (truncated .npy, a word
+    list of another length) is set aside with one warning, to be parsed again."""
+    import numpy as np
+
+    from .paths import set_aside
+
+    try:
+        mat = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)
+        words = (d / "vocab.txt").read_text(encoding="utf-8").split("\n")
+        if mat.ndim != 2 or len(words) != mat.shape[0]:
+            raise ValueError(f"{len(words)} words for a {mat.shape} matrix")
+        return mat, words
+    except Exception as e:  # noqa: BLE001 - a damaged .npy raises ValueError, EOFError, OSError, ...
+        set_aside(d, "word-vector cache", e, then="parsing the text file again")
+        return None
 
 
 _LOADERS: dict[str, Callable[..., Any]] = {

@@ -32,3 +32,34 @@ def shared_data_candidates() -> list[Path]:
         if p not in seen:
             seen.append(p)
     return seen
+
+
+def set_aside(path: Path, what: str, error: BaseException, then: str = "rebuilding it",
+              companions: tuple[str, ...] = ()) -> Path | None:
+    """Move a damaged cache file out of the way and say so in one warning line.
+
+    ``path`` is renamed to ``<name>.corrupt-<time>`` (kept for inspection, never deleted), with its
+    ``companions`` (suffixes such as SQLite's ``-wal``/``-shm``) beside it; the caller then rebuilds
+    the cache. Returns the new path, or None if ``path`` was already gone (another process moved it).
+    """
+    import logging
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.time_ns() % 10**9:09d}"
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        from .errors import ProbegenError
+
+        raise ProbegenError(f"{what} {path} is corrupt and cannot be moved aside ({e.strerror or e}); remove it") from None
+    for suffix in companions:
+        try:
+            os.rename(f"{path}{suffix}", f"{aside}{suffix}")
+        except OSError:
+            pass  # absent, or gone with its database: nothing to keep
+    why = " ".join(f"{type(error).__name__}: {error}".split())[:200]
+    logging.getLogger("probegen.cache").warning("%s %s is corrupt (%s); moved it to %s, %s", what, path, why, aside.name, then)
+    return aside

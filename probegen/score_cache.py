@@ -3,7 +3,9 @@
 A key is the sha256 of the JSON list ``[model, settings, query, candidate]``, so anything that
 changes a score (model, reduction, dtype, scoring method version) changes the key. Scores are
 committed batch by batch, so a run killed halfway resumes where it stopped. WAL mode and a busy
-timeout let several processes read and write the same file at once.
+timeout let several processes read and write the same file at once. A damaged file (SQLite's "file
+is not a database" or "database disk image is malformed", found on open or on any later query) is
+moved aside with one warning and the run goes on with a fresh cache.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from .paths import cache_dir
+from .paths import cache_dir, set_aside
 
 # SQLite limits the number of bound parameters per statement (999 in old builds).
 _CHUNK = 900
@@ -26,6 +29,14 @@ _CHUNK = 900
 def default_path() -> Path:
     """``<cache_dir>/scores.sqlite``."""
     return cache_dir() / "scores.sqlite"
+
+
+def is_damage(e: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite reports a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB), not contention or I/O."""
+    code = getattr(e, "sqlite_errorcode", None)  # Python >= 3.11
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    return "malformed" in str(e) or "not a database" in str(e)
 
 
 def make_key(model: str, settings: Mapping[str, Any], query: str, candidate: str) -> str:
@@ -44,6 +55,7 @@ class ScoreCache:
         # opened on first use: under torchrun only rank 0 reads or writes the cache, so the other
         # ranks never open the file (two processes switching a new file to WAL at once can fail)
         self._db: sqlite3.Connection | None = None
+        self._inode: int | None = None  # of the file the connection opened (another process may replace it)
         self._closed = False
 
     @property
@@ -52,31 +64,65 @@ class ScoreCache:
             if self._closed:
                 raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
             conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
-            for attempt in range(20):
-                try:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL is durable across process crashes
-                    conn.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value REAL NOT NULL)")
-                    conn.commit()
-                    break
-                except sqlite3.OperationalError as e:  # another process is setting up the same new file
-                    if "locked" not in str(e) or attempt == 19:
-                        raise
-                    time.sleep(0.05 * (attempt + 1))
+            try:
+                self._setup(conn)
+            except BaseException:
+                conn.close()
+                raise
             self._db = conn
+            self._inode = _inode(self.path)
         return self._db
+
+    @staticmethod
+    def _setup(conn: sqlite3.Connection) -> None:
+        for attempt in range(20):
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL is durable across process crashes
+                conn.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value REAL NOT NULL)")
+                conn.commit()
+                return
+            except sqlite3.OperationalError as e:  # another process is setting up the same new file
+                if "locked" not in str(e) or attempt == 19:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def _run(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``work(connection)``; if the file turns out damaged (on open or on this query), it is
+        set aside and ``work`` runs once more on a fresh cache. Call with ``self._lock`` held."""
+        try:
+            return work(self._conn)
+        except sqlite3.DatabaseError as e:
+            if not is_damage(e):
+                raise  # 'database is locked' and the like are not damage: never set a file aside for them
+            self._start_afresh(e)
+            return work(self._conn)
+
+    def _start_afresh(self, error: sqlite3.DatabaseError) -> None:
+        """Close the damaged cache and move it aside, unless another process already replaced it."""
+        opened, self._inode = self._inode, None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if opened is not None and _inode(self.path) != opened:
+            return  # the file we opened was already moved aside (by another process): use the new one
+        set_aside(self.path, "score cache", error, then="starting a fresh one (its scores are computed again)",
+                  companions=("-wal", "-shm"))
 
     def get_many(self, keys: Iterable[str]) -> dict[str, float]:
         """The cached values of those ``keys`` that are present."""
         keys = list(dict.fromkeys(keys))
-        out: dict[str, float] = {}
-        with self._lock:
+
+        def select(conn: sqlite3.Connection) -> dict[str, float]:
+            out: dict[str, float] = {}
             for i in range(0, len(keys), _CHUNK):
                 part = keys[i : i + _CHUNK]
                 marks = ",".join("?" * len(part))
-                rows = self._conn.execute(f"SELECT key, value FROM scores WHERE key IN ({marks})", part)
-                out.update(rows.fetchall())
-        return out
+                out.update(conn.execute(f"SELECT key, value FROM scores WHERE key IN ({marks})", part).fetchall())
+            return out
+
+        with self._lock:
+            return self._run(select)
 
     def put_many(self, items: Iterable[tuple[str, float]] | Mapping[str, float]) -> None:
         """Store ``(key, value)`` pairs and commit them (one transaction)."""
@@ -86,15 +132,17 @@ class ScoreCache:
         bad = [k for k, v in rows if not math.isfinite(v)]
         if bad:  # SQLite turns NaN into NULL (an IntegrityError); an infinity would poison later runs
             raise ValueError(f"refusing to cache {len(bad)} non-finite score(s), e.g. key {bad[0]}")
+
+        def insert(conn: sqlite3.Connection) -> None:
+            with conn:  # commits, or rolls back on error
+                conn.executemany("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", rows)
+
         with self._lock:
-            with self._conn:  # commits, or rolls back on error
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", rows
-                )
+            self._run(insert)
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0])
+            return int(self._run(lambda conn: conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0]))
 
     def close(self) -> None:
         """Close the connection (further use raises)."""
@@ -102,3 +150,10 @@ class ScoreCache:
             if self._db is not None:
                 self._db.close()
             self._db, self._closed = None, True
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None

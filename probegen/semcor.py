@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from .contexts import Context
 from .data import DataInfo, load_wordnet, locate_semcor, locate_wordnet
 from .io import atomic_write, sha256_text
-from .paths import cache_dir
+from .paths import cache_dir, set_aside
 
 INDEX_FORMAT = 2  # bump when the parse or the cache layout changes (2: no pn= tags, lemma kept)
 
@@ -228,7 +228,7 @@ def _read(path: Path) -> tuple[dict[str, list[Occurrence]], dict[str, int]] | No
             return None  # an older layout: rebuild quietly
         return _to_contexts(payload), dict(payload["stats"])
     except Exception as e:  # noqa: BLE001 - any damage means the same thing: parse SemCor again
-        log.warning("SemCor index cache %s is corrupt (%s: %s); rebuilding it", path, type(e).__name__, e)
+        set_aside(path, "SemCor index cache", e)
         return None
 
 

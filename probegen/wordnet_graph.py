@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 import networkx as nx
 
 from .io import atomic_write
-from .paths import cache_dir
+from .paths import cache_dir, set_aside
 
 GRAPH_FORMAT = 4
 
@@ -64,6 +64,8 @@ def build_graph(resource) -> nx.DiGraph:
         for rel, target in sorted(r.pointers, key=lambda p: p[1]):
             if rel in ("hypernym", "instance_hypernym") and target in g:
                 g.add_edge(target, r.name, type="hypernym" if rel == "hypernym" else "instance")
+    check_hierarchy(g, resource.source or resource.label or "the wordnet")
+    g.graph["hierarchy_checked"] = True
     # min depth over all hypernym paths (roots have depth 0), computed by BFS from the roots
     depth: dict[str, int] = {}
     queue = deque(sorted(n for n in g if g.in_degree(n) == 0))
@@ -90,6 +92,38 @@ def build_graph(resource) -> nx.DiGraph:
     nx.set_node_attributes(g, depth, "depth")
     g.graph["format"] = GRAPH_FORMAT
     return g
+
+
+#: the one hypernym cycle of Princeton WordNet 3.0 (restrain.v.01 <-> inhibit.v.04; WordNet 3.1 fixed
+#: it), named by part of speech and first lemma so that WordNet 3.0 in any format still loads
+KNOWN_CYCLES = frozenset({frozenset({("v", "restrain"), ("v", "inhibit")})})
+
+
+def check_hierarchy(g: nx.DiGraph, source: str) -> None:
+    """Raise a DatasetError naming the first hypernym (or instance) cycle of ``g`` other than
+    WordNet 3.0's own (:data:`KNOWN_CYCLES`): on a cycle a synset is a type of its own hyponym,
+    so depths, ancestors and every gold answer built from them would be wrong.
+
+    Strongly connected components find every cycle in linear time; the message walks one of them
+    in is-a order (``a -> b``: a is a type of b).
+    """
+    from .errors import DatasetError
+
+    def label(n: str) -> str:
+        lemmas = g.nodes[n].get("lemmas") or ()
+        return f"{n} ({lemmas[0]})" if lemmas else n
+
+    loops = [{n} for n, _ in nx.selfloop_edges(g)]
+    for comp in loops + [c for c in nx.strongly_connected_components(g) if len(c) > 1]:
+        key = frozenset((g.nodes[n].get("pos"), (g.nodes[n].get("lemmas") or ("",))[0]) for n in comp)
+        if key in KNOWN_CYCLES:
+            continue
+        start = min(comp)
+        edges = nx.find_cycle(g.subgraph(comp), source=start)  # hypernym -> hyponym edges
+        chain = [v for _, v in reversed(edges)]  # walked upwards: each is a type of the next
+        chain.append(chain[0])
+        raise DatasetError(f"{source}: the hypernym hierarchy has a cycle (each is a type of the next): "
+                           + " -> ".join(label(n) for n in chain) + "; fix the file's hypernym relations")
 
 
 @dataclass
@@ -235,6 +269,8 @@ def load_graph(wordnet_path: str | None = None) -> WordNetGraph:
     if path is not None and path.exists():
         g = _read_cache(path)
         if g is not None and g.graph.get("format") == GRAPH_FORMAT:
+            if not g.graph.get("hierarchy_checked"):  # cached before cycles were checked
+                check_hierarchy(g, resource.source or resource.label or "the wordnet")
             return WordNetGraph(g, sha)
     g = build_graph(resource)
     if path is not None:
@@ -252,5 +288,5 @@ def _read_cache(path: Path) -> nx.DiGraph | None:
             raise TypeError(f"holds a {type(g).__name__}, not a graph")
         return g
     except Exception as e:  # noqa: BLE001 - unpickling damaged bytes can raise almost anything
-        log.warning("WordNet graph cache %s is corrupt (%s: %s); rebuilding it", path, type(e).__name__, e)
+        set_aside(path, "WordNet graph cache", e)
         return None

@@ -191,7 +191,7 @@ def test_duplicate_id_names_both_lines(tmp_path):
     lines = FIXTURE.read_text().splitlines()
     bad = tmp_path / "release.jsonl"
     bad.write_text("\n".join(lines + [lines[1]]) + "\n")
-    with pytest.raises(DatasetError, match=rf"release.jsonl:13: item id 'wn_definitions_0002' repeats line 2"):
+    with pytest.raises(DatasetError, match=r"release.jsonl:13: item id 'wn_definitions_0002' repeats line 2"):
         D.load(bad, ablations=True)
     code, _, err = run("bias", "--model", "glove-50d", "--dataset", str(bad), "--out", str(tmp_path / "o"))
     assert code == 1 and f"{bad}:13:" in err and not (tmp_path / "o").exists()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from cli import cli
 from probegen.coda21 import dataset as D
-from probegen.errors import DatasetError, ProbegenError
+from probegen.errors import DatasetError
 from probegen.wordnetqa import dataset as W
 
 OFFLINE = {"HF_HUB_OFFLINE": "1"}
@@ -61,9 +61,8 @@ def coda21_dir(path: Path, rows: list[dict]) -> Path:
 
 
 def mc_dir(path: Path, n: int = 3) -> Path:
-    """A minimal WordNetQA directory (hand-written items; only the kind and ids matter here)."""
+    """A minimal WordNetQA directory (hand-written items, no manifest: a manifest must list its files' hashes)."""
     path.mkdir()
-    (path / W.MANIFEST_FILE).write_text(json.dumps({"kind": "wordnetqa"}))
     rows = [{"id": f"q{i}", "probe": "definitions", "synset": f"a{i}.n.01", "question": f"q {i}",
              "choices": ["a", "b", "c", "d", "e"], "answer": i % 5} for i in range(n)]
     (path / W.ITEMS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -214,10 +213,11 @@ def test_tampered_dataset_file_is_named_on_load(clean_hard_nouns, tmp_path):
         D.load(out)
     code, _, err = run("stats", str(out))
     assert_one_line_error(code, err, "groups.jsonl", "changed")
-    # a dataset written before manifests recorded hashes still loads
+    # a manifest without its files block cannot be checked: an error, not a silent pass (issue 16, item 10)
     del man["files"]
     (out / D.MANIFEST_FILE).write_text(json.dumps(man))
-    assert len(D.load(out).groups) == len(clean_hard_nouns.groups)
+    with pytest.raises(DatasetError, match="no 'files' block"):
+        D.load(out)
 
 
 @pytest.mark.real
@@ -241,7 +241,7 @@ def test_output_over_a_foreign_directory_is_refused_before_work(tmp_path, monkey
     (mine / "notes.txt").write_text("keep me")
     monkeypatch.setattr("probegen.models.load_scorer", never("model loading"))
     code, _, err = run("eval", "--model", "glove-50d", "--dataset", str(d), "--out", str(mine))
-    assert_one_line_error(code, err, "not a probegen dataset or run")
+    assert_one_line_error(code, err, "notes.txt", "probegen did not write it")
     assert (mine / "notes.txt").read_text() == "keep me"
 
 

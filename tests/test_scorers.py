@@ -4,7 +4,6 @@ and every backend (tiny random causal/masked LMs built from configs; the real bu
 from __future__ import annotations
 
 import multiprocessing as mp
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -13,7 +13,7 @@ import pytest
 
 from probegen.errors import DatasetError, ProbegenError
 from probegen.wordnetqa import config as C
-from probegen.wordnetqa import contexts, distractors, evaluate, items, probes, reference, render
+from probegen.wordnetqa import contexts, distractors, evaluate, items, probes, render
 from probegen.wordnetqa import dataset as D
 from probegen.wordnetqa.config import WordNetQAConfig
 from probegen.wordnetqa.distractors import norm_lemma

@@ -13,7 +13,7 @@ definitions above the similarity cap, no synset in two groups, clean = enough Se
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DatasetError, ProbegenError
-from ..io import read_jsonl, verify_files, write_rows_dataset
+from ..errors import DatasetError, NothingBuilt, ProbegenError
+from ..io import iter_jsonl, json_type, parse_json, read_manifest, read_text, recover, verify_files, write_rows_dataset
 from ..manifest import CANARY, data_block, make_manifest
 from .config import Coda21Config
-from .items import Context, Group, Item
+from .items import Context, Group, Item, text_field
 
 GROUPS_FILE = "groups.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -131,8 +131,24 @@ def plan(
         vectors[pos] = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress)
         found = form_groups(graph, pools[pos], pos, cfg, vectors[pos], progress=progress)
         log(f"{pos}: {len(found)} groups from {len(pools[pos])} eligible synsets")
+        if not found:  # a requested part of speech with no group is a failed build, not a smaller one
+            raise NothingBuilt(_nothing_built(cfg, pools, pos))
         synset_groups.extend(found)
     return Plan(cfg, wn_info, sc_info, graph, index, synset_groups, pools, vectors, contexts)
+
+
+def _nothing_built(cfg: Coda21Config, pools: dict[str, set[str]], pos: str) -> str:
+    """Why no ``pos`` group was formed: the criteria, the eligible synsets, and what to loosen."""
+    hint = (f"no synset has {cfg.min_contexts} usable contexts" + ("; try --noisy" if cfg.clean else "")
+            if not pools[pos] else "try a higher --max-similarity or a smaller --k-min")
+    names = {"n": "noun", "v": "verb"}
+    others = [names.get(p, p) for p in cfg.pos if p != pos]
+    if len(others) == 1:
+        hint += f", or build the {others[0]}s alone with --pos {others[0]}"
+    name = names.get(pos, pos)
+    return (f"no {name} CoDA21 group met the criteria (k_min={cfg.k_min}, k_max={cfg.k_max}, max_similarity="
+            f"{cfg.max_similarity} with embedder {cfg.embedder}, {cfg.variant}, relation {cfg.relation}; "
+            f"{len(pools[pos])} eligible {name} synsets): {hint}; nothing was written")
 
 
 def pick_contexts(p: Plan, members: list[str], progress: bool = True, log=print) -> tuple[dict[str, Context], Any]:
@@ -269,6 +285,7 @@ def write(ds: Coda21Dataset, out: str | Path) -> Path:
 def load(path: str | Path) -> Coda21Dataset:
     """Read a probegen CoDA21 directory or a file in the original CoDA21 JSON schema."""
     p = Path(path)
+    recover(p)  # an interrupted write of p is finished first
     if not p.exists():
         raise DatasetError(f"dataset {p} does not exist")
     if p.is_dir():
@@ -277,14 +294,14 @@ def load(path: str | Path) -> Coda21Dataset:
             raise DatasetError(f"{p} is not a CoDA21 dataset: no {GROUPS_FILE}")
         manifest = {}
         if (p / MANIFEST_FILE).exists():
-            try:
-                manifest = json.loads((p / MANIFEST_FILE).read_text(encoding="utf-8"))
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{p / MANIFEST_FILE}: not valid JSON ({e.msg})") from None
-            if not isinstance(manifest, dict):
-                raise DatasetError(f"{p / MANIFEST_FILE}: not a JSON object")
+            manifest = read_manifest(p / MANIFEST_FILE)
             verify_files(p, manifest.get("files"), MANIFEST_FILE)
-        groups = [Group.from_json(d) for d in read_jsonl(gfile)]
+        groups = []
+        for line, d in iter_jsonl(gfile):
+            try:
+                groups.append(Group.from_json(d))
+            except DatasetError as e:
+                raise DatasetError(f"{gfile}:{line}: {e}") from None
         ds = Coda21Dataset(groups, manifest, str(p))
     else:
         ds = import_coda21_json(p)
@@ -304,26 +321,27 @@ def check(ds: Coda21Dataset, k_max: int = 30) -> None:
     """
     if not ds.groups:
         raise DatasetError(f"dataset {ds.source} has no groups")
+    where = f"{ds.source}: " if ds.source else ""
     seen_ids: set[str] = set()
     for g in ds.groups:
         if g.id in seen_ids:
-            raise DatasetError(f"group id {g.id!r} occurs more than once in {ds.source or 'the dataset'}")
+            raise DatasetError(f"{where}group id {g.id!r} occurs more than once in {ds.source or 'the dataset'}")
         seen_ids.add(g.id)
         if g.k < 2:
-            raise DatasetError(f"group {g.id} has {g.k} item(s); a group needs at least 2")
+            raise DatasetError(f"{where}group {g.id} has {g.k} item(s); a group needs at least 2")
         if g.k > k_max:
-            raise DatasetError(f"group {g.id} has {g.k} items; at most {k_max} are supported")
+            raise DatasetError(f"{where}group {g.id} has {g.k} items; at most {k_max} are supported")
         if g.pos not in ("n", "v"):
-            raise DatasetError(f"group {g.id} has unknown pos {g.pos!r} (expected n or v)")
+            raise DatasetError(f"{where}group {g.id} has unknown pos {g.pos!r} (expected n or v)")
         synsets: dict[str, int] = {}
         definitions: dict[str, int] = {}
         for i, it in enumerate(g.items, 1):
             if it.synset in synsets:
-                raise DatasetError(f"group {g.id} repeats the synset {it.synset} (items {synsets[it.synset]} and {i})")
+                raise DatasetError(f"{where}group {g.id} repeats the synset {it.synset} (items {synsets[it.synset]} and {i})")
             synsets[it.synset] = i
             key = " ".join(it.definition.split()).casefold()  # equal up to case and spacing
             if key in definitions:
-                raise DatasetError(f"group {g.id} repeats the definition {it.definition!r} (items {definitions[key]} and {i})")
+                raise DatasetError(f"{where}group {g.id} repeats the definition {it.definition!r} (items {definitions[key]} and {i})")
             definitions[key] = i
 
 
@@ -357,45 +375,82 @@ def export_coda21_json(ds: Coda21Dataset) -> dict[str, Any]:
     return out
 
 
+def _first(c: dict[str, Any], key: str) -> str:
+    """The first string of a candidate's list field (``contexts``, ``words_in_contexts``)."""
+    v = c.get(key)
+    if not isinstance(v, list) or not v or not isinstance(v[0], str):
+        raise DatasetError(f"'{key}' must be a non-empty list of strings")
+    return v[0]
+
+
 def _imported_context(c: dict[str, Any]) -> Context:
-    """A candidate's first context; the target by its recorded span if any, else as a whole word."""
-    text, word = c["contexts"][0], c["words_in_contexts"][0]
+    """A candidate's first context; the target by its recorded span if any, else as a whole word.
+
+    A recorded span (probegen's ``target_char_spans``) must be integers inside the text and not
+    empty; one that no longer covers the word (the text was edited) gives way to the search.
+    """
+    text, word = _first(c, "contexts"), _first(c, "words_in_contexts")
+    if not text.strip():
+        raise DatasetError("empty context")
+    if not word.strip():
+        raise DatasetError("empty target word ('words_in_contexts')")
     spans = c.get("target_char_spans")
     if spans:
-        a, b = (int(x) for x in spans[0])
-        if 0 <= a < b <= len(text) and text[a:b] == word:
+        sp = spans[0] if isinstance(spans, list) else None
+        if not (isinstance(sp, list) and len(sp) == 2 and all(type(x) is int for x in sp)):
+            raise DatasetError(f"'target_char_spans' must be a list of [start, end] integer pairs, got {str(spans)[:40]}")
+        a, b = sp
+        if not 0 <= a < b <= len(text):
+            raise DatasetError(f"'target_char_spans' {sp} is empty or outside the context ({len(text)} characters)")
+        if text[a:b] == word:
             return Context(text=text, char_span=(a, b), source="user")
     return Context.from_text(text, word, source="user")
 
 
+def _imported_group(g: Any, pos: str) -> tuple[str, str, tuple[Item, ...]]:
+    """(ancestor, relation, items) of one group of the release schema (DatasetError saying what is wrong)."""
+    if not isinstance(g, dict):
+        raise DatasetError("not a JSON object")
+    info = g.get("common_ancestor_info")
+    if not isinstance(info, dict):
+        raise DatasetError("missing or invalid 'common_ancestor_info' (an object)")
+    ancestor, relation = text_field(info, "ancestor_name"), text_field(info, "relation")
+    cands = g.get("candidates")
+    if not isinstance(cands, list):
+        raise DatasetError("missing or invalid 'candidates' (a list)")
+    items = []
+    for j, c in enumerate(cands):
+        try:
+            if not isinstance(c, dict):
+                raise DatasetError("not a JSON object")
+            synset = text_field(c, "synset_name")
+            items.append(Item(synset, synset.split(".")[0], text_field(c, "definition"), _imported_context(c)))
+        except DatasetError as e:
+            raise DatasetError(f"candidate {j}: {e}") from None
+    return ancestor, relation, tuple(items)
+
+
 def import_coda21_json(path: str | Path) -> Coda21Dataset:
-    """Read a file in the original CoDA21 schema; target words are located as whole words."""
+    """Read a file in the original CoDA21 schema; target words are located as whole words.
+
+    Every value is checked: a bad one raises a DatasetError naming the file, the group (its id,
+    and ``n[i]``/``v[i]``) and the candidate.
+    """
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise DatasetError(f"cannot read {path}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise DatasetError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    raw = parse_json(read_text(path), path)
     if not isinstance(raw, dict) or not ({"n", "v"} & raw.keys()):
         raise DatasetError(f"{path}: not a CoDA21 file (expected an object with 'n' and/or 'v' group lists)")
     groups = []
     for pos in ("n", "v"):
-        for i, g in enumerate(raw.get(pos, []), 1):
+        listed = raw.get(pos, [])
+        if not isinstance(listed, list):
+            raise DatasetError(f"{path}: '{pos}' must be a list of groups, got {json_type(listed)}")
+        for i, g in enumerate(listed):
+            gid = g.get("id") if isinstance(g, dict) and isinstance(g.get("id"), str) and g["id"] else None
             try:
-                info = g["common_ancestor_info"]
-                ancestor, relation = info["ancestor_name"], info["relation"]
-                items = tuple(
-                    Item(c["synset_name"], c["synset_name"].split(".")[0], c["definition"], _imported_context(c))
-                    for c in g["candidates"]
-                )
-            except KeyError as e:
-                raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed (missing {e})") from None
-            except (IndexError, TypeError, AttributeError) as e:
-                raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed ({e})") from None
-            if not isinstance(ancestor, str) or not isinstance(relation, str):
-                raise DatasetError(f"{path}: group {pos}[{i - 1}] is malformed (ancestor_name and relation must be strings)")
-            gid = g.get("id") if isinstance(g.get("id"), str) else f"{path.stem}-{pos}-{i:04d}"
-            groups.append(Group(gid, pos, ancestor, relation, items))
+                ancestor, relation, items = _imported_group(g, pos)
+            except DatasetError as e:
+                raise DatasetError(f"{path}: group {pos}[{i}]{f' ({gid})' if gid else ''}: {e}") from None
+            groups.append(Group(gid or f"{path.stem}-{pos}-{i + 1:04d}", pos, ancestor, relation, items))
     manifest = {"kind": "coda21", "canary": raw.get("canary", ""), "source_format": "coda21-json", "counts": counts(groups)}
     return Coda21Dataset(groups, manifest, str(path))

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..contexts import Context  # re-exported: the shared model, importable from here as before
 from ..errors import DatasetError
+from ..io import json_type
 
 __all__ = ["Context", "Group", "Item"]
 
@@ -37,7 +38,24 @@ class Item:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Item":
-        return cls(d["synset"], d.get("lemma", d["synset"].split(".")[0]), d["definition"], Context.from_json(d["context"], "coda21"))
+        if not isinstance(d, dict) or not isinstance(d.get("context"), dict):
+            raise DatasetError("an item must be an object with a 'context' object")
+        synset = text_field(d, "synset")
+        lemma = text_field(d, "lemma") if "lemma" in d else synset.split(".")[0]
+        return cls(synset, lemma, text_field(d, "definition"), Context.from_json(d["context"], "coda21"))
+
+
+def text_field(d: dict[str, Any], key: str) -> str:
+    """``d[key]`` if it is a non-blank string, else a DatasetError naming the field.
+
+    >>> text_field({"definition": 12345}, "definition")
+    Traceback (most recent call last):
+    probegen.errors.DatasetError: 'definition' must be a non-empty string, got a number
+    """
+    v = d.get(key)
+    if not isinstance(v, str) or not v.strip():
+        raise DatasetError(f"'{key}' must be a non-empty string, got {json_type(v) if not isinstance(v, str) else 'an empty one'}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -69,7 +87,15 @@ class Group:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Group":
+        gid = str(d.get("id", "?"))[:60] if isinstance(d, dict) else "?"
         try:
-            return cls(d["id"], d["pos"], d["ancestor"], d["relation"], tuple(Item.from_json(x) for x in d["items"]))
-        except (KeyError, TypeError, ValueError) as e:
-            raise DatasetError(f"malformed CoDA21 group {d.get('id', '?') if isinstance(d, dict) else '?'}: {e}") from None
+            if not isinstance(d, dict) or not isinstance(d.get("items"), list):
+                raise DatasetError("a group must be an object with an 'items' list")
+            fields = [text_field(d, k) for k in ("id", "pos", "ancestor", "relation")]
+            return cls(*fields, tuple(Item.from_json(x) for x in d["items"]))
+        except DatasetError as e:
+            raise DatasetError(f"malformed CoDA21 group {gid}: {e}") from None
+        except KeyError as e:
+            raise DatasetError(f"malformed CoDA21 group {gid}: missing field {e}") from None
+        except (TypeError, ValueError) as e:
+            raise DatasetError(f"malformed CoDA21 group {gid}: {e}") from None

@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from ..io import atomic_write, sha256_text
-from ..paths import cache_dir
+from ..paths import cache_dir, set_aside
 
 
 def definition_vectors(
@@ -20,9 +20,8 @@ def definition_vectors(
     """
     key = sha256_text("\n".join([embedder, wordnet_sha, *names]))[:16]
     path = cache_dir() / "vectors" / f"definitions-{embedder.replace('/', '_')}-{key}.npy"
-    if path.exists():
-        mat = np.load(path)
-    else:
+    mat = _read_cache(path, len(names))
+    if mat is None:
         from ..models import load_scorer
 
         scorer = load_scorer(embedder)
@@ -39,3 +38,18 @@ def definition_vectors(
         return mat[[row[n] for n in sub]].astype(np.float64)
 
     return lookup
+
+
+def _read_cache(path, rows: int) -> np.ndarray | None:
+    """The cached matrix, or None if missing; a damaged one (truncated, not .npy, another shape)
+    is set aside with one warning, to be computed again."""
+    if not path.exists():
+        return None
+    try:
+        mat = np.load(path, allow_pickle=False)
+        if mat.ndim != 2 or mat.shape[0] != rows or not np.isfinite(mat).all():
+            raise ValueError(f"holds a {mat.shape} array, not {rows} finite rows")
+        return mat
+    except Exception as e:  # noqa: BLE001 - a damaged .npy raises ValueError, EOFError, OSError, ...
+        set_aside(path, "definition-vector cache", e)
+        return None

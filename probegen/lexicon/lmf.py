@@ -18,6 +18,8 @@ What the graph gets from a WN-LMF lexicon:
   mirrors, so a file that gives only one direction still yields the hierarchy; no other relation
   gets an inverse the file does not state. Relation types probegen has no name for are ignored.
 - lemma antonymy comes from ``antonym`` sense relations.
+- a synset with no senses (no word in the lexicon's language) is left out, with the relations
+  that reach it: no probe could name it.
 
 Morphology (``base_forms``): English lexicons use ``wn``'s Morphy (suffix rules plus the
 lexicon's own irregular forms). Other languages have no rule-based lemmatizer here: a word maps to
@@ -30,14 +32,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import ProbegenError
 from ..io import sha256_file
-from ..paths import cache_dir
+from ..paths import cache_dir, set_aside
 from .base import LexicalResource, SynsetRecord
 
 #: WN-LMF synset relType -> probegen relation (``similar`` is resolved by part of speech)
@@ -86,6 +88,26 @@ def _close(db_dir: Path) -> None:
         conn.close()
 
 
+def check_xml(path: Path) -> None:
+    """Refuse a file that is not well-formed XML with ``FILE:LINE`` (wn's own message names no line;
+    a bad byte, a broken tag or a truncated file all end here). Streams, so a large wordnet is fine.
+    """
+    import gzip
+    import xml.etree.ElementTree as ET
+    import zlib
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            for _, elem in ET.iterparse(fh, events=("end",)):
+                elem.clear()  # only well-formedness is checked here: keep no tree
+    except ET.ParseError as e:
+        line, col = e.position
+        raise ProbegenError(f"{path}:{line}: not well-formed XML ({str(e).split(': line')[0]}, column {col + 1})") from None
+    except (OSError, EOFError, zlib.error) as e:  # includes gzip.BadGzipFile
+        raise ProbegenError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+
+
 def _private_db(path: Path, sha256: str) -> Path:
     """The folder of a private ``wn`` database holding the WN-LMF file ``path``, built on first use.
 
@@ -97,7 +119,12 @@ def _private_db(path: Path, sha256: str) -> Path:
     root = cache_dir() / "wn-lmf"
     final = root / f"{sha256[:16]}-v{_DB_FORMAT}"
     if (final / "wn.db").is_file():
-        return final
+        damage = _damage(final / "wn.db")
+        if damage is None:
+            return final
+        _close(final)
+        set_aside(final, "WN-LMF database", damage, then=f"loading {path.name} again")
+    check_xml(path)
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
     try:
@@ -118,6 +145,22 @@ def _private_db(path: Path, sha256: str) -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def _damage(db: Path) -> Exception | None:
+    """Why the SQLite file ``db`` is damaged (SQLite's quick check reads every page), or None."""
+    import sqlite3
+
+    from ..score_cache import is_damage
+
+    try:
+        with closing(sqlite3.connect(str(db))) as conn:
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+    except sqlite3.DatabaseError as e:
+        if not is_damage(e):
+            raise  # locked or unreadable: not damage, never set aside for it
+        return e
+    return None if problems == ["ok"] else sqlite3.DatabaseError("; ".join(problems))
 
 
 def open_lmf(source: str) -> "WnLexicon":
@@ -206,9 +249,14 @@ class WnLexicon(LexicalResource):
                 for t in s.get_related("antonym"):
                     antonyms.add((lem, t.synset().id, lemma(t)))
             raw.append((i, ss, pos, lemmas, pointers, antonyms))
+        # a synset without senses has no word in this lexicon: nothing can name it in a probe
+        kept = {ss.id for _, ss, _, lemmas, _, _ in raw if lemmas}
         out = []
         for i, ss, pos, lemmas, pointers, antonyms in raw:
-            pointers |= mirrored.get(ss.id, set())
+            if ss.id not in kept:
+                continue
+            pointers = {(r, t) for r, t in pointers | mirrored.get(ss.id, set()) if t in kept}
+            antonyms = {a for a in antonyms if a[1] in kept}
             out.append(SynsetRecord(
                 name=ss.id, pos=pos, lemmas=lemmas, definition=ss.definition() or "",
                 examples=tuple(ss.examples()), order=i, lexname=ss.lexfile() or "",

@@ -68,11 +68,22 @@ def budget_path() -> Path:
 
 
 def _read(path: Path) -> dict[str, int]:
+    """The remembered budgets; none if the file is missing, and none (the file set aside with one
+    warning) if it is damaged: every budget is then searched again."""
+    from ..paths import set_aside
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {k: int(v) for k, v in data.items()} if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}  # missing or corrupt: search again
+        raw = path.read_bytes()
+    except OSError:
+        return {}  # missing (or unreadable): search again
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"holds a JSON {type(data).__name__}, not an object")
+        return {k: int(v) for k, v in data.items()}
+    except (TypeError, ValueError) as e:  # not UTF-8, not JSON, or not numbers
+        set_aside(path, "batch-budget cache", e, then="searching budgets again")
+        return {}
 
 
 def remembered(key: str, path: Path | None = None) -> int | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ProbegenError
+from ..errors import NothingBuilt
 from .concepts import ConceptFilter
 from .schema import Spec
 
@@ -164,7 +164,10 @@ def build_spec(spec: Spec, wordnet: str | None = None, semcor: str | None = None
     if spec.shape == "alignment":
         from ..coda21 import dataset as coda21
 
-        ds = coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, contexts=spec.contexts.source)
+        try:
+            ds = coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, contexts=spec.contexts.source)
+        except NothingBuilt as e:
+            raise NothingBuilt(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings ({e})") from None
         kind = "coda21"
     elif spec.shape == "multiple_choice":
         from ..wordnetqa import dataset as wordnetqa
@@ -174,9 +177,11 @@ def build_spec(spec: Spec, wordnet: str | None = None, semcor: str | None = None
         if cfg.relation:
             extra["probe_templates"] = {spec.multiple_choice.probe: probe_templates(spec)}
             register_probe(spec.multiple_choice.probe, extra["probe_templates"][spec.multiple_choice.probe])
-        ds = wordnetqa.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
-        if not ds.items:
-            raise ProbegenError(f"spec {spec.name} gives no items: no concept passes its filters with a {spec.multiple_choice.probe} answer")
+        try:
+            ds = wordnetqa.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
+        except NothingBuilt as e:
+            raise NothingBuilt(f"spec {spec.name} gives no items: no concept passes its filters with a "
+                               f"{spec.multiple_choice.probe} answer ({e})") from None
         ds.manifest.update(extra)
         kind = "wordnetqa"
     else:
@@ -184,8 +189,6 @@ def build_spec(spec: Spec, wordnet: str | None = None, semcor: str | None = None
 
         ds = build(cfg, wordnet, semcor, log)
         kind = "wic"
-    if kind == "coda21" and not ds.groups:
-        raise ProbegenError(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings")
     ds.manifest["spec"] = record
     if spec.nonce:  # eval, bias and export read it back (probegen.templating.dataset_nonce)
         ds.manifest["nonce"] = spec.nonce

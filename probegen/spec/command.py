@@ -68,12 +68,12 @@ def spec(ctx, spec_file, overrides, seed, out, check_only, list_specs) -> None:
     from probegen.io import ensure_writable
 
     out_dir = Path(out) if out else DEFAULT_ROOT / s.name
-    ensure_writable(out_dir, replace=True)
+    obj = ctx.obj or {}
+    ensure_writable(out_dir, replace=True, inputs=[spec_file, obj.get("wordnet"), obj.get("semcor")])
     kinds = resolve_models(models_of(s))  # an unknown model fails now, not after the groups are formed
     scorer = s.contexts.scorer
     if s.shape == "alignment" and scorer != "first" and kinds[scorer] not in ("causal", "masked"):
         raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a {kinds[scorer]} model")
-    obj = ctx.obj or {}
     built = build_spec(s, obj.get("wordnet"), obj.get("semcor"), progress=True, log=lambda m: click.echo(m, err=True))
     built.write(out_dir)
     click.echo(f"wrote {out_dir} ({built.kind}; spec {s.name} sha256 {s.sha256[:12]}): {built.summary()}")

@@ -448,6 +448,8 @@ def _check_placeholders(t: Templates) -> None:
 
 # ---- files ------------------------------------------------------------------------------------------
 SPEC_DIR = "specs"
+#: a spec is a page of YAML; a larger file is a mistake, refused before parsing
+MAX_SPEC_BYTES = 2**20
 
 
 def builtin_specs() -> dict[str, Path]:
@@ -474,21 +476,24 @@ def read_raw(path: str | Path) -> Any:
     """The parsed YAML or JSON of a spec file (JSON is read as JSON, anything else as YAML)."""
     import yaml
 
+    from ..io import read_text
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProbegenError(f"cannot read spec {p}: {e}") from None
+    text = read_text(p, MAX_SPEC_BYTES, "spec file", ProbegenError)  # refused unread when too large
     try:
         if p.suffix == ".json":
             return json.loads(text)
         return yaml.safe_load(text)
     except json.JSONDecodeError as e:
         raise ProbegenError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ProbegenError(f"{p}: nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ProbegenError(f"{p}: not valid YAML ({getattr(e, 'problem', None) or e}{where})") from None
+        pos = getattr(e, "position", None)  # a ReaderError (a character YAML forbids) has no mark
+        line = mark.line + 1 if mark is not None else text.count("\n", 0, pos) + 1 if pos is not None else None
+        why = " ".join(str(getattr(e, "problem", None) or getattr(e, "reason", None) or e).split())
+        raise ProbegenError(f"{p}: not valid YAML ({why}{f' at line {line}' if line else ''})") from None
 
 
 def apply_overrides(raw: Any, overrides: list[str] | tuple[str, ...], path: str = "<spec>") -> Any:

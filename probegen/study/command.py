@@ -61,7 +61,7 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
         from probegen.errors import ProbegenError
 
         raise ProbegenError(f"{out_dir} already exists; a study is never overwritten (it may hold answers): choose another --out")
-    ensure_writable(out_dir)
+    ensure_writable(out_dir, inputs=[dataset])
     cfg = StudyConfig(conditions=conds, n=n, annotators=annotators, overlap=overlap, seed=seed, split=split)
     built = build_study(dataset, cfg)
     write_study(built, out_dir)
@@ -86,7 +86,8 @@ def serve(study_dir, port, host) -> None:
     """Serve the annotator pages; answers are saved on the server as they are given.
 
     Prints one link per annotator (the token in it keeps annotators apart). Reloading a page
-    resumes at the first unanswered item; Ctrl-C stops the server and loses nothing.
+    resumes at the first unanswered item; Ctrl-C stops the server and loses nothing. While it
+    runs, `probegen study import` (and a second server) on the same study are refused.
 
     \b
     Examples:
@@ -106,15 +107,19 @@ def export(study_dir, out) -> None:
 
     Answer columns are filled where answers are already stored. Fill in `answer` (a letter;
     for a CoDA21 group one letter per row, comma-separated) and `guess` (context items), then
-    `probegen study import`.
+    `probegen study import`. A cell that a spreadsheet would read as a formula (starting with
+    = + - @) is written with a leading ' that import takes off again.
 
     \b
     Examples:
       probegen study export probegen_out/studies/wordnetqa-definitions --out answers.csv
     """
+    from probegen.io import check_output_not_input
+
     from .csvio import export_csv
     from .store import load_study
 
+    check_output_not_input(out, [study_dir])  # e.g. not onto one of its answer files
     n = export_csv(load_study(study_dir), out)
     click.echo(f"wrote {out} ({n} rows)")
 
@@ -126,8 +131,8 @@ def import_cmd(study_dir, csv_file) -> None:
     """Store answers from a CSV (the `study export` columns); every row is checked first.
 
     Rows with an empty answer are skipped; an answer already stored identically is skipped;
-    bad rows are reported with their line numbers and then nothing is stored. Import while the
-    study is not being served (a running server keeps its own record of what was answered).
+    bad rows are reported with their line numbers and then nothing is stored. Refused while
+    `probegen study serve` runs on the study (one writer per study): stop the server first.
 
     \b
     Examples:

@@ -11,22 +11,32 @@ answer is already stored. Gold is never written. ``import`` reads the same colum
   optional on import.
 
 Every row is validated first, and nothing is stored unless all rows pass; errors name the
-file's line numbers.
+file's line numbers. Import holds the study's writer lock: it is refused while the study is
+being served (see :mod:`probegen.study.store`).
+
+Cells are written safe for spreadsheets (OWASP's CSV-injection rule): one that opens with
+``= + - @``, tab or CR gets a leading ``'`` (:func:`neutralise`), and import takes exactly that
+quote off again (:func:`restore`), so an export imports back to the same text. A cell without
+the quote (say, typed into a spreadsheet) is taken as it is.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
 from ..errors import ProbegenError
-from ..io import atomic_write
-from .store import AnswerError, AnswerLog, Study, check_answer, first_answers
+from ..io import atomic_write, read_text
+from .store import AnswerError, AnswerLog, Study, check_answer, first_answers, study_writer
 from .views import LETTERS, instructions
 
 COLUMNS = ["annotator", "condition", "item", "kind", "instructions", "prompt", "options", "answer", "guess"]
 MAX_ERRORS_SHOWN = 5
+#: a study's CSV is a few MB (one row per annotator and item): a larger file is refused unread
+MAX_CSV_BYTES = 256 * 2**20
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP: a spreadsheet reads a cell opening so as a formula
 
 
 def _prompt(view: dict[str, Any]) -> str:
@@ -69,8 +79,33 @@ def parse_answer(view: dict[str, Any], text: str) -> Any:
     return out
 
 
+def neutralise(cell: str) -> str:
+    """A cell a spreadsheet shows as text: OWASP's CSV-injection rule, reversibly.
+
+    A cell opening with ``= + - @``, tab or CR would be read as a formula, so it gets a leading
+    ``'``. So that :func:`restore` can tell an added quote from the annotator's own, a cell that
+    already opens with quotes before such a character gets one more.
+
+    >>> neutralise("=1+1"), neutralise("'=x"), neutralise("'a"), neutralise("dog")
+    ("'=1+1", "''=x", "'a", 'dog')
+    """
+    return "'" + cell if cell.lstrip("'")[:1] in FORMULA_START else cell
+
+
+def restore(cell: str) -> str:
+    """The text :func:`neutralise` was given (a cell never neutralised comes back as it is).
+
+    >>> [restore(neutralise(c)) for c in ("=1+1", "''-x", "'a", "@")] == ["=1+1", "''-x", "'a", "@"]
+    True
+    """
+    return cell[1:] if cell[:1] == "'" and cell.lstrip("'")[:1] in FORMULA_START else cell
+
+
 def export_csv(study: Study, out: str | Path) -> int:
-    """Write the study's assignments (and any stored answers) as CSV; returns the row count."""
+    """Write the study's assignments (and any stored answers) as CSV; returns the row count.
+
+    Every cell goes through :func:`neutralise`: annotators' guesses are untrusted text.
+    """
     n = 0
     with atomic_write(out) as fh:
         w = csv.writer(fh, lineterminator="\n")
@@ -81,9 +116,10 @@ def export_csv(study: Study, out: str | Path) -> int:
                 view = study.view(aid, uid)
                 rec = answers.get(uid) or {}
                 guess = rec.get("guess")
-                w.writerow([aid, a["condition"], uid, view["kind"], instructions(a["condition"], view["kind"]),
-                            _prompt(view), _options(view), format_answer(view, rec.get("answer")),
-                            "|".join(guess) if isinstance(guess, list) else (guess or "")])
+                row = [aid, a["condition"], uid, view["kind"], instructions(a["condition"], view["kind"]),
+                       _prompt(view), _options(view), format_answer(view, rec.get("answer")),
+                       "|".join(guess) if isinstance(guess, list) else (guess or "")]
+                w.writerow([neutralise(c) for c in row])
                 n += 1
     return n
 
@@ -91,78 +127,94 @@ def export_csv(study: Study, out: str | Path) -> int:
 def import_csv(study: Study, path: str | Path) -> dict[str, int]:
     """Validate every row of ``path``, then store the new answers (fsynced); returns counts.
 
+    Holds the study's writer lock throughout (refused while ``study serve`` runs on the study).
     Raises ProbegenError naming the bad rows' line numbers; then nothing is stored.
     """
     path = Path(path)
+    # decoded whole first, so a bad byte is reported at its own line, not at the line being parsed
+    fh = io.StringIO(read_text(path, MAX_CSV_BYTES, "study CSV", ProbegenError), newline="")
+    with fh, study_writer(study, "imported"):
+        log = AnswerLog(study)
+        todo, counts, errors = _check_rows(study, log, path, csv.reader(fh))
+        if errors:
+            shown = "; ".join(errors[:MAX_ERRORS_SHOWN]) + (f"; ... ({len(errors) - MAX_ERRORS_SHOWN} more)" if len(errors) > MAX_ERRORS_SHOWN else "")
+            raise ProbegenError(f"{path}: {len(errors)} bad row(s), nothing imported: {shown}")
+        for aid, uid, answer, guess in todo:
+            log.submit(aid, uid, answer, guess, require_guess=False, extra={"source": "csv"})
+            counts["new"] += 1
+    return counts
+
+
+def _check_rows(study: Study, log: AnswerLog, path: Path, reader) -> tuple[list[tuple[str, str, Any, Any]], dict[str, int], list[str]]:
+    """Read and check every row: (answers to store, counts, error messages with line numbers)."""
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")
-    except OSError as e:
-        raise ProbegenError(f"cannot read {path}: {e.strerror or e}") from None
-    log = AnswerLog(study)
+        header = [h.strip().lower() for h in next(reader)]
+    except StopIteration:
+        raise ProbegenError(f"{path} is empty: expected a header with annotator,item,answer") from None
+    except (csv.Error, UnicodeDecodeError) as e:
+        raise ProbegenError(f"{path}:1: not readable as CSV ({e})") from None
+    missing = [c for c in ("annotator", "item", "answer") if c not in header]
+    if missing:
+        raise ProbegenError(f"{path}:1: missing column {missing[0]!r} (the header needs annotator, item, answer)")
+    col = {c: header.index(c) for c in header}
     errors: list[str] = []
     todo: list[tuple[str, str, Any, Any]] = []
     seen: dict[tuple[str, str], tuple[Any, Any]] = {}
     counts = {"rows": 0, "new": 0, "already_stored": 0, "blank": 0}
-    with fh:
-        reader = csv.reader(fh)
+    while True:
+        line = reader.line_num + 1  # a quoted cell may span lines: report where the row starts
         try:
-            header = [h.strip().lower() for h in next(reader)]
+            row = next(reader)
         except StopIteration:
-            raise ProbegenError(f"{path} is empty: expected a header with annotator,item,answer") from None
+            break
         except (csv.Error, UnicodeDecodeError) as e:
-            raise ProbegenError(f"{path}:1: not readable as CSV ({e})") from None
-        missing = [c for c in ("annotator", "item", "answer") if c not in header]
-        if missing:
-            raise ProbegenError(f"{path}:1: missing column {missing[0]!r} (the header needs annotator, item, answer)")
-        col = {c: header.index(c) for c in header}
-        while True:
-            line = reader.line_num + 1  # a quoted cell may span lines: report where the row starts
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except (csv.Error, UnicodeDecodeError) as e:
-                errors.append(f"line {line}: not readable as CSV ({e})")
-                break
-            if not any(cell.strip() for cell in row):
-                continue
-            counts["rows"] += 1
-            cell = lambda name: row[col[name]].strip() if name in col and col[name] < len(row) else ""  # noqa: E731
-            aid, uid, text = cell("annotator"), cell("item"), cell("answer")
-            try:
-                a = study.annotators.get(aid)
-                if a is None:
-                    raise AnswerError(f"unknown annotator {aid!r}")
-                if uid not in set(a["items"]):
-                    raise AnswerError(f"item {uid!r} is not assigned to {aid}")
-                if "condition" in col and cell("condition") and cell("condition") != a["condition"]:
-                    raise AnswerError(f"condition {cell('condition')!r} but {aid} annotates {a['condition']!r}")
-                if not text:
-                    counts["blank"] += 1
-                    continue
-                view = study.view(aid, uid)
-                g = cell("guess")
-                guess = (g.split("|") if view["kind"] == "align" else g) if g else None
-                answer, guess = check_answer(view, a["condition"], parse_answer(view, text), guess, require_guess=False)
-                key = (aid, uid)
-                if key in seen:
-                    if seen[key] != (answer, guess):
-                        raise AnswerError(f"{aid} answers {uid} twice, differently")
-                    continue
-                seen[key] = (answer, guess)
-                prev = log.answered[aid].get(uid)
-                if prev is not None:
-                    if prev["answer"] != answer:
-                        raise AnswerError(f"{aid} already answered {uid} differently ({format_answer(view, prev['answer'])}); the first answer is final")
-                    counts["already_stored"] += 1
-                    continue
-                todo.append((aid, uid, answer, guess))
-            except AnswerError as e:
-                errors.append(f"line {line}: {e}")
-    if errors:
-        shown = "; ".join(errors[:MAX_ERRORS_SHOWN]) + (f"; ... ({len(errors) - MAX_ERRORS_SHOWN} more)" if len(errors) > MAX_ERRORS_SHOWN else "")
-        raise ProbegenError(f"{path}: {len(errors)} bad row(s), nothing imported: {shown}")
-    for aid, uid, answer, guess in todo:
-        log.submit(aid, uid, answer, guess, require_guess=False, extra={"source": "csv"})
-        counts["new"] += 1
-    return counts
+            errors.append(f"line {line}: not readable as CSV ({e})")
+            break
+        if not any(cell.strip() for cell in row):
+            continue
+        counts["rows"] += 1
+        cells = {name: restore(row[i].strip()) if i < len(row) else "" for name, i in col.items()}
+        try:
+            got = _check_row(study, log, cells, "condition" in col, seen)
+        except AnswerError as e:
+            errors.append(f"line {line}: {e}")
+            continue
+        if got is None:
+            counts["blank"] += 1
+        elif got == "stored":
+            counts["already_stored"] += 1
+        elif got != "repeat":
+            todo.append(got)
+    return todo, counts, errors
+
+
+def _check_row(study: Study, log: AnswerLog, cell: dict[str, str], has_condition: bool,
+               seen: dict[tuple[str, str], tuple[Any, Any]]):
+    """One row: None (blank answer), "repeat" (same as an earlier row), "stored" (already stored
+    identically) or (annotator, item, answer, guess) to store; raises AnswerError."""
+    aid, uid, text = cell["annotator"], cell["item"], cell["answer"]
+    a = study.annotators.get(aid)
+    if a is None:
+        raise AnswerError(f"unknown annotator {aid!r}")
+    if uid not in set(a["items"]):
+        raise AnswerError(f"item {uid!r} is not assigned to {aid}")
+    if has_condition and cell["condition"] and cell["condition"] != a["condition"]:
+        raise AnswerError(f"condition {cell['condition']!r} but {aid} annotates {a['condition']!r}")
+    if not text:
+        return None
+    view = study.view(aid, uid)
+    g = cell.get("guess", "")
+    guess = (g.split("|") if view["kind"] == "align" else g) if g else None
+    answer, guess = check_answer(view, a["condition"], parse_answer(view, text), guess, require_guess=False)
+    key = (aid, uid)
+    if key in seen:
+        if seen[key] != (answer, guess):
+            raise AnswerError(f"{aid} answers {uid} twice, differently")
+        return "repeat"
+    seen[key] = (answer, guess)
+    prev = log.answered[aid].get(uid)
+    if prev is not None:
+        if prev["answer"] != answer:
+            raise AnswerError(f"{aid} already answered {uid} differently ({format_answer(view, prev['answer'])}); the first answer is final")
+        return "stored"
+    return (aid, uid, answer, guess)

@@ -8,22 +8,48 @@ Routes (``<token>`` is the annotator's token from ``tokens.json``):
 - ``POST /api/<token>/answer`` with ``{"item": uid, "answer": ..., "guess": ..., "elapsed_ms": n}``:
   stored (appended and fsynced) before the response.
 
-Errors are JSON ``{"error": "..."}``: 403 for an unknown token or an item not assigned to the
-token, 400 for a malformed body, 409 for a changed answer. Gold never leaves the server: the app
-does not even read ``gold.jsonl``.
+Errors are JSON ``{"error": "..."}``, never an HTML page: 403 for an unknown token or an item
+not assigned to the token, 400 for a malformed body (not JSON, nested too deeply to parse), 409
+for a changed answer, 500 for a bug. Gold never leaves the server: the app does not even read
+``gold.jsonl``. The token is the only secret, and it is in every path: nothing the app or
+werkzeug logs carries it (:class:`RedactTokens`; ``serve`` does not log request lines at all).
 """
 
 from __future__ import annotations
 
 import hmac
+import json
+import logging
+import re
 import time
 from pathlib import Path
 from typing import Any
 
-from .store import AnswerError, AnswerLog, Study, load_study
+from .store import AnswerError, AnswerLog, Study, load_study, study_writer
 from .views import instructions
 
 STATIC = Path(__file__).with_name("static")
+_TOKEN_IN_PATH = re.compile(r"(/a/|/api/)[^/\s?#'\"]+", re.IGNORECASE)
+
+
+class RedactTokens(logging.Filter):
+    """Replaces the token segment of every ``/a/<token>`` and ``/api/<token>`` in a log record.
+
+    Installed on werkzeug's and the app's loggers: http.server logs a malformed request line
+    (path included) as an error, and Flask logs the path of a failing request.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = _TOKEN_IN_PATH.sub(r"\1<token>", record.getMessage())
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        record.msg, record.args = msg, ()
+        if record.exc_text:
+            record.exc_text = _TOKEN_IN_PATH.sub(r"\1<token>", record.exc_text)
+        return True
+
+
+_REDACT = RedactTokens()
 
 
 def create_app(study: Study | str | Path):
@@ -34,6 +60,8 @@ def create_app(study: Study | str | Path):
     log = AnswerLog(study)
     tokens = study.tokens()
     app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
+    for logger in (logging.getLogger("werkzeug"), app.logger):
+        logger.addFilter(_REDACT)  # idempotent
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
     app.json.sort_keys = False
 
@@ -44,18 +72,7 @@ def create_app(study: Study | str | Path):
                 found = aid
         return found
 
-    def fail(msg: str, status: int):
-        resp = jsonify({"error": msg})
-        resp.status_code = status
-        return resp
-
-    @app.after_request
-    def headers(resp):
-        resp.headers["Cache-Control"] = "no-store"
-        resp.headers["X-Content-Type-Options"] = "nosniff"
-        resp.headers["Referrer-Policy"] = "no-referrer"  # the token is in the URL
-        resp.headers["Content-Security-Policy"] = "default-src 'self'; style-src 'self'; script-src 'self'"
-        return resp
+    app.after_request(_security_headers)
 
     @app.get("/")
     def root():
@@ -64,50 +81,89 @@ def create_app(study: Study | str | Path):
     @app.get("/a/<token>")
     def page(token: str):
         if annotator_of(token) is None:
-            return fail("unknown annotator token", 403)
+            return _fail("unknown annotator token", 403)
         return send_from_directory(STATIC, "index.html")
 
     @app.get("/api/<token>/state")
     def state(token: str):
         aid = annotator_of(token)
         if aid is None:
-            return fail("unknown annotator token", 403)
+            return _fail("unknown annotator token", 403)
         return jsonify(annotator_state(study, log, aid))
 
     @app.post("/api/<token>/answer")
     def answer(token: str):
         aid = annotator_of(token)
         if aid is None:
-            return fail("unknown annotator token", 403)
-        body = request.get_json(silent=True)
-        if not isinstance(body, dict) or "item" not in body or "answer" not in body:
-            return fail('body must be a JSON object {"item": ..., "answer": ..., "guess": ...}', 400)
-        elapsed = body.get("elapsed_ms")
-        extra: dict[str, Any] = {
-            "received": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "elapsed_ms": int(elapsed) if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and 0 <= elapsed < 1e9 else None,
-            "source": "web",
-        }
-        try:
-            record, stored = log.submit(aid, body["item"], body["answer"], body.get("guess"), require_guess=True, extra=extra)
-        except AnswerError as e:
-            return fail(str(e), e.status)
-        return jsonify({"ok": True, "stored": stored, "item": record["item"],
-                        "answered": len(log.answered[aid]), "total": len(study.annotators[aid]["items"])})
+            return _fail("unknown annotator token", 403)
+        return _store_answer(study, log, aid, parse_body(request))
 
-    @app.errorhandler(404)
-    def not_found(_):
-        return fail("not found", 404)
-
-    @app.errorhandler(405)
-    def bad_method(_):
-        return fail("method not allowed", 405)
-
-    @app.errorhandler(413)
-    def too_big(_):
-        return fail("request body too large", 413)
-
+    _json_errors(app)
     return app
+
+
+def _store_answer(study: Study, log: AnswerLog, aid: str, body: Any):
+    """The response to one answer POSTed by annotator ``aid`` (stored and fsynced before a 200)."""
+    from flask import jsonify
+
+    if not isinstance(body, dict) or "item" not in body or "answer" not in body:
+        return _fail('body must be a JSON object {"item": ..., "answer": ..., "guess": ...}', 400)
+    elapsed = body.get("elapsed_ms")
+    extra: dict[str, Any] = {
+        "received": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "elapsed_ms": int(elapsed) if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and 0 <= elapsed < 1e9 else None,
+        "source": "web",
+    }
+    try:
+        record, stored = log.submit(aid, body["item"], body["answer"], body.get("guess"), require_guess=True, extra=extra)
+    except AnswerError as e:
+        return _fail(str(e), e.status)
+    return jsonify({"ok": True, "stored": stored, "item": record["item"],
+                    "answered": len(log.answered[aid]), "total": len(study.annotators[aid]["items"])})
+
+
+def _security_headers(resp):
+    """No caching, no sniffing, no referrer (the token is in the URL), nothing from elsewhere."""
+    resp.headers["Cache-Control"] = "no-store"
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.headers["Referrer-Policy"] = "no-referrer"
+    resp.headers["Content-Security-Policy"] = "default-src 'self'; style-src 'self'; script-src 'self'"
+    return resp
+
+
+def _fail(msg: str, status: int):
+    """A JSON error response."""
+    from flask import jsonify
+
+    resp = jsonify({"error": msg})
+    resp.status_code = status
+    return resp
+
+
+def _json_errors(app) -> None:
+    """Every error, HTTP or a bug, answered as JSON (never Flask's HTML page)."""
+    from flask import request
+    from werkzeug.exceptions import HTTPException
+
+    @app.errorhandler(HTTPException)
+    def http_error(e: HTTPException):
+        msgs = {404: "not found", 405: "method not allowed", 413: "request body too large"}
+        return _fail(msgs.get(e.code or 500, (e.name or "error").lower()), e.code or 500)
+
+    @app.errorhandler(Exception)
+    def bug(e: Exception):  # handled here, Flask logs no traceback with the path (and token) in it
+        app.logger.error("internal error in %s %s: %s: %s", request.method, request.endpoint, type(e).__name__, e)
+        return _fail("internal server error; the answer was not stored, try again", 500)
+
+
+def parse_body(request) -> Any:
+    """The request's JSON body, or None if it is not JSON (wrong type, undecodable, nested too deeply)."""
+    if not request.is_json:
+        return None
+    try:
+        return json.loads(request.get_data(cache=False))
+    except (ValueError, RecursionError):  # json raises RecursionError on "[[[[...", not ValueError
+        return None
 
 
 def annotator_state(study: Study, log: AnswerLog, aid: str) -> dict[str, Any]:
@@ -127,27 +183,33 @@ def annotator_state(study: Study, log: AnswerLog, aid: str) -> dict[str, Any]:
 
 
 def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, announce=print) -> None:
-    """Run the app until interrupted (werkzeug's threaded server; fine for a handful of annotators)."""
-    import logging
+    """Run the app until interrupted (werkzeug's threaded server; fine for a handful of annotators).
 
+    Holds the study's writer lock while it runs (``study import`` and a second server are
+    refused). Ctrl-C raises KeyboardInterrupt once the server is closed.
+    """
     from werkzeug.serving import make_server
 
     from ..errors import ProbegenError
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no request log: the URLs carry tokens
     study = load_study(study_dir)
-    app = create_app(study)
-    try:
-        _check_port(host, port)  # werkzeug would print its own message and exit on a busy port
-        server = make_server(host, port, app, threaded=True)
-    except OSError as e:
-        raise ProbegenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
-    announce(f"serving study {study.root} on http://{host}:{server.server_port}/ (Ctrl-C stops)")
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        announce(f"note: bound to {host}: anyone who can reach this address and has a link can answer")
-    for line in annotator_links(study, f"http://{host}:{server.server_port}"):
-        announce(line)
-    server.serve_forever()
+    with study_writer(study, "served"):
+        app = create_app(study)  # reads the answers under the lock: nothing is written behind it
+        try:
+            _check_port(host, port)  # werkzeug would print its own message and exit on a busy port
+            server = make_server(host, port, app, threaded=True)
+        except OSError as e:
+            raise ProbegenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        announce(f"serving study {study.root} on http://{host}:{server.server_port}/ (Ctrl-C stops)")
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            announce(f"note: bound to {host}: anyone who can reach this address and has a link can answer")
+        for line in annotator_links(study, f"http://{host}:{server.server_port}"):
+            announce(line)
+        server.serve_forever()
+    # werkzeug's serve_forever swallows Ctrl-C and returns (nothing here calls shutdown()):
+    # re-raise it so the CLI reports an interruption and exits 130, not 0
+    raise KeyboardInterrupt
 
 
 def _check_port(host: str, port: int) -> None:

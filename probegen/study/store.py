@@ -6,7 +6,18 @@ acknowledged survives a crash or a ``kill -9``. A line torn by a crash mid-write
 acknowledged; it is ignored on reading and cut off before the next append.
 
 An annotator's first answer to an item is final: the same answer again is accepted as a no-op
-(a client retrying after a lost response), a different one is refused.
+(a client retrying after a lost response), a different one is refused. On disk the rule is the
+same: the first record for an item in ``answers/<annotator>.jsonl`` is the answer (score, export
+and a restarted server all read it so), so a writer must never acknowledge a record that an
+earlier one in the file contradicts. Two things make that hold:
+
+- one writer per study: ``study serve`` (for its lifetime) and ``study import`` (while it runs)
+  hold an advisory lock on ``STUDY/.writer.lock`` (:func:`study_writer`); a second writer is
+  refused with one line naming the holder's pid. The OS drops the lock when its process dies,
+  even by ``kill -9``;
+- the store re-reads an annotator's file whenever it grew behind its back (:class:`AnswerLog`),
+  so answers of a writer that ignored the lock count before the next one is acknowledged (only
+  the lock rules out two writers checking at the same instant).
 """
 
 from __future__ import annotations
@@ -14,12 +25,14 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, ProbegenError
-from ..io import read_jsonl, verify_files
+from ..io import read_jsonl, recover, verify_files
 from .views import CONDITIONS, LETTERS
 
 MANIFEST = "manifest.json"
@@ -28,6 +41,7 @@ ASSIGNMENT = "assignment.json"
 GOLD = "gold.jsonl"
 TOKENS = "tokens.json"
 ANSWERS = "answers"
+WRITER_LOCK = ".writer.lock"
 MAX_GUESS = 100
 
 
@@ -87,6 +101,7 @@ class Study:
 def load_study(path: str | Path) -> Study:
     """Read and check a study directory (its files against the manifest's hashes)."""
     root = Path(path)
+    recover(root)  # an interrupted write of the study is finished first
     if not root.is_dir():
         raise DatasetError(f"study {root} does not exist" if not root.exists() else f"study {root} is not a directory")
     manifest = _read_json(root / MANIFEST)
@@ -173,7 +188,9 @@ def first_answers(study: Study, annotator: str) -> dict[str, dict[str, Any]]:
 class AnswerLog:
     """Append-only, fsynced answer files of every annotator, with what was answered kept in memory.
 
-    Thread-safe: the web server calls :meth:`submit` from several request threads.
+    Thread-safe: the web server calls :meth:`submit` from several request threads. The memory is
+    a cache of the files: before each answer the annotator's file size is checked, and a file
+    that grew behind this log's back (another writer) is read again, so its answers count.
     """
 
     def __init__(self, study: Study) -> None:
@@ -181,16 +198,22 @@ class AnswerLog:
         self._lock = threading.Lock()
         (study.root / ANSWERS).mkdir(exist_ok=True)
         self.answered: dict[str, dict[str, dict[str, Any]]] = {}
+        self._size: dict[str, int] = {}  # annotator -> file size this log's memory reflects
         for a in study.annotators:
             _cut_torn_tail(study.answer_path(a))
-            self.answered[a] = first_answers(study, a)
+            self._reload(a)
+
+    def _reload(self, annotator: str) -> None:
+        path = self.study.answer_path(annotator)
+        self._size[annotator] = path.stat().st_size if path.exists() else 0  # before reading: a later append re-reads
+        self.answered[annotator] = first_answers(self.study, annotator)
 
     def submit(self, annotator: str, uid: str, answer: Any, guess: Any = None, *, require_guess: bool = True,
                extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
         """Check and durably store one answer; returns (record, stored). ``stored`` is False for a repeat.
 
         Raises AnswerError: 403 for an item not assigned to ``annotator``, 400 for a malformed
-        answer, 409 for a different answer to an item already answered.
+        answer, 409 for a different answer to an item already answered (here or by another writer).
         """
         a = self.study.annotators.get(annotator)
         if a is None:
@@ -198,7 +221,10 @@ class AnswerLog:
         if not isinstance(uid, str) or uid not in set(a["items"]):
             raise AnswerError(f"item {uid!r} is not assigned to this annotator", 403)
         answer, guess = check_answer(self.study.view(annotator, uid), a["condition"], answer, guess, require_guess)
+        path = self.study.answer_path(annotator)
         with self._lock:
+            if (path.stat().st_size if path.exists() else 0) != self._size[annotator]:
+                self._reload(annotator)
             prev = self.answered[annotator].get(uid)
             if prev is not None:
                 if prev["answer"] == answer and (prev.get("guess") == guess or guess is None):
@@ -206,9 +232,43 @@ class AnswerLog:
                 raise AnswerError(f"item {uid} was already answered differently; the first answer is final", 409)
             record = {"annotator": annotator, "condition": a["condition"], "item": uid, "answer": answer, "guess": guess,
                       **(extra or {})}
-            append_fsync(self.study.answer_path(annotator), json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+            line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+            append_fsync(path, line)
+            self._size[annotator] += len(line.encode("utf-8"))
             self.answered[annotator][uid] = record
         return record, True
+
+
+@contextmanager
+def study_writer(study: Study, role: str) -> Iterator[None]:
+    """Hold the study's writer lock for the block; ``role`` ("served", "imported") names the holder.
+
+    An advisory ``fcntl.flock`` on ``STUDY/.writer.lock``, which also records the holder's role
+    and pid for the refusal message. Raises ProbegenError at once if another process holds it.
+    """
+    import fcntl
+
+    path = study.root / WRITER_LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ProbegenError(_busy_message(study.root, os.pread(fd, 200, 0).decode("utf-8", "replace"))) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{role} {os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _busy_message(root: Path, holder: str) -> str:
+    """The refusal for a study whose lock file says ``holder`` ("served 1234")."""
+    parts = holder.split()
+    role = parts[0] if parts and parts[0] in ("served", "imported") else "written to"
+    pid = f" (pid {parts[1]})" if len(parts) > 1 and parts[1].isdigit() else ""
+    then = "stop the server first" if role == "served" else "try again when it has finished"
+    return f"study {root} is being {role}{pid}; {then}"
 
 
 def append_fsync(path: Path, line: str) -> None:

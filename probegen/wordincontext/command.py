@@ -19,11 +19,11 @@ def _log(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _out(out: str | None, name: str) -> Path:
+def _out(out: str | None, name: str, obj: dict | None) -> Path:
     from probegen.io import ensure_writable
 
     path = Path(out) if out else DEFAULT_ROOT / name
-    ensure_writable(path)
+    ensure_writable(path, replace=True, inputs=[(obj or {}).get("wordnet"), (obj or {}).get("semcor")])
     return path
 
 
@@ -72,7 +72,7 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
 
     cfg = WicConfig(POS_NAMES[pos], prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac, test_frac, seed)
     cfg.validate()
-    path = _out(out, "wic-semcor")
+    path = _out(out, "wic-semcor", obj)
     ds = build(cfg, (obj or {}).get("wordnet"), (obj or {}).get("semcor"), _log)
     write(ds, path)
     _summary(ds, path)
@@ -104,7 +104,7 @@ def wsd(obj, pos, max_items, max_tokens, dev_frac, test_frac, seed, out) -> None
 
     cfg = WsdConfig(POS_NAMES[pos], max_items, max_tokens, dev_frac, test_frac, seed)
     cfg.validate()
-    path = _out(out, "wsd-semcor")
+    path = _out(out, "wsd-semcor", obj)
     ds = build(cfg, (obj or {}).get("wordnet"), (obj or {}).get("semcor"), _log)
     write(ds, path)
     _summary(ds, path)

@@ -8,13 +8,12 @@ whole directory. ``load`` also reads a bare generic JSONL file and a WiC release
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from ..io import verify_files, write_rows_dataset
+from ..io import read_manifest, recover, verify_files, write_rows_dataset
 from .items import SPLITS, WicItem
 from .jsonl import looks_generic, read_items
 from .wic_tsv import is_wic_tsv, read_wic
@@ -71,19 +70,18 @@ def write(ds: WicDataset, out: str | Path) -> Path:
 
 
 def manifest_kind(path: str | Path) -> str | None:
-    """The ``kind`` in a dataset directory's manifest (None if there is none)."""
+    """The ``kind`` in a dataset directory's manifest (None if there is none; a malformed one is an
+    error, never a silent switch to another kind)."""
     mf = Path(path) / MANIFEST_FILE
     if not mf.is_file():
         return None
-    try:
-        return json.loads(mf.read_text(encoding="utf-8")).get("kind")
-    except (json.JSONDecodeError, OSError, AttributeError):
-        return None
+    return read_manifest(mf).get("kind")
 
 
 def is_wordincontext(path: str | Path) -> bool:
     """True if ``path`` is a word-in-context dataset: a wic/wsd directory, a generic JSONL or a WiC copy."""
     p = Path(path)
+    recover(p)  # an interrupted write of p is finished first
     if p.is_dir() and manifest_kind(p) in KINDS:
         return True
     return looks_generic(p) or (p.exists() and manifest_kind(p) is None and is_wic_tsv(p) and not (p / "groups.jsonl").exists()
@@ -93,15 +91,13 @@ def is_wordincontext(path: str | Path) -> bool:
 def load(path: str | Path) -> WicDataset:
     """Read a probegen wic/wsd directory, a generic JSONL file or a WiC release copy (validated in full)."""
     p = Path(path)
+    recover(p)  # an interrupted write of p is finished first
     if not p.exists():
         raise DatasetError(f"dataset {p} does not exist")
     if p.is_dir() and (p / MANIFEST_FILE).is_file():
-        try:
-            manifest = json.loads((p / MANIFEST_FILE).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{p / MANIFEST_FILE}: not valid JSON ({e.msg})") from None
-        if not isinstance(manifest, dict) or manifest.get("kind") not in KINDS:
-            raise DatasetError(f"{p} is not a word-in-context dataset (manifest kind {manifest.get('kind') if isinstance(manifest, dict) else None!r})")
+        manifest = read_manifest(p / MANIFEST_FILE)
+        if manifest.get("kind") not in KINDS:
+            raise DatasetError(f"{p} is not a word-in-context dataset (manifest kind {manifest.get('kind')!r})")
         verify_files(p, manifest.get("files"))
         return WicDataset(read_items(p / ITEMS_FILE), manifest, str(p))
     if looks_generic(p) or (p.is_file() and p.suffix == ".jsonl"):

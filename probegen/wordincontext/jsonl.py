@@ -27,11 +27,11 @@ naming the file, the line number and what is wrong (and how many other lines are
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
+from ..io import first_jsonl_row, parse_json, read_text
 from .items import SPLITS, Target, WicItem
 
 _BOOL = {True: True, False: False, "T": True, "F": False, "true": True, "false": False}
@@ -114,22 +114,13 @@ def read_items(path: str | Path) -> list[WicItem]:
     items: list[WicItem] = []
     errors: list[str] = []
     ids: dict[str, int] = {}
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as e:
-        raise DatasetError(f"cannot read {path}: {e.strerror or e}") from None
-    with fh:
-        try:
-            lines = list(fh)
-        except UnicodeDecodeError as e:
-            raise DatasetError(f"{path}: not UTF-8 text ({e.reason})") from None
-    for n, line in enumerate(lines, 1):
+    for n, line in enumerate(read_text(path).split("\n"), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            errors.append(f"{path}:{n}: not valid JSON ({e.msg})")
+            row = parse_json(line, path, n)
+        except DatasetError as e:
+            errors.append(str(e))
             continue
         try:
             it = parse_row(row, n)
@@ -157,12 +148,5 @@ def looks_generic(path: str | Path) -> bool:
     p = Path(path)
     if not p.is_file() or p.suffix != ".jsonl":
         return False
-    try:
-        with open(p, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    row = json.loads(line)
-                    return isinstance(row, dict) and isinstance(row.get("context"), str) and "span" in row
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return False
+    row = first_jsonl_row(p)
+    return isinstance(row, dict) and isinstance(row.get("context"), str) and "span" in row

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Any, Callable
 
-from ..errors import ProbegenError
+from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
 from .source import Occurrence, SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
 
@@ -193,7 +193,7 @@ def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None,
     for why in pruned_pairs.values():
         st.synset_pairs_pruned[why] = st.synset_pairs_pruned.get(why, 0) + 1
     if not pairs:
-        raise ProbegenError("no WiC pair could be built (too few polysemous lemmas in SemCor for these settings)")
+        raise NothingBuilt("no WiC pair could be built (too few polysemous lemmas in SemCor for these settings)")
 
     keys = sorted(pairs)
     splits = split_by_rank([f"{l}.{p}" for l, p in keys], cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wic/splits"))

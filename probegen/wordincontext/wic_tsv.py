@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from ..errors import DatasetError
+from ..io import read_text
 from .items import SPLITS, Target, WicItem
 
 _TOKEN = re.compile(r"\S+")
@@ -66,12 +67,8 @@ def _gold_file(data: Path) -> Path:
 
 
 def _read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise DatasetError(f"cannot read {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise DatasetError(f"{path}: not UTF-8 text ({e.reason})") from None
+    """The file's lines, split at newlines only (a bad byte is an error naming its line)."""
+    return [line.removesuffix("\r") for line in read_text(path).split("\n")]
 
 
 def _parse_line(line: str) -> tuple[str, str, Target, Target]:

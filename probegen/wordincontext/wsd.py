@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ..errors import ProbegenError
+from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
 from .source import SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
 
@@ -95,7 +95,7 @@ def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None,
                     break
         kept.sort(key=lambda o: o.order)
     if not kept:
-        raise ProbegenError("no WSD item could be built for these settings")
+        raise NothingBuilt("no WSD item could be built for these settings")
 
     items = []
     for o in kept:

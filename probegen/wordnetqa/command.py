@@ -17,10 +17,10 @@ DEFAULT_ROOT = Path("probegen_out") / "datasets"
 PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
 
 
-def _writable(out: Path) -> None:
+def _writable(out: Path, inputs: list) -> None:
     from probegen.io import ensure_writable
 
-    ensure_writable(out, replace=True)  # written by atomic_dir
+    ensure_writable(out, replace=True, inputs=inputs)  # written by atomic_dir
 
 
 def _types(value: str) -> tuple[str, ...]:
@@ -93,7 +93,7 @@ def wordnetqa(ctx, probe, pos, max_hops, distractors, sister_depth, contexts, ma
     out_dir = Path(out) if out else DEFAULT_ROOT / name
     twin_out = out_dir.with_name(out_dir.name + "-twin")
     for path in [out_dir] + ([twin_out] if adversarial else []):  # every output, before any work
-        _writable(path)
+        _writable(path, [obj.get("wordnet"), obj.get("semcor")])
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     if adversarial:
         from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial

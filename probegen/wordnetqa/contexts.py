@@ -13,7 +13,6 @@ the target's span and lemma are known) fill in for concepts whose WordNet exampl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..contexts import locate
 from ..leaks import Morphology, leaks, tokens_with_spans

@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import DatasetError, ProbegenError
-from ..io import atomic_dir, file_hashes, read_jsonl, sha256_text, verify_files, write_json, write_jsonl
+from ..errors import DatasetError, NothingBuilt, ProbegenError
+from ..io import UNPARSED, atomic_dir, file_hashes, first_jsonl_row, iter_jsonl, json_type, read_manifest, recover, sha256_text, verify_files, write_json, write_jsonl
 from ..manifest import CANARY, data_block, make_manifest
 from .config import N_CHOICES, PROBES, WordNetQAConfig
 from .items import LABELS, ChoiceMeta, Context, MCItem
@@ -90,6 +90,14 @@ def balanced_positions(n: int, seed: int, key: str) -> np.ndarray:
     [3, 3, 2, 2, 2]
     """
     return item_rng(seed, f"gold/{key}").permutation(np.resize(np.arange(N_CHOICES), n))
+
+
+def _nothing_built(cfg: WordNetQAConfig, n_concepts: int, skipped: dict[str, dict[str, int]]) -> str:
+    """Why a build has no item: the settings that decide it and what was skipped."""
+    why = "; ".join(f"{p}: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sk.items() if n) for p, sk in skipped.items())
+    return (f"no WordNetQA item met the criteria (probes={','.join(cfg.probes)}, pos={','.join(cfg.pos)}, "
+            f"max_hops={cfg.max_hops}, min_answer_depth={cfg.min_answer_depth}, distractors={','.join(cfg.distractors)}; "
+            f"{n_concepts} concepts with a context" + (f"; {why}" if why.strip("; :") else "") + "); nothing was written")
 
 
 def build(
@@ -186,6 +194,8 @@ def build(
                         }
                     )
     items = _assemble(pending, graph, renderers, cfg)
+    if not items:
+        raise NothingBuilt(_nothing_built(cfg, len(concepts), skipped))
     c = counts(items)
     for p in cfg.probes:
         c.setdefault(p, {})["skipped"] = skipped[p]
@@ -346,18 +356,14 @@ def load(path: str | Path, ablations: bool = False) -> WordNetQADataset:
     evaluation only.
     """
     p = Path(path)
+    recover(p)  # an interrupted write of p is finished first
     if not p.exists():
         raise DatasetError(f"dataset {p} does not exist")
     manifest: dict[str, Any] = {}
     if p.is_dir():
         mf = p / MANIFEST_FILE
         if mf.exists():
-            try:
-                manifest = json.loads(mf.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{mf}: not valid JSON ({e.msg})") from None
-            if not isinstance(manifest, dict):
-                raise DatasetError(f"{mf}: not a JSON object")
+            manifest = read_manifest(mf)
             verify_files(p, manifest.get("files"), MANIFEST_FILE)
         from .render import register_probe
 
@@ -370,16 +376,20 @@ def load(path: str | Path, ablations: bool = False) -> WordNetQADataset:
         items = read_release(p, ablations)
         manifest = manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}
         return WordNetQADataset(items, manifest or {"kind": "wordnetqa", "counts": counts(items)}, str(path))
-    rows = read_jsonl(p)
+    rows = list(iter_jsonl(p))
     if not rows:
         raise DatasetError(f"dataset {path} has no items")
-    if not all(isinstance(r, dict) for r in rows):
-        raise DatasetError(f"{p}: every line must be a JSON object")
-    if isinstance(rows[0].get("question"), dict):
-        items = [_from_release(r) for r in rows]
+    release = isinstance(rows[0][1], dict) and isinstance(rows[0][1].get("question"), dict)
+    items = []
+    for n, r in rows:
+        try:
+            if not isinstance(r, dict):
+                raise DatasetError("every line must be a JSON object")
+            items.append(_from_release(r) if release else MCItem.from_json(r))
+        except DatasetError as e:
+            raise DatasetError(f"{p}:{n}: {e}") from None
+    if release:
         manifest = manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}
-    else:
-        items = [MCItem.from_json(r) for r in rows]
     check_ids(items, str(path))
     if not manifest:
         manifest = {"kind": "wordnetqa", "counts": counts(items)}
@@ -448,15 +458,8 @@ def export_release(ds: WordNetQADataset, split: str | None = None) -> list[dict[
 def _first_is_release(p: Path) -> bool:
     """True if the first non-blank line of ``p`` parses as a release row (a ``question`` object);
     a first line that does not parse counts as release, so its error names its line."""
-    with open(p, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    return True
-                return isinstance(row, dict) and isinstance(row.get("question"), dict)
-    return False
+    row = first_jsonl_row(p)
+    return row is UNPARSED or (isinstance(row, dict) and isinstance(row.get("question"), dict))
 
 
 def read_release(path: str | Path, ablations: bool = False) -> list[MCItem]:
@@ -469,24 +472,17 @@ def read_release(path: str | Path, ablations: bool = False) -> list[MCItem]:
     p = Path(path)
     items: list[MCItem] = []
     seen: dict[str, int] = {}
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{p}:{n}: not valid JSON ({e.msg})") from None
-            try:
-                if not isinstance(r, dict):
-                    raise DatasetError("not a JSON object")
-                it = _from_release(r, p.name, ablations)
-            except DatasetError as e:
-                raise DatasetError(f"{p}:{n}: {e}") from None
-            if it.id in seen:
-                raise DatasetError(f"{p}:{n}: item id {it.id!r} repeats line {seen[it.id]}")
-            seen[it.id] = n
-            items.append(it)
+    for n, r in iter_jsonl(p):
+        try:
+            if not isinstance(r, dict):
+                raise DatasetError("not a JSON object")
+            it = _from_release(r, p.name, ablations)
+        except DatasetError as e:
+            raise DatasetError(f"{p}:{n}: {e}") from None
+        if it.id in seen:
+            raise DatasetError(f"{p}:{n}: item id {it.id!r} repeats line {seen[it.id]}")
+        seen[it.id] = n
+        items.append(it)
     if not items:
         raise DatasetError(f"dataset {p} has no items")
     return items
@@ -509,6 +505,25 @@ def _release_probe(notes: dict[str, Any], rid: str, filename: str) -> str:
         if len(found) == 1:
             return found[0]
     raise DatasetError(f"cannot tell the probe type of {rid!r} (no notes.probe; neither the id nor the file name names one of {', '.join(PROBES)})")
+
+
+#: the type of each ``notes`` field probegen reads (any may be missing or null)
+_NOTE_TYPES: dict[str, type | tuple[type, ...]] = {
+    **dict.fromkeys(("probe", "concept", "gold_synset", "word", "surface_form", "pos", "distractor_type", "cluster",
+                     "split", "question_id"), str),
+    **dict.fromkeys(("hops", "distractor_hops"), int),
+    **dict.fromkeys(("choice_synsets", "choice_types", "choice_distances"), list),
+    "chain": (list, str),  # probegen writes a list, the original release a string
+}
+
+
+def _check_notes(notes: dict[str, Any]) -> None:
+    """Reject a ``notes`` field of the wrong type (``"pos": 3``, ``"hops": "x"``) with its name."""
+    for key, kind in _NOTE_TYPES.items():
+        v = notes.get(key)
+        if v is not None and (not isinstance(v, kind) or isinstance(v, bool)):
+            want = {str: "a string", int: "an integer", list: "a list"}.get(kind, "a list or a string")
+            raise DatasetError(f"notes.{key} must be {want}, got {json_type(v)}")
 
 
 def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False) -> MCItem:
@@ -539,6 +554,7 @@ def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False
         rid = str(r["id"])
         if not isinstance(notes, dict):
             raise DatasetError("notes is not a JSON object")
+        _check_notes(notes)
         probe = _release_probe(notes, rid, filename)
         if probe not in PROBES:
             raise DatasetError(f"unknown probe type {probe!r} (one of {', '.join(PROBES)})")

@@ -260,3 +260,16 @@ def test_wic_tsv_bad_byte_names_its_line(tmp_path):
     f.write_bytes(("\n".join(data) + "\n").encode().replace(b"river", b"riv\xe9r"))
     (tmp_path / "train.gold.txt").write_text("F\nF\n")
     one_line_error(*run("stats", f)[::2], f"{f}:2:", "not UTF-8")
+
+
+# ---- a dataset directory's manifest: read by one reader, never a silent change of kind ----------
+@pytest.mark.parametrize("damage", [b"\xff", b"[]", b'{"kind": "coda21", "seed": NaN}'], ids=["bad-byte", "not-object", "nan"])
+@pytest.mark.parametrize("command", ["stats", "eval"])
+def test_a_damaged_manifest_is_one_line_naming_it(tmp_path, damage, command):
+    from probegen.coda21 import dataset as D
+
+    ds = D.write(D.load(CODA_JSON), tmp_path / "ds")
+    (ds / "manifest.json").write_bytes(damage + b"\n")
+    args = ["stats", ds] if command == "stats" else ["eval", "--model", "glove-50d", "--dataset", ds, "--out", tmp_path / "o"]
+    one_line_error(*run(*args)[::2], "manifest.json")
+    assert not (tmp_path / "o").exists()

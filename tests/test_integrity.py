@@ -322,3 +322,15 @@ def test_wordnetqa_with_no_question_is_an_error_and_writes_nothing(cache, tmp_pa
     assert "no WordNetQA item" in line and "hypernymy" in line
     assert "Traceback" not in r.output
     _no_output(out)
+
+
+@pytest.mark.real
+def test_coda21_with_no_group_for_a_requested_pos_is_an_error(tmp_path):
+    # the repro on real WordNet 3.0 + SemCor: GloVe's averaged definitions are too alike for
+    # --max-similarity 0.8, so no noun group forms; the verbs alone would have been a silent half-build
+    out = tmp_path / "coda"
+    r = CliRunner().invoke(cli, ["make", "coda21", "--embedder", "glove-50d", "--context-scorer", "first", "--out", str(out)])
+    assert r.exit_code == 1, r.output
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("probegen:")]
+    assert "no noun CoDA21 group met the criteria" in line and "--pos verb" in line
+    _no_output(out)

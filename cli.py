@@ -349,7 +349,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 
     from probegen.errors import ProbegenError
     from probegen.evaluation import detect_dataset
-    from probegen.io import atomic_write, check_output_not_input, dumps
+    from probegen.io import atomic_output_file, check_file_replaceable, check_output_not_input, dumps
 
     check_output_not_input(out, [dataset])
     if fmt in ("lm-eval", "hf"):
@@ -360,6 +360,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
         return
     if any(v is not None for v in (seed, nonce, pattern, task)):
         raise ProbegenError("--seed, --nonce, --pattern and --task apply to --format lm-eval and hf")
+    check_file_replaceable(out)  # before loading: a file probegen did not write is never replaced
     kind = detect_dataset(dataset)
     fmt = fmt or f"{kind}-json"
     if fmt != f"{kind}-json":
@@ -368,14 +369,14 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
         from probegen.coda21.dataset import export_coda21_json, load
 
         ds = load(dataset)
-        with atomic_write(out) as fh:
+        with atomic_output_file(out) as fh:
             json.dump(export_coda21_json(ds), fh, ensure_ascii=False, indent=1, sort_keys=True)
         click.echo(f"wrote {out} ({len(ds.groups)} groups, {fmt})")
         return
     from probegen.wordnetqa.dataset import export_release, load as load_mc
 
     rows = export_release(load_mc(dataset), split)
-    with atomic_write(out) as fh:
+    with atomic_output_file(out) as fh:
         for r in rows:
             fh.write(dumps(r) + "\n")
     click.echo(f"wrote {out} ({len(rows)} questions, {fmt})")

@@ -18,10 +18,11 @@ def _plt():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
-    from probegen.io import atomic_write
+def _save(fig, path: Path, user_named: bool = False) -> Path:
+    """Write ``fig`` as PNG; a file the user named with --out replaces only a figure probegen wrote."""
+    from probegen.io import atomic_output_file, atomic_write
 
-    with atomic_write(path, "wb") as fh:
+    with (atomic_output_file if user_named else atomic_write)(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=130, bbox_inches="tight")
     _plt().close(fig)
     return path
@@ -63,8 +64,11 @@ def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.nda
 def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None = None) -> Path:
     """Heatmap of one CoDA21 group's context x definition scores; predicted cells boxed,
     gold cells dotted. Drawn into the run by default, where the run's marker records it."""
-    from probegen.io import read_jsonl, record_in_output, recover, verify_output
+    from probegen.io import check_file_replaceable, check_output_not_input, read_jsonl, record_in_output, recover, verify_output
 
+    if out is not None:  # before any work: never onto the run itself, nor a file probegen did not write
+        check_output_not_input(out, [run])
+        check_file_replaceable(out)
     recover(run)  # an interrupted write of the run is finished first
     if not run.exists():
         raise ProbegenError(f"run {run} does not exist")
@@ -94,7 +98,7 @@ def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None =
     ax.set_ylabel("context of (target hidden)")
     ax.set_title(f"{rec['id']}  accuracy {rec['accuracy']:.2f}\nred box: predicted; white ring: gold")
     if out is not None:
-        return _save(fig, out)
+        return _save(fig, out, user_named=True)
     path = _save(fig, run / f"group-{rec['id']}.png")
     record_in_output(run, path.name)  # a later eval may still replace the run
     return path

@@ -71,6 +71,57 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
             yield fh
 
 
+def _file_record(path: Path) -> Path:
+    """The hidden sibling in which probegen records a single-file output it wrote (name and sha256)."""
+    return path.with_name(f".{path.name}.probegen-output.json")
+
+
+def check_file_replaceable(path: str | Path) -> None:
+    """Refuse to replace an existing file at the user-named output ``path`` unless probegen wrote it:
+    its record beside it (:func:`atomic_output_file`) must exist and match the file's sha256.
+
+    >>> import tempfile
+    >>> notes = Path(tempfile.mkdtemp()) / "notes.txt"
+    >>> _ = notes.write_text("mine")
+    >>> check_file_replaceable(notes)
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: cannot write to .../notes.txt: the file exists and probegen did not write it (no .notes.txt.probegen-output.json beside it); choose another --out or remove it
+    >>> shutil.rmtree(notes.parent)
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ProbegenError(f"cannot write to {path}: it is a directory; --out names a file here")
+    if not path.exists() and not path.is_symlink():
+        return
+    if not path.is_file():
+        raise ProbegenError(f"cannot write to {path}: it exists and is not a regular file")
+    rec = _file_record(path)
+    try:
+        want = json.loads(rec.read_text(encoding="utf-8"))["sha256"]
+    except (OSError, ValueError, TypeError, KeyError):
+        raise ProbegenError(f"cannot write to {path}: the file exists and probegen did not write it "
+                            f"(no {rec.name} beside it); choose another --out or remove it") from None
+    if want != sha256_file(path):
+        raise ProbegenError(f"cannot write to {path}: it was changed after probegen wrote it; "
+                            "choose another --out or remove it")
+
+
+@contextmanager
+def atomic_output_file(path: str | Path, mode: str = "w") -> Iterator[Any]:
+    """:func:`atomic_write` for a file the user named with ``--out``: an existing file is replaced
+    only if probegen wrote it and it is unchanged (checked before and again just before the
+    rename), and the new file is recorded beside it so a later run may replace it in turn."""
+    path = Path(path)
+    check_file_replaceable(path)
+    with atomic_path(path) as tmp:
+        with open(os.open(tmp, os.O_WRONLY | os.O_TRUNC), mode, encoding=None if "b" in mode else "utf-8") as fh:
+            yield fh
+        check_file_replaceable(path)
+        # recorded before the rename: a kill in between leaves a record that matches no file, which
+        # refuses (never loses) the old one
+        write_json(_file_record(path), {"probegen_output": 1, "file": path.name, "sha256": sha256_file(tmp)})
+
+
 #: the file probegen writes last into every directory it writes through :func:`atomic_dir`: the kind
 #: of output and every file (with its sha256) and folder it wrote there. Only such a directory,
 #: holding exactly those files, is ever replaced; loaders check the files (the manifest included).

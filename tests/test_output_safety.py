@@ -277,3 +277,40 @@ def test_manifest_without_files_block_is_an_error(tmp_path):
     assert str(out / D.MANIFEST_FILE) in str(e.value)
     code, _, err = run("stats", str(out))
     assert_one_line_error(code, err, "files")
+
+
+# ---- single files the user names with --out: replaced only if probegen wrote them ------------------
+def test_export_to_a_file_replaces_only_its_own_earlier_export(tmp_path):
+    ds = tiny_coda21(tmp_path / "tiny")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    code, _, err = run("export", str(ds), "--format", "coda21-json", "--out", str(notes))
+    assert_one_line_error(code, err, "notes.txt", "probegen did not write it")
+    assert notes.read_text() == "my notes\n"
+    out = tmp_path / "tiny.json"
+    for _ in range(2):  # a second export replaces the first: probegen recorded it
+        code, _, err = run("export", str(ds), "--format", "coda21-json", "--out", str(out))
+        assert code == 0, err
+    first = out.read_bytes()
+    out.write_bytes(first + b" ")  # edited by the user since
+    code, _, err = run("export", str(ds), "--format", "coda21-json", "--out", str(out))
+    assert_one_line_error(code, err, "changed after probegen wrote it")
+    assert out.read_bytes() == first + b" "
+
+
+def test_plot_group_out_never_replaces_a_users_file_or_its_run(tmp_path):
+    ds = tiny_coda21(tmp_path / "tiny")
+    run_dir = tmp_path / "run"
+    assert run("eval", "--model", "glove-50d", "--dataset", str(ds), "--out", str(run_dir))[0] == 0
+    groups = (run_dir / "groups.jsonl").read_bytes()
+    code, _, err = run("plot-group", str(run_dir), "--out", str(run_dir / "groups.jsonl"))
+    assert_one_line_error(code, err, "groups.jsonl")
+    assert (run_dir / "groups.jsonl").read_bytes() == groups
+    photo = tmp_path / "holiday.png"
+    photo.write_bytes(b"\x89PNG mine")
+    code, _, err = run("plot-group", str(run_dir), "--out", str(photo))
+    assert_one_line_error(code, err, "holiday.png", "probegen did not write it")
+    assert photo.read_bytes() == b"\x89PNG mine"
+    fig = tmp_path / "fig.png"
+    assert run("plot-group", str(run_dir), "--out", str(fig))[0] == 0
+    assert run("plot-group", str(run_dir), "--out", str(fig))[0] == 0  # its own figure is replaced

@@ -247,3 +247,15 @@ def test_ctrl_c_stops_the_server_with_130_and_one_line(tmp_path):
     # the study is free again: an import is no longer refused
     (tmp_path / "empty.csv").write_text("annotator,item,answer\n")
     assert run("study", "import", s, tmp_path / "empty.csv")[0] == 0
+
+
+def test_export_never_replaces_a_csv_probegen_did_not_write(tmp_path):
+    s = make(tmp_path / "s", conditions=("context",), n=3)
+    sheet = tmp_path / "budget.csv"
+    sheet.write_text("month,amount\njan,3\n")
+    code, _, err = run("study", "export", s, "--out", sheet)
+    assert code == 1 and "probegen did not write it" in err and err.count("\n") == 1, err
+    assert sheet.read_text() == "month,amount\njan,3\n"
+    for _ in range(2):  # its own earlier export is replaced
+        code, _, err = run("study", "export", s, "--out", tmp_path / "out.csv")
+        assert code == 0, err

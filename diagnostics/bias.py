@@ -195,15 +195,6 @@ def unit_sums(per_item: dict[str, np.ndarray], units: list, label_counts: np.nda
     return UnitTable([str(u) for u in order], weight, correct, lc)
 
 
-def majority_label_accuracy(gold_positions: list[int]) -> float:
-    """Accuracy of always answering the most frequent gold position (the label-only prior).
-
-    >>> majority_label_accuracy([0, 1, 2, 3, 4, 0])
-    0.3333333333333333
-    """
-    counts = np.bincount(np.asarray(gold_positions, dtype=int))
-    return float(counts.max() / counts.sum())
-
 
 def fmt_ratio(r: dict[str, Any] | None) -> str:
     """A ratio for tables: '0.53 [0.41, 0.66]', 'undefined' or 'n/a' (measures nothing on this set).

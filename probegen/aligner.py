@@ -68,13 +68,3 @@ def argmax_random_ties(scores: np.ndarray, seed: int | np.random.Generator | Non
     s = np.asarray(scores, dtype=np.float64)
     best = np.flatnonzero(s == s.max())
     return int(best[0]) if len(best) == 1 else int(_rng(seed).choice(best))
-
-
-def alignment_accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
-    """Share of rows aligned to their gold column.
-
-    >>> alignment_accuracy([2, 0, 1], [2, 1, 0])
-    0.3333333333333333
-    """
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    return float(np.mean(pred == gold))

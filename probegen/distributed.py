@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence, TypeVar
-
-T = TypeVar("T")
+from typing import Any, Iterator
 
 _INIT_BY_US = False
 
@@ -108,15 +106,6 @@ def default_device() -> str | None:
         if torch.cuda.is_available():
             return f"cuda:{local_rank()}"
     return None
-
-
-def my_share(chunks: Sequence[T]) -> list[T]:
-    """The chunks this rank computes: every ``world_size()``-th one, starting at ``rank()``.
-
-    >>> my_share(["a", "b", "c"])  # one process computes everything
-    ['a', 'b', 'c']
-    """
-    return list(chunks[rank() :: world_size()])
 
 
 def all_gather(obj: Any) -> list[Any]:

@@ -15,12 +15,3 @@ def table1() -> dict[tuple[str, str], dict[str, int]]:
         (r["dataset"], _POS[r["pos"]]): {"groups": int(r["groups"]), "unique_synsets": int(r["unique_synsets"])}
         for r in csv.DictReader(text.splitlines())
     }
-
-
-def table2() -> dict[str, dict[str, float]]:
-    """{model: {"clean-hard-noun": acc, ...}} from the paper's Table 2 (blank cells dropped)."""
-    text = resources.files("probegen.reference").joinpath("coda21_table2.csv").read_text(encoding="utf-8")
-    return {
-        r["model"]: {k: float(v) for k, v in r.items() if k != "model" and v}
-        for r in csv.DictReader(text.splitlines())
-    }

@@ -150,11 +150,11 @@ class Encoder:
 
     def vectors(self, rows: list[tuple[str, tuple[int, int] | None]], progress: bool = False) -> np.ndarray:
         """Frozen vectors of (text, span) rows, each distinct row encoded once (batched by length)."""
-        from tqdm import tqdm
+        from probegen.progress import progress_bar
 
         todo = [r for r in dict.fromkeys(rows) if r not in self._memo]
         todo.sort(key=lambda r: len(r[0]))
-        for i in tqdm(range(0, len(todo), self.batch_size), desc="encoding", unit="batch", disable=not progress or not todo):
+        for i in progress_bar(range(0, len(todo), self.batch_size), desc="encoding", unit="batch", disable=not progress or not todo):
             chunk = todo[i : i + self.batch_size]
             vecs = self.batch(chunk).cpu().numpy().astype(np.float32)
             self._memo.update(zip(chunk, vecs))

@@ -96,3 +96,20 @@ def test_filter_and_compare_bad_input_is_one_line(tmp_path):
     assert_one_line_error(code, err, "does not exist")
     code, _, err = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--model", "glove-50d", "--out", str(tmp_path / "o"))
     assert_one_line_error(code, err, "does not exist")
+
+
+def test_progress_in_a_log_is_plain_lines(tmp_path):
+    # stderr to a file (a Slurm or CI log): no carriage-return redraws, one line per update, the last at 100%
+    import subprocess
+    import sys
+
+    log = tmp_path / "run.log"
+    with open(log, "w") as fh:
+        r = subprocess.run([sys.executable, "-m", "probegen", "eval", "--model", "glove-50d", "--dataset",
+                            str(Path(__file__).parent / "data" / "coda21_three_groups.json"), "--out", str(tmp_path / "o")],
+                           stderr=fh, stdout=subprocess.DEVNULL, timeout=300)
+    text = log.read_text()
+    assert r.returncode == 0, text
+    assert "\r" not in text
+    bars = [ln for ln in text.splitlines() if ln.startswith("scoring with glove-50d")]
+    assert bars and "100%" in bars[-1], text

@@ -106,9 +106,9 @@ def form_groups(
     order = list(ancestors) if ancestors is not None else graph.synsets(pos)
     it = order
     if progress:
-        from tqdm import tqdm
+        from ..progress import progress_bar
 
-        it = tqdm(order, desc=f"grouping {pos} ({cfg.variant})", unit="synset", leave=False)
+        it = progress_bar(order, desc=f"grouping {pos} ({cfg.variant})", unit="synset")
     for anc in it:
         cands = [c for c in candidates_for(graph, anc, cfg.easy, cfg.members, cfg.hops) if c in pool and c not in used]
         while len(cands) >= cfg.k_min:

@@ -15,7 +15,6 @@ device and device map (rounding-level effects only) but keep the dtype (see :mod
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -272,6 +271,6 @@ class _NoBar:
 def _progress_bar(total: int, desc: str, enabled: bool):
     if not enabled:
         return _NoBar()
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
-    return tqdm(total=total, desc=desc, unit="pair", file=sys.stderr, dynamic_ncols=True, leave=False)
+    return progress_bar(total=total, desc=desc, unit="pair")

@@ -109,7 +109,7 @@ def build(
 ) -> WordNetQADataset:
     """Generate a WordNetQA dataset from a wordnet (``wordnet``: a source string, see
     ``probegen.lexicon.sources``; None is WordNet 3.0) and SemCor if asked, with the given configuration."""
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
     from ..data import locate_semcor
     from ..lexicon.sources import context_source, open_resource, where
@@ -154,7 +154,7 @@ def build(
         p: {"concepts_without_question": 0, **{f"no_{d}_distractor": 0 for d in cfg.distractors if d != "random"}} for p in cfg.probes
     }
     pending: list[dict[str, Any]] = []
-    for concept in tqdm(concepts, desc="wordnetqa questions", unit="concept", disable=not progress):
+    for concept in progress_bar(concepts, desc="wordnetqa questions", unit="concept", disable=not progress):
         sister = rel.candidates("definitions", concept, "sister", cfg.max_hops, cfg.sister_depth)
         isa_all = rel.candidates("definitions", concept, "isa", cfg.max_hops, cfg.sister_depth)
         related = set(sister) | set(isa_all)

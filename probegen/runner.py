@@ -1,0 +1,132 @@
+"""The one runner: every command that scores does it through a :class:`Runner`.
+
+A runner holds the :class:`Runtime` (device, precision, batch budget, scorer method settings)
+as an explicit object and the process group of a ``torchrun`` launch. It
+
+- joins the launcher's process group once (:mod:`probegen.distributed`), so any command runs
+  under ``torchrun``; the scorer then shards the unique request table across ranks and gathers
+  every value on every rank (the split is fixed by the table, so the numbers equal one process);
+- loads models with the runtime's settings (rank 0 first: it converts and caches weights once);
+- scores units through the one core (:func:`probegen.core.score_units` / :func:`decide`);
+- lets rank 0 alone write outputs and show progress (:meth:`Runner.output_dir`, :attr:`log`).
+
+>>> r = Runner(Runtime(device="cpu"), log=lambda m: None)
+>>> r.is_main, r.describe()
+(True, {'processes': 1, 'backend': None})
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import distributed as dist
+
+Log = Callable[[str], None]
+
+
+def _silent(msg: str) -> None:
+    """The log of ranks other than 0: one process speaks for the run."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Where and in what precision models run, and scorer method settings a command fixes.
+
+    ``device``/``dtype``/``device_map``/``max_batch_tokens`` are the ``--device/--dtype/
+    --device-map/--max-batch-tokens`` options of every command that loads a model; ``scorer``
+    holds method settings for every model the command loads (e.g. ``{"pll": "word-l2r"}``).
+    ``None`` leaves a setting to the scorer's default.
+    """
+
+    device: str = "auto"
+    dtype: str = "auto"
+    device_map: str | None = None
+    max_batch_tokens: int | str | None = None  # None: per-device default; "auto": search; an int: fixed
+    scorer: dict[str, Any] = field(default_factory=dict)
+
+    def settings(self) -> dict[str, Any]:
+        """As :func:`probegen.models.load_scorer` keyword arguments (unset ones left out).
+
+        >>> Runtime(device="cpu", scorer={"pll": "word-l2r"}).settings()
+        {'device': 'cpu', 'dtype': 'auto', 'pll': 'word-l2r'}
+        """
+        base = {"device": self.device, "dtype": self.dtype, "device_map": self.device_map, "max_batch_tokens": self.max_batch_tokens}
+        return {k: v for k, v in {**base, **self.scorer}.items() if v is not None}
+
+    def with_scorer(self, **settings: Any) -> "Runtime":
+        """A copy with more scorer settings (``None`` values are dropped)."""
+        return replace(self, scorer={**self.scorer, **{k: v for k, v in settings.items() if v is not None}})
+
+
+class Runner:
+    """Process group, runtime, model loading, scoring and rank-0 output of one command."""
+
+    def __init__(self, runtime: Runtime | None = None, log: Log = print) -> None:
+        self.runtime = runtime or Runtime()
+        dist.init_from_env()  # under torchrun: join the process group; rank 0 speaks for the run
+        self.log: Log = log if dist.is_main() else _silent
+
+    @property
+    def is_main(self) -> bool:
+        """True on the process that writes outputs and shows progress (rank 0)."""
+        return dist.is_main()
+
+    @property
+    def progress(self) -> bool:
+        """Whether this process may show progress bars (rank 0 only)."""
+        return dist.is_main()
+
+    def describe(self) -> dict[str, Any]:
+        """What ran, for results.json: the number of processes and the backend."""
+        return dist.describe()
+
+    def load_scorer(self, model: str, kind: str | None = None, **settings: Any) -> Any:
+        """The shared scorer for ``model`` with the runtime's settings (explicit ``settings`` win).
+
+        Rank 0 loads first (converting and caching weights once); the others reuse its work.
+        """
+        from .models import load_scorer
+
+        with dist.main_first():
+            return load_scorer(model, kind, **{**self.runtime.settings(), **{k: v for k, v in settings.items() if v is not None}})
+
+    def score(self, units: Sequence[Any], scorer: Any, progress: bool = True) -> list[np.ndarray]:
+        """Every unit's score matrix, from one table of unique requests (:func:`core.score_units`)."""
+        from .core import score_units
+
+        return score_units(units, scorer, progress=progress and self.progress)
+
+    def evaluate(self, units: Sequence[Any], scorer: Any, seed: int = 0, progress: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(score matrix, predictions) of every unit: :meth:`score`, then :func:`core.decide`."""
+        from .core import decide
+
+        mats = self.score(units, scorer, progress=progress)
+        model = getattr(scorer, "name", "")
+        return [(m, decide(u, m, seed, model)) for u, m in zip(units, mats)]
+
+    @contextlib.contextmanager
+    def output_dir(self, out: Path) -> Iterator[Path]:
+        """A folder to write ``out`` into: on rank 0 the atomic temporary that becomes ``out``; on
+        the other ranks a scratch folder thrown away (their results are the same, so only rank 0
+        keeps them). No rank leaves before the output is in place."""
+        from .io import atomic_dir
+
+        try:
+            if self.is_main:
+                with atomic_dir(out) as tmp:
+                    yield tmp
+            else:
+                with tempfile.TemporaryDirectory(prefix="probegen-rank-") as scratch:
+                    yield Path(scratch)
+        finally:
+            dist.barrier()
+
+    def barrier(self) -> None:
+        """Wait for every rank (no-op in one process)."""
+        dist.barrier()

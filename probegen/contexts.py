@@ -1,23 +1,24 @@
 """The one context model: a sentence with the target located by character span.
 
-CoDA21 groups and WordNetQA items both carry a :class:`Context`; SemCor occurrences
-(:class:`probegen.semcor.Occurrence`) build one with ``.context()``. The target is always found
-by its span, never by string search ("ice" would also hit "mice").
+Every probe kind carries a :class:`Context`: CoDA21 group members, WordNetQA items and
+word-in-context items hold one, SemCor's index (:func:`probegen.semcor.context_index`) is made of
+them, and so are a synset's own example sentences (:func:`example_occurrences`). The target is
+always found by its span, never by string search ("ice" would also hit "mice").
 
-The two families keep their own on-disk layouts (``schema=``), which predate this module and
-must not change: CoDA21 writes the token span and SemCor sentence id when known (and ``source``
-and ``ref`` for a wordnet example), WordNetQA always writes ``source`` and ``ref``.
+A context from SemCor is held as tokens (``tokens`` and the target's token ``span``): the index
+holds ~217k of them, so their text and character span are rendered on first use, not at load
+time. Any other context is held as text; its ``span`` is then its ``char_span``.
 
-Wordnets without a sense-tagged corpus give their synsets' own example sentences as contexts
-(``--contexts examples``): :func:`example_occurrences` finds the target in each example through
-the wordnet's morphology and yields :class:`ExampleOccurrence` s, which build a Context like
-SemCor's occurrences do, so the rest of a build does not care where a context came from.
+The kinds keep their own on-disk layouts (``schema=``), which predate this module and must not
+change: CoDA21 writes the token span and SemCor sentence id when known (and ``source`` and
+``ref`` for a wordnet example), WordNetQA always writes ``source`` and ``ref``; a word-in-context
+item writes the text and character span inline (``probegen.wordincontext.items``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Literal
 
 from .errors import DatasetError
@@ -25,23 +26,42 @@ from .text import detokenize, replace_char_span
 
 __all__ = ["Context", "ExampleOccurrence", "Schema", "example_occurrences", "locate"]
 
-Schema = Literal["coda21", "wordnetqa"]
+# The two JSON layouts of a context: "with-source" (every context names its source and ref: the
+# multiple-choice items' layout) and "with-tokens" (SemCor tokens, span and sentence id when known:
+# the CoDA21 groups' layout). Names of layouts, not of dataset kinds.
+Schema = Literal["with-tokens", "with-source"]
+
+_set = object.__setattr__  # frozen: fields are set once, by the constructors below
+_new = object.__new__
 
 
-@dataclass(frozen=True)
+def _shown(value: Any) -> str:
+    """A bad value quoted in an error message: short, on one line."""
+    return " ".join(str(value)[:40].split())
+
+
+@dataclass(frozen=True, slots=True)
 class Context:
-    """A sentence with the target located by character span (and token span if known).
+    """A sentence with the target located by character span (and by token span if known).
 
     ``source`` says where the sentence comes from: ``semcor`` (``ref`` = the SemCor sentence id,
     e.g. ``brown1/br-a01#1``), ``wordnet`` (``ref`` = the index of the synset's example),
-    ``release`` (a sentence read from a released item) or ``user`` (given by hand). ``lemma`` is
-    the target's lemma where the source records one (SemCor does).
+    ``release`` (a sentence read from a released item) or ``user`` (given by hand). ``lemma`` and
+    ``synset`` are the target's lemma and sense where the source records them (SemCor does).
+
+    ``span`` is the target's span in the units the context is held in: tokens when it has
+    ``tokens`` (SemCor's), else characters (then it equals ``char_span``); it serves the callers
+    written when each kind had its own context class. New code reads ``char_span`` (always
+    characters) or ``token_span`` (None without tokens).
 
     >>> c = Context.from_tokens(("The", "mice", "saw", "ice", "."), (3, 4), ref="br-x#1")
-    >>> c.text, c.char_span, c.surface, c.source
-    ('The mice saw ice.', (13, 16), 'ice', 'semcor')
+    >>> c.text, c.char_span, c.span, c.surface, c.source
+    ('The mice saw ice.', (13, 16), (3, 4), 'ice', 'semcor')
     >>> c.replaced("bkatuhla")
     'The mice saw bkatuhla.'
+    >>> t = Context("the mice saw ice", (13, 16))
+    >>> t.span, t.token_span, t.word
+    ((13, 16), None, 'ice')
     """
 
     text: str
@@ -51,41 +71,39 @@ class Context:
     source: str = "user"
     ref: str | None = None
     lemma: str | None = None
+    synset: str | None = None
 
-    @property
-    def surface(self) -> str:
-        """The target as written in the sentence (e.g. "buffs", not the lemma "buff")."""
-        a, b = self.char_span
-        return self.text[a:b]
+    def __post_init__(self) -> None:
+        if self.span is None and self.tokens is None:  # held as text: its units are characters
+            _set(self, "span", self.char_span)
 
-    # the CoDA21 model's name for it, used across CoDA21, the study views and the diagnostics
-    word = surface
-
-    @property
-    def sent_id(self) -> str | None:
-        """The SemCor sentence id, or None for a sentence from elsewhere."""
-        return self.ref if self.source == "semcor" else None
-
-    def replaced(self, replacement: str | None) -> str:
-        """The sentence with the target span replaced (``None``: removed, spaces tidied).
-
-        >>> Context("the mice saw ice", (13, 16)).replaced("bkatuhla")
-        'the mice saw bkatuhla'
-        >>> Context("the ice melted", (4, 7)).replaced(None)
-        'the melted'
-        """
-        return replace_char_span(self.text, self.char_span, replacement)
+    def __getattr__(self, name: str) -> Any:
+        # reached only for a slot not yet set: the text of a context held as tokens, rendered once
+        if name in ("text", "char_span"):
+            tokens = object.__getattribute__(self, "tokens")  # unset (mid-unpickling): AttributeError
+            a, b = self.span
+            text, spans = detokenize(tokens)
+            char_span = (spans[a][0], spans[b - 1][1])  # both or neither are set
+            _set(self, "text", text)
+            _set(self, "char_span", char_span)
+            return object.__getattribute__(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def from_tokens(
         cls, tokens: tuple[str, ...], span: tuple[int, int], ref: str | None = None,
-        source: str = "semcor", lemma: str | None = None,
+        source: str = "semcor", lemma: str | None = None, synset: str | None = None,
     ) -> "Context":
-        """Build from (SemCor) tokens; the text is detokenised and the character span derived
-        from the token span."""
-        text, spans = detokenize(tokens)
-        return cls(text=text, char_span=(spans[span[0]][0], spans[span[1] - 1][1]), tokens=tuple(tokens),
-                   span=tuple(span), source=source, ref=ref, lemma=lemma)
+        """A context held as (SemCor) tokens; its text (detokenised) and character span are
+        rendered on first use."""
+        c = _new(cls)  # no __init__: the text is not rendered now (SemCor's index holds ~217k)
+        _set(c, "tokens", tuple(tokens))  # a tuple is kept as is: sentences share theirs
+        _set(c, "span", tuple(span))
+        _set(c, "source", source)
+        _set(c, "ref", ref)
+        _set(c, "lemma", lemma)
+        _set(c, "synset", synset)
+        return c
 
     @classmethod
     def from_text(cls, text: str, word: str, source: str = "user") -> "Context":
@@ -103,20 +121,85 @@ class Context:
                 return cls(text=text, char_span=(m.start(), m.end()), source=source)
         raise DatasetError(f"target word {word!r} not found as a whole word in context {text[:60]!r}")
 
+    @property
+    def surface(self) -> str:
+        """The target as written in the sentence (e.g. "buffs", not the lemma "buff")."""
+        a, b = self.char_span
+        return self.text[a:b]
+
+    # the CoDA21 and word-in-context name for it, used across the kinds, the study views and the diagnostics
+    word = surface
+
+    @property
+    def token_span(self) -> tuple[int, int] | None:
+        """The target's token span, or None for a context held as text."""
+        return self.span if self.tokens is not None else None
+
+    @property
+    def sent_id(self) -> str | None:
+        """The SemCor sentence id, or None for a sentence from elsewhere."""
+        return self.ref if self.source == "semcor" else None
+
+    def context(self) -> "Context":
+        """Itself: SemCor's and the examples' occurrences were a class of their own that built
+        a context; they are contexts now, and callers of ``occurrence.context()`` still work."""
+        return self
+
+    def replaced(self, replacement: str | None) -> str:
+        """The sentence with the target span replaced (``None``: removed, spaces tidied).
+
+        >>> Context("the mice saw ice", (13, 16)).replaced("bkatuhla")
+        'the mice saw bkatuhla'
+        >>> Context("the ice melted", (4, 7)).replaced(None)
+        'the melted'
+        """
+        return replace_char_span(self.text, self.char_span, replacement)
+
+    def as_text(self) -> "Context":
+        """This context held as text (no tokens; ``span`` becomes the character span), its
+        source, ref, lemma and synset kept.
+
+        >>> Context.from_tokens(("The", "ice", "."), (1, 2)).as_text().span
+        (4, 7)
+        """
+        if self.tokens is None:
+            return self
+        return replace(self, tokens=None, span=None)
+
+    def masked(self, replacement: str) -> "Context":
+        """The context (as text) with the target replaced by ``replacement``, the span now on it.
+
+        >>> Context("the mice saw ice", (13, 16)).masked("[MASK]").text
+        'the mice saw [MASK]'
+        >>> Context("the mice saw ice", (13, 16)).masked("[MASK]").span
+        (13, 19)
+        """
+        a, _ = self.char_span
+        return replace(self, text=self.replaced(replacement), char_span=(a, a + len(replacement)), tokens=None, span=None)
+
+    def alone(self) -> "Context":
+        """The target word without its context.
+
+        >>> Context("the mice saw ice", (13, 16)).alone()
+        Context(text='ice', char_span=(0, 3), tokens=None, span=(0, 3), source='user', ref=None, lemma=None, synset=None)
+        """
+        w = self.surface
+        return Context(w, (0, len(w)))
+
     def to_json(self, schema: Schema) -> dict[str, Any]:
         """The context in ``schema``'s layout.
 
         >>> c = Context("the ice melted", (4, 7), source="wordnet", ref="0")
-        >>> c.to_json("wordnetqa")
+        >>> c.to_json("with-source")
         {'text': 'the ice melted', 'char_span': [4, 7], 'source': 'wordnet', 'ref': '0'}
-        >>> Context("the ice melted", (4, 7)).to_json("coda21")
+        >>> Context("the ice melted", (4, 7)).to_json("with-tokens")
         {'text': 'the ice melted', 'char_span': [4, 7]}
         """
         d: dict[str, Any] = {"text": self.text, "char_span": list(self.char_span)}
-        if schema == "wordnetqa":
+        if schema == "with-source":
             d["source"] = self.source
             d["ref"] = self.ref if self.ref is not None else ""
-        elif schema == "coda21":
+        elif schema == "with-tokens":
             if self.tokens is not None:
                 d["tokens"] = list(self.tokens)
                 d["span"] = list(self.span or ())
@@ -133,25 +216,17 @@ class Context:
     def from_json(cls, d: dict[str, Any], schema: Schema) -> "Context":
         """Read a context written in ``schema``'s layout; a span outside the text is a DatasetError.
 
-        >>> Context.from_json({"text": "a dog", "char_span": [2, 5], "sent_id": "br#1"}, "coda21").source
+        >>> Context.from_json({"text": "a dog", "char_span": [2, 5], "sent_id": "br#1"}, "with-tokens").source
         'semcor'
-        >>> Context.from_json({"text": "a dog", "char_span": [2, 9]}, "wordnetqa")
+        >>> Context.from_json({"text": "a dog", "char_span": [2, 9]}, "with-source")
         Traceback (most recent call last):
         probegen.errors.DatasetError: char_span [2, 9] outside context 'a dog'
         """
-        text, sp = d["text"], d["char_span"]
-        if not isinstance(text, str):
-            raise DatasetError("context text must be a string")
-        if not (isinstance(sp, list) and len(sp) == 2 and all(type(x) is int for x in sp)):
-            raise DatasetError(f"char_span must be [start, end] character offsets (integers), got {str(sp)[:40]}")
-        a, b = sp
-        if not 0 <= a < b <= len(text):
-            raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}" if a < b else f"char_span {[a, b]} is empty or reversed")
-        if not text[a:b].strip():
-            raise DatasetError(f"char_span {[a, b]} covers only white space in context {text[:60]!r}")
-        if schema == "wordnetqa":
+        text = d["text"]
+        a, b = _checked_span(text, d["char_span"])
+        if schema == "with-source":
             return cls(text=text, char_span=(a, b), source=d.get("source", "wordnet"), ref=str(d.get("ref", "")))
-        if schema == "coda21":
+        if schema == "with-tokens":
             if d.get("source") == "wordnet":
                 return cls(text=text, char_span=(a, b), source="wordnet", ref=str(d.get("ref", "")))
             # CoDA21 contexts with tokens or a sentence id are SemCor's; the rest were supplied
@@ -164,6 +239,20 @@ class Context:
                 ref=d.get("sent_id"),
             )
         raise ValueError(f"unknown context schema {schema!r}")
+
+
+def _checked_span(text: Any, sp: Any) -> tuple[int, int]:
+    """``sp`` as the (start, end) target span of ``text``, else a DatasetError saying what is wrong."""
+    if not isinstance(text, str):
+        raise DatasetError("context text must be a string")
+    if not (isinstance(sp, list) and len(sp) == 2 and all(type(x) is int for x in sp)):
+        raise DatasetError(f"char_span must be [start, end] character offsets (integers), got {_shown(sp)}")
+    a, b = sp
+    if not 0 <= a < b <= len(text):
+        raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}" if a < b else f"char_span {[a, b]} is empty or reversed")
+    if not text[a:b].strip():
+        raise DatasetError(f"char_span {[a, b]} covers only white space in context {text[:60]!r}")
+    return a, b
 
 
 def locate(text: str, lemmas: Iterable[str], pos: str, morph) -> tuple[str, tuple[int, int]] | None:
@@ -199,39 +288,23 @@ def locate(text: str, lemmas: Iterable[str], pos: str, morph) -> tuple[str, tupl
     return None
 
 
-@dataclass(frozen=True)
-class ExampleOccurrence:
-    """A synset's own example sentence with its target located: the counterpart of a SemCor
-    :class:`probegen.semcor.Occurrence` (``lemma``, ``span``, ``sent_id``, ``context()``).
+def ExampleOccurrence(synset: str, index: int, text: str, char_span: tuple[int, int], lemma: str) -> Context:  # noqa: N802
+    """A synset's own example sentence with its target located, as a Context (``source="wordnet"``,
+    ``ref`` = the example's index); the name of the class it once was.
 
     >>> occ = ExampleOccurrence("dog.n.01", 0, "the dogs barked", (4, 8), "dog")
-    >>> occ.context().to_json("wordnetqa")
-    {'text': 'the dogs barked', 'char_span': [4, 8], 'source': 'wordnet', 'ref': '0'}
+    >>> occ.to_json("with-source"), occ.synset, occ.sent_id
+    ({'text': 'the dogs barked', 'char_span': [4, 8], 'source': 'wordnet', 'ref': '0'}, 'dog.n.01', None)
     """
-
-    synset: str
-    index: int  # which of the synset's examples
-    text: str
-    char_span: tuple[int, int]
-    lemma: str
-
-    @property
-    def span(self) -> tuple[int, int]:
-        return self.char_span
-
-    sent_id = None  # no SemCor sentence
-
-    def context(self) -> Context:
-        """The example as a Context (``source="wordnet"``, ``ref`` = the example's index)."""
-        return Context(text=self.text, char_span=self.char_span, source="wordnet", ref=str(self.index), lemma=self.lemma)
+    return Context(text=text, char_span=char_span, source="wordnet", ref=str(index), lemma=lemma, synset=synset)
 
 
-def example_occurrences(graph, synsets: Iterable[str], morph) -> dict[str, list[ExampleOccurrence]]:
+def example_occurrences(graph, synsets: Iterable[str], morph) -> dict[str, list[Context]]:
     """synset -> its examples in which one of its lemmas is found (:func:`locate`), in the
-    wordnet's order; synsets with none are left out. Whether a form of the target is still
-    visible elsewhere in the sentence is for the caller to check, as for SemCor
-    (``probegen.leaks``)."""
-    out: dict[str, list[ExampleOccurrence]] = {}
+    wordnet's order, as contexts (:func:`ExampleOccurrence`); synsets with none are left out.
+    Whether a form of the target is still visible elsewhere in the sentence is for the caller to
+    check, as for SemCor (``probegen.leaks``)."""
+    out: dict[str, list[Context]] = {}
     for s in synsets:
         found = []
         for i, ex in enumerate(graph.examples(s)):

@@ -44,14 +44,6 @@ CARD_FILE = "README.md"
 MANIFEST_FILE = "manifest.json"
 SPLITS = ("train", "dev", "test")
 
-CODA21_NOTE = (
-    "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
-    "column order. lm-eval takes each context's best definition on its own, which is probegen's "
-    "`--matching simple`; one-to-one alignment of a whole group is probegen's own metric "
-    "(`probegen eval`, the default) and cannot be expressed as an lm-eval task."
-)
-
-
 # ---- docs ---------------------------------------------------------------------------------------
 def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
     """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
@@ -174,9 +166,10 @@ def _yaml_str(s: str) -> str:
 def task_yaml(task: str, docs_path: str, kind: str, source: str) -> str:
     """The lm-eval task config reading ``docs_path`` (absolute: relative data_files resolve
     against lm-eval's working directory, not this file)."""
+    from . import tasks
+
     notes = [f"probegen {__version__} export of {source} ({kind}); see README.md beside this file."]
-    if kind == "coda21":
-        notes.append(CODA21_NOTE)
+    notes += [n for n in (tasks.get(kind).lm_eval_note(),) if n]
     notes.append(
         "target_delimiter is empty on purpose: each doc's text already ends with the whitespace that "
         "probegen's scorer puts before a choice, so lm-eval scores the same strings."
@@ -215,20 +208,10 @@ def _wrap(text: str, width: int = 96) -> list[str]:
 
 
 def _lm_eval_readme(task: str, kind: str, source: str, n: int, settings: dict[str, Any]) -> str:
+    from . import tasks
+
     eval_cmd = f"probegen eval --model MODEL --dataset {source}"
-    if kind == "coda21":
-        metric = (
-            f"Each doc's `acc` is the prediction of `{eval_cmd} --matching simple` for that context "
-            "(`--seed`, `--nonce`, `--pattern` as exported; summed log-probs), but lm-eval averages over "
-            "contexts while probegen averages group accuracies, so the two means differ when group sizes do. "
-            "`acc_norm` divides each definition's log-prob by its length in characters.\n\n" + CODA21_NOTE
-        )
-    else:
-        split = f" --split {settings['split']}" if settings.get("split") else ""
-        metric = (
-            f"lm-eval's `acc` equals `{eval_cmd}{split}` (summed log-probs, `--length-norm none`); "
-            f"`acc_norm` equals `{eval_cmd}{split} --length-norm chars`."
-        )
+    metric = tasks.get(kind).lm_eval_metric(eval_cmd, settings)
     return f"""# lm-evaluation-harness task `{task}`
 
 Exported by probegen {__version__} from `{source}` ({kind}, {n} docs). Settings: `{json.dumps(settings, sort_keys=True)}`.
@@ -302,11 +285,9 @@ def write_hf(docs: list[dict[str, Any]], out: Path, kind: str, source: str, mani
 def _hf_card(kind: str, source: str, splits: list[str], by_split: dict[str, list], manifest: dict[str, Any]) -> str:
     files = "".join(f"  - split: {s}\n    path: data/{s}.parquet\n" for s in splits)
     counts = ", ".join(f"{s}: {len(by_split[s])}" for s in splits)
-    if kind == "coda21":
-        what = ("One row per CoDA21 context. `choices` are the definitions of its group (`group`, `k` rows) "
-                "in probegen's seeded column order and `gold` the index of its own definition. " + CODA21_NOTE)
-    else:
-        what = "One row per WordNetQA item: `choices` in the presented order, `gold` the answer's index."
+    from . import tasks
+
+    what = tasks.get(kind).hf_description()
     return f"""---
 pretty_name: {_yaml_str(f"probegen {source}")}
 tags:
@@ -353,42 +334,29 @@ def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = N
     ``pattern``: CoDA21 only, rendering it exactly as ``probegen eval`` does with the same options
     (WordNetQA is exported as the full question, where they change nothing).
     """
-    from .evaluation import detect_dataset
+    from . import tasks
 
     if fmt not in FORMATS:
         raise ProbegenError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
-    from .templating import coda21_patterns, dataset_nonce
-
-    kind = detect_dataset(dataset)
+    kind = tasks.detect(dataset)
+    if fmt not in kind.export_formats:
+        raise ProbegenError(f"{dataset} is a {kind.name} dataset; it cannot be exported as {fmt}")
+    tasks.check_options([kind], {"split": split, "seed": seed, "nonce": nonce, "pattern": pattern}, "export", [dataset])
     source = Path(dataset).name if Path(dataset).is_dir() else Path(dataset).stem
-    if kind == "coda21":
-        if split is not None:
-            raise ProbegenError("--split applies to WordNetQA datasets; a CoDA21 set has no splits")
-        from .coda21.dataset import load
-        from .coda21.evaluate import EvalConfig
+    ds, docs, settings = kind.export_docs(dataset, split, seed, nonce, pattern)
+    return _write_export(fmt, out, kind.name, source, ds.manifest, docs, settings, split, task)
 
-        seed, pattern = seed or 0, pattern or EvalConfig.pattern
-        coda21_patterns(pattern)  # a malformed pattern fails before the dataset is read
-        ds = load(dataset)
-        nonce = nonce or dataset_nonce(ds.manifest)
-        docs = coda21_docs(ds, seed=seed, nonce=nonce, pattern=pattern)
-        settings: dict[str, Any] = {"nonce": nonce, "pattern": pattern, "seed": seed, "mode": "context", "matching": "simple"}
-    else:
-        given = [n for n, v in (("--seed", seed), ("--nonce", nonce), ("--pattern", pattern)) if v is not None]
-        if given:
-            raise ProbegenError(f"{', '.join(given)}: CoDA21 only; WordNetQA is exported as the full question, where it changes nothing")
-        from .wordnetqa.dataset import load as load_mc
 
-        ds = load_mc(dataset)
-        docs = wordnetqa_docs(ds, split=split)
-        settings = {"mode": "full", "split": split} if split else {"mode": "full"}
+def _write_export(fmt: str, out: str | Path, kind: str, source: str, manifest: dict[str, Any], docs: list[dict[str, Any]],
+                  settings: dict[str, Any], split: str | None, task: str | None) -> str:
+    """Write the docs as ``fmt``; the one-line summary."""
     if fmt == "lm-eval":
         if task is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
             raise ProbegenError(f"--task {task!r}: use letters, digits, '_', '.' and '-'")
         name = task or task_name(f"{source} {split}" if split else source)
-        path = write_lm_eval(docs, Path(out), kind, source, ds.manifest, settings, name)
+        path = write_lm_eval(docs, Path(out), kind, source, manifest, settings, name)
         return f"wrote {path} (lm-eval task {name}, {len(docs)} docs); run: lm_eval --model hf --model_args pretrained=MODEL --tasks {name} --include_path {path}"
     if task is not None:
         raise ProbegenError("--task applies to --format lm-eval")
-    path, sizes = write_hf(docs, Path(out), kind, source, ds.manifest, settings)
+    path, sizes = write_hf(docs, Path(out), kind, source, manifest, settings)
     return f"wrote {path} (Hugging Face dataset: {', '.join(f'{s} {n}' for s, n in sizes.items())})"

@@ -201,6 +201,22 @@ def surface_lemma(surface: str, lemmas: Iterable[str], morph: Morphology | None 
     return None
 
 
+def record_leak_rates(records, morph: Morphology | None = None) -> dict[str, dict]:
+    """``leak_rates`` of the contexts of any kind's records (:class:`probegen.items.Item`), per
+    POS: every target a record hides (``targets()``), with its lemma.
+
+    >>> from probegen.contexts import Context
+    >>> from probegen.wordincontext.items import WicItem
+    >>> class WN:
+    ...     def _morphy(self, form, pos):
+    ...         return []
+    >>> it = WicItem("p", "dog", "n", Context("a dog bit a dog", (2, 5)), Context("a dog", (2, 5)), True)
+    >>> record_leak_rates([it], Morphology(WN()))
+    {'n': {'contexts': 2, 'leaky': 1, 'rate': 0.5}}
+    """
+    return leak_rates(((r.pos, c.text, c.char_span, lemma) for r in records for c, lemma in r.targets()), morph)
+
+
 def coda21_leak_rates(ds, morph: Morphology | None = None) -> dict[str, dict]:
     """``leak_rates`` of a CoDA21 dataset's contexts, per POS, with each item's recorded lemma.
 
@@ -209,24 +225,22 @@ def coda21_leak_rates(ds, morph: Morphology | None = None) -> dict[str, dict]:
     hidden word is a form of.
     """
     morph = morph or default_morphology()
-    lemma_of = lambda it: it.lemma  # noqa: E731
-    if ds.manifest.get("source_format") == "coda21-json":
-        from .wordnet_graph import load_graph
+    if ds.manifest.get("source_format") != "coda21-json":
+        return record_leak_rates(ds.groups, morph)
+    from .wordnet_graph import load_graph
 
-        graph = load_graph()
+    graph = load_graph()
 
-        def lemma_of(it) -> str:
-            lemmas = graph.lemmas(it.synset) if it.synset in graph else ()
-            return surface_lemma(it.context.surface, lemmas, morph) or it.lemma
+    def lemma_of(it) -> str:
+        lemmas = graph.lemmas(it.synset) if it.synset in graph else ()
+        return surface_lemma(it.context.surface, lemmas, morph) or it.lemma
 
-    rows = [(g.pos, it.context.text, it.context.char_span, lemma_of(it)) for g in ds.groups for it in g.items]
-    return leak_rates(rows, morph)
+    return leak_rates([(g.pos, it.context.text, it.context.char_span, lemma_of(it)) for g in ds.groups for it in g.items], morph)
 
 
 def wordnetqa_leak_rates(items, morph: Morphology | None = None) -> dict[str, dict]:
     """``leak_rates`` of the distinct contexts of WordNetQA items (``word`` is the located lemma)."""
-    rows = [(it.pos, it.context.text, it.context.char_span, it.word) for it in items if it.context is not None]
-    return leak_rates(rows, morph)
+    return record_leak_rates(items, morph)
 
 
 def format_leak_rates(rates: dict[str, dict]) -> str:

@@ -51,27 +51,19 @@ class Sentence:
     tags: tuple[Tag, ...]
 
 
-@dataclass(frozen=True)
-class Occurrence:
-    """One tagged occurrence of a synset: the sentence's tokens, the target's token span and
-    SemCor's lemma for it (``lemma=``, e.g. "buff" for the surface "buffs" of fan.n.03).
+def Occurrence(sent_id: str, tokens: tuple[str, ...], span: tuple[int, int], lemma: str) -> Context:  # noqa: N802
+    """One tagged occurrence of a synset as the shared :class:`~probegen.contexts.Context`: the
+    sentence's tokens, the target's token span and SemCor's lemma for it (``lemma=``, e.g. "buff"
+    for the surface "buffs" of fan.n.03); the name of the class it once was.
 
-    Kept as tokens: the index holds ~217k of them, and building a Context for each at load time
-    (detokenising its sentence) took 4.3 s on top of a 1.9 s load; :meth:`context` builds the
-    shared :class:`probegen.contexts.Context` when one is needed."""
+    Held as tokens: the index holds ~217k of them, and detokenising every one at load time
+    would add ~3 s to a ~1 s load, so each text is rendered when first asked for (and kept).
 
-    sent_id: str
-    tokens: tuple[str, ...]
-    span: tuple[int, int]
-    lemma: str
-
-    def context(self) -> Context:
-        """This occurrence as a sentence with the target located by character span.
-
-        >>> Occurrence(sent_id="br#1", tokens=("Fans", "cheered", "."), span=(0, 1), lemma="fan").context().surface
-        'Fans'
-        """
-        return Context.from_tokens(self.tokens, self.span, ref=self.sent_id, source="semcor", lemma=self.lemma)
+    >>> occ = Occurrence(sent_id="br#1", tokens=("Fans", "cheered", "."), span=(0, 1), lemma="fan")
+    >>> occ.surface, occ.sent_id, occ.context() is occ
+    ('Fans', 'br#1', True)
+    """
+    return Context.from_tokens(tokens, span, sent_id, "semcor", lemma)
 
 
 @dataclass
@@ -216,7 +208,7 @@ def _write(path: Path, payload: dict[str, Any]) -> None:
             gz.write(data)
 
 
-def _read(path: Path) -> tuple[dict[str, list[Occurrence]], dict[str, int]] | None:
+def _read(path: Path) -> tuple[dict[str, list[Context]], dict[str, int]] | None:
     """(index, stats) from the cache file; None if it is missing or of another format. A damaged
     file (truncated, not gzip, wrong layout) is rebuilt too, with a warning: never a traceback."""
     if not path.exists():
@@ -232,24 +224,25 @@ def _read(path: Path) -> tuple[dict[str, list[Occurrence]], dict[str, int]] | No
         return None
 
 
-def _to_contexts(payload: dict[str, Any]) -> dict[str, list[Occurrence]]:
+def _to_contexts(payload: dict[str, Any]) -> dict[str, list[Context]]:
     sents = [(sid, tuple(toks)) for sid, toks in payload["sentences"]]  # one tuple per sentence, shared
     lemmas = payload["lemmas"]
-    out: dict[str, list[Occurrence]] = {}
+    make = Context.from_tokens  # lazy: no sentence is detokenised here
+    out: dict[str, list[Context]] = {}
     for synset, flat in payload["index"].items():
         if len(flat) % 4:
             raise ValueError(f"index row of {synset} has {len(flat)} fields, not a multiple of 4")
         out[synset] = [
-            Occurrence(sent_id=sents[flat[k]][0], tokens=sents[flat[k]][1], span=(flat[k + 1], flat[k + 2]), lemma=lemmas[flat[k + 3]])
+            make(sents[flat[k]][1], (flat[k + 1], flat[k + 2]), sents[flat[k]][0], "semcor", lemmas[flat[k + 3]])
             for k in range(0, len(flat), 4)
         ]
     return out
 
 
-_MEMO: dict[tuple[str, str], tuple[dict[str, list[Occurrence]], dict[str, int]]] = {}
+_MEMO: dict[tuple[str, str], tuple[dict[str, list[Context]], dict[str, int]]] = {}
 
 
-def _load(semcor: DataInfo, wordnet, wn) -> tuple[dict[str, list[Occurrence]], dict[str, int]]:
+def _load(semcor: DataInfo, wordnet, wn) -> tuple[dict[str, list[Context]], dict[str, int]]:
     """(index, parse stats) from the in-process memo, the cache file, or a fresh parse."""
     key = (semcor.sha256, wordnet.sha256)  # not wn: any reader of the same data gives the same index
     if key not in _MEMO:
@@ -279,9 +272,10 @@ def _resolve_args(semcor: DataInfo | None, wn, wordnet: DataInfo | None):
 
 def context_index(
     semcor: DataInfo | None = None, wn=None, wordnet: DataInfo | None = None
-) -> dict[str, list[Occurrence]]:
-    """synset name -> every tagged occurrence of it in SemCor, in document order, each with
-    SemCor's lemma; proper names (``pn=``) are no occurrences.
+) -> dict[str, list[Context]]:
+    """synset name -> every tagged occurrence of it in SemCor, in document order, each a
+    :class:`~probegen.contexts.Context` held as tokens (``source="semcor"``, ``ref`` = the
+    sentence id) with SemCor's lemma; proper names (``pn=``) are no occurrences.
 
     Cached as gzip JSON in ``cache_dir()/semcor_index-<hash>.json.gz`` (keyed on both data
     hashes and INDEX_FORMAT) and memoised in-process: treat the result as read-only.

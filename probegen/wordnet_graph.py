@@ -66,7 +66,21 @@ def build_graph(resource) -> nx.DiGraph:
                 g.add_edge(target, r.name, type="hypernym" if rel == "hypernym" else "instance")
     check_hierarchy(g, resource.source or resource.label or "the wordnet")
     g.graph["hierarchy_checked"] = True
-    # min depth over all hypernym paths (roots have depth 0), computed by BFS from the roots
+    nx.set_node_attributes(g, min_depths(g), "depth")
+    g.graph["format"] = GRAPH_FORMAT
+    return g
+
+
+def min_depths(g: nx.DiGraph) -> dict[str, int]:
+    """Each node's min depth over all hypernym paths (roots have depth 0), by BFS from the roots.
+
+    A few verbs sit only on a hypernym cycle (restrain.v.01 <-> inhibit.v.04), unreachable from
+    any root: they get the depth of their nearest reached relative + 1, so every node has one.
+
+    >>> g = nx.DiGraph([("a", "b"), ("b", "c"), ("a", "c")])
+    >>> min_depths(g)
+    {'a': 0, 'b': 1, 'c': 1}
+    """
     depth: dict[str, int] = {}
     queue = deque(sorted(n for n in g if g.in_degree(n) == 0))
     for n in queue:
@@ -77,8 +91,6 @@ def build_graph(resource) -> nx.DiGraph:
             if c not in depth:
                 depth[c] = depth[n] + 1
                 queue.append(c)
-    # a few verbs sit only on a hypernym cycle (restrain.v.01 <-> inhibit.v.04), unreachable from
-    # any root: give them the depth of their nearest reached relative + 1 so every node has one
     missing = sorted(n for n in g if n not in depth)
     while missing:
         for n in missing:
@@ -89,9 +101,7 @@ def build_graph(resource) -> nx.DiGraph:
         if len(still) == len(missing):
             depth.update({n: 0 for n in still})
         missing = still
-    nx.set_node_attributes(g, depth, "depth")
-    g.graph["format"] = GRAPH_FORMAT
-    return g
+    return depth
 
 
 #: the one hypernym cycle of Princeton WordNet 3.0 (restrain.v.01 <-> inhibit.v.04; WordNet 3.1 fixed

@@ -239,3 +239,30 @@ def test_malformed_files_give_dataset_errors(tmp_path):
         D.load(tmp_path / "y.json")
     with pytest.raises(DatasetError, match="does not exist"):
         D.load(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("builder", ["tiny_llama", "tiny_bert"])
+def test_context_choice_goes_through_the_core_and_keeps_the_best_scored_context(builder, tmp_path):
+    """Causal and masked context scorers: one best-row unit per synset, decided by the core, equal to
+    picking the highest score by hand (a lone candidate is kept unscored)."""
+    import tiny_models
+
+    from probegen.coda21.contexts import causal_queries, choose_contexts, context_units
+    from probegen.models import load_scorer
+
+    scorer = load_scorer(getattr(tiny_models, builder)(tmp_path / builder), cache=False)
+    texts = ["the dogs barked at night", "a fox sat by the river", "she signed the lease", "one dog slept"]
+    ctxs = [Context(t, (t.index(w), t.index(w) + len(w))) for t, w in zip(texts, ["dogs", "fox", "lease", "dog"])]
+    candidates = {"b.n.01": ctxs[:3], "a.n.01": [ctxs[3]]}
+    got = choose_contexts(candidates, scorer)
+    assert got["a.n.01"] is ctxs[3]
+    (unit,) = context_units(candidates, scorer.kind)
+    assert unit.id == "b.n.01" and unit.decision == "best-row"
+    if scorer.kind == "causal":
+        q, c = causal_queries(ctxs[:3])
+        by_hand = [s[0] for s in scorer.score(q, c)]
+    else:
+        from probegen.coda21.contexts import _token_view
+
+        by_hand = [scorer.span_logprob(*_token_view(c)) for c in ctxs[:3]]
+    assert got["b.n.01"] is ctxs[:3][int(np.argmax(by_hand))]

@@ -312,9 +312,9 @@ def test_real_occurrence_builds_the_shared_context_in_both_layouts():
     c = buffs.context()
     assert (c.surface, c.word, c.lemma, c.source, c.sent_id) == ("buffs", "buffs", "buff", "semcor", buffs.sent_id)
     assert c.text == detokenize(buffs.tokens)[0]
-    coda = c.to_json("coda21")
+    coda = c.to_json("with-tokens")
     assert list(coda) == ["text", "char_span", "tokens", "span", "sent_id"]
     assert (coda["tokens"], coda["span"], coda["sent_id"]) == (list(buffs.tokens), list(buffs.span), buffs.sent_id)
-    assert c.to_json("wordnetqa") == {"text": c.text, "char_span": list(c.char_span), "source": "semcor", "ref": buffs.sent_id}
-    assert Context.from_json(coda, "coda21") == replace(c, lemma=None)  # neither layout stores the lemma
-    assert Context.from_json(c.to_json("wordnetqa"), "wordnetqa") == replace(c, tokens=None, span=None, lemma=None)
+    assert c.to_json("with-source") == {"text": c.text, "char_span": list(c.char_span), "source": "semcor", "ref": buffs.sent_id}
+    assert Context.from_json(coda, "with-tokens") == replace(c, lemma=None)  # neither layout stores the lemma
+    assert Context.from_json(c.to_json("with-source"), "with-source") == replace(c, tokens=None, span=None, lemma=None)

@@ -386,7 +386,7 @@ def test_csv_round_trip_and_bad_rows_with_line_numbers(tmp_path):
         g = gold[r["item"]]
         ans = g["gold"] if r["annotator"].endswith("1") else wrong(g, None)
         plan.setdefault(r["annotator"], {})[r["item"]] = ans
-        r["answer"] = format_answer({"kind": "align"}, ans)
+        r["answer"] = format_answer({"kind": "align", "rows": []}, ans)
         r["guess"] = "|".join(w[0] for w in g["words"]) if r["condition"] == "context" else ""
     with open(tmp_path / "b.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -335,7 +335,7 @@ def test_trained_method_finds_a_word_biased_label_set():
     assert r["side"] == "word-biased" and r["paper"] is None
 
 
-def test_trained_choice_items_are_scored_by_argmax_with_ties_wrong():
+def test_trained_choice_items_are_scored_by_argmax_with_ties_at_random():
     from diagnostics.trained import TrainedConfig, choice_correct, features, measure
     from probegen.wordincontext.dataset import WicDataset
 
@@ -356,7 +356,9 @@ def test_trained_choice_items_are_scored_by_argmax_with_ties_wrong():
     r = measure(ds, "wsd-like", BagEncoder(), TrainedConfig(n_boot=200), log=lambda m: None, progress=False)
     assert r["conditions"]["context"]["mean"] > 0.9 and r["conditions"]["word"]["mean"] < 0.45
     assert r["task"] == "choice" and r["paper"]["bias_w"] == 0.346
-    assert choice_correct(np.zeros(4), np.zeros(4, int), np.array([1, 0, 0, 0])).tolist() == [False]
+    # a tie is the core's: broken at random by the seed and item id, never for or against the gold
+    tied = [choice_correct(np.zeros(4), np.zeros(4, int), np.array([1, 0, 0, 0]), [f"i{n}"])[0] for n in range(40)]
+    assert 0 < sum(tied) < 40
 
 
 def test_trained_method_needs_train_and_test_splits():
@@ -407,9 +409,9 @@ def tiny_bert(tmp_path_factory) -> str:
 def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
     import torch
 
-    from diagnostics.trained import Encoder
+    from diagnostics.trained import load_encoder
 
-    enc = Encoder.load(tiny_bert)
+    enc = load_encoder(tiny_bert)
     text = "The riverbank was steep."
     got = enc.batch([(text, (4, 13)), (text, None)]).numpy()
     ids = enc.tok(text, return_tensors="pt")
@@ -424,10 +426,10 @@ def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
 
 def test_finetune_loop_trains_and_scores_on_a_tiny_model(tiny_bert):
     from diagnostics.finetune import finetune_correct
-    from diagnostics.trained import Encoder, TrainedConfig
+    from diagnostics.trained import TrainedConfig, load_encoder
 
     ds = context_biased_pairs(n_lemmas=8, per=4)
-    enc = Encoder.load(tiny_bert)
+    enc = load_encoder(tiny_bert)
     before = [p.detach().clone() for p in enc.net.parameters()]
     got = finetune_correct(enc, "context", ds.split("train"), ds.split("test"), 0, TrainedConfig(epochs=1, batch_size=8))
     assert got.dtype == bool and len(got) == len(ds.split("test"))

@@ -18,13 +18,16 @@ or another variant sharing synsets, recomputes nothing.
 
 from __future__ import annotations
 
-from typing import Sequence
+import json
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
-
+from ..core import Unit
 from ..leaks import Morphology, leaks
 from ..text import split_at_span
 from .items import Context
+
+if TYPE_CHECKING:
+    from ..runner import Runner
 
 # With no left context (the target opens the sentence) a causal LM has nothing to condition on;
 # a sentence-start cue keeps such contexts comparable instead of unscoreable.
@@ -81,33 +84,47 @@ def causal_queries(contexts: Sequence[Context]) -> tuple[list[str], list[list[st
     return queries, conts
 
 
-def score_contexts(contexts: Sequence[Context], scorer, progress: bool = False) -> np.ndarray:
-    """How predictable the target is in each context under ``scorer`` (higher = clearer)."""
-    if not contexts:
-        return np.zeros(0)
-    if scorer.kind == "masked":
-        return np.array([scorer.span_logprob(*_token_view(c)) for c in contexts])
-    if scorer.kind != "causal":
-        raise ValueError(f"a context scorer must be a causal or masked LM, not {scorer.kind!r}")
-    queries, conts = causal_queries(contexts)
-    return np.array([s[0] for s in scorer.score(queries, conts, progress=progress)])
+def context_units(candidates: dict[str, list[Context]], kind: str) -> list[Unit]:
+    """One ``best-row`` unit per synset with several candidate contexts, rows in candidate order.
+
+    A causal LM's row is (left context, [target continuation]); a masked LM's is (the words as
+    JSON, ["start:end"]): the requests of :meth:`MaskedScorer.span_requests`.
+
+    >>> [u.queries for u in context_units({"a.n.01": [Context("the dogs barked", (4, 8))] * 2}, "causal")]
+    [('the', 'the')]
+    """
+    if kind not in ("causal", "masked"):
+        raise ValueError(f"a context scorer must be a causal or masked LM, not {kind!r}")
+    units = []
+    for name in sorted(candidates):
+        ctxs = candidates[name]
+        if len(ctxs) < 2:
+            continue
+        if kind == "causal":
+            queries, conts = causal_queries(ctxs)
+        else:
+            views = [_token_view(c) for c in ctxs]
+            queries = [json.dumps(list(w), ensure_ascii=False) for w, _ in views]
+            conts = [[f"{a}:{b}"] for _, (a, b) in views]
+        units.append(Unit(name, tuple(queries), tuple(tuple(c) for c in conts), "best-row"))
+    return units
 
 
 def choose_contexts(
-    candidates: dict[str, list[Context]], scorer, progress: bool = False
+    candidates: dict[str, list[Context]], scorer, progress: bool = False, runner: "Runner | None" = None
 ) -> dict[str, Context]:
     """The best-scoring context of each synset (ties go to the earliest in corpus or example order).
 
-    Synsets with a single candidate context keep it without scoring.
+    Synsets with a single candidate context keep it without scoring. All candidates are scored
+    as one request table through the runner (sharded under ``torchrun``), each synset decided
+    by the core's ``best-row`` rule.
     """
-    flat: list[tuple[str, Context]] = [
-        (name, c) for name in sorted(candidates) for c in candidates[name] if len(candidates[name]) > 1
-    ]
-    scores = score_contexts([c for _, c in flat], scorer, progress=progress)
-    best: dict[str, tuple[float, Context]] = {}
-    for (name, c), s in zip(flat, scores):
-        if name not in best or s > best[name][0]:
-            best[name] = (float(s), c)
+    from ..runner import Runner
+
+    runner = Runner.ensure(runner)
+    units = context_units(candidates, scorer.kind)
+    requests = scorer.span_requests() if scorer.kind == "masked" else scorer
     out = {name: ctxs[0] for name, ctxs in candidates.items() if len(ctxs) == 1}
-    out.update({name: c for name, (_, c) in best.items()})
+    for u, (_, pred) in zip(units, runner.evaluate(units, requests, progress=progress)):
+        out[u.id] = candidates[u.id][int(pred[0])]
     return out

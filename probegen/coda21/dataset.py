@@ -8,27 +8,36 @@ A probegen dataset is a directory with ``groups.jsonl`` (one group a line) and
 
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..dataset import MANIFEST_FILE, Dataset, find  # noqa: F401 - MANIFEST_FILE: importable from here as before
 from ..errors import DatasetError, NothingBuilt, ProbegenError
-from ..io import iter_jsonl, json_type, parse_json, read_manifest, read_text, recover, verify_files, write_rows_dataset
+from ..io import json_type, parse_json, read_text
 from ..manifest import CANARY, data_block, make_manifest
 from .config import Coda21Config
 from .items import Context, Group, Item, text_field
 
+if TYPE_CHECKING:
+    from ..runner import Runner
+
 GROUPS_FILE = "groups.jsonl"
-MANIFEST_FILE = "manifest.json"
 
 
 @dataclass
-class Coda21Dataset:
-    """Groups plus the manifest that says how they were made."""
+class Coda21Dataset(Dataset):
+    """Groups plus the manifest that says how they were made (the shared container,
+    :class:`probegen.dataset.Dataset`: ``fingerprint``, ``write``, ``read_dir``)."""
+
+    title = "CoDA21"
+    records_file = GROUPS_FILE
+    record = Group
+    records_field = "groups"
+    fingerprint_sep = ""
 
     groups: list[Group]
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -36,16 +45,6 @@ class Coda21Dataset:
 
     def by_pos(self, pos: str) -> list[Group]:
         return [g for g in self.groups if g.pos == pos]
-
-    @property
-    def fingerprint(self) -> str:
-        """A hash of the groups' content, recorded in evaluation results."""
-        import hashlib
-
-        h = hashlib.sha256()
-        for g in self.groups:
-            h.update(json.dumps(g.to_json(), sort_keys=True).encode())
-        return h.hexdigest()
 
 
 def group_rng(seed: int, group_id: str) -> np.random.Generator:
@@ -88,6 +87,7 @@ def plan(
     progress: bool = True,
     log=print,
     contexts: str | None = None,
+    runner: "Runner | None" = None,
 ) -> Plan:
     """Locate the data and form the synset groups (the cheap, context-free half of a build).
 
@@ -95,7 +95,8 @@ def plan(
     contexts are its usable SemCor occurrences (``contexts="semcor"``, the default where the
     wordnet has sense keys) or its own example sentences (``"examples"``): those where no form of
     the target lemma is visible outside the hidden span (``probegen.leaks``). Eligibility counts
-    only these, so "clean" means at least ``min_clean_contexts`` usable contexts.
+    only these, so "clean" means at least ``min_clean_contexts`` usable contexts. ``runner``
+    loads the embedder (default: a :class:`~probegen.runner.Runner` with the default runtime).
     """
     from ..contexts import example_occurrences
     from ..data import locate_semcor
@@ -128,7 +129,7 @@ def plan(
     for pos in cfg.pos:
         eligible = {s for s, ctxs in index.items() if graph.pos(s) == pos and len(ctxs) >= 1}
         pools[pos] = {s for s in eligible if len(index[s]) >= cfg.min_contexts}
-        vectors[pos] = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress)
+        vectors[pos] = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress, runner=runner)
         found = form_groups(graph, pools[pos], pos, cfg, vectors[pos], progress=progress)
         log(f"{pos}: {len(found)} groups from {len(pools[pos])} eligible synsets")
         if not found:  # a requested part of speech with no group is a failed build, not a smaller one
@@ -151,12 +152,15 @@ def _nothing_built(cfg: Coda21Config, pools: dict[str, set[str]], pos: str) -> s
             f"{len(pools[pos])} eligible {name} synsets): {hint}; nothing was written")
 
 
-def pick_contexts(p: Plan, members: list[str], progress: bool = True, log=print) -> tuple[dict[str, Context], Any]:
+def pick_contexts(
+    p: Plan, members: list[str], progress: bool = True, log=print, runner: "Runner | None" = None
+) -> tuple[dict[str, Context], Any]:
     """(synset -> chosen context, the context scorer or None) for ``members``.
 
     Only the first ``max_contexts`` usable SemCor occurrences of each synset are candidates
     (leaky ones never reach the scorer); their scores go through the persistent score cache,
-    so later builds sharing synsets are cheap.
+    so later builds sharing synsets are cheap. ``runner`` loads the scorer and scores every
+    candidate as one request table (shared across ranks under ``torchrun``).
     """
     from .contexts import choose_contexts
 
@@ -168,8 +172,8 @@ def pick_contexts(p: Plan, members: list[str], progress: bool = True, log=print)
     log(f"choosing contexts for {len(members)} synsets ({n_scored} candidate contexts, scorer {cfg.context_scorer})")
     if cfg.context_scorer == "first":  # no LM: the first SemCor occurrence (fast, for tests/drafts)
         return {m: c[0] for m, c in candidates.items()}, None
-    scorer = _context_scorer(cfg.context_scorer)
-    return choose_contexts(candidates, scorer, progress=progress), scorer
+    scorer = _context_scorer(cfg.context_scorer, runner)
+    return choose_contexts(candidates, scorer, progress=progress, runner=runner), scorer
 
 
 def group_ids(cfg: Coda21Config, synset_groups: list) -> list[str]:
@@ -219,13 +223,23 @@ def build(
     progress: bool = True,
     log=print,
     contexts: str | None = None,
+    runner: "Runner | None" = None,
 ) -> Coda21Dataset:
     """Generate a CoDA21 dataset from a wordnet and SemCor (or the wordnet's own examples,
-    ``contexts="examples"``) with the given configuration."""
-    p = plan(cfg, wordnet, semcor, progress, log, contexts)
+    ``contexts="examples"``) with the given configuration.
+
+    ``runner`` loads the embedder and the context scorer and scores the candidate contexts
+    (under ``torchrun`` every rank scores a share; the dataset is the same on every rank).
+    """
+    from ..runner import Runner
+
+    runner = Runner.ensure(runner, log)
+    progress = progress and runner.progress  # one bar for the run: rank 0's
+    log = runner.main_log(log)
+    p = plan(cfg, wordnet, semcor, progress, log, contexts, runner)
     # contexts are chosen only for synsets that ended up in groups (groups don't depend on them)
     members = sorted({m for g in p.synset_groups for m in g.members})
-    chosen, scorer = pick_contexts(p, members, progress, log)
+    chosen, scorer = pick_contexts(p, members, progress, log, runner)
     return assemble(p, p.synset_groups, chosen, scorer)
 
 
@@ -244,10 +258,11 @@ def _settings(scorer) -> dict:
         return {}
 
 
-def _context_scorer(name: str):
-    from ..models import load_scorer
+def _context_scorer(name: str, runner: "Runner | None" = None):
+    from ..runner import Runner
 
-    scorer = load_scorer(name, reduction="mean") if _kind(name) == "causal" else load_scorer(name)
+    runner = Runner.ensure(runner)
+    scorer = runner.load_scorer(name, reduction="mean") if _kind(name) == "causal" else runner.load_scorer(name)
     if scorer.kind not in ("causal", "masked"):
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {name!r} is a {scorer.kind} model")
     return scorer
@@ -279,32 +294,14 @@ def write(ds: Coda21Dataset, out: str | Path) -> Path:
     The directory is written beside ``out`` and renamed into place once, so an interrupted
     write leaves an earlier dataset at ``out`` whole.
     """
-    return write_rows_dataset(out, GROUPS_FILE, (g.to_json() for g in ds.groups), ds.manifest, MANIFEST_FILE)
+    return ds.write(out)
 
 
 def load(path: str | Path) -> Coda21Dataset:
-    """Read a probegen CoDA21 directory or a file in the original CoDA21 JSON schema."""
-    p = Path(path)
-    recover(p)  # an interrupted write of p is finished first
-    if not p.exists():
-        raise DatasetError(f"dataset {p} does not exist")
-    if p.is_dir():
-        gfile = p / GROUPS_FILE
-        if not gfile.exists():
-            raise DatasetError(f"{p} is not a CoDA21 dataset: no {GROUPS_FILE}")
-        manifest = {}
-        if (p / MANIFEST_FILE).exists():
-            manifest = read_manifest(p / MANIFEST_FILE)
-            verify_files(p, manifest.get("files"), MANIFEST_FILE)
-        groups = []
-        for line, d in iter_jsonl(gfile):
-            try:
-                groups.append(Group.from_json(d))
-            except DatasetError as e:
-                raise DatasetError(f"{gfile}:{line}: {e}") from None
-        ds = Coda21Dataset(groups, manifest, str(p))
-    else:
-        ds = import_coda21_json(p)
+    """Read a probegen CoDA21 directory (its files checked against the manifest) or a file in
+    the original CoDA21 JSON schema."""
+    p = find(path)
+    ds = Coda21Dataset.read_dir(p) if p.is_dir() else import_coda21_json(p)
     check(ds)
     return ds
 
@@ -398,7 +395,8 @@ def _imported_context(c: dict[str, Any]) -> Context:
     if spans:
         sp = spans[0] if isinstance(spans, list) else None
         if not (isinstance(sp, list) and len(sp) == 2 and all(type(x) is int for x in sp)):
-            raise DatasetError(f"'target_char_spans' must be a list of [start, end] integer pairs, got {str(spans)[:40]}")
+            shown = " ".join(str(spans)[:40].split())  # one line, however the value is spaced
+            raise DatasetError(f"'target_char_spans' must be a list of [start, end] integer pairs, got {shown}")
         a, b = sp
         if not 0 <= a < b <= len(text):
             raise DatasetError(f"'target_char_spans' {sp} is empty or outside the context ({len(text)} characters)")

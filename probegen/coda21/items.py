@@ -1,25 +1,26 @@
-"""The CoDA21 item model: plain dataclasses, serialised as one JSON object per group."""
+"""The CoDA21 record: a :class:`Group` of :class:`Member` s, serialised as one JSON object per group."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from ..contexts import Context  # re-exported: the shared model, importable from here as before
 from ..errors import DatasetError
 from ..io import json_type
+from ..items import Item as Record
 
-__all__ = ["Context", "Group", "Item"]
+__all__ = ["Context", "Group", "Item", "Member"]
 
 
 @dataclass(frozen=True)
-class Item:
+class Member:
     """One synset of a group: its lemma, definition and one context where it occurs.
 
-    >>> it = Item("ice.n.01", "ice", "frozen water", Context.from_text("The mice saw ice.", "ice"))
+    >>> it = Member("ice.n.01", "ice", "frozen water", Context.from_text("The mice saw ice.", "ice"))
     >>> it.to_json()["context"]  # the CoDA21 layout: no source/ref, unlike WordNetQA's
     {'text': 'The mice saw ice.', 'char_span': [13, 16]}
-    >>> Item.from_json(it.to_json()) == it
+    >>> Member.from_json(it.to_json()) == it
     True
     """
 
@@ -33,16 +34,20 @@ class Item:
             "synset": self.synset,
             "lemma": self.lemma,
             "definition": self.definition,
-            "context": self.context.to_json("coda21"),
+            "context": self.context.to_json("with-tokens"),
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Item":
+    def from_json(cls, d: dict[str, Any]) -> "Member":
         if not isinstance(d, dict) or not isinstance(d.get("context"), dict):
             raise DatasetError("an item must be an object with a 'context' object")
         synset = text_field(d, "synset")
         lemma = text_field(d, "lemma") if "lemma" in d else synset.split(".")[0]
-        return cls(synset, lemma, text_field(d, "definition"), Context.from_json(d["context"], "coda21"))
+        return cls(synset, lemma, text_field(d, "definition"), Context.from_json(d["context"], "with-tokens"))
+
+
+# the name a group member had before the shared record base (probegen.items.Item) took it
+Item = Member
 
 
 def text_field(d: dict[str, Any], key: str) -> str:
@@ -59,22 +64,27 @@ def text_field(d: dict[str, Any], key: str) -> str:
 
 
 @dataclass(frozen=True)
-class Group:
-    """A CoDA21 group: k items whose contexts must be aligned to their definitions.
+class Group(Record):
+    """A CoDA21 group: k members (``items``) whose contexts must be aligned to their definitions.
 
-    Items are stored in a seeded shuffled order; gold pairs item i's context with item i's
+    Members are stored in a seeded shuffled order; gold pairs member i's context with member i's
     definition, and evaluators present the definitions in another seeded order.
     """
+
+    what = "CoDA21 group"
 
     id: str
     pos: str
     ancestor: str
     relation: str
-    items: tuple[Item, ...]
+    items: tuple[Member, ...]
 
     @property
     def k(self) -> int:
         return len(self.items)
+
+    def targets(self) -> Iterator[tuple[Context, str]]:
+        return ((it.context, it.lemma) for it in self.items)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,10 +102,10 @@ class Group:
             if not isinstance(d, dict) or not isinstance(d.get("items"), list):
                 raise DatasetError("a group must be an object with an 'items' list")
             fields = [text_field(d, k) for k in ("id", "pos", "ancestor", "relation")]
-            return cls(*fields, tuple(Item.from_json(x) for x in d["items"]))
+            return cls(*fields, tuple(Member.from_json(x) for x in d["items"]))
         except DatasetError as e:
-            raise DatasetError(f"malformed CoDA21 group {gid}: {e}") from None
+            raise DatasetError(f"malformed {cls.what} {gid}: {e}") from None
         except KeyError as e:
-            raise DatasetError(f"malformed CoDA21 group {gid}: missing field {e}") from None
+            raise DatasetError(f"malformed {cls.what} {gid}: missing field {e}") from None
         except (TypeError, ValueError) as e:
-            raise DatasetError(f"malformed CoDA21 group {gid}: {e}") from None
+            raise DatasetError(f"malformed {cls.what} {gid}: {e}") from None

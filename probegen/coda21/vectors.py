@@ -2,34 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..io import atomic_write, sha256_text
 from ..paths import cache_dir, set_aside
 
+if TYPE_CHECKING:
+    from ..runner import Runner
+
 
 def definition_vectors(
-    graph, names: list[str], embedder: str, wordnet_sha: str, progress: bool = False
+    graph, names: list[str], embedder: str, wordnet_sha: str, progress: bool = False, runner: "Runner | None" = None
 ) -> Callable[[list[str]], np.ndarray]:
     """A lookup from synset names to L2-normalised embeddings of their definitions.
 
     All ``names`` are embedded in one batch (or read from the cache); the lookup then costs
-    nothing, which matters because grouping re-clusters the same synsets many times.
+    nothing, which matters because grouping re-clusters the same synsets many times. ``runner``
+    loads the embedder; under ``torchrun`` rank 0 embeds and caches, and shares the matrix.
     """
+    from ..runner import Runner
+
+    runner = Runner.ensure(runner)
     key = sha256_text("\n".join([embedder, wordnet_sha, *names]))[:16]
     path = cache_dir() / "vectors" / f"definitions-{embedder.replace('/', '_')}-{key}.npy"
-    mat = _read_cache(path, len(names))
+    # rank 0 reads (or computes and writes) the cache and hands the matrix to the others; every
+    # rank takes the same branch, so loading (which synchronises ranks) stays symmetric
+    mat = runner.share(_read_cache(path, len(names)) if runner.is_main else None)
     if mat is None:
-        from ..models import load_scorer
-
-        scorer = load_scorer(embedder)
+        scorer = runner.load_scorer(embedder)
         if not hasattr(scorer, "embed"):
             raise ValueError(f"--embedder {embedder!r} is a {scorer.kind} model and cannot embed text")
-        mat = np.asarray(scorer.embed([graph.definition(n) for n in names], progress=progress), dtype=np.float32)
-        with atomic_write(path, "wb") as fh:
-            np.save(fh, mat)
+        if runner.is_main:
+            mat = np.asarray(scorer.embed([graph.definition(n) for n in names], progress=progress), dtype=np.float32)
+            with atomic_write(path, "wb") as fh:
+                np.save(fh, mat)
+        mat = runner.share(mat)
     norms = np.linalg.norm(mat, axis=1, keepdims=True)
     mat = mat / np.where(norms == 0, 1.0, norms)
     row = {n: i for i, n in enumerate(names)}

@@ -112,55 +112,15 @@ def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: st
 
     if not _LEXICON_ID.fullmatch(lexicon_id):
         raise ProbegenError(f"lexicon id {lexicon_id!r} must be a letter or _ followed by letters, digits, . or _")
-    g = graph.g
     names = graph.synsets()  # (pos, offset) order: the reader's order is the position in the file
     sid = {n: synset_id(n, lexicon_id) for n in names}
-    dropped = 0
-
-    def member_id(name: str, lemma: str) -> str | None:
-        lemmas = g.nodes[name]["lemmas"]
-        return f"{sid[name]}-{lemmas.index(lemma) + 1}" if lemma in lemmas else None
-
     entries: dict[tuple[str, str], dict] = {}
-    synsets = []
+    synsets, dropped = [], 0
     for n in names:
-        d = g.nodes[n]
-        senses = []
-        for k, lemma in enumerate(d["lemmas"], 1):
-            rels = []
-            for src, tgt, tlemma in d.get("antonyms", ()):
-                target = member_id(tgt, tlemma) if src == lemma and tgt in sid else None
-                if src == lemma:
-                    if target is None:
-                        dropped += 1
-                    else:
-                        rels.append({"target": target, "relType": "antonym"})
-            sense = {"id": f"{sid[n]}-{k}", "synset": sid[n], "relations": rels}
-            senses.append(sense["id"])
-            key = (lemma, d["pos"])
-            if key not in entries:
-                entries[key] = {"id": f"{lexicon_id}-{escape_id(lemma)}-{d['pos']}",
-                                "lemma": {"writtenForm": lemma.replace("_", " "), "partOfSpeech": d["pos"]},
-                                "senses": []}
-            entries[key]["senses"].append(sense)
-        pointers = [("hypernym", p) for p in graph.parents(n)]
-        pointers += [("instance_hypernym", p) for p in graph.related(n, "instance_hypernym")]
-        pointers += [(rel, t) for rel, targets in d.get("relations", {}).items() for t in targets]
-        rels = []
-        for rel, t in pointers:
-            if t not in sid:
-                dropped += 1
-                continue
-            if rel not in LMF_RELTYPES:
-                raise ProbegenError(f"{n}: relation {rel!r} has no WN-LMF counterpart")
-            rels.append({"target": sid[t], "relType": LMF_RELTYPES[rel]})
-        definition = _squash(d["definition"])
-        synset = {"id": sid[n], "ili": d.get("ili", ""), "partOfSpeech": d["pos"], "members": senses,
-                  "definitions": [{"text": definition}] if definition else [],
-                  "relations": rels, "examples": [{"text": _squash(e)} for e in d["examples"]]}
-        if d.get("lexname"):
-            synset["lexfile"] = d["lexname"]
-        synsets.append(synset)
+        senses, lost_senses = _add_senses(graph.g, n, sid, lexicon_id, entries)
+        rels, lost_synsets = _synset_relations(graph, n, sid)
+        dropped += lost_senses + lost_synsets
+        synsets.append(_synset(graph.g.nodes[n], sid[n], senses, rels))
     if dropped:
         log.warning("write_lmf: dropped %d relation(s) to synsets outside the graph", dropped)
     lexicon = {"id": lexicon_id, "label": label, "language": language, "email": email,
@@ -170,3 +130,64 @@ def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: st
     with atomic_path(path) as tmp:  # wn.lmf.dump opens the path itself
         wn.lmf.dump({"lmf_version": LMF_VERSION, "lexicons": [lexicon]}, str(tmp))
     return path
+
+
+def _antonyms(g, sid: dict[str, str], name: str, lemma: str) -> tuple[list[dict], int]:
+    """The antonym sense relations of ``lemma`` in synset ``name``, and how many were dropped
+    (their target outside the graph)."""
+    rels, dropped = [], 0
+    for src, tgt, tlemma in g.nodes[name].get("antonyms", ()):
+        if src != lemma:
+            continue
+        lemmas = g.nodes[tgt]["lemmas"] if tgt in sid else ()
+        if tlemma in lemmas:
+            rels.append({"target": f"{sid[tgt]}-{lemmas.index(tlemma) + 1}", "relType": "antonym"})
+        else:
+            dropped += 1
+    return rels, dropped
+
+
+def _add_senses(g, name: str, sid: dict[str, str], lexicon_id: str, entries: dict[tuple[str, str], dict]) -> tuple[list[str], int]:
+    """Add synset ``name``'s senses to their lexical ``entries`` (made on first use); returns the
+    sense ids (its members, in order) and how many antonym relations were dropped."""
+    d = g.nodes[name]
+    senses, dropped = [], 0
+    for k, lemma in enumerate(d["lemmas"], 1):
+        rels, lost = _antonyms(g, sid, name, lemma)
+        dropped += lost
+        sense = {"id": f"{sid[name]}-{k}", "synset": sid[name], "relations": rels}
+        senses.append(sense["id"])
+        key = (lemma, d["pos"])
+        if key not in entries:
+            entries[key] = {"id": f"{lexicon_id}-{escape_id(lemma)}-{d['pos']}",
+                            "lemma": {"writtenForm": lemma.replace("_", " "), "partOfSpeech": d["pos"]},
+                            "senses": []}
+        entries[key]["senses"].append(sense)
+    return senses, dropped
+
+
+def _synset_relations(graph, name: str, sid: dict[str, str]) -> tuple[list[dict], int]:
+    """Synset ``name``'s relations as WN-LMF synset relations, and how many were dropped (target outside the graph)."""
+    pointers = [("hypernym", p) for p in graph.parents(name)]
+    pointers += [("instance_hypernym", p) for p in graph.related(name, "instance_hypernym")]
+    pointers += [(rel, t) for rel, targets in graph.g.nodes[name].get("relations", {}).items() for t in targets]
+    rels, dropped = [], 0
+    for rel, t in pointers:
+        if t not in sid:
+            dropped += 1
+            continue
+        if rel not in LMF_RELTYPES:
+            raise ProbegenError(f"{name}: relation {rel!r} has no WN-LMF counterpart")
+        rels.append({"target": sid[t], "relType": LMF_RELTYPES[rel]})
+    return rels, dropped
+
+
+def _synset(d: dict, synset_id_: str, senses: list[str], rels: list[dict]) -> dict:
+    """One WN-LMF synset from a graph node's attributes ``d``."""
+    definition = _squash(d["definition"])
+    synset = {"id": synset_id_, "ili": d.get("ili", ""), "partOfSpeech": d["pos"], "members": senses,
+              "definitions": [{"text": definition}] if definition else [],
+              "relations": rels, "examples": [{"text": _squash(e)} for e in d["examples"]]}
+    if d.get("lexname"):
+        synset["lexfile"] = d["lexname"]
+    return synset

@@ -10,8 +10,8 @@ Every builder takes a ``wordnet`` string and hands it to :func:`open_resource`:
 - a ``.xml`` / ``.xml.gz`` file or ``wn:LEXICON`` (``wn:oewn:2024``): WN-LMF through the ``wn``
   package (:mod:`probegen.lexicon.lmf`).
 
-Resources are opened once per process. On the command line, :func:`add_wordnet_source_option`
-gives every ``make`` command the option.
+Resources are opened once per process. On the command line, ``commands.options.add_wordnet_source_option``
+gives every ``make`` command the option (it calls :func:`effective_source`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
 
 from ..errors import ProbegenError
 from .base import LexicalResource
@@ -154,34 +153,3 @@ def effective_source(wordnet_source: str | None, wordnet_path: str | None) -> st
 
         locate_wordnet(wordnet_path)  # a bad --wordnet fails now, with its own message
     return wordnet_path
-
-
-def add_wordnet_source_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Click decorator: ``--wordnet-source``, for every ``make`` command.
-
-    The source is checked before the command runs and stored as the click object's ``wordnet``
-    (what the command already hands its builder), so the command receives no extra argument::
-
-        @make.command("coda21")
-        @add_wordnet_source_option
-        @click.option(...)
-        @click.pass_obj
-        def make_coda21(obj, ...): ...
-    """
-    import functools
-
-    import click
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, wordnet_source: str | None, **kw: Any) -> Any:
-        ctx = click.get_current_context()
-        obj = ctx.obj if isinstance(ctx.obj, dict) else {}
-        obj["wordnet"] = effective_source(wordnet_source, obj.get("wordnet"))
-        ctx.obj = obj
-        return command(*args, **kw)
-
-    return click.option(
-        "--wordnet-source", default=None, metavar="pwn30|pwn31|PATH|wn:LEXICON",
-        help="The wordnet to build from: Princeton WordNet 3.0 (default) or 3.1, a WNDB folder, a WN-LMF "
-             ".xml/.xml.gz file, or a lexicon of the wn package (wn:oewn:2024).",
-    )(wrapper)

@@ -24,27 +24,20 @@ from .schema import Spec
 
 @dataclass
 class Built:
-    """A spec's dataset: its kind (coda21, wordnetqa, wic) and the dataset object."""
+    """A spec's dataset: its kind (a task name: coda21, wordnetqa, wic) and the dataset object."""
 
     kind: str
     dataset: Any
 
     def write(self, out: str | Path) -> Path:
-        if self.kind == "coda21":
-            from ..coda21.dataset import write
-        elif self.kind == "wordnetqa":
-            from ..wordnetqa.dataset import write
-        else:
-            from ..wordincontext.dataset import write
-        return write(self.dataset, out)
+        from .. import tasks
+
+        return tasks.get(self.kind).write(self.dataset, out)
 
     def summary(self) -> str:
-        c = self.dataset.manifest.get("counts", {})
-        if self.kind == "coda21":
-            return ", ".join(f"{p}: {v['groups']} groups / {v['unique_synsets']} synsets" for p, v in c.items() if v["groups"])
-        if self.kind == "wordnetqa":
-            return ", ".join(f"{p}: {v['unique_questions']} questions / {v['items']} items" for p, v in c.items())
-        return ", ".join(f"{s}: {v['items']} pairs" for s, v in c.get("splits", {}).items())
+        from .. import tasks
+
+        return tasks.get(self.kind).built_summary(self.dataset)
 
 
 def concept_filter(spec: Spec, with_semcor: bool) -> ConceptFilter | None:
@@ -144,52 +137,68 @@ def wic_config(spec: Spec):
 
 def config_for(spec: Spec):
     """The generator configuration a spec maps onto (checked: a bad value fails before any work)."""
-    cfg = {"alignment": coda21_config, "multiple_choice": wordnetqa_config, "wic_pair": wic_config}[spec.shape](spec)
+    from .. import tasks
+
+    cfg = tasks.for_spec_shape(spec.shape).spec_config(spec)
     cfg.validate()
     return cfg
 
 
 def models_of(spec: Spec) -> list[str]:
     """The models a build loads (resolved up front, so an unknown name fails in a moment)."""
-    if spec.shape != "alignment":
-        return []
-    return [spec.alignment.embedder] + ([spec.contexts.scorer] if spec.contexts.scorer != "first" else [])
+    from .. import tasks
+
+    return tasks.for_spec_shape(spec.shape).spec_models(spec)
+
+
+def build_alignment(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None],
+                    runner=None):
+    """The CoDA21 dataset of an ``alignment`` spec (``runner`` loads the embedder and context scorer)."""
+    from ..coda21 import dataset as coda21
+
+    try:
+        return coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, contexts=spec.contexts.source,
+                            runner=runner)
+    except NothingBuilt as e:
+        raise NothingBuilt(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings ({e})") from None
+
+
+def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None]):
+    """The WordNetQA dataset of a ``multiple_choice`` spec (a relation probe's templates go into the manifest)."""
+    from ..wordnetqa import dataset as wordnetqa
+    from ..wordnetqa.render import register_probe
+
+    extra = {}
+    if cfg.relation:
+        extra["probe_templates"] = {spec.multiple_choice.probe: probe_templates(spec)}
+        register_probe(spec.multiple_choice.probe, extra["probe_templates"][spec.multiple_choice.probe])
+    try:
+        ds = wordnetqa.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
+    except NothingBuilt as e:
+        raise NothingBuilt(f"spec {spec.name} gives no items: no concept passes its filters with a "
+                           f"{spec.multiple_choice.probe} answer ({e})") from None
+    ds.manifest.update(extra)
+    return ds
+
+
+def build_wic_pair(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None]):
+    """The WiC dataset of a ``wic_pair`` spec."""
+    from ..wordincontext.wic import build
+
+    return build(cfg, wordnet, semcor, log)
 
 
 def build_spec(spec: Spec, wordnet: str | None = None, semcor: str | None = None, progress: bool = True,
-               log: Callable[[str], None] = print) -> Built:
-    """Generate the dataset a spec declares (see the module docstring for the mapping)."""
+               log: Callable[[str], None] = print, runner=None) -> Built:
+    """Generate the dataset a spec declares (see the module docstring for the mapping); ``runner``
+    (a :class:`~probegen.runner.Runner`) loads any model the build scores with."""
+    from .. import tasks
+
+    task = tasks.for_spec_shape(spec.shape)
     cfg = config_for(spec)
     record = {"name": spec.name, "sha256": spec.sha256, "spec": spec.to_dict()}
-    if spec.shape == "alignment":
-        from ..coda21 import dataset as coda21
-
-        try:
-            ds = coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, contexts=spec.contexts.source)
-        except NothingBuilt as e:
-            raise NothingBuilt(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings ({e})") from None
-        kind = "coda21"
-    elif spec.shape == "multiple_choice":
-        from ..wordnetqa import dataset as wordnetqa
-        from ..wordnetqa.render import register_probe
-
-        extra = {}
-        if cfg.relation:
-            extra["probe_templates"] = {spec.multiple_choice.probe: probe_templates(spec)}
-            register_probe(spec.multiple_choice.probe, extra["probe_templates"][spec.multiple_choice.probe])
-        try:
-            ds = wordnetqa.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
-        except NothingBuilt as e:
-            raise NothingBuilt(f"spec {spec.name} gives no items: no concept passes its filters with a "
-                               f"{spec.multiple_choice.probe} answer ({e})") from None
-        ds.manifest.update(extra)
-        kind = "wordnetqa"
-    else:
-        from ..wordincontext.wic import build
-
-        ds = build(cfg, wordnet, semcor, log)
-        kind = "wic"
+    ds = task.build_from_spec(spec, cfg, wordnet, semcor, progress, log, runner)
     ds.manifest["spec"] = record
     if spec.nonce:  # eval, bias and export read it back (probegen.templating.dataset_nonce)
         ds.manifest["nonce"] = spec.nonce
-    return Built(kind, ds)
+    return Built(task.name, ds)

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ProbegenError
 from ..io import atomic_output_file, read_text
 from .store import AnswerError, AnswerLog, Study, check_answer, first_answers, study_writer
-from .views import LETTERS, instructions
+from .views import LETTERS, instructions, is_group
 
 COLUMNS = ["annotator", "condition", "item", "kind", "instructions", "prompt", "options", "answer", "guess"]
 MAX_ERRORS_SHOWN = 5
@@ -40,35 +40,35 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP: a spreadsheet reads a
 
 
 def _prompt(view: dict[str, Any]) -> str:
-    if view["kind"] == "mc":
+    if not is_group(view):
         return view["prompt"]
     return "\n".join(f"{r + 1}. {''.join(row)}" for r, row in enumerate(view["rows"]))
 
 
 def _options(view: dict[str, Any]) -> str:
-    opts = view["choices"] if view["kind"] == "mc" else view["definitions"]
+    opts = view["choices"] if not is_group(view) else view["definitions"]
     return "\n".join(f"{LETTERS[i]}. {t}" for i, t in enumerate(opts))
 
 
 def format_answer(view: dict[str, Any], answer: Any) -> str:
     """An answer as the CSV writes it.
 
-    >>> format_answer({"kind": "mc"}, 2), format_answer({"kind": "align"}, [1, 0, 2])
+    >>> format_answer({"kind": "mc"}, 2), format_answer({"kind": "align", "rows": [[], [], []]}, [1, 0, 2])
     ('C', 'B,A,C')
     """
     if answer is None:
         return ""
-    return LETTERS[answer] if view["kind"] == "mc" else ",".join(LETTERS[a] for a in answer)
+    return LETTERS[answer] if not is_group(view) else ",".join(LETTERS[a] for a in answer)
 
 
 def parse_answer(view: dict[str, Any], text: str) -> Any:
     """A CSV answer cell as an index (multiple choice) or a list of indices (a group).
 
-    >>> parse_answer({"kind": "align"}, "b, a ,C")
+    >>> parse_answer({"kind": "align", "rows": [[], [], []]}, "b, a ,C")
     [1, 0, 2]
     """
     text = text.strip()
-    if view["kind"] == "mc":
+    if not is_group(view):
         return text
     out = []
     for part in text.split(","):
@@ -204,7 +204,7 @@ def _check_row(study: Study, log: AnswerLog, cell: dict[str, str], has_condition
         return None
     view = study.view(aid, uid)
     g = cell.get("guess", "")
-    guess = (g.split("|") if view["kind"] == "align" else g) if g else None
+    guess = (g.split("|") if is_group(view) else g) if g else None
     answer, guess = check_answer(view, a["condition"], parse_answer(view, text), guess, require_guess=False)
     key = (aid, uid)
     if key in seen:

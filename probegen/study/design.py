@@ -28,7 +28,7 @@ from ..errors import ProbegenError
 from ..io import atomic_dir, file_hashes, write_json, write_jsonl
 from ..manifest import CANARY
 from .store import ANSWERS, ASSIGNMENT, GOLD, ITEMS, MANIFEST, TOKENS
-from .views import align_gold, align_view, check_conditions, mc_gold, mc_view
+from .views import check_conditions
 
 
 @dataclass(frozen=True)
@@ -66,35 +66,41 @@ def _rng(seed: int, key: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(key.encode())])
 
 
-def sample_units(kind: str, data: Any, cfg: StudyConfig) -> tuple[list[Any], dict[str, int]]:
-    """The sampled dataset items (WordNetQA: one per concept cluster) and what was left out and why."""
+def sample_units(task: Any, data: Any, cfg: StudyConfig) -> tuple[list[Any], dict[str, int]]:
+    """The sampled dataset units (a :class:`~probegen.tasks.Task` or its name says how to pool
+    them; WordNetQA: one per concept cluster) and what was left out and why."""
+    from .. import tasks
+
+    task = tasks.get(task) if isinstance(task, str) else task
     rng = _rng(cfg.seed, "study-sample")
-    skipped: dict[str, int] = {}
-    if kind == "coda21":
-        pool = list(data.groups)
-        label = "groups"
-    else:
-        items = list(data.items)
-        if cfg.split:
-            items = [it for it in items if it.split == cfg.split]
-            if not items:
-                raise ProbegenError(f"the dataset has no items in split {cfg.split!r}")
-        if set(cfg.conditions) - {"full"}:
-            usable = [it for it in items if _renderable(it)]
-            if len(usable) < len(items):
-                skipped["no template or context (full condition only)"] = len(items) - len(usable)
-            items = usable
-        by_cluster: dict[str, list[Any]] = {}
-        for it in items:
-            by_cluster.setdefault(it.cluster, []).append(it)
-        clusters = sorted(by_cluster)
-        pool = [by_cluster[c][int(_rng(cfg.seed, f"study-pick/{c}").integers(len(by_cluster[c])))] for c in clusters]
-        label = "concept clusters"
+    pool, label, skipped = task.study_pool(data, cfg)
     if len(pool) < cfg.n:
         why = "".join(f"; {v} skipped: {k}" for k, v in skipped.items())
         raise ProbegenError(f"the dataset has only {len(pool)} usable {label} for --n {cfg.n}{why}; use --n {len(pool)} or fewer")
     picks = rng.choice(len(pool), size=cfg.n, replace=False)
     return [pool[int(i)] for i in picks], skipped
+
+
+def choice_pool(data: Any, cfg: StudyConfig) -> tuple[list[Any], str, dict[str, int]]:
+    """Multiple-choice items a study samples from: one per concept cluster (of ``cfg.split``),
+    only items with a known template when a condition other than full is shown."""
+    skipped: dict[str, int] = {}
+    items = list(data.items)
+    if cfg.split:
+        items = [it for it in items if it.split == cfg.split]
+        if not items:
+            raise ProbegenError(f"the dataset has no items in split {cfg.split!r}")
+    if set(cfg.conditions) - {"full"}:
+        usable = [it for it in items if _renderable(it)]
+        if len(usable) < len(items):
+            skipped["no template or context (full condition only)"] = len(items) - len(usable)
+        items = usable
+    by_cluster: dict[str, list[Any]] = {}
+    for it in items:
+        by_cluster.setdefault(it.cluster, []).append(it)
+    clusters = sorted(by_cluster)
+    pool = [by_cluster[c][int(_rng(cfg.seed, f"study-pick/{c}").integers(len(by_cluster[c])))] for c in clusters]
+    return pool, "concept clusters", skipped
 
 
 def _renderable(item) -> bool:
@@ -127,46 +133,35 @@ def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
 
     Tokens are not part of it: they are drawn at write time (they must be unguessable).
     """
-    from ..evaluation import detect_dataset
+    from .. import tasks
 
     cfg.validate()
-    kind = detect_dataset(dataset)
-    if cfg.split and kind != "wordnetqa":
-        raise ProbegenError("--split applies to WordNetQA datasets only (CoDA21 has no splits)")
-    if kind == "coda21":
-        from ..coda21.dataset import load
-
-        data = load(dataset)
-        fingerprint = data.fingerprint
-    else:
-        from ..wordnetqa.dataset import fingerprint as mc_fingerprint, load as load_mc
-
-        data = load_mc(dataset)
-        fingerprint = mc_fingerprint(data)
-    units, skipped = sample_units(kind, data, cfg)
+    task = tasks.detect(dataset)
+    tasks.check_options([task], {"split": cfg.split}, "study", [dataset])
+    data = task.load(dataset)
+    units, skipped = sample_units(task, data, cfg)
     width = len(str(cfg.n))
     uids = [f"q{i + 1:0{width}d}" for i in range(len(units))]
     items, gold = [], []
     for uid, unit in zip(uids, units):
-        g = align_gold(unit, cfg.seed) if kind == "coda21" else mc_gold(unit)
-        gold.append({"uid": uid, **g})
+        gold.append({"uid": uid, **task.study_gold(unit, cfg.seed)})
         for cond in cfg.conditions:
-            view = align_view(unit, cond, cfg.seed) if kind == "coda21" else mc_view(unit, cond)
-            items.append({"uid": uid, "condition": cond, "view": view})
+            items.append({"uid": uid, "condition": cond, "view": task.study_view(unit, cond, cfg.seed)})
     items.sort(key=lambda r: (list(cfg.conditions).index(r["condition"]), r["uid"]))
     annotators = assign(uids, cfg)
     manifest = {
         "kind": "study",
         "probegen_version": __version__,
         "canary": CANARY,
-        "dataset": {"path": str(dataset), "name": Path(str(dataset).rstrip("/")).name, "kind": kind, "fingerprint": fingerprint},
+        "dataset": {"path": str(dataset), "name": Path(str(dataset).rstrip("/")).name, "kind": task.name,
+                    "fingerprint": task.fingerprint(data)},
         "conditions": list(cfg.conditions),
         "n": cfg.n,
         "annotators_per_condition": cfg.annotators,
         "overlap": cfg.overlap,
         "seed": cfg.seed,
         "split": cfg.split,
-        "unit": "group" if kind == "coda21" else "item",
+        "unit": task.unit_name,
         "design": "paired: the same sampled items in every condition, different annotators per condition",
         "counts": {
             "items": len(uids),

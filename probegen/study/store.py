@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import DatasetError, ProbegenError
 from ..io import read_jsonl, recover, verify_files
-from .views import CONDITIONS, LETTERS
+from .views import CONDITIONS, LETTERS, is_group
 
 MANIFEST = "manifest.json"
 ITEMS = "items.jsonl"
@@ -130,7 +130,7 @@ def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, 
     >>> check_answer({"kind": "align", "rows": [0, 0], "definitions": [0, 0]}, "context", [1, 0], ["cat", "dog"], True)
     ([1, 0], ['cat', 'dog'])
     """
-    if view["kind"] == "mc":
+    if not is_group(view):
         n = len(view["choices"])
         if isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().upper() in LETTERS[:n]:
             answer = LETTERS.index(answer.strip().upper())
@@ -158,7 +158,7 @@ def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, 
         raise AnswerError("guess the hidden word first")
     if any(len(g) > MAX_GUESS for g in guesses):
         raise AnswerError(f"a guess is at most {MAX_GUESS} characters")
-    return answer, (guesses if view["kind"] == "align" else guesses[0])
+    return answer, (guesses if is_group(view) else guesses[0])
 
 
 def read_answers(path: Path) -> list[dict[str, Any]]:

@@ -52,6 +52,18 @@ KEYS_NOTE = {
     "mc": "Keys: 1-5 or a-e pick an answer, Enter submits.",
     "align": "Keys: 1-9 (0 = 10) select a row, a-j pair it with a definition, Enter submits.",
 }
+# views whose rows are each paired with a definition, and how the pairing is explained
+ROW_NOTES = {"align": ALIGN_NOTE}
+
+
+def is_group(view: dict[str, Any]) -> bool:
+    """True for a group view (rows to pair with definitions), False for one question with choices:
+    the view's layout says which, so readers never compare format names.
+
+    >>> is_group({"kind": "align", "rows": [], "definitions": []}), is_group({"kind": "mc", "prompt": "p", "choices": []})
+    (True, False)
+    """
+    return "rows" in view
 
 
 def instructions(condition: str, kind: str) -> str:
@@ -61,9 +73,10 @@ def instructions(condition: str, kind: str) -> str:
     True
     """
     text = INSTRUCTIONS[condition]
-    if kind == "align":
+    note = ROW_NOTES.get(kind)
+    if note:
         row = "word" if condition == "word" else "sentence"
-        text += " " + ALIGN_NOTE.format(row=row)
+        text += " " + note.format(row=row)
     return text + " " + KEYS_NOTE[kind]
 
 

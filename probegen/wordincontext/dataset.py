@@ -12,20 +12,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..dataset import MANIFEST_FILE, Dataset, find
 from ..errors import DatasetError
-from ..io import read_manifest, recover, verify_files, write_rows_dataset
+from ..io import read_manifest
 from .items import SPLITS, WicItem
 from .jsonl import looks_generic, read_items
 from .wic_tsv import is_wic_tsv, read_wic
 
 ITEMS_FILE = "items.jsonl"
-MANIFEST_FILE = "manifest.json"
 KINDS = ("wic", "wsd", "wordincontext")
 
 
 @dataclass
-class WicDataset:
-    """Items plus the manifest that says how they were made (``kind``: wic, wsd or wordincontext)."""
+class WicDataset(Dataset):
+    """Items plus the manifest that says how they were made (``kind``: wic, wsd or wordincontext;
+    the shared container, :class:`probegen.dataset.Dataset`)."""
+
+    title = "word-in-context"
+    records_file = ITEMS_FILE
+    record = WicItem
 
     items: list[WicItem]
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -52,10 +57,11 @@ def split_counts(items: list[WicItem]) -> dict[str, dict[str, Any]]:
             continue
         c: dict[str, Any] = {"items": len(its), "lemmas": len({(it.lemma, it.pos) for it in its}),
                              "units": len({it.unit for it in its})}
-        if its[0].task == "pair":
+        # the tallies follow the items' shape (one per file): pairs, choices or labels
+        if its[0].context2 is not None:
             c["true"] = sum(bool(it.label) for it in its)
             c["false"] = len(its) - c["true"]
-        elif its[0].task == "choice":
+        elif its[0].choices:
             c["mean_choices"] = round(sum(len(it.choices) for it in its) / len(its), 3)
         else:
             c["labels"] = dict(sorted({str(it.label): sum(str(j.label) == str(it.label) for j in its) for it in its}.items()))
@@ -66,7 +72,7 @@ def split_counts(items: list[WicItem]) -> dict[str, dict[str, Any]]:
 
 def write(ds: WicDataset, out: str | Path) -> Path:
     """Write ``items.jsonl`` and ``manifest.json`` (with the items' sha256) as one directory, atomically."""
-    return write_rows_dataset(out, ITEMS_FILE, (it.to_json() for it in ds.items), ds.manifest, MANIFEST_FILE)
+    return ds.write(out)
 
 
 def manifest_kind(path: str | Path) -> str | None:
@@ -78,28 +84,12 @@ def manifest_kind(path: str | Path) -> str | None:
     return read_manifest(mf).get("kind")
 
 
-def is_wordincontext(path: str | Path) -> bool:
-    """True if ``path`` is a word-in-context dataset: a wic/wsd directory, a generic JSONL or a WiC copy."""
-    p = Path(path)
-    recover(p)  # an interrupted write of p is finished first
-    if p.is_dir() and manifest_kind(p) in KINDS:
-        return True
-    return looks_generic(p) or (p.exists() and manifest_kind(p) is None and is_wic_tsv(p) and not (p / "groups.jsonl").exists()
-                                and not (p / ITEMS_FILE).exists())
-
-
 def load(path: str | Path) -> WicDataset:
     """Read a probegen wic/wsd directory, a generic JSONL file or a WiC release copy (validated in full)."""
-    p = Path(path)
-    recover(p)  # an interrupted write of p is finished first
-    if not p.exists():
-        raise DatasetError(f"dataset {p} does not exist")
+    p = find(path)
     if p.is_dir() and (p / MANIFEST_FILE).is_file():
-        manifest = read_manifest(p / MANIFEST_FILE)
-        if manifest.get("kind") not in KINDS:
-            raise DatasetError(f"{p} is not a word-in-context dataset (manifest kind {manifest.get('kind')!r})")
-        verify_files(p, manifest.get("files"))
-        return WicDataset(read_items(p / ITEMS_FILE), manifest, str(p))
+        manifest = WicDataset.read_manifest(p, KINDS)
+        return WicDataset(read_items(WicDataset.records_path(p)), manifest, str(p))
     if looks_generic(p) or (p.is_file() and p.suffix == ".jsonl"):
         return WicDataset(read_items(p), {"kind": "wordincontext", "source_format": "generic-jsonl"}, str(p))
     if is_wic_tsv(p):

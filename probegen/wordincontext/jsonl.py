@@ -30,9 +30,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..contexts import Context
 from ..errors import DatasetError
 from ..io import first_jsonl_row, parse_json, read_text
-from .items import SPLITS, Target, WicItem
+from .items import SPLITS, WicItem
 
 _BOOL = {True: True, False: False, "T": True, "F": False, "true": True, "false": False}
 
@@ -41,7 +42,7 @@ class LineError(ValueError):
     """What is wrong with one line (the reader adds the file and line number)."""
 
 
-def _span(row: dict[str, Any], text_key: str, span_key: str) -> Target:
+def _span(row: dict[str, Any], text_key: str, span_key: str) -> Context:
     text = row.get(text_key)
     if not isinstance(text, str) or not text.strip():
         raise LineError(f"'{text_key}' must be a non-empty string")
@@ -53,7 +54,7 @@ def _span(row: dict[str, Any], text_key: str, span_key: str) -> Target:
         raise LineError(f"'{span_key}' {sp} is outside '{text_key}' ({len(text)} characters)")
     if not text[a:b].strip():
         raise LineError(f"'{span_key}' {sp} covers only white space")
-    return Target(text, (a, b))
+    return Context(text, (a, b))
 
 
 def parse_row(row: Any, line: int) -> WicItem:

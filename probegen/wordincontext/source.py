@@ -1,5 +1,10 @@
 """SemCor occurrences for the word-in-context builders: grouped by (lemma, POS), rendered as text
-with a character span, and filtered by the shared no-leak rule (``probegen.leaks``)."""
+with a character span, and filtered by the shared no-leak rule (``probegen.leaks``).
+
+An occurrence is SemCor's :class:`~probegen.contexts.Context` (held as tokens) with its sense
+tag (``synset``) and SemCor's lemma lower-cased; :func:`doc`, :func:`key` and :func:`order` read
+the SemCor ids it carries.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..text import detokenize
-from .items import Target
+from ..contexts import Context
 
 POS_NAMES = {"noun": ("n",), "verb": ("v",), "both": ("n", "v")}
 
@@ -20,44 +24,24 @@ def rng_for(seed: int, key: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(key.encode())])
 
 
-def target_of(tokens: tuple[str, ...], span: tuple[int, int]) -> Target:
-    """A SemCor sentence as text with the target's character span (from its token span).
+def doc(o: Context) -> str:
+    """The SemCor document (``brown1/br-a01``) an occurrence's sentence belongs to.
 
-    >>> target_of(("The", "jury", "said", "."), (1, 2))
-    Target(text='The jury said.', span=(4, 8))
+    >>> doc(Context.from_tokens(("A", "jury", "."), (1, 2), ref="brown1/br-a01#3"))
+    'brown1/br-a01'
     """
-    text, spans = detokenize(tokens)
-    return Target(text, (spans[span[0]][0], spans[span[1] - 1][1]))
+    return o.ref.split("#", 1)[0]
 
 
-@dataclass(frozen=True)
-class Occurrence:
-    """One sense-tagged SemCor token: SemCor's lemma (lower-cased), POS, synset and where it is."""
+def key(o: Context) -> str:
+    """An occurrence's unique key: sentence id and first token (``brown1/br-a01#3:1``)."""
+    return f"{o.ref}:{o.span[0]}"
 
-    lemma: str
-    pos: str
-    synset: str
-    sent_id: str
-    tokens: tuple[str, ...]
-    span: tuple[int, int]
 
-    @property
-    def doc(self) -> str:
-        """The SemCor document (``brown1/br-a01``) the sentence belongs to."""
-        return self.sent_id.split("#", 1)[0]
-
-    @property
-    def key(self) -> str:
-        return f"{self.sent_id}:{self.span[0]}"
-
-    @property
-    def order(self) -> tuple[str, int, int]:
-        """Corpus order: document, sentence number, token position."""
-        doc, _, snum = self.sent_id.partition("#")
-        return doc, int(snum) if snum.isdigit() else -1, self.span[0]
-
-    def target(self) -> Target:
-        return target_of(self.tokens, self.span)
+def order(o: Context) -> tuple[str, int, int]:
+    """Corpus order: document, sentence number, token position."""
+    d, _, snum = o.ref.partition("#")
+    return d, int(snum) if snum.isdigit() else -1, o.span[0]
 
 
 @dataclass
@@ -73,21 +57,21 @@ class SourceStats:
         return dict(self.__dict__)
 
 
-def occurrences(index: dict[str, list], graph, pos: tuple[str, ...], max_tokens: int, stats: SourceStats) -> list[Occurrence]:
+def occurrences(index: dict[str, list[Context]], graph, pos: tuple[str, ...], max_tokens: int, stats: SourceStats) -> list[Context]:
     """Every SemCor occurrence of a synset of ``pos`` in a sentence of at most ``max_tokens`` tokens,
-    in corpus order (document, sentence, token) whatever the cache's layout."""
+    tagged with its synset and SemCor's lemma lower-cased, in corpus order (document, sentence,
+    token) whatever the cache's layout."""
     out = []
     for synset in sorted(index):
         if synset not in graph or graph.pos(synset) not in pos:
             continue
-        p = graph.pos(synset)
         for c in index[synset]:
             stats.occurrences += 1
             if len(c.tokens) > max_tokens:
                 stats.too_long += 1
                 continue
-            out.append(Occurrence(c.lemma.lower(), p, synset, c.sent_id, c.tokens, c.span))
-    out.sort(key=lambda o: o.order)
+            out.append(Context.from_tokens(c.tokens, c.span, c.ref, c.source, c.lemma.lower(), synset))
+    out.sort(key=order)
     return out
 
 
@@ -99,13 +83,13 @@ class LeakFilter:
     stats: SourceStats
     _memo: dict[str, bool] = field(default_factory=dict)
 
-    def ok(self, o: Occurrence) -> bool:
-        got = self._memo.get(o.key)
+    def ok(self, o: Context) -> bool:
+        k = key(o)
+        got = self._memo.get(k)
         if got is None:
             from ..leaks import leaks
 
-            t = o.target()
-            got = self._memo[o.key] = not leaks(t.text, t.span, o.lemma, self.morph)
+            got = self._memo[k] = not leaks(o.text, o.char_span, o.lemma, self.morph)
             self.stats.leak_checked += 1
             self.stats.leaky += not got
         return got

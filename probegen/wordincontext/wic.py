@@ -31,9 +31,10 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Any, Callable
 
+from ..contexts import Context
 from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
-from .source import Occurrence, SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
+from .source import LeakFilter, SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
 
 PRUNE_RULES = ("wic", "supersense", "related", "none")
 
@@ -109,7 +110,10 @@ class PairStats:
         return dict(self.__dict__)
 
 
-def _pairs_for_lemma(ctxs: list[Occurrence], graph, cfg: WicConfig, rng, st: PairStats, pruned_pairs: dict) -> list[tuple[Occurrence, Occurrence, bool]]:
+Pair = tuple[Context, Context, bool]
+
+
+def _pairs_for_lemma(ctxs: list[Context], graph, cfg: WicConfig, rng, st: PairStats, pruned_pairs: dict) -> list[Pair]:
     """Balanced T/F pairs of one lemma's contexts, each context used at most once."""
     t_cand, f_cand = [], []
     for i, j in combinations(range(len(ctxs)), 2):
@@ -153,23 +157,20 @@ def _pairs_for_lemma(ctxs: list[Occurrence], graph, cfg: WicConfig, rng, st: Pai
     return out
 
 
-def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None, log: Callable[[str], None] = print):
-    """Generate WiC-style pairs from SemCor and WordNet (see the module doc)."""
-    from ..manifest import data_block, make_manifest
-    from .dataset import WicDataset, split_counts
-
-    cfg.validate()
-    wn_info, sc_info, graph, wn, index = load_sources(wordnet, semcor, log)
-    src = SourceStats()
-    by_lemma: dict[tuple[str, str], list[Occurrence]] = {}
+def _polysemous(index: dict, graph, cfg: WicConfig, src: SourceStats) -> dict[tuple[str, str], list[Context]]:
+    """(lemma, POS) -> its SemCor occurrences, for the lemmas seen with at least two synsets."""
+    by_lemma: dict[tuple[str, str], list[Context]] = {}
     for o in occurrences(index, graph, cfg.pos, cfg.max_tokens, src):
-        by_lemma.setdefault((o.lemma, o.pos), []).append(o)
-    lemmas = sorted(k for k, os_ in by_lemma.items() if len({o.synset for o in os_}) >= 2)
-    st = PairStats(lemmas_polysemous=len(lemmas), f_pruned={}, synset_pairs_pruned={})
-    clean = leak_filter(wn, src)
-    pruned_pairs: dict[tuple[str, str], str] = {}
+        by_lemma.setdefault((o.lemma, graph.pos(o.synset)), []).append(o)
+    return {k: by_lemma[k] for k in sorted(by_lemma) if len({o.synset for o in by_lemma[k]}) >= 2}
 
-    pairs: dict[tuple[str, str], list[tuple[Occurrence, Occurrence, bool]]] = {}
+
+def _pairs(by_lemma: dict[tuple[str, str], list[Context]], graph, cfg: WicConfig, clean: LeakFilter,
+           st: PairStats) -> dict[tuple[str, str], list[Pair]]:
+    """(lemma, POS) -> its balanced pairs, lemmas taken in seeded order until ``max_pairs``."""
+    lemmas = list(by_lemma)
+    pruned_pairs: dict[tuple[str, str], str] = {}
+    pairs: dict[tuple[str, str], list[Pair]] = {}
     total = 0
     for k in rng_for(cfg.seed, "wic/lemmas").permutation(len(lemmas)).tolist():
         if cfg.max_pairs is not None and total >= cfg.max_pairs:
@@ -192,9 +193,11 @@ def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None,
     st.lemmas_taken = len(pairs)
     for why in pruned_pairs.values():
         st.synset_pairs_pruned[why] = st.synset_pairs_pruned.get(why, 0) + 1
-    if not pairs:
-        raise NothingBuilt("no WiC pair could be built (too few polysemous lemmas in SemCor for these settings)")
+    return pairs
 
+
+def _items(pairs: dict[tuple[str, str], list[Pair]], cfg: WicConfig) -> list[WicItem]:
+    """The pairs as items (contexts as text), split by lemma, in a seeded order."""
     keys = sorted(pairs)
     splits = split_by_rank([f"{l}.{p}" for l, p in keys], cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wic/splits"))
     items = []
@@ -203,12 +206,28 @@ def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None,
         for n, (a, b, label) in enumerate(pairs[(lemma, pos)]):
             items.append(
                 WicItem(
-                    id=f"wic-{unit}-{n:02d}", lemma=lemma, pos=pos, context=a.target(), context2=b.target(),
+                    id=f"wic-{unit}-{n:02d}", lemma=lemma, pos=pos, context=a.as_text(), context2=b.as_text(),
                     label=label, split=splits[unit], unit=unit,
                     meta={"synsets": [a.synset, b.synset], "refs": [a.sent_id, b.sent_id]},
                 )
             )
-    items = [items[i] for i in rng_for(cfg.seed, "wic/order").permutation(len(items)).tolist()]
+    return [items[i] for i in rng_for(cfg.seed, "wic/order").permutation(len(items)).tolist()]
+
+
+def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None, log: Callable[[str], None] = print):
+    """Generate WiC-style pairs from SemCor and WordNet (see the module doc)."""
+    from ..manifest import data_block, make_manifest
+    from .dataset import WicDataset, split_counts
+
+    cfg.validate()
+    wn_info, sc_info, graph, wn, index = load_sources(wordnet, semcor, log)
+    src = SourceStats()
+    by_lemma = _polysemous(index, graph, cfg, src)
+    st = PairStats(lemmas_polysemous=len(by_lemma), f_pruned={}, synset_pairs_pruned={})
+    pairs = _pairs(by_lemma, graph, cfg, leak_filter(wn, src), st)
+    if not pairs:
+        raise NothingBuilt("no WiC pair could be built (too few polysemous lemmas in SemCor for these settings)")
+    items = _items(pairs, cfg)
     counts = {"splits": split_counts(items), "items": len(items), "construction": {**st.to_json(), "contexts": src.to_json()}}
     manifest = make_manifest(
         "wic", cfg.to_dict(), cfg.seed, data_block(wn_info, sc_info), counts,
@@ -216,6 +235,6 @@ def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None,
         prune_rule=__doc__.split("Pruning rule ", 1)[1].strip().replace("\n", " "),
         no_leak="contexts showing another form of the target lemma outside its span are skipped (probegen.leaks)",
     )
-    log(f"wic: {len(items)} pairs from {len(keys)} lemmas; pruned F candidates {st.f_pruned}; "
+    log(f"wic: {len(items)} pairs from {len(pairs)} lemmas; pruned F candidates {st.f_pruned}; "
         f"leaky contexts skipped {src.leaky} of {src.leak_checked} checked")
     return WicDataset(items, manifest)

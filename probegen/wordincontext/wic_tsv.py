@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..contexts import Context
 from ..errors import DatasetError
 from ..io import read_text
-from .items import SPLITS, Target, WicItem
+from .items import SPLITS, WicItem
 
 _TOKEN = re.compile(r"\S+")
 _INDICES = re.compile(r"^(\d+)-(\d+)$")
@@ -71,7 +72,7 @@ def _read_lines(path: Path) -> list[str]:
     return [line.removesuffix("\r") for line in read_text(path).split("\n")]
 
 
-def _parse_line(line: str) -> tuple[str, str, Target, Target]:
+def _parse_line(line: str) -> tuple[str, str, Context, Context]:
     """(lemma, pos, context 1, context 2) of one data line; ValueError saying what is wrong."""
     fields = line.split("\t")
     if len(fields) != 5:
@@ -89,7 +90,7 @@ def _parse_line(line: str) -> tuple[str, str, Target, Target]:
         sp = token_span(sent, i)
         if sp is None:
             raise ValueError(f"token index {i} is outside sentence {n} ({len(_TOKEN.findall(sent))} tokens)")
-        targets.append(Target(sent, sp))
+        targets.append(Context(sent, sp))
     return word, pos.lower(), targets[0], targets[1]
 
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from ..contexts import Context
 from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
-from .source import SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
+from .source import LeakFilter, SourceStats, doc, key, leak_filter, load_sources, occurrences, order, rng_for, split_by_rank
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,51 @@ def sense_index(graph, pos: tuple[str, ...]) -> dict[tuple[str, str], list[str]]
     return out
 
 
+def _eligible(index: dict, graph, senses: dict, cfg: WsdConfig, src: SourceStats) -> tuple[list[Context], dict[str, int]]:
+    """The occurrences an item can be made of (corpus order), and why the others were skipped."""
+    skipped = {"monosemous": 0, "tag_not_a_sense_of_lemma": 0, "repeated_definition": 0}
+    eligible = []
+    for o in occurrences(index, graph, cfg.pos, cfg.max_tokens, src):
+        cands = senses.get((o.lemma, graph.pos(o.synset)), [])
+        if len(cands) < 2:
+            skipped["monosemous"] += 1
+        elif o.synset not in cands:
+            skipped["tag_not_a_sense_of_lemma"] += 1
+        elif len({graph.definition(s) for s in cands}) < len(cands):
+            skipped["repeated_definition"] += 1
+        else:
+            eligible.append(o)
+    return eligible, skipped
+
+
+def _kept(eligible: list[Context], clean: LeakFilter, cfg: WsdConfig) -> list[Context]:
+    """The clean occurrences: all, or a seeded sample of ``max_items`` (in corpus order)."""
+    if cfg.max_items is None:
+        return [o for o in eligible if clean.ok(o)]
+    kept = []
+    for i in rng_for(cfg.seed, "wsd/sample").permutation(len(eligible)).tolist():
+        if clean.ok(eligible[i]):
+            kept.append(eligible[i])
+            if len(kept) >= cfg.max_items:
+                break
+    kept.sort(key=order)
+    return kept
+
+
+def _item(o: Context, graph, senses: dict, splits: dict[str, str], cfg: WsdConfig) -> WicItem:
+    """One occurrence as an item: every sense's definition, in a seeded order, the tag the gold."""
+    pos = graph.pos(o.synset)
+    cands = senses[(o.lemma, pos)]
+    iid = f"wsd-{key(o)}"
+    shown = [cands[i] for i in rng_for(cfg.seed, iid).permutation(len(cands)).tolist()]
+    return WicItem(
+        id=iid, lemma=o.lemma, pos=pos, context=o.as_text(),
+        choices=tuple(graph.definition(s) for s in shown), gold=shown.index(o.synset),
+        split=splits[doc(o)], unit=doc(o),
+        meta={"synset": o.synset, "choice_synsets": shown, "ref": o.sent_id},
+    )
+
+
 def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None, log: Callable[[str], None] = print):
     """Generate WSD-style items from SemCor and WordNet (see the module doc)."""
     from ..manifest import data_block, make_manifest
@@ -68,49 +114,12 @@ def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None,
     wn_info, sc_info, graph, wn, index = load_sources(wordnet, semcor, log)
     senses = sense_index(graph, cfg.pos)
     src = SourceStats()
-    skipped = {"monosemous": 0, "tag_not_a_sense_of_lemma": 0, "repeated_definition": 0}
-    eligible = []
-    for o in occurrences(index, graph, cfg.pos, cfg.max_tokens, src):
-        cands = senses.get((o.lemma, o.pos), [])
-        if len(cands) < 2:
-            skipped["monosemous"] += 1
-        elif o.synset not in cands:
-            skipped["tag_not_a_sense_of_lemma"] += 1
-        elif len({graph.definition(s) for s in cands}) < len(cands):
-            skipped["repeated_definition"] += 1
-        else:
-            eligible.append(o)
-    docs = sorted({o.doc for o in eligible})
-    splits = split_by_rank(docs, cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wsd/splits"))
-
-    clean = leak_filter(wn, src)
-    if cfg.max_items is None:
-        kept = [o for o in eligible if clean.ok(o)]
-    else:
-        kept = []
-        for i in rng_for(cfg.seed, "wsd/sample").permutation(len(eligible)).tolist():
-            if clean.ok(eligible[i]):
-                kept.append(eligible[i])
-                if len(kept) >= cfg.max_items:
-                    break
-        kept.sort(key=lambda o: o.order)
+    eligible, skipped = _eligible(index, graph, senses, cfg, src)
+    splits = split_by_rank(sorted({doc(o) for o in eligible}), cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wsd/splits"))
+    kept = _kept(eligible, leak_filter(wn, src), cfg)
     if not kept:
         raise NothingBuilt("no WSD item could be built for these settings")
-
-    items = []
-    for o in kept:
-        cands = senses[(o.lemma, o.pos)]
-        iid = f"wsd-{o.key}"
-        order = rng_for(cfg.seed, iid).permutation(len(cands)).tolist()
-        shown = [cands[i] for i in order]
-        items.append(
-            WicItem(
-                id=iid, lemma=o.lemma, pos=o.pos, context=o.target(),
-                choices=tuple(graph.definition(s) for s in shown), gold=shown.index(o.synset),
-                split=splits[o.doc], unit=o.doc,
-                meta={"synset": o.synset, "choice_synsets": shown, "ref": o.sent_id},
-            )
-        )
+    items = [_item(o, graph, senses, splits, cfg) for o in kept]
     counts = {
         "splits": split_counts(items),
         "items": len(items),
@@ -122,6 +131,6 @@ def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None,
         task="choice",
         no_leak="contexts showing another form of the target lemma outside its span are skipped (probegen.leaks)",
     )
-    log(f"wsd: {len(items)} items from {len({o.doc for o in kept})} documents; "
+    log(f"wsd: {len(items)} items from {len({doc(o) for o in kept})} documents; "
         f"leaky contexts skipped {src.leaky} of {src.leak_checked} checked")
     return WicDataset(items, manifest)

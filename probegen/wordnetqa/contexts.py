@@ -65,19 +65,19 @@ def wordnet_contexts(
 
 
 def semcor_contexts(
-    graph, synset: str, occurrences, morph: Morphology, limit: int, stats: ContextStats | None = None
+    graph, synset: str, occurrences: list[Context], morph: Morphology, limit: int, stats: ContextStats | None = None
 ) -> list[tuple[str, Context]]:
-    """Up to ``limit`` (lemma, context) pairs from SemCor occurrences, whose token spans and
-    lemmas are SemCor's own (in WordNet's spelling when the synset has that lemma); occurrences
-    with another visible form of the lemma are skipped (``stats.semcor_leaky``)."""
+    """Up to ``limit`` (lemma, context) pairs from SemCor occurrences (the contexts of
+    :func:`probegen.semcor.context_index`), whose token spans and lemmas are SemCor's own (in
+    WordNet's spelling when the synset has that lemma); occurrences with another visible form of
+    the lemma are skipped (``stats.semcor_leaky``)."""
     lemmas = graph.lemmas(synset)
     out = []
-    for occ in occurrences:
-        ctx = occ.context()
+    for ctx in occurrences:
         a, b = ctx.char_span
         if not 0 <= a < b <= len(ctx.text):
             continue
-        lemma = next((lem for lem in lemmas if lem.lower() == occ.lemma.lower()), occ.lemma)
+        lemma = next((lem for lem in lemmas if lem.lower() == ctx.lemma.lower()), ctx.lemma)
         if leaks(ctx.text, ctx.char_span, lemma, morph):
             if stats is not None:
                 stats.semcor_leaky += 1

@@ -24,22 +24,27 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..dataset import MANIFEST_FILE, Dataset, find  # noqa: F401 - MANIFEST_FILE: importable from here as before
 from ..errors import DatasetError, NothingBuilt, ProbegenError
-from ..io import UNPARSED, atomic_dir, file_hashes, first_jsonl_row, iter_jsonl, json_type, read_manifest, recover, sha256_text, verify_files, write_json, write_jsonl
+from ..io import UNPARSED, first_jsonl_row, iter_jsonl, json_type, sha256_text, write_jsonl
 from ..manifest import CANARY, data_block, make_manifest
 from .config import N_CHOICES, PROBES, WordNetQAConfig
 from .items import LABELS, ChoiceMeta, Context, MCItem
 from .reference import PAPER_SIZES
 
 ITEMS_FILE = "items.jsonl"
-MANIFEST_FILE = "manifest.json"
 RELEASE_DIR = "release"
 SPLITS = ("train", "dev", "test")
 
 
 @dataclass
-class WordNetQADataset:
-    """Items plus the manifest that says how they were made."""
+class WordNetQADataset(Dataset):
+    """Items plus the manifest that says how they were made (the shared container,
+    :class:`probegen.dataset.Dataset`: ``fingerprint``, ``write``)."""
+
+    title = "WordNetQA"
+    records_file = ITEMS_FILE
+    record = MCItem
 
     items: list[MCItem]
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -109,90 +114,17 @@ def build(
 ) -> WordNetQADataset:
     """Generate a WordNetQA dataset from a wordnet (``wordnet``: a source string, see
     ``probegen.lexicon.sources``; None is WordNet 3.0) and SemCor if asked, with the given configuration."""
-    from ..progress import progress_bar
-
-    from ..data import locate_semcor
-    from ..lexicon.sources import context_source, open_resource, where
-    from ..wordnet_graph import load_graph
     from . import render
-    from .contexts import collect_contexts
-    from .distractors import Relations, sample
-    from .probes import questions
 
     cfg.validate()
-    wn_info = wn = open_resource(wordnet)
-    if cfg.contexts == "wordnet+semcor":
-        context_source(wn_info, "semcor")  # a wordnet without sense keys: one line, before any work
-    sc_info = locate_semcor(semcor) if cfg.contexts == "wordnet+semcor" else None
-    log(where(wn_info) + (f"; SemCor {sc_info.version} ({sc_info.source})" if sc_info else ""))
-    graph = load_graph(wordnet)
-    index = None
-    if sc_info is not None:
-        from ..semcor import context_index
-
-        index = context_index(sc_info, wn, wn_info)
-
-    contexts: dict[str, list] = {}
-    ctx_stats = {}
-    for pos in cfg.pos:
-        found, st = collect_contexts(graph, graph.synsets(pos), wn, cfg.max_contexts, index)
-        contexts.update(found)
-        ctx_stats[pos] = st.to_json()
-        log(f"{pos}: {st.with_context} of {st.concepts} synsets have a usable context "
-            f"({st.with_examples} with WordNet examples, {st.semcor_filled} filled from SemCor; {st.skipped_no_context} skipped)")
+    wn_info, sc_info, graph, index = _sources(cfg, wordnet, semcor, log)
+    contexts, ctx_stats = _contexts(cfg, graph, wn_info, index, log)
     concepts = [s for pos in cfg.pos for s in graph.synsets(pos) if s in contexts]
     if cfg.concepts is not None:  # a probe spec's concept filter (SemCor counts only if it asks)
         concepts = _filtered(concepts, cfg.concepts, graph, wordnet, semcor, log)
     concepts = select_concepts(concepts, cfg)
-    splits = assign_splits(concepts, cfg)
-
-    rel = Relations(graph, cfg.instances, cfg.relation)
     renderers = {p: choice_renderer(graph, p) for p in cfg.probes}
-    # concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
-    # pairs dropped because no distractor of that type is valid
-    skipped: dict[str, dict[str, int]] = {
-        p: {"concepts_without_question": 0, **{f"no_{d}_distractor": 0 for d in cfg.distractors if d != "random"}} for p in cfg.probes
-    }
-    pending: list[dict[str, Any]] = []
-    for concept in progress_bar(concepts, desc="wordnetqa questions", unit="concept", disable=not progress):
-        sister = rel.candidates("definitions", concept, "sister", cfg.max_hops, cfg.sister_depth)
-        isa_all = rel.candidates("definitions", concept, "isa", cfg.max_hops, cfg.sister_depth)
-        related = set(sister) | set(isa_all)
-        for probe in cfg.probes:
-            qs = questions(probe, concept, contexts[concept], graph, cfg)
-            if not qs:
-                skipped[probe]["concepts_without_question"] += 1
-                continue
-            fam = {"random": {}, "sister": sister, "isa": isa_family(probe, isa_all)}
-            render_choice = renderers[probe]
-            for q in qs:
-                tmpl = render.pick_template(probe, q.qid, cfg.seed)
-                stem = render.fill_stem(
-                    tmpl, q.context.text if q.context else "", q.context.surface if q.context else q.word, graph.definition(concept)
-                )
-                for dtype in cfg.distractors:
-                    iid = f"{q.qid}/{dtype}"
-                    rng = item_rng(cfg.seed, iid)
-                    chosen = sample(rel, probe, concept, q.gold, dtype, fam[dtype], related, cfg.n_distractors, rng, render_choice)
-                    typed = [d for _, t, d in chosen if t != "random"]
-                    if dtype != "random" and not typed:
-                        skipped[probe][f"no_{dtype}_distractor"] += 1
-                        continue
-                    if len(chosen) < cfg.n_distractors:
-                        raise ProbegenError(f"{iid}: only {len(chosen)} distractors found (the random pool is too small)")
-                    pending.append(
-                        {
-                            "q": q,
-                            "id": iid,
-                            "dtype": dtype,
-                            "dhops": min(typed) if typed else None,
-                            "stem": stem,
-                            "template": tmpl["id"],
-                            "chosen": chosen,
-                            "order": rng.permutation(len(chosen)).tolist(),
-                            "split": splits[concept],
-                        }
-                    )
+    pending, skipped = _pending_items(cfg, graph, concepts, contexts, assign_splits(concepts, cfg), renderers, progress)
     items = _assemble(pending, graph, renderers, cfg)
     if not items:
         raise NothingBuilt(_nothing_built(cfg, len(concepts), skipped))
@@ -212,6 +144,98 @@ def build(
         paper_sizes=PAPER_SIZES,
     )
     return WordNetQADataset(items, manifest)
+
+
+def _sources(cfg: WordNetQAConfig, wordnet: str | None, semcor: str | None, log: Callable[[str], None]):
+    """(wordnet info, SemCor info or None, graph, SemCor context index or None) of a build."""
+    from ..data import locate_semcor
+    from ..lexicon.sources import context_source, open_resource, where
+    from ..wordnet_graph import load_graph
+
+    wn_info = open_resource(wordnet)
+    if cfg.contexts == "wordnet+semcor":
+        context_source(wn_info, "semcor")  # a wordnet without sense keys: one line, before any work
+    sc_info = locate_semcor(semcor) if cfg.contexts == "wordnet+semcor" else None
+    log(where(wn_info) + (f"; SemCor {sc_info.version} ({sc_info.source})" if sc_info else ""))
+    graph = load_graph(wordnet)
+    index = None
+    if sc_info is not None:
+        from ..semcor import context_index
+
+        index = context_index(sc_info, wn_info, wn_info)
+    return wn_info, sc_info, graph, index
+
+
+def _contexts(cfg: WordNetQAConfig, graph, wn, index, log: Callable[[str], None]) -> tuple[dict[str, list], dict[str, Any]]:
+    """(synset -> usable contexts, per-POS context statistics for the manifest)."""
+    from .contexts import collect_contexts
+
+    contexts: dict[str, list] = {}
+    ctx_stats = {}
+    for pos in cfg.pos:
+        found, st = collect_contexts(graph, graph.synsets(pos), wn, cfg.max_contexts, index)
+        contexts.update(found)
+        ctx_stats[pos] = st.to_json()
+        log(f"{pos}: {st.with_context} of {st.concepts} synsets have a usable context "
+            f"({st.with_examples} with WordNet examples, {st.semcor_filled} filled from SemCor; {st.skipped_no_context} skipped)")
+    return contexts, ctx_stats
+
+
+def _pending_items(cfg: WordNetQAConfig, graph, concepts: list[str], contexts: dict[str, list], splits: dict[str, str],
+                   renderers: dict[str, Callable[[str], str]], progress: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Every (question, perturbation) item before gold placement, and what was skipped per probe:
+    concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
+    pairs dropped because no distractor of that type is valid."""
+    from ..progress import progress_bar
+    from .distractors import Relations
+
+    rel = Relations(graph, cfg.instances, cfg.relation)
+    skipped: dict[str, dict[str, int]] = {
+        p: {"concepts_without_question": 0, **{f"no_{d}_distractor": 0 for d in cfg.distractors if d != "random"}} for p in cfg.probes
+    }
+    pending: list[dict[str, Any]] = []
+    for concept in progress_bar(concepts, desc="wordnetqa questions", unit="concept", disable=not progress):
+        sister = rel.candidates("definitions", concept, "sister", cfg.max_hops, cfg.sister_depth)
+        isa_all = rel.candidates("definitions", concept, "isa", cfg.max_hops, cfg.sister_depth)
+        for probe in cfg.probes:
+            fam = {"random": {}, "sister": sister, "isa": isa_family(probe, isa_all)}
+            found = _concept_items(cfg, graph, rel, probe, concept, contexts[concept], fam, set(sister) | set(isa_all),
+                                   renderers[probe], skipped[probe])
+            pending.extend({**item, "split": splits[concept]} for item in found)
+    return pending, skipped
+
+
+def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, ctxs: list, fam: dict, related: set[str],
+                   render_choice: Callable[[str], str], skipped: dict[str, int]) -> list[dict[str, Any]]:
+    """The pending items of one concept and probe: each question once per distractor perturbation
+    that has a valid distractor of its type (``skipped`` counts the rest)."""
+    from . import render
+    from .distractors import sample
+    from .probes import questions
+
+    qs = questions(probe, concept, ctxs, graph, cfg)
+    if not qs:
+        skipped["concepts_without_question"] += 1
+        return []
+    out = []
+    for q in qs:
+        tmpl = render.pick_template(probe, q.qid, cfg.seed)
+        stem = render.fill_stem(
+            tmpl, q.context.text if q.context else "", q.context.surface if q.context else q.word, graph.definition(concept)
+        )
+        for dtype in cfg.distractors:
+            iid = f"{q.qid}/{dtype}"
+            rng = item_rng(cfg.seed, iid)
+            chosen = sample(rel, probe, concept, q.gold, dtype, fam[dtype], related, cfg.n_distractors, rng, render_choice)
+            typed = [d for _, t, d in chosen if t != "random"]
+            if dtype != "random" and not typed:
+                skipped[f"no_{dtype}_distractor"] += 1
+                continue
+            if len(chosen) < cfg.n_distractors:
+                raise ProbegenError(f"{iid}: only {len(chosen)} distractors found (the random pool is too small)")
+            out.append({"q": q, "id": iid, "dtype": dtype, "dhops": min(typed) if typed else None, "stem": stem,
+                        "template": tmpl["id"], "chosen": chosen, "order": rng.permutation(len(chosen)).tolist()})
+    return out
 
 
 def _filtered(concepts: list[str], flt, graph, wordnet: str | None, semcor: str | None, log) -> list[str]:
@@ -333,67 +357,54 @@ def write(ds: WordNetQADataset, out: str | Path, release: bool = False) -> Path:
     is written beside ``out`` and renamed into place once, so an interrupted write leaves an
     earlier dataset at ``out`` whole.
     """
-    out = Path(out)
-    with atomic_dir(out) as tmp:
-        write_jsonl(tmp / ITEMS_FILE, (it.to_json() for it in ds.items))
-        names = [ITEMS_FILE]
-        if release:
-            for split in SPLITS:
-                names.append(f"{RELEASE_DIR}/{split}.jsonl")
-                write_jsonl(tmp / names[-1], export_release(ds, split))
-        manifest = dict(ds.manifest)
-        manifest["files"] = file_hashes(tmp, names)
-        write_json(tmp / MANIFEST_FILE, manifest)
-    return out
+
+    def release_files(tmp: Path) -> list[str]:
+        names = []
+        for split in SPLITS:
+            names.append(f"{RELEASE_DIR}/{split}.jsonl")
+            write_jsonl(tmp / names[-1], export_release(ds, split))
+        return names
+
+    return ds.write(out, release_files if release else None)
 
 
 def load(path: str | Path, ablations: bool = False) -> WordNetQADataset:
-    """Read a probegen WordNetQA directory, its ``items.jsonl``, or a release-format JSONL file.
+    """Read a probegen WordNetQA directory (its files checked against the manifest), its
+    ``items.jsonl``, or a release-format JSONL file.
 
     A release file is validated line by line (errors name ``FILE:LINE``). ``ablations``: every
     release row must also be one the bias ablations can cut (its quoted sentence located in the
     stem and the surface form a whole word of it); without it such a row is kept for full-input
     evaluation only.
     """
-    p = Path(path)
-    recover(p)  # an interrupted write of p is finished first
-    if not p.exists():
-        raise DatasetError(f"dataset {p} does not exist")
+    p = find(path)
     manifest: dict[str, Any] = {}
     if p.is_dir():
-        mf = p / MANIFEST_FILE
-        if mf.exists():
-            manifest = read_manifest(mf)
-            verify_files(p, manifest.get("files"), MANIFEST_FILE)
+        manifest = WordNetQADataset.read_manifest(p)
         from .render import register_probe
 
         for name, block in (manifest.get("probe_templates") or {}).items():  # a spec's own probe
             register_probe(name, block)
-        p = p / ITEMS_FILE
-        if not p.exists():
-            raise DatasetError(f"{path} is not a WordNetQA dataset: no {ITEMS_FILE}")
+        p = WordNetQADataset.records_path(p, shown=path)
     if p.suffix == ".jsonl" and _first_is_release(p):
         items = read_release(p, ablations)
-        manifest = manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}
-        return WordNetQADataset(items, manifest or {"kind": "wordnetqa", "counts": counts(items)}, str(path))
+        return WordNetQADataset(items, manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}, str(path))
     rows = list(iter_jsonl(p))
     if not rows:
         raise DatasetError(f"dataset {path} has no items")
     release = isinstance(rows[0][1], dict) and isinstance(rows[0][1].get("question"), dict)
-    items = []
-    for n, r in rows:
-        try:
-            if not isinstance(r, dict):
-                raise DatasetError("every line must be a JSON object")
-            items.append(_from_release(r) if release else MCItem.from_json(r))
-        except DatasetError as e:
-            raise DatasetError(f"{p}:{n}: {e}") from None
+    parse = _from_release if release else MCItem.from_json
+
+    def parse_object(r: Any) -> MCItem:
+        if not isinstance(r, dict):
+            raise DatasetError("every line must be a JSON object")
+        return parse(r)
+
+    items = WordNetQADataset.read_records(p, parse_object, rows)
     if release:
         manifest = manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}
     check_ids(items, str(path))
-    if not manifest:
-        manifest = {"kind": "wordnetqa", "counts": counts(items)}
-    return WordNetQADataset(items, manifest, str(path))
+    return WordNetQADataset(items, manifest or {"kind": "wordnetqa", "counts": counts(items)}, str(path))
 
 
 def check_ids(items: list[MCItem], source: str = "the dataset") -> None:
@@ -526,16 +537,9 @@ def _check_notes(notes: dict[str, Any]) -> None:
             raise DatasetError(f"notes.{key} must be {want}, got {json_type(v)}")
 
 
-def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False) -> MCItem:
-    """An item from a release-format row (probegen's own export or the original release).
-
-    When the stem's quoted sentence and the surface form in it are found (``render.release_parts``)
-    the item carries them as its context, and the bias ablations can be cut from the stem
-    (template ``release``); else it is a full-input item, or with ``ablations`` an error.
-    """
-    from . import render
-
-    if "question" in r or "answerKey" in r:  # the strict checks of an original-release row
+def _check_release_row(r: dict[str, Any]) -> None:
+    """The strict checks of an original-release row (one with ``question`` or ``answerKey``)."""
+    if "question" in r or "answerKey" in r:
         q = _need(r, "question", dict)
         _need(q, "stem", str, "question.")
         for i, c in enumerate(_need(q, "choices", list, "question.")):
@@ -543,61 +547,85 @@ def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False
         _need(r, "answerKey", str)
         if not isinstance(r.get("id"), (str, int)) or r.get("id") == "":
             raise DatasetError("missing or invalid field id")
+
+
+def _release_choices(r: dict[str, Any]) -> tuple[tuple[str, ...], int]:
+    """(choice texts, gold index) of a release row."""
+    q = r["question"]
+    choices = tuple(c["text"] if isinstance(c, dict) else str(c) for c in q["choices"])
+    labels = [c.get("label", LABELS[i]) if isinstance(c, dict) else LABELS[i] for i, c in enumerate(q["choices"])]
+    if r["answerKey"] not in labels:
+        raise DatasetError(f"answerKey {r['answerKey']!r} is not one of the choice labels {''.join(map(str, labels))}")
+    return choices, labels.index(r["answerKey"])
+
+
+def _release_notes(r: dict[str, Any], filename: str, ablations: bool) -> tuple[dict[str, Any], str, str]:
+    """(notes, id, probe type) of a release row, the notes' types checked."""
+    notes = r.get("notes") or {}
+    rid = str(r["id"])
+    if not isinstance(notes, dict):
+        raise DatasetError("notes is not a JSON object")
+    _check_notes(notes)
+    probe = _release_probe(notes, rid, filename)
+    if probe not in PROBES:
+        raise DatasetError(f"unknown probe type {probe!r} (one of {', '.join(PROBES)})")
+    if ablations and not (notes.get("concept") or notes.get("gold_synset")):
+        raise DatasetError("missing field notes.gold_synset (the bootstrap resamples by concept)")
+    return notes, rid, probe
+
+
+def _release_context(probe: str, stem: str, notes: dict[str, Any], surface: str, rid: str,
+                     ablations: bool) -> tuple[str, Context | None, str]:
+    """(template, context, definition) cut from the stem: the quoted sentence with the surface
+    form located (template ``release``), or ("", None, "") for a full-input item (with
+    ``ablations``, an error)."""
+    from . import render
+
     try:
-        q = r["question"]
-        choices = tuple(c["text"] if isinstance(c, dict) else str(c) for c in q["choices"])
-        labels = [c.get("label", LABELS[i]) if isinstance(c, dict) else LABELS[i] for i, c in enumerate(q["choices"])]
-        if r["answerKey"] not in labels:
-            raise DatasetError(f"answerKey {r['answerKey']!r} is not one of the choice labels {''.join(map(str, labels))}")
-        answer = labels.index(r["answerKey"])
-        notes = r.get("notes") or {}
-        rid = str(r["id"])
-        if not isinstance(notes, dict):
-            raise DatasetError("notes is not a JSON object")
-        _check_notes(notes)
-        probe = _release_probe(notes, rid, filename)
-        if probe not in PROBES:
-            raise DatasetError(f"unknown probe type {probe!r} (one of {', '.join(PROBES)})")
-        if ablations and not (notes.get("concept") or notes.get("gold_synset")):
-            raise DatasetError("missing field notes.gold_synset (the bootstrap resamples by concept)")
+        if ablations and not notes.get("surface_form") and not notes.get("word"):
+            raise DatasetError("missing field notes.surface_form (the ablations mask it)")
+        sentence, spans, definition = render.release_parts(probe, stem, surface)
+        context = Context(text=sentence, char_span=spans[0], source="release") if spans else None
+        return render.RELEASE_TEMPLATE, context, definition
+    except DatasetError as e:
+        if ablations:
+            raise DatasetError(f"item {rid} cannot be ablated: {e}") from None
+        return "", None, ""
+
+
+def _release_meta(notes: dict[str, Any]) -> tuple[ChoiceMeta, ...]:
+    types = notes.get("choice_types") or []
+    return tuple(
+        ChoiceMeta(s, t, d)
+        for s, t, d in zip(notes.get("choice_synsets") or [], types, notes.get("choice_distances") or [None] * len(types))
+    )
+
+
+def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False) -> MCItem:
+    """An item from a release-format row (probegen's own export or the original release).
+
+    When the stem's quoted sentence and the surface form in it are found (``render.release_parts``)
+    the item carries them as its context, and the bias ablations can be cut from the stem
+    (template ``release``); else it is a full-input item, or with ``ablations`` an error.
+    """
+    _check_release_row(r)
+    try:
+        choices, answer = _release_choices(r)
+        notes, rid, probe = _release_notes(r, filename, ablations)
         concept = notes.get("concept") or notes.get("gold_synset") or rid
         surface = str(notes.get("surface_form") or notes.get("word") or "")
-        template, context, definition = "", None, ""
-        try:
-            if ablations and not notes.get("surface_form") and not notes.get("word"):
-                raise DatasetError("missing field notes.surface_form (the ablations mask it)")
-            sentence, spans, definition = render.release_parts(probe, q["stem"], surface)
-            template = render.RELEASE_TEMPLATE
-            context = Context(text=sentence, char_span=spans[0], source="release") if spans else None
-        except DatasetError as e:
-            if ablations:
-                raise DatasetError(f"item {rid} cannot be ablated: {e}") from None
-        types = notes.get("choice_types") or []
-        meta = tuple(
-            ChoiceMeta(s, t, d)
-            for s, t, d in zip(notes.get("choice_synsets") or [], types, notes.get("choice_distances") or [None] * len(types))
-        )
+        stem = r["question"]["stem"]
+        template, context, definition = _release_context(probe, stem, notes, surface, rid, ablations)
+        meta = _release_meta(notes)
         item = MCItem(
-            id=rid,
-            probe=probe,
-            pos=notes.get("pos", ""),
-            synset=concept,
-            word=str(notes.get("word") or surface),
-            question=q["stem"],
-            template=template,
-            choices=choices,
-            answer=answer,
+            id=rid, probe=probe, pos=notes.get("pos", ""), synset=concept, word=str(notes.get("word") or surface),
+            question=stem, template=template, choices=choices, answer=answer,
             choice_meta=meta if len(meta) == len(choices) else (),
-            gold_synset=notes.get("gold_synset", concept),
-            hops=int(notes.get("hops") or 0),
-            chain=tuple(notes.get("chain") or ()),
-            distractor_type=str(notes.get("distractor_type") or ""),
-            distractor_hops=notes.get("distractor_hops"),
-            cluster=str(notes.get("cluster") or f"{probe}:{concept}"),
-            split=str(notes.get("split") or "test"),
-            question_id=str(notes.get("question_id") or rid),
-            definition=definition,
-            context=context,
+            gold_synset=notes.get("gold_synset", concept), hops=int(notes.get("hops") or 0),
+            chain=tuple(notes.get("chain") or ()), distractor_type=str(notes.get("distractor_type") or ""),
+            distractor_hops=notes.get("distractor_hops"), cluster=str(notes.get("cluster") or f"{probe}:{concept}"),
+            split=str(notes.get("split") or "test"), question_id=str(notes.get("question_id") or rid),
+            definition=definition, context=context,
         )
         item.check()
         return item
@@ -606,5 +634,5 @@ def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False
 
 
 def fingerprint(ds: WordNetQADataset) -> str:
-    """A hash of the items' content."""
-    return sha256_text("\n".join(json.dumps(it.to_json(), sort_keys=True) for it in ds.items))
+    """A hash of the items' content (:attr:`probegen.dataset.Dataset.fingerprint`)."""
+    return ds.fingerprint

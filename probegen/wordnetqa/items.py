@@ -9,10 +9,11 @@ lies from the question's concept.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from ..contexts import Context  # re-exported: the shared model, importable from here as before
 from ..errors import DatasetError
+from ..items import Item
 
 LABELS = "ABCDE"
 
@@ -39,13 +40,15 @@ class ChoiceMeta:
 
 
 @dataclass(frozen=True)
-class MCItem:
+class MCItem(Item):
     """One multiple-choice question about a concept (``synset``).
 
     ``cluster`` groups every item about one concept within one probe type (strict cluster
     accuracy); ``split`` (train/dev/test) is assigned per concept, so splits share no concept.
     ``question_id`` is shared by the distractor perturbations of one unique question.
     """
+
+    what = "WordNetQA item"
 
     id: str
     probe: str
@@ -76,6 +79,11 @@ class MCItem:
     def answer_key(self) -> str:
         return LABELS[self.answer]
 
+    def targets(self) -> Iterator[tuple[Context, str]]:
+        """The context, if any, with the located lemma (``word``)."""
+        if self.context is not None:
+            yield self.context, self.word
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -97,7 +105,7 @@ class MCItem:
             "split": self.split,
             "question_id": self.question_id,
             "definition": self.definition,
-            "context": self.context.to_json("wordnetqa") if self.context else None,
+            "context": self.context.to_json("with-source") if self.context else None,
         }
 
     @classmethod
@@ -123,10 +131,10 @@ class MCItem:
                 split=d.get("split", "test"),
                 question_id=d.get("question_id", str(d["id"])),
                 definition=d.get("definition", ""),
-                context=Context.from_json(d["context"], "wordnetqa") if d.get("context") else None,
+                context=Context.from_json(d["context"], "with-source") if d.get("context") else None,
             )
         except (KeyError, TypeError, ValueError) as e:
-            raise DatasetError(f"malformed WordNetQA item {d.get('id', '?') if isinstance(d, dict) else '?'}: {e}") from None
+            raise DatasetError(f"malformed {cls.what} {d.get('id', '?') if isinstance(d, dict) else '?'}: {e}") from None
         item.check()
         return item
 

@@ -10,37 +10,28 @@ Results directory:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from .errors import DatasetError, ProbegenError
-from .io import atomic_dir, read_manifest, recover, sha256_text, write_json, write_jsonl
+from .errors import ProbegenError
+from .io import sha256_text, write_json, write_jsonl
+
+if TYPE_CHECKING:
+    from .runner import Runner
 
 LM_KINDS = ("causal", "masked")
 
 
 def detect_dataset(path: str | Path) -> str:
-    """``coda21`` or ``wordnetqa`` from a dataset directory's manifest or a file's shape."""
-    p = Path(path)
-    recover(p)  # an interrupted write of p is finished first
-    if not p.exists():
-        raise DatasetError(f"dataset {p} does not exist")
-    if p.is_dir():
-        mf = p / "manifest.json"
-        if mf.exists():
-            kind = read_manifest(mf).get("kind")
-            if kind in ("coda21", "wordnetqa"):
-                return kind
-        if (p / "groups.jsonl").exists():
-            return "coda21"
-        if (p / "items.jsonl").exists():
-            return "wordnetqa"
-        raise DatasetError(f"{p} is not a probegen dataset (no manifest.json, groups.jsonl or items.jsonl)")
-    if p.suffix == ".jsonl":
-        return "wordnetqa"
-    return "coda21"
+    """The kind (task name) of the dataset at ``path``: :func:`probegen.tasks.detect`.
+
+    An interrupted write of ``path`` is finished first; a path no task claims is one DatasetError.
+    """
+    from . import tasks
+
+    return tasks.detect(path).name
 
 
 def resolve_models(models: Iterable[str], scorer_kind: str | None = None) -> dict[str, str]:
@@ -62,32 +53,17 @@ def resolve_models(models: Iterable[str], scorer_kind: str | None = None) -> dic
 
 
 def check_options(kind: str, **given: Any) -> None:
-    """Reject evaluation options that do not apply to a ``kind`` dataset or contradict each other.
-
-    ``given`` holds only the options the user set (``None`` = not given): ``pattern``,
-    ``matching`` and ``nonce`` are CoDA21's (multiple choice is evaluated on the full question),
-    ``length_norm`` and ``split`` multiple choice's; summed and mean log-probs are never mixed.
+    """Reject ``probegen eval`` options that do not apply to a ``kind`` dataset or contradict each
+    other (:func:`probegen.tasks.check_options` for one task; ``None`` = not given).
 
     >>> check_options("wordnetqa", pattern=None, length_norm="chars")
     >>> check_options("wordnetqa", reduction="mean", length_norm="chars")
     Traceback (most recent call last):
     probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters; use --length-norm chars with --reduction sum, or --length-norm tokens
     """
-    given = {k: v for k, v in given.items() if v is not None}
-    wrong_kind = {"wordnetqa": ("pattern", "matching", "nonce"), "coda21": ("length_norm", "split")}[kind]
-    for opt in wrong_kind:
-        if opt in given and not (opt == "length_norm" and given[opt] == "none"):
-            other = "CoDA21" if kind == "wordnetqa" else "multiple-choice (WordNetQA)"
-            name = "WordNetQA" if kind == "wordnetqa" else "CoDA21"
-            raise ProbegenError(f"--{opt.replace('_', '-')} applies to {other} datasets only; this is a {name} dataset")
-    reduction, norm = given.get("reduction"), given.get("length_norm")
-    if reduction == "mean" and norm == "chars":
-        raise ProbegenError(
-            "--reduction mean --length-norm chars would divide a per-token mean by characters; "
-            "use --length-norm chars with --reduction sum, or --length-norm tokens"
-        )
-    if reduction == "sum" and norm == "tokens":
-        raise ProbegenError("--length-norm tokens is the per-token mean (--reduction mean); it cannot be used with --reduction sum")
+    from . import tasks
+
+    tasks.check_options([tasks.get(kind)], given, "eval")
 
 
 def check_model_options(model: str, model_kind: str, **given: Any) -> None:
@@ -107,16 +83,18 @@ def check_model_options(model: str, model_kind: str, **given: Any) -> None:
             raise ProbegenError(f"--{opt.replace('_', '-')} applies to language models only; {model} is a {model_kind} model")
 
 
-def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch_size: int | None):
-    """The shared scorer for ``model`` with the evaluation's settings."""
-    from .models import load_scorer
+def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch_size: int | None, runner: "Runner | None" = None):
+    """The shared scorer for ``model`` with the evaluation's settings, loaded by ``runner``
+    (its runtime: device, dtype, ...; default: a :class:`~probegen.runner.Runner` of the default runtime)."""
+    from .runner import Runner
 
+    runner = Runner.ensure(runner)
     settings: dict[str, Any] = {}
     if batch_size:
         settings["batch_size"] = batch_size
-    scorer = load_scorer(model, scorer_kind, **settings)
+    scorer = runner.load_scorer(model, scorer_kind, **settings)
     if scorer.kind in ("causal", "masked"):
-        scorer = load_scorer(model, scorer_kind, reduction=reduction, **settings)
+        scorer = runner.load_scorer(model, scorer_kind, reduction=reduction, **settings)
     return scorer
 
 
@@ -147,112 +125,88 @@ def run_eval(
     options: EvalOptions = EvalOptions(),
     log: Callable[[str], None] = print,
     figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None,
+    runner: "Runner | None" = None,
 ) -> str:
     """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table.
 
-    ``options`` (:class:`EvalOptions`): options given for the wrong dataset kind or model
-    kind, or contradicting each other, fail before anything is loaded (:func:`check_options`).
-    CoDA21 only: ``pattern``, ``matching``, ``nonce``. Multiple choice (WordNetQA) only: ``length_norm``
-    (``none``, ``tokens`` = mean log-prob per token, which loads LMs with ``reduction="mean"``,
-    or ``chars``) and ``split`` (evaluate one split; default all items). The results directory
-    is written beside ``out`` and renamed into place once; ``figures(results, folder)`` may add
-    plots to it and returns ``{name: file}`` for results.json (the CLI draws WordNetQA's
-    hops x distractor heatmap this way: the library does not import ``diagnostics``).
+    The dataset's task (:func:`probegen.tasks.detect`) says which ``options``
+    (:class:`EvalOptions`) apply: one given for another dataset kind or model kind, or
+    contradicting another, fails before anything is loaded. CoDA21 only: ``pattern``,
+    ``matching``, ``nonce``. Multiple choice (WordNetQA) only: ``length_norm`` (``none``,
+    ``tokens`` = mean log-prob per token, which loads LMs with ``reduction="mean"``, or
+    ``chars``) and ``split`` (evaluate one split; default all items). The results directory is
+    written beside ``out`` and renamed into place once; ``figures(results, folder)`` may add plots
+    to it and returns ``{name: file}`` for results.json (the CLI draws WordNetQA's hops x
+    distractor heatmap this way: the library does not import ``diagnostics``).
 
     Under ``torchrun`` every rank scores a share of the request table and rank 0 writes the
-    results (:mod:`probegen.distributed`); everything but the ``run`` block (timings, work
+    results (:class:`probegen.runner.Runner`); everything but the ``run`` block (timings, work
     counters, process count) is identical to a single-process run.
     """
-    from . import distributed as dist
-    from .templating import coda21_patterns, dataset_nonce
+    from . import tasks
+    from .runner import Runner
+    from .templating import dataset_nonce
 
-    o = options
-    scorer_kind, nonce, pattern, reduction, matching = o.scorer_kind, o.nonce, o.pattern, o.reduction, o.matching
-    length_norm, split, seed, batch_size = o.length_norm, o.split, o.seed, o.batch_size
-    dist.init_from_env()  # under torchrun: join the process group; rank 0 speaks for the run
-    if not dist.is_main():
-        log = _silent
-    kind = detect_dataset(dataset)
-    given = {"pattern": pattern, "matching": matching, "nonce": nonce, "length_norm": length_norm, "split": split, "reduction": reduction}
-    check_options(kind, **given)
-    if kind == "coda21":
-        coda21_patterns(pattern)  # a malformed pattern fails now, not after scoring
-    model_kind = resolve_models([model], scorer_kind)[model]
-    lm_only = {"pattern": pattern, "nonce": nonce} if kind == "coda21" else {}
-    check_model_options(model, model_kind, reduction=reduction, length_norm=length_norm, **lm_only)
-    reduction, matching, length_norm = reduction or "sum", matching or "alignment", length_norm or "none"
-    # load (and validate) the dataset before the model: bad input fails in a second
-    if kind == "coda21":
-        from .coda21.dataset import load
-
-        data = load(dataset)
-    else:
-        from .wordnetqa.dataset import load as load_mc
-
-        data = load_mc(dataset)
-    nonce = nonce or dataset_nonce(data.manifest)  # a spec may name its own made-up word
-    if kind != "coda21" and length_norm == "tokens":
-        reduction = "mean"  # per-token normalisation is the scorer's mean reduction
+    runner = Runner.ensure(runner, log)  # the command's runner: its runtime and process group
+    task = tasks.detect(dataset)
+    settings, reduction = _checked_settings(task, model, dataset, options)
+    data = task.load(dataset)  # loaded (and validated) before the model: bad input fails in a second
+    settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))  # a spec may name its own made-up word
+    reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
-    with dist.main_first():  # one rank converts/caches the weights, the others reuse them
-        scorer = load_model_scorer(model, scorer_kind, reduction, batch_size)
+    scorer = load_model_scorer(model, options.scorer_kind, reduction, options.batch_size, runner)  # rank 0 loads first
     t_load = time.perf_counter() - t0
-    log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
-
+    runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
-    if kind == "coda21":
-        from .coda21.evaluate import EvalConfig, evaluate
+    ev = task.evaluate(data, scorer, settings, progress=runner.progress)
+    timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
+    results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner)
+    with runner.output_dir(out) as tmp:  # rank 0 writes; no rank leaves before the results are in place
+        write_jsonl(tmp / ev.rows_file, ev.rows)
+        if figures is not None and runner.is_main:
+            results["plots"] = figures(results, tmp)
+        write_json(tmp / "results.json", results)
+    runner.log(f"wrote {out}")
+    return task.summary(model, ev.metrics)
 
-        cfg = EvalConfig(nonce=nonce, pattern=pattern or "definition-of", matching=matching, seed=seed)
-        res = evaluate(data, scorer, cfg, progress=True)
-        rows_file, rows = "groups.jsonl", res["groups"]
-        eval_cfg = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching, "mode": cfg.mode, "seed": seed}
-    else:
-        from .wordnetqa.evaluate import evaluate_mc
 
-        res = evaluate_mc(data, scorer, seed=seed, nonce=nonce, progress=True, length_norm=length_norm, split=split)
-        rows_file, rows = "items.jsonl", res["items"]
-        eval_cfg = {"nonce": nonce, "seed": seed, "mode": "full", "length_norm": res["metrics"]["length_norm"], "split": split}
-    manifest = data.manifest
-    t_score = time.perf_counter() - t1
+def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions):
+    """(settings, reduction) of an evaluation once every option given fits the dataset's task and
+    the model's kind; defaults are filled in only after the checks."""
+    from . import tasks
+    from .tasks import Settings
 
-    results = {
+    given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm, "split": o.split,
+             "reduction": o.reduction, "scorer": o.scorer_kind}
+    tasks.check_options([task], given, "eval", [dataset])
+    model_kind = resolve_models([model], o.scorer_kind)[model]
+    lm_only = {k: given[k] for k in task.lm_only_options}
+    check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
+    settings = Settings(pattern=o.pattern or Settings.pattern, matching=o.matching or "alignment",
+                        length_norm=o.length_norm or "none", split=o.split, seed=o.seed)
+    return settings, o.reduction or "sum"
+
+
+def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float], runner) -> dict[str, Any]:
+    """results.json of an evaluation."""
+    manifest_sha = sha256_text(json.dumps(data.manifest, sort_keys=True))
+    return {
         "model": model,
         "scorer": {"kind": scorer.kind, **scorer.settings()},
-        "dataset": {"path": str(dataset), "kind": kind, "manifest_sha256": sha256_text(json.dumps(manifest, sort_keys=True))},
-        "eval": {**eval_cfg, "reduction": reduction if scorer.kind in ("causal", "masked") else None},
-        "metrics": res["metrics"],
+        "dataset": {"path": str(dataset), "kind": task.name, "manifest_sha256": manifest_sha},
+        "eval": {**ev.config, "reduction": reduction if scorer.kind in LM_KINDS else None},
+        "metrics": ev.metrics,
         # what may differ between two runs of the same evaluation: timings, cache hits, processes
         "run": {
-            "timings": {"load_s": round(t_load, 3), "score_s": round(t_score, 3)},
+            "timings": timings,
             "scorer_stats": scorer.stats() if hasattr(scorer, "stats") else None,
-            "distributed": dist.describe(),
+            "distributed": runner.describe(),
         },
     }
-    if dist.is_main():
-        with atomic_dir(out) as tmp:
-            write_jsonl(tmp / rows_file, rows)
-            if figures is not None:
-                results["plots"] = figures(results, tmp)
-            write_json(tmp / "results.json", results)
-        log(f"wrote {out}")
-    dist.barrier()  # no rank leaves (and tears the group down) before the results are written
-    return summary_table(model, kind, res["metrics"])
-
-
-def _silent(msg: str) -> None:
-    """The log of ranks other than 0: one process speaks for the run."""
 
 
 def summary_table(model: str, kind: str, metrics: dict[str, Any]) -> str:
-    """The paper's Table 2 layout: accuracy per POS with the random baseline and group count."""
-    if kind != "coda21":
-        from .wordnetqa.evaluate import summary as mc_summary
+    """The terminal table of ``probegen eval`` for a ``kind`` dataset (its task's :meth:`~probegen.tasks.Task.summary`)."""
+    from . import tasks
 
-        return mc_summary(model, metrics)
-    lines = [f"{'model':<24} {'pos':<5} {'accuracy':>9} {'random':>7} {'groups':>7}"]
-    for pos in ("noun", "verb", "all"):
-        if pos in metrics:
-            m = metrics[pos]
-            lines.append(f"{model:<24} {pos:<5} {m['accuracy']:>9.3f} {m['random']:>7.3f} {m['groups']:>7}")
-    return "\n".join(lines)
+    return tasks.get(kind).summary(model, metrics)

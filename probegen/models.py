@@ -38,7 +38,6 @@ import shutil
 import socket
 import tempfile
 import threading
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -402,50 +401,6 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
-@dataclass(frozen=True)
-class Runtime:
-    """Where and in what precision models run: the ``--device/--dtype/--device-map/--max-batch-tokens``
-    options of every command that loads a model. ``None`` leaves a setting to the scorer's default."""
-
-    device: str = "auto"
-    dtype: str = "auto"
-    device_map: str | None = None
-    max_batch_tokens: int | str | None = None  # None: per-device default; "auto": search; an int: fixed
-
-    def settings(self) -> dict[str, Any]:
-        """As :func:`load_scorer` keyword arguments."""
-        return {"device": self.device, "dtype": self.dtype, "device_map": self.device_map, "max_batch_tokens": self.max_batch_tokens}
-
-
-_DEFAULTS: ContextVar[dict[str, Any]] = ContextVar("probegen_scorer_defaults", default={})
-
-
-@contextlib.contextmanager
-def scorer_defaults(**settings: Any) -> Iterator[None]:
-    """Defaults for every :func:`load_scorer` call inside the block (explicit arguments win).
-
-    This is how a command's ``--device``/``--dtype``/... reach every model it loads (the
-    evaluated model, an embedder, a context scorer, a reference model) without each library
-    function passing them on. Settings that do not apply to a model's kind are skipped for it.
-
-    >>> with scorer_defaults(device="cpu", dtype="float32"):
-    ...     current_defaults()["device"]
-    'cpu'
-    >>> current_defaults()
-    {}
-    """
-    token = _DEFAULTS.set({**_DEFAULTS.get(), **{k: v for k, v in settings.items() if v is not None}})
-    try:
-        yield
-    finally:
-        _DEFAULTS.reset(token)
-
-
-def current_defaults() -> dict[str, Any]:
-    """The :func:`scorer_defaults` in effect (empty outside any block)."""
-    return dict(_DEFAULTS.get())
-
-
 def resolve_device(device: str | None = "auto") -> str:
     """A concrete torch device string (``cpu``, ``cuda:N``, ``mps``) for a ``--device`` value.
 
@@ -525,46 +480,6 @@ def parse_batch_tokens(value: int | str | None) -> int | str | None:
     if n <= 0 or (isinstance(value, float) and value != n):
         raise ProbegenError(f"max_batch_tokens must be 'auto' or a positive integer, not {value!r}")
     return n
-
-
-def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Click decorator: ``--device``, ``--dtype``, ``--device-map`` and ``--max-batch-tokens``.
-
-    The options are checked before the command does any work (``--device cuda`` on a machine
-    without CUDA is one error line), then every model the command loads gets them through
-    :func:`scorer_defaults`; the command function itself receives no extra arguments. Put it
-    below ``@cli.command()`` like any option::
-
-        @cli.command("eval")
-        @add_device_options
-        @click.option("--model", ...)
-        def eval_cmd(model, ...): ...
-    """
-    import functools
-
-    import click
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, device: str, dtype: str, device_map: str | None, max_batch_tokens: str | None, **kw: Any) -> Any:
-        runtime = Runtime(device, dtype, device_map, parse_batch_tokens(max_batch_tokens))
-        if device_map is None:
-            resolve_device(device)  # fail now, not after generating a dataset
-        with scorer_defaults(**runtime.settings()):
-            return command(*args, **kw)
-
-    options = [
-        click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N|mps",
-                     help="Where models run (auto: CUDA if available, else CPU)."),
-        click.option("--dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
-                     help="Model precision (auto: bfloat16 on GPUs that support it, else float32); part of score-cache keys."),
-        click.option("--device-map", type=click.Choice(DEVICE_MAPS), default=None,
-                     help="Spread a model too big for one GPU over all GPUs (accelerate); overrides --device."),
-        click.option("--max-batch-tokens", default=None, metavar="N|auto",
-                     help="Token budget of one forward pass [default: CPU: the scorer's default; CUDA: auto = largest that fits, remembered per model and device]."),
-    ]
-    for opt in reversed(options):
-        wrapper = opt(wrapper)
-    return wrapper
 
 
 def _placement(settings: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -820,7 +735,9 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
     """A :class:`~probegen.scorers.base.Scorer` for model ``name``.
 
     ``scorer`` forces the kind (``causal``, ``masked``, ``embedding``, ``static``); otherwise it
-    is detected. ``settings`` (explicit ones win over :func:`scorer_defaults`):
+    is detected. A command's runtime (``--device``, ``--dtype``, ...) reaches every model it loads
+    through its :class:`probegen.runner.Runner` (:meth:`~probegen.runner.Runner.load_scorer`), which
+    calls this with those settings. ``settings``:
 
     - every kind: ``batch_size``, ``cache`` (True, False, a path or a ScoreCache), ``device``
       (auto|cpu|cuda|cuda:N|mps), ``dtype`` (auto|float32|bfloat16|float16), ``device_map``
@@ -842,7 +759,7 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
     else:
         res = resolve_model(name)
     kind = scorer or res.kind
-    given = {**current_defaults(), **settings}
+    given = settings
     # a method option for another kind of model is a mistake, not something to ignore silently
     if given.get("pll", "original") not in (None, "original") and kind != "masked":
         raise ProbegenError(f"--pll {given['pll']} applies to masked LMs only; {name} is a {kind} model")

@@ -1,4 +1,6 @@
-"""The data flows one way: the library (``probegen``) never imports ``diagnostics`` or the CLI."""
+"""The data flows one way: the library (``probegen``) never imports ``diagnostics``, the CLI or
+click; only the CLI (``cli.py`` and ``commands/``) imports click, and only it and ``diagnostics``
+itself import ``diagnostics``."""
 
 from __future__ import annotations
 
@@ -19,16 +21,131 @@ def _imported_modules(path: Path) -> set[str]:
     return out
 
 
+def _package(name: str) -> list[Path]:
+    return sorted((ROOT / name).rglob("*.py"))
+
+
+def _offenders(files: list[Path], forbidden: set[str], root: Path = ROOT) -> dict[str, list[str]]:
+    found = {str(f.relative_to(root)): sorted(_imported_modules(f) & forbidden) for f in files}
+    return {k: v for k, v in found.items() if v}
+
+
+def _code_files() -> list[Path]:
+    """Every module of the program: the CLI, its commands, the library and the diagnostics."""
+    return [ROOT / "cli.py", *_package("commands"), *_package("probegen"), *_package("diagnostics")]
+
+
+def _is_cli(path: Path) -> bool:
+    return path == ROOT / "cli.py" or (ROOT / "commands") in path.parents
+
+
 def test_library_never_imports_diagnostics_or_cli():
     # __main__ is the `python -m probegen` / `torchrun -m probegen` entry point: it runs the CLI
-    files = sorted(f for f in (ROOT / "probegen").rglob("*.py") if f.name != "__main__.py")
+    files = [f for f in _package("probegen") if f.name != "__main__.py"]
     assert len(files) > 50  # the walk really finds the library
-    offenders = {str(f.relative_to(ROOT)): sorted(_imported_modules(f) & {"diagnostics", "cli"}) for f in files}
-    offenders = {k: v for k, v in offenders.items() if v}
-    assert not offenders, f"library modules import diagnostics/cli: {offenders}"
+    offenders = _offenders(files, {"diagnostics", "cli", "commands", "click"})
+    assert not offenders, f"library modules import diagnostics/cli/commands/click: {offenders}"
+
+
+def test_diagnostics_never_imports_the_cli_or_click():
+    files = _package("diagnostics")
+    assert len(files) > 10
+    offenders = _offenders(files, {"cli", "commands", "click"})
+    assert not offenders, f"diagnostics modules import cli/commands/click: {offenders}"
+
+
+def test_only_the_cli_imports_click():
+    files = _code_files()
+    assert sum(_is_cli(f) for f in files) > 5  # cli.py and the commands are in the walk
+    offenders = _offenders([f for f in files if not _is_cli(f)], {"click"})
+    assert not offenders, f"modules outside cli.py and commands/ import click: {offenders}"
+    assert "click" in _imported_modules(ROOT / "cli.py")
+
+
+def test_only_the_cli_and_diagnostics_import_diagnostics():
+    files = [f for f in _code_files() if not _is_cli(f) and (ROOT / "diagnostics") not in f.parents]
+    offenders = _offenders(files, {"diagnostics"})
+    assert not offenders, f"modules outside cli.py, commands/ and diagnostics/ import diagnostics: {offenders}"
 
 
 def test_the_check_sees_a_diagnostics_import(tmp_path):
     bad = tmp_path / "m.py"
     bad.write_text("def f():\n    from diagnostics import baselines\n")
     assert "diagnostics" in _imported_modules(bad)
+
+
+def test_the_check_sees_a_click_import(tmp_path):
+    for text in ("import click\n", "def f():\n    import click.testing as t\n", "from click.core import ParameterSource\n",
+                 "import os, click\n"):
+        bad = tmp_path / "m.py"
+        bad.write_text(text)
+        assert "click" in _imported_modules(bad), text
+        assert _offenders([bad], {"click", "diagnostics"}, root=tmp_path) == {"m.py": ["click"]}, text
+    bad.write_text("from .click import x\nimport clickhouse\n")  # a relative module and another package are not click
+    assert "click" not in _imported_modules(bad)
+
+
+# ---- dataset kinds are compared in the task registry only (issue 17) ----------------------------------
+# Kind strings: dataset kinds, word-in-context item shapes and study view formats. (Probe-spec shapes
+# are the spec schema's own section names, checked by probegen.spec.schema; "alignment" is also a decision.)
+KIND_STRINGS = frozenset({"coda21", "wordnetqa", "wic", "wsd", "wordincontext", "pair", "choice", "label", "align", "mc"})
+# (file, literal) pairs where the literal names something else than a kind
+NOT_KINDS = {
+    ("probegen/wordincontext/wic.py", "wic"): "the WiC paper's pruning rule (--prune wic)",
+    ("probegen/wordnetqa/render.py", "choice"): "the choice-only rendering mode (an ablation condition)",
+}
+# modules whose kind comparisons other issue-17 work removes: delete an entry once its module has none
+PENDING: dict[str, str] = {}
+
+
+def _literals(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*(_literals(e) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def kind_comparisons(path: Path) -> list[tuple[int, str]]:
+    """(line, kind literal) of every ``==``/``!=``/``in``/``not in`` comparison or ``match`` case
+    against a kind string in ``path``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        found: set[str] = set()
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+            for side in (node.left, *node.comparators):
+                found |= _literals(side) & KIND_STRINGS
+        elif isinstance(node, ast.Match):
+            for case in node.cases:
+                for p in ast.walk(case.pattern):
+                    if isinstance(p, ast.MatchValue):
+                        found |= _literals(p.value) & KIND_STRINGS
+        out += [(node.lineno, k) for k in sorted(found)]
+    return sorted(out)
+
+
+def test_no_kind_string_is_compared_outside_the_task_registry():
+    files = [*(ROOT / "probegen").rglob("*.py"), *(ROOT / "diagnostics").rglob("*.py"), ROOT / "cli.py",
+             *(ROOT / "commands").rglob("*.py")]
+    files = sorted(f for f in files if (ROOT / "probegen" / "tasks") not in f.parents)
+    assert len(files) > 60
+    found = []
+    for f in files:
+        rel = f.relative_to(ROOT).as_posix()
+        if rel in PENDING:
+            continue
+        found += [f"{rel}:{line}: {kind!r}" for line, kind in kind_comparisons(f) if (rel, kind) not in NOT_KINDS]
+    assert not found, "kind strings compared outside probegen/tasks (ask the registry):\n" + "\n".join(found)
+
+
+def test_the_check_sees_kind_comparisons(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text(
+        "def f(kind, t, rule):\n"
+        "    if kind == 'coda21':\n        return 1\n"
+        "    if t.task in ('pair', 'choice'):\n        return 2\n"
+        "    if 'label' != t.task:\n        return 3\n"
+        "    match kind:\n        case 'wsd':\n            return 4\n"
+        "    return {'wic': 5}.get(kind, rule == 'alignment')\n"  # a dict key and another word are no comparison
+    )
+    assert kind_comparisons(bad) == [(2, "coda21"), (4, "choice"), (4, "pair"), (6, "label"), (8, "wsd")]

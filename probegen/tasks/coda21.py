@@ -1,0 +1,257 @@
+"""CoDA21 context-definition alignment: a group's k contexts aligned to its k definitions.
+
+The logic lives in :mod:`probegen.coda21` (dataset, evaluation, rendering); this class only
+dispatches to it. Datasets: a probegen directory (``groups.jsonl`` + ``manifest.json`` of kind
+``coda21``) or a file in the original release schema (any file that is not ``.jsonl``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .base import Evaluation, Log, Settings, Task
+
+NOTE = (
+    "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
+    "column order. lm-eval takes each context's best definition on its own, which is probegen's "
+    "`--matching simple`; one-to-one alignment of a whole group is probegen's own metric "
+    "(`probegen eval`, the default) and cannot be expressed as an lm-eval task."
+)
+ABLATIONS = {
+    "full": "true target word in its context",
+    "context": "context with the target replaced by the nonce (the standard task)",
+    "word": "the target word alone",
+    "definition": "no context, no word: every row the same query",
+    "label": "no input: 1/k per group (computed)",
+}
+RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
+
+
+class Coda21Task(Task):
+    """CoDA21 alignment groups (see the module doc)."""
+
+    name = "coda21"
+    title = "CoDA21"
+    unit_name = "group"
+    priority = 80  # its file rule (anything not .jsonl) is a catch-all: asked after the others
+    options = frozenset({"scorer", "reduction", "nonce", "pattern", "matching", "pll"})
+    bias_options = frozenset({"scorer", "reduction", "nonce", "pattern", "folds", "controls", "method"})
+    export_options = frozenset({"seed", "nonce", "pattern"})
+    lm_only_options = ("pattern", "nonce")
+    conditions = ("full", "context", "word", "definition")
+    rows_file = "groups.jsonl"
+    export_formats = ("coda21-json", "lm-eval", "hf")
+    release_format = "coda21-json"
+    spec_shape = "alignment"
+
+    # ---- detection, reading, writing ---------------------------------------------------------------
+    def claims(self, path: Path) -> bool:
+        """A directory with a ``coda21`` manifest or (without a kind) ``groups.jsonl``; a file that is not ``.jsonl``."""
+        if path.is_dir():
+            from ..io import read_manifest
+
+            mf = path / "manifest.json"
+            kind = read_manifest(mf).get("kind") if mf.is_file() else None
+            return kind in self.manifest_kinds() or (kind is None and (path / "groups.jsonl").exists())
+        return path.suffix != ".jsonl"
+
+    def load(self, path: str | Path, ablations: bool = False) -> Any:
+        from ..coda21.dataset import load
+
+        return load(path)
+
+    def write(self, data: Any, out: str | Path) -> Path:
+        from ..coda21.dataset import write
+
+        return write(data, out)
+
+    def counts(self, data: Any) -> dict[str, Any]:
+        from ..coda21.dataset import counts
+
+        return counts(data.groups)
+
+    # ---- options, units, evaluation -----------------------------------------------------------------
+    def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
+        """A malformed ``--pattern`` fails now, before any dataset or model is read."""
+        from ..templating import coda21_patterns
+
+        if "pattern" in given:
+            coda21_patterns(given["pattern"])
+
+    def _config(self, settings: Settings, mode: str = "context"):
+        from ..coda21.evaluate import EvalConfig
+
+        return EvalConfig(nonce=settings.nonce, pattern=settings.pattern, matching=settings.matching, mode=mode, seed=settings.seed)
+
+    def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+        """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
+        from ..coda21.evaluate import group_unit
+        from ..templating import coda21_patterns
+
+        cfg = self._config(settings, condition)
+        patterns = coda21_patterns(cfg.pattern)
+        return [group_unit(g, style, cfg, patterns) for g in data.groups]
+
+    def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+        """The standard task (context condition), aligned by ``settings.matching``."""
+        from ..coda21.evaluate import evaluate
+
+        cfg = self._config(settings)
+        res = evaluate(data, scorer, cfg, progress=progress)
+        config = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching, "mode": cfg.mode, "seed": settings.seed}
+        return Evaluation(self.rows_file, res["groups"], res["metrics"], config)
+
+    def summary(self, model: str, metrics: dict[str, Any]) -> str:
+        """The paper's Table 2 layout: accuracy per POS with the random baseline and group count."""
+        lines = [f"{'model':<24} {'pos':<5} {'accuracy':>9} {'random':>7} {'groups':>7}"]
+        for pos in ("noun", "verb", "all"):
+            if pos in metrics:
+                m = metrics[pos]
+                lines.append(f"{model:<24} {pos:<5} {m['accuracy']:>9.3f} {m['random']:>7.3f} {m['groups']:>7}")
+        return "\n".join(lines)
+
+    # ---- bias, comparison, filtering ----------------------------------------------------------------
+    @property
+    def ablations(self) -> dict[str, str]:
+        return dict(ABLATIONS)
+
+    @property
+    def ratios(self) -> dict[str, str]:
+        return dict(RATIOS)
+
+    def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
+                        evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Every scored ablation through the standard evaluator, as one request table."""
+        from ..coda21.evaluate import evaluate_modes
+
+        modes = [m for m in ABLATIONS if m != "label"]
+        cfgs = [self._config(settings, m) for m in modes]
+        return {m: res["groups"] for m, res in zip(modes, evaluate_modes(data, scorer, cfgs, progress=progress))}
+
+    def bias_analysis(self, kit: Any) -> Callable[..., dict[str, Any]]:
+        return kit.analyse_coda21
+
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
+        """``probegen make coda21 --easy`` into ``path``."""
+        from ..coda21.config import Coda21Config
+        from ..coda21.dataset import build, write
+
+        log(f"{path} is missing: generating it (as `probegen make coda21 --easy`); this takes a while")
+        write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log), path)
+
+    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
+        """Per group: (accuracy, 1): the paper's metric is the mean of group accuracies."""
+        from ..coda21.evaluate import EvalConfig, evaluate
+        from ..templating import dataset_nonce
+
+        cfg = EvalConfig(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
+        return {r["id"]: (r["accuracy"], 1.0) for r in evaluate(data, scorer, cfg, progress=progress)["groups"]}
+
+    def chance(self, data: Any) -> float:
+        """Mean 1/k over groups."""
+        import numpy as np
+
+        return float(np.mean([1.0 / g.k for g in data.groups]))
+
+    def artefact_filter(self, kit: Any) -> Any:
+        return kit.AlignmentArtefacts()
+
+    # ---- stats, export, study, spec -----------------------------------------------------------------
+    def stats(self, path: str | Path, log: Log) -> str:
+        """Groups and synsets per POS beside the paper's Table 1, and the leak rate per POS."""
+        from ..coda21.dataset import counts, load
+        from ..coda21.reference import table1
+        from ..leaks import coda21_leak_rates, format_leak_rates, morphology_for
+
+        ds = load(path)
+        variant = ds.manifest.get("config", {}).get("variant")
+        ref = table1()
+        lines = [f"{path}  (variant: {variant or 'unknown'})",
+                 f"{'variant':<12} {'pos':<5} {'groups':>7} {'paper':>6} {'ratio':>6}   {'synsets':>8} {'paper':>6} {'ratio':>6}"]
+        for pos, c in counts(ds.groups).items():
+            if c["groups"] == 0:
+                continue
+            r = ref.get((variant, pos))
+            if r:
+                lines.append(f"{variant:<12} {pos:<5} {c['groups']:>7} {r['groups']:>6} {c['groups'] / r['groups']:>6.2f}   "
+                             f"{c['unique_synsets']:>8} {r['unique_synsets']:>6} {c['unique_synsets'] / r['unique_synsets']:>6.2f}")
+            else:
+                lines.append(f"{str(variant):<12} {pos:<5} {c['groups']:>7} {'-':>6} {'-':>6}   {c['unique_synsets']:>8} {'-':>6} {'-':>6}")
+        lines.append(format_leak_rates(coda21_leak_rates(ds, morphology_for(ds.manifest, log))))
+        return "\n".join(lines)
+
+    def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
+                    pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+        """One doc per context, rendered exactly as ``probegen eval --matching simple`` does."""
+        from ..coda21.dataset import load
+        from ..coda21.evaluate import EvalConfig
+        from ..exporters import coda21_docs
+        from ..templating import coda21_patterns, dataset_nonce
+
+        seed, pattern = seed or 0, pattern or EvalConfig.pattern
+        coda21_patterns(pattern)  # a malformed pattern fails before the dataset is read
+        ds = load(path)
+        nonce = nonce or dataset_nonce(ds.manifest)
+        docs = coda21_docs(ds, seed=seed, nonce=nonce, pattern=pattern)
+        return ds, docs, {"nonce": nonce, "pattern": pattern, "seed": seed, "mode": "context", "matching": "simple"}
+
+    def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
+        """The original CoDA21 release schema (one JSON file)."""
+        import json
+
+        from ..coda21.dataset import export_coda21_json, load
+        from ..io import atomic_output_file
+
+        ds = load(path)
+        with atomic_output_file(out) as fh:
+            json.dump(export_coda21_json(ds), fh, ensure_ascii=False, indent=1, sort_keys=True)
+        return f"wrote {out} ({len(ds.groups)} groups, {self.release_format})"
+
+    def lm_eval_note(self) -> str:
+        return NOTE
+
+    def lm_eval_metric(self, eval_cmd: str, settings: dict[str, Any]) -> str:
+        return (
+            f"Each doc's `acc` is the prediction of `{eval_cmd} --matching simple` for that context "
+            "(`--seed`, `--nonce`, `--pattern` as exported; summed log-probs), but lm-eval averages over "
+            "contexts while probegen averages group accuracies, so the two means differ when group sizes do. "
+            "`acc_norm` divides each definition's log-prob by its length in characters.\n\n" + NOTE
+        )
+
+    def hf_description(self) -> str:
+        return ("One row per CoDA21 context. `choices` are the definitions of its group (`group`, `k` rows) "
+                "in probegen's seeded column order and `gold` the index of its own definition. " + NOTE)
+
+    def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
+        """Every group (a group is aligned as one study item)."""
+        return list(data.groups), "groups", {}
+
+    def study_view(self, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+        from ..study.views import align_view
+
+        return align_view(unit, condition, seed)
+
+    def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
+        from ..study.views import align_gold
+
+        return align_gold(unit, seed)
+
+    def spec_config(self, spec: Any) -> Any:
+        from ..spec.build import coda21_config
+
+        return coda21_config(spec)
+
+    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Any = None) -> Any:
+        from ..spec.build import build_alignment
+
+        return build_alignment(spec, cfg, wordnet, semcor, progress, log, runner)
+
+    def spec_models(self, spec: Any) -> list[str]:
+        """The definition embedder and the context scorer (unless contexts are taken first-come)."""
+        return [spec.alignment.embedder] + ([spec.contexts.scorer] if spec.contexts.scorer != "first" else [])
+
+    def built_summary(self, data: Any) -> str:
+        c = data.manifest.get("counts", {})
+        return ", ".join(f"{p}: {v['groups']} groups / {v['unique_synsets']} synsets" for p, v in c.items() if v["groups"])

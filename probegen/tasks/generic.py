@@ -1,0 +1,68 @@
+"""The generic path of a task that gives only :meth:`~probegen.tasks.base.Task.units`: records,
+metrics and chance level computed from core units, every condition through one request table.
+
+A record is ``{"id", "pred", "gold", "accuracy", "n"}``: the unit's predictions, its gold, the
+share of its rows decided right and its number of candidates (1/n is its chance level).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .base import Settings, Task
+
+
+def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], settings: "Settings",
+               progress: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """Per condition, every unit's record, from one scorer call over all conditions' units."""
+    from ..core import decide, score_units
+
+    style = getattr(scorer, "query_style", "pattern")
+    per = {c: task.units(data, c, settings, style) for c in conditions}
+    flat = [u for c in conditions for u in per[c]]
+    mats = iter(score_units(flat, scorer, progress=progress))
+    model = getattr(scorer, "name", "")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for c in conditions:
+        out[c] = [record(u, m, decide(u, m, settings.seed, model)) for u, m in zip(per[c], mats)]
+    return out
+
+
+def record(unit: Any, matrix: np.ndarray, pred: np.ndarray) -> dict[str, Any]:
+    """One unit's record (see the module doc).
+
+    >>> from probegen.core import Unit
+    >>> record(Unit.choice("u1", "q", ["a", "b"], 1), np.array([[0.1, 0.9]]), np.array([1]))["accuracy"]
+    1.0
+    """
+    gold = np.asarray(unit.gold)
+    acc = float(np.mean(pred[: len(gold)] == gold)) if len(gold) else 0.0
+    return {"id": unit.id, "pred": pred.tolist(), "gold": gold.tolist(), "accuracy": acc,
+            "n": len(unit.candidates[0]), "scores": np.round(matrix, 6).tolist()}
+
+
+def metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean unit accuracy, the random baseline (mean 1/n) and the unit count.
+
+    >>> metrics([{"accuracy": 1.0, "n": 2}, {"accuracy": 0.0, "n": 4}])
+    {'accuracy': 0.5, 'random': 0.375, 'units': 2}
+    """
+    if not rows:
+        return {"accuracy": None, "random": None, "units": 0}
+    return {"accuracy": float(np.mean([r["accuracy"] for r in rows])),
+            "random": float(np.mean([1.0 / r["n"] for r in rows])), "units": len(rows)}
+
+
+def summary(model: str, m: dict[str, Any]) -> str:
+    """A one-row terminal table of :func:`metrics`."""
+    acc = "-" if m.get("accuracy") is None else f"{m['accuracy']:.3f}"
+    rnd = "-" if m.get("random") is None else f"{m['random']:.3f}"
+    return f"{'model':<24} {'accuracy':>9} {'random':>7} {'units':>7}\n{model:<24} {acc:>9} {rnd:>7} {m.get('units', 0):>7}"
+
+
+def chance(units: Sequence[Any]) -> float:
+    """Mean 1/(number of candidates) over units."""
+    return float(np.mean([1.0 / len(u.candidates[0]) for u in units])) if units else 0.0

@@ -1,0 +1,262 @@
+"""Multiple choice: WordNetQA items, generated (``probegen make wordnetqa``, a probe spec) or
+imported (the WordNetQA release JSONL, DictionaryQA-style rows).
+
+The logic lives in :mod:`probegen.wordnetqa` (dataset, rendering, evaluation); this class only
+dispatches to it. Datasets: a probegen directory (``items.jsonl`` + ``manifest.json`` of kind
+``wordnetqa``) or a ``.jsonl`` file in the release schema.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import ProbegenError
+from .base import Evaluation, Log, Settings, Task
+
+ABLATIONS = {
+    "full": "question and choices",
+    "context": "question with the target word masked by the nonce",
+    "word": "target word and choices, no sentence",
+    "choice": "choices without the question",
+    "label": "no input: always the most frequent gold position (computed)",
+}
+RATIOS = {"bias_c": "context", "bias_w": "word", "bias_choice": "choice"}
+# A WordNetQA concept (synset) has items in up to four probe types: resampling probe:concept
+# clusters would count one concept up to four times as if independent (intervals too narrow).
+RESAMPLING_UNIT = "concept (synset): all items about one synset, across probe types and perturbations"
+
+
+class MultipleChoiceTask(Task):
+    """Multiple-choice questions (see the module doc)."""
+
+    name = "wordnetqa"
+    title = "multiple-choice (WordNetQA)"
+    unit_name = "item"
+    priority = 90  # its file rule (any .jsonl) is a catch-all: asked last
+    options = frozenset({"scorer", "reduction", "length_norm", "split", "pll"})
+    bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method"})
+    export_options = frozenset({"split"})
+    study_options = frozenset({"split"})
+    conditions = ("full", "context", "word", "choice")
+    rows_file = "items.jsonl"
+    export_formats = ("wordnetqa-json", "lm-eval", "hf")
+    release_format = "wordnetqa-json"
+    spec_shape = "multiple_choice"
+
+    # ---- detection, reading, writing ---------------------------------------------------------------
+    def claims(self, path: Path) -> bool:
+        """A directory with a ``wordnetqa`` manifest or (without a kind) ``items.jsonl``; a ``.jsonl`` file."""
+        if path.is_dir():
+            from ..io import read_manifest
+
+            mf = path / "manifest.json"
+            kind = read_manifest(mf).get("kind") if mf.is_file() else None
+            return kind in self.manifest_kinds() or (kind is None and (path / "items.jsonl").exists())
+        return path.suffix == ".jsonl"
+
+    def load(self, path: str | Path, ablations: bool = False) -> Any:
+        from ..wordnetqa.dataset import load
+
+        return load(path, ablations=True) if ablations else load(path)
+
+    def write(self, data: Any, out: str | Path) -> Path:
+        from ..wordnetqa.dataset import write
+
+        return write(data, out)
+
+    def counts(self, data: Any) -> dict[str, Any]:
+        from ..wordnetqa.dataset import counts
+
+        return counts(data.items)
+
+    def fingerprint(self, data: Any) -> str:
+        from ..wordnetqa.dataset import fingerprint
+
+        return fingerprint(data)
+
+    # ---- options, units, evaluation -----------------------------------------------------------------
+    def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
+        """Summed and mean log-probs are never mixed by a length normalisation.
+
+        >>> MultipleChoiceTask().check_given({"reduction": "mean", "length_norm": "chars"})
+        Traceback (most recent call last):
+        probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters; use --length-norm chars with --reduction sum, or --length-norm tokens
+        """
+        reduction, norm = given.get("reduction"), given.get("length_norm")
+        if reduction == "mean" and norm == "chars":
+            raise ProbegenError(
+                "--reduction mean --length-norm chars would divide a per-token mean by characters; "
+                "use --length-norm chars with --reduction sum, or --length-norm tokens"
+            )
+        if reduction == "sum" and norm == "tokens":
+            raise ProbegenError("--length-norm tokens is the per-token mean (--reduction mean); it cannot be used with --reduction sum")
+
+    def scorer_reduction(self, reduction: str, settings: Settings) -> str:
+        """Per-token normalisation is the scorer's mean reduction."""
+        return "mean" if settings.length_norm == "tokens" else reduction
+
+    def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+        """One unit per item (of ``settings.split``): its query in ``condition`` against its choices."""
+        from ..core import Unit
+        from ..wordnetqa.render import query
+
+        items = [it for it in data.items if settings.split is None or it.split == settings.split]
+        return [Unit.choice(it.id, query(it, style, condition, settings.nonce), it.choices, it.answer) for it in items]
+
+    def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+        """The full question of every item (of ``settings.split``), argmax with seeded ties."""
+        from ..wordnetqa.evaluate import evaluate_mc
+
+        res = evaluate_mc(data, scorer, seed=settings.seed, nonce=settings.nonce, progress=progress,
+                          length_norm=settings.length_norm, split=settings.split)
+        config = {"nonce": settings.nonce, "seed": settings.seed, "mode": "full", "length_norm": res["metrics"]["length_norm"],
+                  "split": settings.split}
+        return Evaluation(self.rows_file, res["items"], res["metrics"], config)
+
+    def summary(self, model: str, metrics: dict[str, Any]) -> str:
+        from ..wordnetqa.evaluate import summary
+
+        return summary(model, metrics)
+
+    # ---- bias, comparison, filtering ----------------------------------------------------------------
+    @property
+    def ablations(self) -> dict[str, str]:
+        return dict(ABLATIONS)
+
+    @property
+    def ratios(self) -> dict[str, str]:
+        return dict(RATIOS)
+
+    @property
+    def resampling_unit(self) -> str:
+        return RESAMPLING_UNIT
+
+    def select_split(self, data: Any, split: str, name: str = "the dataset") -> Any:
+        """The items of one split (a ProbegenError naming ``name`` if it has none)."""
+        import dataclasses
+
+        items = [it for it in data.items if getattr(it, "split", None) == split]
+        if not items:
+            raise ProbegenError(f"{name} has no items in split {split!r}")
+        return dataclasses.replace(data, items=items)
+
+    def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
+                        evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Every scored ablation through the standard evaluator (or ``evaluator``, one mode at a
+        time), as one request table."""
+        modes = [m for m in ABLATIONS if m != "label"]
+        if evaluator is not None:
+            return {m: evaluator(data, scorer, seed=settings.seed, nonce=settings.nonce, progress=progress, mode=m)["items"] for m in modes}
+        from ..wordnetqa.evaluate import evaluate_mc_modes
+
+        res = evaluate_mc_modes(data, scorer, modes, seed=settings.seed, nonce=settings.nonce, progress=progress)
+        return {m: r["items"] for m, r in zip(modes, res)}
+
+    def bias_analysis(self, kit: Any) -> Callable[..., dict[str, Any]]:
+        return kit.analyse_mc
+
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
+        """``probegen make wordnetqa --probe <the name's suffix>`` into ``path``."""
+        from ..wordnetqa import dataset as mcd
+        from ..wordnetqa.config import WordNetQAConfig
+
+        probe = path.name.split("-", 1)[1] if "-" in path.name else "definitions"
+        log(f"{path} is missing: generating it (as `probegen make wordnetqa --probe {probe}`)")
+        try:
+            cfg = WordNetQAConfig(probes=(probe,))
+        except TypeError:
+            raise ProbegenError(f"{path} is missing; generate it first with `probegen make wordnetqa`") from None
+        mcd.write(mcd.build(cfg, wordnet=wordnet, progress=True, log=log), path)
+
+    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
+        """Per concept (synset): (items right, items), across probe types."""
+        from ..templating import dataset_nonce
+        from ..wordnetqa.evaluate import evaluate_mc
+
+        out: dict[str, list[float]] = {}
+        for r in evaluate_mc(data, scorer, seed=seed, nonce=dataset_nonce(getattr(data, "manifest", None)), progress=progress)["items"]:
+            u = out.setdefault(str(r.get("synset") or r.get("cluster") or r["id"]), [0.0, 0.0])
+            u[0] += float(bool(r["correct"]))
+            u[1] += 1.0
+        return {k: (v[0], v[1]) for k, v in out.items()}
+
+    def chance(self, data: Any) -> float:
+        """Mean 1/(number of choices) over items."""
+        import numpy as np
+
+        return float(np.mean([1.0 / len(it.choices) for it in data.items]))
+
+    def artefact_filter(self, kit: Any) -> Any:
+        return kit.ChoiceArtefacts()
+
+    # ---- stats, export, study, spec -----------------------------------------------------------------
+    def stats(self, path: str | Path, log: Log) -> str:
+        """Questions, items and synsets per probe beside the paper's, and the leak rate."""
+        from ..leaks import format_leak_rates, morphology_for, wordnetqa_leak_rates
+        from ..wordnetqa.dataset import counts, load
+        from ..wordnetqa.reference import size_table
+
+        mc = load(path)
+        return "\n".join([str(path), size_table(counts(mc.items)),
+                          format_leak_rates(wordnetqa_leak_rates(mc.items, morphology_for(mc.manifest, log)))])
+
+    def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
+                    pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+        """One doc per item (of ``split``): the full question, where nonce and pattern play no part."""
+        from ..exporters import wordnetqa_docs
+        from ..wordnetqa.dataset import load
+
+        ds = load(path)
+        docs = wordnetqa_docs(ds, split=split)
+        return ds, docs, ({"mode": "full", "split": split} if split else {"mode": "full"})
+
+    def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
+        """The WordNetQA release JSONL (optionally one split)."""
+        from ..io import atomic_output_file, dumps
+        from ..wordnetqa.dataset import export_release, load
+
+        rows = export_release(load(path), split)
+        with atomic_output_file(out) as fh:
+            for r in rows:
+                fh.write(dumps(r) + "\n")
+        return f"wrote {out} ({len(rows)} questions, {self.release_format})"
+
+    def lm_eval_metric(self, eval_cmd: str, settings: dict[str, Any]) -> str:
+        split = f" --split {settings['split']}" if settings.get("split") else ""
+        return (f"lm-eval's `acc` equals `{eval_cmd}{split}` (summed log-probs, `--length-norm none`); "
+                f"`acc_norm` equals `{eval_cmd}{split} --length-norm chars`.")
+
+    def hf_description(self) -> str:
+        return "One row per WordNetQA item: `choices` in the presented order, `gold` the answer's index."
+
+    def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
+        """One item per concept cluster (see :func:`probegen.study.design.choice_pool`)."""
+        from ..study.design import choice_pool
+
+        return choice_pool(data, cfg)
+
+    def study_view(self, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+        from ..study.views import mc_view
+
+        return mc_view(unit, condition)
+
+    def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
+        from ..study.views import mc_gold
+
+        return mc_gold(unit)
+
+    def spec_config(self, spec: Any) -> Any:
+        from ..spec.build import wordnetqa_config
+
+        return wordnetqa_config(spec)
+
+    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Any = None) -> Any:
+        from ..spec.build import build_multiple_choice
+
+        return build_multiple_choice(spec, cfg, wordnet, semcor, progress, log)
+
+    def built_summary(self, data: Any) -> str:
+        c = data.manifest.get("counts", {})
+        return ", ".join(f"{p}: {v['unique_questions']} questions / {v['items']} items" for p, v in c.items())

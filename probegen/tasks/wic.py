@@ -1,0 +1,253 @@
+"""Word in context: items that hide a target word in a context and ask about its sense.
+
+The item shape (:attr:`WordInContextTask.shape`, :attr:`probegen.wordincontext.items.WicItem.task`)
+decides the task: ``pair`` (WiC: two contexts, same sense or not: :class:`WicTask`), ``choice``
+(WSD: pick the sense: :class:`probegen.tasks.wsd.WsdTask`) or ``label`` (one context, one class:
+:class:`LabelTask`). Datasets: a probegen directory (``probegen make wic`` / ``make wsd``, kind
+``wic``/``wsd``; ``wordincontext`` for any shape), a generic word-in-context JSONL, a WiC release
+copy (TSV); reading lives in :mod:`probegen.wordincontext`.
+
+These kinds are measured by a trained probe (the bias paper's method, ``diagnostics.trained``),
+not by zero-shot scoring: ``eval`` trains a linear probe, ``bias`` defaults to ``--method
+trained``. The hooks of that method (features per item shape, the label prior, deciding from a
+classifier, fine-tuning heads) are methods here, so the trained method never compares shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+
+from ..errors import ProbegenError
+from .base import Evaluation, Log, Settings, Task
+
+#: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
+SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
+
+
+def row_shape(row: Any) -> str:
+    """The item shape of one generic-JSONL row, by the fields :func:`~probegen.wordincontext.jsonl.parse_row` reads first.
+
+    >>> row_shape({"context2": "x"}), row_shape({"choices": []}), row_shape({"label": "n"})
+    ('pair', 'choice', 'label')
+    """
+    keys = row.keys() if isinstance(row, dict) else ()
+    if "context2" in keys or "span2" in keys:
+        return "pair"
+    return "choice" if "choices" in keys or "gold" in keys else "label"
+
+
+def item_shape(path: Path) -> str | None:
+    """``pair``/``choice``/``label`` if ``path`` is a word-in-context dataset, else None (see the module doc)."""
+    from ..io import first_jsonl_row
+    from ..wordincontext.dataset import ITEMS_FILE, manifest_kind
+    from ..wordincontext.jsonl import looks_generic
+    from ..wordincontext.wic_tsv import is_wic_tsv
+
+    p = Path(path)
+    if p.is_dir():
+        kind = manifest_kind(p)
+        if kind in SHAPE_OF_KIND:
+            return SHAPE_OF_KIND[kind]
+        if kind == "wordincontext":
+            return row_shape(first_jsonl_row(p / ITEMS_FILE))
+        layout = not (p / "groups.jsonl").exists() and not (p / ITEMS_FILE).exists()
+        return "pair" if kind is None and layout and is_wic_tsv(p) else None
+    if looks_generic(p):
+        return row_shape(first_jsonl_row(p))
+    return "pair" if p.exists() and is_wic_tsv(p) else None
+
+
+def majority(values: Sequence[Any], seed: int) -> Any:
+    """The most frequent value (as text); a tie is broken by a seeded draw, never by order.
+
+    >>> str(majority([True, True, False], 0))
+    'True'
+    """
+    vals, counts = np.unique(np.asarray(values, dtype=object).astype(str), return_counts=True)
+    best = vals[counts == counts.max()]
+    return best[np.random.default_rng(seed).integers(len(best))] if len(best) > 1 else best[0]
+
+
+def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``[u, v, |u-v|, u*v]`` per row."""
+    return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)
+
+
+def task_of(data: Any) -> "WordInContextTask":
+    """The word-in-context task of a loaded dataset (or a list of items), by its items' shape."""
+    from . import all_tasks
+
+    items = data if isinstance(data, (list, tuple)) else data.items
+    shape = items[0].task if items else None
+    for t in all_tasks():
+        if isinstance(t, WordInContextTask) and t.shape == shape:
+            return t
+    raise ProbegenError(f"no word-in-context task reads {shape!r} items")
+
+
+class WordInContextTask(Task):
+    """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks."""
+
+    #: the items' shape: ``pair``, ``choice`` or ``label``
+    shape: ClassVar[str]
+    #: how ``probegen stats`` names the items
+    stats_noun: ClassVar[str] = "items"
+    #: the row of the bias paper's BERT results this shape compares with (``diagnostics.trained``)
+    paper_key: ClassVar[str | None] = None
+    #: an item holds a second context (encoded like the first)
+    second_context: ClassVar[bool] = False
+    #: the probe scores each candidate choice of an item (one output per choice)
+    scores_choices: ClassVar[bool] = False
+    kinds = ("wordincontext",)
+    priority = 10  # strict shape rules: asked before the catch-all file rules
+    zero_shot = False
+    options = frozenset()  # eval trains a linear probe: --seed and --batch-size only
+    bias_options = frozenset({"method", "finetune", "seeds"})
+    conditions = ("full", "context", "word")
+
+    def claims(self, path: Path) -> bool:
+        return item_shape(path) == self.shape
+
+    def load(self, path: str | Path, ablations: bool = False) -> Any:
+        from ..wordincontext.dataset import load
+
+        return load(path)
+
+    def write(self, data: Any, out: str | Path) -> Path:
+        from ..wordincontext.dataset import write
+
+        return write(data, out)
+
+    def counts(self, data: Any) -> dict[str, Any]:
+        from ..wordincontext.dataset import split_counts
+
+        return {"splits": split_counts(data.items), "items": len(data.items)}
+
+    def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+        raise ProbegenError(f"{self.title} datasets are measured by a trained probe, not by zero-shot scoring: "
+                            "use `probegen eval` (a linear probe) or `probegen bias --method trained`")
+
+    def stats(self, path: str | Path, log: Log) -> str:
+        """Items per split with lemmas, units and labels, and the leak rate of the contexts."""
+        from ..leaks import format_leak_rates, leak_rates, morphology_for
+        from ..wordincontext.dataset import load, split_counts
+
+        ds = load(path)
+        lines = [f"{path}  (kind: {ds.kind}; {len(ds.items)} {self.stats_noun})",
+                 f"{'split':<6} {'items':>6} {'lemmas':>7} {'units':>6}  labels"]
+        for split, c in split_counts(ds.items).items():
+            lines.append(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {self.split_labels(c)}")
+        rows = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2) if t is not None]
+        lines.append(format_leak_rates(leak_rates(rows, morphology_for(ds.manifest, log))))
+        return "\n".join(lines)
+
+    def split_labels(self, c: dict[str, Any]) -> str:
+        """The label column of one split's counts (:func:`~probegen.wordincontext.dataset.split_counts`)."""
+        return ", ".join(f"{k} {v}" for k, v in c["labels"].items())
+
+    def built_summary(self, data: Any) -> str:
+        c = data.manifest.get("counts", {})
+        return ", ".join(f"{s}: {v['items']} {self.stats_noun}" for s, v in c.get("splits", {}).items())
+
+    # ---- the trained method's hooks (diagnostics.trained, diagnostics.finetune) --------------------
+    def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
+                         vectors: Callable[[list[tuple[str, Any]]], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(X, y, group) of ``items``: ``view`` gives a context's (text, span) in the condition,
+        ``vectors`` encodes (text, span) rows; one row per item, group = the item's index."""
+        u = vectors([view(it.context) for it in items])
+        return u, np.array([self.gold_text(it) for it in items]), np.arange(len(items))
+
+    def prior_correct(self, train: Sequence[Any], test: Sequence[Any], seed: int) -> np.ndarray:
+        """Per test item: does the training data's majority label match (the label prior)?"""
+        lab = majority([self.gold_text(it) for it in train], seed)
+        return np.array([self.gold_text(it) == lab for it in test])
+
+    def classifier_correct(self, clf: Any, X: np.ndarray, y: np.ndarray, groups: np.ndarray,
+                           ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
+        """Per test item: is a fitted classifier's decision right? (``ids`` and ``seed`` seed the
+        core's tie breaking where a shape decides between scored options.)"""
+        return clf.predict(X) == y
+
+    def gold_text(self, item: Any) -> str:
+        """The item's gold label as text (label entropy, the majority prior)."""
+        return str(item.label)
+
+    def sense_text(self, item: Any) -> str | None:
+        """The sense an item's gold names when its meta records no synset (None: it names none)."""
+        return None
+
+    def head_classes(self, train: Sequence[Any]) -> list[Any] | None:
+        """The classes a fine-tuning head outputs (None: one score per choice)."""
+        return sorted({str(it.label) for it in train})
+
+    def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
+        """The gold class index of ``item`` among ``classes`` (-1 if unseen in training)."""
+        return classes.index(str(item.label)) if str(item.label) in classes else -1
+
+    def bootstrap_unit(self, data: Any) -> str:
+        """What the trained method's bootstrap resamples."""
+        return "unit (item's 'unit' field)"
+
+
+class WicTask(WordInContextTask):
+    """WiC pairs: is the target used in the same sense in both contexts?"""
+
+    name = "wic"
+    title = "WiC"
+    unit_name = "pair"
+    shape = "pair"
+    kinds = ("wic", "wordincontext")
+    stats_noun = "pairs"
+    paper_key = "wic"
+    second_context = True
+    spec_shape = "wic_pair"
+
+    def split_labels(self, c: dict[str, Any]) -> str:
+        return f"T {c['true']} / F {c['false']}"
+
+    def trained_features(self, items, view, vectors):
+        u = vectors([view(it.context) for it in items])
+        v = vectors([view(it.context2) for it in items])
+        return pair_features(u, v), np.array([bool(it.label) for it in items]), np.arange(len(items))
+
+    def classifier_correct(self, clf, X, y, groups, ids=None, seed=0):
+        from .wsd import choice_correct
+
+        # P(F), P(T) as the two options of each pair, decided by the core: an exact 0.5 is a tie, broken at random
+        classes = list(clf.classes_)
+        proba = clf.predict_proba(X)[:, [classes.index(False), classes.index(True)]]
+        gold = np.stack([~y.astype(bool), y.astype(bool)], axis=1)
+        return choice_correct(proba.ravel(), np.repeat(np.arange(len(y)), 2), gold.ravel(), ids, seed)
+
+    def head_classes(self, train):
+        return [False, True]
+
+    def gold_index(self, item, classes):
+        return int(bool(item.label))
+
+    def bootstrap_unit(self, data: Any) -> str:
+        # a probegen WiC set (or WiC copy) resamples lemmas; a generic file its own units
+        return "lemma" if data.kind == self.name else super().bootstrap_unit(data)
+
+    def spec_config(self, spec: Any) -> Any:
+        from ..spec.build import wic_config
+
+        return wic_config(spec)
+
+    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Any = None) -> Any:
+        from ..spec.build import build_wic_pair
+
+        return build_wic_pair(spec, cfg, wordnet, semcor, progress, log)
+
+
+class LabelTask(WordInContextTask):
+    """One context, one class label (e.g. a supersense tag), from a generic word-in-context JSONL."""
+
+    name = "label"
+    title = "word-in-context label"
+    shape = "label"
+    stats_noun = "items (labelled)"

@@ -1,0 +1,76 @@
+"""WSD: pick the sense (definition) of a target word in its context among candidate choices.
+
+A probegen ``make wsd`` directory (kind ``wsd``) or a generic word-in-context JSONL whose rows
+have ``choices`` and ``gold``; reading lives in :mod:`probegen.wordincontext`, the shared
+word-in-context behaviour in :class:`probegen.tasks.wic.WordInContextTask`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .wic import WordInContextTask, majority, pair_features
+
+
+def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
+    """Per item (group): is the gold its top-scoring choice? The argmax is the core's decision
+    (:func:`probegen.core.decide`): a tie for the top score is broken at random, seeded by
+    ``seed`` and the item's id (``ids[g]``; without ``ids`` its index), as every evaluation does.
+
+    >>> choice_correct(np.array([0.1, 0.9, 0.5, 0.2]), np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0])).tolist()
+    [True, True]
+    """
+    from ..core import Unit, decide
+
+    out = []
+    for g in np.unique(groups):
+        s, t = scores[groups == g], y[groups == g].astype(bool)
+        uid = ids[int(g)] if ids is not None else str(int(g))
+        pick = decide(Unit.choice(uid, uid, [str(j) for j in range(len(s))]), s[None, :], seed)[0]
+        out.append(bool(t[pick]))
+    return np.array(out)
+
+
+class WsdTask(WordInContextTask):
+    """WSD items: one context, candidate sense definitions and the gold index."""
+
+    name = "wsd"
+    title = "WSD"
+    shape = "choice"
+    kinds = ("wsd", "wordincontext")
+    stats_noun = "items (choose the sense)"
+    paper_key = "wsd"
+    scores_choices = True
+
+    def split_labels(self, c: dict[str, Any]) -> str:
+        return f"mean choices {c['mean_choices']}"
+
+    def trained_features(self, items, view, vectors):
+        """One row per (item, choice): ``[u, d, |u-d|, u*d]``, y = is gold, group = the item's index."""
+        u = vectors([view(it.context) for it in items])
+        idx = np.array([i for i, it in enumerate(items) for _ in it.choices])
+        d = vectors([(c, None) for it in items for c in it.choices])
+        y = np.array([j == it.gold for it in items for j in range(len(it.choices))])
+        return pair_features(u[idx], d), y, idx
+
+    def prior_correct(self, train: Sequence[Any], test: Sequence[Any], seed: int) -> np.ndarray:
+        """Per test item: is the gold at the training data's most frequent gold position?"""
+        pos = int(majority([it.gold for it in train], seed))
+        return np.array([it.gold == pos for it in test])
+
+    def classifier_correct(self, clf, X, y, groups, ids=None, seed=0):
+        return choice_correct(clf.decision_function(X), groups, y, ids, seed)
+
+    def gold_text(self, item: Any) -> str:
+        return item.choices[item.gold]
+
+    def sense_text(self, item: Any) -> str | None:
+        return item.choices[item.gold]
+
+    def head_classes(self, train):
+        return None
+
+    def gold_index(self, item, classes):
+        return int(item.gold)

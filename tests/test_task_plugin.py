@@ -1,0 +1,159 @@
+"""A third-party task, registered through the ``probegen.tasks`` entry-point group (issue 17).
+
+The test writes a tiny external package in its own directory: a ``synonym-pairs`` kind (which
+lemma is a synonym of the word? real WordNet 3.0 synsets, their definitions and lemmas), its
+``pyproject.toml`` with the entry point, and the ``*.dist-info`` an install of it leaves, so
+``importlib.metadata`` finds the entry point with the directory on ``PYTHONPATH`` (the venv is
+not touched). ``probegen eval`` and ``probegen bias`` then run on a dataset of that kind in a
+subprocess, with no edit to probegen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KIND = "synonym-pairs"
+
+TASK_MODULE = '''
+"""synonym-pairs: is this lemma a synonym of the word? A probegen task plugin."""
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from probegen.core import Unit
+from probegen.errors import DatasetError
+from probegen.tasks import Task
+
+QUERIES = {"full": "{definition} ({word})", "context": "{definition}", "word": "{word}"}
+
+
+class SynonymPairs(Task):
+    name = "synonym-pairs"
+    title = "synonym pairs"
+    unit_name = "word"
+    conditions = tuple(QUERIES)
+
+    def claims(self, path):
+        return path.is_dir() and (path / "pairs.jsonl").is_file()
+
+    def load(self, path, ablations=False):
+        p = Path(path)
+        items = [json.loads(line) for line in (p / "pairs.jsonl").read_text().splitlines() if line.strip()]
+        if not items:
+            raise DatasetError(f"{p} has no pairs")
+        return SimpleNamespace(items=items, manifest=json.loads((p / "manifest.json").read_text()))
+
+    def units(self, data, condition, settings, style="pattern"):
+        return [Unit.choice(it["id"], QUERIES[condition].format(**it), it["choices"], it["gold"]) for it in data.items]
+'''
+
+PYPROJECT = f'''
+[project]
+name = "probegen-synonym-pairs"
+version = "0.1"
+dependencies = ["probegen"]
+
+[project.entry-points."probegen.tasks"]
+{KIND} = "synpairs_task:SynonymPairs"
+'''
+
+
+def write_plugin(root: Path, target: str = "synpairs_task:SynonymPairs") -> Path:
+    """The package directory, with the dist-info an install would write (its entry point names ``target``)."""
+    (root / "synpairs_task").mkdir(parents=True)
+    (root / "synpairs_task" / "__init__.py").write_text(textwrap.dedent(TASK_MODULE))
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    info = root / "probegen_synonym_pairs-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probegen-synonym-pairs\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[probegen.tasks]\n{KIND} = {target}\n")
+    return root
+
+
+def write_dataset(graph, out: Path, n: int = 40) -> Path:
+    """Noun synsets with two one-word lemmas: the word, its synonym (gold) and three other synsets' lemmas."""
+    def words(s):
+        return [w for w in graph.lemmas(s) if w.isalpha() and w.islower()]
+
+    pool = [s for s in graph.synsets("n") if len(words(s)) >= 2]
+    rng = np.random.default_rng(0)
+    picked = [pool[int(i)] for i in sorted(rng.choice(len(pool), size=n, replace=False))]
+    rows = []
+    for i, s in enumerate(picked):
+        word, gold = words(s)[:2]
+        choices = [gold] + [words(picked[(i + d) % n])[0] for d in (1, 7, 13)]
+        order = rng.permutation(len(choices))
+        rows.append({"id": s, "word": word, "definition": graph.definition(s),
+                     "choices": [choices[j] for j in order], "gold": int(np.argsort(order)[0])})
+    out.mkdir()
+    (out / "manifest.json").write_text(json.dumps({"kind": KIND, "source": "WordNet 3.0", "n": n}))
+    (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out
+
+
+def probegen(args: list, plugin: Path, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), str(ROOT)]), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "probegen", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def plugin_and_data(graph, tmp_path_factory):
+    root = tmp_path_factory.mktemp("plugin")
+    return write_plugin(root / "synonym-pairs"), write_dataset(graph, root / "data")
+
+
+def test_the_plugin_is_not_registered_in_this_process():
+    from probegen import tasks
+
+    assert KIND not in [t.name for t in tasks.all_tasks()]
+
+
+def test_eval_on_a_plugin_kind(plugin_and_data, tmp_path):
+    plugin, data = plugin_and_data
+    r = probegen(["eval", "--model", "glove-50d", "--dataset", data, "--out", tmp_path / "run"], plugin, tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert res["dataset"]["kind"] == KIND and res["scorer"]["kind"] == "static"
+    m = res["metrics"]
+    assert m["units"] == 40 and m["random"] == pytest.approx(0.25) and 0.0 <= m["accuracy"] <= 1.0
+    rows = [json.loads(line) for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 40 and all(len(r["scores"][0]) == 4 for r in rows)
+    assert "accuracy" in r.stdout and f"{m['accuracy']:.3f}" in r.stdout
+    # an option no task of the run takes is one line, before any model is loaded
+    r = probegen(["eval", "--model", "glove-50d", "--dataset", data, "--pattern", "is", "--out", tmp_path / "o"], plugin, tmp_path)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        f"probegen: error: --pattern applies to CoDA21 datasets only; {data} is a synonym pairs dataset"]
+
+
+def test_bias_on_a_plugin_kind(plugin_and_data, tmp_path):
+    plugin, data = plugin_and_data
+    r = probegen(["bias", "--model", "glove-50d", "--dataset", data, "--bootstrap", "50", "--out", tmp_path / "b"], plugin, tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "b" / "results.json").read_text())
+    (entry,) = res["datasets"]
+    assert entry["kind"] == KIND and entry["ablation_order"] == ["full", "context", "word", "label"]
+    acc = {k: v["accuracy"] for k, v in entry["all"]["ablations"].items()}
+    assert set(acc) == {"full", "context", "word", "label"} and acc["label"] == pytest.approx(0.25)
+    assert set(entry["all"]["ratios"]) == {"bias_c", "bias_w"}
+    assert sorted(p.name for p in (tmp_path / "b" / "data").iterdir()) == ["context.jsonl", "full.jsonl", "word.jsonl"]
+    assert "## data" in (tmp_path / "b" / "report.md").read_text()
+
+
+def test_a_broken_plugin_is_one_line_naming_its_entry_point(plugin_and_data, tmp_path):
+    _, data = plugin_and_data
+    broken = write_plugin(tmp_path / "broken", target="no_such_module_xyz:Task")
+    r = probegen(["stats", data], broken, tmp_path)
+    assert r.returncode == 1, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("probegen: error: task plugin 'synonym-pairs' (no_such_module_xyz:Task)") and "cannot be loaded" in line

@@ -116,11 +116,13 @@ def score_units(units: Sequence[Unit], scorer: Any, progress: bool = False) -> l
     return out
 
 
-def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "") -> np.ndarray:
+def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "", rng: np.random.Generator | None = None) -> np.ndarray:
     """Predictions for one unit from its score matrix (higher = better).
 
     ``alignment``/``simple``: the predicted column of each row; ``argmax``: the best column of
-    each row; ``best-row``: one entry, the row whose (first) candidate scores highest.
+    each row; ``best-row``: one entry, the row whose (first) candidate scores highest. ``rng``
+    replaces the unit's tie-breaking generator (:func:`tie_rng`) for a caller that keeps its own
+    seeded streams (AFLite's splits draw one per split and unit).
 
     >>> m = np.array([[0.0, 5.0], [1.0, 9.0]])
     >>> decide(Unit.group("g", ["a", "b"], ["x", "y"], [0, 1], "alignment"), m).tolist()
@@ -138,7 +140,7 @@ def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "") -> np
         q = unit.queries[bad[0]]
         c = unit.candidates[bad[0]][bad[1] if unit.decision != "best-row" else 0]
         raise ProbegenError(f"{who}non-finite score for unit {unit.id}, pair ({q[:60]!r}, {c[:60]!r})")
-    rng = tie_rng(seed, unit.id)
+    rng = rng if rng is not None else tie_rng(seed, unit.id)
     if unit.decision in ("alignment", "simple"):
         return align(m, unit.decision, seed=rng)
     if unit.decision == "argmax":

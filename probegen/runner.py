@@ -1,14 +1,17 @@
 """The one runner: every command that scores does it through a :class:`Runner`.
 
 A runner holds the :class:`Runtime` (device, precision, batch budget, scorer method settings)
-as an explicit object and the process group of a ``torchrun`` launch. It
+as an explicit object (no context variable: a library function that loads a model takes a
+``runner`` argument, and makes a default ``Runner()`` when given none) and the process group of a
+``torchrun`` launch. It
 
 - joins the launcher's process group once (:mod:`probegen.distributed`), so any command runs
   under ``torchrun``; the scorer then shards the unique request table across ranks and gathers
   every value on every rank (the split is fixed by the table, so the numbers equal one process);
 - loads models with the runtime's settings (rank 0 first: it converts and caches weights once);
 - scores units through the one core (:func:`probegen.core.score_units` / :func:`decide`);
-- lets rank 0 alone write outputs and show progress (:meth:`Runner.output_dir`, :attr:`log`).
+- lets rank 0 alone write outputs and show progress (:meth:`Runner.output_dir`, :meth:`write`,
+  :attr:`log`, :attr:`progress`).
 
 >>> r = Runner(Runtime(device="cpu"), log=lambda m: None)
 >>> r.is_main, r.describe()
@@ -21,13 +24,14 @@ import contextlib
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
 from . import distributed as dist
 
 Log = Callable[[str], None]
+T = TypeVar("T")
 
 
 def _silent(msg: str) -> None:
@@ -60,17 +64,34 @@ class Runtime:
         return {k: v for k, v in {**base, **self.scorer}.items() if v is not None}
 
     def with_scorer(self, **settings: Any) -> "Runtime":
-        """A copy with more scorer settings (``None`` values are dropped)."""
+        """A copy with more scorer settings (``None`` values are dropped).
+
+        >>> Runtime().with_scorer(pll="word-l2r", reduction=None).scorer
+        {'pll': 'word-l2r'}
+        """
         return replace(self, scorer={**self.scorer, **{k: v for k, v in settings.items() if v is not None}})
 
 
 class Runner:
-    """Process group, runtime, model loading, scoring and rank-0 output of one command."""
+    """Process group, runtime, model loading, scoring and rank-0 output of one command.
+
+    ``log`` is where rank 0 reports progress lines (other ranks stay silent).
+    """
 
     def __init__(self, runtime: Runtime | None = None, log: Log = print) -> None:
         self.runtime = runtime or Runtime()
         dist.init_from_env()  # under torchrun: join the process group; rank 0 speaks for the run
         self.log: Log = log if dist.is_main() else _silent
+
+    @classmethod
+    def ensure(cls, runner: "Runner | None", log: Log | None = None) -> "Runner":
+        """``runner``, or a default one for a library caller that gave none (``log`` its log)."""
+        return runner if runner is not None else cls(log=log or print)
+
+    # ---- the process group ------------------------------------------------------------------------
+    def main_log(self, log: Log) -> Log:
+        """``log`` on rank 0, a silent log elsewhere (a library function's own log under this runner)."""
+        return log if self.is_main else _silent
 
     @property
     def is_main(self) -> bool:
@@ -86,6 +107,11 @@ class Runner:
         """What ran, for results.json: the number of processes and the backend."""
         return dist.describe()
 
+    def share(self, value: T) -> T:
+        """Rank 0's ``value`` on every rank (``value`` itself in one process); every rank must call it."""
+        return dist.all_gather(value)[0]
+
+    # ---- models and scoring ---------------------------------------------------------------------------
     def load_scorer(self, model: str, kind: str | None = None, **settings: Any) -> Any:
         """The shared scorer for ``model`` with the runtime's settings (explicit ``settings`` win).
 
@@ -93,8 +119,9 @@ class Runner:
         """
         from .models import load_scorer
 
+        given = {**self.runtime.settings(), **{k: v for k, v in settings.items() if v is not None}}
         with dist.main_first():
-            return load_scorer(model, kind, **{**self.runtime.settings(), **{k: v for k, v in settings.items() if v is not None}})
+            return load_scorer(model, kind, **given)
 
     def score(self, units: Sequence[Any], scorer: Any, progress: bool = True) -> list[np.ndarray]:
         """Every unit's score matrix, from one table of unique requests (:func:`core.score_units`)."""
@@ -110,6 +137,7 @@ class Runner:
         model = getattr(scorer, "name", "")
         return [(m, decide(u, m, seed, model)) for u, m in zip(units, mats)]
 
+    # ---- outputs -------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def output_dir(self, out: Path) -> Iterator[Path]:
         """A folder to write ``out`` into: on rank 0 the atomic temporary that becomes ``out``; on
@@ -127,6 +155,9 @@ class Runner:
         finally:
             dist.barrier()
 
-    def barrier(self) -> None:
-        """Wait for every rank (no-op in one process)."""
-        dist.barrier()
+    def write(self, fn: Callable[[], T]) -> T | None:
+        """``fn()`` on rank 0 (a writer of outputs), then every rank waits for it; None elsewhere."""
+        try:
+            return fn() if self.is_main else None
+        finally:
+            dist.barrier()

@@ -11,6 +11,7 @@ import weakref
 import numpy as np
 import pytest
 import tiny_models
+from oracles import causal_naive_scores
 from click.testing import CliRunner
 
 from probegen.errors import ProbegenError
@@ -102,30 +103,37 @@ def test_cuda_without_cuda_is_one_clear_line(tmp_path, tiny_llama):
 def test_device_options_reach_every_load_in_a_command(tiny_llama):
     import click
 
-    from probegen.models import add_device_options, current_defaults, load_scorer
+    from commands.options import add_device_options
+    from probegen.runner import Runner, Runtime
 
     seen = {}
 
     @click.command()
     @add_device_options
     @click.option("--model")
-    def cmd(model):
-        seen["defaults"] = current_defaults()
-        s = load_scorer(model, cache=False)
+    def cmd(runtime, model):
+        seen["runtime"] = runtime
+        s = Runner(runtime).load_scorer(model, cache=False)
         seen["settings"], seen["stats"] = s.settings(), s.stats()
 
     r = CliRunner().invoke(cmd, ["--model", tiny_llama, "--device", "cpu", "--dtype", "bfloat16", "--max-batch-tokens", "512"])
     assert r.exit_code == 0, r.output
-    assert seen["defaults"] == {"device": "cpu", "dtype": "bfloat16", "max_batch_tokens": 512}
+    assert seen["runtime"] == Runtime("cpu", "bfloat16", None, 512)
+    assert seen["runtime"].settings() == {"device": "cpu", "dtype": "bfloat16", "max_batch_tokens": 512}
     assert seen["settings"]["dtype"] == "bfloat16" and seen["settings"]["device"] == "cpu"
     assert seen["stats"]["max_batch_tokens"] == 512 and seen["stats"]["budget"] == "user"
-    assert current_defaults() == {}  # nothing leaks out of the command
-    # an explicit argument wins over the command's defaults
-    from probegen.models import scorer_defaults
+    # an explicit argument wins over the runtime's settings
+    runner = Runner(Runtime(dtype="bfloat16"))
+    assert runner.load_scorer(tiny_llama, cache=False, dtype="float32").dtype == "float32"
+    assert runner.load_scorer(tiny_llama, cache=False).dtype == "bfloat16"
 
-    with scorer_defaults(dtype="bfloat16"):
-        assert load_scorer(tiny_llama, cache=False, dtype="float32").dtype == "float32"
-        assert load_scorer(tiny_llama, cache=False).dtype == "bfloat16"
+
+def test_a_command_with_device_options_must_take_the_runtime():
+    """Options a command would accept and silently ignore are a programming error, caught at import."""
+    from commands.options import add_device_options
+
+    with pytest.raises(TypeError, match="takes a `runtime` parameter"):
+        add_device_options(lambda model: None)
 
 
 # ---- dtype: settings, cache keys, the rounding-aware self-check ------------------------------------
@@ -189,7 +197,7 @@ def test_self_check_falls_back_loudly_and_records_it(tiny_llama, fresh_checks, m
     assert check["passed"] is False and check["fallback"] == "full" and "differs from full sequences" in check["reason"]
     assert s.stats()["strategy"] == "full"
     assert any("fails its self-check" in r.getMessage() for r in caplog.records)
-    np.testing.assert_allclose(got, s.score_naive([(q, c) for q, cs in zip(QUERIES, CANDS) for c in cs]), atol=1e-4)
+    np.testing.assert_allclose(got, causal_naive_scores(s, [(q, c) for q, cs in zip(QUERIES, CANDS) for c in cs]), atol=1e-4)
     # another scorer on the same model reuses the verdict (and its record)
     again = load_scorer(tiny_llama, cache=False)
     assert again.strategy == "full" and again.stats()["self_check"] == check

@@ -8,6 +8,7 @@ import multiprocessing as mp
 import numpy as np
 import pytest
 import tiny_models
+from oracles import causal_naive_scores
 
 from probegen.score_cache import ScoreCache
 from probegen.scorers.base import Scorer, boundary_split
@@ -76,7 +77,7 @@ def test_causal_prefix_reuse_equals_naive(fixture, request):
     assert s.strategy == strategy, "the self-check must accept prefix reuse on a standard decoder"
     check = s.stats()["self_check"]
     assert check["passed"] and check["strategy"] == "packed" and check["max_abs_diff"] < 1e-4
-    naive = s.score_naive(_pairs())
+    naive = causal_naive_scores(s, _pairs())
     np.testing.assert_allclose(fast, naive, atol=1e-4, rtol=0)
     full = load_scorer(path, cache=False, prefix_reuse=False)
     np.testing.assert_allclose(_flat(full.score(QUERIES, CANDS)), naive, atol=1e-4, rtol=0)
@@ -464,7 +465,7 @@ def test_real_smollm2_prefix_reuse_equals_naive():
     ]
     cands = ["a large wading bird with a long neck", "a written agreement", "a plant grown indoors"]
     fast = _flat(s.score(queries, [cands] * 2))
-    naive = s.score_naive([(q, c) for q in queries for c in cands])
+    naive = causal_naive_scores(s, [(q, c) for q in queries for c in cands])
     np.testing.assert_allclose(fast, naive, atol=1e-3, rtol=0)
     # the context matters: each definition is likelier after its own sentence
     assert fast[0] > fast[3] and fast[4] > fast[1]

@@ -21,6 +21,7 @@ from ..coda21 import dataset as D
 from ..coda21.grouping import SynsetGroup, candidates_for
 from ..coda21.items import Context
 from ..coda21.render import query
+from ..runner import Runner
 from ..templating import coda21_patterns, default_nonce
 from .confusable import alignment_errors, most_confusable
 
@@ -48,9 +49,9 @@ def _pools(p: D.Plan, pool_max: int) -> dict[str, list[str]]:
 
 
 def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: dict[str, Context], graph, scorer,
-                 progress: bool) -> dict[str, np.ndarray]:
+                 progress: bool, runner: Runner) -> dict[str, np.ndarray]:
     """The reference model's context x definition matrix over each ancestor's whole pool, in one request table."""
-    from ..core import Unit, score_units
+    from ..core import Unit
 
     patterns, nonce = coda21_patterns(None), default_nonce()
     units = [
@@ -58,70 +59,64 @@ def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: di
                    [graph.definition(m) for m in pool], range(len(pool)), "alignment")
         for anc, pool in pools.items()
     ]
-    return dict(zip(pools, score_units(units, scorer, progress=progress)))
+    return dict(zip(pools, runner.score(units, scorer, progress=progress)))
 
 
-def build_adversarial(
-    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
-    progress: bool = True, log: Callable[[str], None] = print,
-) -> tuple[D.Coda21Dataset, D.Coda21Dataset]:
-    """(adversarial dataset, non-adversarial twin) for one CoDA21 configuration."""
-    from ..models import load_scorer
+def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, vectors, cfg, used: set[str]) -> tuple[dict, tuple | None]:
+    """(decision record, members or None if dropped) of one group: the most confusable valid set
+    of the twin's size among the free pool members, else the twin's still-free members."""
+    free = [i for i, m in enumerate(pool) if m not in used]
+    vec = vectors([pool[i] for i in free])
+    pick = most_confusable(mat[np.ix_(free, free)], vec @ vec.T, len(sg.members), cfg.max_similarity)
+    how = "adversarial"
+    if pick is None:  # no valid confusable set of this size: keep the twin's members that are still free
+        pick = [free.index(pool.index(m)) for m in sg.members if m not in used]
+        # "shrunk": earlier adversarial groups took some twin members, but k_min or more remain
+        how = "twin" if len(pick) == len(sg.members) else "shrunk"
+        if len(pick) < cfg.k_min:
+            return {"id": gid, "ancestor": sg.ancestor, "how": "dropped"}, None
+    members = tuple(sorted(pool[free[i]] for i in pick))
+    twin_idx = [pool.index(m) for m in sg.members]
+    adv_idx = [pool.index(m) for m in members]
+    return {
+        "id": gid,
+        "ancestor": sg.ancestor,
+        "how": how,
+        "replaced": len(set(sg.members) - set(members)),
+        "ref_errors_twin": alignment_errors(mat[np.ix_(twin_idx, twin_idx)]),
+        "ref_errors_adversarial": alignment_errors(mat[np.ix_(adv_idx, adv_idx)]),
+    }, members
 
-    p = D.plan(cfg, wordnet, semcor, progress, log)
-    pools = _pools(p, settings.pool_max)
-    everyone = sorted({m for pool in pools.values() for m in pool})
-    chosen, ctx_scorer = D.pick_contexts(p, everyone, progress, log)
-    twin_members = sorted({m for g in p.synset_groups for m in g.members})
-    twin = D.assemble(p, p.synset_groups, {m: chosen[m] for m in twin_members}, ctx_scorer)
 
-    ref = load_scorer(settings.against, reduction=settings.reduction)
-    log(f"scoring {sum(len(x) ** 2 for x in pools.values())} pairs of {len(pools)} ancestor pools with {settings.against}")
-    pos_of = {anc: p.graph.pos(anc) for anc in pools}
-    mats = _score_pools(pools, pos_of, chosen, p.graph, ref, progress)
+def _choose_groups(p: D.Plan, pools: dict[str, list[str]], mats: dict[str, np.ndarray]) -> tuple[list[SynsetGroup], list[str], list[dict]]:
+    """(adversarial groups, their ids, one decision per twin group), group by group in generation order.
 
-    # an adversarial group keeps its twin's id, so results pair up group by group
-    twin_ids = D.group_ids(cfg, p.synset_groups)
+    An adversarial group keeps its twin's id, so results pair up group by group.
+    """
     used: set[str] = set()
-    adv_groups: list[SynsetGroup] = []
+    groups: list[SynsetGroup] = []
     ids: list[str] = []
     decisions = []
-    for gid, sg in zip(twin_ids, p.synset_groups):
-        pool = pools[sg.ancestor]
-        free = [i for i, m in enumerate(pool) if m not in used]
-        sub = mats[sg.ancestor][np.ix_(free, free)]
-        vec = p.vectors[sg.pos]([pool[i] for i in free])
-        pick = most_confusable(sub, vec @ vec.T, len(sg.members), cfg.max_similarity)
-        how = "adversarial"
-        if pick is None:  # no valid confusable set of this size: keep the twin's members that are still free
-            pick = [free.index(pool.index(m)) for m in sg.members if m not in used]
-            # "shrunk": earlier adversarial groups took some twin members, but k_min or more remain
-            how = "twin" if len(pick) == len(sg.members) else "shrunk"
-            if len(pick) < cfg.k_min:
-                decisions.append({"id": gid, "ancestor": sg.ancestor, "how": "dropped"})
-                continue
-        members = tuple(sorted(pool[free[i]] for i in pick))
+    for gid, sg in zip(D.group_ids(p.cfg, p.synset_groups), p.synset_groups):
+        decision, members = _decide_group(gid, sg, pools[sg.ancestor], mats[sg.ancestor], p.vectors[sg.pos], p.cfg, used)
+        decisions.append(decision)
+        if members is None:
+            continue
         used.update(members)
-        twin_idx = [pool.index(m) for m in sg.members]
-        adv_idx = [pool.index(m) for m in members]
-        decisions.append({
-            "id": gid,
-            "ancestor": sg.ancestor,
-            "how": how,
-            "replaced": len(set(sg.members) - set(members)),
-            "ref_errors_twin": alignment_errors(mats[sg.ancestor][np.ix_(twin_idx, twin_idx)]),
-            "ref_errors_adversarial": alignment_errors(mats[sg.ancestor][np.ix_(adv_idx, adv_idx)]),
-        })
-        adv_groups.append(SynsetGroup(sg.ancestor, sg.relation, sg.pos, members))
+        groups.append(SynsetGroup(sg.ancestor, sg.relation, sg.pos, members))
         ids.append(gid)
+    return groups, ids, decisions
 
-    record = {
+
+def _record(settings: AdversarialSettings, ref, groups: list[SynsetGroup], decisions: list[dict]) -> dict:
+    """The manifest's ``adversarial`` block: method, reference model and what changed."""
+    return {
         "reference_model": settings.against,
         "reference_scorer": ref.settings(),
         "method": "greedy: most reference-alignment errors, then largest summed swap gain M_ij+M_ji-M_ii-M_jj; "
                   "constraints of the standard build unchanged",
         "pool_max": settings.pool_max,
-        "groups": len(adv_groups),
+        "groups": len(groups),
         "groups_changed": sum(d.get("replaced", 0) > 0 for d in decisions),
         "members_replaced": sum(d.get("replaced", 0) for d in decisions),
         "groups_kept_as_twin": sum(d["how"] == "twin" for d in decisions),
@@ -131,6 +126,31 @@ def build_adversarial(
                              "adversarial": sum(d.get("ref_errors_adversarial", 0) for d in decisions)},
         "decisions": decisions,
     }
-    adv = D.assemble(p, adv_groups, chosen, ctx_scorer, ids=ids, adversarial=record)
+
+
+def build_adversarial(
+    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
+    progress: bool = True, log: Callable[[str], None] = print, runner: Runner | None = None,
+) -> tuple[D.Coda21Dataset, D.Coda21Dataset]:
+    """(adversarial dataset, non-adversarial twin) for one CoDA21 configuration.
+
+    ``runner`` loads the embedder, the context scorer and the reference model and scores
+    through the one core (shared across ranks under ``torchrun``).
+    """
+    runner = Runner.ensure(runner, log)
+    progress, log = progress and runner.progress, runner.main_log(log)
+    p = D.plan(cfg, wordnet, semcor, progress, log, runner=runner)
+    pools = _pools(p, settings.pool_max)
+    everyone = sorted({m for pool in pools.values() for m in pool})
+    chosen, ctx_scorer = D.pick_contexts(p, everyone, progress, log, runner)
+    twin_members = sorted({m for g in p.synset_groups for m in g.members})
+    twin = D.assemble(p, p.synset_groups, {m: chosen[m] for m in twin_members}, ctx_scorer)
+
+    ref = runner.load_scorer(settings.against, reduction=settings.reduction)
+    log(f"scoring {sum(len(x) ** 2 for x in pools.values())} pairs of {len(pools)} ancestor pools with {settings.against}")
+    pos_of = {anc: p.graph.pos(anc) for anc in pools}
+    mats = _score_pools(pools, pos_of, chosen, p.graph, ref, progress, runner)
+    adv_groups, ids, decisions = _choose_groups(p, pools, mats)
+    adv = D.assemble(p, adv_groups, chosen, ctx_scorer, ids=ids, adversarial=_record(settings, ref, adv_groups, decisions))
     twin.manifest["adversarial_twin_of"] = {"reference_model": settings.against}
     return adv, twin

@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..runner import Runner
 from ..templating import default_nonce
 from ..wordnetqa import dataset as D
 from ..wordnetqa.items import ChoiceMeta
@@ -70,53 +71,70 @@ def _pool(it, cfg, rel, render, s: AdversarialSettings, rng: np.random.Generator
     return out
 
 
-def build_adversarial(
-    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
-    progress: bool = True, log: Callable[[str], None] = print,
-) -> tuple[D.WordNetQADataset, D.WordNetQADataset]:
-    """(adversarial dataset, non-adversarial twin) for one WordNetQA configuration."""
-    from ..models import load_scorer
-    from ..wordnet_graph import load_graph
-    from ..wordnetqa.distractors import Relations
+def _replace_distractors(it, pool, txt: list[str], sc: np.ndarray, cfg, settings: AdversarialSettings, kind: str):
+    """The twin item ``it`` with its distractors replaced by the pool's most plausible ones to the
+    reference model (as many typed and random as the twin has), or ``it`` itself when too few are valid."""
     from ..wordnetqa.evaluate import normalise
+
+    sc = normalise(np.asarray(sc, dtype=np.float64), txt, settings.length_norm, kind) if txt else sc
+    slots = [j for j in range(len(it.choices)) if j != it.answer]
+    want_typed = sum(it.choice_meta[j].type not in ("random", "gold") for j in slots)
+    order = sorted(range(len(pool)), key=lambda k: (-sc[k], k))  # most plausible to the model first
+    typed = [k for k in order if pool[k][1] != "random"][:want_typed]
+    rand = [k for k in order if pool[k][1] == "random"][: len(slots) - len(typed)]
+    picked = typed + rand
+    if len(picked) < len(slots):  # too few valid candidates: keep the twin's item
+        return it
+    # the chosen distractors fill the twin's distractor slots in a seeded order: rank never shows in position
+    perm = D.item_rng(cfg.seed, it.id + "/adversarial-slots").permutation(len(slots))
+    choices, meta = list(it.choices), list(it.choice_meta)
+    for slot, k in zip(slots, [picked[i] for i in perm]):
+        choices[slot] = txt[k]
+        meta[slot] = ChoiceMeta(*pool[k])
+    d = [m.distance for m, s in zip(meta, range(len(meta))) if s != it.answer and m.type != "random"]
+    new = dataclasses.replace(it, choices=tuple(choices), choice_meta=tuple(meta), distractor_hops=min(d) if d else None)
+    new.check()
+    return new
+
+
+def _score_candidates(twin, pools, renderers, ref, progress: bool, runner: Runner) -> tuple[list[list[str]], list[np.ndarray]]:
+    """(candidate texts, the reference model's scores of them) per twin item, as one request table."""
+    from ..core import Unit
     from ..wordnetqa.render import query
 
+    nonce = default_nonce()
+    texts = [[renderers[it.probe](x) for x, _, _ in pool] for it, pool in zip(twin.items, pools)]
+    # an item with no valid candidate scores its gold alone (kept as the twin's item anyway)
+    units = [Unit.choice(it.id, query(it, ref.query_style, "full", nonce), t or [it.choices[it.answer]])
+             for it, t in zip(twin.items, texts)]
+    return texts, [m[0] for m in runner.score(units, ref, progress=progress)]
+
+
+def build_adversarial(
+    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
+    progress: bool = True, log: Callable[[str], None] = print, runner: Runner | None = None,
+) -> tuple[D.WordNetQADataset, D.WordNetQADataset]:
+    """(adversarial dataset, non-adversarial twin) for one WordNetQA configuration.
+
+    ``runner`` loads the reference model and scores every candidate through the one core
+    (shared across ranks under ``torchrun``).
+    """
+    from ..wordnet_graph import load_graph
+    from ..wordnetqa.distractors import Relations
+
+    runner = Runner.ensure(runner, log)
+    progress, log = progress and runner.progress, runner.main_log(log)
     twin = D.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
     graph = load_graph(wordnet)
     rel = Relations(graph, cfg.instances)
     renderers = {p: D.choice_renderer(graph, p) for p in cfg.probes}
-    ref = load_scorer(settings.against)
-    nonce = default_nonce()
+    ref = runner.load_scorer(settings.against)
     pools = [_pool(it, cfg, rel, renderers[it.probe], settings, D.item_rng(cfg.seed, it.id + "/adversarial"))
              for it in twin.items]
     log(f"scoring {sum(map(len, pools))} candidate distractors of {len(pools)} items with {settings.against}")
-    texts = [[renderers[it.probe](x) for x, _, _ in pool] for it, pool in zip(twin.items, pools)]
-    queries = [query(it, ref.query_style, "full", nonce) for it in twin.items]
-    scores = ref.score(queries, [t or [it.choices[it.answer]] for t, it in zip(texts, twin.items)], progress=progress)
-
-    items, changed, ref_pref = [], 0, {"twin": [], "adversarial": []}
-    for it, pool, txt, sc in zip(twin.items, pools, texts, scores):
-        sc = normalise(np.asarray(sc, dtype=np.float64), txt, settings.length_norm, ref.kind) if txt else sc
-        slots = [j for j in range(len(it.choices)) if j != it.answer]
-        want_typed = sum(it.choice_meta[j].type not in ("random", "gold") for j in slots)
-        order = sorted(range(len(pool)), key=lambda k: (-sc[k], k))  # most plausible to the model first
-        typed = [k for k in order if pool[k][1] != "random"][:want_typed]
-        rand = [k for k in order if pool[k][1] == "random"][: len(slots) - len(typed)]
-        picked = typed + rand
-        if len(picked) < len(slots):  # too few valid candidates: keep the twin's item
-            items.append(it)
-            continue
-        # the chosen distractors fill the twin's distractor slots in a seeded order: rank never shows in position
-        perm = D.item_rng(cfg.seed, it.id + "/adversarial-slots").permutation(len(slots))
-        choices, meta = list(it.choices), list(it.choice_meta)
-        for slot, k in zip(slots, [picked[i] for i in perm]):
-            choices[slot] = txt[k]
-            meta[slot] = ChoiceMeta(*pool[k])
-        d = [m.distance for m, s in zip(meta, range(len(meta))) if s != it.answer and m.type != "random"]
-        new = dataclasses.replace(it, choices=tuple(choices), choice_meta=tuple(meta), distractor_hops=min(d) if d else None)
-        new.check()
-        changed += new.choices != it.choices
-        items.append(new)
+    texts, scores = _score_candidates(twin, pools, renderers, ref, progress, runner)
+    items = [_replace_distractors(it, pool, txt, sc, cfg, settings, ref.kind)
+             for it, pool, txt, sc in zip(twin.items, pools, texts, scores)]
     record = {
         "reference_model": settings.against,
         "reference_scorer": ref.settings(),
@@ -124,7 +142,7 @@ def build_adversarial(
                   "candidates the reference model scores highest (query as in probegen eval, full mode)",
         "settings": dataclasses.asdict(settings),
         "items": len(items),
-        "items_changed": changed,
+        "items_changed": sum(new.choices != it.choices for new, it in zip(items, twin.items)),
     }
     manifest = {**twin.manifest, "adversarial": record, "counts": D.counts(items)}
     adv = D.WordNetQADataset(items, manifest)

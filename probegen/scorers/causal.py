@@ -39,6 +39,7 @@ import torch
 from . import _budget
 from ._batch import pad, row_batches
 from .base import Pair, Scorer, boundary_split
+from .spans import SpanFeatures
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def rounding_tolerance(dtype: str, n_tokens: int) -> float:
     return round(1e-3 + 8 * eps * n_tokens, 6)
 
 
-class CausalScorer(Scorer):
+class CausalScorer(SpanFeatures, Scorer):
     """log P(candidate | query) under a causal LM; ``reduction`` is ``sum`` (default) or ``mean``."""
 
     kind = "causal"
@@ -133,6 +134,9 @@ class CausalScorer(Scorer):
             self._check_record = known
             if not known["passed"]:
                 self.strategy = "full"
+
+    def _feature_parts(self, max_length: int) -> tuple[Any, Any, int]:
+        return self.tok, self.model, max_length
 
     @property
     def prefix_reuse(self) -> bool:
@@ -329,20 +333,6 @@ class CausalScorer(Scorer):
             for i, v in zip(batch, totals_b):
                 totals[i] = v
         return totals
-
-    def score_naive(self, pairs: Sequence[Pair]) -> np.ndarray:
-        """Reference scores: one full forward pass per pair, full log-softmax (slow; for tests)."""
-        out = []
-        with torch.inference_mode():
-            for q, c in pairs:
-                p, cont = self.encode_pair(q, c)
-                ids = torch.tensor([list(p) + list(cont)], device=self._in_device)
-                logits = self.model(input_ids=ids).logits[0].float().cpu()
-                lp = torch.log_softmax(logits, dim=-1)
-                pos = torch.arange(len(p) - 1, len(p) - 1 + len(cont))
-                total = lp[pos, torch.tensor(cont)].sum().item()
-                out.append(self._reduce(total, len(cont)))
-        return np.array(out, dtype=np.float64)
 
     @torch.inference_mode()
     def sequence_logprob(self, texts: Sequence[str]) -> np.ndarray:

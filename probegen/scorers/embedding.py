@@ -11,9 +11,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .base import Pair, Scorer
+from .spans import SpanFeatures
 
 
-class EmbeddingScorer(Scorer):
+class EmbeddingScorer(SpanFeatures, Scorer):
     """Cosine similarity of L2-normalised sentence-transformers embeddings."""
 
     kind = "embedding"
@@ -45,6 +46,11 @@ class EmbeddingScorer(Scorer):
 
     def _extra_settings(self) -> dict[str, Any]:
         return {"similarity": "cosine"}
+
+    def _feature_parts(self, max_length: int) -> tuple[Any, Any, int]:
+        # the transformer under the pooling: token vectors, not the sentence embedding
+        st = self.model
+        return st.tokenizer, st[0].auto_model, min(max_length, st.max_seq_length or max_length)
 
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """L2-normalised float32 embeddings, one row per text (each unique text encoded once)."""

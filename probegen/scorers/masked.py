@@ -25,6 +25,7 @@ import torch
 from . import _budget
 from ._batch import pad, row_batches
 from .base import Pair, Scorer, boundary_split
+from .spans import SpanFeatures
 
 #: PLL variants: option name -> the ``method`` recorded in settings (and cache keys)
 PLL_METHODS = {"original": "pll", "word-l2r": "pll-word-l2r"}
@@ -33,7 +34,7 @@ PLL_METHODS = {"original": "pll", "word-l2r": "pll-word-l2r"}
 Job = tuple[list[int], list[int], list[int]]
 
 
-class MaskedScorer(Scorer):
+class MaskedScorer(SpanFeatures, Scorer):
     """Pseudo-log-likelihood scorer for masked LMs (BERT, RoBERTa, ...)."""
 
     kind = "masked"
@@ -83,6 +84,9 @@ class MaskedScorer(Scorer):
 
     def _extra_settings(self) -> dict[str, Any]:
         return {"reduction": self.reduction, "method": PLL_METHODS[self.pll]}
+
+    def _feature_parts(self, max_length: int) -> tuple[Any, Any, int]:
+        return self.tok, self.model, max_length
 
     def budget_method(self) -> str:
         """What besides model, dtype and device sets the memory of a token budget."""
@@ -198,8 +202,13 @@ class MaskedScorer(Scorer):
         """For each (words, (start, end)): the mean log-prob of the word pieces of
         ``words[start:end]`` when all of them are masked together (CoDA21's context criterion)."""
         keyed = [(json.dumps(list(w), ensure_ascii=False), f"{s}:{e}") for w, (s, e) in items]
-        values = self._cached(list(dict.fromkeys(keyed)), self._spans_uncached, namespace="span", progress=progress)
+        values = self.span_requests().score_pairs(keyed, progress=progress)
         return np.array([values[k] for k in keyed], dtype=np.float64)
+
+    def span_requests(self) -> "SpanRequests":
+        """This criterion as (query, candidate) requests for :mod:`probegen.core`: query = the
+        words as JSON, candidate = ``"start:end"`` (cached apart from ordinary scores)."""
+        return SpanRequests(self)
 
     def span_logprob(self, words: Sequence[str], span: tuple[int, int]) -> float:
         """Mean log-prob of the masked pieces of ``words[span[0]:span[1]]`` (see :meth:`span_logprobs`)."""
@@ -218,3 +227,16 @@ class MaskedScorer(Scorer):
                 raise ValueError(f"span {s}:{e} of {words!r} has no word pieces (truncated?)")
             jobs.append((list(enc.input_ids), pos, pos))
         return np.array([float(np.mean(lp)) for lp in self._masked_logprobs(jobs)], dtype=np.float64)
+
+
+class SpanRequests:
+    """A masked scorer's span criterion behind the core's ``score_pairs`` protocol."""
+
+    def __init__(self, scorer: MaskedScorer) -> None:
+        self.scorer = scorer
+        self.name = scorer.name
+
+    def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
+        """Mean span log-probs of unique (words JSON, ``"start:end"``) pairs (see :meth:`MaskedScorer.span_logprobs`)."""
+        s = self.scorer
+        return s._cached(list(dict.fromkeys(pairs)), s._spans_uncached, namespace="span", progress=progress)

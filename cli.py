@@ -12,8 +12,7 @@ from pathlib import Path
 
 import click
 
-from probegen.lexicon.sources import add_wordnet_source_option
-from probegen.models import add_device_options
+from commands.options import add_device_options, add_wordnet_source_option
 
 DEFAULT_ROOT = Path("probegen_out")
 
@@ -169,7 +168,7 @@ def make() -> None:
 @click.option("--pool-max", default=40, show_default=True, help="With --adversarial: candidates per ancestor the reference model scores.")
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
 @click.pass_obj
-def make_coda21(obj, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed,
+def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed,
                 adversarial, against, pool_max, out) -> None:
     """Generate a CoDA21 context-definition alignment dataset.
 
@@ -213,20 +212,24 @@ def make_coda21(obj, contexts, easy, clean, pos, k_min, k_max, max_similarity, e
         from probegen.errors import ProbegenError
 
         raise ProbegenError("--contexts examples is not available with --adversarial yet; drop one of them")
+    from probegen.runner import Runner
+
+    runner = Runner(runtime, log=_log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
+    echo = runner.main_log(click.echo)
     if adversarial:
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
 
-        ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True, _log)
-        ds_mod.write(twin, twin_out)
+        ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True, _log, runner)
+        runner.write(lambda: ds_mod.write(twin, twin_out))
         a = ds.manifest["adversarial"]
-        click.echo(f"wrote {twin_out} (twin)")
-        click.echo(f"adversarial: {a['groups_changed']} of {a['groups']} groups changed ({a['members_replaced']} members "
-                   f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> {a['reference_errors']['adversarial']}")
+        echo(f"wrote {twin_out} (twin)")
+        echo(f"adversarial: {a['groups_changed']} of {a['groups']} groups changed ({a['members_replaced']} members "
+             f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> {a['reference_errors']['adversarial']}")
     else:
-        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts)
-    ds_mod.write(ds, out)
+        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts, runner=runner)
+    runner.write(lambda: ds_mod.write(ds, out))
     c = ds.manifest["counts"]
-    click.echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
+    echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
 
 
 def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = ()) -> None:
@@ -259,67 +262,9 @@ def stats(dataset: str) -> None:
       probegen stats coda21.json                  # a file in the original CoDA21 release schema
       probegen stats probegen_out/datasets/wic-semcor   # wic/wsd: pairs or items, labels, splits
     """
-    from probegen.evaluation import detect_dataset
-    from probegen.wordincontext.dataset import is_wordincontext
+    from probegen import tasks
 
-    if is_wordincontext(dataset):  # a wic/wsd directory also has items.jsonl: not WordNetQA
-        _wordincontext_stats(dataset)
-        return
-    if detect_dataset(dataset) == "wordnetqa":
-        from probegen.wordnetqa.dataset import counts as mc_counts, load as load_mc
-        from probegen.leaks import format_leak_rates, morphology_for, wordnetqa_leak_rates
-        from probegen.wordnetqa.reference import size_table
-
-        mc = load_mc(dataset)
-        items = mc.items
-        click.echo(dataset)
-        click.echo(size_table(mc_counts(items)))
-        click.echo(format_leak_rates(wordnetqa_leak_rates(items, morphology_for(mc.manifest, _log))))
-        return
-    from probegen.coda21.dataset import counts, load
-    from probegen.coda21.reference import table1
-
-    ds = load(dataset)
-    variant = ds.manifest.get("config", {}).get("variant")
-    ref = table1()
-    click.echo(f"{dataset}  (variant: {variant or 'unknown'})")
-    click.echo(f"{'variant':<12} {'pos':<5} {'groups':>7} {'paper':>6} {'ratio':>6}   {'synsets':>8} {'paper':>6} {'ratio':>6}")
-    for pos, c in counts(ds.groups).items():
-        if c["groups"] == 0:
-            continue
-        r = ref.get((variant, pos))
-        if r:
-            click.echo(
-                f"{variant:<12} {pos:<5} {c['groups']:>7} {r['groups']:>6} {c['groups'] / r['groups']:>6.2f}   "
-                f"{c['unique_synsets']:>8} {r['unique_synsets']:>6} {c['unique_synsets'] / r['unique_synsets']:>6.2f}"
-            )
-        else:
-            click.echo(f"{str(variant):<12} {pos:<5} {c['groups']:>7} {'-':>6} {'-':>6}   {c['unique_synsets']:>8} {'-':>6} {'-':>6}")
-    from probegen.leaks import coda21_leak_rates, format_leak_rates, morphology_for
-
-    click.echo(format_leak_rates(coda21_leak_rates(ds, morphology_for(ds.manifest, _log))))
-
-
-def _wordincontext_stats(dataset: str) -> None:
-    """``probegen stats`` of a word-in-context set (wic/wsd directory, generic JSONL, WiC copy):
-    items (pairs) per split with lemmas, units and labels, and the leak rate of its contexts."""
-    from probegen.leaks import format_leak_rates, leak_rates, morphology_for
-    from probegen.wordincontext.dataset import load as load_wic, split_counts
-
-    ds = load_wic(dataset)
-    what = {"pair": "pairs", "choice": "items (choose the sense)", "label": "items (labelled)"}[ds.task]
-    click.echo(f"{dataset}  (kind: {ds.kind}; {len(ds.items)} {what})")
-    click.echo(f"{'split':<6} {'items':>6} {'lemmas':>7} {'units':>6}  labels")
-    for split, c in split_counts(ds.items).items():
-        if "true" in c:
-            labels = f"T {c['true']} / F {c['false']}"
-        elif "mean_choices" in c:
-            labels = f"mean choices {c['mean_choices']}"
-        else:
-            labels = ", ".join(f"{k} {v}" for k, v in c["labels"].items())
-        click.echo(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {labels}")
-    rows = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2) if t is not None]
-    click.echo(format_leak_rates(leak_rates(rows, morphology_for(ds.manifest, _log))))
+    click.echo(tasks.detect(dataset).stats(dataset, _log))
 
 
 @cli.command()
@@ -345,11 +290,9 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
       probegen export probegen_out/datasets/wordnetqa-all --format lm-eval --out lm-eval-wordnetqa
       probegen export probegen_out/datasets/coda21-clean-easy --format hf --out hf-clean-easy
     """
-    import json
-
+    from probegen import tasks
     from probegen.errors import ProbegenError
-    from probegen.evaluation import detect_dataset
-    from probegen.io import atomic_output_file, check_file_replaceable, check_output_not_input, dumps
+    from probegen.io import check_file_replaceable, check_output_not_input
 
     check_output_not_input(out, [dataset])
     if fmt in ("lm-eval", "hf"):
@@ -361,25 +304,12 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
     if any(v is not None for v in (seed, nonce, pattern, task)):
         raise ProbegenError("--seed, --nonce, --pattern and --task apply to --format lm-eval and hf")
     check_file_replaceable(out)  # before loading: a file probegen did not write is never replaced
-    kind = detect_dataset(dataset)
-    fmt = fmt or f"{kind}-json"
-    if fmt != f"{kind}-json":
-        raise ProbegenError(f"{dataset} is a {kind} dataset; it cannot be exported as {fmt}")
-    if kind == "coda21":
-        from probegen.coda21.dataset import export_coda21_json, load
-
-        ds = load(dataset)
-        with atomic_output_file(out) as fh:
-            json.dump(export_coda21_json(ds), fh, ensure_ascii=False, indent=1, sort_keys=True)
-        click.echo(f"wrote {out} ({len(ds.groups)} groups, {fmt})")
-        return
-    from probegen.wordnetqa.dataset import export_release, load as load_mc
-
-    rows = export_release(load_mc(dataset), split)
-    with atomic_output_file(out) as fh:
-        for r in rows:
-            fh.write(dumps(r) + "\n")
-    click.echo(f"wrote {out} ({len(rows)} questions, {fmt})")
+    kind = tasks.detect(dataset)
+    fmt = fmt or kind.release_format
+    if fmt is None or fmt != kind.release_format:
+        raise ProbegenError(f"{dataset} is a {kind.name} dataset; it cannot be exported as {fmt or 'a release file'}")
+    tasks.check_options([kind], {"split": split}, "export", [dataset])
+    click.echo(kind.write_release(dataset, out, split))
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -399,7 +329,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="Multiple choice: evaluate one split [default: all items].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
-def eval_cmd(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, out) -> None:
+def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -411,18 +341,28 @@ def eval_cmd(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, s
       probegen eval --model minilm-l6 --dataset WiC_dataset/   # word-in-context: a linear probe, train -> test
       probegen eval --model roberta-large --pll word-l2r --device cuda --dataset probegen_out/datasets/coda21-clean-hard
     """
-    from probegen.models import scorer_defaults
+    from probegen.runner import Runner
 
-    with scorer_defaults(pll=None if pll == "original" else pll):
-        _eval(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out)
+    # --pll is a method setting of the evaluated (masked) model: part of the runtime every load gets
+    runner = Runner(runtime.with_scorer(pll=None if pll == "original" else pll), log=_log)
+    _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out)
 
 
-def _eval(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
-    from diagnostics.trained_command import eval_wordincontext
+def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
+    from commands.options import option_given as _given
+    from probegen import tasks
 
-    if eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT):
+    task = tasks.detect(dataset)
+    # only what the user set: an option that does not apply to the dataset's kind is an error
+    asked = {"scorer": scorer, "nonce": nonce, "pattern": pattern, "reduction": _given(ctx, "reduction", reduction),
+             "matching": _given(ctx, "matching", matching), "length_norm": _given(ctx, "length_norm", length_norm),
+             "split": split, "pll": _given(ctx, "pll", ctx.params.get("pll"))}
+    tasks.check_options([task], asked, "eval", [dataset])
+    if not task.zero_shot:  # word in context: a linear probe, trained on the train split
+        from commands.evaluate import eval_wordincontext
+
+        eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT, runner)
         return
-    from diagnostics.command import option_given as _given
     from probegen.evaluation import EvalOptions, run_eval
 
     out_dir = Path(out) if out else DEFAULT_ROOT / "runs" / f"{_slug(model)}__{_slug(Path(dataset).stem)}"
@@ -435,28 +375,25 @@ def _eval(ctx, model, dataset, scorer, nonce, pattern, reduction, matching, seed
             scorer_kind=scorer,
             nonce=nonce,
             pattern=pattern,
-            # only what the user set: options that do not apply to the dataset or model are rejected
-            reduction=_given(ctx, "reduction", reduction),
-            matching=_given(ctx, "matching", matching),
-            length_norm=_given(ctx, "length_norm", length_norm),
+            reduction=asked["reduction"],
+            matching=asked["matching"],
+            length_norm=asked["length_norm"],
             split=split,
             seed=seed,
             batch_size=batch_size,
         ),
         log=_log,
         figures=_eval_figures(model, dataset),
+        runner=runner,
     )
-    from probegen.distributed import is_main
-
-    if is_main():  # under torchrun, rank 0 speaks for the run
-        click.echo(summary)
+    runner.main_log(click.echo)(summary)  # under torchrun, rank 0 speaks for the run
 
 
 def _eval_figures(model: str, dataset: str):
     """The plots `probegen eval` adds to its results folder (WordNetQA: hops x distractor heatmap)."""
 
     def draw(results: dict, folder: Path) -> dict[str, str]:
-        if results["dataset"]["kind"] == "coda21":
+        if "by_hops_distractor" not in results["metrics"]:  # the heatmap's breakdown (multiple choice)
             return {}
         from diagnostics.mc_plots import plot_hops_heatmap
 
@@ -493,7 +430,7 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 @click.option("--seed", default=0, show_default=True)
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2))
 @click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
-def compare(twin, other, models, labels, seed, n_boot, out) -> None:
+def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
     """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.
 
     Units (CoDA21 groups, WordNetQA concepts) are paired by id; the report gives both
@@ -506,16 +443,18 @@ def compare(twin, other, models, labels, seed, n_boot, out) -> None:
     """
     from diagnostics.compare import compare as run_compare, table
 
-    from probegen.io import atomic_dir
+    from probegen.runner import Runner
 
     la, _, lb = labels.partition(",")
     out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
     _check_writable(out_dir, replace=True, inputs=[twin, other])
     _resolve(list(models))
-    with atomic_dir(out_dir) as tmp:  # the report appears whole or not at all
-        res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log)
-    click.echo(table(res))
-    click.echo(f"report: {out_dir / 'report.md'}")
+    runner = Runner(runtime, log=_log)
+    with runner.output_dir(out_dir) as tmp:  # the report appears whole or not at all, written by rank 0 alone
+        res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log, runner)
+    echo = runner.main_log(click.echo)
+    echo(table(res))
+    echo(f"report: {out_dir / 'report.md'}")
 
 
 @cli.command("filter")
@@ -532,7 +471,7 @@ def compare(twin, other, models, labels, seed, n_boot, out) -> None:
 @click.option("--model", "models", multiple=True, help="Also run `probegen bias` with this model on the set before and after filtering.")
 @click.option("--out", type=click.Path(), help="Filtered dataset directory [default: <dataset>-filtered].")
 @click.pass_obj
-def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, holdout, seed, models, out) -> None:
+def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tolerance, holdout, seed, models, out) -> None:
     """Filter partial-input artefacts out of a dataset, AFLite-style.
 
     WordNetQA: a choice-only classifier; CoDA21: a word-only overlap aligner. Each round trains
@@ -557,45 +496,47 @@ def filter_cmd(obj, dataset, artefacts, budget, splits, threshold, tolerance, ho
         _check_writable(path, replace=True, inputs=[src])
     _resolve(list(models))
     s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed, holdout=holdout)
-    record = filter_dataset(src, out_dir, s, _log)
-    click.echo(summary(record))
-    click.echo(f"wrote {out_dir}")
+    from probegen.runner import Runner
+
+    runner = Runner(runtime, log=_log)
+    echo = runner.main_log(click.echo)
+    # AFLite is the same on every rank: rank 0 alone filters and writes, the others wait for the dataset
+    record = runner.write(lambda: filter_dataset(src, out_dir, s, _log))
+    if record is not None:
+        echo(summary(record))
+        echo(f"wrote {out_dir}")
     if models:
         from diagnostics.run_bias import BiasConfig, run_bias, summary_table
 
-        from probegen.io import atomic_dir
-
         for m, bias_dir in bias_dirs.items():
-            with atomic_dir(bias_dir) as tmp:
+            with runner.output_dir(bias_dir) as tmp:
                 res = run_bias(m, [src, out_dir], tmp, BiasConfig(seed=seed), wordnet=obj["wordnet"], semcor=obj["semcor"],
-                               log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))))
-            click.echo(summary_table(res))
-            click.echo(f"bias before/after: {bias_dir / 'report.md'}")
+                               log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))), runner=runner)
+            echo(summary_table(res))
+            echo(f"bias before/after: {bias_dir / 'report.md'}")
 
 
 def _register_extensions() -> None:
-    """Commands defined beside their library code (imported lazily: click only, no torch)."""
-    from diagnostics.command import bias
+    """Commands defined in ``commands/`` (their modules import click only, no torch)."""
+    from commands.bias import bias
 
     cli.add_command(bias)
 
-    from probegen.wordnetqa.command import wordnetqa
+    from commands.make_wordnetqa import wordnetqa
 
     make.add_command(wordnetqa)
 
-    from probegen.spec.command import spec
+    from commands.make_spec import spec
 
     make.add_command(spec)
 
-    from probegen.wordincontext.command import wic, wsd
+    from commands.make_wordincontext import wic, wsd
 
     make.add_command(wic)
     make.add_command(wsd)
 
-    from diagnostics.study_command import score as study_score
-    from probegen.study.command import study
+    from commands.study import study
 
-    study.add_command(study_score)
     cli.add_command(study)
 
 

@@ -258,8 +258,6 @@ def choice_only_control(
     ``max_items`` caps the items per probe type (whole clusters sampled with the seed) to bound
     training time on the largest probes.
     """
-    from probegen.aligner import argmax_random_ties
-
     rng = np.random.default_rng(seed)
     out = []
     for probe in sorted({it.probe for it in items}):
@@ -280,7 +278,7 @@ def choice_only_control(
             )
             te_owner = owner[te_rows]
             for i in te:
-                pick = argmax_random_ties(s[te_owner == i], seed=np.random.default_rng([seed, f, int(i)]))
+                pick = pick_choice(s[te_owner == i], np.random.default_rng([seed, f, int(i)]))
                 correct[i] = float(pick == its[i].answer)
         chance = float(np.mean([1.0 / len(it.choices) for it in its]))
         clf, _, names = _choice_model(texts, numeric, y, texts[:2], numeric[:2])  # all items: for inspection
@@ -373,12 +371,24 @@ def _query_text(item, pos: str, side: str) -> str:
     return query(item.context, pos, "plain", "context", "", {})  # the context with the target removed
 
 
+def pick_choice(scores: np.ndarray, rng: np.random.Generator) -> int:
+    """A control classifier's answer among one item's choices, decided by the core (exact ties at random).
+
+    >>> pick_choice(np.array([0.2, 0.9, 0.1]), np.random.default_rng(0))
+    1
+    """
+    from probegen.core import Unit, decide
+
+    n = len(scores)
+    return int(decide(Unit.choice("control", "control", [str(j) for j in range(n)]), np.asarray(scores)[None, :], rng=rng)[0])
+
+
 def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Align each group by learned surface overlap between ``side`` ('word' or 'context') and definitions."""
     from sklearn.linear_model import LogisticRegression
 
-    from probegen.aligner import align
     from probegen.coda21.dataset import group_rng
+    from probegen.core import Unit, decide
 
     name, applies = f"{side}-overlap", "coda21"
     if side not in ("word", "context"):
@@ -397,7 +407,8 @@ def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 100
         for i in te:
             k = groups[i].k
             mat = clf.decision_function(feats[i].reshape(-1, feats[i].shape[-1])).reshape(k, k)
-            pred = align(mat, "alignment", seed=group_rng(seed, groups[i].id + "/control"))
+            unit = Unit.group(groups[i].id, [str(r) for r in range(k)], [str(c) for c in range(k)], range(k), "alignment")
+            pred = decide(unit, mat, rng=group_rng(seed, groups[i].id + "/control"))
             acc[i] = float(np.mean(pred == np.arange(k)))
     chance = float(np.mean([1.0 / g.k for g in groups]))
     what = "target word (lemma + surface form)" if side == "word" else "context with the target removed"

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from probegen.runner import Runner
+
 from .bias import _ci
 from .run_bias import RESAMPLING_UNIT
 
@@ -50,40 +52,35 @@ def paired_bootstrap(
 
 def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
     """Per unit (CoDA21 group, WordNetQA concept): (summed correctness, items) of one model on one
-    dataset, via the standard evaluators."""
-    out: dict[str, list[float]] = {}
-    if kind == "coda21":
-        from probegen.coda21.evaluate import EvalConfig, evaluate
-        from probegen.templating import dataset_nonce
+    dataset of ``kind``, via its task's standard evaluator."""
+    from probegen import tasks
 
-        for r in evaluate(data, scorer, EvalConfig(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed), progress=progress)["groups"]:
-            out[r["id"]] = [r["accuracy"], 1.0]  # the paper's metric: mean of group accuracies
-    else:
-        from probegen.templating import dataset_nonce
-        from probegen.wordnetqa.evaluate import evaluate_mc
-
-        for r in evaluate_mc(data, scorer, seed=seed, nonce=dataset_nonce(getattr(data, "manifest", None)), progress=progress)["items"]:
-            u = out.setdefault(str(r.get("synset") or r.get("cluster") or r["id"]), [0.0, 0.0])
-            u[0] += float(bool(r["correct"]))
-            u[1] += 1.0
-    return {k: (v[0], v[1]) for k, v in out.items()}
+    return tasks.get(kind).unit_correctness(data, scorer, seed, progress)
 
 
 def compare(
     a: str | Path, b: str | Path, models: list[str], out: Path, labels: tuple[str, str] = ("twin", "adversarial"),
-    seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print,
+    seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print, runner: Runner | None = None,
 ) -> dict[str, Any]:
-    """Score both datasets with every model, write results.json, report.md and a bar chart."""
-    from .run_bias import load_dataset
+    """Score both datasets with every model, write results.json, report.md and a bar chart.
+
+    ``runner`` loads the models (its runtime); under ``torchrun`` every rank scores a share and
+    only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
+    """
+    from probegen import tasks
     from probegen.io import write_json
-    from probegen.models import load_scorer
+
+    runner = Runner.ensure(runner, log)
+    log = runner.main_log(log)
+
+    from .run_bias import load_dataset
 
     (kind_a, da), (kind_b, db) = load_dataset(a), load_dataset(b)
     if kind_a != kind_b:
         raise_mismatch(kind_a, kind_b)
     rows = []
     for m in models:
-        scorer = load_scorer(m)
+        scorer = runner.load_scorer(m)
         log(f"{m}: scoring {labels[0]} and {labels[1]}")
         ua = unit_correctness(kind_a, da, scorer, seed)
         ub = unit_correctness(kind_b, db, scorer, seed)
@@ -91,7 +88,7 @@ def compare(
         rows.append({"model": m, "used_in_construction": _reference(db) == m or _reference(da) == m, **res})
     results = {"a": {"label": labels[0], "path": str(a), "chance": _chance(kind_a, da)},
                "b": {"label": labels[1], "path": str(b), "chance": _chance(kind_b, db)},
-               "kind": kind_a, "resampling_unit": RESAMPLING_UNIT[kind_a], "models": rows}
+               "kind": kind_a, "resampling_unit": tasks.get(kind_a).resampling_unit, "models": rows}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", results)
     plot = plot_comparison(results, out / "comparison.png")
@@ -104,9 +101,9 @@ def compare(
 
 def _chance(kind: str, data: Any) -> float:
     """Random-guess accuracy: mean 1/k over CoDA21 groups, mean 1/#choices over WordNetQA items."""
-    if kind == "coda21":
-        return float(np.mean([1.0 / g.k for g in data.groups]))
-    return float(np.mean([1.0 / len(it.choices) for it in data.items]))
+    from probegen import tasks
+
+    return tasks.get(kind).chance(data)
 
 
 def raise_mismatch(ka: str, kb: str) -> None:

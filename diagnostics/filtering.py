@@ -21,13 +21,19 @@ import numpy as np
 from probegen.errors import ProbegenError
 from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
 
-# what a held-out split keeps whole, per dataset kind
-CONCEPT_UNIT = {"coda21": "ancestor", "wordnetqa": "synset"}
-
 
 def concept_of(kind: str, unit: Any) -> str:
     """The concept a unit (CoDA21 group, WordNetQA item) is about; held-out splits keep it whole."""
-    return unit.ancestor if kind == "coda21" else unit.synset
+    return _adapter(kind).concept(unit)
+
+
+def _adapter(kind: str) -> "AlignmentArtefacts | ChoiceArtefacts":
+    """The AFLite adapter a dataset kind's task picks from this module."""
+    import sys
+
+    from probegen import tasks
+
+    return tasks.get(kind).artefact_filter(sys.modules[__name__])
 
 
 def heldout_concepts(concepts: list[str], frac: float, seed: int) -> set[str]:
@@ -59,11 +65,37 @@ def heldout_controls(
     with a bootstrap CI resampling concepts (synsets / ancestors); ``correct`` keeps the per-unit
     values so before and after can be paired.
     """
-    from . import baselines as B
+    return _adapter(kind).controls(units, train, alive, test, min_rows, seed, n_boot)
 
-    unit = CONCEPT_UNIT[kind]
-    train = [i for i in train if alive[i].sum() >= min_rows]
-    if kind == "coda21":
+
+class AlignmentArtefacts:
+    """AFLite over CoDA21 groups: a word-only overlap aligner; concepts are the groups' ancestors."""
+
+    concept_unit = "ancestor"
+    what = "word-only overlap aligner (CoDA21 members)"
+    method_note = "; a group left with fewer than k_min members is dropped"
+
+    def units(self, data: Any) -> list:
+        return list(data.groups)
+
+    def concept(self, unit: Any) -> str:
+        return unit.ancestor
+
+    def rows(self, unit: Any) -> int:
+        return len(unit.items)
+
+    def setup(self, data: Any, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
+        """(min rows, clusters, sizes, chance(alive), predictor) of the units the filter sees."""
+        min_rows = int(data.manifest.get("config", {}).get("k_min", 5))
+        chance = lambda alive: float(np.mean([1.0 / a.sum() for a in alive if a.sum() >= min_rows]))  # noqa: E731
+        return min_rows, [g.id for g in sub], [g.k for g in sub], chance, coda21_predictor(sub)
+
+    def controls(self, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
+                 seed: int, n_boot: int = 1000) -> list[dict[str, Any]]:
+        """The word-only aligner trained on the alive rows of ``train``, tested on whole ``test`` groups."""
+        from . import baselines as B
+
+        train = [i for i in train if alive[i].sum() >= min_rows]
         local = train + test
         predict = coda21_predictor([units[i] for i in local])
         got = predict(np.arange(len(train)), np.arange(len(train), len(local)),
@@ -72,41 +104,98 @@ def heldout_controls(
         chance = float(np.mean([1.0 / units[i].k for i in test]))
         res = B._result("word-overlap", "coda21", "one-to-one alignment", acc, [units[i].ancestor for i in test], chance,
                         n_boot, seed, f"word-only overlap aligner trained on {len(train)} groups, tested on "
-                        f"{len(test)} held-out groups (bootstrap over {unit}s)", n_train=len(train))
+                        f"{len(test)} held-out groups (bootstrap over {self.concept_unit}s)", n_train=len(train))
         return [{**res, "correct": acc.tolist()}]
 
-    from probegen.aligner import argmax_random_ties
+    def tested(self, units: list, test: list[int], control: dict[str, Any]) -> list[int]:
+        """The held-out units a control was tested on (every one)."""
+        return test
 
-    views = [B.mc_view(it, i) for i, it in enumerate(units)]
-    out = []
-    for probe in sorted({views[i].probe for i in test}):
-        tr = [views[i] for i in train if views[i].probe == probe]
-        te = [i for i in test if views[i].probe == probe]
-        if len({v.cluster for v in tr}) < 2 or len(tr) < 10:
-            out.append(B._skipped("choice-only", probe, f"too few training items ({len(tr)})"))
-            continue
+    def kept(self, data: Any, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
+             removed_at: list[tuple[int, int]]) -> tuple[Any, list[str], list[str]]:
+        """(filtered dataset, removed rows, dropped groups): a group below ``min_rows`` members is dropped."""
+        groups = [dataclasses.replace(units[i], items=tuple(it for it, a in zip(units[i].items, alive[i]) if a))
+                  for i in rest if alive[i].sum() >= min_rows]
+        removed = [f"{units[i].id}/{units[i].items[j].synset}" for i, j in removed_at]
+        dropped = [units[i].id for i in rest if alive[i].sum() < min_rows]
+        return dataclasses.replace(data, groups=groups), removed, dropped
+
+
+class ChoiceArtefacts:
+    """AFLite over multiple-choice items: choice-only classifiers per probe type; concepts are synsets."""
+
+    concept_unit = "synset"
+    what = "choice-only classifier per probe type (WordNetQA items)"
+    method_note = ""
+
+    def units(self, data: Any) -> list:
+        return list(data.items)
+
+    def concept(self, unit: Any) -> str:
+        return unit.synset
+
+    def rows(self, unit: Any) -> int:
+        return 1
+
+    def setup(self, data: Any, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
+        """(min rows, clusters, sizes, chance(alive), predictor) of the items the filter sees."""
+        from . import baselines as B
+
+        views = [B.mc_view(it, i) for i, it in enumerate(sub)]
+        chance = lambda alive: float(np.mean([1.0 / len(v.choices) for v, a in zip(views, alive) if a[0]]))  # noqa: E731
+        return 1, [v.cluster for v in views], [1] * len(views), chance, per_probe_predictor(views)
+
+    def controls(self, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
+                 seed: int, n_boot: int = 1000) -> list[dict[str, Any]]:
+        """Choice-only classifiers per probe type, trained on the alive ``train`` items, tested on ``test``."""
+        from . import baselines as B
+
+        train = [i for i in train if alive[i].sum() >= min_rows]
+        views = [B.mc_view(it, i) for i, it in enumerate(units)]
+        out = []
+        for probe in sorted({views[i].probe for i in test}):
+            tr = [views[i] for i in train if views[i].probe == probe]
+            te = [i for i in test if views[i].probe == probe]
+            if len({v.cluster for v in tr}) < 2 or len(tr) < 10:
+                out.append(B._skipped("choice-only", probe, f"too few training items ({len(tr)})"))
+                continue
+            out.append(self._probe_control(views, units, tr, te, seed, n_boot, probe))
+        return out
+
+    def _probe_control(self, views: list, units: list, tr: list, te: list[int], seed: int, n_boot: int, probe: str) -> dict[str, Any]:
+        from . import baselines as B
+
         tr_texts, tr_num, y, _ = B._choice_rows(tr)
         te_texts, te_num, _, owner = B._choice_rows([views[i] for i in te])
         _, s, _ = B._choice_model(tr_texts, tr_num, y, te_texts, te_num)
-        correct = np.array([float(argmax_random_ties(s[owner == t], seed=np.random.default_rng([seed, i]))
+        correct = np.array([float(B.pick_choice(s[owner == t], np.random.default_rng([seed, i]))
                                   == views[i].answer) for t, i in enumerate(te)])
         chance = float(np.mean([1.0 / len(views[i].choices) for i in te]))
         res = B._result("choice-only", probe, "gold choice (argmax over choices)", correct, [units[i].synset for i in te],
                         chance, n_boot, seed, f"logistic regression (SGD) on choice text/length/overlap trained on "
-                        f"{len(tr)} items, tested on {len(te)} held-out items (bootstrap over {unit}s)", n_train=len(tr))
-        out.append({**res, "correct": correct.tolist()})
-    return out
+                        f"{len(tr)} items, tested on {len(te)} held-out items (bootstrap over {self.concept_unit}s)", n_train=len(tr))
+        return {**res, "correct": correct.tolist()}
+
+    def tested(self, units: list, test: list[int], control: dict[str, Any]) -> list[int]:
+        """The held-out items of the control's probe type."""
+        return [i for i in test if units[i].probe == control["applies_to"]]
+
+    def kept(self, data: Any, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
+             removed_at: list[tuple[int, int]]) -> tuple[Any, list[str], list[str]]:
+        """(filtered dataset, removed items, dropped items: the same)."""
+        removed = [units[i].id for i, _ in removed_at]
+        return dataclasses.replace(data, items=[units[i] for i in rest if alive[i][0]]), removed, removed
 
 
-def _paired(before: list[dict], after: list[dict], units: list, test: list[int], kind: str, seed: int) -> list[dict]:
+def _paired(before: list[dict], after: list[dict], units: list, test: list[int], adapter: Any, seed: int) -> list[dict]:
     """Each after-control with the after - before difference on the same held-out units (paired bootstrap CI)."""
     from .bias import bootstrap_accuracy
 
     for b, a in zip(before, after):
         if "correct" not in b or "correct" not in a:
             continue
-        te = [i for i in test if kind == "coda21" or units[i].probe == a["applies_to"]]
-        d = bootstrap_accuracy(np.array(a["correct"]) - np.array(b["correct"]), [concept_of(kind, units[i]) for i in te], seed=seed)
+        te = adapter.tested(units, test, a)
+        d = bootstrap_accuracy(np.array(a["correct"]) - np.array(b["correct"]), [adapter.concept(units[i]) for i in te], seed=seed)
         a["diff"] = {"value": d["accuracy"], "ci": d["ci"]}
     for r in before + after:
         r.pop("correct", None)
@@ -115,68 +204,54 @@ def _paired(before: list[dict], after: list[dict], units: list, test: list[int],
 
 def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the manifest's ``filter`` record."""
-    from . import baselines as B
-    from .run_bias import load_dataset
+    import sys
+
+    from probegen import tasks
 
     if not 0 < s.holdout < 1:
         raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {s.holdout}")
-    kind, data = load_dataset(path)
-    units = data.groups if kind == "coda21" else data.items
-    concepts = [concept_of(kind, u) for u in units]
+    task = tasks.detect(path)
+    adapter = task.artefact_filter(sys.modules[__name__])
+    data = task.load(path, ablations=True)
+    units = adapter.units(data)
+    concepts = [adapter.concept(u) for u in units]
     held = heldout_concepts(concepts, s.holdout, s.seed)
     test = [i for i, c in enumerate(concepts) if c in held]
     rest = [i for i, c in enumerate(concepts) if c not in held]
-    sub = [units[i] for i in rest]  # the filter sees only these
-    if kind == "coda21":
-        ids = [g.id for g in units]
-        min_rows = int(data.manifest.get("config", {}).get("k_min", 5))
-        clusters, sizes = [g.id for g in sub], [g.k for g in sub]
-        chance = lambda alive: float(np.mean([1.0 / a.sum() for a in alive if a.sum() >= min_rows]))  # noqa: E731
-        predict, what = coda21_predictor(sub), "word-only overlap aligner (CoDA21 members)"
-    else:
-        views = [B.mc_view(it, i) for i, it in enumerate(sub)]
-        ids, min_rows = [it.id for it in units], 1
-        clusters, sizes = [v.cluster for v in views], [1] * len(views)
-        chance = lambda alive: float(np.mean([1.0 / len(v.choices) for v, a in zip(views, alive) if a[0]]))  # noqa: E731
-        predict, what = per_probe_predictor(views), "choice-only classifier per probe type (WordNetQA items)"
+    min_rows, clusters, sizes, chance, predict = adapter.setup(data, [units[i] for i in rest])  # the filter sees only these
     if len(set(clusters)) < 4:
         raise ProbegenError(f"{path}: too few units ({len(set(clusters))}) to filter")
-    log(f"held out {len(held)} of {len(set(concepts))} concepts ({CONCEPT_UNIT[kind]}s; {len(test)} units), never filtered")
-    log(f"AFLite on the other {len(sub)} units of {path}: {what}, budget {s.budget} rows")
+    log(f"held out {len(held)} of {len(set(concepts))} concepts ({adapter.concept_unit}s; {len(test)} units), never filtered")
+    log(f"AFLite on the other {len(rest)} units of {path}: {adapter.what}, budget {s.budget} rows")
     res = aflite(predict, sizes, clusters, min_rows, chance, s, log)
-    alive = [np.ones(len(u.items) if kind == "coda21" else 1, dtype=bool) for u in units]
+    alive = [np.ones(adapter.rows(u), dtype=bool) for u in units]
     for k, i in enumerate(rest):
         alive[i] = res["alive"][k]
-    removed_at = [(rest[i], j) for i, j in res["removed"]]
     log(f"controls on the {len(test)} held-out units, trained on the rest before and after filtering")
-    full = [np.ones_like(a) for a in alive]
-    before = heldout_controls(kind, units, rest, full, test, min_rows, s.seed)
-    after = _paired(before, heldout_controls(kind, units, rest, alive, test, min_rows, s.seed), units, test, kind, s.seed)
-    if kind == "coda21":
-        from probegen.coda21.dataset import counts, write
+    before = adapter.controls(units, rest, [np.ones_like(a) for a in alive], test, min_rows, s.seed)
+    after = _paired(before, adapter.controls(units, rest, alive, test, min_rows, s.seed), units, test, adapter, s.seed)
+    kept, removed, dropped = adapter.kept(data, units, rest, alive, min_rows, [(rest[i], j) for i, j in res["removed"]])
+    record = _record(path, data, s, adapter, held, [units[i].id for i in test], res, removed, dropped, before, after)
+    manifest = {**data.manifest, "filter": record}
+    manifest["counts"] = task.counts(kept)
+    task.write(dataclasses.replace(kept, manifest=manifest), out)
+    return record
 
-        groups = [dataclasses.replace(units[i], items=tuple(it for it, a in zip(units[i].items, alive[i]) if a))
-                  for i in rest if alive[i].sum() >= min_rows]
-        kept = dataclasses.replace(data, groups=groups)
-        removed = [f"{ids[i]}/{units[i].items[j].synset}" for i, j in removed_at]
-        dropped = [ids[i] for i in rest if alive[i].sum() < min_rows]
-    else:
-        from probegen.wordnetqa.dataset import counts, write
 
-        kept = dataclasses.replace(data, items=[units[i] for i in rest if alive[i][0]])
-        removed = [ids[i] for i, _ in removed_at]
-        dropped = removed
-    record = {
+def _record(path: str | Path, data: Any, s: FilterSettings, adapter: Any, held: set[str], held_ids: list[str],
+            res: dict[str, Any], removed: list[str], dropped: list[str], before: list, after: list) -> dict[str, Any]:
+    """The manifest's ``filter`` record."""
+    return {
         "source": str(path),
         "source_manifest_sha256": _manifest_hash(data),
         "method": "AFLite: per-row predictability over random cluster-grouped splits; most predictable rows removed"
-                  + ("; a group left with fewer than k_min members is dropped" if kind == "coda21" else ""),
-        "control": what,
+                  + adapter.method_note,
+        "control": adapter.what,
         "settings": dataclasses.asdict(s),
         "held_out": {
-            "unit": CONCEPT_UNIT[kind],
+            "unit": adapter.concept_unit,
             "concepts": sorted(held),
-            "ids": [ids[i] for i in test],
+            "ids": held_ids,
             "note": "held out before filtering: never filtered and not in this dataset; the controls are trained "
                     "on the rest before / after filtering and tested on these",
         },
@@ -187,10 +262,6 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable
         "controls_before": before,
         "controls_after": after,
     }
-    manifest = {**data.manifest, "filter": record}
-    manifest["counts"] = counts(kept.groups if kind == "coda21" else kept.items)
-    write(dataclasses.replace(kept, manifest=manifest), out)
-    return record
 
 
 def per_probe_predictor(views: list) -> Any:

@@ -2,15 +2,19 @@
 
 The head sees the same features as the frozen method (target-span vectors; WiC ``[u, v, |u-v|,
 u*v]``, WSD ``[u, d, |u-d|, u*d]`` per choice with a softmax over the item's choices), but the
-encoder's weights are updated too. Each call starts from a fresh copy of the encoder, so
-conditions and seeds never share trained weights.
+encoder's weights are updated too. Each call starts from a fresh copy of the encoder
+(:meth:`~probegen.scorers.spans.SpanEncoder.trainable_copy`), so conditions and seeds never
+share trained weights. Predictions are the core's decisions (:func:`probegen.core.decide`): the
+top logit, a tie broken at random with the seed and the item id.
 """
 
 from __future__ import annotations
 
-import copy
+from typing import Any
 
 import numpy as np
+
+from probegen.tasks.wic import task_of
 
 from .trained import Encoder, TrainedConfig, view
 
@@ -21,74 +25,86 @@ def _device():
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+class _Probe:
+    """A trainable encoder copy and its head for one task and condition: logits, loss, correctness."""
+
+    def __init__(self, enc: Encoder, condition: str, train: list, dev: Any) -> None:
+        import torch
+
+        self.work, self.condition, self.mask, self.dev = enc.trainable_copy(dev), condition, enc.mask, dev
+        self.task = task_of(train)
+        self.classes = self.task.head_classes(train)  # None: one score per choice
+        # pairs and choices see [u, v, |u-v|, u*v] of two vectors; a label item its one vector
+        paired = self.task.second_context or self.task.scores_choices
+        self.head = torch.nn.Linear(4 * enc.dim if paired else enc.dim, 1 if self.classes is None else len(self.classes)).to(dev)
+
+    def logits(self, batch: list, grad: bool):
+        """Pair/label: one row of class logits per item; choice: one score per choice, grouped by item."""
+        import torch
+
+        def pair4(u, v):
+            return torch.cat([u, v, (u - v).abs(), u * v], dim=1)
+
+        u = self.work.batch([view(it.context, self.condition, self.mask) for it in batch], grad=grad)
+        if self.task.second_context:
+            v = self.work.batch([view(it.context2, self.condition, self.mask) for it in batch], grad=grad)
+            return self.head(pair4(u, v))
+        if not self.task.scores_choices:
+            return self.head(u)
+        d = self.work.batch([(c, None) for it in batch for c in it.choices], grad=grad)
+        idx = torch.tensor([i for i, it in enumerate(batch) for _ in it.choices], device=self.dev)
+        return self.head(pair4(u[idx], d)).squeeze(1)
+
+    def gold(self, it) -> int:
+        """The gold class (pair: F/T; label: the label's index, -1 if unseen in training) or choice."""
+        return self.task.gold_index(it, self.classes)
+
+    def loss(self, batch: list, out):
+        import torch
+        from torch.nn.functional import cross_entropy
+
+        if not self.task.scores_choices:
+            return cross_entropy(out, torch.tensor([self.gold(it) for it in batch], device=self.dev))
+        losses, k = [], 0
+        for it in batch:
+            s = out[k : k + len(it.choices)]
+            losses.append(cross_entropy(s[None], torch.tensor([it.gold], device=self.dev)))
+            k += len(it.choices)
+        return torch.stack(losses).mean()
+
+    def rows(self, batch: list, out: np.ndarray) -> list[np.ndarray]:
+        """Each item's scores (its choices', or its classes')."""
+        if not self.task.scores_choices:
+            return list(out)
+        bounds = np.cumsum([0] + [len(it.choices) for it in batch])
+        return [out[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed: int, cfg: TrainedConfig) -> np.ndarray:
     """Fine-tune a copy of ``enc`` on ``train`` under ``condition``; per-test-item correctness."""
     import torch
 
+    from probegen.core import Unit, decide
+
     torch.manual_seed(seed)
-    dev = _device()
-    work = Encoder(enc.tok, copy.deepcopy(enc.net).to(dev), enc.name, enc.max_length, enc.batch_size)
-    task, h = train[0].task, enc.dim
-    classes = sorted({str(it.label) for it in train}) if task == "label" else []
-    n_out = {"pair": 2, "choice": 1, "label": len(classes)}[task]
-    head = torch.nn.Linear(h if task == "label" else 4 * h, n_out).to(dev)
-    opt = torch.optim.AdamW([{"params": work.net.parameters(), "lr": cfg.lr}, {"params": head.parameters(), "lr": 1e-3}])
-
-    def pair4(u, v):
-        return torch.cat([u, v, (u - v).abs(), u * v], dim=1)
-
-    def logits(batch: list, grad: bool):
-        u = work.batch([view(it.context, condition, enc.mask) for it in batch], grad=grad)
-        if task == "pair":
-            v = work.batch([view(it.context2, condition, enc.mask) for it in batch], grad=grad)
-            return head(pair4(u, v))
-        if task == "label":
-            return head(u)
-        d = work.batch([(c, None) for it in batch for c in it.choices], grad=grad)
-        idx = torch.tensor([i for i, it in enumerate(batch) for _ in it.choices], device=dev)
-        return head(pair4(u[idx], d)).squeeze(1)  # one score per choice, grouped by item
-
-    def loss_of(batch: list, out):
-        if task == "pair":
-            y = torch.tensor([int(bool(it.label)) for it in batch], device=dev)
-            return torch.nn.functional.cross_entropy(out, y)
-        if task == "label":
-            y = torch.tensor([classes.index(str(it.label)) for it in batch], device=dev)
-            return torch.nn.functional.cross_entropy(out, y)
-        losses, k = [], 0
-        for it in batch:
-            s = out[k : k + len(it.choices)]
-            losses.append(torch.nn.functional.cross_entropy(s[None], torch.tensor([it.gold], device=dev)))
-            k += len(it.choices)
-        return torch.stack(losses).mean()
-
+    probe = _Probe(enc, condition, train, _device())
+    opt = torch.optim.AdamW([{"params": probe.work.net.parameters(), "lr": cfg.lr}, {"params": probe.head.parameters(), "lr": 1e-3}])
     rng = np.random.default_rng(seed)
-    step = max(1, cfg.batch_size // (8 if task == "choice" else 1))  # choices multiply the rows of a batch
-    work.net.train()
+    step = max(1, cfg.batch_size // (8 if probe.task.scores_choices else 1))  # choices multiply the rows of a batch
+    probe.work.net.train()
     for _ in range(cfg.epochs):
         order = rng.permutation(len(train))
         for i in range(0, len(order), step):
             batch = [train[j] for j in order[i : i + step]]
             opt.zero_grad()
-            loss = loss_of(batch, logits(batch, grad=True))
-            loss.backward()
+            probe.loss(batch, probe.logits(batch, grad=True)).backward()
             opt.step()
-    work.net.eval()
+    probe.work.net.eval()
     correct = []
     with torch.no_grad():
         for i in range(0, len(test), step):
             batch = test[i : i + step]
-            out = logits(batch, grad=False).float().cpu().numpy()
-            if task == "choice":
-                k = 0
-                for it in batch:
-                    s = out[k : k + len(it.choices)]
-                    k += len(it.choices)
-                    correct.append(bool((s == s.max()).sum() == 1 and int(s.argmax()) == it.gold))
-            else:
-                for it, row in zip(batch, out):
-                    top = row == row.max()
-                    pred = int(row.argmax())
-                    gold = int(bool(it.label)) if task == "pair" else classes.index(str(it.label)) if str(it.label) in classes else -1
-                    correct.append(bool(top.sum() == 1 and pred == gold))
+            for it, s in zip(batch, probe.rows(batch, probe.logits(batch, grad=False).float().cpu().numpy())):
+                pick = decide(Unit.choice(it.id, it.id, [str(j) for j in range(len(s))]), s[None, :], seed)[0]
+                correct.append(bool(pick == probe.gold(it)))
     return np.array(correct)

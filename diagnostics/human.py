@@ -38,7 +38,7 @@ def correctness(gold: dict[str, Any], answer: Any) -> float:
     >>> correctness({"kind": "mc", "gold": 2}, 2), correctness({"kind": "align", "gold": [1, 0, 2]}, [1, 2, 0])
     (1.0, 0.3333333333333333)
     """
-    if gold["kind"] == "mc":
+    if not isinstance(gold["gold"], list):  # one gold index (a question), else one per row (a group)
         return float(answer == gold["gold"])
     return float(np.mean([a == g for a, g in zip(answer, gold["gold"])]))
 

@@ -12,32 +12,26 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from probegen import tasks
 from probegen.errors import ProbegenError
+from probegen.runner import Runner
+from probegen.tasks import Settings
+from probegen.tasks.coda21 import Coda21Task
+from probegen.tasks.multiple_choice import MultipleChoiceTask
 
 from .bias import LABEL, UnitTable, bootstrap_bias, unit_sums
 
+CODA21, MC = Coda21Task(), MultipleChoiceTask()
+
 DEFAULT_DATASETS = ("probegen_out/datasets/coda21-clean-easy", "probegen_out/datasets/wordnetqa-definitions")
 
-CODA21_ABLATIONS = {
-    "full": "true target word in its context",
-    "context": "context with the target replaced by the nonce (the standard task)",
-    "word": "the target word alone",
-    "definition": "no context, no word: every row the same query",
-    "label": "no input: 1/k per group (computed)",
-}
-CODA21_RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
-MC_ABLATIONS = {
-    "full": "question and choices",
-    "context": "question with the target word masked by the nonce",
-    "word": "target word and choices, no sentence",
-    "choice": "choices without the question",
-    "label": "no input: always the most frequent gold position (computed)",
-}
-MC_RATIOS = {"bias_c": "context", "bias_w": "word", "bias_choice": "choice"}
+# the ablations and ratios of the built-in kinds live with their tasks (probegen.tasks)
+CODA21_ABLATIONS, CODA21_RATIOS = CODA21.ablations, CODA21.ratios
+MC_ABLATIONS, MC_RATIOS = MC.ablations, MC.ratios
 # Ratios that measure nothing on a probe type, by construction of its questions: that probe's items
 # are left out of the ratio (of the whole set and of its own subset), and the report says why.
 MC_EXCLUDED = {
@@ -48,14 +42,23 @@ MC_EXCLUDED = {
         "verbatim, so Bias_W would measure string copying",
     },
 }
-# The bootstrap resampling unit of each dataset kind. A WordNetQA concept (synset) has items in up
-# to four probe types: resampling probe:concept clusters would count one concept up to four times
-# as if independent, and give intervals that are too narrow.
-RESAMPLING_UNIT = {
-    "coda21": "group",
-    "wordnetqa": "concept (synset): all items about one synset, across probe types and perturbations",
-}
 RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
+
+
+class _ResamplingUnits(Mapping):
+    """Dataset kind -> the bootstrap resampling unit its task declares (read from the registry)."""
+
+    def __getitem__(self, kind: str) -> str:
+        return tasks.get(kind).resampling_unit
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(t.name for t in tasks.all_tasks())
+
+    def __len__(self) -> int:
+        return len(tasks.all_tasks())
+
+
+RESAMPLING_UNIT = _ResamplingUnits()
 
 
 @dataclass(frozen=True)
@@ -139,13 +142,14 @@ def mc_table(
 
 
 # ---- scoring ---------------------------------------------------------------------------------------
+def settings_of(cfg: BiasConfig) -> Settings:
+    """The task settings of a bias run (its nonce resolved)."""
+    return Settings(nonce=cfg.nonce or "bkatuhla", pattern=cfg.pattern, matching=cfg.matching, seed=cfg.seed)
+
+
 def score_coda21(ds, scorer, cfg: BiasConfig, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Every scored CoDA21 ablation through the standard evaluator, as one request table."""
-    from probegen.coda21.evaluate import EvalConfig, evaluate_modes
-
-    modes = [m for m in CODA21_ABLATIONS if m != LABEL]
-    cfgs = [EvalConfig(nonce=cfg.nonce or "bkatuhla", pattern=cfg.pattern, matching=cfg.matching, mode=m, seed=cfg.seed) for m in modes]
-    return {m: res["groups"] for m, res in zip(modes, evaluate_modes(ds, scorer, cfgs, progress=progress))}
+    return CODA21.score_ablations(ds, scorer, settings_of(cfg), progress)
 
 
 def score_mc(mc, scorer, cfg: BiasConfig, progress: bool = True, evaluate_mc: Callable | None = None):
@@ -153,13 +157,7 @@ def score_mc(mc, scorer, cfg: BiasConfig, progress: bool = True, evaluate_mc: Ca
 
     ``evaluate_mc`` (one mode at a time) replaces the evaluator, e.g. with records made by hand.
     """
-    modes = [m for m in MC_ABLATIONS if m != LABEL]
-    nonce = cfg.nonce or "bkatuhla"
-    if evaluate_mc is not None:
-        return {m: evaluate_mc(mc, scorer, seed=cfg.seed, nonce=nonce, progress=progress, mode=m)["items"] for m in modes}
-    from probegen.wordnetqa.evaluate import evaluate_mc_modes
-
-    return {m: res["items"] for m, res in zip(modes, evaluate_mc_modes(mc, scorer, modes, seed=cfg.seed, nonce=nonce, progress=progress))}
+    return MC.score_ablations(mc, scorer, settings_of(cfg), progress, evaluator=evaluate_mc)
 
 
 # ---- analysis (no scoring) -------------------------------------------------------------------------
@@ -177,9 +175,9 @@ def analyse_coda21(ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig
         if sum(g.pos == pos for g in ds.groups) >= 2 and len({g.pos for g in ds.groups}) > 1:
             subsets[name] = _bias(coda21_table(records, pos), CODA21_RATIOS, cfg)
     return {
-        "kind": "coda21",
-        "unit": "group",
-        "resampling_unit": RESAMPLING_UNIT["coda21"],
+        "kind": CODA21.name,
+        "unit": CODA21.unit_name,
+        "resampling_unit": CODA21.resampling_unit,
         "n_items": sum(g.k for g in ds.groups),
         "ablation_order": list(CODA21_ABLATIONS),
         "ablation_help": CODA21_ABLATIONS,
@@ -231,9 +229,9 @@ def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) ->
     if records["full"] and not {"gold", "answer"} & records["full"][0].keys():
         notes.append("records carry no presented gold position; the label prior uses the dataset's answer index")
     return {
-        "kind": "wordnetqa",
+        "kind": MC.name,
         "unit": "concept",
-        "resampling_unit": RESAMPLING_UNIT["wordnetqa"],
+        "resampling_unit": MC.resampling_unit,
         "n_items": len(items),
         "ablation_order": list(MC_ABLATIONS),
         "ablation_help": MC_ABLATIONS,
@@ -252,7 +250,44 @@ def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) ->
     }
 
 
+def analyse_units(task, data, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
+    """Bias table of a kind with no analysis of its own (a plugin task): one unit per record of
+    its generic scoring (:mod:`probegen.tasks.generic`), the label baseline its chance 1/n."""
+    full = records["full"]
+    ids = [str(r["id"]) for r in full]
+    per = {}
+    for mode, rs in records.items():
+        acc = {str(r["id"]): r["accuracy"] for r in rs}
+        per[mode] = np.array([acc[i] for i in ids])
+    per[LABEL] = np.array([1.0 / r["n"] for r in full])
+    return {
+        "kind": task.name,
+        "unit": task.unit_name,
+        "resampling_unit": task.resampling_unit,
+        "n_items": len(ids),
+        "ablation_order": list(task.ablations),
+        "ablation_help": task.ablations,
+        "ratio_names": {k: RATIO_NAMES.get(k, k) for k in task.ratios},
+        "all": _bias(UnitTable(ids, np.ones(len(ids)), per), task.ratios, cfg),
+        "subsets": {},
+        "controls": [],
+        "entropy": {},
+        "notes": [],
+    }
+
+
 # ---- datasets -------------------------------------------------------------------------------------
+def default_task(path: Path):
+    """The task of a default dataset path, by the kind its name starts with (None if none does)."""
+    return next((t for t in tasks.all_tasks() if path.name.startswith(t.name)), None)
+
+
+def default_tasks() -> list:
+    """The tasks of :data:`DEFAULT_DATASETS`: what a ``probegen bias`` run without ``--dataset``
+    measures (options are checked against them)."""
+    return [t for t in (default_task(Path(d)) for d in DEFAULT_DATASETS) if t is not None]
+
+
 def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Callable[[str], None]) -> None:
     """Generate a missing default dataset with the library builders (as ``probegen make`` would)."""
     from probegen.io import recover
@@ -260,49 +295,16 @@ def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Cal
     recover(path)  # a dataset an interrupted write moved aside is put back, not generated again
     if path.exists():
         return
-    if path.name.startswith("coda21"):
-        from probegen.coda21.config import Coda21Config
-        from probegen.coda21.dataset import build, write
-
-        log(f"{path} is missing: generating it (as `probegen make coda21 --easy`); this takes a while")
-        write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log), path)
-        return
-    if path.name.startswith("wordnetqa"):
-        probe = path.name.split("-", 1)[1] if "-" in path.name else "definitions"
-        log(f"{path} is missing: generating it (as `probegen make wordnetqa --probe {probe}`)")
-        _build_wordnetqa(path, probe, wordnet, log)
-        return
-    raise ProbegenError(f"dataset {path} does not exist")
-
-
-def _build_wordnetqa(path: Path, probe: str, wordnet: str | None, log: Callable[[str], None]) -> None:
-    try:
-        from probegen.wordnetqa import dataset as mcd
-    except ImportError:
-        raise ProbegenError(f"{path} is missing and WordNetQA generation is not available; run `probegen make wordnetqa`") from None
-    try:
-        from probegen.wordnetqa.config import WordNetQAConfig
-
-        cfg = WordNetQAConfig(probes=(probe,))
-    except (ImportError, TypeError):
-        raise ProbegenError(f"{path} is missing; generate it first with `probegen make wordnetqa`") from None
-    mcd.write(mcd.build(cfg, wordnet=wordnet, progress=True, log=log), path)
+    task = default_task(path)
+    if task is None:
+        raise ProbegenError(f"dataset {path} does not exist")
+    task.build_default(path, wordnet, semcor, log)
 
 
 def load_dataset(path: str | Path) -> tuple[str, Any]:
-    """(kind, loaded dataset) of a CoDA21 or WordNetQA dataset path."""
-    from probegen.evaluation import detect_dataset
-
-    kind = detect_dataset(path)
-    if kind == "coda21":
-        from probegen.coda21.dataset import load
-
-        return kind, load(path)
-    try:
-        from probegen.wordnetqa.dataset import load as load_mc
-    except ImportError as e:
-        raise ProbegenError(f"cannot read WordNetQA dataset {path}: {e}") from None
-    return kind, load_mc(path, ablations=True)  # every row must be one the ablations can cut
+    """(kind, loaded dataset) of a dataset path; every row must be one the ablations can cut."""
+    task = tasks.detect(path)
+    return task.name, task.load(path, ablations=True)
 
 
 def _slug(path: Path) -> str:
@@ -318,6 +320,11 @@ class Loaded:
     path: str
     kind: str
     data: Any
+
+    @property
+    def task(self):
+        """The dataset's :class:`~probegen.tasks.Task`."""
+        return tasks.get(self.kind)
 
 
 def prepare_datasets(
@@ -350,15 +357,11 @@ def prepare_datasets(
 
 
 def _one_split(d: Loaded, split: str) -> Loaded:
-    """A WordNetQA dataset cut to one split (CoDA21 has no splits and is kept whole)."""
+    """A dataset cut to one split (a kind without splits is kept whole)."""
     import dataclasses
 
-    if d.kind != "wordnetqa":
-        return d
-    items = [it for it in d.data.items if getattr(it, "split", None) == split]
-    if not items:
-        raise ProbegenError(f"{d.path} has no items in split {split!r}")
-    return dataclasses.replace(d, name=f"{d.name}:{split}", data=dataclasses.replace(d.data, items=items))
+    data = d.task.select_split(d.data, split, d.path)
+    return d if data is d.data else dataclasses.replace(d, name=f"{d.name}:{split}", data=data)
 
 
 def run_bias(
@@ -373,15 +376,22 @@ def run_bias(
     semcor: str | None = None,
     log: Callable[[str], None] = print,
     progress: bool = True,
+    runner: Runner | None = None,
 ) -> dict[str, Any]:
-    """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc)."""
+    """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
+
+    ``runner`` loads the model (its runtime); under ``torchrun`` every rank scores a share and
+    only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
+    """
+    runner = Runner.ensure(runner, log)
+    log, progress = runner.main_log(log), progress and runner.progress
     loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log)
     if cfg.split:
         loaded = [_one_split(d, cfg.split) for d in loaded]
     from probegen.evaluation import load_model_scorer
 
     t0 = time.perf_counter()
-    scorer = load_model_scorer(model, scorer_kind, reduction, batch_size)
+    scorer = load_model_scorer(model, scorer_kind, reduction, batch_size, runner)
     log(f"model {model}: {scorer.kind} scorer ({time.perf_counter() - t0:.1f} s to load)")
     return write_bias(model, loaded, out, scorer, cfg, reduction, log, progress, skipped=skipped)
 
@@ -404,11 +414,8 @@ def write_bias(
     """
     from dataclasses import replace
 
-    from probegen.io import atomic_write, write_json, write_jsonl
-    from probegen.templating import dataset_nonce, default_nonce
-
-    from .bias_plots import plot_bias_plane
-    from .report import render_report
+    from probegen.io import write_jsonl
+    from probegen.templating import default_nonce
 
     given_nonce = bool(cfg.nonce)  # else each dataset's own made-up word (a spec may name one)
     cfg = cfg if cfg.nonce else replace(cfg, nonce=default_nonce())
@@ -416,24 +423,15 @@ def write_bias(
     entries = []
     for d in loaded:
         log(f"{d.name}: scoring the partial-input ablations (scores already cached are reused)")
-        dcfg = cfg if given_nonce else replace(cfg, nonce=dataset_nonce(d.data.manifest))
-        if d.kind == "coda21":
-            records = score_coda21(d.data, scorer, dcfg, progress)
-            entry = analyse_coda21(d.data, records, dcfg)
-        else:
-            records = score_mc(d.data, scorer, dcfg, progress, evaluate_mc)
-            entry = analyse_mc(d.data, records, dcfg)
-        if dcfg.nonce != cfg.nonce:
-            entry = {**entry, "nonce": dcfg.nonce}
+        records, entry = measure(d, scorer, cfg, given_nonce, progress, evaluate_mc)
         for mode, rows in records.items():
             write_jsonl(out / d.name / f"{mode}.jsonl", rows)
         entries.append({"name": d.name, "path": d.path, **entry, "files": {m: f"{d.name}/{m}.jsonl" for m in records}})
-
     results = {
         "model": model,
         "scorer": {"kind": scorer.kind, **_settings(scorer)},
         "seed": cfg.seed,
-        "bootstrap": {"n": cfg.n_boot, "alpha": 0.05, "unit": {d.kind: RESAMPLING_UNIT[d.kind] for d in loaded}},
+        "bootstrap": {"n": cfg.n_boot, "alpha": 0.05, "unit": {d.kind: d.task.resampling_unit for d in loaded}},
         "eval": {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
                  "reduction": reduction if scorer.kind in ("causal", "masked") else None},
         "config": asdict(cfg),
@@ -442,13 +440,42 @@ def write_bias(
         "scorer_stats": scorer.stats() if hasattr(scorer, "stats") else None,
         "timings": {"score_and_analyse_s": round(time.perf_counter() - t0, 3)},
     }
-    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}} for e in entries]
+    write_report(results, out, model)
+    log(f"wrote {out}")
+    return results
+
+
+def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: bool = True,
+            evaluate_mc: Callable | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """(per-ablation records, results entry) of one dataset: its task scores the ablations and
+    picks its analysis from this module (:meth:`probegen.tasks.Task.bias_analysis`)."""
+    import sys
+    from dataclasses import replace
+
+    from probegen.templating import dataset_nonce
+
+    dcfg = cfg if given_nonce else replace(cfg, nonce=dataset_nonce(d.data.manifest))
+    task = d.task
+    records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
+    entry = task.bias_analysis(sys.modules[__name__])(d.data, records, dcfg)
+    if dcfg.nonce != cfg.nonce:
+        entry = {**entry, "nonce": dcfg.nonce}
+    return records, entry
+
+
+def write_report(results: dict[str, Any], out: Path, model: str) -> None:
+    """bias_plane.png, report.md and results.json of a finished run."""
+    from probegen.io import atomic_write, write_json
+
+    from .bias_plots import plot_bias_plane
+    from .report import render_report
+
+    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}}
+              for e in results["datasets"] if not e.get("skipped")]
     plot_bias_plane(points, out / "bias_plane.png", title=f"Context-word bias plane: {model}")
     with atomic_write(out / "report.md") as fh:
         fh.write(render_report(results))
     write_json(out / "results.json", results)
-    log(f"wrote {out}")
-    return results
 
 
 def _settings(scorer) -> dict[str, Any]:
@@ -468,10 +495,11 @@ def summary_table(results: dict[str, Any]) -> str:
             lines.append(f"{d['name']:<28} skipped: {d['skipped']}")
             continue
         a, r = d["all"]["ablations"], d["all"]["ratios"]
-        third = next(k for k in r if k not in ("bias_c", "bias_w"))
+        third = next((k for k in r if k not in ("bias_c", "bias_w")), None)
+        partial = f"{d['ratio_names'][third]} {fmt_ratio(r[third])}" if third else "-"
         lines.append(
             f"{d['name']:<28} {a['full']['accuracy']:>7.3f} {a['label']['accuracy']:>6.3f}  "
-            f"{fmt_ratio(r['bias_c']):<20} {fmt_ratio(r['bias_w']):<20} {d['ratio_names'][third]} {fmt_ratio(r[third])}"
+            f"{fmt_ratio(r.get('bias_c')):<20} {fmt_ratio(r.get('bias_w')):<20} {partial}"
         )
         for e in d.get("exclusions", []):
             lines.append(f"{'':<28} {e['name']} leaves out {e['probe']} (measures nothing there; see report.md)")

@@ -16,7 +16,8 @@ target's own, not a sentence embedding; for minilm-l6 the BERT encoder under its
 WiC pair gives ``[u, v, |u-v|, u*v]`` of its two targets and a LogisticRegression predicts T/F.
 A WSD item gives one row ``[u, d, |u-d|, u*d]`` per choice, with ``d`` the mean-pooled encoding
 of the sense definition; the classifier scores each row as gold or not and the item's answer is
-its argmax (a tie for the top score counts as wrong). A one-context label item uses ``u``.
+its argmax (a tie for the top score is broken at random, as the core decides every item). A
+one-context label item uses ``u``.
 
 Seeds: LogisticRegression on frozen features is convex and deterministic, so a seed alone
 would change nothing; each seed instead trains on a seeded ``subsample`` share of the training
@@ -41,6 +42,13 @@ from typing import Any, Callable
 import numpy as np
 
 from probegen.errors import ProbegenError
+from probegen.runner import Runner
+from probegen.scorers.spans import SpanEncoder
+from probegen.tasks.wic import task_of
+from probegen.tasks.wsd import choice_correct  # noqa: F401 - the choice decision, importable from here as before
+
+#: what the trained method needs of an encoder: ``vectors(rows, progress)``, ``mask``, ``dim``, ``name``
+Encoder = SpanEncoder
 
 CONDITIONS = {
     "full": "every context with its target",
@@ -77,90 +85,14 @@ class TrainedConfig:
 
 
 # ---- the encoder ---------------------------------------------------------------------------------
-class Encoder:
-    """A transformer's tokenizer and network, giving target-span and mean-pooled vectors.
-
-    ``net`` is called with ``output_hidden_states=True``; its last hidden layer is used.
-    """
-
-    def __init__(self, tokenizer, net, name: str = "", max_length: int = 256, batch_size: int = 32) -> None:
-        if not getattr(tokenizer, "is_fast", False):
-            raise ProbegenError(f"{name}: --method trained needs a fast tokenizer (character offsets of the target)")
-        self.tok, self.net, self.name = tokenizer, net.eval(), name
-        self.max_length, self.batch_size = max_length, batch_size
-        from probegen.templating import default_nonce
-
-        self.mask = tokenizer.mask_token or default_nonce()
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self._memo: dict[tuple[str, tuple[int, int] | None], np.ndarray] = {}
-
-    @classmethod
-    def load(cls, model: str, max_length: int = 256, batch_size: int = 32) -> "Encoder":
-        """The encoder of a probegen model name: a sentence-transformers model's transformer, or a masked/causal LM."""
-        from probegen.models import load_scorer
-
-        scorer = load_scorer(model)
-        if scorer.kind == "embedding":
-            st = scorer.model
-            return cls(st.tokenizer, st[0].auto_model, model, min(max_length, st.max_seq_length or max_length), batch_size)
-        if scorer.kind in ("masked", "causal"):
-            return cls(scorer.tok, scorer.model, model, max_length, batch_size)
+def load_encoder(model: str, max_length: int = 256, batch_size: int = 32, runner: Runner | None = None) -> SpanEncoder:
+    """The target-span feature encoder of a probegen model, through its scorer's public interface
+    (:meth:`~probegen.scorers.spans.SpanFeatures.span_encoder`): a sentence-transformers model's
+    transformer, or a masked/causal LM."""
+    scorer = Runner.ensure(runner).load_scorer(model)
+    if not hasattr(scorer, "span_encoder"):
         raise ProbegenError(f"{model} is a {scorer.kind} model: --method trained needs a transformer (token positions)")
-
-    @property
-    def dim(self) -> int:
-        return int(self.net.config.hidden_size)
-
-    def _crop(self, text: str, span: tuple[int, int] | None) -> tuple[str, tuple[int, int] | None]:
-        """Keep a character window around the target so it survives truncation (about 4 chars a token)."""
-        room = 2 * self.max_length
-        if span is None or len(text) <= 4 * self.max_length:
-            return text, span
-        a0, b0 = max(0, span[0] - room), min(len(text), span[1] + room)
-        return text[a0:b0], (span[0] - a0, span[1] - a0)
-
-    def batch(self, rows: list[tuple[str, tuple[int, int] | None]], grad: bool = False):
-        """Hidden-state vectors (a torch tensor, rows x hidden) of (text, span) rows; span None = mean over the text."""
-        import torch
-
-        rows = [self._crop(t, s) for t, s in rows]
-        enc = self.tok([t for t, _ in rows], return_offsets_mapping=True, truncation=True, max_length=self.max_length)
-        width = max(len(ids) for ids in enc["input_ids"])
-        device = next(self.net.parameters()).device
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        att = torch.zeros((len(rows), width), dtype=torch.long)
-        sel = torch.zeros((len(rows), width))
-        for r, ((text, span), tok_ids, offs) in enumerate(zip(rows, enc["input_ids"], enc["offset_mapping"])):
-            ids[r, : len(tok_ids)] = torch.tensor(tok_ids)
-            att[r, : len(tok_ids)] = 1
-            if span is None:
-                sel[r, : len(tok_ids)] = 1.0
-                continue
-            a, b = span
-            hit = [k for k, (s, e) in enumerate(offs) if e > s and s < b and e > a]
-            if not hit:
-                raise ProbegenError(f"{self.name}: the target {text[a:b]!r} lies beyond the {self.max_length}-token window of {text[:60]!r}...")
-            sel[r, hit] = 1.0
-        ctx = torch.enable_grad() if grad else torch.no_grad()
-        with ctx:
-            out = self.net(input_ids=ids.to(device), attention_mask=att.to(device), output_hidden_states=True)
-            h = out.hidden_states[-1].float()
-            sel = sel.to(device)
-            return (h * sel[..., None]).sum(1) / sel.sum(1, keepdim=True)
-
-    def vectors(self, rows: list[tuple[str, tuple[int, int] | None]], progress: bool = False) -> np.ndarray:
-        """Frozen vectors of (text, span) rows, each distinct row encoded once (batched by length)."""
-        from probegen.progress import progress_bar
-
-        todo = [r for r in dict.fromkeys(rows) if r not in self._memo]
-        todo.sort(key=lambda r: len(r[0]))
-        for i in progress_bar(range(0, len(todo), self.batch_size), desc="encoding", unit="batch", disable=not progress or not todo):
-            chunk = todo[i : i + self.batch_size]
-            vecs = self.batch(chunk).cpu().numpy().astype(np.float32)
-            self._memo.update(zip(chunk, vecs))
-        if not rows:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._memo[r] for r in rows])
+    return scorer.span_encoder(max_length, batch_size)
 
 
 # ---- inputs per condition --------------------------------------------------------------------------
@@ -183,23 +115,10 @@ def view(target, condition: str, mask: str):
     raise ValueError(f"condition {condition!r} has no input")
 
 
-def _pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)
-
-
 def features(items: list, condition: str, enc: Encoder, progress: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X, y, group) for a condition: one row per item (pair/label) or per choice (choice; y = is gold, group = item index)."""
-    task = items[0].task
-    u = enc.vectors([view(it.context, condition, enc.mask) for it in items], progress)
-    if task == "pair":
-        v = enc.vectors([view(it.context2, condition, enc.mask) for it in items], progress)
-        return _pair_features(u, v), np.array([bool(it.label) for it in items]), np.arange(len(items))
-    if task == "label":
-        return u, np.array([str(it.label) for it in items]), np.arange(len(items))
-    idx = np.array([i for i, it in enumerate(items) for _ in it.choices])
-    d = enc.vectors([(c, None) for it in items for c in it.choices], progress)
-    y = np.array([j == it.gold for it in items for j in range(len(it.choices))])
-    return _pair_features(u[idx], d), y, idx
+    """(X, y, group) for a condition: one row per item (pair/label) or per choice (choice; y = is
+    gold, group = item index), as the items' task lays them out (``trained_features``)."""
+    return task_of(items).trained_features(items, lambda t: view(t, condition, enc.mask), lambda rows: enc.vectors(rows, progress))
 
 
 # ---- one condition, one seed ------------------------------------------------------------------------
@@ -220,13 +139,6 @@ def subsample_units(items: list, share: float, seed: int) -> list[int]:
     return [i for i, it in enumerate(items) if it.unit in keep]
 
 
-def _majority(values: list, seed: int):
-    """The most frequent value; a tie is broken by a seeded draw (never by order)."""
-    vals, counts = np.unique(np.asarray(values, dtype=object).astype(str), return_counts=True)
-    best = vals[counts == counts.max()]
-    return best[np.random.default_rng(seed).integers(len(best))] if len(best) > 1 else best[0]
-
-
 def label_correct(train: list, test: list, seed: int) -> np.ndarray:
     """Per test item: does the training data's majority label (or gold position) match?
 
@@ -235,11 +147,7 @@ def label_correct(train: list, test: list, seed: int) -> np.ndarray:
     >>> label_correct(tr, [N(task="pair", label=True), N(task="pair", label=False)], 0).tolist()
     [True, False]
     """
-    if test[0].task == "choice":
-        pos = int(_majority([it.gold for it in train], seed))
-        return np.array([it.gold == pos for it in test])
-    lab = _majority([str(it.label) for it in train], seed)
-    return np.array([str(it.label) == lab for it in test])
+    return task_of(test).prior_correct(train, test, seed)
 
 
 def _classifier(C: float, seed: int):
@@ -250,33 +158,16 @@ def _classifier(C: float, seed: int):
     return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000, random_state=seed))
 
 
-def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Per item: is the gold the unique top-scoring choice? (ties never count as correct)
-
-    >>> choice_correct(np.array([0.1, 0.9, 0.5, 0.5]), np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0])).tolist()
-    [True, False]
-    """
-    out = []
-    for g in np.unique(groups):
-        s, t = scores[groups == g], y[groups == g].astype(bool)
-        top = s == s.max()
-        out.append(bool(top.sum() == 1 and t[top].all()))
-    return np.array(out)
-
-
-def fit_predict(train_xyg, test_xyg, task: str, C: float, seed: int) -> np.ndarray:
-    """Train on frozen features and return per-test-item correctness."""
+def fit_predict(train_xyg, test_xyg, task, C: float, seed: int, ids: list[str] | None = None) -> np.ndarray:
+    """Train on frozen features and return per-test-item correctness, decided as ``task`` (the items'
+    :class:`~probegen.tasks.wic.WordInContextTask`) says; ``ids`` (the test items' ids) and ``seed``
+    seed the core's tie breaking."""
     Xtr, ytr, _ = train_xyg
     Xte, yte, gte = test_xyg
     if len(np.unique(ytr)) < 2:
         raise ProbegenError("the training split has only one label; a classifier cannot be trained")
     clf = _classifier(C, seed).fit(Xtr, ytr)
-    if task == "choice":
-        return choice_correct(clf.decision_function(Xte), gte, yte)
-    if task == "pair":
-        p = clf.predict_proba(Xte)[:, list(clf.classes_).index(True)]
-        return np.where(p == 0.5, False, (p > 0.5) == yte)  # an exact 0.5 is a tie: wrong
-    return clf.predict(Xte) == yte
+    return task.classifier_correct(clf, Xte, yte, gte, ids, seed)
 
 
 # ---- a dataset -----------------------------------------------------------------------------------
@@ -302,34 +193,36 @@ def _ratio(m_part: float, m_label: float, m_full: float) -> float | None:
     return bias_ratio(m_part, m_label, m_full)
 
 
-def measure(ds, name: str, enc: Encoder, cfg: TrainedConfig, log: Callable[[str], None] = print,
-            progress: bool = True, finetuner: Callable | None = None) -> dict[str, Any]:
-    """Accuracies per condition and seed, bias ratios with SD and bootstrap CIs, entropies, for one dataset."""
-    from .bias import UnitTable, bootstrap_bias, unit_sums
-
-    train, test, ev = train_test(ds, name)
-    task = test[0].task
+def condition_correct(train: list, test: list, enc: Encoder, cfg: TrainedConfig, log: Callable[[str], None] = print,
+                      progress: bool = True, finetuner: Callable | None = None, name: str = "", ev: str = "test") -> dict[str, list[np.ndarray]]:
+    """Per condition, one per-test-item correctness array per seed (the label condition: the
+    training data's majority label on the seed's share of units, or all of them with ``finetuner``)."""
+    task = task_of(test)
     seeds = cfg.seed_list()
+    ids = [it.id for it in test]
     correct: dict[str, list[np.ndarray]] = {c: [] for c in CONDITIONS}
-    t0 = time.perf_counter()
     for cond in ("full", "context", "word"):
         log(f"{name}: {cond} ({len(train)} train / {len(test)} {ev} items, {len(seeds)} seeds)")
-        if finetuner is None:
-            tr, te = features(train, cond, enc, progress), features(test, cond, enc, progress)
+        if finetuner is not None:
+            correct[cond] = [finetuner(enc, cond, train, test, s, cfg) for s in seeds]
+            continue
+        tr, te = features(train, cond, enc, progress), features(test, cond, enc, progress)
         for s in seeds:
-            if finetuner is not None:
-                correct[cond].append(finetuner(enc, cond, train, test, s, cfg))
-                continue
-            keep = subsample_units(train, cfg.subsample, s)
-            rows = np.isin(tr[2], keep)
-            sub = (tr[0][rows], tr[1][rows], tr[2][rows])
-            correct[cond].append(fit_predict(sub, te, task, cfg.C, s))
+            rows = np.isin(tr[2], subsample_units(train, cfg.subsample, s))
+            correct[cond].append(fit_predict((tr[0][rows], tr[1][rows], tr[2][rows]), te, task, cfg.C, s, ids))
     for s in seeds:
         keep = subsample_units(train, 1.0 if finetuner else cfg.subsample, s)
         correct["label"].append(label_correct([train[i] for i in keep], test, s))
-    acc = {c: _stats([float(v.mean()) for v in vs]) for c, vs in correct.items()}
+    return correct
+
+
+def _bias_ratios(correct: dict[str, list[np.ndarray]], acc: dict[str, dict[str, Any]], test: list, cfg: TrainedConfig) -> tuple[dict, dict]:
+    """(ratios with value, CI and seed SD; the bootstrap) from per-item correctness and per-condition accuracies."""
+    from .bias import UnitTable, bootstrap_bias, unit_sums
+
+    n_seeds = len(cfg.seed_list())
     per_seed_ratio = {
-        r: _stats([x for x in (_ratio(acc[a]["per_seed"][i], acc["label"]["per_seed"][i], acc["full"]["per_seed"][i]) for i in range(len(seeds))) if x is not None] or [np.nan])
+        r: _stats([x for x in (_ratio(acc[a]["per_seed"][i], acc["label"]["per_seed"][i], acc["full"]["per_seed"][i]) for i in range(n_seeds)) if x is not None] or [np.nan])
         for r, a in RATIOS.items()
     }
     mean_item = {c: np.mean(np.stack(vs).astype(np.float64), axis=0) for c, vs in correct.items()}
@@ -343,10 +236,22 @@ def measure(ds, name: str, enc: Encoder, cfg: TrainedConfig, log: Callable[[str]
         ratios[r] = {"ablation": a, "value": raw if boot["gap"]["defined"] else None, "unchecked_value": raw,
                      "ci": b["ci"] if boot["gap"]["defined"] else None,
                      "seed_mean": _nan_none(per_seed_ratio[r]["mean"]), "seed_sd": _nan_none(per_seed_ratio[r]["sd"])}
+    return ratios, boot
+
+
+def measure(ds, name: str, enc: Encoder, cfg: TrainedConfig, log: Callable[[str], None] = print,
+            progress: bool = True, finetuner: Callable | None = None) -> dict[str, Any]:
+    """Accuracies per condition and seed, bias ratios with SD and bootstrap CIs, entropies, for one dataset."""
+    train, test, ev = train_test(ds, name)
+    task = test[0].task
+    t0 = time.perf_counter()
+    correct = condition_correct(train, test, enc, cfg, log, progress, finetuner, name, ev)
+    acc = {c: _stats([float(v.mean()) for v in vs]) for c, vs in correct.items()}
+    ratios, boot = _bias_ratios(correct, acc, test, cfg)
     side = None
     if ratios["bias_c"]["value"] is not None and ratios["bias_w"]["value"] is not None:
         side = "context-biased" if ratios["bias_c"]["value"] > ratios["bias_w"]["value"] else "word-biased"
-    ref_key = ds.kind if ds.kind in PAPER_BERT else {"pair": "wic", "choice": "wsd"}.get(task)
+    ref_key = task_of(test).paper_key
     return {
         "name": name,
         "path": ds.source,
@@ -358,7 +263,7 @@ def measure(ds, name: str, enc: Encoder, cfg: TrainedConfig, log: Callable[[str]
         "n_test_units": len({it.unit for it in test}),
         "conditions": acc,
         "ratios": ratios,
-        "bootstrap": {"gap": boot["gap"], "ablations": boot["ablations"], "unit": "lemma" if ds.kind == "wic" else "unit (item's 'unit' field)"},
+        "bootstrap": {"gap": boot["gap"], "ablations": boot["ablations"], "unit": task_of(test).bootstrap_unit(ds)},
         "side": side,
         "paper": PAPER_BERT.get(ref_key),
         "entropy": entropies(ds.items),
@@ -377,6 +282,8 @@ def entropies(items: list) -> dict[str, Any]:
     """Sense entropy and per-word label entropy (the bias paper's Table 4 measure), all items and per split."""
     from .entropy import label_entropy, sense_entropy
 
+    task = task_of(items)
+
     def senses(its):
         out = []
         for it in its:
@@ -385,14 +292,12 @@ def entropies(items: list) -> dict[str, Any]:
                 out += [(it.lemma, s) for s in m["synsets"]]
             elif "synset" in m:
                 out.append((it.lemma, m["synset"]))
-            elif it.task == "choice":
-                out.append((it.lemma, it.choices[it.gold]))
+            elif task.sense_text(it) is not None:  # a choice item's gold definition names its sense
+                out.append((it.lemma, task.sense_text(it)))
         return out
 
     def labels(its):
-        if its and its[0].task == "choice":
-            return [(it.lemma, it.choices[it.gold]) for it in its]
-        return [(it.lemma, str(it.label)) for it in its]
+        return [(it.lemma, task.gold_text(it)) for it in its]
 
     out: dict[str, Any] = {}
     for part in ("all", "train", "test"):
@@ -409,14 +314,15 @@ def entropies(items: list) -> dict[str, Any]:
 # ---- the run -------------------------------------------------------------------------------------
 def load_datasets(paths: list[str | Path]) -> list[tuple[str, Any]]:
     """(name, dataset) of every word-in-context dataset, all validated before any model is loaded."""
-    from probegen.wordincontext.dataset import is_wordincontext, load
+    from probegen import tasks
 
     out = []
     for p in paths:
-        if not is_wordincontext(p):
+        task = tasks.detect(p)
+        if task.zero_shot:
             raise ProbegenError(f"{p}: --method trained measures word-in-context datasets (probegen make wic/wsd, a generic "
                                 f"word-in-context JSONL, or a WiC release copy); use --method zeroshot for CoDA21 and WordNetQA")
-        ds = load(p)
+        ds = task.load(p)
         q = Path(p)
         name = q.name if q.is_dir() else q.stem
         train_test(ds, name)
@@ -442,19 +348,23 @@ def run_trained(
     progress: bool = True,
     encoder: Encoder | None = None,
     allow_cpu_finetune: bool = False,
+    runner: Runner | None = None,
 ) -> dict[str, Any]:
     """Validate the datasets, load the encoder, train and test every condition, write the report.
 
     ``encoder`` replaces the model's (tests); ``allow_cpu_finetune`` lets tests run the
-    fine-tuning loop on a tiny model without a GPU.
+    fine-tuning loop on a tiny model without a GPU. ``runner`` loads the model (features are
+    shared across ranks under ``torchrun``; rank 0 alone logs and writes).
     """
+    runner = Runner.ensure(runner, log)
+    log, progress = runner.main_log(log), progress and runner.progress
     if not datasets:
         raise ProbegenError("--method trained needs --dataset (a probegen wic/wsd directory, a word-in-context JSONL or a WiC copy)")
     loaded = load_datasets(datasets)
     if cfg.finetune and not allow_cpu_finetune:
         require_gpu()
     t0 = time.perf_counter()
-    enc = encoder or Encoder.load(model, cfg.max_length, cfg.batch_size)
+    enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner)
     log(f"model {model}: encoder {type(enc.net).__name__} ({enc.dim} dims, mask {enc.mask!r}; {time.perf_counter() - t0:.1f} s to load)")
     finetuner = None
     if cfg.finetune:
@@ -462,12 +372,14 @@ def run_trained(
 
         finetuner = finetune_correct
     entries = [measure(ds, name, enc, cfg, log, progress, finetuner) for name, ds in loaded]
-    return write_trained(model, entries, out, cfg, log)
+    return write_trained(model, entries, out, cfg, log, runner)
 
 
-def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: TrainedConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Write results.json, report.md, bias_plane.png and per-item correctness (``<name>/correct.jsonl``)."""
-    from probegen.io import atomic_dir, write_json, write_jsonl
+def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: TrainedConfig, log: Callable[[str], None] = print,
+                  runner: Runner | None = None) -> dict[str, Any]:
+    """Write results.json, report.md, bias_plane.png and per-item correctness (``<name>/correct.jsonl``)
+    (rank 0 alone under ``torchrun``)."""
+    from probegen.io import write_json, write_jsonl
 
     from .trained_report import plot_trained_plane, render_trained_report
 
@@ -482,7 +394,8 @@ def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: Tra
         "paper_bert": PAPER_BERT,
         "plot": "bias_plane.png",
     }
-    with atomic_dir(out) as tmp:
+    runner = Runner.ensure(runner, log)
+    with runner.output_dir(out) as tmp:
         for e in entries:
             # per test item (in the dataset's order): correct or not, per condition, one value per seed
             rows = [{"id": it_id, **{c: [bool(v[i]) for v in e["_correct"][c]] for c in CONDITIONS}}
@@ -491,7 +404,7 @@ def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: Tra
         plot_trained_plane(results["datasets"], tmp / "bias_plane.png", title=f"Context-word bias, trained: {model}")
         (tmp / "report.md").write_text(render_trained_report(results), encoding="utf-8")
         write_json(tmp / "results.json", results)
-    log(f"wrote {out}")
+    runner.main_log(log)(f"wrote {out}")
     return results
 
 
@@ -510,24 +423,26 @@ def summary_table(results: dict[str, Any]) -> str:
 
 # ---- probegen eval on a word-in-context dataset ---------------------------------------------------------
 def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig = TrainedConfig(),
-                 log: Callable[[str], None] = print, encoder: Encoder | None = None) -> str:
+                 log: Callable[[str], None] = print, encoder: Encoder | None = None, runner: Runner | None = None) -> str:
     """``probegen eval`` on a word-in-context dataset: a linear probe on the frozen encoder, full input.
 
     Trained on the train split, tested on the test (else dev) split, one run per seed; writes
     ``results.json`` (accuracy mean/SD, the label prior) and ``items.jsonl`` (per test item, per
-    seed: correct or not). Returns a one-line summary.
+    seed: correct or not). Returns a one-line summary. ``runner`` loads the model (rank 0 alone
+    writes under ``torchrun``).
     """
-    from probegen.io import atomic_dir, write_json, write_jsonl
+    from probegen.io import write_json, write_jsonl
 
+    runner = Runner.ensure(runner, log)
     (name, ds), = load_datasets([dataset])
     train, test, ev = train_test(ds, name)
-    enc = encoder or Encoder.load(model, cfg.max_length, cfg.batch_size)
+    enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner)
     tr, te = features(train, "full", enc), features(test, "full", enc)
     correct, prior = [], []
     for s in cfg.seed_list():
         keep = subsample_units(train, cfg.subsample, s)
         rows = np.isin(tr[2], keep)
-        correct.append(fit_predict((tr[0][rows], tr[1][rows], tr[2][rows]), te, test[0].task, cfg.C, s))
+        correct.append(fit_predict((tr[0][rows], tr[1][rows], tr[2][rows]), te, task_of(test), cfg.C, s, [it.id for it in test]))
         prior.append(label_correct([train[i] for i in keep], test, s))
     acc = _stats([float(c.mean()) for c in correct])
     lab = _stats([float(c.mean()) for c in prior])
@@ -537,9 +452,9 @@ def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig 
         "config": asdict(cfg), "n_train": len(train), "n_test": len(test),
         "metrics": {"accuracy": acc, "label_prior": lab},
     }
-    with atomic_dir(out) as tmp:
+    with runner.output_dir(out) as tmp:
         write_jsonl(tmp / "items.jsonl", ({"id": it.id, "correct": [bool(c[i]) for c in correct]} for i, it in enumerate(test)))
         write_json(tmp / "results.json", results)
-    log(f"wrote {out}")
+    runner.main_log(log)(f"wrote {out}")
     return (f"{name}: accuracy {acc['mean']:.3f} ± {acc['sd']:.3f} on {len(test)} {ev} items "
             f"({len(cfg.seed_list())} seeds; label prior {lab['mean']:.3f})")

@@ -13,7 +13,7 @@ the train split and tested on the test split. Full = every context with its targ
 the target masked at its position; Word = the target word alone; Label = no input (the training
 data's majority label, or majority gold position for choices). Features are the frozen
 encoder's last hidden layer averaged over the target's tokens (WiC pairs: [u, v, |u-v|, u*v];
-WSD: one row [u, d, |u-d|, u*d] per sense definition d, argmax per item, ties wrong), classified
+WSD: one row [u, d, |u-d|, u*d] per sense definition d, argmax per item, ties broken at random), classified
 by a LogisticRegression; with --finetune the encoder is trained too (GPU).
 
 Bias_C = (M_C - M_L) / (M_Full - M_L) and Bias_W = (M_W - M_L) / (M_Full - M_L), from the mean

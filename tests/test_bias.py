@@ -389,7 +389,7 @@ def test_undefined_dataset_is_listed_not_plotted(tmp_path):
 
 def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
     import probegen.evaluation
-    from diagnostics.command import bias as bias_cmd
+    from commands.bias import bias as bias_cmd
 
     write(synthetic_coda21(n_groups=20), tmp_path / "ds")
     scorer = OverlapScorer()
@@ -408,7 +408,7 @@ def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
 
 
 def test_command_errors_are_probegen_errors(tmp_path):
-    from diagnostics.command import bias as bias_cmd
+    from commands.bias import bias as bias_cmd
     from probegen.errors import ProbegenError
 
     r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
@@ -417,7 +417,7 @@ def test_command_errors_are_probegen_errors(tmp_path):
 
 def test_registered_command_prints_one_line_errors(tmp_path):
     from cli import cli
-    from diagnostics.command import bias as bias_cmd
+    from commands.bias import bias as bias_cmd
 
     if "bias" not in cli.commands:
         cli.add_command(bias_cmd)

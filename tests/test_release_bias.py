@@ -26,7 +26,7 @@ NONCE = "bkatuhla"
 
 
 def _cli():
-    from diagnostics.command import bias as bias_cmd
+    from commands.bias import bias as bias_cmd
 
     if "bias" not in cli.commands:
         cli.add_command(bias_cmd)

@@ -1,0 +1,68 @@
+"""``probegen bias``: the CLI registers it with ``cli.add_command(bias)``.
+
+The command fills a :class:`diagnostics.bias_request.BiasRequest` and prints what running it
+returns. Heavy imports happen inside the command; expected failures raise ``ProbegenError`` so
+the CLI group prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .options import add_device_options, given_options, log
+
+METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
+               "method, a classifier per input condition trained on the train split (word-in-context datasets: "
+               "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy) "
+               "[default: trained for word-in-context datasets, zeroshot otherwise].")
+
+
+@click.command("bias")
+@add_device_options
+@click.option("--model", required=True, help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
+@click.option(
+    "--dataset", "datasets", multiple=True, type=click.Path(),
+    help="Dataset directory; repeat for several [default: probegen_out/datasets/coda21-clean-easy and "
+    "probegen_out/datasets/wordnetqa-definitions, generated if missing].",
+)
+@click.option("--out", type=click.Path(), help="Output directory [default: probegen_out/bias/<model>].")
+@click.option("--seed", default=0, show_default=True, help="Seed for column order, tie breaking, bootstrap and folds.")
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2), help="Bootstrap replicates.")
+@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]), help="Force the scorer kind (default: detected).")
+@click.option("--nonce", default=None, help="Made-up word replacing the target [default: bkatuhla].")
+@click.option("--pattern", default="definition-of", show_default=True, help="CoDA21 pattern name or literal with {m}.")
+@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True, help="LM log-prob reduction.")
+@click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
+@click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2), help="Cross-validation folds of the trained controls.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: analyse one split [default: all items].")
+@click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
+@click.option("--method", type=click.Choice(["zeroshot", "trained"]), default=None, help=METHOD_HELP)
+@click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")
+@click.option("--seeds", default=3, show_default=True, type=click.IntRange(min=1), help="--method trained: runs (seeds) per condition.")
+@click.option("--human", "human", multiple=True, type=click.Path(),
+              help="A `probegen study` directory (answered, scored on its own items): its human point joins the bias plane; repeatable.")
+@click.pass_context
+def bias(ctx, runtime, **options) -> None:
+    """Partial-input baselines and context/word bias ratios (Bias_C, Bias_W) with bootstrap CIs.
+
+    Scores each dataset with full input, context only, word only and definition/choice only,
+    compares with the label prior, trains choice-/definition-only controls and writes
+    results.json, report.md and the bias-plane figure.
+
+    \b
+    Examples:
+      probegen bias --model smollm2-135m
+      probegen bias --model smollm2-135m --dataset probegen_out/datasets/coda21-clean-hard --bootstrap 2000
+      probegen bias --model minilm-l6 --dataset a --dataset b --out bias-minilm
+      probegen bias --model smollm2-135m --split test   # WordNetQA test split only (faster)
+      probegen bias --method trained --model minilm-l6 --dataset probegen_out/datasets/wic-semcor
+      probegen bias --model minilm-l6 --dataset probegen_out/datasets/wordnetqa-definitions --human probegen_out/studies/wordnetqa-definitions
+    """
+    from diagnostics.bias_request import TASK_OPTIONS, BiasRequest, run_request
+    from probegen.runner import Runner
+
+    obj = ctx.obj or {}
+    req = BiasRequest(**options, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"),
+                      given=given_options(ctx, *TASK_OPTIONS))
+    runner = Runner(runtime, log=log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
+    runner.main_log(click.echo)(run_request(req, log, runner))

@@ -1,0 +1,112 @@
+"""``probegen make wordnetqa``: the CLI registers it with ``make.add_command``.
+
+Only click is imported at module level (``--help`` stays instant); expected failures raise
+``ProbegenError`` so the CLI group prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .options import add_device_options, add_wordnet_source_option, log
+
+DEFAULT_ROOT = Path("probegen_out") / "datasets"
+PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
+
+
+def _writable(out: Path, inputs: list) -> None:
+    from probegen.io import ensure_writable
+
+    ensure_writable(out, replace=True, inputs=inputs)  # written by atomic_dir
+
+
+def _types(value: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in value.split(",") if t.strip())
+
+
+def _config(probe, pos, distractors, contexts, **kw):
+    """The generator's settings from the command's options (checked)."""
+    from probegen.wordnetqa.config import WordNetQAConfig
+
+    cfg = WordNetQAConfig(probes=(probe,), pos=("n", "v") if pos == "both" else (pos[0],), distractors=_types(distractors),
+                          contexts="wordnet" if contexts == "examples" else contexts, **kw)
+    cfg.validate()
+    return cfg
+
+
+def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bool, runner):
+    """The adversarial set (its twin written to ``twin_out`` by rank 0)."""
+    from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+    from probegen.models import resolve_model
+    from probegen.wordnetqa import dataset as ds_mod
+
+    resolve_model(against)  # an unknown reference model fails before generation
+    ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log, runner)
+    runner.write(lambda: ds_mod.write(twin, twin_out, release=release))
+    a = ds.manifest["adversarial"]
+    runner.main_log(click.echo)(f"wrote {twin_out} (twin); adversarial: {a['items_changed']} of {a['items']} items got new distractors")
+    return ds
+
+
+@click.command("wordnetqa")
+@add_device_options
+@add_wordnet_source_option
+@click.option("--probe", type=click.Choice(PROBE_CHOICES), default="all", show_default=True, help="Probe type, or all four.")
+@click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="noun", show_default=True)
+@click.option("--max-hops", default=4, show_default=True, type=click.IntRange(1, 10), help="ISA answers (and ISA distractors) at 1..K hops.")
+@click.option("--distractors", default="random,sister,isa", show_default=True, help="Perturbations, comma-separated: one item per question and type.")
+@click.option("--sister-depth", default=2, show_default=True, type=click.IntRange(1, 5), help="Sister family depth l: siblings plus their descendants down to l-1 levels.")
+@click.option("--contexts", type=click.Choice(["wordnet", "examples", "wordnet+semcor"]), default="wordnet", show_default=True, help="Context sentences: the wordnet's examples ('examples' is the same), or with SemCor filling in where they give none (needs sense keys).")
+@click.option("--max-contexts", default=3, show_default=True, type=click.IntRange(min=1), help="Contexts per concept (definitions: one question each).")
+@click.option("--max-answers-per-hop", default=1, show_default=True, type=click.IntRange(min=1), help="ISA probes: gold answers sampled per concept and hop.")
+@click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0), help="Noun hypernymy answers nearer the root than this are skipped (entity, abstraction, ...).")
+@click.option("--instances/--no-instances", default=False, show_default=True, help="Follow instance hypernymy (Paris -> city) for answers and ISA distractors.")
+@click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1), help="A seeded sample of N concepts (quick sets).")
+@click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of concepts in dev.")
+@click.option("--test-frac", default=0.1, show_default=True, type=float, help="Share of concepts in test.")
+@click.option("--release/--no-release", default=False, show_default=True, help="Also write release/<split>.jsonl in the WordNetQA release schema.")
+@click.option("--adversarial", is_flag=True, help="Pick the valid distractors the --against model scores highest; also writes the non-adversarial twin to <out>-twin.")
+@click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
+@click.pass_context
+def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversarial, against, out, **settings) -> None:
+    """Generate WordNetQA multiple-choice probes (definitions, hypernymy, hyponymy, synonymy).
+
+    Questions about a concept use its WordNet example sentence; 5-way items with graded
+    distractors (random, sister family, ISA up/down), clusters per concept, and train/dev/test
+    splits disjoint by concept. Prints the sizes beside the paper's.
+
+    \b
+    Examples:
+      probegen make wordnetqa                                   # all four probes, nouns
+      probegen make wordnetqa --probe definitions --pos both
+      probegen make wordnetqa --probe hypernymy --max-hops 3 --distractors random,isa
+      probegen make wordnetqa --limit 300 --out /tmp/wnqa-small --release
+      probegen make wordnetqa --probe hypernymy --limit 300 --adversarial --against smollm2-135m
+      probegen make wordnetqa --wordnet-source pwn31 --probe definitions
+    """
+    from probegen.wordnetqa import dataset as ds_mod
+    from probegen.wordnetqa.reference import size_table
+
+    obj = ctx.obj or {}
+    cfg = _config(probe, pos, distractors, contexts, **settings)  # the other options are the config's fields
+    name = cfg.name + (f"-adv-{against.strip('/').replace('/', '_')}" if adversarial else "")
+    out_dir = Path(out) if out else DEFAULT_ROOT / name
+    twin_out = out_dir.with_name(out_dir.name + "-twin")
+    for path in [out_dir] + ([twin_out] if adversarial else []):  # every output, before any work
+        _writable(path, [obj.get("wordnet"), obj.get("semcor")])
+    from probegen.runner import Runner
+
+    runner = Runner(runtime, log=log)  # loads the --against model; rank 0 alone writes and speaks
+    if adversarial:
+        ds = _build_adversarial(cfg, against, obj, twin_out, release, runner)
+    else:
+        ds = ds_mod.build(cfg, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"), progress=runner.progress,
+                          log=runner.main_log(log))
+    runner.write(lambda: ds_mod.write(ds, out_dir, release=release))
+    echo = runner.main_log(click.echo)
+    echo(f"wrote {out_dir}: {len(ds.items)} items")
+    echo(size_table(ds.manifest["counts"]))

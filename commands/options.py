@@ -1,0 +1,112 @@
+"""Option decorators every command shares, and what the commands ask of click's context.
+
+``add_device_options`` (``--device``, ``--dtype``, ``--device-map``, ``--max-batch-tokens``) on
+every command that loads a model, ``add_wordnet_source_option`` (``--wordnet-source``) on every
+``make`` command, and :func:`option_given` (whether the user set an option).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+import click
+
+
+def log(msg: str) -> None:
+    """Progress and notes: to stderr, so stdout holds only a command's results."""
+    click.echo(msg, err=True)
+
+
+def _takes_runtime(command: Callable[..., Any]) -> bool:
+    try:
+        return "runtime" in inspect.signature(command).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Click decorator: ``--device``, ``--dtype``, ``--device-map`` and ``--max-batch-tokens``.
+
+    The options are checked before the command does any work (``--device cuda`` on a machine
+    without CUDA is one error line), then the command function receives them as its ``runtime``
+    parameter (a :class:`probegen.runner.Runtime`): it makes ONE :class:`probegen.runner.Runner`
+    of it and passes that down to every library function that loads a model. Put it below
+    ``@cli.command()`` like any option::
+
+        @cli.command("eval")
+        @add_device_options
+        @click.option("--model", ...)
+        def eval_cmd(runtime, model, ...):
+            runner = Runner(runtime, log=log)
+    """
+    from probegen.models import DEVICE_MAPS, DTYPES, parse_batch_tokens, resolve_device
+    from probegen.runner import Runtime
+
+    if not _takes_runtime(command):  # the options would be accepted and silently ignored
+        raise TypeError(f"{command.__name__}: a command with the device options takes a `runtime` parameter")
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, device: str, dtype: str, device_map: str | None, max_batch_tokens: str | None, **kw: Any) -> Any:
+        runtime = Runtime(device, dtype, device_map, parse_batch_tokens(max_batch_tokens))
+        if device_map is None:
+            resolve_device(device)  # fail now, not after generating a dataset
+        return command(*args, runtime=runtime, **kw)
+
+    options = [
+        click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N|mps",
+                     help="Where models run (auto: CUDA if available, else CPU)."),
+        click.option("--dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
+                     help="Model precision (auto: bfloat16 on GPUs that support it, else float32); part of score-cache keys."),
+        click.option("--device-map", type=click.Choice(DEVICE_MAPS), default=None,
+                     help="Spread a model too big for one GPU over all GPUs (accelerate); overrides --device."),
+        click.option("--max-batch-tokens", default=None, metavar="N|auto",
+                     help="Token budget of one forward pass [default: CPU: the scorer's default; CUDA: auto = largest that fits, remembered per model and device]."),
+    ]
+    for opt in reversed(options):
+        wrapper = opt(wrapper)
+    return wrapper
+
+
+def add_wordnet_source_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Click decorator: ``--wordnet-source``, for every ``make`` command.
+
+    The source is checked before the command runs and stored as the click object's ``wordnet``
+    (what the command already hands its builder), so the command receives no extra argument::
+
+        @make.command("coda21")
+        @add_wordnet_source_option
+        @click.option(...)
+        @click.pass_obj
+        def make_coda21(obj, ...): ...
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, wordnet_source: str | None, **kw: Any) -> Any:
+        from probegen.lexicon.sources import effective_source
+
+        ctx = click.get_current_context()
+        obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+        obj["wordnet"] = effective_source(wordnet_source, obj.get("wordnet"))
+        ctx.obj = obj
+        return command(*args, **kw)
+
+    return click.option(
+        "--wordnet-source", default=None, metavar="pwn30|pwn31|PATH|wn:LEXICON",
+        help="The wordnet to build from: Princeton WordNet 3.0 (default) or 3.1, a WNDB folder, a WN-LMF "
+             ".xml/.xml.gz file, or a lexicon of the wn package (wn:oewn:2024).",
+    )(wrapper)
+
+
+def option_given(ctx: click.Context, name: str, value):
+    """``value`` if the user set option ``name`` (command line or env), else None: options are
+    checked for what was asked, not for their defaults."""
+    from click.core import ParameterSource
+
+    return None if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None) else value
+
+
+def given_options(ctx: click.Context, *names: str) -> frozenset[str]:
+    """Which of ``names`` the user set (command line or env), as :func:`option_given` decides."""
+    return frozenset(n for n in names if option_given(ctx, n, True))

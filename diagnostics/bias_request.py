@@ -1,0 +1,170 @@
+"""One ``probegen bias`` run as a typed request: :class:`BiasRequest` and :func:`run_request`.
+
+The command line (``commands/bias.py``) fills a :class:`BiasRequest` from its options and
+prints what :func:`run_request` returns; everything else (option checks, the choice of method,
+the zero-shot or trained run, the human points) happens here, without click.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from probegen.runner import Runner
+
+DEFAULT_OUT = Path("probegen_out") / "bias"
+METHODS = ("zeroshot", "trained")
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BiasRequest:
+    """What one ``probegen bias`` run is asked to do.
+
+    ``given`` names the options the user set (not left at their defaults): options are checked
+    against the datasets and the model for what was asked. ``out`` None: under
+    :data:`DEFAULT_OUT`, by model (and method).
+    """
+
+    model: str
+    datasets: tuple[str, ...] = ()
+    out: str | None = None
+    seed: int = 0
+    n_boot: int = 1000
+    scorer: str | None = None
+    nonce: str | None = None
+    pattern: str = "definition-of"
+    reduction: str = "sum"
+    batch_size: int | None = None
+    folds: int = 5
+    split: str | None = None
+    controls: bool = True
+    method: str | None = None
+    finetune: bool = False
+    seeds: int = 3
+    human: tuple[str, ...] = ()
+    wordnet: str | None = None
+    semcor: str | None = None
+    given: frozenset[str] = frozenset()
+
+    def asked(self, name: str):
+        """The value of option ``name`` if the user set it, else None."""
+        return getattr(self, name) if name in self.given else None
+
+    def out_dir(self, suffix: str = "") -> Path:
+        """Where the report goes."""
+        return Path(self.out) if self.out else DEFAULT_OUT / (self.model.strip("/").replace("/", "_").replace(" ", "_") + suffix)
+
+
+def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool = False) -> str:
+    """The method a run uses: the one asked for, else by dataset kind (all given datasets must agree):
+    a task with zero-shot ablations is measured zero-shot, one without (word-in-context) trained."""
+    from probegen import tasks
+    from probegen.errors import ProbegenError
+
+    trained_only = [not tasks.detect(d).zero_shot for d in datasets]
+    if method is None:
+        if any(trained_only) and not all(trained_only):
+            raise ProbegenError("word-in-context datasets (measured with --method trained) and CoDA21/WordNetQA datasets "
+                                "(--method zeroshot) cannot share one run; run them separately")
+        method = "trained" if trained_only and all(trained_only) else "zeroshot"
+    if method == "zeroshot" and finetune:
+        raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
+    if method == "zeroshot" and any(trained_only):
+        bad = next(d for d, w in zip(datasets, trained_only) if w)
+        raise ProbegenError(f"{bad} is a word-in-context dataset: it has no zero-shot ablations; use --method trained")
+    return method
+
+
+#: the options of ``probegen bias`` whose applicability depends on the datasets' tasks
+TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "controls", "method", "finetune", "seeds")
+
+
+def check_options(req: BiasRequest) -> None:
+    """Reject an option the user gave that applies to none of the datasets (one line, before any work):
+    e.g. --pattern with only WordNetQA sets, --folds on word-in-context pairs."""
+    from probegen import tasks
+
+    from .run_bias import default_tasks
+
+    tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
+                                default_tasks=default_tasks())
+
+
+def _check_human(req: BiasRequest) -> None:
+    """A study that cannot be scored fails now, not after the model has scored everything."""
+    from probegen.errors import ProbegenError
+
+    from .human import score_study
+
+    if choose_method(req.method, req.datasets, req.finetune) == "trained":
+        raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method trained")
+    for h in req.human:
+        score_study(h, n_boot=2)
+
+
+def run_trained_request(req: BiasRequest, log: Log, runner: Runner | None = None) -> str:
+    """``--method trained``: a classifier per input condition; returns the summary to print."""
+    from probegen.io import ensure_writable
+
+    from .trained import TrainedConfig, require_gpu, run_trained, summary_table
+
+    if req.finetune:
+        require_gpu()  # before any dataset or model is loaded
+    out_dir = req.out_dir("-trained")
+    ensure_writable(out_dir, replace=True, inputs=req.datasets)
+    cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune, batch_size=req.batch_size or 32)
+    results = run_trained(req.model, list(req.datasets), out_dir, cfg, log=log, runner=runner)
+    return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
+
+
+def _check_zeroshot(req: BiasRequest) -> None:
+    """Every option and the model checked before any dataset is generated or scored."""
+    from probegen.evaluation import check_model_options, resolve_models
+    from probegen.templating import coda21_patterns
+
+    coda21_patterns(req.pattern)  # an unknown pattern fails now, not after scoring
+    # the model before the default datasets are generated: an unknown name fails in a moment
+    model_kind = resolve_models([req.model], req.scorer)[req.model]
+    check_model_options(req.model, model_kind, reduction=req.asked("reduction"), pattern=req.asked("pattern"))
+
+
+def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = None) -> str:
+    """The zero-shot ablations (and human points); returns the summary to print."""
+    from probegen.io import ensure_writable
+    from probegen.runner import Runner
+
+    from .run_bias import BiasConfig, run_bias, summary_table
+
+    _check_zeroshot(req)
+    out_dir = req.out_dir()
+    ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, req.wordnet, req.semcor])  # written by atomic_dir
+    cfg = BiasConfig(seed=req.seed, n_boot=req.n_boot, nonce=req.nonce, pattern=req.pattern, folds=req.folds,
+                     controls=req.controls, split=req.split)
+    runner = Runner.ensure(runner, log)
+    # the report appears whole or not at all, written by rank 0 alone under torchrun
+    with runner.output_dir(out_dir) as tmp:
+        results = run_bias(req.model, list(req.datasets) or None, tmp, cfg, scorer_kind=req.scorer, reduction=req.reduction,
+                           batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
+                           log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner)
+        if req.human:
+            from .human import add_human_to_bias
+
+            add_human_to_bias(tmp, list(req.human), n_boot=req.n_boot, seed=req.seed)
+    return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
+
+
+def run_request(req: BiasRequest, log: Log = print, runner: Runner | None = None) -> str:
+    """Run ``req`` (zero-shot or trained, by :func:`choose_method`); returns the summary to print.
+
+    ``runner`` (a :class:`~probegen.runner.Runner`: the runtime and the torchrun process group)
+    loads the model; rank 0 alone writes the report.
+    """
+    check_options(req)
+    if req.human:
+        _check_human(req)
+    if choose_method(req.method, req.datasets, req.finetune) == "trained":
+        return run_trained_request(req, log, runner)
+    return run_zeroshot_request(req, log, runner)

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests import golden_runs
-from tests.cli_checks import run
+import golden_runs
+from cli_checks import run
 
 LMF = Path(__file__).parent / "data" / "lmf" / "es-mini.xml"
 
 
 @pytest.fixture(scope="module")
 def produced(tmp_path_factory):
-    from tests.tiny_models import tiny_llama
+    from tiny_models import tiny_llama
 
     root = tmp_path_factory.mktemp("golden")
     tiny = tiny_llama(root / "tiny-llama")

@@ -327,9 +327,16 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 @click.option("--pll", type=click.Choice(["original", "word-l2r"]), default="original", show_default=True, help="Masked LMs: pseudo-log-likelihood as in the paper, or PLL-word-l2r (Kauf & Ivanova 2023).")
 @click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True, help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="Multiple choice: evaluate one split [default: all items].")
+@click.option("--limit", type=int, default=None, metavar="N", help="A quick look: only the first N units (groups, items) in file order.")
+@click.option("--sample", type=int, default=None, metavar="N", help="A quick look: N units drawn at random with --seed (not with --limit).")
+@click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error", show_default=True,
+              help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, with ids, in results.json and the summary (skip).")
+@click.option("--probe", "release_probe", default=None, metavar="PROBE",
+              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
-def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, out) -> None:
+def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, limit,
+             sample, on_invalid, release_probe, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -340,6 +347,10 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
       probegen eval --model smollm2-135m --dataset probegen_out/datasets/wordnetqa-definitions --length-norm chars --split test
       probegen eval --model minilm-l6 --dataset WiC_dataset/   # word-in-context: a linear probe, train -> test
       probegen eval --model roberta-large --pll word-l2r --device cuda --dataset probegen_out/datasets/coda21-clean-hard
+      probegen eval --model glove-50d --dataset probegen_out/datasets/coda21-clean-hard --sample 20 --seed 1   # quick look
+      probegen eval --model glove-50d --dataset probegen_out/datasets/wordnetqa-definitions --limit 100   # first 100 items
+      probegen eval --model minilm-l6 --dataset definitions-train.jsonl --on-invalid skip   # skip (and list) unusable release rows
+      probegen eval --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy   # a release file its name does not name
     """
     from probegen.runner import Runner
 
@@ -356,8 +367,13 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
     # only what the user set: an option that does not apply to the dataset's kind is an error
     asked = {"scorer": scorer, "nonce": nonce, "pattern": pattern, "reduction": _given(ctx, "reduction", reduction),
              "matching": _given(ctx, "matching", matching), "length_norm": _given(ctx, "length_norm", length_norm),
-             "split": split, "pll": _given(ctx, "pll", ctx.params.get("pll"))}
+             "split": split, "pll": _given(ctx, "pll", ctx.params.get("pll")), "limit": ctx.params.get("limit"),
+             "sample": ctx.params.get("sample"), "on_invalid": _given(ctx, "on_invalid", ctx.params.get("on_invalid")),
+             "probe": ctx.params.get("release_probe")}
     tasks.check_options([task], asked, "eval", [dataset])
+    from probegen.evaluation import subset_request
+
+    subset_request(asked["limit"], asked["sample"])  # --limit with --sample: one line, before any work
     if not task.zero_shot:  # word in context: a linear probe, trained on the train split
         from commands.evaluate import eval_wordincontext
 
@@ -381,6 +397,10 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
             split=split,
             seed=seed,
             batch_size=batch_size,
+            limit=asked["limit"],
+            sample=asked["sample"],
+            on_invalid=asked["on_invalid"],
+            probe=asked["probe"],
         ),
         log=_log,
         figures=_eval_figures(model, dataset),

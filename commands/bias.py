@@ -35,6 +35,14 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
 @click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2), help="Cross-validation folds of the trained controls.")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: analyse one split [default: all items].")
+@click.option("--limit", type=int, default=None, metavar="N",
+              help="A quick look: only the first N resampling units per dataset (CoDA21 groups, WordNetQA concepts), file order.")
+@click.option("--sample", type=int, default=None, metavar="N",
+              help="A quick look: N whole resampling units per dataset drawn with --seed, so the bootstrap CIs stay honest (not with --limit).")
+@click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error", show_default=True,
+              help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, with ids, in results.json and report.md (skip).")
+@click.option("--probe", default=None, metavar="PROBE",
+              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
 @click.option("--method", type=click.Choice(["zeroshot", "trained"]), default=None, help=METHOD_HELP)
 @click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")
@@ -57,6 +65,13 @@ def bias(ctx, runtime, **options) -> None:
       probegen bias --model smollm2-135m --split test   # WordNetQA test split only (faster)
       probegen bias --method trained --model minilm-l6 --dataset probegen_out/datasets/wic-semcor
       probegen bias --model minilm-l6 --dataset probegen_out/datasets/wordnetqa-definitions --human probegen_out/studies/wordnetqa-definitions
+      probegen bias --model glove-50d --dataset probegen_out/datasets/wordnetqa-definitions --sample 20   # 20 whole concepts
+      probegen bias --model glove-50d --dataset probegen_out/datasets/coda21-clean-hard --limit 30   # the first 30 groups
+      probegen bias --model minilm-l6 --dataset hypernymy-train.jsonl --on-invalid skip   # skip (and list) unusable release rows
+      probegen bias --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy
+
+    Each dataset's folder holds ablations.jsonl: per condition and item, the exact query and
+    candidate texts the model scored, and the gold.
     """
     from diagnostics.bias_request import TASK_OPTIONS, BiasRequest, run_request
     from probegen.runner import Runner

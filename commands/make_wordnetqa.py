@@ -33,6 +33,10 @@ def _config(probe, pos, distractors, contexts, **kw):
     cfg = WordNetQAConfig(probes=(probe,), pos=("n", "v") if pos == "both" else (pos[0],), distractors=_types(distractors),
                           contexts="wordnet" if contexts == "examples" else contexts, **kw)
     cfg.validate()
+    if cfg.templates:  # a bad templates file fails before any work
+        from probegen.templating import question_templates
+
+        question_templates(path=cfg.templates)
     return cfg
 
 
@@ -63,12 +67,14 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
 @click.option("--max-answers-per-hop", default=1, show_default=True, type=click.IntRange(min=1), help="ISA probes: gold answers sampled per concept and hop.")
 @click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0), help="Noun hypernymy answers nearer the root than this are skipped (entity, abstraction, ...).")
 @click.option("--instances/--no-instances", default=False, show_default=True, help="Follow instance hypernymy (Paris -> city) for answers and ISA distractors.")
-@click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1), help="A seeded sample of N concepts (quick sets).")
+@click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1), help="A seeded sample of N concepts that have a question of the probe(s) (quick sets).")
 @click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of concepts in dev.")
 @click.option("--test-frac", default=0.1, show_default=True, type=float, help="Share of concepts in test.")
 @click.option("--release/--no-release", default=False, show_default=True, help="Also write release/<split>.jsonl in the WordNetQA release schema.")
 @click.option("--adversarial", is_flag=True, help="Pick the valid distractors the --against model scores highest; also writes the non-adversarial twin to <out>-twin.")
 @click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
+@click.option("--templates", type=click.Path(dir_okay=False), default=None,
+              help="Question templates (YAML/JSON, the shape of templates/questions/en.yaml) [default: templates/questions/<the wordnet's language>.yaml].")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
 @click.pass_context
@@ -87,6 +93,8 @@ def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversar
       probegen make wordnetqa --limit 300 --out /tmp/wnqa-small --release
       probegen make wordnetqa --probe hypernymy --limit 300 --adversarial --against smollm2-135m
       probegen make wordnetqa --wordnet-source pwn31 --probe definitions
+      probegen make wordnetqa --wordnet-source tests/data/lmf/es-mini.xml   # Spanish questions
+      probegen make wordnetqa --wordnet-source my-wordnet.xml --templates my-questions.yaml
     """
     from probegen.wordnetqa import dataset as ds_mod
     from probegen.wordnetqa.reference import size_table

@@ -69,6 +69,9 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
     per = m["counts"]["per_annotator"]
     click.echo(f"wrote {out_dir}: {m['n']} {m['dataset']['kind']} {m['unit']}s x {len(m['conditions'])} condition(s), "
                f"{len(per)} annotators ({', '.join(f'{a}: {k}' for a, k in per.items())} items)")
+    for cond, reasons in m["counts"]["kept_out"].items():
+        for why, k in reasons.items():  # as `probegen bias` keeps them out of that condition's ratio
+            click.echo(f"kept out of {cond}: {k} item(s) (shown in the other conditions): {why}")
     from probegen.study.server import annotator_links
     from probegen.study.store import load_study
 

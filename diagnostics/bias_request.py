@@ -45,6 +45,10 @@ class BiasRequest:
     finetune: bool = False
     seeds: int = 3
     human: tuple[str, ...] = ()
+    limit: int | None = None
+    sample: int | None = None
+    on_invalid: str = "error"
+    probe: str | None = None
     wordnet: str | None = None
     semcor: str | None = None
     given: frozenset[str] = frozenset()
@@ -79,16 +83,19 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
 
 
 #: the options of ``probegen bias`` whose applicability depends on the datasets' tasks
-TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "controls", "method", "finetune", "seeds")
+TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "controls", "method", "finetune", "seeds",
+                "limit", "sample", "on_invalid", "probe")
 
 
 def check_options(req: BiasRequest) -> None:
     """Reject an option the user gave that applies to none of the datasets (one line, before any work):
     e.g. --pattern with only WordNetQA sets, --folds on word-in-context pairs."""
     from probegen import tasks
+    from probegen.evaluation import subset_request
 
     from .run_bias import default_tasks
 
+    subset_request(req.asked("limit"), req.asked("sample"))  # --limit with --sample: one line
     tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
                                 default_tasks=default_tasks())
 
@@ -133,6 +140,7 @@ def _check_zeroshot(req: BiasRequest) -> None:
 
 def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = None) -> str:
     """The zero-shot ablations (and human points); returns the summary to print."""
+    from probegen.evaluation import subset_request
     from probegen.io import ensure_writable
     from probegen.runner import Runner
 
@@ -148,7 +156,8 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
     with runner.output_dir(out_dir) as tmp:
         results = run_bias(req.model, list(req.datasets) or None, tmp, cfg, scorer_kind=req.scorer, reduction=req.reduction,
                            batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
-                           log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner)
+                           log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
+                           subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe)
         if req.human:
             from .human import add_human_to_bias
 

@@ -10,6 +10,9 @@
 - Bias: Bias_C = (M_C - M_L) / (M_Full - M_L) and Bias_W with the label baseline M_L = chance
   for the item type (1/5 for a WordNetQA item, 1/k for a group), on the items answered in every
   condition, bootstrapped over those items (paired) with :func:`diagnostics.bias.bootstrap_bias`.
+  Items the study kept out of Context/Word (the gold's ``kept_out``: the items ``probegen bias``
+  keeps out of Bias_C/Bias_W, e.g. synonymy questions) are in Full only, so the ratios and the
+  hidden-word guesses are on the items the model's ratios are on; the report says how many.
 - Models: with ``probegen bias`` runs on the study's dataset, each model's accuracy on exactly
   the study's items per condition (its per-item records), its bias on them with the same chance
   baseline, and the human - model gap (the bias paper's Table 5 shape).
@@ -105,7 +108,8 @@ def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: in
         uids = sorted(by_item)
         scores = {u: float(np.mean([r["correct"] for r in by_item[u].values()])) for u in uids}
         item_scores[cond] = scores
-        entry: dict[str, Any] = {"n_items": len(uids), "n_planned": study.manifest["n"],
+        planned = {u for a in study.annotators.values() if a["condition"] == cond for u in a["items"]}
+        entry: dict[str, Any] = {"n_items": len(uids), "n_planned": len(planned),
                                  "n_annotations": sum(len(v) for v in by_item.values())}
         if uids:
             acc = bootstrap_accuracy(np.array([scores[u] for u in uids]), n_boot=n_boot, seed=seed)
@@ -132,6 +136,7 @@ def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: in
         "seed": study.manifest["seed"],
         "conditions": conds,
         "bias": _bias({c: item_scores[c] for c in study.conditions}, gold, n_boot, seed),
+        "kept_out": study.manifest.get("counts", {}).get("kept_out", {}),
         "bootstrap": {"n": n_boot, "seed": seed, "alpha": 0.05, "unit": study.manifest["unit"]},
         "models": [model_on_study(run, study, item_scores, n_boot, seed) for run in models],
     }
@@ -204,6 +209,8 @@ def model_on_study(run: str | Path, study, human: dict[str, dict[str, float]], n
         recs = {str(r["id"]): r for r in read_jsonl(rfile.parent / rel)}
         scores = {}
         for uid, g in gold.items():
+            if cond in g.get("kept_out", {}):  # not shown to people in cond: not in the model's figures either
+                continue
             r = recs.get(str(g["dataset_id"]))
             if r is None:
                 raise ProbegenError(f"bias run {rfile.parent} has no {cond} record for item {g['dataset_id']} "
@@ -264,6 +271,7 @@ def render_report(res: dict[str, Any]) -> str:
     g = res["conditions"].get("context", {}).get("guess")
     if g and g["n"]:
         lines += ["", f"Context: the hidden word was guessed right {g['accuracy']:.1%} of the time ({g['n']} guesses)."]
+    lines += _kept_out_lines(res.get("kept_out") or {})
     lines += ["", "## Context and word bias (label baseline = chance)", ""]
     b = res["bias"]
     if b.get("ratios"):
@@ -295,6 +303,19 @@ def render_report(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _kept_out_lines(kept_out: dict[str, dict[str, int]]) -> list[str]:
+    """The report's note on the items kept out of a condition, and why (none: no lines).
+
+    >>> _kept_out_lines({"word": {"it names the gold": 3}})[1]
+    'Kept out of Word by design (shown in the other conditions), as `probegen bias` keeps them out of its ratio: 3 items: it names the gold.'
+    """
+    lines = [f"Kept out of {NAMES[c]} by design (shown in the other conditions), as `probegen bias` keeps them out of its "
+             f"ratio: {k} items: {why}." for c, reasons in kept_out.items() for why, k in reasons.items()]
+    if lines:
+        lines.append("Context and Word accuracies, the guesses, Bias_C and Bias_W (humans and models) are on the items left.")
+    return [""] + lines if lines else []
+
+
 def write_score(res: dict[str, Any], out: Path) -> Path:
     """results.json, report.md and (when the human bias is defined) bias_plane.png, in one rename."""
     from probegen.io import atomic_dir, write_json
@@ -321,6 +342,8 @@ def summary(res: dict[str, Any]) -> str:
         lines.append(f"{cond:<10} {e['n_items']:>6} {_acc(e):<24} {_f(e['chance'], '.2f'):>6}  {_f(e['agreement']['kappa_mean'], '.2f')}")
     r = res["bias"].get("ratios") or {}
     lines.append(f"human Bias_C {_ratio(r, 'bias_c')}   Bias_W {_ratio(r, 'bias_w')}")
+    for cond, reasons in (res.get("kept_out") or {}).items():
+        lines.append(f"kept out of {cond} by design (as bias keeps them out of its ratio): {sum(reasons.values())} item(s)")
     for m in res["models"]:
         gaps = ", ".join(f"{c} {_f(e.get('gap'), '+.3f')}" for c, e in m["conditions"].items())
         lines.append(f"{m['model']}: gap (human - model) {gaps}")

@@ -86,9 +86,37 @@ def _ratio_rows(d: dict[str, Any], r: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _shown(d: dict[str, Any]) -> list[str]:
+    """Rows skipped as invalid (count and ids per reason), the subset taken, and where the exact
+    model input is: the lines under a dataset's heading.
+
+    >>> print("\\n".join(_shown({"files": {"units": "wqa/ablations.jsonl"}, "unit": "concept",
+    ...     "subset": {"how": "limit", "n": 3, "unit": "concept", "of": 12, "taken": 3, "items": 9, "all": False}})))
+    **Subset:** the first 3 of the 12 concepts in file order (9 items): the figures cover these only.
+    <BLANKLINE>
+    What the model saw: `wqa/ablations.jsonl` holds one line per scored condition and scored unit (a group or an item): the exact query and candidate texts it scored, and the gold.
+    <BLANKLINE>
+    """
+    from probegen.evaluation import invalid_lines
+    from probegen.tasks import subset_line
+
+    lines = []
+    inv = invalid_lines(d.get("invalid"))
+    if inv:
+        lines += [f"**Invalid rows:** {inv[0]}.", ""] + [f"- {ln.strip()}" for ln in inv[1:]] + [""]
+    if d.get("subset"):
+        lines += [f"**Subset:** {subset_line(d['subset'])}.", ""]
+    seen = (d.get("files") or {}).get("units")
+    if seen:
+        lines += [f"What the model saw: `{seen}` holds one line per scored condition and scored unit (a group or an "
+                  "item): the exact query and candidate texts it scored, and the gold.", ""]
+    return lines
+
+
 def _dataset(d: dict[str, Any]) -> list[str]:
     lines = [f"## {d['name']}", "", f"`{d['path']}` ({d['kind']}; {d['all']['n_units']} {d['unit']}s, "
              f"{d.get('n_items', int(d['all']['n_items']))} items). {resampling_line(d)}", ""]
+    lines += _shown(d)
     a, r, gap = d["all"]["ablations"], d["all"]["ratios"], d["all"]["gap"]
     rows = [[name, d["ablation_help"].get(name, ""), _acc(a.get(name))] for name in d["ablation_order"] if name in a]
     lines += ["### Ablations", ""] + _table(["ablation", "input", "accuracy [95% CI]"], rows) + [""]

@@ -4,7 +4,9 @@ Output directory:
 - ``results.json``: accuracies with CIs per ablation, the Full - Label gap, bias ratios, subsets
   (CoDA21 POS, WordNetQA probe type), trained controls and entropies, per dataset;
 - ``report.md`` with ``bias_plane.png`` embedded;
-- ``<dataset>/<ablation>.jsonl``: the per-group/per-item records of each scored ablation.
+- ``<dataset>/<ablation>.jsonl``: the per-group/per-item records of each scored ablation;
+- ``<dataset>/ablations.jsonl``: what the model saw, one line per unit per scored condition (the
+  exact query and candidate texts of the core units the task built and the scorer scored, the gold).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.tasks import Settings
 from probegen.tasks.coda21 import Coda21Task
-from probegen.tasks.multiple_choice import MultipleChoiceTask
+from probegen.tasks.multiple_choice import EXCLUDED_RATIOS, MultipleChoiceTask
 
 from .bias import LABEL, UnitTable, bootstrap_bias, unit_sums
 
@@ -33,15 +35,9 @@ DEFAULT_DATASETS = ("probegen_out/datasets/coda21-clean-easy", "probegen_out/dat
 CODA21_ABLATIONS, CODA21_RATIOS = CODA21.ablations, CODA21.ratios
 MC_ABLATIONS, MC_RATIOS = MC.ablations, MC.ratios
 # Ratios that measure nothing on a probe type, by construction of its questions: that probe's items
-# are left out of the ratio (of the whole set and of its own subset), and the report says why.
-MC_EXCLUDED = {
-    "synonymy": {
-        "bias_c": "a synonymy stem is the definition alone (no sentence, no target word), so its Context "
-        "query is its Full query and Bias_C would be 1 by construction",
-        "bias_w": "the synonymy Word query names the concept's first lemma, which the gold choice lists "
-        "verbatim, so Bias_W would measure string copying",
-    },
-}
+# are left out of the ratio (of the whole set and of its own subset), and the report says why. The
+# task's table: human studies keep the same items out of the same conditions.
+MC_EXCLUDED = EXCLUDED_RATIOS
 RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
 
 
@@ -301,10 +297,13 @@ def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Cal
     task.build_default(path, wordnet, semcor, log)
 
 
-def load_dataset(path: str | Path) -> tuple[str, Any]:
-    """(kind, loaded dataset) of a dataset path; every row must be one the ablations can cut."""
+def load_dataset(path: str | Path, on_invalid: str = "error", probe: str | None = None) -> tuple[str, Any]:
+    """(kind, loaded dataset) of a dataset path; every row must be one the ablations can cut
+    (``on_invalid`` ``skip``: the loader skips and records the others; passed only then)."""
     task = tasks.detect(path)
-    return task.name, task.load(path, ablations=True)
+    from probegen.evaluation import reader_options
+
+    return task.name, task.load(path, ablations=True, **reader_options(on_invalid, probe))
 
 
 def _slug(path: Path) -> str:
@@ -320,6 +319,7 @@ class Loaded:
     path: str
     kind: str
     data: Any
+    subset: dict[str, Any] | None = None  # what --limit / --sample took (Task.subset)
 
     @property
     def task(self):
@@ -332,6 +332,8 @@ def prepare_datasets(
     wordnet: str | None = None,
     semcor: str | None = None,
     log: Callable[[str], None] = print,
+    on_invalid: str = "error",
+    probe: str | None = None,
 ) -> tuple[list[Loaded], list[dict[str, Any]]]:
     """Load (and validate) every dataset before any model is loaded.
 
@@ -344,7 +346,7 @@ def prepare_datasets(
         try:
             if not datasets:
                 ensure_dataset(p, wordnet, semcor, log)
-            kind, data = load_dataset(p)
+            kind, data = load_dataset(p, on_invalid, probe)
             loaded.append(Loaded(_slug(p), str(p), kind, data))
         except ProbegenError as e:
             if datasets:
@@ -364,6 +366,17 @@ def _one_split(d: Loaded, split: str) -> Loaded:
     return d if data is d.data else dataclasses.replace(d, name=f"{d.name}:{split}", data=data)
 
 
+def take_subset(d: Loaded, subset: tuple[str, int], seed: int, log: Callable[[str], None] = print) -> Loaded:
+    """``d`` cut to ``subset`` (``("sample", N)`` or ``("limit", N)``) of whole resampling clusters
+    (:meth:`probegen.tasks.Task.subset`: WordNetQA concepts, CoDA21 groups), so the bootstrap
+    resamples the units it would have resampled in the whole set."""
+    import dataclasses
+
+    data, info = d.task.subset(d.data, subset[0], subset[1], seed, whole="cluster")
+    log(f"{d.name}: {tasks.subset_line(info)}")
+    return dataclasses.replace(d, data=data, subset=info)
+
+
 def run_bias(
     model: str,
     datasets: list[str | Path] | None,
@@ -377,17 +390,24 @@ def run_bias(
     log: Callable[[str], None] = print,
     progress: bool = True,
     runner: Runner | None = None,
+    subset: tuple[str, int] | None = None,
+    on_invalid: str = "error",
+    probe: str | None = None,
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
 
     ``runner`` loads the model (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
+    ``subset`` (``--limit`` / ``--sample``) keeps whole resampling clusters of each dataset
+    (:func:`take_subset`); ``on_invalid`` goes to the loaders (:func:`load_dataset`).
     """
     runner = Runner.ensure(runner, log)
     log, progress = runner.main_log(log), progress and runner.progress
-    loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log)
+    loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log, on_invalid, probe)
     if cfg.split:
         loaded = [_one_split(d, cfg.split) for d in loaded]
+    if subset is not None:
+        loaded = [take_subset(d, subset, cfg.seed, log) for d in loaded]
     from probegen.evaluation import load_model_scorer
 
     t0 = time.perf_counter()
@@ -426,7 +446,11 @@ def write_bias(
         records, entry = measure(d, scorer, cfg, given_nonce, progress, evaluate_mc)
         for mode, rows in records.items():
             write_jsonl(out / d.name / f"{mode}.jsonl", rows)
-        entries.append({"name": d.name, "path": d.path, **entry, "files": {m: f"{d.name}/{m}.jsonl" for m in records}})
+        files = {m: f"{d.name}/{m}.jsonl" for m in records}
+        if evaluate_mc is None:  # a stand-in evaluator scores no units: there is no model input to show
+            write_jsonl(out / d.name / SEEN_FILE, seen_lines(d, scorer, cfg, given_nonce, list(records)))
+            files["units"] = f"{d.name}/{SEEN_FILE}"
+        entries.append({"name": d.name, "path": d.path, **entry, **shown_blocks(d), "files": files})
     results = {
         "model": model,
         "scorer": {"kind": scorer.kind, **_settings(scorer)},
@@ -445,16 +469,74 @@ def write_bias(
     return results
 
 
+SEEN_FILE = "ablations.jsonl"
+
+
+def dataset_cfg(d: Loaded, cfg: BiasConfig, given_nonce: bool) -> BiasConfig:
+    """``cfg`` with the dataset's own made-up word unless the user named one."""
+    from dataclasses import replace
+
+    from probegen.templating import dataset_nonce
+
+    return cfg if given_nonce else replace(cfg, nonce=dataset_nonce(d.data.manifest))
+
+
+def unit_line(condition: str, unit: Any) -> dict[str, Any]:
+    """One line of ``ablations.jsonl``: a core unit as the scorer got it. Rows that share their
+    candidates (a CoDA21 group's definitions) list them once (``candidates``); otherwise
+    ``candidates_per_query``.
+
+    >>> from probegen.core import Unit
+    >>> unit_line("word", Unit.choice("q1", "dog", ["a pet", "a tree"], 0))
+    {'condition': 'word', 'id': 'q1', 'decision': 'argmax', 'queries': ['dog'], 'gold': [0], 'candidates': ['a pet', 'a tree']}
+    """
+    line = {"condition": condition, "id": unit.id, "decision": unit.decision, "queries": list(unit.queries),
+            "gold": list(unit.gold)}
+    if all(c == unit.candidates[0] for c in unit.candidates):
+        line["candidates"] = list(unit.candidates[0])
+    else:
+        line["candidates_per_query"] = [list(c) for c in unit.candidates]
+    return line
+
+
+def line_unit(line: dict[str, Any]) -> Any:
+    """The core unit a line of ``ablations.jsonl`` records (the inverse of :func:`unit_line`)."""
+    from probegen.core import Unit
+
+    queries = tuple(line["queries"])
+    cands = (tuple(tuple(c) for c in line["candidates_per_query"]) if "candidates_per_query" in line
+             else tuple(tuple(line["candidates"]) for _ in queries))
+    return Unit(line["id"], queries, cands, line["decision"], tuple(line["gold"]))
+
+
+def seen_lines(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, conditions: list[str]) -> list[dict[str, Any]]:
+    """What the model saw of ``d``: per scored condition (in scoring order), every core unit the
+    task builds for it (:meth:`probegen.tasks.Task.units`, with the settings and query style it was
+    scored with), in dataset order."""
+    settings = settings_of(dataset_cfg(d, cfg, given_nonce))
+    style = getattr(scorer, "query_style", "pattern")
+    return [unit_line(c, u) for c in conditions for u in d.task.units(d.data, c, settings, style)]
+
+
+def shown_blocks(d: Loaded) -> dict[str, Any]:
+    """The results entry's ``subset`` (what --limit/--sample took) and ``invalid`` (rows the loader
+    skipped, from the dataset's manifest) blocks, where there are any."""
+    out: dict[str, Any] = {}
+    if d.subset is not None:
+        out["subset"] = d.subset
+    invalid = (getattr(d.data, "manifest", None) or {}).get("invalid")
+    if invalid:
+        out["invalid"] = invalid
+    return out
+
+
 def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: bool = True,
             evaluate_mc: Callable | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """(per-ablation records, results entry) of one dataset: its task scores the ablations and
     picks its analysis from this module (:meth:`probegen.tasks.Task.bias_analysis`)."""
     import sys
-    from dataclasses import replace
 
-    from probegen.templating import dataset_nonce
-
-    dcfg = cfg if given_nonce else replace(cfg, nonce=dataset_nonce(d.data.manifest))
+    dcfg = dataset_cfg(d, cfg, given_nonce)
     task = d.task
     records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
     entry = task.bias_analysis(sys.modules[__name__])(d.data, records, dcfg)
@@ -503,4 +585,12 @@ def summary_table(results: dict[str, Any]) -> str:
         )
         for e in d.get("exclusions", []):
             lines.append(f"{'':<28} {e['name']} leaves out {e['probe']} (measures nothing there; see report.md)")
+        lines += [f"{'':<28} {ln.strip()}" for ln in shown_notes(d)]
     return "\n".join(lines)
+
+
+def shown_notes(d: dict[str, Any]) -> list[str]:
+    """The lines on a results entry's skipped rows and subset (terminal summary and report.md)."""
+    from probegen.evaluation import invalid_lines
+
+    return invalid_lines(d.get("invalid")) + ([tasks.subset_line(d["subset"])] if d.get("subset") else [])

@@ -2,7 +2,8 @@
 
 Results directory:
 - ``results.json``: model, scorer settings, pattern, nonce, reduction, metrics, timings and the
-  dataset manifest's hash;
+  dataset manifest's hash; ``subset`` (what ``--limit`` / ``--sample`` took) and ``invalid``
+  (rows the loader skipped, count and ids per reason) when there are any;
 - ``groups.jsonl`` (CoDA21) or ``items.jsonl`` (multiple choice): per-group/item scores,
   prediction and gold.
 """
@@ -116,6 +117,10 @@ class EvalOptions:
     split: str | None = None
     seed: int = 0
     batch_size: int | None = None
+    limit: int | None = None
+    sample: int | None = None
+    on_invalid: str | None = None
+    probe: str | None = None  # a release file's probe type (multiple choice)
 
 
 def run_eval(
@@ -150,7 +155,8 @@ def run_eval(
     runner = Runner.ensure(runner, log)  # the command's runner: its runtime and process group
     task = tasks.detect(dataset)
     settings, reduction = _checked_settings(task, model, dataset, options)
-    data = task.load(dataset)  # loaded (and validated) before the model: bad input fails in a second
+    data, subset = load_subset(task, dataset, subset_request(options.limit, options.sample), options.seed,
+                               options.on_invalid, options.split, log=runner.log, probe=options.probe)
     settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))  # a spec may name its own made-up word
     reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
@@ -161,13 +167,103 @@ def run_eval(
     ev = task.evaluate(data, scorer, settings, progress=runner.progress)
     timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
     results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner)
+    notes = _shown_notes(results, data, subset)
     with runner.output_dir(out) as tmp:  # rank 0 writes; no rank leaves before the results are in place
         write_jsonl(tmp / ev.rows_file, ev.rows)
         if figures is not None and runner.is_main:
             results["plots"] = figures(results, tmp)
         write_json(tmp / "results.json", results)
     runner.log(f"wrote {out}")
-    return task.summary(model, ev.metrics)
+    return "\n".join([task.summary(model, ev.metrics), *notes])
+
+
+def subset_request(limit: int | None, sample: int | None) -> tuple[str, int] | None:
+    """``("limit", N)``, ``("sample", N)`` or None from ``--limit`` / ``--sample`` (never both).
+
+    >>> subset_request(None, 20)
+    ('sample', 20)
+    >>> subset_request(5, 20)
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: --limit and --sample cannot be used together: --limit N takes the first N, --sample N a seeded sample; give one
+    """
+    if limit is not None and sample is not None:
+        raise ProbegenError("--limit and --sample cannot be used together: --limit N takes the first N, "
+                            "--sample N a seeded sample; give one")
+    for how, n in (("limit", limit), ("sample", sample)):
+        if n is not None:
+            if n < 1:
+                raise ProbegenError(f"--{how} must be at least 1 (got {n})")
+            return how, int(n)
+    return None
+
+
+def reader_options(on_invalid: str | None = None, probe: str | None = None) -> dict[str, Any]:
+    """The reader keywords the user asked for, passed to ``Task.load`` only when given (a task
+    that takes none never sees them; the option check has already refused them for it).
+
+    >>> reader_options("error", None), reader_options("skip", "hyponymy")
+    ({}, {'on_invalid': 'skip', 'probe': 'hyponymy'})
+    """
+    kw: dict[str, Any] = {"on_invalid": on_invalid} if on_invalid and on_invalid != "error" else {}
+    if probe is not None:
+        kw["probe"] = probe
+    return kw
+
+
+def load_subset(task, path: str | Path, subset: tuple[str, int] | None, seed: int = 0, on_invalid: str | None = None,
+                split: str | None = None, whole: str = "unit", ablations: bool = False,
+                log: Callable[[str], None] = print, probe: str | None = None) -> tuple[Any, dict[str, Any] | None]:
+    """(dataset, what a subset took or None): ``path`` loaded (and validated) by ``task``, with
+    ``on_invalid`` passed to the loader only when it asks for something (``skip``), then cut to
+    ``split`` (when a subset is asked) and to the subset (:meth:`probegen.tasks.Task.subset`)."""
+    kw = reader_options(on_invalid, probe)
+    data = task.load(path, ablations=True, **kw) if ablations else task.load(path, **kw)
+    if subset is None:
+        return data, None
+    if split:
+        data = task.select_split(data, split, str(path))
+    data, info = task.subset(data, subset[0], subset[1], seed, whole)
+    from .tasks import subset_line
+
+    log(f"{path}: {subset_line(info)}")
+    return data, info
+
+
+def invalid_lines(block: dict[str, Any] | None) -> list[str]:
+    """What a loader's ``invalid`` block (rows it skipped, per reason) says to a reader ([] without one).
+
+    >>> print("\\n".join(invalid_lines({"policy": "skip", "rows": 40, "kept": 37,
+    ...     "skipped": {"no gold choice": {"count": 3, "ids": ["a", "b", "c"]}}})))
+    skipped 3 of 40 rows as invalid (--on-invalid skip): the figures cover the 37 kept rows only (3 skipped)
+      no gold choice: 3 (a, b, c)
+    """
+    if not block:
+        return []
+    if not block.get("skipped"):
+        return [f"--on-invalid {block.get('policy', 'skip')}: no row was invalid ({block.get('kept')} of {block.get('rows')} rows kept)"]
+    n = sum(int(v.get("count", 0)) for v in block["skipped"].values())
+    lines = [f"skipped {n} of {block.get('rows')} rows as invalid (--on-invalid {block.get('policy', 'skip')}): "
+             f"the figures cover the {block.get('kept')} kept rows only ({n} skipped)"]
+    for reason, v in block["skipped"].items():
+        ids = list(v.get("ids", []))
+        more = f", ... ({v['count'] - len(ids)} more)" if v.get("count", 0) > len(ids) else ""
+        lines.append(f"  {reason}: {v.get('count')} ({', '.join(map(str, ids))}{more})")
+    return lines
+
+
+def _shown_notes(results: dict[str, Any], data, subset: dict[str, Any] | None) -> list[str]:
+    """Add the skipped rows and the subset to ``results``; the lines the summary adds for them."""
+    from .tasks import subset_line
+
+    notes = []
+    invalid = (getattr(data, "manifest", None) or {}).get("invalid")
+    if invalid:
+        results["invalid"] = invalid
+        notes += invalid_lines(invalid)
+    if subset is not None:
+        results["subset"] = subset
+        notes.append(subset_line(subset))
+    return notes
 
 
 def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions):
@@ -177,7 +273,8 @@ def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions):
     from .tasks import Settings
 
     given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm, "split": o.split,
-             "reduction": o.reduction, "scorer": o.scorer_kind}
+             "reduction": o.reduction, "scorer": o.scorer_kind, "limit": o.limit, "sample": o.sample, "on_invalid": o.on_invalid, "probe": o.probe}
+    subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     tasks.check_options([task], given, "eval", [dataset])
     model_kind = resolve_models([model], o.scorer_kind)[model]
     lm_only = {k: given[k] for k in task.lm_only_options}

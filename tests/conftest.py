@@ -20,3 +20,6 @@ def clean_hard_nouns():
     from probegen.coda21.dataset import build
 
     return build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False, log=lambda m: None)
+
+# the headless-Chromium fixture of the study-page tests (tests/study_page.py)
+from study_page import browser  # noqa: E402,F401

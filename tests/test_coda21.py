@@ -266,3 +266,82 @@ def test_context_choice_goes_through_the_core_and_keeps_the_best_scored_context(
 
         by_hand = [scorer.span_logprob(*_token_view(c)) for c in ctxs[:3]]
     assert got["b.n.01"] is ctxs[:3][int(np.argmax(by_hand))]
+
+
+# ---- eligibility: the paper counts a synset's SemCor occurrences, leaky ones included ----------
+def _leak_free(occs) -> list:
+    """The occurrences whose context shows no other form of the target (the leak rule, applied
+    directly, not through the builder's index)."""
+    from probegen.leaks import leaks
+
+    return [o for o in occs if not leaks(o.context().text, o.context().char_span, o.lemma)]
+
+
+def _hidden_word_recurs(ctx) -> bool:
+    """The hidden word itself occurs again outside its span (a check that needs no morphology)."""
+    return bool(re.search(rf"(?<!\w){re.escape(ctx.word)}(?!\w)", _outside(ctx), re.IGNORECASE))
+
+
+def test_eligibility_counts_every_occurrence_and_drops_only_synsets_with_no_leak_free_one():
+    from probegen.leaks import default_morphology
+    from probegen.semcor import context_index
+
+    index = context_index()
+    names = ["tape.n.01", "sheet.n.01", "zinc.n.01", "theory.n.03"]
+    occs = {s: index[s] for s in names}
+    free = {s: _leak_free(occs[s]) for s in names}
+    # the real SemCor: tape 10 occurrences (2 leak-free, the first leaks), sheet 9 (2 leak-free);
+    # zinc (6) and theory.n.03 (5) show the target again in every sentence
+    assert {s: (len(occs[s]), len(free[s])) for s in names} == {
+        "tape.n.01": (10, 2), "sheet.n.01": (9, 2), "zinc.n.01": (6, 0), "theory.n.03": (5, 0)}
+    assert _hidden_word_recurs(occs["tape.n.01"][0].context())
+    got_index, pool, counts = D.eligible_pool(occs, 5, 10, default_morphology())
+    assert pool == {"tape.n.01", "sheet.n.01"}  # a count of leak-free contexts alone would admit neither
+    assert counts == {"min_occurrences": 5, "qualified": 4, "dropped_no_leak_free_context": 2,
+                      "kept_with_fewer_leak_free_contexts": 2}
+    for s in pool:  # the candidates are exactly the leak-free occurrences, in corpus order
+        assert got_index[s] == free[s]
+        assert not any(_hidden_word_recurs(o.context()) for o in got_index[s])
+    assert got_index["zinc.n.01"] == [] and got_index["theory.n.03"] == []
+    # noisy (one occurrence is enough): the same two are dropped, nothing else is lost
+    _, pool1, counts1 = D.eligible_pool(occs, 1, 1, default_morphology())
+    assert pool1 == pool and counts1["dropped_no_leak_free_context"] == 2
+
+
+def test_a_clean_build_admits_synsets_by_occurrences_and_shows_leak_free_contexts(clean_hard_nouns):
+    from probegen.semcor import context_index
+
+    elig = clean_hard_nouns.manifest["eligibility"]
+    assert elig["n"]["min_occurrences"] == 5
+    assert elig["n"]["dropped_no_leak_free_context"] == 2  # zinc.n.01 and theory.n.03 (see above)
+    assert elig["n"]["kept_with_fewer_leak_free_contexts"] > 0
+    index = context_index()
+    admitted = 0
+    for g in clean_hard_nouns.groups:
+        for it in g.items:
+            occs = index[it.synset]
+            free = _leak_free(occs)
+            assert len(occs) >= 5 and free, it.synset
+            if len(free) < 5:  # in only because every occurrence counts, as in the paper
+                admitted += 1
+                first = free[0].context()  # --context-scorer first: the first leak-free occurrence
+                assert (it.context.sent_id, it.context.span) == (first.sent_id, first.span), it.synset
+                assert not _hidden_word_recurs(it.context), (it.synset, it.context.text)
+    assert admitted >= 10, admitted  # the old rule (5 leak-free contexts) admits none of these
+
+
+def test_the_context_scorer_only_sees_leak_free_occurrences(graph):
+    # a scorer that sees a sentence where the word already occurred prefers it; tape.n.01 has 10
+    # occurrences, 8 of them leaky: the chosen context is still one of the 2 leak-free ones
+    from probegen.data import locate_semcor, locate_wordnet
+    from probegen.leaks import default_morphology
+    from probegen.semcor import context_index
+
+    occs = {"tape.n.01": context_index()["tape.n.01"]}
+    index, pool, _ = D.eligible_pool(occs, 5, 10, default_morphology())
+    cfg = Coda21Config(context_scorer="smollm2-135m")
+    p = D.Plan(cfg, locate_wordnet(), locate_semcor(), graph, index, [], {"n": pool}, {})
+    chosen, scorer = D.pick_contexts(p, ["tape.n.01"], progress=False, log=lambda m: None)
+    assert scorer is not None
+    free = [o.context() for o in _leak_free(occs["tape.n.01"])]
+    assert (chosen["tape.n.01"].sent_id, chosen["tape.n.01"].span) in {(c.sent_id, c.span) for c in free}

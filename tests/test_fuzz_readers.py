@@ -206,7 +206,7 @@ def _args(work: Path, fmt: str, data: bytes) -> list[str]:
     if fmt == "coda21":
         return ["stats", str(place(work, data, "coda21.json"))]
     if fmt == "wordnetqa":
-        return ["stats", str(place(work, data, "definitions-train.jsonl"))]
+        return ["stats", str(place(work, data, "release-train.jsonl"))]
     if fmt == "wic-jsonl":
         return ["stats", str(place(work, data, "items.jsonl"))]
     if fmt == "wic-tsv":

@@ -3,8 +3,8 @@
 The fixture ``tests/data/wordnetqa_release_four_probes.jsonl`` is written from the WordNetQA
 paper's description of its release (``question.stem`` / ``question.choices[{text, label}]`` /
 ``answerKey`` / ``notes`` with ``surface_form``, ``gold_synset``, ``chain``, ``hops``,
-``distractor_type``, ``pos``; no ``notes.probe``: the id names the probe type), three items of
-each probe type with the paper's stem shapes.
+``distractor_type``, ``pos``; no ``notes.probe``, and the id never names the probe: the notes tell
+it, see ``probegen.wordnetqa.release``), three items of each probe type with the paper's stem shapes.
 """
 
 from __future__ import annotations
@@ -161,9 +161,12 @@ BAD = {
     "no-gold-synset": ((("notes", "gold_synset"), KeyError), "notes.gold_synset"),
     "choice-without-text": ((("question", "choices"), [{"label": "A"}, {"text": "b", "label": "B"}]), "question.choices[0].text"),
     "answer-key": ((("answerKey",), "F"), "answerKey 'F'"),
-    "surface-not-a-word": ((("notes", "surface_form"), "ca"), "cannot be ablated"),
+    # neither the surface form nor a lemma of the concept (car.n.01: car, auto, ...) is in the sentence
+    "word-not-in-sentence": ((("question", "stem"), 'Given the context "they parked the van in the garage", which is a type of "truck"?'),
+                             "is not found in the quoted sentence"),
     "no-quoted-sentence": ((("question", "stem"), "Which is a type of car?"), "no quoted sentence"),
-    "unknown-probe": ((("id",), "item-0007"), "cannot tell the probe type"),
+    # the id never names the probe; a chain between unrelated synsets (no => or <=) tells nothing
+    "unknown-probe": ((("notes", "chain"), ["car.n.01", "dog.n.01"]), "cannot tell the probe type"),
 }
 
 
@@ -197,20 +200,21 @@ def test_duplicate_id_names_both_lines(tmp_path):
     assert code == 1 and f"{bad}:13:" in err and not (tmp_path / "o").exists()
 
 
-def test_eval_keeps_a_row_the_ablations_cannot_cut(tmp_path):
-    """Without ablations (``probegen eval``) such a row is a full-input item, as before."""
+def test_eval_refuses_a_row_it_cannot_render_or_skips_it_when_asked(tmp_path):
+    """No silent fallback to the whole stem: a row whose sentence holds no form of its word is an
+    error for eval too (``FILE:LINE``), or with ``on_invalid="skip"`` left out and recorded."""
     lines = FIXTURE.read_text().splitlines()
     r = json.loads(lines[6])
-    r["notes"]["surface_form"] = "ca"
+    r["question"]["stem"] = 'Given the context "they parked the van in the garage", which is a type of "truck"?'
     lines[6] = json.dumps(r)
     bad = tmp_path / "release.jsonl"
     bad.write_text("\n".join(lines) + "\n")
-    ds = D.load(bad)
-    ok, it = ds.items[0], ds.items[6]
-    assert f'"{NONCE}"' in render.query(ok, "pattern", "context", NONCE)  # the other rows still are
-    assert it.template == "" and render.query(it, "pattern", "full", NONCE).count(it.question) == 1
-    with pytest.raises(DatasetError, match="template"):
-        render.query(it, "pattern", "context", NONCE)
+    with pytest.raises(DatasetError, match=f"{bad}:7: the word 'car' is not found in the quoted sentence"):
+        D.load(bad)
+    ds = D.load(bad, on_invalid="skip")
+    assert len(ds.items) == 11 and r["id"] not in {it.id for it in ds.items}
+    assert ds.manifest["invalid"] == {"policy": "skip", "rows": 12, "kept": 11,
+                                      "skipped": {"word not in the quoted sentence": {"count": 1, "ids": [r["id"]]}}}
 
 
 # ---- leftovers: stats on word-in-context sets, the make group's help ----------------------------------

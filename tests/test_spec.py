@@ -284,3 +284,16 @@ def test_a_specs_nonce_word_reaches_the_manifest_and_the_export(tmp_path):
     assert r.exit_code == 0, r.output
     docs = "".join(p.read_text() for p in (tmp_path / "task").glob("*.jsonl"))
     assert "wugaflor" in docs and "bkatuhla" not in docs
+
+
+@pytest.mark.real
+def test_max_concepts_counts_concepts_that_pass_the_specs_filters():
+    """verb-entailment-mc with max_concepts 60: 60 verbs that entail something, not 60 verbs of which
+    a handful do (issue 18: 120 sampled verbs gave 6 questions)."""
+    spec = load_spec("verb-entailment-mc")
+    raw = {**spec.to_dict(), "contexts": {"source": "wordnet", "max": 3}}
+    raw["multiple_choice"] = {**raw["multiple_choice"], "max_concepts": 60}
+    ds = build_spec(parse_spec(raw), **QUIET).dataset
+    c = ds.manifest["counts"]["entailment"]
+    assert c["skipped"]["concepts_without_question"] == 0
+    assert c["synsets"] == 60 and c["unique_questions"] >= 60

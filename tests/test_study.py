@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -34,7 +32,7 @@ from probegen.study.views import MASK
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CODA_JSON = HERE / "data" / "coda21_three_groups.json"
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+from study_page import ThreadServer
 
 
 def run(*args: str):
@@ -107,7 +105,7 @@ def test_make_samples_assigns_and_keeps_gold_apart(wqa, tmp_path):
     for g in gold.values():
         assert g["dataset_id"] not in visible and g["unit"] not in visible
     for row in map(json.loads, (s / "items.jsonl").read_text().splitlines()):
-        assert set(row) == {"uid", "condition", "view"} and set(row["view"]) == {"kind", "prompt", "choices"}
+        assert set(row) == {"uid", "condition", "view"} and set(row["view"]) == {"kind", "prompt", "choices", "marks"}
     assert oct((s / "tokens.json").stat().st_mode & 0o777) == "0o600"
 
 
@@ -132,12 +130,13 @@ def test_views_hide_the_target_by_span(wqa, tmp_path):
     for r in rows:
         it = items[gold[r["uid"]]["dataset_id"]]
         p = r["view"]["prompt"]
-        if r["condition"] == "full":
-            assert p == it.question
+        marked = [p[a:b] for a, b in r["view"]["marks"]]
+        if r["condition"] == "full":  # the word highlighted where it stands: in the sentence and in the stem
+            assert p == it.question and marked == [it.context.text[slice(*it.context.char_span)], it.surface]
         elif r["condition"] == "context":
-            assert it.context.replaced(MASK) in p and f'"{MASK}"' in p  # hidden in the sentence and the stem
+            assert it.context.replaced(MASK) in p and f'"{MASK}"' in p and marked == []  # hidden in the sentence and the stem
         else:
-            assert it.context.text not in p and it.surface in p  # the word, no sentence
+            assert it.context.text not in p and marked == [it.surface]  # the word, no sentence
         assert r["view"]["choices"] == list(it.choices)
 
 
@@ -433,35 +432,6 @@ def test_every_study_command_has_help_with_examples():
 
 
 # ---- the page in a real headless browser -------------------------------------------------------------
-@pytest.fixture
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Debian's chromium is not installed (`make install` installs it with apt-get; it could not be installed here)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-class ThreadServer:
-    """The study app on a free loopback port, in a thread of the test process."""
-
-    def __init__(self, study: Path) -> None:
-        from werkzeug.serving import make_server
-
-        from probegen.study.server import create_app
-
-        self.srv = make_server("127.0.0.1", 0, create_app(study), threaded=True)
-        self.base = f"http://127.0.0.1:{self.srv.server_port}"
-        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.srv.shutdown()
-
-
 def wait_answered(page, k: int, total: int) -> None:
     """The page counts an answer only once the server acknowledged it (stored and fsynced)."""
     from playwright.sync_api import expect

@@ -8,7 +8,8 @@ target's tokens given the sentence to its left, log P(target | left context) / n
 causal LM cannot look right of the word; the left context is what makes the word predictable.)
 
 Only usable contexts are scored: a SemCor sentence that shows another form of the target lemma
-outside the hidden span (``probegen.leaks``) is dropped before scoring. The criterion above
+outside the hidden span (``probegen.leaks``) is dropped before scoring (it still counts towards
+the synset's eligibility, as the paper counts SemCor occurrences). The criterion above
 rewards exactly those sentences (a word is predictable where it already appeared), so filtering
 after scoring would not be enough.
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..dataset import MANIFEST_FILE, Dataset, find  # noqa: F401 - MANIFEST_FILE: importable from here as before
 from ..errors import DatasetError, NothingBuilt, ProbegenError
 from ..io import json_type, parse_json, read_text
+from ..leaks import Morphology, default_morphology
 from ..manifest import CANARY, data_block, make_manifest
 from .config import Coda21Config
 from .items import Context, Group, Item, text_field
@@ -73,11 +74,12 @@ class Plan:
     wn_info: Any
     sc_info: Any
     graph: Any
-    index: dict  # synset -> its first usable SemCor occurrences (no visible target form), corpus order
+    index: dict  # synset -> its first usable occurrences (no visible target form), corpus order
     synset_groups: list  # SynsetGroup, in generation order
     pools: dict[str, set[str]]  # eligible members per POS
     vectors: dict[str, Any]  # per POS: synset names -> L2-normalised definition embeddings
     contexts: str = "semcor"  # where contexts come from: semcor | examples (the synsets' own)
+    eligibility: dict = field(default_factory=dict)  # per POS: eligible_pool's counts (manifest)
 
 
 def plan(
@@ -93,18 +95,18 @@ def plan(
 
     ``wordnet`` names the wordnet (``probegen.lexicon.sources``: None is WordNet 3.0). A synset's
     contexts are its usable SemCor occurrences (``contexts="semcor"``, the default where the
-    wordnet has sense keys) or its own example sentences (``"examples"``): those where no form of
-    the target lemma is visible outside the hidden span (``probegen.leaks``). Eligibility counts
-    only these, so "clean" means at least ``min_clean_contexts`` usable contexts. ``runner``
-    loads the embedder (default: a :class:`~probegen.runner.Runner` with the default runtime).
+    wordnet has sense keys) or its own example sentences (``"examples"``). Eligibility counts a
+    synset's occurrences as the paper does, all of them ("clean": at least ``min_clean_contexts``);
+    its context is then chosen among the usable ones, where no form of the target lemma is
+    visible outside the hidden span (``probegen.leaks``), and an eligible synset with no usable
+    occurrence at all is dropped and counted (:func:`eligible_pool`). ``runner`` loads the
+    embedder (default: a :class:`~probegen.runner.Runner` with the default runtime).
     """
     from ..contexts import example_occurrences
     from ..data import locate_semcor
-    from ..leaks import default_morphology
     from ..lexicon.sources import context_source, open_resource, where
     from ..semcor import context_index
     from ..wordnet_graph import load_graph
-    from .contexts import usable_occurrences
     from .grouping import form_groups
     from .vectors import definition_vectors
 
@@ -118,29 +120,61 @@ def plan(
         occurrences = context_index(sc_info, wn_info, wn_info)
     else:
         occurrences = example_occurrences(graph, [s for pos in cfg.pos for s in graph.synsets(pos)], default_morphology(wordnet))
-    # only as many usable contexts as eligibility and candidate choice can ever look at
-    morph, need = default_morphology(wordnet), max(cfg.min_contexts, cfg.max_contexts)
-    index = {
-        s: usable_occurrences(occs, need, morph)
-        for s, occs in occurrences.items() if s in graph and graph.pos(s) in cfg.pos
-    }
-
-    synset_groups, pools, vectors = [], {}, {}
+    morph = default_morphology(wordnet)
+    synset_groups, pools, vectors, index, eligibility = [], {}, {}, {}, {}
     for pos in cfg.pos:
-        eligible = {s for s, ctxs in index.items() if graph.pos(s) == pos and len(ctxs) >= 1}
-        pools[pos] = {s for s in eligible if len(index[s]) >= cfg.min_contexts}
-        vectors[pos] = definition_vectors(graph, sorted(eligible), cfg.embedder, wn_info.sha256, progress=progress, runner=runner)
+        occs = {s: o for s, o in occurrences.items() if s in graph and graph.pos(s) == pos}
+        pos_index, pools[pos], eligibility[pos] = eligible_pool(occs, cfg.min_contexts, cfg.max_contexts, morph)
+        index.update(pos_index)
+        # embedded: every synset with a usable context (a superset of the pool; the cache key as before)
+        with_usable = sorted(s for s, ctxs in pos_index.items() if ctxs)
+        vectors[pos] = definition_vectors(graph, with_usable, cfg.embedder, wn_info.sha256, progress=progress, runner=runner)
         found = form_groups(graph, pools[pos], pos, cfg, vectors[pos], progress=progress)
-        log(f"{pos}: {len(found)} groups from {len(pools[pos])} eligible synsets")
+        dropped = eligibility[pos]["dropped_no_leak_free_context"]
+        log(f"{pos}: {len(found)} groups from {len(pools[pos])} eligible synsets "
+            f"({dropped} with >= {cfg.min_contexts} occurrences dropped: no leak-free context)")
         if not found:  # a requested part of speech with no group is a failed build, not a smaller one
             raise NothingBuilt(_nothing_built(cfg, pools, pos))
         synset_groups.extend(found)
-    return Plan(cfg, wn_info, sc_info, graph, index, synset_groups, pools, vectors, contexts)
+    return Plan(cfg, wn_info, sc_info, graph, index, synset_groups, pools, vectors, contexts, eligibility)
+
+
+def eligible_pool(
+    occurrences: dict[str, Sequence], min_occurrences: int, max_contexts: int, morph: Morphology
+) -> tuple[dict[str, list], set[str], dict[str, int]]:
+    """(synset -> its first ``max_contexts`` usable occurrences, the eligible pool, counts) for the
+    synsets of one part of speech, from every occurrence of each (corpus order).
+
+    A synset is eligible with at least ``min_occurrences`` occurrences, leaky ones included, as
+    the paper counts SemCor occurrences; its context is chosen among the usable (leak-free) ones
+    only, so one with no usable occurrence at all is dropped, and counted, never silently lost.
+
+    >>> class Occ:  # a SemCor-like occurrence: its lemma hidden at (4, 7)
+    ...     def __init__(self, text): self.text, self.lemma = text, text[4:7]
+    ...     def context(self): return Context(self.text, (4, 7))
+    >>> occs = {"dog.n.01": [Occ("the dog saw a dog"), Occ("the dog ran")], "cat.n.01": [Occ("the cat saw a cat")] * 2}
+    >>> index, pool, counts = eligible_pool(occs, 2, 10, default_morphology())
+    >>> sorted(pool), [o.text for o in index["dog.n.01"]], counts["dropped_no_leak_free_context"]
+    (['dog.n.01'], ['the dog ran'], 1)
+    """
+    from .contexts import usable_occurrences
+
+    # as many usable occurrences as candidate choice and the count below ever look at
+    usable = {s: usable_occurrences(occs, max(min_occurrences, max_contexts), morph) for s, occs in occurrences.items()}
+    qualified = {s for s, occs in occurrences.items() if len(occs) >= min_occurrences}
+    pool = {s for s in qualified if usable[s]}
+    return {s: u[:max_contexts] for s, u in usable.items()}, pool, {
+        "min_occurrences": min_occurrences,
+        "qualified": len(qualified),
+        "dropped_no_leak_free_context": len(qualified) - len(pool),
+        # admitted by the paper's count where a count of leak-free contexts alone would refuse them
+        "kept_with_fewer_leak_free_contexts": sum(len(usable[s]) < min_occurrences for s in pool),
+    }
 
 
 def _nothing_built(cfg: Coda21Config, pools: dict[str, set[str]], pos: str) -> str:
     """Why no ``pos`` group was formed: the criteria, the eligible synsets, and what to loosen."""
-    hint = (f"no synset has {cfg.min_contexts} usable contexts" + ("; try --noisy" if cfg.clean else "")
+    hint = (f"no synset has {cfg.min_contexts} occurrences and a usable context" + ("; try --noisy" if cfg.clean else "")
             if not pools[pos] else "try a higher --max-similarity or a smaller --k-min")
     names = {"n": "noun", "v": "verb"}
     others = [names.get(p, p) for p in cfg.pos if p != pos]
@@ -157,9 +191,9 @@ def pick_contexts(
 ) -> tuple[dict[str, Context], Any]:
     """(synset -> chosen context, the context scorer or None) for ``members``.
 
-    Only the first ``max_contexts`` usable SemCor occurrences of each synset are candidates
-    (leaky ones never reach the scorer); their scores go through the persistent score cache,
-    so later builds sharing synsets are cheap. ``runner`` loads the scorer and scores every
+    Only the first ``max_contexts`` usable occurrences of each synset are candidates (leaky ones
+    count towards eligibility but never reach the scorer); their scores go through the
+    persistent score cache, so later builds sharing synsets are cheap. ``runner`` loads the scorer and scores every
     candidate as one request table (shared across ranks under ``torchrun``).
     """
     from .contexts import choose_contexts
@@ -210,6 +244,10 @@ def assemble(
         context_filter=("the synsets' own examples with a lemma found by the wordnet's morphology" if examples else
                         "SemCor occurrences only, no proper names (pn=)") + ", no form of the target lemma "
                        "visible outside the hidden span (probegen.leaks)",
+        eligibility={"rule": f"at least {cfg.min_contexts} {'examples' if examples else 'SemCor occurrences'}, leaky "
+                             "ones included (the paper's count); the context is chosen among the leak-free ones, "
+                             "and a synset with none is dropped",
+                     **{pos: p.eligibility[pos] for pos in cfg.pos if pos in p.eligibility}},
         **({"contexts": "examples"} if examples else {}),
         **extra,
     )

@@ -88,22 +88,74 @@ def _close(db_dir: Path) -> None:
         conn.close()
 
 
+#: attributes ``wn`` requires of each WN-LMF element (its loader only asserts them, so a file that
+#: lacks one fails with a bare AssertionError naming nothing): checked first, by name and line
+REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {
+    "Lexicon": ("id", "label", "language", "email", "license", "version"),
+    "LexiconExtension": ("id", "label", "language", "email", "license", "version"),
+    "Requires": ("id|ref", "version"),
+    "Extends": ("id|ref", "version"),
+    "LexicalEntry": ("id",),
+    "Lemma": ("writtenForm", "partOfSpeech"),
+    "Form": ("writtenForm",),
+    "Tag": ("category",),
+    "Sense": ("id", "synset"),
+    "SenseRelation": ("relType", "target"),
+    "Synset": ("id", "ili"),
+    "SynsetRelation": ("relType", "target"),
+    "SyntacticBehaviour": ("subcategorizationFrame",),
+}
+
+
+def missing_attribute(name: str, attrs: dict[str, str]) -> str | None:
+    """The first attribute ``wn`` requires that element ``name`` lacks (``a|b``: either), or None.
+
+    >>> missing_attribute("Lemma", {"writtenForm": "perro"}), missing_attribute("Requires", {"ref": "x", "version": "1"})
+    ('partOfSpeech', None)
+    """
+    for need in REQUIRED_ATTRS.get(name, ()):
+        if not any(a in attrs for a in need.split("|")):
+            return need.replace("|", " or ")
+    return None
+
+
 def check_xml(path: Path) -> None:
-    """Refuse a file that is not well-formed XML with ``FILE:LINE`` (wn's own message names no line;
-    a bad byte, a broken tag or a truncated file all end here). Streams, so a large wordnet is fine.
+    """Refuse, with ``FILE:LINE``, a file that is not well-formed XML (wn's own message names no
+    line; a bad byte, a broken tag or a truncated file all end here) or whose WN-LMF elements lack
+    an attribute wn requires (or a ``<LexicalEntry>`` its ``<Lemma>``). Streams, so a large
+    wordnet is fine.
     """
     import gzip
-    import xml.etree.ElementTree as ET
     import zlib
+    from xml.parsers import expat
 
+    parser = expat.ParserCreate()
+    entry: list = []  # the open <LexicalEntry>: [line, id, has a <Lemma>]
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        line = parser.CurrentLineNumber
+        need = missing_attribute(name, attrs)
+        if need is not None:
+            which = f" (id {attrs['id']!r})" if "id" in attrs else ""
+            raise ProbegenError(f"{path}:{line}: <{name}>{which} lacks the required attribute {need!r}")
+        if name == "LexicalEntry":
+            entry[:] = [line, attrs.get("id", ""), False]
+        elif name == "Lemma" and entry:
+            entry[2] = True
+
+    def end(name: str) -> None:
+        if name == "LexicalEntry" and entry and not entry[2]:
+            raise ProbegenError(f"{path}:{entry[0]}: <LexicalEntry> (id {entry[1]!r}) has no <Lemma>")
+
+    parser.StartElementHandler, parser.EndElementHandler = start, end
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rb") as fh:
-            for _, elem in ET.iterparse(fh, events=("end",)):
-                elem.clear()  # only well-formedness is checked here: keep no tree
-    except ET.ParseError as e:
-        line, col = e.position
-        raise ProbegenError(f"{path}:{line}: not well-formed XML ({str(e).split(': line')[0]}, column {col + 1})") from None
+            while chunk := fh.read(1 << 20):
+                parser.Parse(chunk, False)
+            parser.Parse(b"", True)
+    except expat.ExpatError as e:
+        raise ProbegenError(f"{path}:{e.lineno}: not well-formed XML ({expat.ErrorString(e.code)}, column {e.offset + 1})") from None
     except (OSError, EOFError, zlib.error) as e:  # includes gzip.BadGzipFile
         raise ProbegenError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 

@@ -115,7 +115,7 @@ def wordnetqa_config(spec: Spec):
 
 
 def probe_templates(spec: Spec) -> dict[str, Any]:
-    """A relation probe's templates in the shape of a ``templates/wordnetqa.json`` probe."""
+    """A relation probe's templates in the shape of a probe of ``templates/questions/en.yaml``."""
     t, probe = spec.templates, spec.multiple_choice.probe
     return {
         "choice": t.choice,

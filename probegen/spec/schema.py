@@ -148,7 +148,7 @@ class Concepts:
     pos: tuple[str, ...] = _f(("noun",), _list(_choice(tuple(POS_NAMES), "part of speech")), "noun and/or verb")
     depth: tuple[int | None, int | None] = _f((None, None), _range, "[min, max] hypernym depth (root = 0); null = open")
     lexfiles: tuple[str, ...] = _f((), _list(_lexfile), "lexicographer files (noun.artifact, verb.body, ...); empty = any")
-    min_semcor: int | None = _f(None, _optional(_int(0)), "least SemCor occurrences [default: alignment 5 usable contexts (clean; 1 = noisy), else 0]")
+    min_semcor: int | None = _f(None, _optional(_int(0)), "least SemCor occurrences [default: alignment 5 SemCor occurrences (clean; 1 = noisy), else 0]")
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ class Contexts:
 
 @dataclass(frozen=True)
 class Templates:
-    """Question templates of a new multiple-choice probe (the shape of a templates/wordnetqa.json probe)."""
+    """Question templates of a new multiple-choice probe (the shape of a probe in templates/questions/en.yaml)."""
 
     stems: tuple[str, ...] = _f((), _list(_str), "question stems with {sentence}, {word} and/or {definition}")
     choice: str = _f("{lemma}, defined as {gloss}", _str, "a choice from its synset: {lemma}, {lemmas}, {gloss}")
@@ -407,7 +407,7 @@ def _check_mc(s: Spec) -> None:
         if got != want:
             raise ProbegenError(f"relation.name: probe {mc.probe} follows {want or 'no relation (leave relation out)'}, got {got}")
         if s.templates is not None:
-            raise ProbegenError(f"templates: probe {mc.probe} is built in (templates/wordnetqa.json); name a new probe to write templates")
+            raise ProbegenError(f"templates: probe {mc.probe} is built in (templates/questions/); name a new probe to write templates")
         if s.relation is not None and s.relation.hops[0] != 1 and mc.probe not in MC_BUILTIN_RELATION:
             raise ProbegenError("relation.hops: applies to relation probes only")
     else:

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ProbegenError
 from ..io import atomic_output_file, read_text
 from .store import AnswerError, AnswerLog, Study, check_answer, first_answers, study_writer
-from .views import LETTERS, instructions, is_group
+from .views import LETTERS, MASK, instructions, is_group
 
 COLUMNS = ["annotator", "condition", "item", "kind", "instructions", "prompt", "options", "answer", "guess"]
 MAX_ERRORS_SHOWN = 5
@@ -40,9 +40,24 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP: a spreadsheet reads a
 
 
 def _prompt(view: dict[str, Any]) -> str:
+    r"""The prompt as text: the word the page highlights is in [brackets] (a CSV has no highlight).
+
+    >>> _prompt({"kind": "mc", "prompt": 'The word "ice" means:', "marks": [[10, 13]]})
+    'The word "[ice]" means:'
+    >>> _prompt({"kind": "align", "rows": [["a ", "_____", "."], ["", "ice", ""]]})
+    '1. a _____.\n2. [ice]'
+    """
     if not is_group(view):
-        return view["prompt"]
-    return "\n".join(f"{r + 1}. {''.join(row)}" for r, row in enumerate(view["rows"]))
+        text = view["prompt"]
+        for a, b in sorted(view.get("marks") or [], reverse=True):
+            text = f"{text[:a]}[{text[a:b]}]{text[b:]}"
+        return text
+    return "\n".join(f"{r + 1}. {left}{mid if mid == MASK else f'[{mid}]'}{right}" for r, (left, mid, right) in enumerate(view["rows"]))
+
+
+def _instructions(condition: str, view: dict[str, Any]) -> str:
+    """The page's guideline, with the highlight named as the CSV shows it."""
+    return instructions(condition, view).replace("highlighted word", "word in [brackets]")
 
 
 def _options(view: dict[str, Any]) -> str:
@@ -116,7 +131,7 @@ def export_csv(study: Study, out: str | Path) -> int:
                 view = study.view(aid, uid)
                 rec = answers.get(uid) or {}
                 guess = rec.get("guess")
-                row = [aid, a["condition"], uid, view["kind"], instructions(a["condition"], view["kind"]),
+                row = [aid, a["condition"], uid, view["kind"], _instructions(a["condition"], view),
                        _prompt(view), _options(view), format_answer(view, rec.get("answer")),
                        "|".join(guess) if isinstance(guess, list) else (guess or "")]
                 w.writerow([neutralise(c) for c in row])

@@ -11,6 +11,12 @@ answers 75 items. Every annotator gets their items in their own seeded order.
 A WordNetQA item is one question; at most one item per concept cluster is sampled, so the
 items (the bootstrap units) are independent and nobody sees the same question twice with
 other distractors. A CoDA21 item is a whole group, aligned as one task.
+
+Items are kept out of a condition where ``probegen bias`` keeps them out of that condition's
+ratio (the task's rule, carried by the gold as ``kept_out``): a synonymy question's Context
+version is its Full version and its Word version names the gold, so it is shown in Full only,
+and the human Bias_C/Bias_W are measured on the items the model's are. The manifest counts them
+(``counts.kept_out``: condition -> reason -> items) and the items per condition.
 """
 
 from __future__ import annotations
@@ -109,22 +115,45 @@ def _renderable(item) -> bool:
     return template_by_id(item.template) is not None
 
 
-def assign(uids: list[str], cfg: StudyConfig) -> dict[str, dict[str, Any]]:
+def assign(uids: list[str], cfg: StudyConfig, kept_out: dict[str, set[str]] | None = None) -> dict[str, dict[str, Any]]:
     """Annotator id (``<condition>-<j>``) -> condition, items in presentation order, shared items.
+
+    ``kept_out``: condition -> items not shown in it (they go to nobody of that condition; where
+    fewer items than ``cfg.overlap`` are left, all of them are shared).
 
     >>> a = assign([f"q{i}" for i in range(10)], StudyConfig(conditions=("full",), n=10, annotators=2, overlap=4))
     >>> sorted(a), [len(x["items"]) for x in a.values()], len(a["full-1"]["shared"])
     (['full-1', 'full-2'], [7, 7], 4)
+    >>> b = assign([f"q{i}" for i in range(10)], StudyConfig(conditions=("full", "word"), n=10, annotators=1, overlap=0),
+    ...            {"word": {"q0", "q1"}})
+    >>> len(b["full-1"]["items"]), sorted(b["word-1"]["items"])[:2]
+    (10, ['q2', 'q3'])
     """
     out: dict[str, dict[str, Any]] = {}
     for cond in cfg.conditions:
-        order = [uids[int(i)] for i in _rng(cfg.seed, f"study-deal/{cond}").permutation(len(uids))]
+        shown = [u for u in uids if u not in (kept_out or {}).get(cond, ())]
+        order = [shown[int(i)] for i in _rng(cfg.seed, f"study-deal/{cond}").permutation(len(shown))]
         shared, rest = order[: cfg.overlap], order[cfg.overlap :]
         for j in range(cfg.annotators):
             aid = f"{cond}-{j + 1}"
             mine = shared + rest[j :: cfg.annotators]
-            shown = [mine[int(i)] for i in _rng(cfg.seed, f"study-order/{aid}").permutation(len(mine))]
-            out[aid] = {"condition": cond, "items": shown, "shared": sorted(shared)}
+            mine = [mine[int(i)] for i in _rng(cfg.seed, f"study-order/{aid}").permutation(len(mine))]
+            out[aid] = {"condition": cond, "items": mine, "shared": sorted(shared)}
+    return out
+
+
+def kept_out_counts(gold: list[dict[str, Any]], conditions: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """Condition -> reason -> how many sampled items are kept out of it (conditions with none left out).
+
+    >>> kept_out_counts([{"kept_out": {"word": "names the gold"}}, {}], ("full", "word"))
+    {'word': {'names the gold': 1}}
+    """
+    out: dict[str, dict[str, int]] = {}
+    for g in gold:
+        for cond, why in g.get("kept_out", {}).items():
+            if cond in conditions:
+                reasons = out.setdefault(cond, {})
+                reasons[why] = reasons.get(why, 0) + 1
     return out
 
 
@@ -146,9 +175,11 @@ def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
     for uid, unit in zip(uids, units):
         gold.append({"uid": uid, **task.study_gold(unit, cfg.seed)})
         for cond in cfg.conditions:
-            items.append({"uid": uid, "condition": cond, "view": task.study_view(unit, cond, cfg.seed)})
+            if cond not in gold[-1].get("kept_out", {}):  # never shown there: no view to serve
+                items.append({"uid": uid, "condition": cond, "view": task.study_view(unit, cond, cfg.seed)})
     items.sort(key=lambda r: (list(cfg.conditions).index(r["condition"]), r["uid"]))
-    annotators = assign(uids, cfg)
+    kept_out = {c: {g["uid"] for g in gold if c in g.get("kept_out", {})} for c in cfg.conditions}
+    annotators = assign(uids, cfg, kept_out)
     manifest = {
         "kind": "study",
         "probegen_version": __version__,
@@ -162,10 +193,13 @@ def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
         "seed": cfg.seed,
         "split": cfg.split,
         "unit": task.unit_name,
-        "design": "paired: the same sampled items in every condition, different annotators per condition",
+        "design": "paired: the same sampled items in every condition (less those kept out of a condition, as "
+                  "`probegen bias` keeps them out of its ratio), different annotators per condition",
         "counts": {
             "items": len(uids),
             "skipped": skipped,
+            "per_condition": {c: len(uids) - len(kept_out[c]) for c in cfg.conditions},
+            "kept_out": kept_out_counts(gold, cfg.conditions),
             "annotations_planned": sum(len(a["items"]) for a in annotators.values()),
             "per_annotator": {aid: len(a["items"]) for aid, a in annotators.items()},
         },

@@ -8,9 +8,11 @@ Routes (``<token>`` is the annotator's token from ``tokens.json``):
 - ``POST /api/<token>/answer`` with ``{"item": uid, "answer": ..., "guess": ..., "elapsed_ms": n}``:
   stored (appended and fsynced) before the response.
 
-Errors are JSON ``{"error": "..."}``, never an HTML page: 403 for an unknown token or an item
-not assigned to the token, 400 for a malformed body (not JSON, nested too deeply to parse), 409
-for a changed answer, 500 for a bug. Gold never leaves the server: the app does not even read
+API errors (``/api/...``, or a client that asks for ``application/json``) are JSON
+``{"error": "..."}``: 403 for an unknown token or an item not assigned to the token, 400 for a
+malformed body (not JSON, nested too deeply to parse), 409 for a changed answer, 500 for a bug.
+A browser opening a page with a wrong token (or a wrong address) gets a short readable HTML page
+with the same status (403, 404) that tells the person what to do and echoes nothing they sent. Gold never leaves the server: the app does not even read
 ``gold.jsonl``. The token is the only secret, and it is in every path: nothing the app or
 werkzeug logs carries it (:class:`RedactTokens`; ``serve`` does not log request lines at all).
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .store import AnswerError, AnswerLog, Study, load_study, study_writer
-from .views import instructions
+from .views import guide_key, instructions
 
 STATIC = Path(__file__).with_name("static")
 _TOKEN_IN_PATH = re.compile(r"(/a/|/api/)[^/\s?#'\"]+", re.IGNORECASE)
@@ -81,7 +83,7 @@ def create_app(study: Study | str | Path):
     @app.get("/a/<token>")
     def page(token: str):
         if annotator_of(token) is None:
-            return _fail("unknown annotator token", 403)
+            return _fail("unknown annotator token", 403, page=True)
         return send_from_directory(STATIC, "index.html")
 
     @app.get("/api/<token>/state")
@@ -131,29 +133,66 @@ def _security_headers(resp):
     return resp
 
 
-def _fail(msg: str, status: int):
-    """A JSON error response."""
+# What a person sees instead of an error (by status); nothing from the request is echoed
+ERROR_PAGES = {
+    403: ("This link does not work",
+          "The study does not know this link. Open the whole link you were given (it ends in your personal code); "
+          "if it still does not work, ask the person running the study for your link."),
+    404: ("Page not found",
+          "There is no page at this address. Open the whole link you were given (it ends in your personal code)."),
+}
+_OTHER_ERROR = ("Something went wrong", "The page cannot be shown. Try again in a moment, or ask the person running the study.")
+
+
+def _wants_page() -> bool:
+    """True for a person's browser: not an API path, and JSON not preferred over HTML."""
+    from flask import request
+
+    acc = request.accept_mimetypes
+    return not request.path.startswith("/api/") and acc["application/json"] <= acc["text/html"]
+
+
+def error_page(status: int) -> str:
+    """The readable HTML page of an error ``status`` (the study's stylesheet; no script).
+
+    >>> "does not work" in error_page(403) and "<script" not in error_page(403)
+    True
+    """
+    from html import escape
+
+    title, text = ERROR_PAGES.get(status, _OTHER_ERROR)
+    return ('<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+            f'<title>{escape(title)}: probegen study</title><link rel="stylesheet" href="/static/study.css"></head>'
+            f'<body><header><h1>Word meaning study</h1></header><main><section id="error-page" class="task">'
+            f'<h2>{escape(title)}</h2><p>{escape(text)}</p><p class="hint">(error {status})</p></section></main></body></html>\n')
+
+
+def _fail(msg: str, status: int, page: bool = False):
+    """An error response: JSON ``{"error": msg}``, or with ``page`` for a browser the readable page."""
     from flask import jsonify
 
+    if page and _wants_page():
+        return error_page(status), status, {"Content-Type": "text/html; charset=utf-8"}
     resp = jsonify({"error": msg})
     resp.status_code = status
     return resp
 
 
 def _json_errors(app) -> None:
-    """Every error, HTTP or a bug, answered as JSON (never Flask's HTML page)."""
+    """Every error, HTTP or a bug, answered as JSON, or to a browser off the API as the readable
+    page (never Flask's own HTML page)."""
     from flask import request
     from werkzeug.exceptions import HTTPException
 
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException):
         msgs = {404: "not found", 405: "method not allowed", 413: "request body too large"}
-        return _fail(msgs.get(e.code or 500, (e.name or "error").lower()), e.code or 500)
+        return _fail(msgs.get(e.code or 500, (e.name or "error").lower()), e.code or 500, page=True)
 
     @app.errorhandler(Exception)
     def bug(e: Exception):  # handled here, Flask logs no traceback with the path (and token) in it
         app.logger.error("internal error in %s %s: %s: %s", request.method, request.endpoint, type(e).__name__, e)
-        return _fail("internal server error; the answer was not stored, try again", 500)
+        return _fail("internal server error; the answer was not stored, try again", 500, page=True)
 
 
 def parse_body(request) -> Any:
@@ -170,12 +209,14 @@ def annotator_state(study: Study, log: AnswerLog, aid: str) -> dict[str, Any]:
     """What the page needs: the annotator's items (views, no gold) and answers so far."""
     a = study.annotators[aid]
     cond = a["condition"]
-    items = [{"item": uid, **study.view(aid, uid)} for uid in a["items"]]
-    kinds = {it["kind"] for it in items}
+    views = {uid: study.view(aid, uid) for uid in a["items"]}
+    # each item names its guideline (what its page shows: a highlighted word or not, a group or not)
+    items = [{"item": uid, **v, "guide": f"{guide_key(cond, v)}/{v['kind']}"} for uid, v in views.items()]
+    guides = {it["guide"]: instructions(cond, views[it["item"]]) for it in items}
     return {
         "annotator": aid,
         "condition": cond,
-        "instructions": {k: instructions(cond, k) for k in sorted(kinds)},
+        "instructions": dict(sorted(guides.items())),
         "guess": cond == "context",
         "items": items,
         "answered": {uid: {"answer": r["answer"], "guess": r.get("guess")} for uid, r in log.answered[aid].items()},

@@ -8,13 +8,15 @@ Conditions follow the bias paper's human study (Liu, McCarthy & Korhonen):
   meaning).
 
 The ablated texts come from the same library pieces the bias diagnostics score: WordNetQA
-stems from ``templates/wordnetqa.json`` through :mod:`probegen.wordnetqa.render` (``fill_stem``
+stems from ``templates/questions/<language>.yaml`` through :mod:`probegen.wordnetqa.render` (``fill_stem``
 with the sentence hidden by :meth:`Context.replaced`, ``word_stem``), CoDA21 contexts cut at the
 target's character span (never by string search). Only the stand-in differs: people see a blank
 (:data:`MASK`) where models see the made-up word.
 
 A view is a plain dict (JSON for the page and the CSV export); it never names a synset or the
-answer. Multiple choice: ``{"kind": "mc", "prompt", "choices"}``. A CoDA21 group:
+answer. Multiple choice: ``{"kind": "mc", "prompt", "choices", "marks"}``, ``marks`` the
+character spans of the target word in the prompt (the page highlights them; none where the
+prompt has no target word, e.g. a synonymy question, or where it is hidden). A CoDA21 group:
 ``{"kind": "align", "rows": [[left, target, right], ...], "definitions": [...]}`` where
 ``target`` is the word (full, word) or the blank (context) and the definitions are in a seeded
 order that does not follow the rows.
@@ -22,6 +24,7 @@ order that does not follow the rows.
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Any
 
@@ -33,14 +36,16 @@ CONDITIONS = ("full", "context", "word")
 MASK = "_____"
 LETTERS = "ABCDEFGHIJ"
 
+# Guidelines by what the page shows (:func:`guide_key`): each says only what is on the screen
 INSTRUCTIONS = {
     "full": "Read the text and pick the answer that fits the highlighted word as it is used there.",
+    "full-plain": "Read the question and pick the answer that fits it best.",
     "context": (
         "The target word is hidden (_____). First guess the hidden word from the sentence and type "
         "your guess; then pick the answer that fits the hidden word as it is used in the sentence."
     ),
     "word": (
-        "Only the word is shown, without a sentence. Think of the word's most representative "
+        "Only the highlighted word is shown, without a sentence. Think of the word's most representative "
         "(most common) meaning, then pick the answer that fits it."
     ),
 }
@@ -66,13 +71,28 @@ def is_group(view: dict[str, Any]) -> bool:
     return "rows" in view
 
 
-def instructions(condition: str, kind: str) -> str:
-    """The guideline shown above every item of ``condition`` (``kind``: ``mc`` or ``align``).
+def guide_key(condition: str, view: dict[str, Any]) -> str:
+    """Which guideline fits ``view`` in ``condition``: ``full-plain`` for a full question whose
+    prompt has no target word to highlight (no ``marks``), else the condition.
 
-    >>> instructions("word", "mc").startswith("Only the word is shown")
-    True
+    >>> guide_key("full", {"kind": "mc", "prompt": "Which words mean x?", "choices": [], "marks": []})
+    'full-plain'
+    >>> guide_key("full", {"kind": "align", "rows": [], "definitions": []}), guide_key("word", {"kind": "mc", "marks": [[0, 3]]})
+    ('full', 'word')
     """
-    text = INSTRUCTIONS[condition]
+    if condition == "full" and not is_group(view) and not view.get("marks"):
+        return "full-plain"
+    return condition
+
+
+def instructions(condition: str, view: dict[str, Any]) -> str:
+    """The guideline shown above ``view`` in ``condition``: what to do, in the words of what the page shows.
+
+    >>> instructions("word", {"kind": "mc", "prompt": "The word dog means:", "choices": [], "marks": [[9, 12]]})[:33]
+    'Only the highlighted word is show'
+    """
+    kind = view["kind"]
+    text = INSTRUCTIONS[guide_key(condition, view)]
     note = ROW_NOTES.get(kind)
     if note:
         row = "word" if condition == "word" else "sentence"
@@ -95,31 +115,67 @@ def check_conditions(conditions: list[str]) -> list[str]:
 
 
 # ---- WordNetQA (multiple choice) -------------------------------------------------------------------
-def mc_prompt(item, condition: str) -> str:
-    """The question stem of a WordNetQA item in ``condition`` (the bias diagnostics' stems, no LM wrapper)."""
-    from ..wordnetqa.render import fill_stem, probe_spec, template_by_id
+_SPAN, _WORD = "\x00", "\x01"  # stand-ins for the target, located once the stem is filled
 
-    if condition == "full":
-        return item.question
+
+def _marked(stem: str, fills: dict[str, str]) -> tuple[str, list[list[int]]]:
+    r"""``stem`` with each stand-in replaced by its text, and the character spans of those texts.
+
+    >>> _marked("In \"a \x00 saw\", \"\x01\" means:", {"\x00": "dog", "\x01": "dog"})
+    ('In "a dog saw", "dog" means:', [[6, 9], [17, 20]])
+    """
+    out, marks, pos = [], [], 0
+    for piece in re.split("([\x00\x01])", stem):
+        text = fills.get(piece, piece)
+        if piece in fills:
+            marks.append([pos, pos + len(text)])
+        out.append(text)
+        pos += len(text)
+    return "".join(out), marks
+
+
+def mc_prompt_marks(item, condition: str) -> tuple[str, list[list[int]]]:
+    """The question stem of a WordNetQA item in ``condition`` (the bias diagnostics' stems, no LM
+    wrapper) and where the target word is in it (by its span, never by string search): full and
+    word show it, context hides it (no marks)."""
+    from ..wordnetqa.render import RELEASE_TEMPLATE, fill_stem, probe_spec, template_by_id, word_spans
+
     tmpl = template_by_id(item.template)
+    ctx = item.context
+    if condition == "full":
+        if tmpl is not None:
+            sentence = ctx.replaced(_SPAN) if ctx else ""
+            span_text = ctx.text[slice(*ctx.char_span)] if ctx else ""
+            prompt, marks = _marked(fill_stem(tmpl, sentence, _WORD, item.definition), {_SPAN: span_text, _WORD: item.surface})
+            if prompt == item.question:  # else the stored question is not this template's: show it unmarked
+                return prompt, marks
+        elif item.template == RELEASE_TEMPLATE and ctx is not None:  # release stems: cut as the bias ablations cut them
+            # the spans the release reader located (every form of the word, by morphology)
+            spans = item.stem_spans or tuple(word_spans(item.question, item.surface))
+            return item.question, [list(sp) for sp in spans]
+        return item.question, []
     if tmpl is None:
         raise DatasetError(
             f"item {item.id} has no known template (a release-format row?): only the full condition can be shown"
         )
     if condition == "word":
-        return probe_spec(item.probe)["word_stem"].format(word=item.surface)
+        return _marked(probe_spec(item.probe)["word_stem"].format(word=_WORD), {_WORD: item.surface})
     sentence = item.context.replaced(MASK) if item.context else ""
-    return fill_stem(tmpl, sentence, MASK, item.definition)
+    return fill_stem(tmpl, sentence, MASK, item.definition), []
 
 
 def mc_view(item, condition: str) -> dict[str, Any]:
-    """A WordNetQA item as shown in ``condition``: the stem and the choices in the dataset's order."""
-    return {"kind": "mc", "prompt": mc_prompt(item, condition), "choices": list(item.choices)}
+    """A WordNetQA item as shown in ``condition``: the stem, the choices in the dataset's order and
+    the target word's spans in the stem (highlighted on the page)."""
+    prompt, marks = mc_prompt_marks(item, condition)
+    return {"kind": "mc", "prompt": prompt, "choices": list(item.choices), "marks": marks}
 
 
-def mc_gold(item) -> dict[str, Any]:
-    """What scoring needs of a WordNetQA item: the gold index, choice count and the hidden word."""
-    return {
+def mc_gold(item, kept_out: dict[str, str] | None = None) -> dict[str, Any]:
+    """What scoring needs of a WordNetQA item: the gold index, choice count, the hidden word, and
+    the conditions it is kept out of with why (the task's rule: those of the bias ratios that
+    measure nothing on its probe type)."""
+    gold = {
         "kind": "mc",
         "dataset_id": item.id,
         "unit": item.cluster,
@@ -127,6 +183,9 @@ def mc_gold(item) -> dict[str, Any]:
         "n": len(item.choices),
         "words": [[item.surface, item.word]],
     }
+    if kept_out:
+        gold["kept_out"] = dict(kept_out)
+    return gold
 
 
 # ---- CoDA21 (alignment groups) ---------------------------------------------------------------------

@@ -78,6 +78,10 @@ class Task(ABC):
     bias_options: ClassVar[frozenset[str]] = frozenset({"scorer", "reduction", "nonce", "method"})
     export_options: ClassVar[frozenset[str]] = frozenset()
     study_options: ClassVar[frozenset[str]] = frozenset()
+    #: options of ``eval`` and ``bias`` that apply to every zero-shot kind (a quick look at a big file: :meth:`subset`)
+    generic_options: ClassVar[frozenset[str]] = frozenset({"limit", "sample"})
+    #: what ``bias`` keeps whole when it takes a subset (its bootstrap cluster; default: one unit)
+    cluster_name: ClassVar[str] = ""
     #: options that only a language model uses (rejected for embedding and static models)
     lm_only_options: ClassVar[tuple[str, ...]] = ()
     #: conditions :meth:`units` renders (``full`` first)
@@ -103,6 +107,15 @@ class Task(ABC):
     def claims(self, path: Path) -> bool:
         """True if ``path`` (it exists; a dataset directory or file) is a dataset of this kind."""
 
+    def claims_directory(self, path: Path) -> bool:
+        """A directory whose manifest names one of :meth:`manifest_kinds`, or (no kind named) that
+        holds :attr:`rows_file`: the directory rule of the tasks that write probegen datasets."""
+        from ..io import read_manifest
+
+        mf = path / "manifest.json"
+        kind = read_manifest(mf).get("kind") if mf.is_file() else None
+        return kind in self.manifest_kinds() or (kind is None and (path / self.rows_file).exists())
+
     @abstractmethod
     def load(self, path: str | Path, ablations: bool = False) -> Any:
         """The dataset at ``path``, validated in full (``ablations``: every row must be one the
@@ -127,7 +140,9 @@ class Task(ABC):
     def accepts(self, option: str, command: str = "eval") -> bool:
         """Whether ``option`` of ``command`` (eval, bias, export, study) applies to this kind."""
         sets = {"eval": self.options, "bias": self.bias_options, "export": self.export_options, "study": self.study_options}
-        return option in sets[command]
+        # the generic ones cut the scored units: a trained probe (word in context) reads its splits whole
+        generic = command in ("eval", "bias") and option in self.generic_options and self.zero_shot
+        return option in sets[command] or generic
 
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
         """Checks of option values that apply (e.g. two that contradict each other); ``given``
@@ -175,6 +190,44 @@ class Task(ABC):
     def select_split(self, data: Any, split: str, name: str = "the dataset") -> Any:
         """``data`` cut to one split (kinds without splits keep it whole; ``name`` names it in errors)."""
         return data
+
+    # ---- subsets (--limit, --sample) ---------------------------------------------------------------
+    def records(self, data: Any) -> list[Any]:
+        """The dataset's records (its units: groups, items, pairs) in file order."""
+        recs = getattr(data, "records", None)
+        if recs is None:
+            raise ProbegenError(f"{self.title or self.name} datasets cannot be cut to a subset (no records)")
+        return list(recs)
+
+    def with_records(self, data: Any, records: Sequence[Any]) -> Any:
+        """``data`` holding only ``records`` (a dataclass container with a ``records_field``)."""
+        import dataclasses
+
+        field_name = getattr(data, "records_field", None)
+        if field_name is None or not dataclasses.is_dataclass(data):
+            raise ProbegenError(f"{self.title or self.name} datasets cannot be cut to a subset")
+        return dataclasses.replace(data, **{field_name: list(records)})
+
+    def cluster_of(self, record: Any) -> str:
+        """The cluster ``record`` belongs to, kept whole by a ``bias`` subset (default: its own id)."""
+        return str(getattr(record, "id", id(record)))
+
+    def subset(self, data: Any, how: str, n: int, seed: int = 0, whole: str = "unit") -> tuple[Any, dict[str, Any]]:
+        """(``data`` cut to ``n`` units, what was taken): ``how`` ``limit`` takes the first ``n``
+        (file order), ``sample`` ``n`` drawn with ``seed``; ``whole`` ``cluster`` takes whole
+        clusters (:meth:`cluster_of`: what the bias bootstrap resamples) instead of single units.
+        The records kept stay in file order; ``n`` at least the total keeps everything."""
+        recs = self.records(data)
+        keys = [self.cluster_of(r) for r in recs] if whole == "cluster" else list(range(len(recs)))
+        chosen = pick(keys, how, n, seed)
+        kept = [r for r, k in zip(recs, keys) if k in chosen]
+        name = (self.cluster_name or self.unit_name) if whole == "cluster" else self.unit_name
+        total = len(dict.fromkeys(keys))
+        info: dict[str, Any] = {"how": how, "n": n, "unit": name, "of": total, "taken": len(chosen), "items": len(kept)}
+        if how == "sample":
+            info["seed"] = seed
+        info["all"] = len(chosen) == total
+        return (data if info["all"] else self.with_records(data, kept)), info
 
     def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -268,6 +321,52 @@ class Task(ABC):
     def built_summary(self, data: Any) -> str:
         """One line on a freshly built dataset (``probegen make spec``)."""
         return f"{len(self.units(data, 'full', Settings()))} {self.unit_name}s"
+
+
+SUBSET_HOWS = ("limit", "sample")
+
+
+def pick(keys: Sequence[Any], how: str, n: int, seed: int = 0) -> set[Any]:
+    """The distinct ``keys`` (in first-seen order) a subset of ``n`` keeps: the first ``n``
+    (``limit``) or ``n`` drawn without replacement by a generator seeded with ``seed`` (``sample``).
+
+    >>> sorted(pick(["a", "a", "b", "c"], "limit", 2))
+    ['a', 'b']
+    >>> pick(["a", "b", "c"], "sample", 2, seed=1) == pick(["a", "b", "c"], "sample", 2, seed=1)
+    True
+    >>> sorted(pick(["a", "b"], "sample", 5))
+    ['a', 'b']
+    """
+    import numpy as np
+
+    if how not in SUBSET_HOWS:
+        raise ValueError(f"unknown subset {how!r}; choose from {', '.join(SUBSET_HOWS)}")
+    if n < 1:
+        raise ProbegenError(f"--{how} must be at least 1 (got {n})")
+    distinct = list(dict.fromkeys(keys))
+    if n >= len(distinct):
+        return set(distinct)
+    if how == "limit":
+        return set(distinct[:n])
+    idx = np.random.default_rng([seed, 0x5AB5E7]).choice(len(distinct), size=n, replace=False)
+    return {distinct[i] for i in idx}
+
+
+def subset_line(info: dict[str, Any]) -> str:
+    """The sentence that says what a subset took (eval summary, bias report).
+
+    >>> subset_line({"how": "sample", "n": 20, "unit": "concept", "of": 300, "taken": 20, "items": 61, "seed": 0, "all": False})
+    'a seeded sample (seed 0) of 20 of the 300 concepts (61 items): the figures cover these only'
+    >>> subset_line({"how": "limit", "n": 500, "unit": "item", "of": 45, "taken": 45, "items": 45, "all": True})
+    '--limit 500 asks for more than the 45 items there are: all of them are used'
+    """
+    unit, of = info["unit"], info["of"]
+    if info.get("all"):
+        return f"--{info['how']} {info['n']} asks for more than the {of} {unit}s there are: all of them are used"
+    items = f" ({info['items']} items)" if info.get("items") not in (None, info["taken"]) else ""
+    if info["how"] == "sample":
+        return f"a seeded sample (seed {info.get('seed')}) of {info['taken']} of the {of} {unit}s{items}: the figures cover these only"
+    return f"the first {info['taken']} of the {of} {unit}s in file order{items}: the figures cover these only"
 
 
 def resolve(task: "Task | type[Task]") -> Task:

@@ -48,13 +48,7 @@ class Coda21Task(Task):
     # ---- detection, reading, writing ---------------------------------------------------------------
     def claims(self, path: Path) -> bool:
         """A directory with a ``coda21`` manifest or (without a kind) ``groups.jsonl``; a file that is not ``.jsonl``."""
-        if path.is_dir():
-            from ..io import read_manifest
-
-            mf = path / "manifest.json"
-            kind = read_manifest(mf).get("kind") if mf.is_file() else None
-            return kind in self.manifest_kinds() or (kind is None and (path / "groups.jsonl").exists())
-        return path.suffix != ".jsonl"
+        return self.claims_directory(path) if path.is_dir() else path.suffix != ".jsonl"
 
     def load(self, path: str | Path, ablations: bool = False) -> Any:
         from ..coda21.dataset import load

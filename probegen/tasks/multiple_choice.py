@@ -22,6 +22,28 @@ ABLATIONS = {
     "label": "no input: always the most frequent gold position (computed)",
 }
 RATIOS = {"bias_c": "context", "bias_w": "word", "bias_choice": "choice"}
+# Ratios that measure nothing on a probe type, by construction of its questions. ``probegen bias``
+# leaves that probe's items out of the ratio (of the whole set and of its own subset) and says why;
+# a human study keeps them out of the ratio's condition (they stay in Full), so people and models
+# are measured on the same items (``study_gold``).
+EXCLUDED_RATIOS = {
+    "synonymy": {
+        "bias_c": "a synonymy stem is the definition alone (no sentence, no target word), so its Context "
+        "query is its Full query and Bias_C would be 1 by construction",
+        "bias_w": "the synonymy Word query names the concept's first lemma, which the gold choice lists "
+        "verbatim, so Bias_W would measure string copying",
+    },
+}
+
+
+def excluded_conditions(probe: str) -> dict[str, str]:
+    """Condition -> why an item of ``probe`` is kept out of it: the ablations of the ratios in
+    :data:`EXCLUDED_RATIOS` (the one rule; bias reads the table, a study this).
+
+    >>> sorted(excluded_conditions("synonymy")), excluded_conditions("definitions")
+    (['context', 'word'], {})
+    """
+    return {RATIOS[r]: why for r, why in EXCLUDED_RATIOS.get(probe, {}).items() if r in RATIOS}
 # A WordNetQA concept (synset) has items in up to four probe types: resampling probe:concept
 # clusters would count one concept up to four times as if independent (intervals too narrow).
 RESAMPLING_UNIT = "concept (synset): all items about one synset, across probe types and perturbations"
@@ -34,8 +56,9 @@ class MultipleChoiceTask(Task):
     title = "multiple-choice (WordNetQA)"
     unit_name = "item"
     priority = 90  # its file rule (any .jsonl) is a catch-all: asked last
-    options = frozenset({"scorer", "reduction", "length_norm", "split", "pll"})
-    bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method"})
+    options = frozenset({"scorer", "reduction", "length_norm", "split", "pll", "on_invalid", "probe"})
+    bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method", "on_invalid", "probe"})
+    cluster_name = "concept"  # a bias subset keeps every item of a synset (the bootstrap's unit)
     export_options = frozenset({"split"})
     study_options = frozenset({"split"})
     conditions = ("full", "context", "word", "choice")
@@ -47,18 +70,15 @@ class MultipleChoiceTask(Task):
     # ---- detection, reading, writing ---------------------------------------------------------------
     def claims(self, path: Path) -> bool:
         """A directory with a ``wordnetqa`` manifest or (without a kind) ``items.jsonl``; a ``.jsonl`` file."""
-        if path.is_dir():
-            from ..io import read_manifest
+        return self.claims_directory(path) if path.is_dir() else path.suffix == ".jsonl"
 
-            mf = path / "manifest.json"
-            kind = read_manifest(mf).get("kind") if mf.is_file() else None
-            return kind in self.manifest_kinds() or (kind is None and (path / "items.jsonl").exists())
-        return path.suffix == ".jsonl"
-
-    def load(self, path: str | Path, ablations: bool = False) -> Any:
+    def load(self, path: str | Path, ablations: bool = False, on_invalid: str = "error", probe: str | None = None) -> Any:
+        """The dataset at ``path``; a release file's rows that cannot be read as their probe's
+        question are an error naming ``FILE:LINE`` or, with ``on_invalid="skip"``, left out and
+        recorded in ``manifest["invalid"]``; ``probe``: the probe type of a release file's rows."""
         from ..wordnetqa.dataset import load
 
-        return load(path, ablations=True) if ablations else load(path)
+        return load(path, ablations=ablations, on_invalid=on_invalid, probe=probe)
 
     def write(self, data: Any, out: str | Path) -> Path:
         from ..wordnetqa.dataset import write
@@ -131,6 +151,10 @@ class MultipleChoiceTask(Task):
     @property
     def resampling_unit(self) -> str:
         return RESAMPLING_UNIT
+
+    def cluster_of(self, record: Any) -> str:
+        """The concept (synset) an item is about, across probe types: what the bias bootstrap resamples."""
+        return str(record.synset)
 
     def select_split(self, data: Any, split: str, name: str = "the dataset") -> Any:
         """The items of one split (a ProbegenError naming ``name`` if it has none)."""
@@ -244,7 +268,7 @@ class MultipleChoiceTask(Task):
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
         from ..study.views import mc_gold
 
-        return mc_gold(unit)
+        return mc_gold(unit, excluded_conditions(unit.probe))
 
     def spec_config(self, spec: Any) -> Any:
         from ..spec.build import wordnetqa_config

@@ -38,7 +38,7 @@ class WordNetQAConfig:
     max_answers_per_hop: int = 1  # ISA probes: gold answers sampled per (concept, hop)
     min_answer_depth: int = 2  # noun hypernyms this close to the root (entity, abstraction, ...) are skipped
     instances: bool = False  # follow instance hypernymy (Paris -> city) for answers and ISA distractors
-    max_concepts: int | None = None  # a seeded sample of concepts, for quick sets
+    max_concepts: int | None = None  # a seeded sample of concepts with a question of the probes, for quick sets
     dev_frac: float = 0.1
     test_frac: float = 0.1
     seed: int = 0
@@ -48,6 +48,9 @@ class WordNetQAConfig:
     relation: str = ""
     min_hops: int = 1
     concepts: ConceptFilter | None = None
+    # question templates: None picks templates/questions/<the wordnet's language>.yaml; a path is
+    # the user's own file (--templates FILE)
+    templates: str | None = None
 
     def __post_init__(self) -> None:
         probes = tuple(self.probes)
@@ -103,7 +106,7 @@ class WordNetQAConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         # the spec fields appear only when set, so `make wordnetqa` manifests stay as they were
-        for key, default in (("relation", ""), ("min_hops", 1), ("concepts", None)):
+        for key, default in (("relation", ""), ("min_hops", 1), ("concepts", None), ("templates", None)):
             if d[key] == default:
                 del d[key]
         if self.concepts is not None:

@@ -26,10 +26,11 @@ import numpy as np
 
 from ..dataset import MANIFEST_FILE, Dataset, find  # noqa: F401 - MANIFEST_FILE: importable from here as before
 from ..errors import DatasetError, NothingBuilt, ProbegenError
-from ..io import UNPARSED, first_jsonl_row, iter_jsonl, json_type, sha256_text, write_jsonl
+from ..io import UNPARSED, first_jsonl_row, iter_jsonl, sha256_text, write_jsonl
 from ..manifest import CANARY, data_block, make_manifest
+from ..templating import question_templates
 from .config import N_CHOICES, PROBES, WordNetQAConfig
-from .items import LABELS, ChoiceMeta, Context, MCItem
+from .items import LABELS, ChoiceMeta, MCItem
 from .reference import PAPER_SIZES
 
 ITEMS_FILE = "items.jsonl"
@@ -63,11 +64,18 @@ def item_rng(seed: int, key: str) -> np.random.Generator:
 
 
 # ---- construction --------------------------------------------------------------------------------
-def select_concepts(concepts: list[str], cfg: WordNetQAConfig) -> list[str]:
-    """All concepts, or a seeded sample of ``max_concepts`` of them (kept in WordNet order)."""
+def select_concepts(concepts: list[str], cfg: WordNetQAConfig, eligible: Callable[[str], bool] | None = None) -> list[str]:
+    """All concepts, or a seeded sample of ``max_concepts`` of them (kept in WordNet order): the
+    first ``max_concepts`` of a seeded permutation that ``eligible`` admits (a concept with a
+    question of a requested probe), so the sample counts concepts that pass the probe's filters."""
     if cfg.max_concepts is None or cfg.max_concepts >= len(concepts):
         return list(concepts)
-    keep = set(item_rng(cfg.seed, "concepts").permutation(len(concepts))[: cfg.max_concepts].tolist())
+    keep: set[int] = set()
+    for i in item_rng(cfg.seed, "concepts").permutation(len(concepts)).tolist():
+        if len(keep) == cfg.max_concepts:
+            break
+        if eligible is None or eligible(concepts[i]):
+            keep.add(i)
     return [c for i, c in enumerate(concepts) if i in keep]
 
 
@@ -115,14 +123,17 @@ def build(
     """Generate a WordNetQA dataset from a wordnet (``wordnet``: a source string, see
     ``probegen.lexicon.sources``; None is WordNet 3.0) and SemCor if asked, with the given configuration."""
     from . import render
+    from .probes import explain_skipped, has_question
 
     cfg.validate()
     wn_info, sc_info, graph, index = _sources(cfg, wordnet, semcor, log)
+    qt = question_templates(getattr(wn_info, "language", "en"), cfg.templates)  # the wordnet's language, or --templates
+    render.use_templates(qt)
     contexts, ctx_stats = _contexts(cfg, graph, wn_info, index, log)
     concepts = [s for pos in cfg.pos for s in graph.synsets(pos) if s in contexts]
     if cfg.concepts is not None:  # a probe spec's concept filter (SemCor counts only if it asks)
         concepts = _filtered(concepts, cfg.concepts, graph, wordnet, semcor, log)
-    concepts = select_concepts(concepts, cfg)
+    concepts = select_concepts(concepts, cfg, lambda s: has_question(s, contexts[s], graph, cfg))
     renderers = {p: choice_renderer(graph, p) for p in cfg.probes}
     pending, skipped = _pending_items(cfg, graph, concepts, contexts, assign_splits(concepts, cfg), renderers, progress)
     items = _assemble(pending, graph, renderers, cfg)
@@ -131,7 +142,10 @@ def build(
     c = counts(items)
     for p in cfg.probes:
         c.setdefault(p, {})["skipped"] = skipped[p]
-    log("; ".join(f"{p}: {c[p]['unique_questions']} questions / {c[p]['synsets']} synsets / {c[p]['items']} items" for p in cfg.probes if p in c))
+        if "items" not in c[p]:  # one probe of several gave nothing: say why, in one line
+            c[p]["why_empty"] = explain_skipped(p, skipped[p], len(concepts), cfg)
+            log(c[p]["why_empty"])
+    log("; ".join(f"{p}: {c[p]['unique_questions']} questions / {c[p]['synsets']} synsets / {c[p]['items']} items" for p in cfg.probes if "items" in c[p]))
     manifest = make_manifest(
         "wordnetqa",
         cfg.to_dict(),
@@ -141,6 +155,7 @@ def build(
         name=cfg.name,
         contexts=ctx_stats,
         templates_sha256=sha256_text(json.dumps(render.spec(), sort_keys=True)),
+        question_templates=qt.record(),
         paper_sizes=PAPER_SIZES,
     )
     return WordNetQADataset(items, manifest)
@@ -231,8 +246,9 @@ def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, c
             if dtype != "random" and not typed:
                 skipped[f"no_{dtype}_distractor"] += 1
                 continue
-            if len(chosen) < cfg.n_distractors:
-                raise ProbegenError(f"{iid}: only {len(chosen)} distractors found (the random pool is too small)")
+            if len(chosen) < cfg.n_distractors:  # a small wordnet: too few unrelated synsets (counted, said if nothing is left)
+                skipped["too_few_distractors"] = skipped.get("too_few_distractors", 0) + 1
+                continue
             out.append({"q": q, "id": iid, "dtype": dtype, "dhops": min(typed) if typed else None, "stem": stem,
                         "template": tmpl["id"], "chosen": chosen, "order": rng.permutation(len(chosen)).tolist()})
     return out
@@ -368,15 +384,21 @@ def write(ds: WordNetQADataset, out: str | Path, release: bool = False) -> Path:
     return ds.write(out, release_files if release else None)
 
 
-def load(path: str | Path, ablations: bool = False) -> WordNetQADataset:
+def load(path: str | Path, ablations: bool = False, on_invalid: str = "error", probe: str | None = None) -> WordNetQADataset:
     """Read a probegen WordNetQA directory (its files checked against the manifest), its
-    ``items.jsonl``, or a release-format JSONL file.
+    ``items.jsonl``, or a release-format JSONL file (:mod:`probegen.wordnetqa.release`).
 
-    A release file is validated line by line (errors name ``FILE:LINE``). ``ablations``: every
-    release row must also be one the bias ablations can cut (its quoted sentence located in the
-    stem and the surface form a whole word of it); without it such a row is kept for full-input
-    evaluation only.
+    A release file is read line by line: a row that cannot be read as its probe's question is a
+    ``DatasetError`` naming ``FILE:LINE`` or, with ``on_invalid="skip"``, left out and recorded in
+    ``manifest["invalid"]`` (``{"policy", "rows", "kept", "skipped": {reason: {"count", "ids"}}}``).
+    ``probe``: the probe type of every row of a release file (else its file name, else its notes
+    tell it). ``ablations``: rows must also carry their concept (the bootstrap's unit), and
+    DictionaryQA rows a quoted sentence holding the word.
     """
+    from .release import ON_INVALID, read_release
+
+    if on_invalid not in ON_INVALID:
+        raise DatasetError(f"unknown on_invalid {on_invalid!r}; choose from {', '.join(ON_INVALID)}")
     p = find(path)
     manifest: dict[str, Any] = {}
     if p.is_dir():
@@ -385,20 +407,36 @@ def load(path: str | Path, ablations: bool = False) -> WordNetQADataset:
 
         for name, block in (manifest.get("probe_templates") or {}).items():  # a spec's own probe
             register_probe(name, block)
+        qt = manifest.get("question_templates")
+        if isinstance(qt, dict) and isinstance(qt.get("content"), dict):  # --templates FILE: its questions travel along
+            from .render import register_templates
+
+            register_templates(qt["content"], str(qt.get("file")), str(qt.get("sha256")))
         p = WordNetQADataset.records_path(p, shown=path)
     if p.suffix == ".jsonl" and _first_is_release(p):
-        items = read_release(p, ablations)
-        return WordNetQADataset(items, manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"}, str(path))
+        items, invalid = read_release(p, ablations, probe, on_invalid)
+        manifest = dict(manifest or {"kind": "wordnetqa", "source_format": "wordnetqa-release"})
+        if invalid is not None:
+            manifest["invalid"] = invalid
+        return WordNetQADataset(items, manifest, str(path))
+    return _load_records(p, path, manifest, ablations, probe)
+
+
+def _load_records(p: Path, path: str | Path, manifest: dict[str, Any], ablations: bool, probe: str | None) -> WordNetQADataset:
+    """A records file that is not release JSONL: probegen items, or release rows in another file."""
+    from .release import read_row
+
     rows = list(iter_jsonl(p))
     if not rows:
         raise DatasetError(f"dataset {path} has no items")
     release = isinstance(rows[0][1], dict) and isinstance(rows[0][1].get("question"), dict)
-    parse = _from_release if release else MCItem.from_json
+    if probe is not None and not release:  # probegen items name their own probe: --probe would change nothing
+        raise ProbegenError(f"--probe applies to WordNetQA release files; {path} holds probegen items, each naming its probe")
 
     def parse_object(r: Any) -> MCItem:
         if not isinstance(r, dict):
             raise DatasetError("every line must be a JSON object")
-        return parse(r)
+        return read_row(r, p, probe, ablations) if release else MCItem.from_json(r)
 
     items = WordNetQADataset.read_records(p, parse_object, rows)
     if release:
@@ -471,166 +509,6 @@ def _first_is_release(p: Path) -> bool:
     a first line that does not parse counts as release, so its error names its line."""
     row = first_jsonl_row(p)
     return row is UNPARSED or (isinstance(row, dict) and isinstance(row.get("question"), dict))
-
-
-def read_release(path: str | Path, ablations: bool = False) -> list[MCItem]:
-    """Every row of a WordNetQA release JSONL file, validated in full before any is used.
-
-    The first bad line raises ``DatasetError("FILE:LINE: why")``: malformed JSON, a missing or
-    ill-typed field, a repeated id, a probe type that cannot be told (``notes.probe``, else the
-    id or the file name must name one) and, with ``ablations``, a row the ablations cannot cut.
-    """
-    p = Path(path)
-    items: list[MCItem] = []
-    seen: dict[str, int] = {}
-    for n, r in iter_jsonl(p):
-        try:
-            if not isinstance(r, dict):
-                raise DatasetError("not a JSON object")
-            it = _from_release(r, p.name, ablations)
-        except DatasetError as e:
-            raise DatasetError(f"{p}:{n}: {e}") from None
-        if it.id in seen:
-            raise DatasetError(f"{p}:{n}: item id {it.id!r} repeats line {seen[it.id]}")
-        seen[it.id] = n
-        items.append(it)
-    if not items:
-        raise DatasetError(f"dataset {p} has no items")
-    return items
-
-
-def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
-    """``obj[key]`` if present and of type ``kind``, else a DatasetError naming the field."""
-    v = obj.get(key) if isinstance(obj, dict) else None
-    if v is None or not isinstance(v, kind) or (isinstance(v, (str, list)) and not v):
-        raise DatasetError(f"missing or invalid field {where}{key}")
-    return v
-
-
-def _release_probe(notes: dict[str, Any], rid: str, filename: str) -> str:
-    """The probe type of a release row: ``notes.probe``, else named by the id, else by the file."""
-    if notes.get("probe"):
-        return str(notes["probe"])
-    for where in (rid.lower(), filename.lower()):
-        found = [pr for pr in PROBES if pr in where]
-        if len(found) == 1:
-            return found[0]
-    raise DatasetError(f"cannot tell the probe type of {rid!r} (no notes.probe; neither the id nor the file name names one of {', '.join(PROBES)})")
-
-
-#: the type of each ``notes`` field probegen reads (any may be missing or null)
-_NOTE_TYPES: dict[str, type | tuple[type, ...]] = {
-    **dict.fromkeys(("probe", "concept", "gold_synset", "word", "surface_form", "pos", "distractor_type", "cluster",
-                     "split", "question_id"), str),
-    **dict.fromkeys(("hops", "distractor_hops"), int),
-    **dict.fromkeys(("choice_synsets", "choice_types", "choice_distances"), list),
-    "chain": (list, str),  # probegen writes a list, the original release a string
-}
-
-
-def _check_notes(notes: dict[str, Any]) -> None:
-    """Reject a ``notes`` field of the wrong type (``"pos": 3``, ``"hops": "x"``) with its name."""
-    for key, kind in _NOTE_TYPES.items():
-        v = notes.get(key)
-        if v is not None and (not isinstance(v, kind) or isinstance(v, bool)):
-            want = {str: "a string", int: "an integer", list: "a list"}.get(kind, "a list or a string")
-            raise DatasetError(f"notes.{key} must be {want}, got {json_type(v)}")
-
-
-def _check_release_row(r: dict[str, Any]) -> None:
-    """The strict checks of an original-release row (one with ``question`` or ``answerKey``)."""
-    if "question" in r or "answerKey" in r:
-        q = _need(r, "question", dict)
-        _need(q, "stem", str, "question.")
-        for i, c in enumerate(_need(q, "choices", list, "question.")):
-            _need(c, "text", str, f"question.choices[{i}].")
-        _need(r, "answerKey", str)
-        if not isinstance(r.get("id"), (str, int)) or r.get("id") == "":
-            raise DatasetError("missing or invalid field id")
-
-
-def _release_choices(r: dict[str, Any]) -> tuple[tuple[str, ...], int]:
-    """(choice texts, gold index) of a release row."""
-    q = r["question"]
-    choices = tuple(c["text"] if isinstance(c, dict) else str(c) for c in q["choices"])
-    labels = [c.get("label", LABELS[i]) if isinstance(c, dict) else LABELS[i] for i, c in enumerate(q["choices"])]
-    if r["answerKey"] not in labels:
-        raise DatasetError(f"answerKey {r['answerKey']!r} is not one of the choice labels {''.join(map(str, labels))}")
-    return choices, labels.index(r["answerKey"])
-
-
-def _release_notes(r: dict[str, Any], filename: str, ablations: bool) -> tuple[dict[str, Any], str, str]:
-    """(notes, id, probe type) of a release row, the notes' types checked."""
-    notes = r.get("notes") or {}
-    rid = str(r["id"])
-    if not isinstance(notes, dict):
-        raise DatasetError("notes is not a JSON object")
-    _check_notes(notes)
-    probe = _release_probe(notes, rid, filename)
-    if probe not in PROBES:
-        raise DatasetError(f"unknown probe type {probe!r} (one of {', '.join(PROBES)})")
-    if ablations and not (notes.get("concept") or notes.get("gold_synset")):
-        raise DatasetError("missing field notes.gold_synset (the bootstrap resamples by concept)")
-    return notes, rid, probe
-
-
-def _release_context(probe: str, stem: str, notes: dict[str, Any], surface: str, rid: str,
-                     ablations: bool) -> tuple[str, Context | None, str]:
-    """(template, context, definition) cut from the stem: the quoted sentence with the surface
-    form located (template ``release``), or ("", None, "") for a full-input item (with
-    ``ablations``, an error)."""
-    from . import render
-
-    try:
-        if ablations and not notes.get("surface_form") and not notes.get("word"):
-            raise DatasetError("missing field notes.surface_form (the ablations mask it)")
-        sentence, spans, definition = render.release_parts(probe, stem, surface)
-        context = Context(text=sentence, char_span=spans[0], source="release") if spans else None
-        return render.RELEASE_TEMPLATE, context, definition
-    except DatasetError as e:
-        if ablations:
-            raise DatasetError(f"item {rid} cannot be ablated: {e}") from None
-        return "", None, ""
-
-
-def _release_meta(notes: dict[str, Any]) -> tuple[ChoiceMeta, ...]:
-    types = notes.get("choice_types") or []
-    return tuple(
-        ChoiceMeta(s, t, d)
-        for s, t, d in zip(notes.get("choice_synsets") or [], types, notes.get("choice_distances") or [None] * len(types))
-    )
-
-
-def _from_release(r: dict[str, Any], filename: str = "", ablations: bool = False) -> MCItem:
-    """An item from a release-format row (probegen's own export or the original release).
-
-    When the stem's quoted sentence and the surface form in it are found (``render.release_parts``)
-    the item carries them as its context, and the bias ablations can be cut from the stem
-    (template ``release``); else it is a full-input item, or with ``ablations`` an error.
-    """
-    _check_release_row(r)
-    try:
-        choices, answer = _release_choices(r)
-        notes, rid, probe = _release_notes(r, filename, ablations)
-        concept = notes.get("concept") or notes.get("gold_synset") or rid
-        surface = str(notes.get("surface_form") or notes.get("word") or "")
-        stem = r["question"]["stem"]
-        template, context, definition = _release_context(probe, stem, notes, surface, rid, ablations)
-        meta = _release_meta(notes)
-        item = MCItem(
-            id=rid, probe=probe, pos=notes.get("pos", ""), synset=concept, word=str(notes.get("word") or surface),
-            question=stem, template=template, choices=choices, answer=answer,
-            choice_meta=meta if len(meta) == len(choices) else (),
-            gold_synset=notes.get("gold_synset", concept), hops=int(notes.get("hops") or 0),
-            chain=tuple(notes.get("chain") or ()), distractor_type=str(notes.get("distractor_type") or ""),
-            distractor_hops=notes.get("distractor_hops"), cluster=str(notes.get("cluster") or f"{probe}:{concept}"),
-            split=str(notes.get("split") or "test"), question_id=str(notes.get("question_id") or rid),
-            definition=definition, context=context,
-        )
-        item.check()
-        return item
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise DatasetError(f"malformed WordNetQA release row {r.get('id', '?') if isinstance(r, dict) else '?'}: {e}") from None
 
 
 def fingerprint(ds: WordNetQADataset) -> str:

@@ -56,7 +56,7 @@ class MCItem(Item):
     synset: str
     word: str  # the concept's lemma the question is about (spaces, not underscores)
     question: str  # the rendered stem (the standard, full-input question)
-    template: str  # template id in templates/wordnetqa.json
+    template: str  # template id in templates/questions/<language>.yaml
     choices: tuple[str, ...]
     answer: int
     choice_meta: tuple[ChoiceMeta, ...]
@@ -70,6 +70,9 @@ class MCItem(Item):
     question_id: str
     definition: str = ""  # the concept's gloss (the synonymy stem; kept for every probe)
     context: Context | None = None
+    # a release row's stem spans that the Context ablation hides (the target in the quoted sentence,
+    # the word's own quotes); empty for generated items, whose stems are rendered from templates
+    stem_spans: tuple[tuple[int, int], ...] = ()
 
     @property
     def surface(self) -> str:
@@ -106,6 +109,7 @@ class MCItem(Item):
             "question_id": self.question_id,
             "definition": self.definition,
             "context": self.context.to_json("with-source") if self.context else None,
+            **({"stem_spans": [list(sp) for sp in self.stem_spans]} if self.stem_spans else {}),
         }
 
     @classmethod
@@ -132,6 +136,7 @@ class MCItem(Item):
                 question_id=d.get("question_id", str(d["id"])),
                 definition=d.get("definition", ""),
                 context=Context.from_json(d["context"], "with-source") if d.get("context") else None,
+                stem_spans=tuple((int(a), int(b)) for a, b in d.get("stem_spans") or ()),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise DatasetError(f"malformed {cls.what} {d.get('id', '?') if isinstance(d, dict) else '?'}: {e}") from None

@@ -153,3 +153,38 @@ def questions(
         lemma, ctx = contexts[i % min(len(contexts), cfg.max_contexts)]
         out.append(Question(f"{probe}:{concept}:{a}", probe, concept, lemma.replace("_", " "), ctx, a, len(paths[a]) - 1, paths[a]))
     return out
+
+
+def has_question(concept: str, contexts: list[tuple[str, Context]], graph, cfg: WordNetQAConfig) -> bool:
+    """Whether ``concept`` gets a question of at least one of ``cfg.probes``: what ``max_concepts``
+    counts, so a sample of N concepts is N concepts that pass the probe's filters (a verb with no
+    entailment, a leaf for hyponymy, are not drawn in place of ones that give questions).
+
+    >>> class Toy:
+    ...     def lemmas(self, s): return ("dog",)
+    ...     def children(self, s, instances): return []
+    ...     def pos(self, s): return "v"
+    >>> has_question("dog.n.01", [], Toy(), WordNetQAConfig(probes=("hyponymy",)))
+    False
+    >>> has_question("dog.n.01", [], Toy(), WordNetQAConfig(probes=("hyponymy", "synonymy")))
+    True
+    """
+    return any(questions(p, concept, contexts, graph, cfg) for p in cfg.probes)
+
+
+def explain_skipped(probe: str, skipped: dict[str, int], n_concepts: int, cfg: WordNetQAConfig) -> str:
+    """One line saying why ``probe`` got no item, from its skip counters.
+
+    >>> explain_skipped("hyponymy", {"concepts_without_question": 3, "too_few_distractors": 27}, 30, WordNetQAConfig())
+    'hyponymy: no item from 30 concepts: 3 without a hyponymy answer within 4 hops; 27 questions without 4 valid distractors (the wordnet is too small for unrelated random ones)'
+    """
+    why = []
+    if skipped.get("concepts_without_question"):
+        why.append(f"{skipped['concepts_without_question']} without a {probe} answer within {cfg.max_hops} hops")
+    for d in cfg.distractors:
+        if skipped.get(f"no_{d}_distractor"):
+            why.append(f"{skipped[f'no_{d}_distractor']} questions without a valid {d} distractor")
+    if skipped.get("too_few_distractors"):
+        why.append(f"{skipped['too_few_distractors']} questions without {cfg.n_distractors} valid distractors "
+                   "(the wordnet is too small for unrelated random ones)")
+    return f"{probe}: no item from {n_concepts} concepts: " + ("; ".join(why) or "none has a usable context")

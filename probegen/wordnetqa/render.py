@@ -1,4 +1,5 @@
-"""Rendering WordNetQA questions and choices from ``templates/wordnetqa.json``.
+"""Rendering WordNetQA questions and choices from the question templates of the wordnet's language
+(``templates/questions/<language>.yaml``, or ``--templates FILE``; see ``probegen.templating``).
 
 Question stems and choice formats are data; this module only fills them in. Evaluation renders
 the scorer's query from an item in one of four modes (the bias diagnostics' partial inputs):
@@ -20,21 +21,60 @@ from typing import Any
 import numpy as np
 
 from ..errors import DatasetError, ProbegenError
-from ..templating import load_template
+from ..templating import QuestionTemplates, bundled_languages, question_templates
 from ..text import replace_char_span
 
 MODES = ("full", "context", "word", "choice")
 # The template id of an item imported from a WordNetQA release row: its stem is not one of
 # probegen's templates, so the ablations are cut from the stem itself (``release_parts``).
 RELEASE_TEMPLATE = "release"
+# Release probes with no templates of their own, rendered with another probe's queries: a
+# DictionaryQA row (GCIDE senses) asks for a word's sense in a sentence, as definitions does.
+RELEASE_ALIASES = {"dictionary": "definitions"}
+
+
+# The question templates new items are made with (``use_templates``: a build picks them by the
+# wordnet's language or --templates FILE); None is English.
+_ACTIVE: QuestionTemplates | None = None
+# Question-template sets of the user's own that datasets recorded (by sha256): a generated item's
+# template id finds its set, so eval and bias render it in its own language.
+_SETS: dict[str, dict[str, Any]] = {}
+
+
+def active() -> QuestionTemplates:
+    """The question templates new items are made with."""
+    return _ACTIVE or question_templates("en")
 
 
 def spec() -> dict[str, Any]:
-    """The parsed template file."""
-    return load_template("wordnetqa")
+    """The parsed question templates new items are made with (English unless a build chose others)."""
+    return active().data
 
 
-# Probes declared by probe specs (probegen.spec), in the same shape as a templates/wordnetqa.json
+def use_templates(qt: QuestionTemplates) -> None:
+    """Make new items with ``qt`` from now on (its template ids become known to eval too)."""
+    global _ACTIVE
+    if not qt.bundled:
+        register_templates(qt.data, qt.file, qt.sha256)
+    _ACTIVE = qt
+
+
+def register_templates(data: dict[str, Any], name: str, sha256: str) -> None:
+    """Make a question-template set known by its template ids (a dataset's recorded ``content``);
+    an id another set already uses for a different template is a one-line error."""
+    if sha256 in _SETS:
+        return
+    known = _by_id()
+    for p, ps in data["probes"].items():
+        for t in ps["templates"]:
+            if t["id"] in known and known[t["id"]][1] != t:
+                raise ProbegenError(f"{name}: template id {t['id']!r} ({p}) is already used by another template; "
+                                    "give every template its own id")
+    _SETS[sha256] = data
+    _by_id.cache_clear()
+
+
+# Probes declared by probe specs (probegen.spec), in the same shape as a question-template file's
 # probe; a spec-built dataset records them in its manifest and ``dataset.load`` registers them.
 _EXTRA_PROBES: dict[str, dict[str, Any]] = {}
 
@@ -42,24 +82,43 @@ _EXTRA_PROBES: dict[str, dict[str, Any]] = {}
 def register_probe(name: str, block: dict[str, Any]) -> None:
     """Make a spec-declared probe's templates known (the built-in probes cannot be replaced)."""
     if name in spec()["probes"]:
-        raise ProbegenError(f"probe {name!r} is built in (templates/wordnetqa.json); a spec's probe needs another name")
+        raise ProbegenError(f"probe {name!r} is built in ({active().file}); a spec's probe needs another name")
     _EXTRA_PROBES[name] = block
     _by_id.cache_clear()
 
 
 def probe_spec(probe: str) -> dict[str, Any]:
+    """The templates of ``probe`` that new items are made with."""
     probes = spec()["probes"]
     if probe in _EXTRA_PROBES:
         return _EXTRA_PROBES[probe]
     if probe not in probes:
-        raise ProbegenError(f"templates/wordnetqa.json has no probe {probe!r}; it has {', '.join(probes)}")
+        raise ProbegenError(f"{active().file} has no probe {probe!r}; it has {', '.join(probes)}")
     return probes[probe]
 
 
 @lru_cache(maxsize=None)
-def _by_id() -> dict[str, tuple[str, dict[str, Any]]]:
-    every = {**spec()["probes"], **_EXTRA_PROBES}
-    return {t["id"]: (p, t) for p, ps in every.items() for t in ps["templates"]}
+def _by_id() -> dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """template id -> (probe, template, its template set; None for a spec's probe)."""
+    sets = [question_templates(lang).data for lang in bundled_languages()] + list(_SETS.values())
+    out = {t["id"]: (p, t, data) for data in reversed(sets) for p, ps in data["probes"].items() for t in ps["templates"]}
+    out.update((t["id"], (p, t, None)) for p, ps in _EXTRA_PROBES.items() for t in ps["templates"])
+    return out
+
+
+def _item_templates(item) -> dict[str, Any]:
+    """The template set that made ``item`` (English for release rows and unknown ids)."""
+    got = _by_id().get(item.template)
+    return got[2] if got and got[2] is not None else question_templates("en").data
+
+
+def _item_probe(item) -> dict[str, Any]:
+    """The probe block that made ``item``: its template's set, a spec's probe, else the English one."""
+    probes = _item_templates(item)["probes"]
+    probe = RELEASE_ALIASES.get(item.probe, item.probe) if item.template == RELEASE_TEMPLATE else item.probe
+    if probe in probes and probe not in _EXTRA_PROBES:
+        return probes[probe]
+    return _EXTRA_PROBES.get(probe) or probe_spec(probe)
 
 
 def template_by_id(tid: str) -> dict[str, Any] | None:
@@ -72,6 +131,7 @@ def pick_template(probe: str, key: str, seed: int) -> dict[str, Any]:
     """The template of ``probe`` for the question ``key``: a seeded choice that depends only on
     the seed and the key, so regenerating one question never shifts the others.
 
+    >>> use_templates(question_templates("en"))
     >>> pick_template("definitions", "definitions:dog.n.01:c0", 0) == pick_template("definitions", "definitions:dog.n.01:c0", 0)
     True
     """
@@ -88,6 +148,7 @@ def fill_stem(template: dict[str, Any], sentence: str, word: str, definition: st
 def choice_text(probe: str, lemmas: tuple[str, ...], gloss: str) -> str:
     """A choice rendered from a synset's lemmas and gloss in the probe's format.
 
+    >>> use_templates(question_templates("en"))  # what a build on an English wordnet chooses
     >>> choice_text("hypernymy", ("domestic_animal", "domesticated_animal"), "any of various animals")
     'domestic animal, defined as any of various animals'
     >>> choice_text("synonymy", ("dog", "domestic_dog"), "a member of the genus Canis")
@@ -109,49 +170,6 @@ def word_spans(text: str, word: str) -> list[tuple[int, int]]:
     return [m.span() for m in pat.finditer(text)]
 
 
-def quoted_span(stem: str, word: str) -> tuple[int, int]:
-    """The span of the quoted sentence (or definition) in a release stem, inside its quotes.
-
-    Quotes that enclose just the word (``the word "X"``) are set aside; the sentence runs from
-    the first remaining double quote to the last, so quotes inside the sentence do not cut it.
-
-    >>> stem = 'In the sentence "the ice melted", the word "ice" is best defined as:'
-    >>> a, b = quoted_span(stem, "ice"); stem[a:b]
-    'the ice melted'
-    """
-    word_quotes = set()
-    for m in re.finditer(re.escape(f'"{word}"'), stem, re.IGNORECASE):
-        word_quotes.update((m.start(), m.end() - 1))
-    qs = [i for i, ch in enumerate(stem) if ch == '"' and i not in word_quotes]
-    if len(qs) < 2:
-        raise DatasetError("the stem has no quoted sentence")
-    return qs[0] + 1, qs[-1]
-
-
-def release_parts(probe: str, stem: str, surface: str) -> tuple[str, list[tuple[int, int]], str]:
-    """(sentence, spans of the surface form in it, definition) of a release stem.
-
-    Definitions, hypernymy and hyponymy stems quote a sentence in which the surface form must
-    occur as a whole word (else the item cannot be ablated: ``DatasetError``); a synonymy stem
-    quotes the definition and has no sentence.
-
-    >>> release_parts("hypernymy", 'In "a dog barked", the word or concept "dog" is best described as a type of', "dog")
-    ('a dog barked', [(2, 5)], '')
-    >>> release_parts("synonymy", 'Which words best correspond to "a domesticated canine"?', "dog")
-    ('', [], 'a domesticated canine')
-    """
-    if not surface.strip():
-        raise DatasetError("notes.surface_form is empty")
-    a, b = quoted_span(stem, surface)
-    if probe == "synonymy":
-        return "", [], stem[a:b]
-    sentence = stem[a:b]
-    spans = word_spans(sentence, surface)
-    if not spans:
-        raise DatasetError(f"surface form {surface!r} is not a whole word of the quoted sentence {sentence[:60]!r}")
-    return sentence, spans, ""
-
-
 def mask_spans(text: str, spans: list[tuple[int, int]], replacement: str | None) -> str:
     """``text`` with every span replaced (right to left, so earlier spans stay valid).
 
@@ -164,15 +182,24 @@ def mask_spans(text: str, spans: list[tuple[int, int]], replacement: str | None)
 
 
 def _release_context(item, ps: dict[str, Any], lm: bool, nonce: str) -> str:
-    """Context query of a release item: every whole-word occurrence of the surface form in the
-    stem masked by its span (in the quoted sentence and in the word's own quotes). A synonymy
-    stem has no sentence: its Context query is its Full query, as for generated items."""
+    """Context query of a release item: the spans of its stem recorded at reading (the target in
+    the quoted sentence and the word's own quotes, ``item.stem_spans``) replaced by the nonce; a
+    plain query is the sentence with the target removed. A synonymy stem has no sentence: its
+    Context query is its Full query, as for generated items."""
     if item.context is None:
         return query(item, "pattern" if lm else "plain", "full", nonce)
     if lm:
-        return ps["lm_query"].format(stem=mask_spans(item.question, word_spans(item.question, item.surface), nonce))
-    sentence, spans, definition = release_parts(item.probe, item.question, item.surface)
-    return ps["plain_query"].format(sentence=mask_spans(sentence, spans, None), word="", definition=definition or item.definition)
+        return ps["lm_query"].format(stem=mask_spans(item.question, list(item.stem_spans), nonce))
+    ctx = item.context
+    off = item.question.find(ctx.text)
+    inside = [(a - off, b - off) for a, b in item.stem_spans if off >= 0 and off <= a and b <= off + len(ctx.text)]
+    return ps["plain_query"].format(sentence=mask_spans(ctx.text, inside or [ctx.char_span], None), word="",
+                                    definition=item.definition)
+
+
+def _unrenderable(item) -> DatasetError:
+    return DatasetError(f"item {item.id}: no known template ({item.template!r}) and no located sentence or definition: "
+                        "it cannot be rendered as its probe's query")
 
 
 def query(item, style: str, mode: str, nonce: str) -> str:
@@ -181,15 +208,17 @@ def query(item, style: str, mode: str, nonce: str) -> str:
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     lm = style != "plain"
     if mode == "choice":
-        return spec()["choice_query"]["lm" if lm else "plain"]
-    ps = probe_spec(item.probe)
+        return _item_templates(item)["choice_query"]["lm" if lm else "plain"]
+    ps = _item_probe(item)
     tmpl = template_by_id(item.template)
     ctx = item.context
     if mode == "full":
         if lm:
             return ps["lm_query"].format(stem=item.question)
         if tmpl is None and item.template != RELEASE_TEMPLATE:
-            return item.question
+            raise _unrenderable(item)  # never the whole stem in place of the probe's query
+        if item.template == RELEASE_TEMPLATE and ctx is None and not item.definition:
+            return item.question  # a DictionaryQA question without a sentence: its stem is all it asks
         return ps["plain_query"].format(sentence=ctx.text if ctx else "", word=item.surface, definition=item.definition)
     if tmpl is None and item.template != RELEASE_TEMPLATE:
         raise DatasetError(f"item {item.id}: mode {mode!r} needs a probegen item with a known template (got {item.template!r})")

@@ -31,6 +31,17 @@ function withBlanks(parent, text) {
   });
 }
 
+// a prompt with the target word's spans (marks) highlighted, and blanks drawn as gaps elsewhere
+function withMarks(parent, text, marks) {
+  let pos = 0;
+  (marks || []).forEach(([a, b]) => {
+    withBlanks(parent, text.slice(pos, a));
+    parent.appendChild(el("span", "target", text.slice(a, b)));
+    pos = b;
+  });
+  withBlanks(parent, text.slice(pos));
+}
+
 function current() { return S.items[idx]; }
 function nAnswered() { return Object.keys(S.answered).length; }
 function nextUnanswered() { return S.items.findIndex((it) => !(it.item in S.answered)); }
@@ -74,7 +85,7 @@ function show() {
   }
   const it = current();
   $("task").dataset.item = it.item;  // which item is shown (for people reporting a problem, and tests)
-  $("instructions").textContent = S.instructions[it.kind];
+  $("instructions").textContent = S.instructions[it.guide];
   $("item-label").textContent = `Item ${done + 1} of ${total}`;
   $("task").hidden = false;
   choice = null; selRow = null; pairs = [];
@@ -87,7 +98,7 @@ function showMC(it) {
   $("mc").hidden = false; $("align").hidden = true;
   const prompt = $("prompt");
   prompt.textContent = "";
-  withBlanks(prompt, it.prompt);
+  withMarks(prompt, it.prompt, it.marks);
   const ol = $("choices");
   ol.textContent = "";
   it.choices.forEach((c, i) => {

@@ -377,7 +377,8 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
     if not task.zero_shot:  # word in context: a linear probe, trained on the train split
         from commands.evaluate import eval_wordincontext
 
-        eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT, runner)
+        eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT, runner,
+                           subset=subset_request(asked["limit"], asked["sample"]))
         return
     from probegen.evaluation import EvalOptions, run_eval
 

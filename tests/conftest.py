@@ -23,3 +23,6 @@ def clean_hard_nouns():
 
 # the headless-Chromium fixture of the study-page tests (tests/study_page.py)
 from study_page import browser  # noqa: E402,F401
+
+# the real vLLM server of the served-model tests (tests/vllm_server.py): one per test run
+from vllm_server import vllm, vllm_server  # noqa: E402,F401

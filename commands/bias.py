@@ -13,7 +13,8 @@ from .options import add_device_options, given_options, log
 
 METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
                "method, a classifier per input condition trained on the train split (word-in-context datasets: "
-               "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy) "
+               "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy); generate: ask a chat model "
+               "each ablation as a prompt and parse its answer (every kind) "
                "[default: trained for word-in-context datasets, zeroshot otherwise].")
 
 
@@ -44,7 +45,11 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
 @click.option("--probe", default=None, metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
-@click.option("--method", type=click.Choice(["zeroshot", "trained"]), default=None, help=METHOD_HELP)
+@click.option("--method", type=click.Choice(["zeroshot", "trained", "generate"]), default=None, help=METHOD_HELP)
+@click.option("--permutations", type=click.IntRange(1, 100), default=1, show_default=True, metavar="N",
+              help="--method generate: ask each unit under N seeded option orders (accuracy per order, consistency, majority answer).")
+@click.option("--prompts", type=click.Path(), default=None, metavar="FILE",
+              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
 @click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")
 @click.option("--seeds", default=3, show_default=True, type=click.IntRange(min=1), help="--method trained: runs (seeds) per condition.")
 @click.option("--human", "human", multiple=True, type=click.Path(),
@@ -69,6 +74,8 @@ def bias(ctx, runtime, **options) -> None:
       probegen bias --model glove-50d --dataset probegen_out/datasets/coda21-clean-hard --limit 30   # the first 30 groups
       probegen bias --model minilm-l6 --dataset hypernymy-train.jsonl --on-invalid skip   # skip (and list) unusable release rows
       probegen bias --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy
+      probegen bias --model smollm2-135m --method generate --dataset probegen_out/datasets/coda21-clean-hard --limit 20
+      probegen bias --model smollm2 --api-base http://127.0.0.1:8000/v1 --method generate --dataset probegen_out/datasets/wordnetqa-definitions
 
     Each dataset's folder holds ablations.jsonl: per condition and item, the exact query and
     candidate texts the model scored, and the gold.

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from probegen.runner import Runner
 
 DEFAULT_OUT = Path("probegen_out") / "bias"
-METHODS = ("zeroshot", "trained")
+METHODS = ("zeroshot", "trained", "generate")
 Log = Callable[[str], None]
 
 
@@ -49,6 +49,8 @@ class BiasRequest:
     sample: int | None = None
     on_invalid: str = "error"
     probe: str | None = None
+    permutations: int = 1
+    prompts: str | None = None
     wordnet: str | None = None
     semcor: str | None = None
     given: frozenset[str] = frozenset()
@@ -68,6 +70,10 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
     from probegen import tasks
     from probegen.errors import ProbegenError
 
+    if method == "generate":  # every kind's units can be asked
+        if finetune:
+            raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
+        return method
     trained_only = [not tasks.detect(d).zero_shot for d in datasets]
     if method is None:
         if any(trained_only) and not all(trained_only):
@@ -96,6 +102,12 @@ def check_options(req: BiasRequest) -> None:
     from .run_bias import default_tasks
 
     subset_request(req.asked("limit"), req.asked("sample"))  # --limit with --sample: one line
+    from probegen.evaluation import check_method_options
+
+    generate = req.method == "generate"
+    check_method_options("generate" if generate else "score",
+                         {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")},
+                          "permutations": req.permutations if req.permutations != 1 else None, "prompts": req.prompts})
     tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
                                 default_tasks=default_tasks())
 
@@ -136,6 +148,8 @@ def _check_zeroshot(req: BiasRequest) -> None:
     from probegen.templating import coda21_patterns
 
     coda21_patterns(req.pattern)  # an unknown pattern fails now, not after scoring
+    if req.method == "generate":  # a chat model is resolved by its backend when it loads
+        return
     # the model before the default datasets are generated: an unknown name fails in a moment
     model_kind = resolve_models([req.model], req.scorer)[req.model]
     check_model_options(req.model, model_kind, reduction=req.asked("reduction"), pattern=req.asked("pattern"))
@@ -160,7 +174,8 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
         results = run_bias(req.model, list(req.datasets) or None, tmp, cfg, scorer_kind=req.scorer, reduction=req.reduction,
                            batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
-                           subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe)
+                           subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
+                           generate=(req.permutations, req.prompts) if req.method == "generate" else None)
         if req.human:
             from .human import add_human_to_bias
 

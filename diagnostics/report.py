@@ -189,6 +189,40 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
     lines += ["## Summary", ""] + _summary(results["datasets"]) + [""]
     for d in results["datasets"]:
         if not d.get("skipped"):
-            lines += _dataset(d)
+            lines += _dataset(d) + generation_section(d.get("generation"))
     lines += ["## Method", "", METHOD, ""]
+    if any(d.get("generation") for d in results["datasets"]):
+        lines += [GENERATE_METHOD, ""]
     return "\n".join(lines)
+
+
+GENERATE_METHOD = (
+    "Generative method (`--method generate`): each unit of each condition was asked as a prompt (the "
+    "templates recorded under Scorer) and the answer parsed strictly; an answer that did not parse was "
+    "shown its error once and asked again; what was still missing was completed by a seeded random "
+    "choice of what was left. Accuracies include those random completions: the invalid rate beside them "
+    "says how much of each figure is chance. With several option orders, each row's answer is the "
+    "majority over the orders (an exact tie broken at random)."
+)
+
+
+def generation_section(block: dict[str, Any] | None) -> list[str]:
+    """The report's table of the generative method's answers per condition ([] without one).
+
+    >>> g = {"asks": 4, "valid": 0.5, "valid_after_retry": 0.25, "partial": 0.25, "invalid": 0.0,
+    ...      "invalid_rate": 0.25, "random_rows": 0.1, "orders": 1, "per_order": [0.5], "consistency": 1.0, "majority": 0.5}
+    >>> generation_section({"full": g})[4]
+    '| full | 4 | 50.0% | 25.0% | 25.0% | 0.0% | 25.0% | 10.0% | 0.500 | 1.000 |'
+    """
+    if not block:
+        return []
+    lines = ["#### Generated answers", "",
+             "| condition | asks | valid | valid after retry | partial | invalid | invalid rate | rows at random | accuracy per order | consistency |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for mode, g in block.items():
+        if not g:
+            continue
+        orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
+        lines.append(f"| {mode} | {g['asks']} | {g['valid']:.1%} | {g['valid_after_retry']:.1%} | {g['partial']:.1%} | "
+                     f"{g['invalid']:.1%} | {g['invalid_rate']:.1%} | {g['random_rows']:.1%} | {orders} | {g['consistency']:.3f} |")
+    return lines + [""]

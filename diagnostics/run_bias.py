@@ -393,8 +393,12 @@ def run_bias(
     subset: tuple[str, int] | None = None,
     on_invalid: str = "error",
     probe: str | None = None,
+    generate: tuple[int, str | None] | None = None,
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
+
+    ``generate`` (``--method generate``: (permutations, prompt file)) asks a chat model each
+    ablation instead of scoring it (:class:`probegen.generate.GenerativeScorer`).
 
     ``runner`` loads the model (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
@@ -411,7 +415,10 @@ def run_bias(
     from probegen.evaluation import load_model_scorer
 
     t0 = time.perf_counter()
-    scorer = load_model_scorer(model, scorer_kind, reduction, batch_size, runner)
+    if generate is not None:
+        scorer = runner.load_generator(model, generate[0], generate[1], cfg.seed)
+    else:
+        scorer = load_model_scorer(model, scorer_kind, reduction, batch_size, runner)
     log(f"model {model}: {scorer.kind} scorer ({time.perf_counter() - t0:.1f} s to load)")
     return write_bias(model, loaded, out, scorer, cfg, reduction, log, progress, skipped=skipped)
 
@@ -464,6 +471,11 @@ def write_bias(
         "scorer_stats": scorer.stats() if hasattr(scorer, "stats") else None,
         "timings": {"score_and_analyse_s": round(time.perf_counter() - t0, 3)},
     }
+    if hasattr(scorer, "exchanges"):  # the generative method: every prompt and raw answer
+        from probegen.evaluation import RESPONSES_FILE
+
+        write_jsonl(out / RESPONSES_FILE, scorer.exchanges())
+        results["responses"] = RESPONSES_FILE
     write_report(results, out, model)
     log(f"wrote {out}")
     return results
@@ -540,6 +552,11 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: boo
     task = d.task
     records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
     entry = task.bias_analysis(sys.modules[__name__])(d.data, records, dcfg)
+    from probegen.generate.metrics import summarize
+
+    generation = {mode: summarize(rows) for mode, rows in records.items()}
+    if any(generation.values()):  # the generative method: invalid answers and order effects per condition
+        entry = {**entry, "generation": generation}
     if dcfg.nonce != cfg.nonce:
         entry = {**entry, "nonce": dcfg.nonce}
     return records, entry
@@ -585,6 +602,10 @@ def summary_table(results: dict[str, Any]) -> str:
         )
         for e in d.get("exclusions", []):
             lines.append(f"{'':<28} {e['name']} leaves out {e['probe']} (measures nothing there; see report.md)")
+        gen = {m: g for m, g in (d.get("generation") or {}).items() if g}
+        if gen:
+            rates = ", ".join(f"{m} {g['invalid_rate']:.1%}" for m, g in gen.items())
+            lines.append(f"{'':<28} invalid answers (completed at random): {rates}")
         lines += [f"{'':<28} {ln.strip()}" for ln in shown_notes(d)]
     return "\n".join(lines)
 

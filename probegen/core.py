@@ -46,12 +46,29 @@ class Unit:
     candidates: tuple[tuple[str, ...], ...]
     decision: str
     gold: tuple[int, ...] = ()
+    #: for the generative method (:mod:`probegen.generate`): the prompt template that asks this
+    #: unit ("" = by decision: ``matching`` for alignment/simple, ``choice`` for argmax) and extra
+    #: placeholders of that template (e.g. the made-up word), as (name, value) pairs
+    ask: str = ""
+    fields: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
             raise ValueError(f"unknown decision {self.decision!r}; choose from {', '.join(DECISIONS)}")
         if len(self.queries) != len(self.candidates) or not self.queries:
             raise ValueError(f"unit {self.id}: {len(self.queries)} queries but {len(self.candidates)} candidate lists")
+
+    def asks(self) -> str:
+        """The generative prompt template of this unit (:attr:`ask`, else by decision).
+
+        >>> Unit.choice("i", "q", ["a", "b"]).asks(), Unit.group("g", ["q"], ["d"], [0], "alignment").asks()
+        ('choice', 'matching')
+        """
+        if self.ask:
+            return self.ask
+        if self.decision == "best-row":
+            raise ProbegenError(f"unit {self.id} chooses among candidate contexts: the generative method cannot ask it")
+        return "choice" if self.decision == "argmax" else "matching"
 
     @classmethod
     def group(cls, id: str, queries: Sequence[str], columns: Sequence[str], gold: Sequence[int], matching: str) -> "Unit":
@@ -67,6 +84,15 @@ class Unit:
     def choice(cls, id: str, query: str, choices: Sequence[str], gold: int | None = None) -> "Unit":
         """One query against its choices (a multiple-choice item), decided by argmax."""
         return cls(id, (query,), (tuple(choices),), "argmax", () if gold is None else (int(gold),))
+
+
+def with_detail(record: dict[str, Any], unit: Unit, scorer: Any) -> dict[str, Any]:
+    """``record`` with what a scorer that answers whole units says of ``unit`` (the generative
+    method's answers per option order, under ``generation``); unchanged for other scorers."""
+    detail = scorer.detail(unit) if hasattr(scorer, "detail") else None
+    if detail is not None:
+        record["generation"] = detail
+    return record
 
 
 def tie_rng(seed: int, unit_id: str) -> np.random.Generator:
@@ -96,9 +122,12 @@ def request_table(units: Iterable[Unit]) -> list[Pair]:
 def score_units(units: Sequence[Unit], scorer: Any, progress: bool = False) -> list[np.ndarray]:
     """Score every unit's requests in one scorer call; a rows x candidates matrix per unit.
 
-    ``scorer`` is any object with ``score_pairs(pairs) -> {pair: float}`` (probegen's scorers)
-    or only ``score(queries, candidate_lists)``.
+    ``scorer`` is any object with ``score_pairs(pairs) -> {pair: float}`` (probegen's scorers),
+    ``score_units(units) -> [matrix]`` (a scorer that answers whole units: the generative
+    method, :class:`probegen.generate.GenerativeScorer`) or only ``score(queries, candidate_lists)``.
     """
+    if hasattr(scorer, "score_units"):
+        return scorer.score_units(list(units), progress=progress)
     if hasattr(scorer, "score_pairs"):
         values = scorer.score_pairs(request_table(units), progress=progress)
     else:  # a plain ``score`` function (e.g. a stand-in model): row by row, it dedupes itself

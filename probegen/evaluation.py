@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 LM_KINDS = ("causal", "masked")
+#: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
+RESPONSES_FILE = "responses.jsonl"
+#: options of a likelihood scorer: given with --method generate, each is an error
+SCORING_ONLY = ("scorer", "reduction", "length_norm", "pattern", "pll")
 
 
 def detect_dataset(path: str | Path) -> str:
@@ -121,6 +125,9 @@ class EvalOptions:
     sample: int | None = None
     on_invalid: str | None = None
     probe: str | None = None  # a release file's probe type (multiple choice)
+    method: str = "score"  # "generate": a chat model is asked each unit (probegen.generate)
+    permutations: int | None = None  # --method generate: option orders per unit
+    prompts: str | None = None  # --method generate: a prompt template file
 
 
 def run_eval(
@@ -160,21 +167,36 @@ def run_eval(
     settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))  # a spec may name its own made-up word
     reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
-    scorer = load_model_scorer(model, options.scorer_kind, reduction, options.batch_size, runner)  # rank 0 loads first
+    scorer = (runner.load_generator(model, options.permutations or 1, options.prompts, options.seed) if options.method == "generate"
+              else load_model_scorer(model, options.scorer_kind, reduction, options.batch_size, runner))  # rank 0 loads first
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
     ev = task.evaluate(data, scorer, settings, progress=runner.progress)
     timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
     results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner)
-    notes = _shown_notes(results, data, subset)
+    notes = _generation_notes(scorer, ev, results) + _shown_notes(results, data, subset)
+    exchanges = scorer.exchanges() if hasattr(scorer, "exchanges") else None
     with runner.output_dir(out) as tmp:  # rank 0 writes; no rank leaves before the results are in place
         write_jsonl(tmp / ev.rows_file, ev.rows)
+        if exchanges is not None:
+            write_jsonl(tmp / RESPONSES_FILE, exchanges)
         if figures is not None and runner.is_main:
             results["plots"] = figures(results, tmp)
         write_json(tmp / "results.json", results)
     runner.log(f"wrote {out}")
     return "\n".join([task.summary(model, ev.metrics), *notes])
+
+
+def _generation_notes(scorer, ev, results: dict[str, Any]) -> list[str]:
+    """The generative method's block of results.json (invalid answers, order effects) and its summary lines."""
+    if not hasattr(scorer, "exchanges"):
+        return []
+    from .generate.metrics import summarize, summary_lines
+
+    results["generation"] = summarize(ev.rows)
+    results["files"] = {"rows": ev.rows_file, "responses": RESPONSES_FILE}
+    return summary_lines(results["generation"])
 
 
 def subset_request(limit: int | None, sample: int | None) -> tuple[str, int] | None:
@@ -275,13 +297,36 @@ def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions):
     given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm, "split": o.split,
              "reduction": o.reduction, "scorer": o.scorer_kind, "limit": o.limit, "sample": o.sample, "on_invalid": o.on_invalid, "probe": o.probe}
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
+    check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], given, "eval", [dataset])
-    model_kind = resolve_models([model], o.scorer_kind)[model]
-    lm_only = {k: given[k] for k in task.lm_only_options}
-    check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
+    if o.method != "generate":  # a chat model is resolved by its backend when it loads
+        model_kind = resolve_models([model], o.scorer_kind)[model]
+        lm_only = {k: given[k] for k in task.lm_only_options}
+        check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
     settings = Settings(pattern=o.pattern or Settings.pattern, matching=o.matching or "alignment",
                         length_norm=o.length_norm or "none", split=o.split, seed=o.seed)
     return settings, o.reduction or "sum"
+
+
+def check_method_options(method: str, given: dict[str, Any]) -> None:
+    """Reject options of the other method: a likelihood scorer's with ``generate``, the generative
+    method's (``permutations``, ``prompts``) without it (``None`` = not given).
+
+    >>> check_method_options("generate", {"reduction": "mean"})
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: --reduction does not apply to --method generate: a chat model's answer is read, not scored
+    >>> check_method_options("score", {"permutations": 5})
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: --permutations applies to --method generate only
+    """
+    if method == "generate":
+        bad = [k for k in SCORING_ONLY if given.get(k) is not None]
+        if bad:
+            raise ProbegenError(f"--{bad[0].replace('_', '-')} does not apply to --method generate: a chat model's answer is read, not scored")
+        return
+    for k in ("permutations", "prompts"):
+        if given.get(k) is not None:
+            raise ProbegenError(f"--{k} applies to --method generate only")
 
 
 def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float], runner) -> dict[str, Any]:

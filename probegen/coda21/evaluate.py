@@ -7,12 +7,12 @@ through the one request table of :mod:`probegen.core`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Unit, evaluate_units
+from ..core import Unit, evaluate_units, with_detail
 from .dataset import Coda21Dataset, group_rng
 from .items import Group
 from .render import render_group
@@ -38,8 +38,11 @@ def group_unit(g: Group, style: str, cfg: EvalConfig, patterns: dict[str, str]) 
     """One group as a unit: rendered rows against the definitions in the seeded column order."""
     order = column_order(g.id, g.k, cfg.seed)
     gold = np.argsort(order)  # row i's definition sits at column position gold[i]
-    return Unit.group(g.id, render_group(g, style, cfg.mode, cfg.nonce, patterns),
+    unit = Unit.group(g.id, render_group(g, style, cfg.mode, cfg.nonce, patterns),
                       [g.items[j].definition for j in order], gold.tolist(), cfg.matching)
+    if style == "generate":  # the prompt names the made-up word that hides the target
+        unit = replace(unit, fields=(("nonce", cfg.nonce),))
+    return unit
 
 
 def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig], progress: bool = False) -> list[dict[str, Any]]:
@@ -54,7 +57,8 @@ def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig], progre
     outcomes = evaluate_units(units, scorer, seed=seeds.pop(), progress=progress)
     out, n = [], len(ds.groups)
     for i, _ in enumerate(cfgs):
-        records = [_record(g, u, m, p) for g, u, (m, p) in zip(ds.groups, units[i * n : (i + 1) * n], outcomes[i * n : (i + 1) * n])]
+        records = [with_detail(_record(g, u, m, p), u, scorer)
+                   for g, u, (m, p) in zip(ds.groups, units[i * n : (i + 1) * n], outcomes[i * n : (i + 1) * n])]
         out.append({"groups": records, "metrics": metrics(records)})
     return out
 

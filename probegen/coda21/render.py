@@ -23,10 +23,14 @@ def _strip(ctx: Context, replacement: str | None) -> str:
 def query(ctx: Context, pos: str, style: str, mode: str, nonce: str, patterns: dict[str, str]) -> str:
     """One row's query text.
 
-    ``style`` is the scorer's: ``pattern`` (LMs: text + pattern, e.g. "... Definition of m is")
-    or ``plain`` (embeddings: the context with the target removed).
+    ``style`` is the scorer's: ``pattern`` (LMs: text + pattern, e.g. "... Definition of m is"),
+    ``plain`` (embeddings: the context with the target removed) or ``generate`` (a prompt's row:
+    the context with the word to define in square brackets, the made-up word in its place in the
+    ``context`` mode; the word alone in ``word``; nothing in ``definition``).
     """
     word = ctx.surface
+    if style == "generate":
+        return _generate_row(ctx, mode, nonce)
     if mode == "context":
         m, text = nonce, (_strip(ctx, nonce) if style == "pattern" else _strip(ctx, None))
     elif mode == "full":
@@ -41,6 +45,18 @@ def query(ctx: Context, pos: str, style: str, mode: str, nonce: str, patterns: d
         return text
     pat = patterns[pos].format(m=m)
     return f"{text} {pat}" if text else pat
+
+
+def _generate_row(ctx: Context, mode: str, nonce: str) -> str:
+    if mode == "context":
+        return _strip(ctx, f"[{nonce}]")
+    if mode == "full":
+        return _strip(ctx, f"[{ctx.surface}]")
+    if mode == "word":
+        return f"[{ctx.surface}]"
+    if mode == "definition":
+        return ""
+    raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
 
 
 def render_group(group: Group, style: str, mode: str, nonce: str, patterns: dict[str, str]) -> list[str]:

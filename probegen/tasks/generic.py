@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], settings: "Settings",
                progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Per condition, every unit's record, from one scorer call over all conditions' units."""
-    from ..core import decide, score_units
+    from ..core import decide, score_units, with_detail
 
     style = getattr(scorer, "query_style", "pattern")
     per = {c: task.units(data, c, settings, style) for c in conditions}
@@ -27,7 +27,7 @@ def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], 
     model = getattr(scorer, "name", "")
     out: dict[str, list[dict[str, Any]]] = {}
     for c in conditions:
-        out[c] = [record(u, m, decide(u, m, settings.seed, model)) for u, m in zip(per[c], mats)]
+        out[c] = [with_detail(record(u, m, decide(u, m, settings.seed, model)), u, scorer) for u, m in zip(per[c], mats)]
     return out
 
 

@@ -148,8 +148,47 @@ class WordInContextTask(Task):
         return {"splits": split_counts(data.items), "items": len(data.items)}
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+        if getattr(scorer, "query_style", None) == "generate":  # asked, not scored: the generic path
+            return super().evaluate(data, scorer, settings, progress)
         raise ProbegenError(f"{self.title} datasets are measured by a trained probe, not by zero-shot scoring: "
-                            "use `probegen eval` (a linear probe) or `probegen bias --method trained`")
+                            "use `probegen eval` (a linear probe), `probegen bias --method trained`, or ask a chat model "
+                            "with --method generate")
+
+    # ---- the generative method: every item asked as a prompt (probegen.generate) --------------------
+    def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+        """Units of the generative method only (``style`` ``generate``): every item, in file order."""
+        if style != "generate":
+            raise ProbegenError(f"{self.title} datasets are not scored zero-shot: a trained probe measures them, "
+                                "or a chat model answers them (--method generate)")
+        if condition not in self.conditions:
+            raise ProbegenError(f"{self.title} datasets have no {condition!r} condition")
+        return [self.generative_unit(it, condition, settings.nonce) for it in data.items]
+
+    def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
+        """One item as a prompt's unit in ``condition`` (``full``, ``context``: target hidden by the
+        made-up word, ``word``: no sentence)."""
+        raise ProbegenError(f"the generative method does not ask {self.title} items")
+
+    @staticmethod
+    def shown(ctx: Any, condition: str, nonce: str) -> str:
+        """A context as a prompt shows it: the target in square brackets (``context``: the made-up
+        word in its place); nothing in the ``word`` condition.
+
+        >>> from probegen.contexts import Context
+        >>> c = Context.from_text("He sat on the bank.", "bank")
+        >>> WordInContextTask.shown(c, "full", "bkatuhla"), WordInContextTask.shown(c, "context", "bkatuhla")
+        ('He sat on the [bank].', 'He sat on the [bkatuhla].')
+        """
+        from ..text import replace_char_span
+
+        if condition == "word":
+            return ""
+        return replace_char_span(ctx.text, ctx.char_span, f"[{nonce if condition == 'context' else ctx.surface}]")
+
+    @staticmethod
+    def named(item: Any, condition: str, nonce: str) -> str:
+        """The word a prompt asks about: the made-up word when it is hidden, else the lemma."""
+        return nonce if condition == "context" else str(item.lemma).replace("_", " ")
 
     def stats(self, path: str | Path, log: Log) -> str:
         """Items per split with lemmas, units and labels, and the leak rate of the contexts."""
@@ -246,6 +285,14 @@ class WicTask(WordInContextTask):
 
     def head_classes(self, train):
         return [False, True]
+
+    def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
+        """A yes-no question: is the word used in the same sense in both sentences? (option 0 = yes)"""
+        from ..core import Unit
+
+        fields = (("sentence1", self.shown(item.context, condition, nonce)),
+                  ("sentence2", self.shown(item.context2, condition, nonce)), ("word", self.named(item, condition, nonce)))
+        return Unit("%s" % item.id, ("",), (("yes", "no"),), "argmax", (0 if bool(item.label) else 1,), ask="yes-no", fields=fields)
 
     def gold_index(self, item, classes):
         return int(bool(item.label))

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..core import Unit, decide, score_units
+from ..core import Unit, decide, score_units, with_detail
 from ..errors import ProbegenError
 from .render import MODES, query
 
@@ -88,7 +88,7 @@ def evaluate_mc_modes(
     out = []
     for i, mode in enumerate(modes):
         records = [
-            _record(it, u, m, seed, length_norm, kind, getattr(scorer, "name", ""))
+            with_detail(_record(it, u, m, seed, length_norm, kind, getattr(scorer, "name", "")), u, scorer)
             for it, u, m in zip(items, units[i * len(items) :], mats[i * len(items) : (i + 1) * len(items)])
         ]
         m = metrics(records)

@@ -187,7 +187,7 @@ def _release_context(item, ps: dict[str, Any], lm: bool, nonce: str) -> str:
     plain query is the sentence with the target removed. A synonymy stem has no sentence: its
     Context query is its Full query, as for generated items."""
     if item.context is None:
-        return query(item, "pattern" if lm else "plain", "full", nonce)
+        return ps["lm_query"].format(stem=item.question) if lm else query(item, "plain", "full", nonce)
     if lm:
         return ps["lm_query"].format(stem=mask_spans(item.question, list(item.stem_spans), nonce))
     ctx = item.context
@@ -203,13 +203,22 @@ def _unrenderable(item) -> DatasetError:
 
 
 def query(item, style: str, mode: str, nonce: str) -> str:
-    """The scorer query for ``item`` (``style``: the scorer's ``pattern`` or ``plain``)."""
+    """The scorer query for ``item`` (``style``: the scorer's ``pattern`` or ``plain``, or
+    ``generate``: the bare question stem a prompt asks, "" in the choice-only mode)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if style == "generate":
+        return "" if mode == "choice" else _query(item, "pattern", mode, nonce, bare=True)
+    return _query(item, style, mode, nonce)
+
+
+def _query(item, style: str, mode: str, nonce: str, bare: bool = False) -> str:
     lm = style != "plain"
     if mode == "choice":
         return _item_templates(item)["choice_query"]["lm" if lm else "plain"]
     ps = _item_probe(item)
+    if bare:  # the question stem itself, not wrapped for a language model's continuation
+        ps = {**ps, "lm_query": "{stem}"}
     tmpl = template_by_id(item.template)
     ctx = item.context
     if mode == "full":

@@ -1,0 +1,522 @@
+"""Chat backends of the generative protocol: a local transformers model or an OpenAI-compatible
+chat endpoint, both answering through one persistent response cache.
+
+- :class:`LocalChat` renders each conversation with the tokenizer's chat template
+  (``add_generation_prompt=True``) and decodes greedily with transformers' ``generate``, a batch of
+  conversations at a time (left-padded, sorted by length so a batch holds little padding). Its
+  answers are exactly those of ``generate`` run on one conversation at a time (tested on SmolLM2).
+- :class:`ApiChat` posts each conversation to ``{api_base}/chat/completions`` (temperature 0, the
+  run's seed, ``max_tokens``) through the served-model client of :mod:`probegen.scorers.http`
+  (retries with backoff on 429/5xx, one-line errors that never hold the key), with up to
+  ``concurrency`` requests in flight.
+- :class:`ResponseCache` keeps every raw answer (text and ``finish_reason``) in SQLite, keyed by the
+  sha256 of ``[identity, messages, max_tokens, seed, temperature]``. The identity names the model
+  and backend (local: model id, weights' package version or file fingerprint, dtype, chat
+  template hash; served: base URL and the model information the server reports), never the API
+  key and not the device (a device changes a greedy answer only through float rounding, as for
+  scores). Answers are committed as they arrive, so a killed run resumes, and a second run with
+  the cache makes no request.
+
+:func:`load_chat` picks the backend: a name served by ``api_base`` (or by the server of
+:func:`probegen.models.use_api`) is asked there; a bundled short name, a local folder or a Hugging
+Face id is loaded in-process, and must have a chat template.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
+
+from ..errors import ProbegenError
+from ..paths import cache_dir, set_aside
+from ..progress import progress_bar
+from ..score_cache import _CHUNK, ScoreCache, _inode
+
+#: bump when the way answers are made changes, so older cached answers are not reused
+CHAT_VERSION = 1
+#: answers are committed to the cache at least this often (seconds), and every ``commit_every`` answers
+COMMIT_S = 5.0
+
+Message = Mapping[str, str]
+Conversation = Sequence[Message]
+
+
+@dataclass(frozen=True)
+class Response:
+    """One answer: its text, why generation stopped (``stop``, ``length``; None if unknown), and
+    whether it came from the cache."""
+
+    text: str
+    finish_reason: str | None = None
+    cached: bool = False
+
+
+class ChatModel(Protocol):
+    """What the generative scorer needs from a chat backend."""
+
+    name: str
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies model and backend in cache keys and results (never an API key)."""
+        ...
+
+    def chat(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int, progress: bool = False) -> list[str]:
+        """The answer text to each conversation, in order."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: answers computed and cached, requests, retries, ..."""
+        ...
+
+    def close(self) -> None:
+        """Release connections, threads and the cache."""
+        ...
+
+
+# ---- the response cache ---------------------------------------------------------------------------
+def response_key(identity: Mapping[str, Any], messages: Conversation, max_tokens: int, seed: int, temperature: float) -> str:
+    """The cache key of one answer: sha256 of ``[identity, messages, max_tokens, seed, temperature]``.
+
+    >>> k = response_key({"model": "m"}, [{"role": "user", "content": "Hi"}], 8, 0, 0.0)
+    >>> len(k), k == response_key({"model": "m"}, [{"content": "Hi", "role": "user"}], 8, 0, 0.0)
+    (64, True)
+    >>> k == response_key({"model": "m"}, [{"role": "user", "content": "Hi"}], 8, 1, 0.0)
+    False
+    """
+    blob = json.dumps([dict(identity), [dict(m) for m in messages], int(max_tokens), int(seed), float(temperature)],
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def default_path() -> Path:
+    """``<cache_dir>/responses.sqlite``."""
+    return cache_dir() / "responses.sqlite"
+
+
+class ResponseCache(ScoreCache):
+    """key -> (text, finish_reason) in SQLite (``path`` defaults to ``<cache_dir>/responses.sqlite``).
+
+    The score cache's machinery, another table: opened on first use in WAL mode with a busy
+    timeout (several processes may share the file), and a damaged file is moved aside with one
+    warning, the run going on with a fresh cache.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        super().__init__(path if path is not None else default_path())
+
+    @staticmethod
+    def _setup(conn: sqlite3.Connection) -> None:
+        for attempt in range(20):
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT)")
+                conn.commit()
+                return
+            except sqlite3.OperationalError as e:  # another process is setting up the same new file
+                if "locked" not in str(e) or attempt == 19:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def _start_afresh(self, error: sqlite3.DatabaseError) -> None:
+        """Close the damaged cache and move it aside, unless another process already replaced it."""
+        opened, self._inode = self._inode, None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if opened is not None and _inode(self.path) != opened:
+            return
+        set_aside(self.path, "response cache", error, then="starting a fresh one (its questions are asked again)",
+                  companions=("-wal", "-shm"))
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Response]:  # type: ignore[override]
+        """The cached answers of those ``keys`` that are present (``cached=True``)."""
+        keys = list(dict.fromkeys(keys))
+
+        def select(conn: sqlite3.Connection) -> dict[str, Response]:
+            out: dict[str, Response] = {}
+            for i in range(0, len(keys), _CHUNK):
+                part = keys[i : i + _CHUNK]
+                rows = conn.execute(f"SELECT key, text, finish_reason FROM responses WHERE key IN ({','.join('?' * len(part))})",
+                                    part).fetchall()
+                out.update((k, Response(t, f, cached=True)) for k, t, f in rows)
+            return out
+
+        with self._lock:
+            return self._run(select)
+
+    def put_many(self, items: Iterable[tuple[str, Response]] | Mapping[str, Response]) -> None:  # type: ignore[override]
+        """Store ``(key, response)`` pairs and commit them (one transaction)."""
+        rows = [(k, r.text, r.finish_reason) for k, r in (items.items() if isinstance(items, Mapping) else items)]
+        if not rows:
+            return
+
+        def insert(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.executemany("INSERT OR REPLACE INTO responses (key, text, finish_reason) VALUES (?, ?, ?)", rows)
+
+        with self._lock:
+            self._run(insert)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._run(lambda conn: conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]))
+
+
+CacheArg = bool | str | Path | ResponseCache | None
+
+
+def _open_cache(cache: CacheArg) -> ResponseCache | None:
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return ResponseCache()
+    return cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
+
+
+def _conversation(conv: Conversation) -> list[dict[str, str]]:
+    """``conv`` as plain ``{"role", "content"}`` dicts (what is hashed and sent)."""
+    if isinstance(conv, (str, bytes)) or not conv:
+        raise ValueError(f"a conversation is a non-empty list of messages, not {conv!r:.80}")
+    out = []
+    for m in conv:
+        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise ValueError(f"a message is a dict with string 'role' and 'content', not {m!r:.80}")
+        out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+# ---- what both backends share: cache, chunked commits, progress, counters ---------------------------
+class _CachedChat:
+    """Cache look-ups, commits as answers arrive, progress and counters; backends implement
+    :meth:`_stream` (answers of conversations not in the cache) and :meth:`identity`."""
+
+    #: answers committed to the cache at once (at least every COMMIT_S seconds)
+    commit_every = 16
+
+    def __init__(self, name: str, cache: CacheArg = True, temperature: float = 0.0) -> None:
+        if temperature < 0:
+            raise ProbegenError(f"temperature must be >= 0, not {temperature}")
+        self.name = name
+        self.temperature = float(temperature)
+        self._cache = _open_cache(cache)
+        self.counters = {"responses": 0, "cached": 0, "truncated": 0, "seconds": 0.0}
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies model and backend (see the module doc)."""
+        raise NotImplementedError
+
+    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int, seed: int) -> Iterator[tuple[int, Response]]:
+        """(index, answer) for each conversation, in any order, as they are ready."""
+        raise NotImplementedError
+
+    def chat(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int, progress: bool = False) -> list[str]:
+        """The answer text to each conversation, in order (see :meth:`respond`)."""
+        return [r.text for r in self.respond(conversations, max_tokens=max_tokens, seed=seed, progress=progress)]
+
+    def respond(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int,
+                progress: bool = False) -> list[Response]:
+        """The :class:`Response` to each conversation, in order: from the cache where present, the
+        rest asked (each distinct conversation once) and committed as the answers arrive."""
+        if int(max_tokens) < 1:
+            raise ProbegenError(f"max_tokens must be at least 1, not {max_tokens}")
+        convs = [_conversation(c) for c in conversations]
+        ident = self.identity()
+        keys = [response_key(ident, c, max_tokens, seed, self.temperature) for c in convs]
+        found = self._cache.get_many(keys) if self._cache is not None else {}
+        todo = {k: c for k, c in zip(keys, convs) if k not in found}
+        new = self._ask(todo, int(max_tokens), int(seed), progress)
+        out = [found[k] if k in found else new[k] for k in keys]
+        self.counters["cached"] += sum(k in found for k in keys)
+        self.counters["truncated"] += sum(r.finish_reason == "length" for r in out)
+        return out
+
+    def _ask(self, todo: dict[str, list[dict[str, str]]], max_tokens: int, seed: int, progress: bool) -> dict[str, Response]:
+        """Answers of the ``todo`` conversations (by key), committed to the cache as they arrive."""
+        order = list(todo)
+        got: dict[str, Response] = {}
+        pending: list[tuple[str, Response]] = []
+        bar = progress_bar(total=len(order), desc=f"asking {self.name}", unit="answer", disable=not (progress and order))
+        t0 = last = time.monotonic()
+        try:
+            for i, resp in self._stream([todo[k] for k in order], max_tokens, seed):
+                got[order[i]] = resp
+                pending.append((order[i], resp))
+                self.counters["responses"] += 1
+                bar.update(1)
+                if len(pending) >= self.commit_every or time.monotonic() - last >= COMMIT_S:
+                    self._commit(pending)
+                    last = time.monotonic()
+        finally:
+            self._commit(pending)  # what was answered before a failure or an interrupt is kept
+            bar.close()
+            self.counters["seconds"] += time.monotonic() - t0
+        return got
+
+    def _commit(self, pending: list[tuple[str, Response]]) -> None:
+        if self._cache is not None and pending:
+            self._cache.put_many(pending)
+        pending.clear()
+
+    def stats(self) -> dict[str, Any]:
+        """Answers computed (``responses``) and served from the cache (``cached``), answers cut at
+        ``max_tokens`` (``truncated``), seconds spent generating."""
+        return {**self.counters, "seconds": round(self.counters["seconds"], 3)}
+
+    def close(self) -> None:
+        """Close the response cache."""
+        if self._cache is not None:
+            self._cache.close()
+
+
+# ---- in-process: transformers ---------------------------------------------------------------------
+class LocalChat(_CachedChat):
+    """A transformers causal LM with a chat template, answering greedily (``temperature`` 0) in
+    left-padded batches of ``batch_size`` conversations.
+
+    Conversations are sorted by token length before batching, so a batch holds little padding.
+    With ``temperature`` > 0 each conversation is sampled alone after ``torch.manual_seed(seed)``,
+    so its answer does not depend on which conversations shared its batch.
+    """
+
+    default_batch_size = 8
+
+    def __init__(self, name: str, model: Any, tokenizer: Any, *, model_id: str | None = None,
+                 source: Mapping[str, Any] | None = None, device: str = "cpu", dtype: str = "float32",
+                 batch_size: int | None = None, cache: CacheArg = True, temperature: float = 0.0) -> None:
+        template = getattr(tokenizer, "chat_template", None)
+        if not template:
+            raise _no_template(name)
+        super().__init__(name, cache=cache, temperature=temperature)
+        self.model, self.tokenizer = model, tokenizer
+        self.device, self.dtype = device, dtype
+        self.batch_size = max(1, int(batch_size or self.default_batch_size))
+        tmpl = template if isinstance(template, str) else json.dumps(template, sort_keys=True)
+        self._identity = {"backend": "transformers", "version": CHAT_VERSION, "model": model_id or name,
+                          **dict(source or {}), "dtype": dtype,
+                          "chat_template": hashlib.sha256(tmpl.encode("utf-8")).hexdigest()[:16]}
+        eos = getattr(model.generation_config, "eos_token_id", None)
+        eos = tokenizer.eos_token_id if eos is None else eos
+        self._eos = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self._pad = pad if pad is not None else min(self._eos, default=0)
+        self.counters["generate_calls"] = 0
+
+    def identity(self) -> dict[str, Any]:
+        """Backend, model id and source (package version or file fingerprint), dtype, chat template hash."""
+        return dict(self._identity)
+
+    def stats(self) -> dict[str, Any]:
+        """The shared counters, ``requests`` (``generate`` calls), and where the model runs."""
+        return {**super().stats(), "requests": self.counters["generate_calls"], "device": self.device, "dtype": self.dtype}
+
+    def encode(self, conversation: Conversation) -> list[int]:
+        """Token ids of ``conversation`` rendered by the chat template, ending in the assistant's turn."""
+        try:
+            text = self.tokenizer.apply_chat_template(_conversation(conversation), tokenize=False, add_generation_prompt=True)
+        except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
+            raise ProbegenError(f"{self.name}: its chat template refused the conversation ({type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:200]})") from None
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int, seed: int) -> Iterator[tuple[int, Response]]:
+        ids = [self.encode(c) for c in conversations]
+        order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))  # longest first: memory trouble shows at once
+        size = 1 if self.temperature > 0 else self.batch_size
+        for start in range(0, len(order), size):
+            batch = order[start : start + size]
+            for i, resp in zip(batch, self._generate([ids[i] for i in batch], max_tokens, seed)):
+                yield i, resp
+
+    def _generate(self, batch: list[list[int]], max_tokens: int, seed: int) -> list[Response]:
+        """One ``generate`` call on left-padded ``batch``."""
+        import torch
+
+        from ..models import _quiet_transformers
+
+        width = max(len(x) for x in batch)
+        dev = self.model.device
+        input_ids = torch.tensor([[self._pad] * (width - len(x)) + x for x in batch], device=dev)
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in batch], device=dev)
+        if self.temperature > 0:
+            torch.manual_seed(seed)
+            how: dict[str, Any] = {"do_sample": True, "temperature": self.temperature, "top_k": 0, "top_p": 1.0}
+        else:
+            how = {"do_sample": False}
+        with torch.inference_mode(), _quiet_transformers():
+            out = self.model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_tokens,
+                                      pad_token_id=self._pad, **how)
+        self.counters["generate_calls"] += 1
+        return [self._decode(row) for row in out[:, width:].tolist()]
+
+    def _decode(self, new: list[int]) -> Response:
+        """The answer in generated ids ``new``: up to the first end-of-turn token (then padding)."""
+        stop = next((j for j, t in enumerate(new) if t in self._eos), None)
+        text = self.tokenizer.decode(new if stop is None else new[:stop], skip_special_tokens=True)
+        return Response(text, "length" if stop is None else "stop")
+
+
+# ---- served: an OpenAI-compatible chat endpoint -----------------------------------------------------
+class ApiChat(_CachedChat):
+    """A model served by an OpenAI-compatible server, asked through ``POST {base}/chat/completions``.
+
+    ``endpoint``: a :class:`~probegen.scorers.http.Endpoint`; ``info``: what the server reports about
+    the model (:func:`~probegen.scorers.api.served_models`), part of the identity.
+    """
+
+    default_concurrency = 4
+
+    def __init__(self, name: str, endpoint: Any, info: Mapping[str, Any], *, concurrency: int | None = None,
+                 cache: CacheArg = True, temperature: float = 0.0) -> None:
+        from ..scorers.http import Client
+
+        super().__init__(name, cache=cache, temperature=temperature)
+        self.endpoint = endpoint
+        self.info = dict(info)
+        self.concurrency = max(1, int(concurrency or self.default_concurrency))
+        self.commit_every = max(type(self).commit_every, 2 * self.concurrency)
+        self.client = Client(endpoint, connections=self.concurrency)
+        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="probegen-chat")
+
+    def identity(self) -> dict[str, Any]:
+        """Backend, base URL and the served model's information (never the key)."""
+        return {"backend": "api", "version": CHAT_VERSION, "api_base": self.endpoint.base, "served": dict(self.info)}
+
+    def stats(self) -> dict[str, Any]:
+        """The shared counters, HTTP ``requests`` and ``retries``, and the concurrency."""
+        return {**super().stats(), **self.client.counters, "concurrency": self.concurrency}
+
+    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int, seed: int) -> Iterator[tuple[int, Response]]:
+        futures = {self._pool.submit(self._request, c, max_tokens, seed): i for i, c in enumerate(conversations)}
+        try:
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+        finally:  # after a failure, nothing more is sent
+            for fut in futures:
+                fut.cancel()
+
+    def _request(self, messages: list[dict[str, str]], max_tokens: int, seed: int) -> Response:
+        """One conversation's answer."""
+        from ..scorers.http import ApiError
+
+        payload = {"model": self.name, "messages": messages, "max_tokens": max_tokens,
+                   "temperature": self.temperature, "seed": seed}
+        try:
+            body = self.client.request("POST", "chat/completions", payload)
+        except ApiError as e:
+            raise self._explain(e) from None
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not choices or not isinstance(choices[0], dict):
+            raise ApiError(f"{self.endpoint.base}/chat/completions answered without choices for {self.name}")
+        message = choices[0].get("message") or {}
+        return Response(str(message.get("content") or ""), choices[0].get("finish_reason"))
+
+    def _explain(self, e: Exception) -> Exception:
+        """A refusal with what it means for generation: no chat route, or a model without a chat template."""
+        from ..scorers.http import ApiError
+
+        msg = str(e)
+        if "HTTP 404" in msg:
+            return ApiError(f"{msg} (the server has no chat endpoint: generation needs an OpenAI-compatible "
+                            "/chat/completions route)")
+        if "HTTP 400" in msg and "chat template" in msg.lower():
+            return ApiError(f"{self.name} served by {self.endpoint.base} has no chat template ({msg}): --method generate "
+                            "needs an instruction-tuned model, or a server started with --chat-template")
+        return e
+
+    def close(self) -> None:
+        """Close the connections, the worker threads and the response cache."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()
+        super().close()
+
+
+# ---- loading ------------------------------------------------------------------------------------------
+#: settings :func:`load_chat` takes; the API ones are dropped for a local model (as load_scorer does)
+LOCAL_SETTINGS = ("device", "dtype", "device_map", "batch_size")
+SHARED_SETTINGS = ("cache", "temperature")
+
+
+def _no_template(name: str) -> ProbegenError:
+    return ProbegenError(f"{name} has no chat template: --method generate needs an instruction-tuned model "
+                         "(one whose tokenizer defines a chat template)")
+
+
+def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatModel:
+    """The chat backend of model ``name``.
+
+    With ``api_base`` (or a server set by :func:`probegen.models.use_api` that serves ``name``): an
+    :class:`ApiChat` for the served model id ``name``. Otherwise a bundled short name
+    (``smollm2-135m``), a local folder or a Hugging Face id, loaded as a :class:`LocalChat`.
+    ``settings``: ``cache`` (True, False, a path or a ResponseCache), ``temperature`` (0);
+    local: ``device``, ``dtype``, ``device_map``, ``batch_size``; served: ``api_key_env``,
+    ``concurrency``, ``api_timeout``, ``max_retries``. Errors are one-line ProbegenErrors.
+    """
+    from ..models import API_SETTINGS, _API, _endpoint, resolve_model
+    from ..scorers.api import served_models
+
+    known = (*LOCAL_SETTINGS, *SHARED_SETTINGS, *(k for k in API_SETTINGS if k != "api_base"))
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise ProbegenError(f"unknown chat setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    given = {k: v for k, v in settings.items() if v is not None}
+    api = {k: v for k, v in given.items() if k in API_SETTINGS}
+    shared = {k: v for k, v in given.items() if k in SHARED_SETTINGS}
+    if api_base:
+        ep = _endpoint({"api_base": api_base, **api})
+        served = served_models(ep)
+        if name not in served:
+            raise ProbegenError(f"{ep.base} serves no model {name!r} (it serves: {', '.join(sorted(served)) or 'none'})")
+        return _api_chat(name, ep, served[name], given, shared)
+    res = resolve_model(name)
+    if res.source == "api":
+        ep = _endpoint({**_API, **api})
+        return _api_chat(name, ep, served_models(ep)[name], given, shared)
+    if res.kind != "causal":
+        raise ProbegenError(f"{name} is not a causal LM (kind: {res.kind}): --method generate needs a chat model")
+    return _local_chat(res, {k: v for k, v in given.items() if k in LOCAL_SETTINGS}, shared)
+
+
+def _api_chat(name: str, ep: Any, info: Mapping[str, Any], given: dict[str, Any], shared: dict[str, Any]) -> ApiChat:
+    """An ApiChat; device and precision options other than ``auto`` are errors (the server decides them);
+    ``batch_size`` is ignored (one conversation per request, ``concurrency`` in flight)."""
+    wrong = sorted(k for k in ("device", "dtype", "device_map") if given.get(k) not in (None, "auto"))
+    if wrong:
+        raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {name}, served by {ep.base} (the server decides)")
+    return ApiChat(name, ep, info, concurrency=given.get("concurrency"), **shared)
+
+
+def _local_chat(res: Any, local: dict[str, Any], shared: dict[str, Any]) -> LocalChat:
+    """A LocalChat of a resolved causal model; a tokenizer without a chat template fails before the weights load."""
+    from ..models import _identity, _load_hf, _placement
+
+    device, dtype, device_map = _placement(local)
+    if res.source != "bundled" and not res.path_or_id.endswith(".gguf"):
+        _check_template(res)
+    model, tok = _load_hf(res, "causal", device, dtype, device_map)
+    model_id, source = _identity(res)
+    return LocalChat(res.name, model, tok, model_id=model_id, source=source, device=device_map or device, dtype=dtype,
+                     batch_size=local.get("batch_size"), **shared)
+
+
+def _check_template(res: Any) -> None:
+    """Raise the no-chat-template error if the tokenizer of ``res`` defines none (loads the tokenizer only)."""
+    from transformers import AutoTokenizer
+
+    from ..models import _offline, _quiet_transformers
+
+    local = res.source != "hub"
+    try:
+        with _quiet_transformers(), _offline(local):
+            tok = AutoTokenizer.from_pretrained(res.path_or_id, local_files_only=local)
+    except (OSError, ValueError, KeyError, ImportError) as e:
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ProbegenError(f"cannot load the tokenizer of {res.name}: {why}") from None
+    if not getattr(tok, "chat_template", None):
+        raise _no_template(res.name)

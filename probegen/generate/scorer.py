@@ -1,0 +1,250 @@
+"""The generative method: every core unit asked as a prompt, the answer parsed into a decision.
+
+A :class:`GenerativeScorer` stands where a likelihood scorer stands: the runner and every task's
+evaluation, ablation and comparison paths give it the same :class:`~probegen.core.Unit` objects
+(:func:`probegen.core.score_units` calls :meth:`GenerativeScorer.score_units`), and it returns a
+score matrix per unit, so :func:`probegen.core.decide`, the metrics, the bias ratios and the
+report work unchanged. Per unit and per option order:
+
+1. the unit becomes a :class:`~probegen.generate.prompts.Question` (its rows, its options in the
+   order asked, the template named by :meth:`Unit.asks`) and then chat messages;
+2. the chat model answers (temperature 0, the run's seed; every answer through the response
+   cache, so a second run replays without a request);
+3. the strict parser (:mod:`probegen.generate.parse`) reads it; if the answer is not complete and
+   valid, the model is shown its parse error once and asked again;
+4. what is still missing is completed by a seeded random choice of what is left (a one-to-one
+   matching stays one-to-one), and the ask is counted ``partial`` or ``invalid``: the invalid
+   rate is reported beside accuracy, never folded in silently.
+
+The matrix holds, per row, the share of the option orders that chose each option (1.0 at the
+chosen option with one order), so the core's decision is the answer itself, or the majority
+answer over ``permutations`` orders (an exact tie broken at random, as everywhere). Order 0 is the
+evaluator's own seeded order; order p > 0 presents the options in a permutation seeded by the run
+seed, the unit id and p (the rows keep their order). What each order answered is kept per unit
+(:meth:`GenerativeScorer.detail`) for the per-order accuracy and the consistency across orders
+(:func:`probegen.generate.metrics.summarize`), and every exchange with the model is kept for
+``responses.jsonl`` (:meth:`GenerativeScorer.exchanges`).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ProbegenError
+
+#: how many answer tokens each template gets: a fixed allowance plus one per row (a matching line)
+TOKENS_BASE = 24
+TOKENS_PER_ROW = 8
+STATUSES = ("valid", "valid-after-retry", "partial", "invalid")
+
+
+def order_of(seed: int, unit_id: str, order: int, n: int) -> np.ndarray:
+    """The option order ``order`` of a unit: the identity for order 0, else a permutation seeded by
+    ``seed``, the unit id and ``order``.
+
+    >>> order_of(0, "g1", 0, 4).tolist()
+    [0, 1, 2, 3]
+    >>> (order_of(0, "g1", 1, 4) == order_of(0, "g1", 1, 4)).all()
+    np.True_
+    """
+    if order == 0:
+        return np.arange(n)
+    return np.random.default_rng([seed, zlib.crc32(f"{unit_id}/order/{order}".encode())]).permutation(n)
+
+
+def complete(answer: Sequence[int | None], n_options: int, one_to_one: bool, rng: np.random.Generator) -> list[int]:
+    """``answer`` with every missing row filled by a random option (one-to-one: a random matching
+    of the options no row took).
+
+    >>> complete([2, None, 0], 3, True, np.random.default_rng(0))
+    [2, 1, 0]
+    """
+    out = list(answer)
+    missing = [i for i, a in enumerate(out) if a is None]
+    if not missing:
+        return [int(a) for a in out]
+    if one_to_one:
+        free = [j for j in range(n_options) if j not in set(a for a in out if a is not None)]
+        if len(free) < len(missing):
+            raise ValueError("more rows than options left")
+        picks = rng.permutation(free)[: len(missing)]
+    else:
+        picks = rng.integers(n_options, size=len(missing))
+    for i, p in zip(missing, picks):
+        out[i] = int(p)
+    return [int(a) for a in out]
+
+
+@dataclass
+class _Ask:
+    """One (unit, option order) question and what became of it."""
+
+    unit: int
+    order: int
+    perm: np.ndarray
+    question: Any
+    messages: list[dict[str, str]]
+    responses: list[str] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+    status: str = ""
+    answer: list[int] = field(default_factory=list)  # in the unit's own option indices
+    random_rows: list[int] = field(default_factory=list)
+
+
+class GenerativeScorer:
+    """Answers units by asking a chat model (see the module doc).
+
+    ``chat``: a :class:`~probegen.generate.chat.ChatModel`; ``prompts``: the
+    :class:`~probegen.generate.prompts.PromptTemplates`; ``permutations``: option orders per unit;
+    ``seed``: the orders, the random completions and the server's sampling seed.
+    """
+
+    kind = "generative"
+    query_style = "generate"
+
+    def __init__(self, chat: Any, prompts: Any, permutations: int = 1, seed: int = 0, retry: bool = True) -> None:
+        if permutations < 1:
+            raise ProbegenError(f"--permutations must be at least 1 (got {permutations})")
+        self.chat = chat
+        self.name = chat.name
+        self.prompts = prompts
+        self.permutations = int(permutations)
+        self.seed = int(seed)
+        self.retry = retry
+        self._details: dict[Any, dict[str, Any]] = {}
+        self._exchanges: list[dict[str, Any]] = []
+        self.counts = {s: 0 for s in STATUSES} | {"asks": 0, "rows": 0, "random_rows": 0}
+
+    # ---- what results.json records ----------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        """The method's settings (results.json ``scorer``): backend identity, prompts, orders, decoding."""
+        return {"method": "generate", "backend": self.chat.identity(), "prompts": self.prompts.record(),
+                "permutations": self.permutations, "temperature": 0.0, "seed": self.seed,
+                "retries": 1 if self.retry else 0, "max_tokens": f"{TOKENS_BASE} + {TOKENS_PER_ROW} per row"}
+
+    def stats(self) -> dict[str, Any]:
+        """Asks by status, rows completed at random, and the chat backend's counters."""
+        chat = self.chat.stats() if hasattr(self.chat, "stats") else {}
+        return {**self.counts, **{f"chat_{k}": v for k, v in chat.items()}}
+
+    def detail(self, unit: Any) -> dict[str, Any] | None:
+        """What each option order answered for ``unit`` (the last call that asked it): ``answers``
+        (per order, the option index chosen for each row), ``status`` per order, ``random_rows``
+        per order (rows completed at random)."""
+        return self._details.get(_key(unit))
+
+    def exchanges(self) -> list[dict[str, Any]]:
+        """Every exchange with the model so far, in ask order (``responses.jsonl``)."""
+        return list(self._exchanges)
+
+    def close(self) -> None:
+        """Close the chat backend."""
+        if hasattr(self.chat, "close"):
+            self.chat.close()
+
+    # ---- asking -------------------------------------------------------------------------------------
+    def score_units(self, units: Sequence[Any], progress: bool = False) -> list[np.ndarray]:
+        """Per unit, rows x options: the share of option orders that chose each option."""
+        from .prompts import Question
+
+        asks: list[_Ask] = []
+        for i, u in enumerate(units):
+            ask = u.asks()
+            widths = {len(c) for c in u.candidates}
+            if len(widths) != 1 or any(c != u.candidates[0] for c in u.candidates):
+                raise ProbegenError(f"unit {u.id}: the generative method asks every row against the same options")
+            options = u.candidates[0]
+            rows = u.queries if ask == "matching" else u.queries[:1]
+            for p in range(self.permutations):
+                perm = self._order(ask, u.id, p, len(options))
+                q = Question(ask=ask, rows=tuple(rows), options=tuple(options[j] for j in perm), fields=dict(u.fields))
+                asks.append(_Ask(i, p, perm, q, self.prompts.messages(q)))
+        self._ask([(a, a.messages) for a in asks], progress, "asking")
+        parsed = {id(a): self._parse(a, a.responses[0]) for a in asks}
+        again = [a for a in asks if not parsed[id(a)].valid] if self.retry else []
+        if again:
+            convs = [(a, [*a.messages, {"role": "assistant", "content": a.responses[0]},
+                          {"role": "user", "content": self.prompts.retry(a.question, parsed[id(a)].error)}]) for a in again]
+            self._ask(convs, progress, "asking again")
+        for a in asks:
+            first = parsed[id(a)]
+            a.errors.append(first.error)
+            final = first
+            if len(a.responses) > 1:
+                final = self._parse(a, a.responses[1])
+                a.errors.append(final.error)
+            u = units[a.unit]
+            if final.valid:
+                a.status = "valid" if len(a.responses) == 1 else "valid-after-retry"
+            else:
+                a.status = "invalid" if all(x is None for x in final.answer) else "partial"
+            rng = np.random.default_rng([self.seed, zlib.crc32(f"{u.id}/order/{a.order}/complete".encode())])
+            shown = complete(final.answer, len(a.perm), a.question.ask == "matching", rng)
+            a.random_rows = [r for r, x in enumerate(final.answer) if x is None]
+            a.answer = [int(a.perm[j]) for j in shown]  # back to the unit's own option indices
+        return self._collect(units, asks)
+
+    def _order(self, ask: str, unit_id: str, order: int, n: int) -> np.ndarray:
+        """The option order of one ask. Matching: order 0 is the evaluator's own (CoDA21's columns
+        are already in a seeded order). Choices: every order is a seeded permutation, so the gold's
+        place in a dataset's file (a release may put it first) is never what a model that always
+        answers "A" is rewarded for. Yes-no: the prompt lists no options, so the order is fixed."""
+        if ask == "yes-no":
+            return np.arange(n)
+        return order_of(self.seed, unit_id, order if ask == "matching" else order + 1, n)
+
+    def _ask(self, convs: list[tuple[_Ask, list[dict[str, str]]]], progress: bool, what: str) -> None:
+        """Send the conversations (duplicates once), grouped by answer allowance; append each answer."""
+        by_tokens: dict[int, list[tuple[_Ask, list[dict[str, str]]]]] = {}
+        for a, msgs in convs:
+            by_tokens.setdefault(TOKENS_BASE + TOKENS_PER_ROW * len(a.question.rows), []).append((a, msgs))
+        for max_tokens, group in sorted(by_tokens.items()):
+            unique: dict[str, list[dict[str, str]]] = {}
+            for _, msgs in group:
+                unique.setdefault(json.dumps(msgs, ensure_ascii=False), msgs)
+            texts = self.chat.chat(list(unique.values()), max_tokens=max_tokens, seed=self.seed, progress=progress)
+            answer = dict(zip(unique, texts))
+            for a, msgs in group:
+                a.responses.append(answer[json.dumps(msgs, ensure_ascii=False)])
+
+    def _parse(self, a: _Ask, text: str) -> Any:
+        """The strict parse of one answer (:func:`probegen.generate.parse.parse`)."""
+        from .parse import parse
+
+        q = a.question
+        return parse(q.ask, text, len(q.rows), len(q.options), q.options)
+
+    def _collect(self, units: Sequence[Any], asks: list[_Ask]) -> list[np.ndarray]:
+        mats = [np.zeros((len(u.queries) if u.asks() == "matching" else 1, len(u.candidates[0]))) for u in units]
+        per_unit: dict[int, list[_Ask]] = {}
+        for a in asks:
+            per_unit.setdefault(a.unit, []).append(a)
+            for r, j in enumerate(a.answer):
+                mats[a.unit][r, j] += 1.0 / self.permutations
+            self.counts[a.status] += 1
+            self.counts["asks"] += 1
+            self.counts["rows"] += len(a.answer)
+            self.counts["random_rows"] += len(a.random_rows)
+            convo = [*a.messages, {"role": "assistant", "content": a.responses[0]}]
+            if len(a.responses) > 1:
+                convo += [{"role": "user", "content": self.prompts.retry(a.question, a.errors[0])},
+                          {"role": "assistant", "content": a.responses[1]}]
+            self._exchanges.append({"unit": units[a.unit].id, "ask": a.question.ask, "order": a.order,
+                                    "option_order": a.perm.tolist(), "options": list(a.question.options),
+                                    "messages": convo, "errors": a.errors,
+                                    "status": a.status, "answer": a.answer, "random_rows": a.random_rows})
+        for i, u in enumerate(units):
+            mine = sorted(per_unit.get(i, []), key=lambda a: a.order)
+            self._details[_key(u)] = {"answers": [a.answer for a in mine], "status": [a.status for a in mine],
+                                      "random_rows": [a.random_rows for a in mine]}
+        return [np.round(m, 12) for m in mats]
+
+
+def _key(unit: Any) -> tuple[Any, ...]:
+    """A unit's identity for :meth:`GenerativeScorer.detail` (ids repeat across conditions; the content does not)."""
+    return (unit.id, unit.queries, unit.candidates, unit.asks(), unit.fields)

@@ -54,6 +54,9 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
 @click.option("--seeds", default=3, show_default=True, type=click.IntRange(min=1), help="--method trained: runs (seeds) per condition.")
 @click.option("--human", "human", multiple=True, type=click.Path(),
               help="A `probegen study` directory (answered, scored on its own items): its human point joins the bias plane; repeatable.")
+@click.option("--beside", "beside", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="An earlier `probegen bias` output directory whose points join this run's bias plane "
+                   "(e.g. likelihood-scored models beside a chat model); repeatable.")
 @click.pass_context
 def bias(ctx, runtime, **options) -> None:
     """Partial-input baselines and context/word bias ratios (Bias_C, Bias_W) with bootstrap CIs.
@@ -76,6 +79,7 @@ def bias(ctx, runtime, **options) -> None:
       probegen bias --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy
       probegen bias --model smollm2-135m --method generate --dataset probegen_out/datasets/coda21-clean-hard --limit 20
       probegen bias --model smollm2 --api-base http://127.0.0.1:8000/v1 --method generate --dataset probegen_out/datasets/wordnetqa-definitions
+      probegen bias --model smollm2-135m --method generate --dataset DATASET --beside probegen_out/bias/minilm-l6   # beside a scored model
 
     Each dataset's folder holds ablations.jsonl: per condition and item, the exact query and
     candidate texts the model scored, and the gold.

@@ -45,6 +45,7 @@ class BiasRequest:
     finetune: bool = False
     seeds: int = 3
     human: tuple[str, ...] = ()
+    beside: tuple[str, ...] = ()
     limit: int | None = None
     sample: int | None = None
     on_invalid: str = "error"
@@ -165,7 +166,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
 
     _check_zeroshot(req)
     out_dir = req.out_dir()
-    ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, req.wordnet, req.semcor])  # written by atomic_dir
+    ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor])  # written by atomic_dir
     cfg = BiasConfig(seed=req.seed, n_boot=req.n_boot, nonce=req.nonce, pattern=req.pattern, folds=req.folds,
                      controls=req.controls, split=req.split)
     runner = Runner.ensure(runner, log)
@@ -176,6 +177,10 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
                            subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
                            generate=(req.permutations, req.prompts) if req.method == "generate" else None)
+        if req.beside:
+            from .run_bias import add_beside
+
+            add_beside(tmp, list(req.beside))
         if req.human:
             from .human import add_human_to_bias
 
@@ -193,5 +198,10 @@ def run_request(req: BiasRequest, log: Log = print, runner: Runner | None = None
     if req.human:
         _check_human(req)
     if choose_method(req.method, req.datasets, req.finetune) == "trained":
+        if req.beside:
+            from probegen.errors import ProbegenError
+
+            raise ProbegenError("--beside adds other runs' points to the zero-shot or generative bias plane; "
+                                "it does not apply to --method trained")
         return run_trained_request(req, log, runner)
     return run_zeroshot_request(req, log, runner)

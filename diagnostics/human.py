@@ -363,7 +363,9 @@ def add_human_to_bias(out: Path, studies: list[str | Path], n_boot: int = 1000, 
 
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     entries = [e for e in results.get("datasets", []) if e.get("all")]
-    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in RATIOS}} for e in entries]
+    from .run_bias import beside_points
+
+    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in RATIOS}} for e in entries] + beside_points(results)
     human = []
     for s in studies:
         res = score_study(s, n_boot=n_boot, seed=seed)

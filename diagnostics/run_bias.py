@@ -615,3 +615,49 @@ def shown_notes(d: dict[str, Any]) -> list[str]:
     from probegen.evaluation import invalid_lines
 
     return invalid_lines(d.get("invalid")) + ([tasks.subset_line(d["subset"])] if d.get("subset") else [])
+
+
+# ---- other models' points on this run's plane (probegen bias --beside) ------------------------------
+def beside_points(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The plane points of the other runs recorded in ``results["beside"]`` (hollow markers)."""
+    return [{**p, "marker": "s", "ms": 6} for p in results.get("beside", [])]
+
+
+def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
+    """Redraw a finished run's bias plane with the points of other ``probegen bias`` runs (e.g.
+    likelihood-scored models beside a chat model asked with ``--method generate``).
+
+    Each run is a ``probegen bias`` output directory; its points are named ``model (method):
+    dataset``. results.json gains ``beside``, report.md a table.
+    """
+    import json
+
+    from probegen.io import atomic_write, write_json
+
+    from .bias import fmt_ratio
+    from .bias_plots import plot_bias_plane
+
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    beside = []
+    for run in runs:
+        f = Path(run) / "results.json"
+        try:
+            other = json.loads(f.read_text(encoding="utf-8"))
+            entries = [e for e in other["datasets"] if e.get("all")]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ProbegenError(f"--beside {run}: not a probegen bias output directory ({type(e).__name__}: {e})") from None
+        method = (other.get("scorer") or {}).get("method") or "score"
+        for e in entries:
+            beside.append({"name": f"{other.get('model')} ({method}): {e['name']}", "run": str(run),
+                           **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}})
+    results["beside"] = beside
+    points = [{"name": f"{results.get('model')}: {e['name']}", **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}}
+              for e in results["datasets"] if e.get("all")] + beside_points(results)
+    plot_bias_plane(points, out / "bias_plane.png", title="Context-word bias plane")
+    write_json(out / "results.json", results)
+    lines = ["", "## Other runs on the plane (--beside)", "", "| point | run | Bias_C | Bias_W |", "| --- | --- | --- | --- |"]
+    lines += [f"| {p['name']} | `{p['run']}` | {fmt_ratio(p.get('bias_c'))} | {fmt_ratio(p.get('bias_w'))} |" for p in beside]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    with atomic_write(out / "report.md") as fh:
+        fh.write(report.rstrip("\n") + "\n" + "\n".join(lines) + "\n")
+    return beside

@@ -116,11 +116,17 @@ def test_eval_coda21_in_process_rederived_and_replayed(sets, chat_cache, tmp_pat
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
 
 
-def test_bias_mc_release_permutations(chat_cache, tmp_path):
-    code, out, err = run("bias", "--model", "smollm2-135m", "--method", "generate", "--permutations", "3", "--device", "cpu",
-                         "--dataset", RELEASE / "definitions-train-sample.jsonl", "--limit", "4", "--bootstrap", "200",
-                         "--no-controls", "--out", tmp_path)
+def test_bias_mc_release_permutations_beside_a_scored_model(chat_cache, tmp_path):
+    data = ["--dataset", RELEASE / "definitions-train-sample.jsonl", "--limit", "4", "--bootstrap", "200", "--no-controls"]
+    code, _, err = run("bias", "--model", "glove-50d", *data, "--out", tmp_path / "glove")
     assert code == 0, err
+    code, out, err = run("bias", "--model", "smollm2-135m", "--method", "generate", "--permutations", "3", "--device", "cpu",
+                         *data, "--beside", tmp_path / "glove", "--out", tmp_path / "gen")
+    assert code == 0, err
+    beside = json.loads((tmp_path / "gen" / "results.json").read_text())["beside"]
+    assert [p["name"] for p in beside] == ["glove-50d (score): definitions-train-sample"]
+    assert "## Other runs on the plane (--beside)" in (tmp_path / "gen" / "report.md").read_text()
+    tmp_path = tmp_path / "gen"
     print("\n" + out)
     res = json.loads((tmp_path / "results.json").read_text())
     entry = res["datasets"][0]

@@ -26,3 +26,10 @@ from study_page import browser  # noqa: E402,F401
 
 # the real vLLM server of the served-model tests (tests/vllm_server.py): one per test run
 from vllm_server import vllm, vllm_server  # noqa: E402,F401
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that need the vLLM server run last (in file order among themselves): the server starts
+    when the first of them runs, so on a small CI machine it does not compete for the CPU with the
+    rest of the suite while it warms up and waits."""
+    items.sort(key=lambda item: "vllm" in getattr(item, "fixturenames", ()))

@@ -232,6 +232,7 @@ def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, anno
     from werkzeug.serving import make_server
 
     from ..errors import ProbegenError
+    from ..serving import serve_until_signal
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no request log: the URLs carry tokens
     study = load_study(study_dir)
@@ -247,9 +248,8 @@ def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, anno
             announce(f"note: bound to {host}: anyone who can reach this address and has a link can answer")
         for line in annotator_links(study, f"http://{host}:{server.server_port}"):
             announce(line)
-        server.serve_forever()
-    # werkzeug's serve_forever swallows Ctrl-C and returns (nothing here calls shutdown()):
-    # re-raise it so the CLI reports an interruption and exits 130, not 0
+        serve_until_signal(server)  # Ctrl-C or SIGTERM, even where the shell started it with SIGINT ignored
+    # the CLI reports an interruption and exits 130, not 0
     raise KeyboardInterrupt
 
 

@@ -1,0 +1,48 @@
+"""Run a local HTTP server until Ctrl-C or SIGTERM, on a bounded path.
+
+Why not werkzeug's own ``serve_forever``: it stops on ``KeyboardInterrupt``, which Python raises
+only if SIGINT had its default disposition when the interpreter started. A server launched from a
+script in the background (``cmd &`` without job control, ``nohup``, some CI runners) inherits
+SIGINT *ignored*, so Ctrl-C or ``kill -INT`` did nothing and the server ran on. Here the handlers
+are installed explicitly, the serving loop is asked to stop from a helper thread, and a watchdog
+ends the process if a stop does not complete within ``grace`` seconds (a request handler stuck in
+a read, a thread that will not finish). A second signal ends it at once. Whatever was acknowledged
+to a client was made durable before the acknowledgement, so ending the process loses nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Any
+
+#: seconds a stop may take before the process is ended without further clean-up
+GRACE_S = 10.0
+
+
+def serve_until_signal(server: Any, grace: float = GRACE_S) -> int:
+    """Serve ``server`` (a ``socketserver``/werkzeug server) until SIGINT or SIGTERM; the signal number.
+
+    Must run in the main thread (Python delivers signals there). The previous handlers are
+    restored on return. The caller maps the signal to its exit (Ctrl-C: 130).
+    """
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if received:  # asked twice: stop now
+            os._exit(128 + signum)
+        received.append(signum)
+        threading.Thread(target=server.shutdown, name="probegen-stop", daemon=True).start()
+        watchdog = threading.Timer(grace, os._exit, args=(128 + signum,))
+        watchdog.daemon = True
+        watchdog.start()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        server.server_close()
+    return received[0] if received else signal.SIGINT

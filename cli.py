@@ -201,7 +201,7 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     out = Path(out) if out else DEFAULT_ROOT / "datasets" / name
     twin_out = out.with_name(out.name + "-twin")
     for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
-        _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]])
+        _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
     # every model named fails now if unknown, not after the groups and contexts are built
     kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else []) + ([against] if adversarial else []))
     if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
@@ -232,11 +232,12 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
 
 
-def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = ()) -> None:
-    """Fail before any work if ``out`` cannot be written, may not be replaced, or is, holds or sits in one of ``inputs``."""
+def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = (), writer: str | None = None) -> None:
+    """Fail before any work if ``out`` cannot be written, may not be replaced (``writer``: the
+    family of the output, probegen.io.WRITERS), or is, holds or sits in one of ``inputs``."""
     from probegen.io import ensure_writable
 
-    ensure_writable(out, replace, inputs)
+    ensure_writable(out, replace, inputs, writer=writer)
 
 
 def _resolve(models: list[str], scorer_kind: str | None = None) -> dict[str, str]:
@@ -298,7 +299,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
     if fmt in ("lm-eval", "hf"):
         from probegen.exporters import export as export_to
 
-        _check_writable(Path(out), replace=True)
+        _check_writable(Path(out), replace=True, writer="export")
         click.echo(export_to(dataset, fmt, out, split=split, seed=seed, nonce=nonce, pattern=pattern, task=task))
         return
     if any(v is not None for v in (seed, nonce, pattern, task)):
@@ -397,7 +398,7 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
     from probegen.evaluation import EvalOptions, run_eval
 
     out_dir = Path(out) if out else DEFAULT_ROOT / "runs" / f"{_slug(model)}__{_slug(Path(dataset).stem)}"
-    _check_writable(out_dir, replace=True, inputs=[dataset])
+    _check_writable(out_dir, replace=True, inputs=[dataset], writer="run")
     summary = run_eval(
         model,
         dataset,
@@ -485,7 +486,7 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
 
     la, _, lb = labels.partition(",")
     out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
-    _check_writable(out_dir, replace=True, inputs=[twin, other])
+    _check_writable(out_dir, replace=True, inputs=[twin, other], writer="run")
     _resolve(list(models))
     runner = Runner(runtime, log=_log)
     with runner.output_dir(out_dir) as tmp:  # the report appears whole or not at all, written by rank 0 alone
@@ -531,7 +532,7 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
     out_dir = Path(out) if out else src.with_name(src.name + "-filtered")
     bias_dirs = {m: out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}") for m in models}
     for path in [out_dir, *bias_dirs.values()]:
-        _check_writable(path, replace=True, inputs=[src])
+        _check_writable(path, replace=True, inputs=[src], writer="dataset" if path == out_dir else "run")
     _resolve(list(models))
     s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed, holdout=holdout)
     from probegen.runner import Runner

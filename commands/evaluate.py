@@ -23,7 +23,7 @@ def eval_wordincontext(model: str, dataset: str, out: str | None, seed: int, bat
 
     slug = lambda s: s.strip("/").replace("/", "_").replace(" ", "_")  # noqa: E731
     out_dir = Path(out) if out else root / "runs" / f"{slug(model)}__{slug(Path(dataset).stem)}"
-    ensure_writable(out_dir, replace=True, inputs=[dataset])
+    ensure_writable(out_dir, replace=True, inputs=[dataset], writer="run")
     cfg = TrainedConfig(seed=seed, batch_size=batch_size or 32, subset=subset)
     summary = eval_trained(model, dataset, out_dir, cfg, log=log, runner=runner)
     if runner is None or runner.is_main:

@@ -19,7 +19,7 @@ def _out(out: str | None, name: str, obj: dict | None) -> Path:
     from probegen.io import ensure_writable
 
     path = Path(out) if out else DEFAULT_ROOT / name
-    ensure_writable(path, replace=True, inputs=[(obj or {}).get("wordnet"), (obj or {}).get("semcor")])
+    ensure_writable(path, replace=True, inputs=[(obj or {}).get("wordnet"), (obj or {}).get("semcor")], writer="dataset")
     return path
 
 

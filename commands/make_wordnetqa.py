@@ -19,7 +19,7 @@ PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
 def _writable(out: Path, inputs: list) -> None:
     from probegen.io import ensure_writable
 
-    ensure_writable(out, replace=True, inputs=inputs)  # written by atomic_dir
+    ensure_writable(out, replace=True, inputs=inputs, writer="dataset")  # written by atomic_dir
 
 
 def _types(value: str) -> tuple[str, ...]:

@@ -172,7 +172,7 @@ def score(study_dir, models, n_boot, seed, out) -> None:
 
     out_dir = Path(out) if out else Path(study_dir) / "score"
     # written by atomic_dir; by default inside the study, never onto it or a run it reads
-    ensure_writable(out_dir, replace=True, inputs=list(models), homes=[study_dir])
+    ensure_writable(out_dir, replace=True, inputs=list(models), homes=[study_dir], writer="run")
     res = score_study(study_dir, list(models), n_boot=n_boot, seed=seed)
     write_score(res, out_dir)
     click.echo(summary(res))

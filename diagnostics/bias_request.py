@@ -134,7 +134,7 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner | None = None
     if req.finetune:
         require_gpu()  # before any dataset or model is loaded
     out_dir = req.out_dir("-trained")
-    ensure_writable(out_dir, replace=True, inputs=req.datasets)
+    ensure_writable(out_dir, replace=True, inputs=req.datasets, writer="run")
     from probegen.evaluation import subset_request
 
     cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune, batch_size=req.batch_size or 32,
@@ -166,7 +166,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
 
     _check_zeroshot(req)
     out_dir = req.out_dir()
-    ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor])  # written by atomic_dir
+    ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor], writer="run")  # written by atomic_dir
     cfg = BiasConfig(seed=req.seed, n_boot=req.n_boot, nonce=req.nonce, pattern=req.pattern, folds=req.folds,
                      controls=req.controls, split=req.split)
     runner = Runner.ensure(runner, log)

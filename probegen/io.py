@@ -135,14 +135,16 @@ _log = logging.getLogger(__name__)
 
 
 def ensure_writable(out: str | Path, replace: bool = False, inputs: Iterable[str | Path | None] = (),
-                    homes: Iterable[str | Path] = ()) -> None:
+                    homes: Iterable[str | Path] = (), writer: str | None = None) -> None:
     """Fail before any expensive work if the output folder ``out`` (maybe not yet there) cannot be written.
 
     Outputs are written beside ``out`` and renamed into place, so its parent must be writable.
     ``replace``: ``out`` will be written by :func:`atomic_dir`, so an existing folder must be
     one it may replace (an earlier probegen output holding only its own files, or an empty folder).
     ``inputs``, ``homes``: the command's inputs, which ``out`` must not be, hold or (but for
-    ``homes``) sit inside (:func:`check_output_not_input`).
+    ``homes``) sit inside (:func:`check_output_not_input`). ``writer``: what the command writes
+    (a key of :data:`WRITERS`); an existing output of another family is refused now, not only
+    when :func:`atomic_dir` swaps (which tells the new output's family by its layout).
     """
     check_output_not_input(out, inputs, homes)
     out = Path(os.path.realpath(out))
@@ -156,7 +158,7 @@ def ensure_writable(out: str | Path, replace: bool = False, inputs: Iterable[str
     if not os.access(probe, os.W_OK):
         raise ProbegenError(f"cannot write to {out}: {probe} is not writable")
     if replace and out.is_dir():
-        _check_replaceable(out)
+        _check_replaceable(out, writer)
 
 
 def check_output_not_input(out: str | Path, inputs: Iterable[str | Path | None], homes: Iterable[str | Path] = ()) -> None:
@@ -191,15 +193,53 @@ def _contents(root: Path) -> tuple[set[str], set[str]]:
     return files, dirs
 
 
+#: the families of commands whose outputs replace only each other's (``writer`` in the marker)
+WRITERS = {
+    "dataset": "a dataset (written by `probegen make` or `filter`)",
+    "run": "a run (written by `probegen eval`, `bias`, `compare` or `study score`)",
+    "study": "a human study (written by `probegen study make`)",
+    "export": "an export (written by `probegen export`)",
+    "output": "a probegen output",
+}
+
+
+def _manifest_kind(root: Path) -> Any:
+    try:
+        return json.loads((root / "manifest.json").read_text(encoding="utf-8"))["kind"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _layout_writer(root: Path) -> str:
+    """The family of commands that wrote the output ``root``, told by its layout: a manifest of kind
+    ``study`` or ``export``, another manifest (a dataset), a ``results.json`` (a run), else ``output``.
+
+    Recorded in new markers; the rule for markers of older probegens, which lack ``writer``.
+    """
+    kind = _manifest_kind(root)
+    if kind in ("study", "export"):
+        return kind
+    if kind is not None:
+        return "dataset"
+    return "run" if (root / "results.json").is_file() else "output"
+
+
+def output_writer(root: str | Path) -> str | None:
+    """The writer family (a key of :data:`WRITERS`) of the probegen output ``root``: its marker's
+    ``writer``, or for a marker without one (older probegens) its layout; None without a marker."""
+    marker = _read_marker(Path(root))
+    if marker is None:
+        return None
+    w = marker.get("writer")
+    return w if w in WRITERS else _layout_writer(Path(root))
+
+
 def _write_marker(root: Path) -> None:
     """Record what probegen wrote in ``root`` (called last, when the output is complete)."""
     files, dirs = _contents(root)
-    kind = "run" if (root / "results.json").is_file() else "output"
-    try:
-        kind = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["kind"]
-    except (OSError, ValueError, TypeError, KeyError):
-        pass
-    write_json(root / MARKER, {"probegen_output": 1, "kind": kind, "files": file_hashes(root, files), "dirs": sorted(dirs)})
+    kind = _manifest_kind(root) or ("run" if (root / "results.json").is_file() else "output")
+    write_json(root / MARKER, {"probegen_output": 1, "kind": kind, "writer": _layout_writer(root),
+                               "files": file_hashes(root, files), "dirs": sorted(dirs)})
 
 
 def _read_marker(root: Path) -> dict[str, Any] | None:
@@ -222,9 +262,11 @@ def record_in_output(root: str | Path, name: str) -> None:
         write_json(root / MARKER, marker)
 
 
-def _check_replaceable(path: Path) -> None:
+def _check_replaceable(path: Path, writer: str | None = None) -> None:
     """Refuse to replace a directory probegen cannot show it wrote: it must be empty, or hold its
-    marker and exactly the files listed there, unchanged. The error names what is in the way."""
+    marker and exactly the files listed there, unchanged. The error names what is in the way.
+    ``writer``: the family of the new output (a key of :data:`WRITERS`); an output of another
+    family (a study where a run goes) is refused, naming what it is and which command wrote it."""
     try:
         cwd = Path.cwd().resolve()
     except OSError:  # the current directory was deleted: it cannot be inside path
@@ -239,6 +281,11 @@ def _check_replaceable(path: Path) -> None:
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         raise ProbegenError(f"cannot write to {path}: it holds {shown} and probegen did not write it (no {MARKER}; "
                             "older probegen outputs have none either); remove it or choose another --out")
+    have = output_writer(path)
+    if writer is not None and have != writer:
+        raise ProbegenError(f"cannot write to {path}: it is {WRITERS[have]}, and this command writes "
+                            f"{WRITERS[writer].split(' (')[0]}, which replaces only an earlier one; "
+                            "remove it or choose another --out")
     files, dirs = _contents(path)
     extra = sorted((files - set(marker["files"])) | (dirs - set(marker["dirs"])))
     if extra:
@@ -308,8 +355,8 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
 
     Readers see the old directory or the complete new one, never a mix: an interrupted or
     failing writer leaves ``path`` as it was and removes the temporary directory. An existing
-    ``path`` (an earlier probegen output holding only its own files, or an empty folder) is
-    renamed aside, the new one is renamed in, then the old one is deleted. The new directory gets
+    ``path`` (an earlier probegen output of the same family, :data:`WRITERS`, holding only its own
+    files, or an empty folder) is renamed aside, the new one is renamed in, then the old one is deleted. The new directory gets
     probegen's marker (:data:`MARKER`), written last. A kill between the two renames leaves the
     old one aside, where the next write or load of ``path`` finds it and puts it back (:func:`recover`).
 
@@ -342,7 +389,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
         yield tmp
         _write_marker(tmp)
         if path.exists():
-            _check_replaceable(path)  # what changed there while the new output was being made
+            _check_replaceable(path, _layout_writer(tmp))  # what changed there meanwhile; another command's output
             os.rename(path, old)
         os.rename(tmp, path)
     except BaseException:

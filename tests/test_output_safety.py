@@ -289,3 +289,54 @@ def test_plot_group_out_never_replaces_a_users_file_or_its_run(tmp_path):
     fig = tmp_path / "fig.png"
     assert run("plot-group", str(run_dir), "--out", str(fig))[0] == 0
     assert run("plot-group", str(run_dir), "--out", str(fig))[0] == 0  # its own figure is replaced
+
+
+# ---- issue 26, item 3: a folder is replaced only by the command family that wrote it ---------------
+def snapshot(path: Path) -> dict[str, bytes]:
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_eval_never_replaces_a_study(tmp_path, monkeypatch):
+    """The issue's repro: `study make --out S`, then `eval --out S` on the never-served study."""
+    ds = tiny_coda21(tmp_path / "tiny")
+    study = tmp_path / "S"
+    code, _, err = run("study", "make", ds, "--n", 1, "--annotators", 1, "--overlap", 0, "--conditions", "full", "--out", study)
+    assert code == 0, err
+    before = snapshot(study)
+    assert {"tokens.json", "gold.jsonl"} <= set(before)
+    monkeypatch.setattr("probegen.models.load_scorer", never("model loading"))  # refused before any work
+    code, _, err = run("eval", "--model", "glove-50d", "--dataset", ds, "--out", study)
+    assert_one_line_error(code, err, str(study), "a human study", "`probegen study make`", "choose another --out")
+    assert snapshot(study) == before
+
+
+def test_eval_and_make_never_replace_each_others_outputs(tmp_path, monkeypatch):
+    ds, other = tiny_coda21(tmp_path / "tiny"), tiny_coda21(tmp_path / "other")
+    before = snapshot(other)
+    code, _, err = run("eval", "--model", "glove-50d", "--dataset", ds, "--out", other)  # a run onto a dataset
+    assert_one_line_error(code, err, str(other), "it is a dataset", "writes a run")
+    assert snapshot(other) == before
+    out = tmp_path / "run"
+    assert run("eval", "--model", "glove-50d", "--dataset", ds, "--out", out)[0] == 0
+    before = snapshot(out)
+    monkeypatch.setattr("probegen.coda21.dataset.build", never("dataset generation"))
+    code, _, err = run("make", "coda21", "--context-scorer", "first", "--out", out)  # a dataset onto a run
+    assert_one_line_error(code, err, str(out), "it is a run", "`probegen eval`", "writes a dataset")
+    assert snapshot(out) == before
+
+
+def test_the_swap_itself_checks_the_family_and_old_markers_are_told_by_layout(tmp_path):
+    """Library writers (no early check) are refused at the swap; a marker of an older probegen,
+    without ``writer``, is read by its layout: a manifest is a dataset's, a results.json a run's."""
+    ds = tiny_coda21(tmp_path / "tiny")
+    assert json.loads((ds / io.MARKER).read_text())["writer"] == "dataset"
+    marker = json.loads((ds / io.MARKER).read_text())
+    del marker["writer"]  # as an older probegen wrote it
+    (ds / io.MARKER).write_text(json.dumps(marker))
+    before = snapshot(ds)
+    with pytest.raises(ProbegenError, match="it is a dataset.*writes a run"):
+        with io.atomic_dir(ds) as tmp:
+            (tmp / "results.json").write_text("{}")
+    assert snapshot(ds) == before
+    tiny_coda21(ds)  # a dataset still replaces its own (older) dataset
+    assert json.loads((ds / io.MARKER).read_text())["writer"] == "dataset"

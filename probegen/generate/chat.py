@@ -8,7 +8,9 @@ chat endpoint, both answering through one persistent response cache.
 - :class:`ApiChat` posts each conversation to ``{api_base}/chat/completions`` (temperature 0, the
   run's seed, ``max_tokens``) through the served-model client of :mod:`probegen.scorers.http`
   (retries with backoff on 429/5xx, one-line errors that never hold the key), with up to
-  ``concurrency`` requests in flight.
+  ``concurrency`` requests in flight. Each answer is checked (an object whose first choice holds
+  a ``message`` object with string ``content``; anything else is one ApiError line, and that
+  answer is not cached) and the key's value is masked in it before it is kept.
 - :class:`ResponseCache` keeps every raw answer (text and ``finish_reason``) in SQLite, keyed by the
   sha256 of ``[identity, messages, max_tokens, seed, temperature]``. The identity names the model
   and backend (local: model id, weights' package version or file fingerprint, dtype, chat
@@ -411,11 +413,30 @@ class ApiChat(_CachedChat):
             body = self.client.request("POST", "chat/completions", payload)
         except ApiError as e:
             raise self._explain(e) from None
+        return self._answer(body)
+
+    def _answer(self, body: Any) -> Response:
+        """The checked answer in a chat completions ``body``, the key's value masked in it: an object
+        whose first choice is an object holding a ``message`` object with a string (or null)
+        ``content`` and a string (or null) ``finish_reason``; anything else is one ApiError line."""
+        from ..scorers.http import shape
+
+        url = f"{self.endpoint.base}/chat/completions"
         choices = body.get("choices") if isinstance(body, dict) else None
-        if not choices or not isinstance(choices[0], dict):
-            raise ApiError(f"{self.endpoint.base}/chat/completions answered without choices for {self.name}")
-        message = choices[0].get("message") or {}
-        return Response(str(message.get("content") or ""), choices[0].get("finish_reason"))
+        if not isinstance(body, dict):
+            raise self.client.error(f"{url} answered {shape(body)}, not an object")
+        if not isinstance(choices, list) or not choices:
+            raise self.client.error(f"{url} answered without choices for {self.name}")
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            what = f"{shape(choice)} as its choice" if not isinstance(choice, dict) else f"{shape(message)} as its message"
+            raise self.client.error(f"{url} answered {what} for {self.name}, not an object")
+        content, finish = message.get("content"), choice.get("finish_reason")
+        for field, v in (("message.content", content), ("finish_reason", finish)):
+            if v is not None and not isinstance(v, str):
+                raise self.client.error(f"{url} answered {shape(v)} as its {field} for {self.name}, not a string")
+        return Response(self.endpoint.redact(content or ""), None if finish is None else self.endpoint.redact(finish))
 
     def _explain(self, e: Exception) -> Exception:
         """A refusal with what it means for generation: no chat route, or a model without a chat template."""

@@ -8,6 +8,14 @@ tokenizer is needed. The boundary rule is the causal scorer's (lm-evaluation-har
 trailing whitespace of the query moves to the candidate (:func:`~.base.boundary_split`); a token
 that straddles the boundary counts for the continuation.
 
+Every answer is checked before any of it is used or cached (:func:`prompt_tokens`): the body is
+an object whose ``choices`` (one per prompt, by ``index``) hold ``tokens``, ``text_offset`` and
+``token_logprobs`` of equal length; each offset is where the tokens before it end, and the tokens
+spell exactly the prompt sent (a leading start token that is no text, such as ``<s>``, and
+tokens generated after the prompt aside); every log-prob is null (the first token's) or a finite
+number <= 0, never a boolean or a string. Anything else is one ApiError line naming the URL and
+what was wrong, raised before the chunk it belongs to reaches the cache.
+
 Scores go through the persistent score cache like every scorer's; the cache key holds the base
 URL, the served model id and the model information the server reports (``root``, ``parent``,
 ``max_model_len``, ``owned_by``; not ``created``, which changes at every server start), never the
@@ -16,6 +24,7 @@ key. Requests carry ``batch_size`` prompts each and up to ``concurrency`` run at
 
 from __future__ import annotations
 
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,7 +33,7 @@ import numpy as np
 
 from ..errors import ProbegenError
 from .base import Pair, Scorer, boundary_split
-from .http import ApiError, Client, Endpoint
+from .http import ApiError, Client, Endpoint, shape
 
 #: model information that identifies what a served id is (``created`` is a start-up time: left out)
 INFO_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
@@ -34,7 +43,10 @@ _SERVED_LOCK = threading.Lock()
 
 
 def served_models(endpoint: Endpoint) -> dict[str, dict[str, Any]]:
-    """The server's models (``GET /models``): id -> identifying information, asked once per URL and key."""
+    """The server's models (``GET /models``): id -> identifying information, asked once per URL and key.
+
+    What the server reports is checked (an object with a ``data`` list of objects with a string
+    ``id``; :data:`INFO_FIELDS` strings or numbers) and the key's value masked in it."""
     memo = (endpoint.base, endpoint.key())
     with _SERVED_LOCK:
         if memo not in _SERVED:
@@ -43,14 +55,102 @@ def served_models(endpoint: Endpoint) -> dict[str, dict[str, Any]]:
                 body = client.request("GET", "models")
             finally:
                 client.close()
-            rows = body.get("data") if isinstance(body, dict) else None
-            if not isinstance(rows, list):
-                raise ApiError(f"{endpoint.base}/models did not list models (no 'data' array): is this an OpenAI-compatible server?")
-            _SERVED[memo] = {
-                str(m["id"]): {k: m[k] for k in INFO_FIELDS if m.get(k) is not None}
-                for m in rows if isinstance(m, dict) and "id" in m
-            }
+            _SERVED[memo] = _model_list(body, endpoint)
         return _SERVED[memo]
+
+
+def _model_list(body: Any, endpoint: Endpoint) -> dict[str, dict[str, Any]]:
+    """id -> information of a checked ``GET /models`` answer (key masked)."""
+    url = f"{endpoint.base}/models"
+    rows = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(rows, list):
+        raise ApiError(f"{url} did not list models (no 'data' array): is this an OpenAI-compatible server?")
+    out: dict[str, dict[str, Any]] = {}
+    for m in rows:
+        if not isinstance(m, dict) or not isinstance(m.get("id"), str):
+            raise ApiError(endpoint.redact(f"{url} listed {shape(m)} where a model (an object with a string 'id') belongs"))
+        info = {}
+        for k in INFO_FIELDS:
+            v = m.get(k)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                raise ApiError(endpoint.redact(f"{url}: model {m['id']!r:.80} has {shape(v)} as its {k!r}, not a string or number"))
+            info[k] = endpoint.redact(v) if isinstance(v, str) else v
+        out[endpoint.redact(m["id"])] = info
+    return out
+
+
+#: a log-prob above this is not one (a little slack for a server's float rounding)
+MAX_LOGPROB = 1e-4
+
+
+def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | None]]:
+    """(offsets in ``prompt``, log-probs) of the prompt's tokens in one choice's ``logprobs``, after
+    checking that the server scored exactly ``prompt``; ValueError (why not, on one line) otherwise.
+
+    ``tokens``, ``text_offset`` and ``token_logprobs`` are lists of one length; each offset is
+    where the tokens before it end; the tokens spell ``prompt``, then perhaps tokens generated
+    after it (their offsets are >= ``len(prompt)``, so they are not the prompt's); a first token
+    with no log-prob that is no text of the prompt (a start token such as ``<s>``) is dropped.
+    Each log-prob is null or a finite number <= 0 (not a boolean, not a string).
+
+    >>> lp = {"tokens": ["The", " cat", " sat", " down"], "text_offset": [0, 3, 7, 11],
+    ...       "token_logprobs": [None, -1.0, -2.0, -0.5]}
+    >>> prompt_tokens(lp, "The cat sat")  # ' down' was generated (max_tokens=1)
+    ([0, 3, 7], [None, -1.0, -2.0])
+    >>> prompt_tokens({**lp, "tokens": ["<s>", "The", " cat", " sat"], "text_offset": [0, 3, 6, 10]}, "The cat sat")
+    ([0, 3, 7], [-1.0, -2.0, -0.5])
+    >>> prompt_tokens(lp, "A cat sat")
+    Traceback (most recent call last):
+    ...
+    ValueError: its tokens spell 'The cat sat down', not the prompt sent (from character 0: 'The cat sat down' instead of 'A cat sat')
+    >>> prompt_tokens({**lp, "token_logprobs": [None, True, -2.0, -0.5]}, "The cat sat")
+    Traceback (most recent call last):
+    ...
+    ValueError: token 1 (' cat') has a boolean as its log-prob, not a number
+    """
+    if not isinstance(logprobs, dict):
+        raise ValueError(f"its 'logprobs' is {shape(logprobs)}, not an object")
+    fields = {f: logprobs.get(f) for f in ("tokens", "text_offset", "token_logprobs")}
+    for f, v in fields.items():
+        if not isinstance(v, list) or not v:
+            raise ValueError(f"its 'logprobs.{f}' is {shape(v) if v != [] else 'empty'}, not a list of the prompt's tokens")
+    tokens, offsets, values = fields.values()
+    if not len(tokens) == len(offsets) == len(values):
+        raise ValueError(f"it has {len(tokens)} tokens, {len(offsets)} offsets and {len(values)} log-probs")
+    end = 0
+    for k, (t, o) in enumerate(zip(tokens, offsets)):
+        if not isinstance(t, str):
+            raise ValueError(f"token {k} is {shape(t)}, not a string")
+        if type(o) is not int or o != end:
+            raise ValueError(f"token {k} ({t!r:.40}) is at text offset {o!r:.40}, but the tokens before it end at {end}")
+        end += len(t)
+        _check_logprob(k, t, values[k])
+    text = "".join(tokens)
+    start = 0  # characters before the prompt: a start token's
+    if not text.startswith(prompt) and values[0] is None and text.startswith(prompt, len(tokens[0])):
+        start = len(tokens[0])
+    if not text.startswith(prompt, start):
+        at = next((i for i, (a, b) in enumerate(zip(text, prompt)) if a != b), min(len(text), len(prompt)))
+        raise ValueError(f"its tokens spell {_cut(text)}, not the prompt sent (from character {at}: "
+                         f"{_cut(text[at:])} instead of {_cut(prompt[at:])})")
+    first = 1 if start else 0
+    n = sum(1 for o in offsets if o - start < len(prompt))
+    return [o - start for o in offsets[first:n]], values[first:n]
+
+
+def _check_logprob(k: int, token: str, v: Any) -> None:
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"token {k} ({token!r:.40}) has {shape(v)} as its log-prob, not a number")
+    if not math.isfinite(v) or v > MAX_LOGPROB:
+        raise ValueError(f"token {k} ({token!r:.40}) has the log-prob {v!r}, not a finite number <= 0")
+
+
+def _cut(text: str, n: int = 60) -> str:
+    return repr(text) if len(text) <= n else repr(text[:n]) + "..."
 
 
 def continuation_logprobs(logprobs: dict[str, Any], context_chars: int, prompt_chars: int) -> list[float]:
@@ -160,21 +260,45 @@ class ApiScorer(Scorer):
                 body = self.client.request("POST", "completions", self._payload(prompts))
             else:
                 raise
-        choices = sorted(body.get("choices") or [], key=lambda ch: ch.get("index", 0))
-        if len(choices) != len(prompts):
-            raise ApiError(f"{self.endpoint.base}/completions answered {len(choices)} choices for {len(prompts)} prompts")
         out = []
-        for (ctx, cont), ch in zip(batch, choices):
-            lp = ch.get("logprobs")
-            if not lp or not lp.get("token_logprobs"):
-                raise ApiError(
-                    f"{self.endpoint.base} returned no prompt log-probs for {self.name} (echo + logprobs): a chat-only "
-                    "API cannot be scored this way; use a server with a completions endpoint, or the generative method")
-            vals = continuation_logprobs(lp, len(ctx), len(ctx) + len(cont))
+        for (ctx, cont), lp in zip(batch, self._logprobs(body, prompts)):
+            offsets, values = lp
+            vals = continuation_logprobs({"text_offset": offsets, "token_logprobs": values}, len(ctx), len(ctx) + len(cont))
             if not vals or any(v is None for v in vals):
-                raise ApiError(f"{self.endpoint.base} gave no log-prob for part of {cont!r} after {ctx[-40:]!r}")
+                raise self.client.error(f"{self.endpoint.base} gave no log-prob for part of {cont!r} after {ctx[-40:]!r}")
             total = float(sum(vals))
             out.append(total / len(vals) if self.reduction == "mean" else total)
+        return out
+
+    def _logprobs(self, body: Any, prompts: list[str]) -> list[tuple[list[int], list[float | None]]]:
+        """The checked (offsets, log-probs) of each prompt's tokens in a completions answer (see the module doc)."""
+        url = f"{self.endpoint.base}/completions"
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or not isinstance(choices, list):
+            what = f"{shape(body)}, not an object" if not isinstance(body, dict) else f"{shape(choices)} as its 'choices'"
+            raise self.client.error(f"{url} answered {what} (a list of choices, one per prompt, was expected)")
+        if len(choices) != len(prompts):
+            raise self.client.error(f"{url} answered {len(choices)} choices for {len(prompts)} prompts")
+        bad = next((c for c in choices if not isinstance(c, dict)), None)
+        if bad is not None:
+            raise self.client.error(f"{url} answered {shape(bad)} as a choice, not an object")
+        index = [c.get("index") for c in choices]
+        if any(i is not None for i in index):
+            if not all(type(i) is int for i in index) or sorted(index) != list(range(len(prompts))):
+                raise self.client.error(f"{url} numbered its {len(choices)} choices {index!r:.80}, not 0 to {len(prompts) - 1}")
+            choices = sorted(choices, key=lambda c: c["index"])
+        out = []
+        for i, (prompt, ch) in enumerate(zip(prompts, choices)):
+            lp = ch.get("logprobs")
+            if not lp or (isinstance(lp, dict) and not lp.get("token_logprobs")):
+                raise self.client.error(
+                    f"{self.endpoint.base} returned no prompt log-probs for {self.name} (echo + logprobs): a chat-only "
+                    "API cannot be scored this way; use a server with a completions endpoint, or the generative method")
+            try:
+                out.append(prompt_tokens(lp, prompt))
+            except ValueError as e:
+                raise self.client.error(f"{url}: the answer to prompt {i} of the request is wrong: {e}; nothing of its chunk "
+                                        "was cached") from None
         return out
 
     def close(self) -> None:

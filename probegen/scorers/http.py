@@ -2,19 +2,30 @@
 
 Retries with exponential backoff and full jitter on 429, 5xx, timeouts and dropped connections
 (honouring ``Retry-After``); one-line :class:`ApiError` for everything else (401/403: the key,
-404: the route or model, other 4xx: the server's own message). The API key is read from an
-environment variable when a request is sent and is never part of a message: any echo of it in a
-server's reply is masked before it reaches an error line.
+404: the route or model, other 4xx: the server's own message).
+
+Nothing a server sends is believed blindly: a body is read as a stream and decoded (gzip or
+deflate, inflated by probegen itself) up to :data:`MAX_BODY` bytes, no further, so a compressed
+bomb costs at most that much memory; a body that is not JSON is an ApiError. The API key is read
+from an environment variable when a request is sent and is never part of a message: :func:`redact`
+masks its value (and any URL's ``user:password@``) in every error line and in whatever the
+server sends back that probegen keeps (model information, chat answers). An ``--api-base`` with
+credentials in it (``https://user:KEY@host/v1``) is refused (shown masked): the key belongs in
+the environment variable, where it is sent as ``Authorization: Bearer``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 import threading
 import time
+import zlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -22,10 +33,32 @@ from ..errors import ProbegenError
 
 #: statuses worth another try: rate limits and server-side failures
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+#: the most bytes a response body may hold once decoded (a compressed body is inflated this far, no further)
+MAX_BODY = 64 * 2**20
+#: a key shorter than this is a placeholder (``EMPTY``), not a secret: masking it would garble answers
+MIN_SECRET = 8
+#: content codings probegen asks for and decodes itself
+_CODINGS = ("gzip", "x-gzip", "deflate")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]*@")
 
 
 class ApiError(ProbegenError):
     """A request the server refused or kept failing (one line, never holding the key)."""
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with each of ``secrets`` (of MIN_SECRET characters or more) and every URL's
+    ``user:password@`` replaced by ``***``.
+
+    >>> redact("GET https://me:pw@host/v1 with sk-12345678 failed", "sk-12345678")
+    'GET https://***@host/v1 with *** failed'
+    >>> redact("EMPTY stays", "EMPTY")
+    'EMPTY stays'
+    """
+    for s in secrets:
+        if s and len(s) >= MIN_SECRET:
+            text = text.replace(s, "***")
+    return _USERINFO.sub(r"\1***@", text)
 
 
 @dataclass(frozen=True)
@@ -34,6 +67,10 @@ class Endpoint:
 
     >>> Endpoint("http://127.0.0.1:8000/v1/").base
     'http://127.0.0.1:8000/v1'
+    >>> Endpoint("https://me:sk-secret-key@host/v1")
+    Traceback (most recent call last):
+    ...
+    probegen.errors.ProbegenError: --api-base https://***@host/v1 holds credentials (user:password@): give the key in $OPENAI_API_KEY instead (--api-key-env names another variable); it is sent as a Bearer token and never written
     """
 
     base: str
@@ -44,13 +81,29 @@ class Endpoint:
 
     def __post_init__(self) -> None:
         base = self.base.strip().rstrip("/")
-        if not base.startswith(("http://", "https://")):
-            raise ProbegenError(f"--api-base must be an http(s) URL such as http://127.0.0.1:8000/v1, not {self.base!r}")
+        shown = redact(base)
+        try:
+            parts = urlsplit(base)
+            host = parts.hostname
+        except ValueError:
+            parts, host = None, None
+        if parts is None or parts.scheme not in ("http", "https") or not host:
+            raise ProbegenError(f"--api-base must be an http(s) URL such as http://127.0.0.1:8000/v1, not {shown!r}")
+        if "@" in parts.netloc:
+            raise ProbegenError(f"--api-base {shown} holds credentials (user:password@): give the key in ${self.key_env} "
+                                "instead (--api-key-env names another variable); it is sent as a Bearer token and never written")
+        if parts.query or parts.fragment:
+            raise ProbegenError(f"--api-base must be the server's plain /v1 URL, without '?...' or '#...' "
+                                f"(such as {parts.scheme}://{parts.netloc}{parts.path})")
         object.__setattr__(self, "base", base)
 
     def key(self) -> str | None:
         """The API key from the environment (None: no Authorization header)."""
         return os.environ.get(self.key_env) or None
+
+    def redact(self, text: str) -> str:
+        """``text`` with the key's value and URL credentials masked (see :func:`redact`)."""
+        return redact(text, self.key())
 
 
 def backoff_delay(attempt: int, base: float, retry_after: str | None = None, cap: float = 30.0) -> float:
@@ -70,6 +123,77 @@ def backoff_delay(attempt: int, base: float, retry_after: str | None = None, cap
     return random.uniform(0, min(cap, base * 2**attempt))
 
 
+def read_body(chunks: Iterable[bytes], coding: str, where: str, cap: int | None = None) -> bytes:
+    """The decoded body of raw ``chunks`` sent with ``Content-Encoding: coding``, at most ``cap``
+    bytes (default :data:`MAX_BODY`); an ApiError as soon as it would grow past that.
+
+    >>> import gzip
+    >>> read_body([gzip.compress(b'{"a": 1}')], "gzip", "u")
+    b'{"a": 1}'
+    >>> read_body([gzip.compress(b" " * 5000)], "gzip", "u", cap=4096)
+    Traceback (most recent call last):
+    ...
+    probegen.scorers.http.ApiError: u answered a body of more than 4.0 KiB once decoded (the limit): not a plausible answer
+    """
+    cap = MAX_BODY if cap is None else cap
+    codings = [c for c in (c.strip().lower() for c in coding.split(",")) if c not in ("", "identity")]
+    if len(codings) > 1 or (codings and codings[0] not in _CODINGS):
+        raise ApiError(f"{where} answered with Content-Encoding {coding!r}, which probegen does not decode "
+                       "(it asks for gzip or deflate)")
+    inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if codings else None  # | 32: a gzip or zlib header
+    out = bytearray()
+    too_big = f"{where} answered a body of more than {_size(cap)} once decoded (the limit): not a plausible answer"
+    try:
+        for data in chunks:
+            while data and not (inflate is not None and inflate.eof):  # after the stream's end: nothing more is read
+                if inflate is None:
+                    piece, data = data, b""
+                else:
+                    piece = inflate.decompress(data, cap + 1 - len(out))
+                    data = inflate.unconsumed_tail
+                out += piece
+                if len(out) > cap:
+                    raise ApiError(too_big)
+            if inflate is not None and inflate.eof:
+                break
+        if inflate is not None:
+            out += inflate.flush()  # at most what zlib holds back: its window
+            if not inflate.eof:
+                raise ApiError(f"{where} answered a {codings[0]} body that ends before its compressed stream does")
+    except zlib.error as e:
+        raise ApiError(f"{where} answered a {codings[0]} body that does not decode ({e})") from None
+    if len(out) > cap:
+        raise ApiError(too_big)
+    return bytes(out)
+
+
+def _size(n: int) -> str:
+    """``n`` bytes in KiB, MiB or GiB.
+
+    >>> _size(64 * 2**20), _size(1536)
+    ('64.0 MiB', '1.5 KiB')
+    """
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def shape(value: Any) -> str:
+    """What a JSON value is, for an error line (``a list``, ``a string``, ...).
+
+    >>> shape([1]), shape("x"), shape(None), shape(True), shape(1.5)
+    ('a list', 'a string', 'null', 'a boolean', 'a number')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+
+
 class Client:
     """Thread-safe JSON requests to one :class:`Endpoint`, retried as described in the module doc."""
 
@@ -83,7 +207,8 @@ class Client:
 
     def _headers(self) -> dict[str, str]:
         key = self.endpoint.key()
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        head = {"Accept-Encoding": "gzip, deflate"}  # what read_body decodes
+        return {**head, "Authorization": f"Bearer {key}"} if key else head
 
     def request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
         """The decoded JSON answer of ``method path`` (``payload`` as the JSON body), retried on transient failures."""
@@ -96,55 +221,70 @@ class Client:
             with self._lock:
                 self.counters["requests"] += 1
             try:
-                r = self._http.request(method, url, json=payload, headers=self._headers())
+                status, headers, body = self._send(method, url, payload)
             except httpx.TransportError as e:  # refused, dropped, timed out: the server may come back
                 last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                 retry_after = None
             else:
-                if r.status_code < 400:
-                    return self._json(r, url)
-                if r.status_code not in RETRY_STATUSES:
-                    raise self._refusal(r, url)
-                last = f"HTTP {r.status_code} {_message(r)}"
-                retry_after = r.headers.get("retry-after")
+                if status < 400:
+                    return self._json(status, body, url)
+                if status not in RETRY_STATUSES:
+                    raise self._refusal(status, body, url)
+                last = f"HTTP {status} {_message(body)}"
+                retry_after = headers.get("retry-after")
             if attempt < self.endpoint.max_retries:
                 self._sleep(backoff_delay(attempt, self.endpoint.backoff, retry_after))
-        raise ApiError(self._mask(f"{url} failed {self.endpoint.max_retries + 1} times; last: {last}"))
+        raise self.error(f"{url} failed {self.endpoint.max_retries + 1} times; last: {last}")
 
-    def _json(self, r: httpx.Response, url: str) -> Any:
+    def _send(self, method: str, url: str, payload: dict[str, Any] | None) -> tuple[int, httpx.Headers, bytes]:
+        """(status, headers, decoded body) of one request; the body is read no further than MAX_BODY."""
+        with self._http.stream(method, url, json=payload, headers=self._headers()) as r:
+            try:
+                body = read_body(r.iter_raw(), r.headers.get("content-encoding", ""), url)
+            except ApiError as e:
+                raise self.error(str(e)) from None
+            return r.status_code, r.headers, body
+
+    def _json(self, status: int, body: bytes, url: str) -> Any:
         try:
-            return r.json()
-        except ValueError:
-            raise ApiError(f"{url} answered {r.status_code} with a body that is not JSON") from None
+            return json.loads(body)
+        except ValueError:  # also a body that is not UTF-8
+            raise self.error(f"{url} answered {status} with a body that is not JSON") from None
+        except RecursionError:
+            raise self.error(f"{url} answered {status} with JSON nested too deeply to read") from None
 
-    def _refusal(self, r: httpx.Response, url: str) -> ApiError:
-        msg = _message(r)
-        if r.status_code in (401, 403):
+    def _refusal(self, status: int, body: bytes, url: str) -> ApiError:
+        msg = _message(body)
+        if status in (401, 403):
             how = f"${self.endpoint.key_env} is {'set' if self.endpoint.key() else 'not set'}"
-            return ApiError(self._mask(f"{url} rejected the API key (HTTP {r.status_code}: {msg}); {how} (--api-key-env names the variable)"))
-        if r.status_code == 404:
-            return ApiError(self._mask(f"{url} not found (HTTP 404: {msg}); is --api-base the server's /v1 URL?"))
-        return ApiError(self._mask(f"{url} refused the request (HTTP {r.status_code}: {msg})"))
+            return self.error(f"{url} rejected the API key (HTTP {status}: {msg}); {how} (--api-key-env names the variable)")
+        if status == 404:
+            return self.error(f"{url} not found (HTTP 404: {msg}); is --api-base the server's /v1 URL?")
+        return self.error(f"{url} refused the request (HTTP {status}: {msg})")
 
-    def _mask(self, text: str) -> str:
-        key = self.endpoint.key()
-        return text.replace(key, "***") if key else text
+    def error(self, text: str) -> ApiError:
+        """An ApiError of ``text`` on one line, the key's value and URL credentials masked."""
+        return ApiError(self.endpoint.redact(" ".join(text.split())))
 
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()
 
 
-def _message(r: httpx.Response) -> str:
-    """The server's error message on one line (OpenAI style ``{"error": {"message": ...}}`` or text)."""
+def _message(body: bytes) -> str:
+    """The server's error message on one line (OpenAI style ``{"error": {"message": ...}}`` or text).
+
+    >>> _message(b'{"error": {"message": "no such model"}}'), _message(b"Bad Gateway")
+    ('no such model', 'Bad Gateway')
+    """
     try:
-        body = r.json()
-    except ValueError:
-        body = r.text
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        body = err.get("message", err) if isinstance(err, dict) else err
-        if isinstance(body, dict):
-            body = body.get("detail", body)
-    text = " ".join(str(body).split())
+        doc: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        doc = body[:2000].decode("utf-8", "replace")
+    if isinstance(doc, dict):
+        err = doc.get("error", doc)
+        doc = err.get("message", err) if isinstance(err, dict) else err
+        if isinstance(doc, dict):
+            doc = doc.get("detail", doc)
+    text = " ".join(str(doc).split())
     return text[:300] + (" ..." if len(text) > 300 else "")

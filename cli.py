@@ -47,7 +47,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ProbegenError as e:
-            _fail(str(e))
+            _fail(str(e) + self._skip_hint(ctx, e))
         except KeyboardInterrupt:
             _fail(_interrupted(ctx.invoked_subcommand), 130)
         except PermissionError as e:
@@ -56,6 +56,14 @@ class _Group(click.Group):
             if e.strerror:
                 _fail(f"{e.strerror}: {e.filename}" if e.filename else f"{e.strerror} (errno {e.errno})")
             _fail(" ".join(str(e).split()) or type(e).__name__)
+
+    def _skip_hint(self, ctx: click.Context, e: Exception) -> str:
+        """That ``--on-invalid skip`` gets past the row ``e`` names, on a command that has it."""
+        from probegen.errors import SKIP_HINT, SkippableRowError
+
+        cmd = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+        takes = cmd is not None and any(p.name == "on_invalid" for p in cmd.params)
+        return SKIP_HINT if isinstance(e, SkippableRowError) and takes else ""
 
 
 def _log(msg: str) -> None:
@@ -577,6 +585,10 @@ def _register_extensions() -> None:
     from commands.study import study
 
     cli.add_command(study)
+
+    from commands.view import view
+
+    cli.add_command(view)
 
 
 _register_extensions()

@@ -17,6 +17,15 @@ class DatasetError(ProbegenError):
     """A dataset file or directory is malformed."""
 
 
+class SkippableRowError(DatasetError):
+    """A row that the reader's ``on_invalid="skip"`` would leave out: a command with
+    ``--on-invalid`` adds that it does (:data:`SKIP_HINT`)."""
+
+
+#: what the CLI appends to a :class:`SkippableRowError` on a command that has ``--on-invalid``
+SKIP_HINT = "; --on-invalid skip skips such rows"
+
+
 class NonFiniteScore(ProbegenError, ValueError):
     """A scorer produced NaN or an infinity (e.g. float16 overflow); never cached or aligned."""
 

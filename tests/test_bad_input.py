@@ -254,3 +254,52 @@ def test_a_damaged_manifest_is_one_line_naming_it(tmp_path, damage, command):
     args = ["stats", ds] if command == "stats" else ["eval", "--model", "glove-50d", "--dataset", ds, "--out", tmp_path / "o"]
     assert_one_line_error(*run(*args)[::2], "manifest.json")
     assert not (tmp_path / "o").exists()
+
+
+# ---- issue 26: errors that --on-invalid skip gets past say so; advice that fits the file --------
+RELEASE_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample"
+
+
+def repeated_id_file(tmp_path: Path) -> Path:
+    """The original definitions training file's flaw: an id repeated with different content."""
+    rows = (RELEASE_SAMPLE / "definitions-train-sample.jsonl").read_text(encoding="utf-8").splitlines()
+    again = {**json.loads(rows[5]), "id": json.loads(rows[2])["id"]}
+    path = tmp_path / "definitions-train.jsonl"
+    path.write_text("\n".join([*rows, json.dumps(again)]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("command", ["eval", "bias"])
+def test_a_row_skip_would_pass_says_on_invalid_skip_exists(tmp_path, command):
+    f = repeated_id_file(tmp_path)
+    code, _, err = run(command, "--model", "glove-50d", "--dataset", f, "--out", tmp_path / "out")
+    line = assert_one_line_error(code, err, f"{f}:41: item id", "repeats line 3")
+    assert line.endswith("; --on-invalid skip skips such rows")
+    code, _, err = run(command, "--model", "glove-50d", "--dataset", f, "--on-invalid", "skip", "--bootstrap", 20,
+                       "--out", tmp_path / "out") if command == "bias" else \
+        run(command, "--model", "glove-50d", "--dataset", f, "--on-invalid", "skip", "--out", tmp_path / "out")
+    assert code == 0, err  # the hint is true: skip gets past it
+
+
+def test_the_skip_hint_only_where_the_option_exists(tmp_path):
+    f = repeated_id_file(tmp_path)
+    code, _, err = run("study", "make", f, "--out", tmp_path / "s")  # study make has no --on-invalid
+    line = assert_one_line_error(code, err, "repeats line 3")
+    assert "--on-invalid" not in line
+    bad = tmp_path / "synonymy-train.jsonl"  # not a row skip would leave out: the file has no row at all
+    bad.write_text("\n")
+    code, _, err = run("eval", "--model", "glove-50d", "--dataset", bad, "--out", tmp_path / "o")
+    assert "--on-invalid" not in assert_one_line_error(code, err)
+
+
+def test_study_make_advice_on_a_release_file_is_one_that_works(tmp_path):
+    """Release rows have no question template, so only the full condition can show them: the
+    advice was "use --n 0 or fewer"; now it names settings the file works with, and they do."""
+    f = RELEASE_SAMPLE / "definitions-train-sample.jsonl"
+    code, _, err = run("study", "make", f, "--out", tmp_path / "s")
+    line = assert_one_line_error(code, err, "full condition", "use --conditions full, --n 40 or fewer and --overlap 40 or less")
+    assert "--n 0" not in line
+    code, _, err = run("study", "make", f, "--conditions", "full", "--n", 40, "--overlap", 40, "--out", tmp_path / "s")
+    assert code == 0, err
+    code, _, err = run("study", "make", f, "--conditions", "full", "--n", 50, "--overlap", 10, "--out", tmp_path / "t")
+    assert_one_line_error(code, err, "only 40 usable concept clusters for --n 50: use --n 40 or fewer")

@@ -81,10 +81,35 @@ def sample_units(task: Any, data: Any, cfg: StudyConfig) -> tuple[list[Any], dic
     rng = _rng(cfg.seed, "study-sample")
     pool, label, skipped = task.study_pool(data, cfg)
     if len(pool) < cfg.n:
-        why = "".join(f"; {v} skipped: {k}" for k, v in skipped.items())
-        raise ProbegenError(f"the dataset has only {len(pool)} usable {label} for --n {cfg.n}{why}; use --n {len(pool)} or fewer")
+        raise ProbegenError(_too_few(task, data, cfg, len(pool), label, skipped))
     picks = rng.choice(len(pool), size=cfg.n, replace=False)
     return [pool[int(i)] for i in picks], skipped
+
+
+def _too_few(task: Any, data: Any, cfg: StudyConfig, k: int, label: str, skipped: dict[str, int]) -> str:
+    """Why the dataset cannot give ``cfg.n`` units, and settings that work with it (none when no
+    setting does): ``--conditions full`` when only that condition can show its items (release
+    files, whose rows have no question template), a smaller ``--n`` and an ``--overlap`` that fits it."""
+    why = "".join(f"; {v} skipped: {key}" for key, v in skipped.items())
+    fix = []
+    if k == 0 and tuple(cfg.conditions) != ("full",):
+        from dataclasses import replace
+
+        k = len(task.study_pool(data, replace(cfg, conditions=("full",)))[0])
+        if k == 0:
+            return f"the dataset has no {label} a study can use{why}"
+        fix.append("--conditions full")
+        head = (f"the dataset has no {label} a study can show in the {', '.join(cfg.conditions)} conditions{why}; "
+                f"it has {k} for the full condition alone")
+    elif k == 0:
+        return f"the dataset has no {label} a study can use{why}"
+    else:
+        head = f"the dataset has only {k} usable {label} for --n {cfg.n}{why}"
+    if k < cfg.n:
+        fix.append(f"--n {k} or fewer")
+    if cfg.overlap > min(k, cfg.n):
+        fix.append(f"--overlap {min(k, cfg.n)} or less")
+    return f"{head}: use {', '.join(fix[:-1]) + ' and ' if len(fix) > 1 else ''}{fix[-1]}"
 
 
 def choice_pool(data: Any, cfg: StudyConfig) -> tuple[list[Any], str, dict[str, int]]:

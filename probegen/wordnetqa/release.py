@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError, ProbegenError
+from ..errors import DatasetError, ProbegenError, SkippableRowError
 from ..io import json_type, parse_json, read_text
 from .config import PROBES
 from .items import LABELS, ChoiceMeta, Context, MCItem
@@ -513,8 +513,8 @@ def read_release(path: str | Path, ablations: bool = False, probe: str | None = 
             if it.id in seen:
                 raise InvalidRow("repeated id", f"item id {it.id!r} repeats line {seen[it.id]}")
         except InvalidRow as e:
-            if on_invalid == "error":
-                raise DatasetError(f"{p}:{n}: {e}") from None
+            if on_invalid == "error":  # what skip would leave out: the CLI names --on-invalid skip
+                raise SkippableRowError(f"{p}:{n}: {e}") from None
             _skip_record(skipped, e.reason, _line_id(line, n))
             continue
         seen[it.id] = n

@@ -586,10 +586,6 @@ def _register_extensions() -> None:
 
     cli.add_command(study)
 
-    from commands.view import view
-
-    cli.add_command(view)
-
 
 _register_extensions()
 

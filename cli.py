@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from commands.options import add_device_options, add_wordnet_source_option
+from commands.options import SEED, add_device_options, add_wordnet_source_option
 
 DEFAULT_ROOT = Path("probegen_out")
 
@@ -170,7 +170,7 @@ def make() -> None:
 @click.option("--embedder", default="minilm-l6", show_default=True, help="Sentence embedder for definition clustering (paper: stsb-distilbert-base).")
 @click.option("--context-scorer", default="smollm2-135m", show_default=True, help="LM that picks the clearest SemCor context (causal or masked; paper: bert-base-uncased), or 'first' to take the first context without scoring.")
 @click.option("--max-contexts", default=10, show_default=True, help="SemCor contexts scored per synset (first N in corpus order).")
-@click.option("--seed", default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--adversarial", is_flag=True, help="Fill each group with the valid co-hyponyms the --against model confuses most; also writes the non-adversarial twin to <out>-twin.")
 @click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
 @click.option("--pool-max", default=40, show_default=True, help="With --adversarial: candidates per ancestor the reference model scores.")
@@ -282,7 +282,7 @@ def stats(dataset: str) -> None:
               help="coda21-json: the CoDA21 release schema; wordnetqa-json: WordNetQA release JSONL; lm-eval: an "
                    "lm-evaluation-harness task folder; hf: a Hugging Face datasets folder [default: by dataset kind].")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: export one split.")
-@click.option("--seed", type=int, default=None, help="lm-eval/hf, CoDA21: seed of the definitions' column order [default: 0].")
+@click.option("--seed", type=SEED, default=None, help="lm-eval/hf, CoDA21: seed of the definitions' column order [default: 0].")
 @click.option("--nonce", default=None, help="lm-eval/hf, CoDA21: made-up word [default: bkatuhla].")
 @click.option("--pattern", default=None, help="lm-eval/hf, CoDA21: pattern name or literal with {m} [default: definition-of].")
 @click.option("--task", default=None, help="lm-eval: task name [default: probegen_<dataset>].")
@@ -331,7 +331,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 @click.option("--pattern", default=None, help="Pattern name from templates/coda21.json or a literal with {m} [default: definition-of].")
 @click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True, help="LM log-prob reduction over definition tokens.")
 @click.option("--matching", type=click.Choice(["alignment", "simple"]), default="alignment", show_default=True, help="One-to-one alignment or each definition's best context.")
-@click.option("--seed", default=0, show_default=True, help="Seed for column order and tie breaking.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for column order and tie breaking.")
 @click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
 @click.option("--pll", type=click.Choice(["original", "word-l2r"]), default="original", show_default=True, help="Masked LMs: pseudo-log-likelihood as in the paper, or PLL-word-l2r (Kauf & Ivanova 2023).")
 @click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True, help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
@@ -474,7 +474,7 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 @click.argument("other", type=click.Path())
 @click.option("--model", "models", multiple=True, required=True, help="Model to score both sets with; repeat (reference and held-out).")
 @click.option("--labels", default="twin,adversarial", show_default=True, help="Names of the two sets in the report.")
-@click.option("--seed", default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2))
 @click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
 def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
@@ -514,7 +514,7 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
 @click.option("--tolerance", default=0.02, show_default=True, help="Stop when the control's accuracy on a round's test splits <= chance + this.")
 @click.option("--holdout", default=0.25, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Share of concepts (WordNetQA synsets, CoDA21 ancestors) held out: never filtered, the controls are measured on them.")
-@click.option("--seed", default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--model", "models", multiple=True, help="Also run `probegen bias` with this model on the set before and after filtering.")
 @click.option("--out", type=click.Path(), help="Filtered dataset directory [default: <dataset>-filtered].")
 @click.pass_obj

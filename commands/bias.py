@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .options import add_device_options, given_options, log
+from .options import SEED, add_device_options, given_options, log
 
 METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
                "method, a classifier per input condition trained on the train split (word-in-context datasets: "
@@ -27,7 +27,7 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
     "probegen_out/datasets/wordnetqa-definitions, generated if missing].",
 )
 @click.option("--out", type=click.Path(), help="Output directory [default: probegen_out/bias/<model>].")
-@click.option("--seed", default=0, show_default=True, help="Seed for column order, tie breaking, bootstrap and folds.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for column order, tie breaking, bootstrap and folds.")
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2), help="Bootstrap replicates.")
 @click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]), help="Force the scorer kind (default: detected).")
 @click.option("--nonce", default=None, help="Made-up word replacing the target [default: bkatuhla].")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from .options import add_device_options, add_wordnet_source_option, log
+from .options import SEED, add_device_options, add_wordnet_source_option, log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
 
@@ -21,7 +21,7 @@ DEFAULT_ROOT = Path("probegen_out") / "datasets"
 @click.argument("spec_file", required=False, metavar="SPEC")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a spec field before it is checked (value read as YAML), e.g. contexts.scorer=first; repeatable.")
-@click.option("--seed", type=int, default=None, help="Override the spec's seed.")
+@click.option("--seed", type=SEED, default=None, help="Override the spec's seed.")
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/<spec name>].")
 @click.option("--check", "check_only", is_flag=True, help="Check the spec and print it as canonical JSON; build nothing.")
 @click.option("--list", "list_specs", is_flag=True, help="List the built-in specs (templates/specs/) and exit.")

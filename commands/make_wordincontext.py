@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from .options import add_wordnet_source_option, log as _log
+from .options import SEED, add_wordnet_source_option, log as _log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
 
@@ -44,7 +44,7 @@ def _write(ds, path: Path) -> None:
 
 
 _POS = click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
-_SEED = click.option("--seed", default=0, show_default=True)
+_SEED = click.option("--seed", type=SEED, default=0, show_default=True)
 _MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=click.IntRange(min=3), help="Skip SemCor sentences longer than this (tokens).")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from .options import add_device_options, add_wordnet_source_option, log
+from .options import SEED, add_device_options, add_wordnet_source_option, log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
 PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
@@ -75,7 +75,7 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
 @click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
               help="Question templates (YAML/JSON, the shape of templates/questions/en.yaml) [default: templates/questions/<the wordnet's language>.yaml].")
-@click.option("--seed", default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
 @click.pass_context
 def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversarial, against, out, **settings) -> None:

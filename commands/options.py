@@ -15,6 +15,11 @@ from typing import Any, Callable
 import click
 
 
+#: every ``--seed``: a non-negative integer that numpy's and scikit-learn's seeding take (below
+#: 2**32); anything else is click's usage error (exit 2), never a traceback deep in a run
+SEED = click.IntRange(0, 2**32 - 1)
+
+
 def log(msg: str) -> None:
     """Progress and notes: to stderr, so stdout holds only a command's results."""
     click.echo(msg, err=True)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from .options import SEED
+
 DEFAULT_ROOT = Path("probegen_out") / "studies"
 
 
@@ -34,7 +36,7 @@ def study() -> None:
 @click.option("--annotators", default=2, show_default=True, type=click.IntRange(min=1), help="Annotators per condition.")
 @click.option("--overlap", default=50, show_default=True, type=click.IntRange(min=0),
               help="Items every annotator of a condition answers (agreement); the rest are dealt out in turn.")
-@click.option("--seed", default=0, show_default=True, help="Seed for sampling, assignment and orders.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for sampling, assignment and orders.")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: sample from one split.")
 @click.option("--out", type=click.Path(), help="Study directory [default: probegen_out/studies/<dataset>].")
 def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
@@ -153,7 +155,7 @@ def import_cmd(study_dir, csv_file) -> None:
 @click.option("--model", "models", multiple=True, type=click.Path(),
               help="A `probegen bias` output directory on the study's dataset; repeat for several. Adds the model-human gap table.")
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2), help="Bootstrap replicates.")
-@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--out", type=click.Path(), help="Report directory [default: STUDY/score].")
 def score(study_dir, models, n_boot, seed, out) -> None:
     """Human accuracy per condition with CIs, agreement, human Bias_C/Bias_W, and model-human gaps.

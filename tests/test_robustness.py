@@ -340,3 +340,40 @@ def test_eval_compare_filter_resolve_models_first(tmp_path, monkeypatch):
                        "--out", str(tmp_path / "f"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")
     assert not any((tmp_path / n).exists() for n in ("o", "c", "f"))
+
+
+# ---- issue 26, item 4: one line, never a traceback ----------------------------------------------------
+def _seed_commands() -> list[tuple[str, ...]]:
+    """The path of every command that takes --seed (walked, so a new one is covered too)."""
+    import click
+
+    from cli import cli
+
+    found = []
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, (*path, name))
+        elif any(p.name == "seed" for p in cmd.params):
+            found.append(path)
+
+    walk(cli, ())
+    return found
+
+
+def test_every_seed_option_refuses_a_negative_or_too_large_seed_as_a_usage_error():
+    paths = _seed_commands()
+    assert ("eval",) in paths and ("bias",) in paths and ("study", "make") in paths and len(paths) >= 10
+    for path in paths:
+        for bad in ("-1", str(2**32)):
+            code, _, err = run(*path, "--seed", bad)
+            assert code == 2 and "Invalid value for '--seed'" in err and "Traceback" not in err, (path, bad, err)
+
+
+def test_eval_with_seed_minus_one_is_a_usage_error_before_any_work(tmp_path, monkeypatch):
+    ds = coda21_dir(tmp_path / "tiny", [group_row("g")])
+    monkeypatch.setattr("probegen.models.load_scorer", never("model loading"))
+    code, _, err = run("eval", "--model", "glove-50d", "--dataset", ds, "--seed", "-1", "--out", tmp_path / "r")
+    assert code == 2 and "Invalid value for '--seed': -1 is not in the range" in err, err
+    assert not (tmp_path / "r").exists()

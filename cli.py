@@ -586,6 +586,10 @@ def _register_extensions() -> None:
 
     cli.add_command(study)
 
+    from commands.view import view
+
+    cli.add_command(view)
+
 
 _register_extensions()
 

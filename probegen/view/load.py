@@ -1,0 +1,422 @@
+"""Read probegen runs (``eval`` and ``bias`` output folders) into one kind-neutral JSON model for
+the ``probegen view`` page.
+
+The model (what the page's script reads)::
+
+    {"version": 1,
+     "runs":  [{"label", "path", "command" (eval|bias), "model", "method", "sets": [{"name", "kind",
+               "path", "conditions": [...], "main": condition, "accuracy": {condition: acc}}], "notes"}],
+     "items": [{"run", "set", "id", "kind" (group|choice|label), "meta": {...},
+                "conds": {condition: {"q", "c", "s", "p", "g", "ok", "m", "tie", ...}}}],
+     "plane": [{"run", "set", "name", "x", "y", "xci", "yci"}]}
+
+Per condition an item carries the queries as the model saw them (``q``: the target hidden by the
+made-up word where the condition hides it), the candidates (``c``: one list shared by every row,
+or ``cr``: one list per row), the score matrix (``s``, rows x candidates), the decision per row
+(``p``) and the gold (``g``), ``ok`` (per decision: right or not), ``m`` (the margin of the
+decision: the chosen candidate's score minus the best other one's, mean over rows), ``tie`` (rows
+whose best score is shared, decided by probegen's seeded tie-break), and for the generative
+method ``gen`` (answers per option order) and ``x`` (the exchanges: prompt, raw answers, parse
+errors, option order). Trained probes (WiC, WSD) give ``ok`` per seed only.
+
+Every file is checked as it is read: a malformed row is one ``ProbegenError`` naming ``FILE:LINE``.
+A run's marker (``.probegen-output.json``) is verified first, as every probegen loader does.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..errors import ProbegenError
+from ..io import iter_jsonl, parse_json, read_text, recover, verify_output
+
+VERSION = 1
+#: keys of a multiple-choice row that are shown as the item's attributes (filters)
+_MC_META = ("probe", "hops", "distractor_type", "distractor_hops", "split", "synset", "gold_synset", "cluster", "pred_type")
+
+
+def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """The page's model of the runs at ``paths`` (each a ``probegen eval`` or ``probegen bias`` folder)."""
+    model: dict[str, Any] = {"version": VERSION, "runs": [], "items": [], "plane": []}
+    seen: set[str] = set()
+    for i, p in enumerate(paths):
+        run = Path(p)
+        key = str(run.resolve())
+        if key in seen:
+            raise ProbegenError(f"{run}: named twice")
+        seen.add(key)
+        info, items, plane = load_run(run, i, log)
+        model["runs"].append(info)
+        model["items"].extend(items)
+        model["plane"].extend(plane)
+    if not model["runs"]:
+        raise ProbegenError("no run given")
+    _label_runs(model["runs"])
+    return model
+
+
+def _label_runs(runs: list[dict[str, Any]]) -> None:
+    """Short distinct labels: the model, then the folder name where two runs share a model."""
+    base = [f"{r['model']}" + (f" ({r['method']})" if r.get("method") not in (None, "score") else "") for r in runs]
+    for r, b in zip(runs, base):
+        r["label"] = b if base.count(b) == 1 else f"{b} [{Path(r['path']).name}]"
+
+
+# ---- one run -------------------------------------------------------------------------------------
+def load_run(run: Path, index: int, log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(run info, items, plane points) of the run folder ``run``."""
+    recover(run)  # an interrupted write of the run is finished first
+    if not run.exists():
+        raise ProbegenError(f"run {run} does not exist")
+    if not run.is_dir():
+        raise ProbegenError(f"{run} is not a run folder (probegen eval or probegen bias output)")
+    res_file = run / "results.json"
+    if not res_file.is_file():
+        raise ProbegenError(f"{run} is not a probegen run: no results.json (view reads probegen eval and bias output folders)")
+    verify_output(run)
+    results = parse_json(read_text(res_file), res_file)
+    if not isinstance(results, dict):
+        raise ProbegenError(f"{res_file}: not a JSON object")
+    if isinstance(results.get("datasets"), list):
+        return _bias_run(run, index, results, log)
+    if isinstance(results.get("dataset"), dict):
+        return _eval_run(run, index, results, log)
+    raise ProbegenError(f"{res_file}: neither an eval run (no 'dataset' object) nor a bias run (no 'datasets' list)")
+
+
+def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
+    method = results.get("method") or (results.get("config") or {}).get("method") or ("generate" if "generation" in results else "score")
+    scorer = results.get("scorer") if isinstance(results.get("scorer"), dict) else {}
+    nonce = (results.get("eval") or {}).get("nonce") or (results.get("config") or {}).get("nonce")
+    return {"path": str(run), "command": command, "model": str(results.get("model", "?")), "method": method,
+            "scorer": scorer.get("kind"), "nonce": nonce if isinstance(nonce, str) else None, "sets": [], "notes": []}
+
+
+def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict[str, Any], list, list]:
+    info = _info(run, results, "eval")
+    ds = results["dataset"]
+    kind = str(ds.get("kind", "?"))
+    ev = results.get("eval") if isinstance(results.get("eval"), dict) else {}
+    cond = str(ev.get("mode") or "full")
+    rows_name = (results.get("files") or {}).get("rows") or next(
+        (n for n in ("groups.jsonl", "items.jsonl") if (run / n).is_file()), None)
+    if rows_name is None or not (run / rows_name).is_file():
+        raise ProbegenError(f"{run}: no groups.jsonl or items.jsonl (the per-unit rows of an eval run)")
+    name = _set_name(ds.get("path"))
+    entries = {rid: entry for rid, entry in _read_rows(run / rows_name, kind)}
+    _add_exchanges(run, entries, {cond: entries})
+    texts_note = _add_texts(entries, ds.get("path"), kind, cond, ev, info["scorer"], info["method"])
+    if texts_note:
+        info["notes"].append(texts_note)
+    items = [_item(index, name, rid, {cond: e}) for rid, e in entries.items()]
+    acc = _accuracy(results.get("metrics"))
+    info["sets"].append({"name": name, "kind": kind, "path": str(ds.get("path", "")), "conditions": [cond], "main": cond,
+                         "accuracy": {cond: acc} if acc is not None else {}, "n": len(items)})
+    for key in ("subset", "invalid"):
+        if results.get(key):
+            info["notes"].append(f"{key}: {_short(results[key])}")
+    return info, items, []
+
+
+def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict[str, Any], list, list]:
+    info = _info(run, results, "bias")
+    items: list[dict[str, Any]] = []
+    plane: list[dict[str, Any]] = []
+    for e in results["datasets"]:
+        if not isinstance(e, dict) or not isinstance(e.get("files"), dict):
+            continue
+        name = str(e.get("name", "?"))
+        kind = str(e.get("kind", "?"))
+        files = e["files"]
+        order = [c for c in e.get("ablation_order", []) if c in files] + [c for c in files if c not in e.get("ablation_order", []) and c != "units"]
+        conds: dict[str, dict[str, dict[str, Any]]] = {}
+        for c in order:
+            f = _inside(run, files[c])
+            if f.is_file() and f.suffix == ".jsonl":
+                conds[c] = {rid: entry for rid, entry in _read_rows(f, kind)}
+        if not conds:
+            info["notes"].append(f"{name}: no per-condition rows to show")
+            continue
+        if "units" in files:
+            _add_seen(_inside(run, files["units"]), conds)
+        ids: dict[str, None] = {}
+        for rows in conds.values():
+            ids.update(dict.fromkeys(rows))
+        for rid in ids:
+            items.append(_item(index, name, rid, {c: rows[rid] for c, rows in conds.items() if rid in rows}))
+        acc = {c: v.get("accuracy") for c, v in ((e.get("all") or {}).get("ablations") or {}).items() if isinstance(v, dict)}
+        info["sets"].append({"name": name, "kind": kind, "path": str(e.get("path", "")), "conditions": list(conds),
+                             "main": "context" if "context" in conds else next(iter(conds)), "accuracy": acc,
+                             "n": len(ids), "help": e.get("ablation_help") or {}})
+        ratios = (e.get("all") or {}).get("ratios") or {}
+        bc, bw = ratios.get("bias_c") or {}, ratios.get("bias_w") or {}
+        plane.append({"run": index, "set": name, "name": name, "x": _num(bc.get("value")), "y": _num(bw.get("value")),
+                      "xci": _ci(bc.get("ci")), "yci": _ci(bw.get("ci"))})
+    resp = run / "responses.jsonl"
+    if resp.is_file():  # the generative method: exchanges of every dataset and condition
+        by_set = {}
+        for it in items:
+            by_set.setdefault(it["id"], []).append(it)
+        _attach_bias_exchanges(resp, by_set)
+    for b in results.get("beside") or []:
+        if isinstance(b, dict):
+            plane.append({"run": None, "set": None, "name": str(b.get("name", "")), "x": _num(b.get("bias_c")),
+                          "y": _num(b.get("bias_w")), "xci": None, "yci": None, "beside": str(b.get("run", ""))})
+    return info, items, plane
+
+
+def _inside(run: Path, name: Any) -> Path:
+    if not isinstance(name, str) or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ProbegenError(f"{run / 'results.json'}: file name {name!r} is outside the run")
+    return run / name
+
+
+# ---- rows ----------------------------------------------------------------------------------------
+def _read_rows(path: Path, kind: str) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(id, condition entry) per row of a per-unit rows file, each row checked (FILE:LINE on error)."""
+    seen: set[str] = set()
+    for line, row in iter_jsonl(path):
+        where = f"{path}:{line}"
+        if not isinstance(row, dict):
+            raise ProbegenError(f"{where}: a row must be a JSON object")
+        rid = row.get("id")
+        if not isinstance(rid, str) or not rid:
+            raise ProbegenError(f"{where}: a row needs a non-empty string 'id'")
+        if rid in seen:
+            raise ProbegenError(f"{where}: id {rid!r} is repeated")
+        seen.add(rid)
+        yield rid, _entry(row, where)
+
+
+def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """The condition entry of one row (group, multiple choice, or a trained probe's per-seed row)."""
+    if "rows" in row and "columns" in row:  # a CoDA21 group
+        k = len(row.get("rows") or [])
+        s = _matrix(row.get("scores"), k, len(row.get("columns") or []), where)
+        p, g = _indices(row.get("pred"), k, len(row["columns"]), where, "pred"), _indices(row.get("gold"), k, len(row["columns"]), where, "gold")
+        e = {"kind": "group", "s": s, "p": p, "g": g, "rl": _strs(row["rows"], where, "rows"), "cl": _strs(row["columns"], where, "columns"),
+             "ok": [int(a == b) for a, b in zip(p, g)], "meta": {"pos": row.get("pos"), "k": k}}
+    elif "choices" in row:  # multiple choice
+        n = len(row["choices"]) if isinstance(row["choices"], list) else 0
+        c = _strs(row["choices"], where, "choices")
+        s = _matrix([row.get("scores")], 1, n, where)
+        p, g = _indices([row.get("pred")], 1, n, where, "pred"), _indices([row.get("gold")], 1, n, where, "gold")
+        meta = {k: row[k] for k in _MC_META if isinstance(row.get(k), (str, int, float)) and not isinstance(row.get(k), bool)}
+        syn = row.get("synset") or row.get("gold_synset")
+        if isinstance(syn, str) and syn.count(".") >= 2:
+            meta["pos"] = syn.rsplit(".", 2)[-2]
+        e = {"kind": "choice", "s": s, "p": p, "g": g, "c": c, "ok": [int(p[0] == g[0])], "meta": meta}
+        if isinstance(row.get("choice_types"), list) and len(row["choice_types"]) == n:
+            e["ct"] = [str(t) for t in row["choice_types"]]
+    elif isinstance(row.get("correct"), list):  # a trained probe: right or wrong per seed
+        if not all(isinstance(x, bool) for x in row["correct"]):
+            raise ProbegenError(f"{where}: 'correct' must be a list of true/false")
+        e = {"kind": "label", "ok": [int(x) for x in row["correct"]], "meta": {}}
+    else:
+        raise ProbegenError(f"{where}: not a row probegen writes (no rows/columns, choices or correct)")
+    if e["kind"] != "label":
+        e["m"] = _margin(e["s"], e["p"])
+        ties = [r for r, srow in enumerate(e["s"]) if srow and sum(1 for v in srow if v == max(srow)) > 1]
+        if ties:
+            e["tie"] = ties
+    if isinstance(row.get("generation"), dict):
+        e["gen"] = row["generation"]
+    return e
+
+
+def _margin(s: list[list[float]], p: list[int]) -> float | None:
+    """Mean over rows of the chosen candidate's score minus the best other one's."""
+    out = []
+    for row, j in zip(s, p):
+        others = [v for i, v in enumerate(row) if i != j]
+        if others:
+            out.append(row[j] - max(others))
+    return round(sum(out) / len(out), 6) if out else None
+
+
+def _matrix(m: Any, rows: int, cols: int, where: str) -> list[list[float]]:
+    if not isinstance(m, list) or len(m) != rows or not all(isinstance(r, list) and len(r) == cols for r in m):
+        raise ProbegenError(f"{where}: 'scores' must be {rows} x {cols} numbers")
+    for r in m:
+        for v in r:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ProbegenError(f"{where}: 'scores' must hold finite numbers (got {v!r})")
+    return m
+
+
+def _indices(v: Any, n: int, width: int, where: str, key: str) -> list[int]:
+    if not isinstance(v, list) or len(v) != n or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < width for x in v):
+        raise ProbegenError(f"{where}: '{key}' must be {n} index(es) below {width}")
+    return v
+
+
+def _strs(v: Any, where: str, key: str) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ProbegenError(f"{where}: '{key}' must be a list of strings")
+    return v
+
+
+def _item(run: int, name: str, rid: str, conds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    kind = "label"
+    for e in conds.values():
+        meta.update({k: v for k, v in e.pop("meta", {}).items() if v is not None})
+        kind = e.pop("kind", kind)
+    _share_candidates(conds)
+    return {"run": run, "set": name, "id": rid, "kind": kind, "meta": meta, "conds": conds}
+
+
+def _share_candidates(conds: dict[str, dict[str, Any]]) -> None:
+    """Drop a condition's candidate list where it equals the previous condition's (``c`` absent = same)."""
+    prev = None
+    for e in conds.values():
+        c = e.get("c")
+        if c is not None and c == prev:
+            del e["c"]
+            e["cs"] = 1  # same candidates as the condition before
+        elif c is not None:
+            prev = c
+
+
+# ---- what the model saw ----------------------------------------------------------------------------
+def _add_seen(path: Path, conds: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Queries and candidates of each (condition, unit) from a bias run's ``ablations.jsonl``."""
+    for line, row in iter_jsonl(path):
+        where = f"{path}:{line}"
+        if not isinstance(row, dict) or not isinstance(row.get("condition"), str) or not isinstance(row.get("id"), str):
+            raise ProbegenError(f"{where}: a line needs 'condition' and 'id' strings")
+        e = conds.get(row["condition"], {}).get(row["id"])
+        if e is None:
+            continue
+        q = _strs(row.get("queries"), where, "queries")
+        if "candidates" in row:
+            cands = _strs(row["candidates"], where, "candidates")
+        elif isinstance(row.get("candidates_per_query"), list):
+            cands = [_strs(c, where, "candidates_per_query") for c in row["candidates_per_query"]]
+        else:
+            raise ProbegenError(f"{where}: no 'candidates' or 'candidates_per_query'")
+        _set_texts(e, q, cands, where)
+
+
+def _set_texts(e: dict[str, Any], q: list[str], cands: Any, where: str) -> None:
+    """Put the queries and candidates on entry ``e`` (checked against its scores and its choices)."""
+    if "s" in e and len(q) != len(e["s"]) and not (e.get("kind") == "choice" and len(q) >= 1):
+        raise ProbegenError(f"{where}: {len(q)} queries for {len(e['s'])} score rows")
+    e["q"] = q if e.get("kind") != "choice" else q[:1]
+    if cands and isinstance(cands[0], list):
+        if all(c == cands[0] for c in cands):
+            cands = cands[0]
+        else:
+            e["cr"] = cands
+            return
+    if e.get("kind") == "choice" and e.get("c") is not None:
+        return  # the row's own choices (identical texts, same order)
+    e["c"] = cands
+
+
+def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond: str, ev: dict[str, Any],
+               scorer_kind: str | None, method: str) -> str | None:
+    """Queries and candidates of an eval run, rebuilt from its dataset with the run's settings (the
+    very units :meth:`probegen.tasks.Task.units` gave the scorer). A note if that is not possible."""
+    if not entries or all(e.get("kind") == "label" for e in entries.values()) and method != "generate":
+        return None
+    if not isinstance(ds_path, str) or not Path(ds_path).exists():
+        return f"the dataset {ds_path} is not there any more: queries are not shown (the run's rows are)"
+    try:
+        from .. import tasks
+        from ..tasks import Settings
+
+        task = tasks.detect(ds_path)
+        data = task.load(ds_path)
+        settings = Settings(nonce=str(ev.get("nonce") or Settings.nonce), pattern=str(ev.get("pattern") or Settings.pattern),
+                            matching=str(ev.get("matching") or "alignment"), split=ev.get("split"), seed=int(ev.get("seed") or 0))
+        style = "generate" if method == "generate" else ("plain" if scorer_kind in ("static", "embedding") else "pattern")
+        units = task.units(data, cond, settings, style)
+    except Exception as e:  # noqa: BLE001 - the rows are still shown; say why the texts are not
+        return f"the queries could not be rebuilt from {ds_path} ({type(e).__name__}: {e}): the run's rows are shown"
+    off = 0
+    for u in units:
+        e = entries.get(u.id)
+        if e is None or e.get("kind") == "label":
+            continue
+        if "g" in e and list(u.gold) != e["g"]:
+            off += 1
+            continue
+        _set_texts(e, list(u.queries), [list(c) for c in u.candidates], u.id)
+    if off:
+        return f"{off} unit(s) of {ds_path} no longer match the run (the dataset changed?): their queries are not shown"
+    return None
+
+
+def _add_exchanges(run: Path, entries: dict[str, dict[str, Any]], conds: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """The generative method's exchanges (``responses.jsonl``) on the entries of their unit."""
+    path = run / "responses.jsonl"
+    if not path.is_file():
+        return
+    for line, row in iter_jsonl(path):
+        ex = _exchange(row, f"{path}:{line}")
+        e = entries.get(ex.pop("unit"))
+        if e is not None:
+            e.setdefault("x", []).append(ex)
+
+
+def _attach_bias_exchanges(path: Path, by_id: dict[str, list[dict[str, Any]]]) -> None:
+    """A bias run's exchanges: to the condition of the unit whose options and queries they show."""
+    for line, row in iter_jsonl(path):
+        ex = _exchange(row, f"{path}:{line}")
+        uid = ex.pop("unit")
+        prompt = "\n".join(m.get("content", "") for m in ex["messages"] if isinstance(m, dict) and m.get("role") == "user")
+        for it in by_id.get(uid, []):
+            shared = None
+            for c, e in it["conds"].items():
+                shared = e.get("c", shared)
+                if shared is not None and sorted(shared) == sorted(ex["options"]) and all(q in prompt for q in (e.get("q") or [])[:1]):
+                    e.setdefault("x", []).append(ex)
+                    break
+            else:
+                continue
+            break
+
+
+def _exchange(row: Any, where: str) -> dict[str, Any]:
+    if not isinstance(row, dict) or not isinstance(row.get("unit"), str) or not isinstance(row.get("messages"), list):
+        raise ProbegenError(f"{where}: an exchange needs 'unit' (string) and 'messages' (list)")
+    keep = ("unit", "ask", "order", "option_order", "options", "messages", "errors", "status", "answer", "random_rows")
+    ex = {k: row.get(k) for k in keep}
+    ex["options"] = _strs(row.get("options") or [], where, "options")
+    return ex
+
+
+# ---- small helpers --------------------------------------------------------------------------------
+def _set_name(path: Any) -> str:
+    p = Path(str(path or "dataset"))
+    return p.stem if p.suffix in (".jsonl", ".json") else p.name
+
+
+def _accuracy(metrics: Any) -> float | None:
+    if not isinstance(metrics, dict):
+        return None
+    for v in (metrics.get("accuracy"), (metrics.get("all") or {}).get("accuracy") if isinstance(metrics.get("all"), dict) else None,
+              metrics.get("mean")):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _ci(v: Any) -> list[float] | None:
+    if isinstance(v, list) and len(v) == 2 and all(_num(x) is not None for x in v):
+        return [float(v[0]), float(v[1])]
+    return None
+
+
+def _short(v: Any) -> str:
+    import json
+
+    s = json.dumps(v, ensure_ascii=False, sort_keys=True)
+    return s if len(s) < 300 else s[:297] + "..."

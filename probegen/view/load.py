@@ -6,7 +6,7 @@ The model (what the page's script reads)::
     {"version": 1,
      "runs":  [{"label", "path", "command" (eval|bias), "model", "method", "sets": [{"name", "kind",
                "path", "conditions": [...], "main": condition, "accuracy": {condition: acc}}], "notes"}],
-     "items": [{"run", "set", "id", "kind" (group|choice|label), "meta": {...},
+     "items": [{"run", "set", "id", "kind" (group|options|seeds), "meta": {...},
                 "conds": {condition: {"q", "c", "s", "p", "g", "ok", "m", "tie", ...}}}],
      "plane": [{"run", "set", "name", "x", "y", "xci", "yci"}]}
 
@@ -207,16 +207,16 @@ def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
         syn = row.get("synset") or row.get("gold_synset")
         if isinstance(syn, str) and syn.count(".") >= 2:
             meta["pos"] = syn.rsplit(".", 2)[-2]
-        e = {"kind": "choice", "s": s, "p": p, "g": g, "c": c, "ok": [int(p[0] == g[0])], "meta": meta}
+        e = {"kind": "options", "s": s, "p": p, "g": g, "c": c, "ok": [int(p[0] == g[0])], "meta": meta}
         if isinstance(row.get("choice_types"), list) and len(row["choice_types"]) == n:
             e["ct"] = [str(t) for t in row["choice_types"]]
     elif isinstance(row.get("correct"), list):  # a trained probe: right or wrong per seed
         if not all(isinstance(x, bool) for x in row["correct"]):
             raise ProbegenError(f"{where}: 'correct' must be a list of true/false")
-        e = {"kind": "label", "ok": [int(x) for x in row["correct"]], "meta": {}}
+        e = {"kind": "seeds", "ok": [int(x) for x in row["correct"]], "meta": {}}
     else:
         raise ProbegenError(f"{where}: not a row probegen writes (no rows/columns, choices or correct)")
-    if e["kind"] != "label":
+    if e["kind"] != "seeds":
         e["m"] = _margin(e["s"], e["p"])
         ties = [r for r, srow in enumerate(e["s"]) if srow and sum(1 for v in srow if v == max(srow)) > 1]
         if ties:
@@ -260,7 +260,7 @@ def _strs(v: Any, where: str, key: str) -> list[str]:
 
 def _item(run: int, name: str, rid: str, conds: dict[str, dict[str, Any]]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
-    kind = "label"
+    kind = "seeds"
     for e in conds.values():
         meta.update({k: v for k, v in e.pop("meta", {}).items() if v is not None})
         kind = e.pop("kind", kind)
@@ -302,16 +302,16 @@ def _add_seen(path: Path, conds: dict[str, dict[str, dict[str, Any]]]) -> None:
 
 def _set_texts(e: dict[str, Any], q: list[str], cands: Any, where: str) -> None:
     """Put the queries and candidates on entry ``e`` (checked against its scores and its choices)."""
-    if "s" in e and len(q) != len(e["s"]) and not (e.get("kind") == "choice" and len(q) >= 1):
+    if "s" in e and len(q) != len(e["s"]) and not (e.get("kind") == "options" and len(q) >= 1):
         raise ProbegenError(f"{where}: {len(q)} queries for {len(e['s'])} score rows")
-    e["q"] = q if e.get("kind") != "choice" else q[:1]
+    e["q"] = q if e.get("kind") != "options" else q[:1]
     if cands and isinstance(cands[0], list):
         if all(c == cands[0] for c in cands):
             cands = cands[0]
         else:
             e["cr"] = cands
             return
-    if e.get("kind") == "choice" and e.get("c") is not None:
+    if e.get("kind") == "options" and e.get("c") is not None:
         return  # the row's own choices (identical texts, same order)
     e["c"] = cands
 
@@ -320,7 +320,7 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
                scorer_kind: str | None, method: str) -> str | None:
     """Queries and candidates of an eval run, rebuilt from its dataset with the run's settings (the
     very units :meth:`probegen.tasks.Task.units` gave the scorer). A note if that is not possible."""
-    if not entries or all(e.get("kind") == "label" for e in entries.values()) and method != "generate":
+    if not entries or all(e.get("kind") == "seeds" for e in entries.values()) and method != "generate":
         return None
     if not isinstance(ds_path, str) or not Path(ds_path).exists():
         return f"the dataset {ds_path} is not there any more: queries are not shown (the run's rows are)"
@@ -339,7 +339,7 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
     off = 0
     for u in units:
         e = entries.get(u.id)
-        if e is None or e.get("kind") == "label":
+        if e is None or e.get("kind") == "seeds":
             continue
         if "g" in e and list(u.gold) != e["g"]:
             off += 1

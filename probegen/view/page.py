@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -51,27 +52,19 @@ def assets() -> tuple[str, str]:
     return (STATIC / "view.js").read_text(encoding="utf-8"), (STATIC / "view.css").read_text(encoding="utf-8")
 
 
-def page_html(model: dict[str, Any] | None, served: bool = False, title: str | None = None) -> str:
-    """The page; ``model`` embedded, or (``served``, ``model`` None) fetched from ``data.json``."""
-    script, style = assets()
-    data = "" if model is None else embed_json(model)
-    if title is None:
-        labels = [r.get("label") or r.get("model", "") for r in (model or {}).get("runs", [])]
-        title = "probegen view" + (": " + ", ".join(labels) if labels else "")
-    policy = csp(script, style, served)
-    return f"""<!doctype html>
+TEMPLATE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{escape(policy)}">
+<meta http-equiv="Content-Security-Policy" content="@POLICY@">
 <meta name="referrer" content="no-referrer">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title>
-<style>{style}</style>
+<title>@TITLE@</title>
+<style>@STYLE@</style>
 </head>
 <body>
 <header>
-<h1>{escape(title)}</h1>
+<h1>@TITLE@</h1>
 <table id="runs"></table>
 </header>
 <nav role="tablist">
@@ -108,11 +101,23 @@ def page_html(model: dict[str, Any] | None, served: bool = False, title: str | N
 </div>
 <aside id="detail" hidden></aside>
 </main>
-<script type="application/json" id="data">{data}</script>
-<script>{script}</script>
+<script type="application/json" id="data">@DATA@</script>
+<script>@SCRIPT@</script>
 </body>
 </html>
 """
+
+
+def page_html(model: dict[str, Any] | None, served: bool = False, title: str | None = None) -> str:
+    """The page; ``model`` embedded, or (``served``, ``model`` None) fetched from ``data.json``."""
+    script, style = assets()
+    if title is None:
+        labels = [r.get("label") or r.get("model", "") for r in (model or {}).get("runs", [])]
+        title = "probegen view" + (": " + ", ".join(labels) if labels else "")
+    fill = {"@POLICY@": escape(csp(script, style, served), quote=False), "@TITLE@": escape(title),
+            "@STYLE@": style, "@DATA@": "" if model is None else embed_json(model), "@SCRIPT@": script}
+    # one pass, so a marker inside a filled-in text is never replaced in turn
+    return re.sub("|".join(fill), lambda m: fill[m.group(0)], TEMPLATE)
 
 
 def write_page(model: dict[str, Any], out: str | Path) -> Path:

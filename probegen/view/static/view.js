@@ -287,7 +287,7 @@
     var wrap = el("div", {cls: "conds"});
     var prevC = null;
     var names = Object.keys(it.conds);
-    if (it.kind === "choice" && names.length > 1) add(box, sideBySide(it, names, r, st));
+    if (it.kind === "options" && names.length > 1) add(box, sideBySide(it, names, r, st));
     Object.keys(it.conds).forEach(function (c) {
       var e = it.conds[c];
       var cands = e.c || (e.cs ? prevC : null);
@@ -296,7 +296,7 @@
         el("h3", {}, c, " ", el("span", {cls: "badge " + status(e), text: status(e) + (e.ok.length > 1 ? " " + fmt(accOf(e), 2) : "")})),
         st.help && st.help[c] ? el("p", {cls: "help", text: st.help[c]}) : null);
       if (it.kind === "group") add(sec, groupView(e, cands, r.nonce));
-      else if (it.kind === "choice") add(sec, choiceView(e, cands, r));
+      else if (it.kind === "options") add(sec, choiceView(e, cands, r));
       else add(sec, el("p", {text: "right per seed: " + e.ok.map(function (x) { return x ? "yes" : "no"; }).join(", ")}));
       if (e.tie) add(sec, el("p", {cls: "tie", text: "exact tie in row(s) " + e.tie.map(function (x) { return x + 1; }).join(", ") +
         ": broken at random by probegen's seeded tie-break (the run's seed and the item id), never towards the gold"}));

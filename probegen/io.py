@@ -569,6 +569,46 @@ def _line_of(text: str, token: str) -> int:
     return 1
 
 
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` of ``text``, refusing aliases (``*name``, ``<<: *name``): a few lines of
+    nested aliases expand to gigabytes once copied (a "billion laughs"), and no probegen file needs
+    them. The error is yaml's ``ComposerError``, with the line, which every reader already reports.
+
+    >>> load_yaml("a: [1, 2]")
+    {'a': [1, 2]}
+    >>> import yaml
+    >>> try:
+    ...     load_yaml("a: &x [1, 2]\\nb: *x")
+    ... except yaml.YAMLError as e:
+    ...     print(e.problem, e.problem_mark.line + 1)
+    found alias *x, which probegen does not accept: write the value out 2
+    """
+    import yaml
+
+    return yaml.load(text, Loader=_no_alias_loader())
+
+
+_LOADER: list[Any] = []
+
+
+def _no_alias_loader() -> Any:
+    """yaml's SafeLoader that raises on an alias before it is composed (built once, on first use)."""
+    if not _LOADER:
+        import yaml
+        from yaml.composer import ComposerError
+
+        class NoAliasLoader(yaml.SafeLoader):
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self.check_event(yaml.AliasEvent):
+                    event = self.peek_event()
+                    raise ComposerError(None, None, f"found alias *{event.anchor}, which probegen does not accept: "
+                                        "write the value out", event.start_mark)
+                return super().compose_node(parent, index)
+
+        _LOADER.append(NoAliasLoader)
+    return _LOADER[0]
+
+
 def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
     """``json.loads`` for input files: a DatasetError ``FILE:LINE: why`` for malformed JSON, a
     number that is not finite (``NaN``, ``Infinity``, ``1e400``: JSON has none), an integer too long

@@ -147,8 +147,10 @@ def _parse_questions(raw: bytes, name: str) -> dict[str, Any]:
     """A question-template file parsed (YAML or JSON) and checked: one-line errors name the file and field."""
     import yaml
 
+    from .io import load_yaml
+
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = load_yaml(raw.decode("utf-8"))  # no aliases: a "billion laughs" would be copied into the manifest
     except UnicodeDecodeError as e:
         raise ProbegenError(f"{name}: not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:
@@ -184,12 +186,21 @@ def _check_probe_block(block: Any, where: str) -> None:
         _check_fields(block[key], _FIELDS[key], f"{where}.{key}")
 
 
-def _check_fields(text: str, allowed: tuple[str, ...], where: str) -> None:
-    """Fail now on a placeholder that filling in would crash on."""
+def _check_fields(text: str, allowed: tuple[str, ...] | set[str], where: str) -> None:
+    """Fail now on a placeholder that filling in would crash on (or fill in oddly): an unknown name
+    (``{0}``, ``{word.x}``, ``{word[0]}``), a format spec (``{word:d}``) or a conversion (``{word!r}``).
+
+    >>> _check_fields("In {sentence}, {word:d} means", ("sentence", "word"), "q.yaml: probes.x.templates[0].stem")
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: q.yaml: probes.x.templates[0].stem: placeholder {word:d} takes no format spec or conversion; write {word}
+    """
     try:
-        names = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+        fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(text) if f is not None]
     except ValueError as e:
         raise ProbegenError(f"{where}: malformed ({e}); write a literal brace as {{{{ or }}}}") from None
-    bad = [f for f in names if f not in allowed]
-    if bad:
-        raise ProbegenError(f"{where}: unknown placeholder {{{bad[0]}}}; use {', '.join('{' + a + '}' for a in allowed)}")
+    for f, spec, conv in fields:
+        if f not in allowed:
+            raise ProbegenError(f"{where}: unknown placeholder {{{f}}}; use {', '.join('{' + a + '}' for a in allowed)}")
+        if spec or conv:
+            shown = "{" + f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+            raise ProbegenError(f"{where}: placeholder {shown} takes no format spec or conversion; write {{{f}}}")

@@ -377,3 +377,60 @@ def test_eval_with_seed_minus_one_is_a_usage_error_before_any_work(tmp_path, mon
     code, _, err = run("eval", "--model", "glove-50d", "--dataset", ds, "--seed", "-1", "--out", tmp_path / "r")
     assert code == 2 and "Invalid value for '--seed': -1 is not in the range" in err, err
     assert not (tmp_path / "r").exists()
+
+
+def _my_templates(tmp_path: Path, stem: str = 'In "{sentence}", the word "{word}" means:', extra: str = "") -> Path:
+    """The bundled English question templates under ids of their own, the first stem replaced."""
+    text = (Path(__file__).resolve().parents[1] / "templates" / "questions" / "en.yaml").read_text(encoding="utf-8")
+    text = text.replace("{id: ", "{id: my-").replace(
+        """stem: 'In the sentence "{sentence}", the word "{word}" is best defined as:'""", "stem: " + json.dumps(stem), 1)
+    path = tmp_path / "mine.yaml"
+    path.write_text(text + extra, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("placeholder", ["{word:d}", "{word!r}", "{word:>{x}}", "{0}", "{word.upper}", "{word[0]}"])
+def test_a_template_placeholder_with_a_format_spec_or_conversion_is_one_line(tmp_path, placeholder):
+    f = _my_templates(tmp_path, 'In "{sentence}", the word "' + placeholder + '" means:')
+    code, _, err = run("make", "wordnetqa", "--probe", "definitions", "--templates", f, "--out", tmp_path / "o")
+    assert_one_line_error(code, err, f"{f}: probes.definitions.templates[0].stem", placeholder)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_spec_stem_with_a_format_spec_is_one_line(tmp_path):
+    spec = Path(__file__).resolve().parents[1] / "templates" / "specs" / "verb-entailment-mc.yaml"
+    f = tmp_path / "spec.yaml"
+    f.write_text(spec.read_text(encoding="utf-8").replace('"{word}" entails\'', '"{word:d}" entails\'', 1), encoding="utf-8")
+    code, _, err = run("make", "spec", f, "--check")
+    assert_one_line_error(code, err, "templates.stems[0]", "{word:d}")
+
+
+BOMB = "\n".join(['lol0: &a0 ["lol"]'] + [f"lol{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 5)]) + "\n"
+
+
+def test_yaml_aliases_are_refused_in_every_yaml_probegen_reads(tmp_path):
+    """A "billion laughs" (nested aliases) in a key nobody checks was copied, expanded, into the
+    manifest: MemoryError at 5.5 GB. No probegen file needs aliases: each reader refuses them,
+    naming the file and line. (Only 9**4 leaves here, so the old reader did not blow up: it accepted.)"""
+    from probegen.errors import ProbegenError
+    from probegen.generate.prompts import prompt_templates
+    from probegen.spec.schema import apply_overrides, read_raw
+
+    f = _my_templates(tmp_path, extra="notes:\n" + "".join("  " + line + "\n" for line in BOMB.splitlines()))
+    code, _, err = run("make", "wordnetqa", "--probe", "definitions", "--templates", f, "--out", tmp_path / "o")
+    assert_one_line_error(code, err, str(f), "alias *a0", "does not accept")
+    assert not (tmp_path / "o").exists()
+    spec = tmp_path / "spec.yaml"
+    text = (Path(__file__).resolve().parents[1] / "templates" / "specs" / "verb-entailment-mc.yaml").read_text(encoding="utf-8")
+    spec.write_text(text + BOMB, encoding="utf-8")
+    code, _, err = run("make", "spec", spec, "--check")
+    assert_one_line_error(code, err, str(spec), "alias *a0", f"at line {len(text.splitlines()) + 2}")
+    with pytest.raises(ProbegenError, match="alias"):
+        read_raw(spec)
+    prompts = tmp_path / "prompts.yaml"
+    prompts.write_text((Path(__file__).resolve().parents[1] / "templates" / "prompts" / "en.yaml").read_text(encoding="utf-8")
+                       + BOMB, encoding="utf-8")
+    with pytest.raises(ProbegenError, match=r"prompts.yaml:\d+: .*alias \*a0"):
+        prompt_templates(str(prompts))
+    with pytest.raises(ProbegenError, match="not valid YAML"):
+        apply_overrides({}, ["a=[&x [1], *x]"])

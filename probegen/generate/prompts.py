@@ -259,8 +259,10 @@ def _parse(raw: bytes, name: str) -> dict[str, Any]:
     """A prompt file parsed (YAML or JSON) and checked against the schema; one-line errors name file and key."""
     import yaml
 
+    from ..io import load_yaml
+
     try:
-        data = yaml.safe_load(raw.decode("utf-8"))
+        data = load_yaml(raw.decode("utf-8"))  # no aliases (a "billion laughs")
     except UnicodeDecodeError as e:
         raise ProbegenError(f"{name}: not UTF-8 text (byte {e.start})") from None
     except yaml.YAMLError as e:

@@ -427,7 +427,7 @@ def _check_mc(s: Spec) -> None:
 
 
 def _check_placeholders(t: Templates) -> None:
-    import string
+    from ..templating import _check_fields
 
     allowed = {
         "stems": {"sentence", "word", "definition"}, "choice": {"lemma", "lemmas", "gloss"},
@@ -437,13 +437,7 @@ def _check_placeholders(t: Templates) -> None:
         values = getattr(t, name)
         for i, text in enumerate(values if isinstance(values, tuple) else (values,)):
             where = f"templates.{name}" + (f"[{i}]" if isinstance(values, tuple) else "")
-            try:
-                used = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
-            except ValueError as e:
-                raise ProbegenError(f"{where}: malformed ({e}); write a literal brace as {{{{ or }}}}") from None
-            bad = used - ok
-            if bad:
-                raise ProbegenError(f"{where}: unknown placeholder {{{sorted(bad)[0]}}}; use {', '.join('{' + x + '}' for x in sorted(ok))}")
+            _check_fields(text, sorted(ok), where)  # an unknown name, a format spec or a conversion
 
 
 # ---- files ------------------------------------------------------------------------------------------
@@ -476,14 +470,14 @@ def read_raw(path: str | Path) -> Any:
     """The parsed YAML or JSON of a spec file (JSON is read as JSON, anything else as YAML)."""
     import yaml
 
-    from ..io import read_text
+    from ..io import load_yaml, read_text
 
     p = Path(path)
     text = read_text(p, MAX_SPEC_BYTES, "spec file", ProbegenError)  # refused unread when too large
     try:
         if p.suffix == ".json":
             return json.loads(text)
-        return yaml.safe_load(text)
+        return load_yaml(text)  # no aliases (a "billion laughs")
     except json.JSONDecodeError as e:
         raise ProbegenError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError:
@@ -506,6 +500,8 @@ def apply_overrides(raw: Any, overrides: list[str] | tuple[str, ...], path: str 
 
     import yaml
 
+    from ..io import load_yaml
+
     out = copy.deepcopy(raw) if isinstance(raw, dict) else raw
     for ov in overrides:
         key, eq, value = ov.partition("=")
@@ -514,7 +510,7 @@ def apply_overrides(raw: Any, overrides: list[str] | tuple[str, ...], path: str 
         if not isinstance(out, dict):
             raise ProbegenError(f"{path}: expected a mapping at the top, got {_kind(out)}")
         try:
-            parsed = yaml.safe_load(value)
+            parsed = load_yaml(value)
         except yaml.YAMLError:
             raise ProbegenError(f"--set {ov!r}: the value is not valid YAML") from None
         node = out

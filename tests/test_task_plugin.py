@@ -157,3 +157,17 @@ def test_a_broken_plugin_is_one_line_naming_its_entry_point(plugin_and_data, tmp
     assert r.returncode == 1, r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("probegen: error: task plugin 'synonym-pairs' (no_such_module_xyz:Task)") and "cannot be loaded" in line
+
+
+def test_a_plugin_that_exits_on_import_is_one_line_not_a_silent_exit_0(plugin_and_data, tmp_path):
+    """An installed plugin whose module calls sys.exit(0) on import ended `probegen eval` with exit
+    0, printing and writing nothing."""
+    _, data = plugin_and_data
+    root = write_plugin(tmp_path / "exiting", target="exiting_task:Task")
+    (root / "exiting_task.py").write_text("import sys\nsys.exit(0)\n")
+    r = probegen(["eval", "--model", "glove-50d", "--dataset", data, "--out", tmp_path / "run"], root, tmp_path)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    (line,) = r.stderr.strip().splitlines()
+    assert line == ("probegen: error: task plugin 'synonym-pairs' (exiting_task:Task) from entry-point group "
+                    "probegen.tasks cannot be loaded: it called sys.exit(0) while being imported")
+    assert not (tmp_path / "run").exists()

@@ -84,8 +84,13 @@ def _plugins() -> None:
         try:
             obj = ep.load()
             task = resolve(obj)
-        except Exception as e:  # a broken plugin must not pass silently, nor as a traceback
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # a broken plugin must not pass silently, nor as a traceback; nor
+            # may its sys.exit() on import end probegen (exit 0, nothing printed, nothing written)
             why = " ".join(f"{type(e).__name__}: {e}".split())
+            if isinstance(e, SystemExit):
+                why = f"it called sys.exit({e.code!r}) while being imported"
             raise ProbegenError(f"task plugin {ep.name!r} ({ep.value}) from entry-point group {ENTRY_POINT_GROUP} "
                                 f"cannot be loaded: {why}") from None
         try:

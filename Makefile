@@ -50,6 +50,7 @@ demo: install
 	$(VENV)/bin/probegen make coda21 --easy
 	$(VENV)/bin/probegen stats $(DATA)/coda21-clean-easy
 	$(VENV)/bin/probegen eval --model smollm2-135m --dataset $(DATA)/coda21-clean-easy
+	$(VENV)/bin/probegen view probegen_out/runs/smollm2-135m__coda21-clean-easy --out probegen_out/views/smollm2-135m__coda21-clean-easy.html
 
 # pytest exits 5 when it collected no tests: that must fail CI, not pass silently.
 # The served-model tests need the vLLM environment: with PROBEGEN_REQUIRE_VLLM set they fail, not skip, without it.

@@ -683,6 +683,7 @@
     render();
     document.body.setAttribute("data-ready", "1");
     document.body.setAttribute("data-load-ms", String(Math.round(performance.now() - t0)));
+    document.body.setAttribute("data-ready-at", String(Math.round(performance.now())));  // ms since navigation started
   }
   function boot() {
     var block = $("data");

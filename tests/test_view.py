@@ -84,6 +84,7 @@ def open_page(browser):  # noqa: F811
         page = ctx.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)  # a CSP refusal included
         page.goto(url + fragment)
         page.wait_for_selector("body[data-ready='1']", timeout=20000)
         pages.append((ctx, left, errors))
@@ -305,3 +306,29 @@ def test_serve_answers_the_page_and_its_data_on_loopback(runs):
         srv.shutdown()
         srv.server_close()
         t.join(5)
+
+
+def test_serve_stops_on_ctrl_c_with_130(runs):
+    """``probegen view --serve`` binds 127.0.0.1, answers, and Ctrl-C exits 130 within seconds."""
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    exe = Path(sys.executable).with_name("probegen")
+    proc = subprocess.Popen([str(exe), "view", str(runs["glove"]), "--serve", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("serving the view of 1 run(s) on http://127.0.0.1:"), line
+        url = line.split(" on ", 1)[1].split(" ", 1)[0]
+        with urllib.request.urlopen(url + "data.json", timeout=10) as r:
+            assert r.status == 200
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=10)
+        assert code == 130, proc.stderr.read()
+        assert proc.stderr.read().strip().endswith("probegen: error: interrupted")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

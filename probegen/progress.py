@@ -2,30 +2,65 @@
 
 On a terminal this is tqdm's usual bar, redrawn in place. When stderr is a file or a pipe (a
 Slurm log, CI, ``2> run.log``), tqdm's carriage-return redraws would pile up into one endless
-line; there each update becomes its own line, at most one every ``LOG_INTERVAL`` seconds, and the
-final state is always written.
+line; there each update becomes its own line, at most one every ``LOG_INTERVAL`` seconds across
+all of probegen's bars, and each bar's final state is always written.
+
+The interval is kept here, not left to tqdm: tqdm's monitor thread redraws a bar whose last redraw
+is older than its ``maxinterval`` (10 s) whatever its ``mininterval``, which gave a line every
+11-22 s. Third-party bars (sentence-transformers' "Batches") are turned off where probegen calls
+them and replaced by one of these.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from typing import Any, Iterable, TextIO
 
 #: seconds between two progress lines in a log (a terminal redraws as often as tqdm likes)
 LOG_INTERVAL = 30.0
 
+#: seconds between two redraws tqdm hands to a log stream, which keeps one every LOG_INTERVAL
+_REDRAW = 1.0
+#: the clock of the log's interval (a test replaces it)
+_clock = time.monotonic
+#: when the last progress line went to the log, by any bar (None: none yet)
+_last_line: list[float | None] = [None]
+_lock = threading.Lock()
+
 
 class _LogLines:
-    """A file-like stream for tqdm that turns each ``\\r`` redraw into one plain line."""
+    """A file-like stream for tqdm that turns ``\\r`` redraws into plain lines: one at most every
+    ``LOG_INTERVAL`` seconds (of :data:`_clock`, shared by every bar), the bar's last state always
+    (tqdm ends a bar it leaves with a bare newline: the redraw held back then is written)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.held: str | None = None  # the newest redraw not written yet (too soon after the last line)
+        self.written: str | None = None
 
     def write(self, s: str) -> int:
-        text = s.replace("\r", "").strip("\n")
-        if text.strip():  # tqdm clears a bar by writing blanks: nothing to log
-            self.stream.write(text.rstrip() + "\n")
+        text = s.replace("\r", "").strip("\n").rstrip()
+        final = "\n" in s  # the bar is done: its last state is written whatever the interval
+        with _lock:
+            if text.strip():  # tqdm clears a bar by writing blanks: nothing to log
+                now = _clock()
+                last = _last_line[0]
+                if final or last is None or now - last >= LOG_INTERVAL:
+                    self._line(text, now)
+                else:
+                    self.held = text
+            elif final and self.held is not None:
+                self._line(self.held, _clock())
         return len(s)
+
+    def _line(self, text: str, now: float) -> None:
+        self.held = None
+        if text != self.written:
+            self.stream.write(text + "\n")
+            self.written = text
+            _last_line[0] = now
 
     def flush(self) -> None:
         self.stream.flush()
@@ -33,8 +68,8 @@ class _LogLines:
 
 def progress_bar(iterable: Iterable[Any] | None = None, *, desc: str, unit: str, total: int | None = None,
                  disable: bool = False) -> Any:
-    """A tqdm bar on stderr: in place on a terminal, one line per update (every
-    ``LOG_INTERVAL`` s, and at the end) in a log.
+    """A tqdm bar on stderr: in place on a terminal, one line per update (at most one every
+    ``LOG_INTERVAL`` s, and the last one always) in a log.
 
     >>> import io, contextlib
     >>> log = io.StringIO()
@@ -50,5 +85,7 @@ def progress_bar(iterable: Iterable[Any] | None = None, *, desc: str, unit: str,
     tty = hasattr(stream, "isatty") and stream.isatty()
     if tty:
         return tqdm(iterable, total=total, desc=desc, unit=unit, file=stream, dynamic_ncols=True, leave=False, disable=disable)
+    # tqdm redraws every second at most (cheap: into _LogLines, not the log), _LogLines keeps one a
+    # LOG_INTERVAL; left to tqdm, the interval is its monitor's (see the module doc)
     return tqdm(iterable, total=total, desc=desc, unit=unit, file=_LogLines(stream), ncols=100, leave=True,
-                mininterval=LOG_INTERVAL, disable=disable)
+                mininterval=_REDRAW, disable=disable)

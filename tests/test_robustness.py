@@ -434,3 +434,66 @@ def test_yaml_aliases_are_refused_in_every_yaml_probegen_reads(tmp_path):
         prompt_templates(str(prompts))
     with pytest.raises(ProbegenError, match="not valid YAML"):
         apply_overrides({}, ["a=[&x [1], *x]"])
+
+
+# ---- issue 26, item 5: logs -----------------------------------------------------------------------------
+def test_progress_in_a_log_is_one_line_per_30_s_whatever_redraws_the_bar(monkeypatch):
+    """On a fake clock: updates every 0.5 s for 300 s, and a redraw every 10 s as tqdm's monitor
+    thread makes (which gave a line every 11-22 s): lines at least 30 s apart, the last one always."""
+    import contextlib
+    import io
+
+    import tqdm.std
+
+    from probegen import progress
+
+    now = [1000.0]
+    monkeypatch.setattr(progress, "_clock", lambda: now[0], raising=False)
+    monkeypatch.setattr(progress, "_last_line", [None], raising=False)
+    monkeypatch.setattr(tqdm.std, "time", lambda: now[0])
+    monkeypatch.setattr(tqdm.std.tqdm, "monitor_interval", 0)  # the test plays the monitor, on its clock
+    written: list[tuple[float, str]] = []
+
+    class Log(io.StringIO):
+        def write(self, s):
+            written.append((now[0], s))
+            return super().write(s)
+
+    log = Log()
+    with contextlib.redirect_stderr(log):
+        bar = progress.progress_bar(total=600, desc="demo", unit="item")
+        for i in range(600):
+            now[0] += 0.5
+            bar.update(1)
+            if i % 20 == 19:
+                bar.refresh()  # what TMonitor does to a bar not redrawn for maxinterval (10 s)
+        now[0] += 0.5
+        bar.close()
+    text = log.getvalue()
+    lines = text.splitlines()
+    assert "\r" not in text and len(lines) == len(written), written
+    assert lines[0].startswith("demo:   0%") and lines[-1].startswith("demo: 100%") and "600/600" in lines[-1]
+    times = [t for t, _ in written]
+    assert all(b - a >= progress.LOG_INTERVAL for a, b in zip(times[:-2], times[1:-1])), times  # the last is exempt
+    assert 10 <= len(lines) <= 300 / progress.LOG_INTERVAL + 2, lines
+
+
+def test_embedding_progress_in_a_log_has_no_carriage_returns(tmp_path):
+    """sentence-transformers' own "Batches" bar wrote its \\r redraws into one line of a log (206 in
+    a run); probegen's bar replaces it: plain lines, the last at 100%."""
+    import subprocess
+    import sys
+
+    script = ("from probegen.models import load_scorer\n"
+              "s = load_scorer('minilm-l6', batch_size=16)\n"
+              "v = s.embed([f'the thing number {i} that is ' + 'long ' * (i % 5) for i in range(200)], progress=True)\n"
+              "print(v.shape)\n")
+    log = tmp_path / "run.log"
+    with open(log, "w") as fh:
+        r = subprocess.run([sys.executable, "-c", script], stderr=fh, stdout=subprocess.PIPE, text=True, timeout=300,
+                           cwd=Path(__file__).resolve().parents[1], env={**__import__("os").environ, **OFFLINE})
+    text = log.read_text()
+    assert r.returncode == 0 and r.stdout.strip() == "(200, 384)", text
+    assert text.count("\r") == 0, text
+    bars = [ln for ln in text.splitlines() if ln.startswith("embedding with minilm-l6")]
+    assert 2 <= len(bars) <= 3 and "200/200" in bars[-1] and "Batches" not in text, text

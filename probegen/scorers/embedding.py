@@ -60,22 +60,40 @@ class EmbeddingScorer(SpanFeatures, Scorer):
             return np.zeros((0, dim), dtype=np.float32)
         new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if new:
-            vecs = (
-                self.model.encode(
-                    new,
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_tensor=True,  # numpy has no bfloat16: convert after .float()
-                    show_progress_bar=progress,
-                )
-                .float()
-                .cpu()
-                .numpy()
-            )
+            vecs = self._encode(new, progress).float().cpu().numpy()
             if len(self._vectors) + len(new) > 200_000:  # bound memory on huge runs
                 self._vectors.clear()
             self._vectors.update(zip(new, vecs))
         return np.stack([self._vectors[t] for t in texts])
+
+    def _encode(self, texts: list[str], progress: bool) -> Any:
+        """sentence-transformers' ``encode`` in one call (its batches as always), with probegen's
+        progress bar, not its own "Batches" bar (whose ``\r`` redraws pile up into one line of a
+        log): a forward hook counts the texts of each batch the model embeds."""
+        def encode() -> Any:
+            return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                     convert_to_tensor=True,  # numpy has no bfloat16: convert after .float()
+                                     show_progress_bar=False)
+
+        if not progress:
+            return encode()
+        from ..progress import progress_bar
+
+        bar = progress_bar(total=len(texts), desc=f"embedding with {self.name}", unit="text")
+
+        def count(_module: Any, _args: Any, out: Any) -> None:
+            emb = out.get("sentence_embedding") if hasattr(out, "get") else None  # a dict or a BatchEncoding
+            if emb is not None:
+                bar.update(min(int(emb.shape[0]), len(texts) - bar.n))
+
+        handle = self.model.register_forward_hook(count)
+        try:
+            vecs = encode()
+            bar.update(len(texts) - bar.n)  # a version that bypasses the hook still ends at 100%
+            return vecs
+        finally:
+            handle.remove()
+            bar.close()
 
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
         texts = list(dict.fromkeys([q for q, _ in pairs] + [c for _, c in pairs]))

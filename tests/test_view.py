@@ -332,3 +332,29 @@ def test_serve_stops_on_ctrl_c_with_130(runs):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+GENERATE_RUN = Path(__file__).parent / "data" / "view" / "smollm2-generate-4p"
+
+
+def test_generate_run_shows_raw_answers_parse_errors_and_option_orders(open_page, tmp_path, monkeypatch):
+    """A real --method generate run (SmolLM2, recorded): the prompt, the raw answer, the option
+    order; a hostile raw answer and parse error stay text."""
+    monkeypatch.chdir(ROOT)  # the run names its dataset relative to the repository
+    gen = tmp_path / "gen"
+    shutil.copytree(GENERATE_RUN, gen)
+    ex = rows(gen / "responses.jsonl")
+    ex[0]["messages"][-1]["content"] = "A. " + SCRIPT
+    ex[0]["errors"] = [IMG]
+    (gen / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ex))
+    page_file = tmp_path / "gen.html"
+    code, _, err = run("view", gen, "--out", page_file)
+    assert code == 0, err
+    unit = ex[0]["unit"]
+    page = open_page(page_file, f"#item=0~wordnetqa_release_four_probes~{unit}")
+    text = page.text_content("#detail")
+    assert "A. " + SCRIPT in text and IMG in text  # the raw answer and the parse error, as text
+    assert ex[0]["messages"][1]["content"].split("\n")[0] in text  # the prompt
+    shown = " ".join(f"{chr(65 + p)}={chr(65 + j)}" for p, j in enumerate(ex[0]["option_order"]))
+    assert shown in text  # the option order the model saw
+    assert page.evaluate("window.pwned") is None and page.evaluate("document.querySelectorAll('img').length") == 0

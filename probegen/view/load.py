@@ -33,6 +33,8 @@ from ..errors import ProbegenError
 from ..io import iter_jsonl, parse_json, read_text, recover, verify_output
 
 VERSION = 1
+#: the order in which a bias run's conditions are shown where its results give none
+_ORDER = ("full", "context", "word", "definition", "choice", "label")
 #: keys of a multiple-choice row that are shown as the item's attributes (filters)
 _MC_META = ("probe", "hops", "distractor_type", "distractor_hops", "split", "synset", "gold_synset", "cluster", "pred_type")
 
@@ -87,9 +89,12 @@ def load_run(run: Path, index: int, log: Callable[[str], None]) -> tuple[dict[st
 
 
 def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
-    method = results.get("method") or (results.get("config") or {}).get("method") or ("generate" if "generation" in results else "score")
+    method = results.get("method") or ("generate" if "generation" in results else "score")
+    if not isinstance(method, str) or method not in ("score", "generate"):
+        method = "trained" if isinstance(method, str) else "score"
     scorer = results.get("scorer") if isinstance(results.get("scorer"), dict) else {}
-    nonce = (results.get("eval") or {}).get("nonce") or (results.get("config") or {}).get("nonce")
+    blocks = [results.get(k) for k in ("eval", "config") if isinstance(results.get(k), dict)]
+    nonce = next((b["nonce"] for b in blocks if b.get("nonce")), None)
     return {"path": str(run), "command": command, "model": str(results.get("model", "?")), "method": method,
             "scorer": scorer.get("kind"), "nonce": nonce if isinstance(nonce, str) else None, "sets": [], "notes": []}
 
@@ -106,7 +111,7 @@ def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
         raise ProbegenError(f"{run}: no groups.jsonl or items.jsonl (the per-unit rows of an eval run)")
     name = _set_name(ds.get("path"))
     entries = {rid: entry for rid, entry in _read_rows(run / rows_name, kind)}
-    _add_exchanges(run, entries, {cond: entries})
+    _add_exchanges(run, entries)
     texts_note = _add_texts(entries, ds.get("path"), kind, cond, ev, info["scorer"], info["method"])
     if texts_note:
         info["notes"].append(texts_note)
@@ -129,9 +134,11 @@ def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
             continue
         name = str(e.get("name", "?"))
         kind = str(e.get("kind", "?"))
-        files = e["files"]
+        files = {k: v for k, v in e["files"].items() if isinstance(v, str)}
         order = [c for c in e.get("ablation_order", []) if c in files] + [c for c in files if c not in e.get("ablation_order", []) and c != "units"]
         conds: dict[str, dict[str, dict[str, Any]]] = {}
+        if "correct" in files:  # --method trained: right or wrong per seed and condition, one file
+            conds, order = _per_seed(_inside(run, files["correct"])), []
         for c in order:
             f = _inside(run, files[c])
             if f.is_file() and f.suffix == ".jsonl":
@@ -147,10 +154,11 @@ def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
         for rid in ids:
             items.append(_item(index, name, rid, {c: rows[rid] for c, rows in conds.items() if rid in rows}))
         acc = {c: v.get("accuracy") for c, v in ((e.get("all") or {}).get("ablations") or {}).items() if isinstance(v, dict)}
+        acc.update({c: v.get("mean") for c, v in (e.get("conditions") or {}).items() if isinstance(v, dict) and "mean" in v})
         info["sets"].append({"name": name, "kind": kind, "path": str(e.get("path", "")), "conditions": list(conds),
                              "main": "context" if "context" in conds else next(iter(conds)), "accuracy": acc,
-                             "n": len(ids), "help": e.get("ablation_help") or {}})
-        ratios = (e.get("all") or {}).get("ratios") or {}
+                             "n": len(ids), "help": e.get("ablation_help") or _strings(results.get("conditions"))})
+        ratios = (e.get("all") or {}).get("ratios") or e.get("ratios") or {}
         bc, bw = ratios.get("bias_c") or {}, ratios.get("bias_w") or {}
         plane.append({"run": index, "set": name, "name": name, "x": _num(bc.get("value")), "y": _num(bw.get("value")),
                       "xci": _ci(bc.get("ci")), "yci": _ci(bw.get("ci"))})
@@ -165,6 +173,27 @@ def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
             plane.append({"run": None, "set": None, "name": str(b.get("name", "")), "x": _num(b.get("bias_c")),
                           "y": _num(b.get("bias_w")), "xci": None, "yci": None, "beside": str(b.get("run", ""))})
     return info, items, plane
+
+
+def _per_seed(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """{condition: {id: entry}} of a trained bias run's ``correct.jsonl`` (per row: per condition,
+    right or wrong per seed)."""
+    conds: dict[str, dict[str, dict[str, Any]]] = {}
+    for line, row in iter_jsonl(path):
+        where = f"{path}:{line}"
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise ProbegenError(f"{where}: a row needs a string 'id'")
+        for c, v in row.items():
+            if c == "id":
+                continue
+            if not isinstance(v, list) or not all(isinstance(x, bool) for x in v):
+                raise ProbegenError(f"{where}: '{c}' must be a list of true/false (one per seed)")
+            conds.setdefault(c, {})[row["id"]] = {"kind": "seeds", "ok": [int(x) for x in v], "meta": {}}
+    return {c: conds[c] for c in sorted(conds, key=lambda c: _ORDER.index(c) if c in _ORDER else len(_ORDER))}
+
+
+def _strings(v: Any) -> dict[str, str]:
+    return {k: x for k, x in v.items() if isinstance(x, str)} if isinstance(v, dict) else {}
 
 
 def _inside(run: Path, name: Any) -> Path:
@@ -350,7 +379,7 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
     return None
 
 
-def _add_exchanges(run: Path, entries: dict[str, dict[str, Any]], conds: dict[str, dict[str, dict[str, Any]]]) -> None:
+def _add_exchanges(run: Path, entries: dict[str, dict[str, Any]]) -> None:
     """The generative method's exchanges (``responses.jsonl``) on the entries of their unit."""
     path = run / "responses.jsonl"
     if not path.is_file():

@@ -418,17 +418,21 @@
   function genView(g) {
     var d = el("div", {cls: "gen"}, el("div", {cls: "qlabel", text: "answers per option order"}));
     (g.answers || []).forEach(function (a, o) {
-      add(d, el("p", {text: "order " + o + ": " + (g.status ? g.status[o] : "") + ", answer " + JSON.stringify(a) +
-        (g.random_rows && g.random_rows[o] && g.random_rows[o].length ? ", rows completed at random: " + JSON.stringify(g.random_rows[o]) : "")}));
+      add(d, el("p", {text: "order " + o + ": " + (g.status ? g.status[o] : "") + ", answer " + (a || []).map(letter).join(" ") +
+        (g.random_rows && g.random_rows[o] && g.random_rows[o].length ? ", rows completed at random: " + g.random_rows[o].map(function (r) { return r + 1; }).join(", ") : "")}));
     });
     return d;
   }
   function exchangesView(xs) {
-    var d = el("details", {cls: "exchanges"}, el("summary", {text: xs.length + " exchange(s) with the model: prompt, raw answers, parse errors"}));
+    var d = el("details", {cls: "exchanges", open: ""}, el("summary", {text: xs.length + " exchange(s) with the model: prompt, raw answers, parse errors"}));
     xs.forEach(function (x) {
+      var oo = x.option_order || [];
+      var shownAs = oo.map(function (j, pos) { return letter(pos) + "=" + letter(j); }).join(" ");
+      var ans = (x.answer || []).map(function (j) { var pos = oo.indexOf(j); return (pos >= 0 ? letter(pos) + " shown, " : "") + "candidate " + letter(j); });
       var box = el("div", {cls: "exchange"},
-        el("p", {cls: "meta", text: "order " + x.order + " (" + x.ask + "), option order " + JSON.stringify(x.option_order) + ", " + x.status +
-          ", answer " + JSON.stringify(x.answer)}));
+        el("p", {cls: "meta", text: "option order " + x.order + " (" + x.ask + "): shown " + (shownAs || "in the item's order") +
+          "; " + x.status + "; answer taken: " + (ans.join("; ") || "none") +
+          (x.random_rows && x.random_rows.length ? "; rows completed at random: " + x.random_rows.map(function (r) { return r + 1; }).join(", ") : "")}));
       (x.messages || []).forEach(function (m, k) {
         add(box, el("div", {cls: "msg " + (m && m.role)}, el("span", {cls: "role", text: m && m.role}), el("pre", {text: m ? String(m.content) : ""})));
       });

@@ -12,6 +12,7 @@ the page fails the test, and the page is opened from ``file://``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -150,6 +151,12 @@ def test_groups_filter_and_matrix(runs, open_page):
     gold = page.eval_on_selector_all("#detail table.matrix tbody tr", "trs => trs.map(tr => [...tr.querySelectorAll('td.cell')].findIndex(td => td.classList.contains('gold')))")
     assert chosen == g["pred"] and gold == g["gold"]
     assert page.locator("#detail ol.defs li").count() == g["k"]  # the definitions as the columns show them
+    page.click("#tab-figures")  # a bar of the group-accuracy histogram opens its groups
+    def tenth(x: dict) -> int:  # JavaScript's Math.round, half up
+        return math.floor(x["accuracy"] * 10 + 0.5)
+
+    page.click(f"svg rect.bar[data-bin='{tenth(g)}']")
+    assert listed(page) == [x["id"] for x in groups if tenth(x) == tenth(g)]
 
 
 def test_compare_two_runs(runs, open_page):

@@ -10,7 +10,7 @@
   var cursor = -1;         // position in `shown` of the open item
   var byKey = {};          // "run\u0000set\u0000id" -> item index
   var DEFAULTS = {tab: "items", run: "0", set: "", cond: "", ok: "", pos: "", rel: "", hops: "", dt: "",
-                  mmin: "", mmax: "", q: "", sort: "file", page: "0", item: "", cmp: "", cat: ""};
+                  mmin: "", mmax: "", abin: "", q: "", sort: "file", page: "0", item: "", cmp: "", cat: ""};
 
   // ---- DOM helpers (text only) -----------------------------------------------------------------
   function el(tag, attrs) {
@@ -114,6 +114,7 @@
       if (S.dt && String(it.meta.distractor_type) !== S.dt) continue;
       if (mmin !== null && !(e.m >= mmin)) continue;
       if (mmax !== null && !(e.m <= mmax)) continue;
+      if (S.abin !== "" && Math.round(accOf(e) * 10) !== +S.abin) continue;
       if (q && it._text.indexOf(q) < 0) continue;
       out.push(i);
     }
@@ -225,6 +226,7 @@
       var c = parseCmp(S.cmp);
       add(note, ["comparison: ", catLabel(S.cat, c), " ", el("button", {type: "button", text: "clear", onclick: function () { setState({cmp: "", cat: ""}); }})]);
     }
+    if (S.abin !== "") add(note, [" accuracy about " + (+S.abin / 10).toFixed(1) + " ", el("button", {type: "button", text: "clear", onclick: function () { setState({abin: ""}); }})]);
   }
 
   function renderList() {
@@ -603,14 +605,14 @@
     var max = Math.max.apply(null, bins.concat([1])), W = 460, H = 180, g = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H});
     bins.forEach(function (n, b) {
       var h = n / max * (H - 40), x = 20 + b * 38;
-      var rect = svg("rect", {x: x, y: H - 20 - h, width: 30, height: h, fill: "#1f77b4"});
+      var rect = svg("rect", {x: x, y: H - 20 - h, width: 30, height: Math.max(h, 1), fill: "#1f77b4", "class": "bar", "data-bin": b,
+        onclick: function () { setState({tab: "items", abin: String(b), item: ""}); }});
       rect.appendChild(svg("title", {text: n + " groups with accuracy about " + (b / 10).toFixed(1)}));
       g.appendChild(rect);
       g.appendChild(svg("text", {x: x + 15, y: H - 6, "text-anchor": "middle", "font-size": 10, text: (b / 10).toFixed(1)}));
       g.appendChild(svg("text", {x: x + 15, y: H - 24 - h, "text-anchor": "middle", "font-size": 10, text: String(n)}));
     });
-    return el("div", {cls: "figure"}, g, el("p", {cls: "hint", text: "groups by the share of their contexts matched right (rounded to 0.1); "
-      + "the wrong-only filter lists the groups with none right, sorting by accuracy the rest"}));
+    return el("div", {cls: "figure"}, g, el("p", {cls: "hint", text: "groups by the share of their contexts matched right (rounded to 0.1); click a bar for its groups"}));
   }
 
   // ---- keyboard ----------------------------------------------------------------------------------------
@@ -661,7 +663,7 @@
     Object.keys(map).forEach(function (id) {
       $(id).addEventListener("change", function () {
         var ch = {}; ch[map[id]] = $(id).value;
-        if (id === "f-run") { ch.set = ""; ch.cond = ""; ch.pos = ""; ch.rel = ""; ch.hops = ""; ch.dt = ""; ch.cmp = ""; ch.cat = ""; ch.item = ""; }
+        if (id === "f-run") { ch.set = ""; ch.cond = ""; ch.pos = ""; ch.rel = ""; ch.hops = ""; ch.dt = ""; ch.abin = ""; ch.cmp = ""; ch.cat = ""; ch.item = ""; }
         setState(ch);
       });
     });
@@ -670,7 +672,7 @@
     ["f-mmin", "f-mmax"].forEach(function (id) {
       $(id).addEventListener("change", function () { var ch = {}; ch[id === "f-mmin" ? "mmin" : "mmax"] = $(id).value; setState(ch); });
     });
-    $("reset").addEventListener("click", function () { setState({set: "", cond: "", ok: "", pos: "", rel: "", hops: "", dt: "", mmin: "", mmax: "", q: "", sort: "file", cmp: "", cat: ""}); });
+    $("reset").addEventListener("click", function () { setState({set: "", cond: "", ok: "", pos: "", rel: "", hops: "", dt: "", mmin: "", mmax: "", abin: "", q: "", sort: "file", cmp: "", cat: ""}); });
     $("prev").addEventListener("click", function () { setState({page: String(Math.max(0, +S.page - 1))}); });
     $("next").addEventListener("click", function () { setState({page: String(+S.page + 1)}); });
     ["items", "compare", "figures"].forEach(function (t) { $("tab-" + t).addEventListener("click", function () { setState({tab: t}, true); }); });

@@ -31,6 +31,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from probegen.core import quantize
+
 from .bias import bootstrap_accuracy
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -283,7 +285,10 @@ def choice_only_control(
         chance = float(np.mean([1.0 / len(it.choices) for it in its]))
         clf, _, names = _choice_model(texts, numeric, y, texts[:2], numeric[:2])  # all items: for inspection
         coef = clf.coef_[0]
-        top = [{"feature": names[j], "weight": round(float(coef[j]), 3)} for j in np.argsort(-coef)[:6]]
+        # equal weights (features that always co-occur) in name order: a sort's order of ties differs between CPUs
+        q = quantize(coef)
+        top = [{"feature": names[j], "weight": round(float(coef[j]), 3)}
+               for j in sorted(range(len(coef)), key=lambda j: (-q[j], names[j]))[:6]]
         out.append(
             _result(
                 "choice-only", probe, "gold choice (argmax over choices)", correct, [it.cluster for it in its], chance,
@@ -335,7 +340,7 @@ def definition_order_control(groups: list, n_folds: int = 5, n_boot: int = 1000,
         pred = model.predict(_with_numeric(Xte, numeric[te_rows], scaler))
         te_owner = owner[te_rows]
         for i in te:
-            p = pred[te_owner == i]
+            p = quantize(pred[te_owner == i])  # equal predictions tie on every CPU
             jitter = np.random.default_rng([seed, f, int(i)]).permutation(len(p))  # random tie order
             order = np.lexsort((jitter, p))  # rows sorted by predicted position
             pos = np.empty(len(p), dtype=int)

@@ -145,6 +145,33 @@ def score_units(units: Sequence[Unit], scorer: Any, progress: bool = False) -> l
     return out
 
 
+#: significant digits kept before deciding (:func:`quantize`)
+DECISION_DIGITS = 9
+
+
+def quantize(scores: Any, digits: int = DECISION_DIGITS) -> np.ndarray:
+    """``scores`` on a grid of ``digits`` significant digits of their largest magnitude.
+
+    Why: two scores that are mathematically equal but computed along different paths (the same
+    features in another order, a BLAS built for another instruction set) differ in their last bits,
+    and which one is larger then depends on the CPU. On the grid they are equal, so the tie rule
+    decides them the same way everywhere; scores that differ in the 9th digit are still ordered.
+
+    >>> a = 0.1 + 0.2; b = 0.3                 # equal, but not in binary floating point
+    >>> bool(a > b), bool(quantize([a, b])[0] == quantize([a, b])[1])
+    (True, True)
+    >>> quantize([1.0, 1.000001, -3.0]).tolist()
+    [1.0, 1.000001, -3.0]
+    """
+    m = np.asarray(scores, dtype=np.float64)
+    finite = m[np.isfinite(m)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    if scale == 0.0:
+        return m
+    step = 10.0 ** (np.floor(np.log10(scale)) - (digits - 1))
+    return np.round(m / step) * step
+
+
 def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "", rng: np.random.Generator | None = None) -> np.ndarray:
     """Predictions for one unit from its score matrix (higher = better).
 
@@ -170,6 +197,7 @@ def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "", rng: 
         c = unit.candidates[bad[0]][bad[1] if unit.decision != "best-row" else 0]
         raise ProbegenError(f"{who}non-finite score for unit {unit.id}, pair ({q[:60]!r}, {c[:60]!r})")
     rng = rng if rng is not None else tie_rng(seed, unit.id)
+    m = quantize(m)  # last-bit differences are ties, decided alike on every CPU
     if unit.decision in ("alignment", "simple"):
         return align(m, unit.decision, seed=rng)
     if unit.decision == "argmax":

@@ -83,6 +83,9 @@ def load_run(run: Path, index: int, log: Callable[[str], None]) -> tuple[dict[st
         raise ProbegenError(f"{res_file}: not a JSON object")
     if isinstance(results.get("datasets"), list):
         return _bias_run(run, index, results, log)
+    if isinstance(results.get("dataset"), str) and isinstance(results.get("kind"), str):  # eval of a trained probe (WiC, WSD)
+        results = {**results, "dataset": {"path": results["dataset"], "kind": results["kind"]}, "eval": {"mode": "full"},
+                   "method": "trained"}
     if isinstance(results.get("dataset"), dict):
         return _eval_run(run, index, results, log)
     raise ProbegenError(f"{res_file}: neither an eval run (no 'dataset' object) nor a bias run (no 'datasets' list)")
@@ -349,8 +352,9 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
                scorer_kind: str | None, method: str) -> str | None:
     """Queries and candidates of an eval run, rebuilt from its dataset with the run's settings (the
     very units :meth:`probegen.tasks.Task.units` gave the scorer). A note if that is not possible."""
-    if not entries or all(e.get("kind") == "seeds" for e in entries.values()) and method != "generate":
+    if not entries:
         return None
+    seeds = all(e.get("kind") == "seeds" for e in entries.values())  # a trained probe: the items' texts, as a prompt shows them
     if not isinstance(ds_path, str) or not Path(ds_path).exists():
         return f"the dataset {ds_path} is not there any more: queries are not shown (the run's rows are)"
     try:
@@ -361,14 +365,21 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
         data = task.load(ds_path)
         settings = Settings(nonce=str(ev.get("nonce") or Settings.nonce), pattern=str(ev.get("pattern") or Settings.pattern),
                             matching=str(ev.get("matching") or "alignment"), split=ev.get("split"), seed=int(ev.get("seed") or 0))
-        style = "generate" if method == "generate" else ("plain" if scorer_kind in ("static", "embedding") else "pattern")
+        style = "generate" if method == "generate" or seeds else ("plain" if scorer_kind in ("static", "embedding") else "pattern")
         units = task.units(data, cond, settings, style)
     except Exception as e:  # noqa: BLE001 - the rows are still shown; say why the texts are not
+        if seeds:
+            return None
         return f"the queries could not be rebuilt from {ds_path} ({type(e).__name__}: {e}): the run's rows are shown"
     off = 0
     for u in units:
         e = entries.get(u.id)
-        if e is None or e.get("kind") == "seeds":
+        if e is None:
+            continue
+        if e.get("kind") == "seeds":
+            fields = [f"{k}: {v}" for k, v in getattr(u, "fields", ()) if isinstance(v, str)]
+            e["q"] = fields + [q for q in u.queries if q]
+            e["c"], e["g"] = (list(u.candidates[0]), list(u.gold)) if u.candidates else ([], [])
             continue
         if "g" in e and list(u.gold) != e["g"]:
             off += 1
@@ -427,8 +438,9 @@ def _set_name(path: Any) -> str:
 def _accuracy(metrics: Any) -> float | None:
     if not isinstance(metrics, dict):
         return None
-    for v in (metrics.get("accuracy"), (metrics.get("all") or {}).get("accuracy") if isinstance(metrics.get("all"), dict) else None,
-              metrics.get("mean")):
+    acc = metrics.get("accuracy")
+    for v in (acc, acc.get("mean") if isinstance(acc, dict) else None,
+              (metrics.get("all") or {}).get("accuracy") if isinstance(metrics.get("all"), dict) else None):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
     return None

@@ -299,7 +299,13 @@
         st.help && st.help[c] ? el("p", {cls: "help", text: st.help[c]}) : null);
       if (it.kind === "group") add(sec, groupView(e, cands, r.nonce));
       else if (it.kind === "options") add(sec, choiceView(e, cands, r));
-      else add(sec, el("p", {text: "right per seed: " + e.ok.map(function (x) { return x ? "yes" : "no"; }).join(", ")}));
+      else {
+        if (e.q) add(sec, el("div", {cls: "qlabel", text: "the item (as a prompt shows it; the trained probe reads the target's span)"}),
+          e.q.map(function (q) { return queryText(q, r.nonce); }));
+        if (cands && cands.length) add(sec, el("ol", {cls: "defs", type: "A"}, cands.map(function (c, j) {
+          return el("li", {text: c + (e.g && e.g[0] === j ? " (gold)" : "")}); })));
+        add(sec, el("p", {text: "right per seed: " + e.ok.map(function (x) { return x ? "yes" : "no"; }).join(", ")}));
+      }
       if (e.tie) add(sec, el("p", {cls: "tie", text: "exact tie in row(s) " + e.tie.map(function (x) { return x + 1; }).join(", ") +
         ": broken at random by probegen's seeded tie-break (the run's seed and the item id), never towards the gold"}));
       if (e.gen) add(sec, genView(e.gen));

@@ -17,6 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+import yaml
+from yaml.composer import ComposerError
+
 from .errors import ProbegenError
 
 # the process umask, read once: files written through a temp file get the usual mode, not mkstemp's 0600
@@ -583,30 +586,18 @@ def load_yaml(text: str) -> Any:
     ...     print(e.problem, e.problem_mark.line + 1)
     found alias *x, which probegen does not accept: write the value out 2
     """
-    import yaml
-
-    return yaml.load(text, Loader=_no_alias_loader())
+    return yaml.load(text, Loader=_NoAliasLoader)
 
 
-_LOADER: list[Any] = []
+class _NoAliasLoader(yaml.SafeLoader):
+    """yaml's SafeLoader that raises on an alias before it is composed."""
 
-
-def _no_alias_loader() -> Any:
-    """yaml's SafeLoader that raises on an alias before it is composed (built once, on first use)."""
-    if not _LOADER:
-        import yaml
-        from yaml.composer import ComposerError
-
-        class NoAliasLoader(yaml.SafeLoader):
-            def compose_node(self, parent: Any, index: Any) -> Any:
-                if self.check_event(yaml.AliasEvent):
-                    event = self.peek_event()
-                    raise ComposerError(None, None, f"found alias *{event.anchor}, which probegen does not accept: "
-                                        "write the value out", event.start_mark)
-                return super().compose_node(parent, index)
-
-        _LOADER.append(NoAliasLoader)
-    return _LOADER[0]
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise ComposerError(None, None, f"found alias *{event.anchor}, which probegen does not accept: "
+                                "write the value out", event.start_mark)
+        return super().compose_node(parent, index)
 
 
 def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:

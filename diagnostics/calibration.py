@@ -1,0 +1,184 @@
+"""Calibration of every method that yields a confidence (issue 28 §3): ECE, Brier, reliability.
+
+A row's distribution over its options (:func:`diagnostics.position.option_matrix`):
+
+- cloze (likelihood, similarity): the softmax over the candidates' scores as the run reduced them
+  (summed or mean log-probs, length-normalised if asked, cosines for embedding/static models;
+  a CoDA21 row: the softmax over its row of the group matrix);
+- letter: the label distribution of each order mapped to options, averaged over orders;
+- generate: the vote shares of the options over the orders (one order: one-hot).
+
+The confidence is the probability of the *predicted* option (the run's own decision, e.g. the
+CoDA21 alignment), and a row is right when that prediction is the gold.
+
+- ``ece``: expected calibration error with equal-mass bins: rows sorted by confidence and cut into
+  :func:`n_bins` bins of (nearly) equal size; sum over bins of (bin share) x |accuracy - mean
+  confidence|. 10 bins, fewer when rows are few (at least 10 rows per bin);
+- ``brier``: the multi-class Brier score, the mean over rows of sum_j (p_j - [j = gold])^2
+  (0 perfect; 2 the worst; a uniform guess over n options scores 1 - 1/n);
+- ``reliability``: per bin, mean confidence, accuracy and rows (the reliability diagram, drawn by
+  :func:`plot_reliability`).
+
+CIs are 95% percentile bootstrap intervals resampling whole clusters (CoDA21 groups, WordNetQA
+concepts); the bins are re-cut in every replicate (on the resample's weights).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .bias import _ci
+from .position import ALPHA, Row, boot_weights, cluster_index, cluster_of, method_of, option_matrix, per_cluster, ratio, rows_of
+
+MAX_BINS = 10
+MIN_PER_BIN = 10
+
+
+def n_bins(n_rows: int) -> int:
+    """Equal-mass bins for ``n_rows`` rows: 10, fewer so that each bin holds at least 10 rows.
+
+    >>> n_bins(1000), n_bins(45), n_bins(3)
+    (10, 4, 1)
+    """
+    return max(1, min(MAX_BINS, n_rows // MIN_PER_BIN))
+
+
+def weighted_ece(conf: np.ndarray, correct: np.ndarray, weights: np.ndarray, bins: int) -> np.ndarray:
+    """ECE with equal-mass bins under row ``weights`` (replicates x rows, or one row of weights).
+
+    Rows are sorted by confidence (stably); a row of weight w covers the mass
+    [cum - w, cum) and belongs to the bin holding the middle of it.
+
+    >>> conf, right = np.array([0.9, 0.8, 0.6, 0.3]), np.array([1.0, 0.0, 1.0, 0.0])
+    >>> round(float(weighted_ece(conf, right, np.ones((1, 4)), 2)[0]), 6)   # 0.5 x |0.5 - 0.45| + 0.5 x |0.5 - 0.85|
+    0.2
+    """
+    order = np.argsort(conf, kind="stable")
+    c, y = conf[order], correct[order]
+    w = np.atleast_2d(weights)[:, order]
+    total = w.sum(axis=1, keepdims=True)
+    mid = (np.cumsum(w, axis=1) - w / 2) / total
+    b = np.minimum((mid * bins).astype(int), bins - 1)
+    out = np.zeros(w.shape[0])
+    for k in range(bins):
+        m = w * (b == k)
+        mass = m.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gap = np.abs((m @ y) - (m @ c))
+        out += np.where(mass > 0, gap, 0.0)
+    return out / total[:, 0]
+
+
+def reliability(conf: np.ndarray, correct: np.ndarray, bins: int) -> list[dict[str, Any]]:
+    """Per equal-mass bin: mean confidence, accuracy and rows.
+
+    >>> reliability(np.array([0.9, 0.8, 0.6, 0.3]), np.array([1.0, 0.0, 1.0, 0.0]), 2)
+    [{'confidence': 0.45, 'accuracy': 0.5, 'rows': 2}, {'confidence': 0.85, 'accuracy': 0.5, 'rows': 2}]
+    """
+    order = np.argsort(conf, kind="stable")
+    out = []
+    for part in np.array_split(order, bins):
+        if len(part):
+            out.append({"confidence": round(float(conf[part].mean()), 6), "accuracy": round(float(correct[part].mean()), 6),
+                        "rows": int(len(part))})
+    return out
+
+
+def brier_rows(dists: Sequence[np.ndarray], gold: Sequence[int]) -> np.ndarray:
+    """Per row, sum_j (p_j - [j = gold])^2.
+
+    >>> brier_rows([np.array([0.5, 0.5]), np.array([1.0, 0.0])], [0, 0]).tolist()
+    [0.5, 0.0]
+    """
+    out = []
+    for p, g in zip(dists, gold):
+        y = np.zeros(len(p))
+        y[g] = 1.0
+        out.append(float(((np.asarray(p) - y) ** 2).sum()))
+    return np.array(out)
+
+
+def calibrate(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """ECE (equal-mass bins) and Brier score of ``rows`` with cluster-bootstrap CIs, and the
+    reliability table (see the module doc).
+
+    >>> rows = [Row(f"u{i}", f"c{i}", 0, np.array([[0, 1]]), np.array([[p, 1 - p]]), np.array([0]), 0)
+    ...         for i, p in enumerate([0.9, 0.8, 0.7, 0.6])]
+    >>> c = calibrate(rows, n_boot=50)
+    >>> c["bins"], round(c["ece"]["value"], 3), round(c["brier"]["value"], 3), c["accuracy"]
+    (1, 0.25, 0.15, 1.0)
+    """
+    dists = [option_matrix(r) for r in rows]
+    conf = np.array([d[r.pred] for d, r in zip(dists, rows)])
+    right = np.array([float(r.pred == r.gold) for r in rows])
+    bins = n_bins(len(rows))
+    idx, names = cluster_index(rows)
+    w = boot_weights(len(names), n_boot, seed)
+    row_w = w[:, idx]
+    ece = float(weighted_ece(conf, right, np.ones((1, len(rows))), bins)[0])
+    ones = per_cluster(np.ones(len(rows)), idx, len(names))
+    return {"rows": len(rows), "clusters": len(names), "bins": bins, "accuracy": float(right.mean()),
+            "mean_confidence": float(conf.mean()),
+            "ece": {"value": ece, "ci": _ci(weighted_ece(conf, right, row_w, bins), ALPHA)},
+            "brier": ratio(per_cluster(brier_rows(dists, [r.gold for r in rows]), idx, len(names)), ones, w),
+            "reliability": reliability(conf, right, bins)}
+
+
+SOURCES = {
+    "cloze": "softmax over the candidates' scores as the run reduced them",
+    "letter": "the label distribution, mapped to options and averaged over the orders",
+    "generate": "the vote share of each option over the orders",
+}
+
+
+def calibration_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0, scores: str = "",
+                      cluster: Callable[[dict[str, Any]], str] = cluster_of) -> dict[str, Any]:
+    """The ``calibration`` block of one condition's records: :func:`calibrate` over all rows, and
+    for multiple-choice records per hop count (``by_hops``) and distractor type (``by_distractor_type``).
+    ``scores``: how the run's scores were reduced (said beside the cloze source)."""
+    method = method_of(records)
+    rows, why = rows_of(records, cluster)
+    if why or not rows:
+        return {"method": method, "value": None, "reason": why or "no rows"}
+    source = SOURCES.get(method, SOURCES["generate"]) + (f" ({scores})" if scores and method == "cloze" else "")
+    out = {"method": method, "confidence": source, **calibrate(rows, n_boot, seed)}
+    for key, name in (("hops", "by_hops"), ("distractor_type", "by_distractor_type")):
+        values = sorted({str(r.fields[key]) for r in rows if r.fields.get(key) is not None})
+        if values and any(key in r.fields for r in rows):
+            out[name] = {v: calibrate([r for r in rows if str(r.fields.get(key)) == v], n_boot, seed) for v in values}
+    return out
+
+
+def plot_reliability(blocks: dict[str, dict[str, Any]], out: Path, title: str = "") -> Path:
+    """One reliability diagram: per named calibration block, accuracy against mean confidence per
+    equal-mass bin (marker size ~ rows), the diagonal is perfect calibration.
+
+    >>> import tempfile
+    >>> b = {"full": {"reliability": [{"confidence": 0.4, "accuracy": 0.3, "rows": 5}], "ece": {"value": 0.1}}}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     print(plot_reliability(b, Path(d) / "r.png").read_bytes()[:4])
+    b'\\x89PNG'
+    """
+    from .plots import _plt, _save
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.0, 5.0))
+    ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
+    for i, (name, b) in enumerate(blocks.items()):
+        rel = b.get("reliability") or []
+        if not rel:
+            continue
+        x, y = [p["confidence"] for p in rel], [p["accuracy"] for p in rel]
+        ece = (b.get("ece") or {}).get("value")
+        ax.plot(x, y, marker="o", color=f"C{i % 10}", label=f"{name} (ECE {ece:.3f})" if ece is not None else name)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("mean confidence (probability of the predicted option)")
+    ax.set_ylabel("accuracy")
+    ax.set_title(title or "Reliability diagram (equal-mass bins)")
+    ax.legend(loc="upper left", fontsize=8)
+    return _save(fig, out)

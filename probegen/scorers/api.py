@@ -90,7 +90,8 @@ def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | N
     checking that the server scored exactly ``prompt``; ValueError (why not, on one line) otherwise.
 
     ``tokens``, ``text_offset`` and ``token_logprobs`` are lists of one length; each offset is
-    where the tokens before it end; the tokens spell ``prompt``, then perhaps tokens generated
+    where the tokens before it end; the tokens spell ``prompt`` (a U+FFFD standing for one
+    character, see :func:`_differs`), then perhaps tokens generated
     after it (their offsets are >= ``len(prompt)``, so they are not the prompt's); a first token
     with no log-prob that is no text of the prompt (a start token such as ``<s>``) is dropped.
     Each log-prob is null or a finite number <= 0 (not a boolean, not a string).
@@ -129,15 +130,29 @@ def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | N
         _check_logprob(k, t, values[k])
     text = "".join(tokens)
     start = 0  # characters before the prompt: a start token's
-    if not text.startswith(prompt) and values[0] is None and text.startswith(prompt, len(tokens[0])):
+    if _differs(text, prompt) is not None and values[0] is None and _differs(text[len(tokens[0]):], prompt) is None:
         start = len(tokens[0])
-    if not text.startswith(prompt, start):
-        at = next((i for i, (a, b) in enumerate(zip(text, prompt)) if a != b), min(len(text), len(prompt)))
+    at = _differs(text[start:], prompt)
+    if at is not None:
         raise ValueError(f"its tokens spell {_cut(text)}, not the prompt sent (from character {at}: "
                          f"{_cut(text[at:])} instead of {_cut(prompt[at:])})")
     first = 1 if start else 0
     n = sum(1 for o in offsets if o - start < len(prompt))
     return [o - start for o in offsets[first:n]], values[first:n]
+
+
+def _differs(text: str, prompt: str) -> int | None:
+    """Where ``text`` stops spelling ``prompt`` (None: it starts with it). A U+FFFD in ``text`` stands
+    for any one character: vLLM decodes the first token alone, so a first token holding part of a
+    character (the prompt '日本' as bytes) is echoed as '\ufffd', one character wide as the one it begins.
+
+    >>> _differs("The cat sat down", "The cat sat"), _differs("\ufffd本 語", "日本 語"), _differs("The", "The cat")
+    (None, None, 3)
+    """
+    for i, (a, b) in enumerate(zip(text, prompt)):
+        if a != b and a != "\ufffd":
+            return i
+    return None if len(text) >= len(prompt) else len(text)
 
 
 def _check_logprob(k: int, token: str, v: Any) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from commands.options import SEED, add_device_options, add_wordnet_source_option
+from commands.options import PERMUTATIONS, SEED, add_device_options, add_wordnet_source_option
 
 DEFAULT_ROOT = Path("probegen_out")
 
@@ -342,12 +342,13 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
               help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, with ids, in results.json and the summary (skip).")
 @click.option("--probe", "release_probe", default=None, metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
-@click.option("--method", type=click.Choice(["score", "generate"]), default="score", show_default=True,
+@click.option("--method", type=click.Choice(["score", "generate", "letter"]), default="score", show_default=True,
               help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat template, "
-                   "or a served model's chat endpoint with --api-base) and parse its answer.")
-@click.option("--permutations", type=click.IntRange(1, 100), default=None, metavar="N",
-              help="--method generate: ask each unit under N seeded option orders; report accuracy per order, consistency "
-                   "and the majority answer's accuracy [default: 1].")
+                   "or a served model's chat endpoint with --api-base) and parse its answer; letter: the same prompt, read as "
+                   "the probability of each option label (A.., yes/no) as the answer's next token.")
+@click.option("--permutations", type=PERMUTATIONS, default=None, metavar="N|rotations",
+              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of the "
+                   "options (rotations); report accuracy per order, consistency and the majority answer's accuracy [default: 1].")
 @click.option("--prompts", "prompts_file", type=click.Path(), default=None, metavar="FILE",
               help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
@@ -397,7 +398,7 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
     from probegen.evaluation import subset_request
 
     subset_request(asked["limit"], asked["sample"])  # --limit with --sample: one line, before any work
-    if not task.zero_shot and method != "generate":  # word in context: a linear probe, trained on the train split
+    if not task.zero_shot and method not in ("generate", "letter"):  # word in context: a linear probe, trained on the train split
         from commands.evaluate import eval_wordincontext
 
         eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT, runner,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import click
 
-from .options import SEED, add_device_options, given_options, log
+from .options import PERMUTATIONS, SEED, add_device_options, given_options, log
 
 METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
                "method, a classifier per input condition trained on the train split (word-in-context datasets: "
                "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy); generate: ask a chat model "
-               "each ablation as a prompt and parse its answer (every kind) "
+               "each ablation as a prompt and parse its answer (every kind); letter: the same prompts, read as the "
+               "probability of each option label as the answer's next token (every kind) "
                "[default: trained for word-in-context datasets, zeroshot otherwise].")
 
 
@@ -45,9 +46,10 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
 @click.option("--probe", default=None, metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
-@click.option("--method", type=click.Choice(["zeroshot", "trained", "generate"]), default=None, help=METHOD_HELP)
-@click.option("--permutations", type=click.IntRange(1, 100), default=1, show_default=True, metavar="N",
-              help="--method generate: ask each unit under N seeded option orders (accuracy per order, consistency, majority answer).")
+@click.option("--method", type=click.Choice(["zeroshot", "trained", "generate", "letter"]), default=None, help=METHOD_HELP)
+@click.option("--permutations", type=PERMUTATIONS, default=1, show_default=True, metavar="N|rotations",
+              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of the "
+                   "options (rotations) (accuracy per order, consistency, majority answer).")
 @click.option("--prompts", type=click.Path(), default=None, metavar="FILE",
               help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
 @click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")

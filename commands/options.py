@@ -20,6 +20,29 @@ import click
 SEED = click.IntRange(0, 2**32 - 1)
 
 
+class _Permutations(click.ParamType):
+    """``--permutations``: a number of option orders (1 to 100) or ``rotations`` (every cyclic
+    rotation of the base order); anything else is click's usage error."""
+
+    name = "N|rotations"
+
+    def convert(self, value, param, ctx):
+        if value == "rotations" or isinstance(value, int):
+            n = value
+        else:
+            try:
+                n = int(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is neither a number of orders nor 'rotations'", param, ctx)
+        if n != "rotations" and not 1 <= n <= 100:
+            self.fail(f"{n} is not in the range 1<=x<=100 (or 'rotations')", param, ctx)
+        return n
+
+
+#: ``--permutations`` of eval and bias (--method generate and letter)
+PERMUTATIONS = _Permutations()
+
+
 def log(msg: str) -> None:
     """Progress and notes: to stderr, so stdout holds only a command's results."""
     click.echo(msg, err=True)

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from probegen.runner import Runner
 
 DEFAULT_OUT = Path("probegen_out") / "bias"
-METHODS = ("zeroshot", "trained", "generate")
+METHODS = ("zeroshot", "trained", "generate", "letter")
+#: the methods that ask a chat model each ablation with the generative prompts
+ASKING = ("generate", "letter")
 Log = Callable[[str], None]
 
 
@@ -50,7 +52,7 @@ class BiasRequest:
     sample: int | None = None
     on_invalid: str = "error"
     probe: str | None = None
-    permutations: int = 1
+    permutations: int | str = 1
     prompts: str | None = None
     wordnet: str | None = None
     semcor: str | None = None
@@ -71,7 +73,7 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
     from probegen import tasks
     from probegen.errors import ProbegenError
 
-    if method == "generate":  # every kind's units can be asked
+    if method in ASKING:  # every kind's units can be asked
         if finetune:
             raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
         return method
@@ -105,8 +107,7 @@ def check_options(req: BiasRequest) -> None:
     subset_request(req.asked("limit"), req.asked("sample"))  # --limit with --sample: one line
     from probegen.evaluation import check_method_options
 
-    generate = req.method == "generate"
-    check_method_options("generate" if generate else "score",
+    check_method_options(req.method if req.method in ASKING else "score",
                          {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")},
                           "permutations": req.permutations if req.permutations != 1 else None, "prompts": req.prompts})
     tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
@@ -149,7 +150,7 @@ def _check_zeroshot(req: BiasRequest) -> None:
     from probegen.templating import coda21_patterns
 
     coda21_patterns(req.pattern)  # an unknown pattern fails now, not after scoring
-    if req.method == "generate":  # a chat model is resolved by its backend when it loads
+    if req.method in ASKING:  # a chat model is resolved by its backend when it loads
         return
     # the model before the default datasets are generated: an unknown name fails in a moment
     model_kind = resolve_models([req.model], req.scorer)[req.model]
@@ -176,7 +177,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
                            batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
                            subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
-                           generate=(req.permutations, req.prompts) if req.method == "generate" else None)
+                           generate=(req.permutations, req.prompts, req.method) if req.method in ASKING else None)
         if req.beside:
             from .run_bias import add_beside
 

@@ -393,12 +393,13 @@ def run_bias(
     subset: tuple[str, int] | None = None,
     on_invalid: str = "error",
     probe: str | None = None,
-    generate: tuple[int, str | None] | None = None,
+    generate: tuple[Any, ...] | None = None,
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
 
-    ``generate`` (``--method generate``: (permutations, prompt file)) asks a chat model each
-    ablation instead of scoring it (:class:`probegen.generate.GenerativeScorer`).
+    ``generate`` (``--method generate``: (permutations, prompt file[, method])) asks a chat model each
+    ablation instead of scoring it (:class:`probegen.generate.GenerativeScorer`; method ``letter``:
+    the option labels' probabilities read, :class:`probegen.generate.letter.LetterScorer`).
 
     ``runner`` loads the model (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
@@ -416,7 +417,8 @@ def run_bias(
 
     t0 = time.perf_counter()
     if generate is not None:
-        scorer = runner.load_generator(model, generate[0], generate[1], cfg.seed)
+        scorer = runner.load_generator(model, generate[0], generate[1], cfg.seed,
+                                       method=generate[2] if len(generate) > 2 else "generate")
     else:
         scorer = load_model_scorer(model, scorer_kind, reduction, batch_size, runner)
     log(f"model {model}: {scorer.kind} scorer ({time.perf_counter() - t0:.1f} s to load)")

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 LM_KINDS = ("causal", "masked")
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
-#: options of a likelihood scorer: given with --method generate, each is an error
+#: the methods that ask a chat model with the generative prompts (``letter`` reads the option labels' probabilities)
+ASKING_METHODS = ("generate", "letter")
+#: options of a likelihood scorer: given with --method generate or letter, each is an error
 SCORING_ONLY = ("scorer", "reduction", "length_norm", "pattern", "pll")
 
 
@@ -126,7 +128,7 @@ class EvalOptions:
     on_invalid: str | None = None
     probe: str | None = None  # a release file's probe type (multiple choice)
     method: str = "score"  # "generate": a chat model is asked each unit (probegen.generate)
-    permutations: int | None = None  # --method generate: option orders per unit
+    permutations: int | str | None = None  # --method generate/letter: option orders per unit (or "rotations")
     prompts: str | None = None  # --method generate: a prompt template file
 
 
@@ -167,7 +169,8 @@ def run_eval(
     settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))  # a spec may name its own made-up word
     reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
-    scorer = (runner.load_generator(model, options.permutations or 1, options.prompts, options.seed) if options.method == "generate"
+    scorer = (runner.load_generator(model, options.permutations or 1, options.prompts, options.seed, method=options.method)
+              if options.method in ASKING_METHODS
               else load_model_scorer(model, options.scorer_kind, reduction, options.batch_size, runner))  # rank 0 loads first
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
@@ -299,7 +302,7 @@ def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions):
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], given, "eval", [dataset])
-    if o.method != "generate":  # a chat model is resolved by its backend when it loads
+    if o.method not in ASKING_METHODS:  # a chat model is resolved by its backend when it loads
         model_kind = resolve_models([model], o.scorer_kind)[model]
         lm_only = {k: given[k] for k in task.lm_only_options}
         check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
@@ -317,16 +320,17 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
     probegen.errors.ProbegenError: --reduction does not apply to --method generate: a chat model's answer is read, not scored
     >>> check_method_options("score", {"permutations": 5})
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: --permutations applies to --method generate only
+    probegen.errors.ProbegenError: --permutations applies to --method generate only (and --method letter)
     """
-    if method == "generate":
+    if method in ASKING_METHODS:
         bad = [k for k in SCORING_ONLY if given.get(k) is not None]
         if bad:
-            raise ProbegenError(f"--{bad[0].replace('_', '-')} does not apply to --method generate: a chat model's answer is read, not scored")
+            why = "a chat model's answer is read, not scored" if method == "generate" else "the option labels' probabilities are read"
+            raise ProbegenError(f"--{bad[0].replace('_', '-')} does not apply to --method {method}: {why}")
         return
     for k in ("permutations", "prompts"):
         if given.get(k) is not None:
-            raise ProbegenError(f"--{k} applies to --method generate only")
+            raise ProbegenError(f"--{k} applies to --method generate only (and --method letter)")
 
 
 def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float], runner) -> dict[str, Any]:

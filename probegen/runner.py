@@ -123,16 +123,22 @@ class Runner:
         with dist.main_first():
             return load_scorer(model, kind, **given)
 
-    def load_generator(self, model: str, permutations: int = 1, prompts: str | None = None, seed: int = 0) -> Any:
+    def load_generator(self, model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0,
+                       method: str = "generate") -> Any:
         """A :class:`~probegen.generate.GenerativeScorer` for ``model`` with the runtime's settings
-        (``--method generate``: a chat model asked, not scored)."""
+        (``--method generate``: a chat model asked, not scored), or with ``method="letter"`` a
+        :class:`~probegen.generate.letter.LetterScorer` (the same prompts, the option labels' probabilities read)."""
         from .errors import ProbegenError
         from .generate import load_generator
 
         if self.describe()["processes"] > 1:  # answers are not sharded across ranks: one process asks (a server spreads the model)
-            raise ProbegenError("--method generate runs in one process: start it without torchrun "
+            raise ProbegenError(f"--method {method} runs in one process: start it without torchrun "
                                 "(a model too big for one GPU is served, e.g. by vLLM, and asked with --api-base)")
         with dist.main_first():
+            if method == "letter":
+                from .generate.letter import load_letter
+
+                return load_letter(model, permutations, prompts, seed, **self.runtime.settings())
             return load_generator(model, permutations, prompts, seed, **self.runtime.settings())
 
     def score(self, units: Sequence[Any], scorer: Any, progress: bool = True) -> list[np.ndarray]:

@@ -57,6 +57,54 @@ def order_of(seed: int, unit_id: str, order: int, n: int) -> np.ndarray:
     return np.random.default_rng([seed, zlib.crc32(f"{unit_id}/order/{order}".encode())]).permutation(n)
 
 
+#: ``--permutations rotations``: every cyclic rotation of the base order (CircularEval)
+ROTATIONS = "rotations"
+
+
+def check_permutations(permutations: int | str) -> int | str:
+    """``permutations`` as the scorers take it: an int >= 1 or ``"rotations"``; else one ProbegenError line.
+
+    >>> check_permutations("3"), check_permutations("rotations")
+    (3, 'rotations')
+    """
+    if permutations == ROTATIONS:
+        return ROTATIONS
+    try:
+        n = int(permutations)
+    except (TypeError, ValueError):
+        raise ProbegenError(f"--permutations takes a number of orders or 'rotations', not {permutations!r}") from None
+    if n < 1:
+        raise ProbegenError(f"--permutations must be at least 1 (got {n})")
+    return n
+
+
+def option_orders(ask: str, seed: int, unit_id: str, n: int, permutations: int | str) -> list[np.ndarray]:
+    """The option orders a unit is asked under, for the generative and the letter method alike:
+    ``perm[p]`` is the unit's option index shown at position p.
+
+    Matching: order 0 is the evaluator's own (CoDA21's columns are already in a seeded order), order
+    p > 0 a permutation seeded by the seed, the unit id and p. Choices: every order is a seeded
+    permutation (order p is :func:`order_of`'s p + 1), so the gold's place in a dataset's file (a
+    release may put it first) is never what a model that always answers "A" is rewarded for.
+    Yes-no: the prompt lists no options, so the order is fixed (``permutations`` identical asks; one
+    with ``rotations``). ``rotations``: the n cyclic rotations of the base order (order 0's), so each
+    option is shown once at every position.
+
+    >>> [o.tolist() for o in option_orders("matching", 0, "g", 3, "rotations")]
+    [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    >>> [o.tolist() for o in option_orders("yes-no", 0, "w", 2, 2)]
+    [[0, 1], [0, 1]]
+    """
+    permutations = check_permutations(permutations)
+    if ask == "yes-no":
+        return [np.arange(n) for _ in range(1 if permutations == ROTATIONS else permutations)]
+    shift = 0 if ask == "matching" else 1
+    if permutations == ROTATIONS:
+        base = order_of(seed, unit_id, shift, n)
+        return [np.roll(base, -r) for r in range(max(n, 1))]
+    return [order_of(seed, unit_id, p + shift, n) for p in range(permutations)]
+
+
 def complete(answer: Sequence[int | None], n_options: int, one_to_one: bool, rng: np.random.Generator) -> list[int]:
     """``answer`` with every missing row filled by a random option (one-to-one: a random matching
     of the options no row took).
@@ -108,12 +156,10 @@ class GenerativeScorer:
     query_style = "generate"
 
     def __init__(self, chat: Any, prompts: Any, permutations: int = 1, seed: int = 0, retry: bool = True) -> None:
-        if permutations < 1:
-            raise ProbegenError(f"--permutations must be at least 1 (got {permutations})")
         self.chat = chat
         self.name = chat.name
         self.prompts = prompts
-        self.permutations = int(permutations)
+        self.permutations = check_permutations(permutations)
         self.seed = int(seed)
         self.retry = retry
         self._details: dict[Any, dict[str, Any]] = {}
@@ -135,7 +181,11 @@ class GenerativeScorer:
     def detail(self, unit: Any) -> dict[str, Any] | None:
         """What each option order answered for ``unit`` (the last call that asked it): ``answers``
         (per order, the option index chosen for each row), ``status`` per order, ``random_rows``
-        per order (rows completed at random)."""
+        per order (rows completed at random); and, as the letter method records them
+        (:meth:`probegen.generate.letter.LetterScorer.detail`): ``method`` (``"generate"``),
+        ``orders`` (per order, ``perm`` with ``perm[p]`` the option index shown at position p) and
+        ``probs`` (per order, rows x shown positions: 1.0 at the position answered, rows completed
+        at random as they were completed)."""
         return self._details.get(_key(unit))
 
     def exchanges(self) -> list[dict[str, Any]]:
@@ -160,8 +210,7 @@ class GenerativeScorer:
                 raise ProbegenError(f"unit {u.id}: the generative method asks every row against the same options")
             options = u.candidates[0]
             rows = u.queries if ask == "matching" else u.queries[:1]
-            for p in range(self.permutations):
-                perm = self._order(ask, u.id, p, len(options))
+            for p, perm in enumerate(self._orders(ask, u.id, len(options))):
                 q = Question(ask=ask, rows=tuple(rows), options=tuple(options[j] for j in perm), fields=dict(u.fields))
                 asks.append(_Ask(i, p, perm, q, self.prompts.messages(q)))
         self._ask([(a, a.messages) for a in asks], progress, "asking")
@@ -189,14 +238,9 @@ class GenerativeScorer:
             a.answer = [int(a.perm[j]) for j in shown]  # back to the unit's own option indices
         return self._collect(units, asks)
 
-    def _order(self, ask: str, unit_id: str, order: int, n: int) -> np.ndarray:
-        """The option order of one ask. Matching: order 0 is the evaluator's own (CoDA21's columns
-        are already in a seeded order). Choices: every order is a seeded permutation, so the gold's
-        place in a dataset's file (a release may put it first) is never what a model that always
-        answers "A" is rewarded for. Yes-no: the prompt lists no options, so the order is fixed."""
-        if ask == "yes-no":
-            return np.arange(n)
-        return order_of(self.seed, unit_id, order if ask == "matching" else order + 1, n)
+    def _orders(self, ask: str, unit_id: str, n: int) -> list[np.ndarray]:
+        """The option orders of one unit (:func:`option_orders`)."""
+        return option_orders(ask, self.seed, unit_id, n, self.permutations)
 
     def _ask(self, convs: list[tuple[_Ask, list[dict[str, str]]]], progress: bool, what: str) -> None:
         """Send the conversations (duplicates once), grouped by answer allowance; append each answer."""
@@ -224,8 +268,6 @@ class GenerativeScorer:
         per_unit: dict[int, list[_Ask]] = {}
         for a in asks:
             per_unit.setdefault(a.unit, []).append(a)
-            for r, j in enumerate(a.answer):
-                mats[a.unit][r, j] += 1.0 / self.permutations
             self.counts[a.status] += 1
             self.counts["asks"] += 1
             self.counts["rows"] += len(a.answer)
@@ -240,9 +282,23 @@ class GenerativeScorer:
                                     "status": a.status, "answer": a.answer, "random_rows": a.random_rows})
         for i, u in enumerate(units):
             mine = sorted(per_unit.get(i, []), key=lambda a: a.order)
-            self._details[_key(u)] = {"answers": [a.answer for a in mine], "status": [a.status for a in mine],
-                                      "random_rows": [a.random_rows for a in mine]}
+            for a in mine:
+                for r, j in enumerate(a.answer):
+                    mats[i][r, j] += 1.0 / len(mine)
+            self._details[_key(u)] = {"method": "generate", "answers": [a.answer for a in mine], "status": [a.status for a in mine],
+                                      "random_rows": [a.random_rows for a in mine],
+                                      "orders": [a.perm.tolist() for a in mine], "probs": [_one_hot(a) for a in mine]}
         return [np.round(m, 12) for m in mats]
+
+
+def _one_hot(a: _Ask) -> list[list[float]]:
+    """Per row, the distribution over the SHOWN positions of one ask: 1.0 at the position answered
+    (rows completed at random as they were completed)."""
+    shown = {int(j): p for p, j in enumerate(a.perm)}  # option index -> position shown
+    out = [[0.0] * len(a.perm) for _ in a.answer]
+    for r, j in enumerate(a.answer):
+        out[r][shown[j]] = 1.0
+    return out
 
 
 def _key(unit: Any) -> tuple[Any, ...]:

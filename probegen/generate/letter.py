@@ -1,0 +1,399 @@
+"""The letter method (``--method letter``): the generative prompt, read as the probability of each
+option label as the answer's next token(s).
+
+A :class:`LetterScorer` stands where :class:`~probegen.generate.GenerativeScorer` stands (the
+runner and every task's evaluation, ablation and comparison paths give it the same
+:class:`~probegen.core.Unit` objects and get a rows x options matrix per unit back). Per unit:
+
+1. the option orders are those of the generative method (:func:`~probegen.generate.scorer.option_orders`:
+   ``--permutations N`` seeded orders, order 0 the evaluator's own for CoDA21, or ``rotations``,
+   every cyclic rotation of the base order);
+2. each (order, row) becomes chat messages from the same prompt templates
+   (``templates/prompts/en.yaml``): ``choice`` (multiple choice), ``sense`` (WSD), ``yes-no`` (WiC);
+   a CoDA21 group is asked one context at a time with every definition listed (the
+   ``letter-matching`` block), so each context gives a distribution over the letters and the group a
+   k x k matrix that the one aligner decides on (matching stays one-to-one);
+3. the chat template renders the messages with the assistant's turn opened
+   (``add_generation_prompt=True``), and the backend reads P(label) for every option label
+   (``A``.., ``yes``/``no``).
+
+**Label probability.** A label is spelled by its *variants*: ``A`` and `` A`` (with a leading
+space) for a letter; ``yes``, ``Yes``, `` yes``, `` Yes`` (``no`` alike) for WiC. Each variant is
+tokenised as the answer's continuation of the prompt text (prompt + variant tokenised together;
+the tokens that end after the prompt are the variant's, the boundary rule of the served-model
+scorer), and its probability is the product of the conditional probabilities of those tokens
+(one token: the next-token probability; several: the label continuation scored token by token).
+Variants that tokenise to the same token ids (a WordPiece vocabulary lower-cases ``A`` and `` A``
+alike) count once. P(label) is the sum over its distinct variants; the labels are then
+renormalised to sum to 1, and the mass they had before (``label_mass``) is recorded: a small mass
+means the model wanted to say something else first. (Labels beyond ``Z`` are ``AA``, ``AB``..;
+where one label's tokens begin another's, the shorter one's probability includes the longer
+one's: more than 26 options only.)
+
+**What is recorded** (:meth:`LetterScorer.detail`, under the rows' ``generation`` key, the same
+key the generative method uses; the contract the position-bias and calibration metrics read):
+
+- ``method``: ``"letter"``;
+- ``orders``: per order, ``perm`` with ``perm[p]`` the unit's option index shown at position p;
+- ``probs``: per order, rows x n_options, the renormalised label distribution over the SHOWN
+  positions of each row;
+- ``label_mass``: per order, per row, the probability the labels had before renormalising;
+- ``answers``/``status``/``random_rows``: as the generative method's, for its per-order accuracy
+  and consistency (:func:`probegen.generate.metrics.summarize`): per order the decision of that
+  order's matrix alone (aligned for CoDA21), every ask ``valid`` (a distribution is always read),
+  no random rows.
+
+The unit's matrix is, per row, the mean over the orders of the probabilities mapped back to the
+unit's own option indices (``matrix[r, perm[p]] += probs[r][p] / orders``), decided by
+:func:`probegen.core.decide` as every score matrix is.
+
+Backends: :class:`LocalLetters` (a transformers causal LM's logits, left-padded batches, only the
+last rows' logits computed) and :class:`probegen.generate.letter_api.ApiLetters` (an
+OpenAI-compatible server's log-probs).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ProbegenError
+from .scorer import _key, check_permutations, option_orders
+
+#: bump when the way label probabilities are read changes
+LETTER_VERSION = 1
+#: the prompt block that asks one CoDA21 context (optional in a user's prompt file)
+MATCHING_BLOCK = "letter-matching"
+_MATCHING_FIELDS = {
+    "option": ("letter", "text"),
+    "nonce_note": ("nonce",),
+    "user": ("text", "number", "k", "options", "nonce_note", "n_options", "last_letter", "nonce", "word"),
+}
+
+
+def label_variants(ask: str, labels: Sequence[str]) -> list[tuple[str, ...]]:
+    """The texts that spell each label as the answer's start.
+
+    >>> label_variants("choice", ["A", "B"])
+    [('A', ' A'), ('B', ' B')]
+    >>> label_variants("yes-no", ["yes", "no"])[1]
+    ('no', 'No', ' no', ' No')
+    """
+    if ask == "yes-no":
+        return [tuple(dict.fromkeys((w, w.capitalize(), " " + w, " " + w.capitalize()))) for w in labels]
+    return [(lab, " " + lab) for lab in labels]
+
+
+def continuation(tokenizer: Any, prompt: str, variant: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(prompt token ids, the variant's token ids) of ``prompt + variant`` tokenised together: the
+    variant's tokens are those that end after the prompt (a token straddling the boundary counts
+    for the variant, as in the served-model scorer)."""
+    enc = tokenizer(prompt + variant, add_special_tokens=False, return_offsets_mapping=True)
+    ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
+    cut = len(prompt)
+    k = next((i for i, (s, e) in enumerate(offsets) if e > cut or s >= cut), len(ids))
+    return tuple(ids[:k]), tuple(ids[k:])
+
+
+@dataclass
+class _Ask:
+    """One (unit, order, row) question."""
+
+    unit: int
+    order: int
+    row: int
+    perm: np.ndarray
+    labels: list[str]
+    messages: list[dict[str, str]]
+    probs: list[float] | None = None  # renormalised, per shown position
+    mass: float = 0.0
+
+
+def matching_messages(prompts: Any, text: str, number: int, k: int, options: Sequence[str], fields: dict[str, str]) -> list[dict[str, str]]:
+    """The messages that ask which of the lettered ``options`` fits one CoDA21 context (the
+    ``letter-matching`` block of the prompt file)."""
+    from .prompts import _check_fields, _one_line, _tidy, letters
+
+    block = prompts.data.get(MATCHING_BLOCK)
+    if not isinstance(block, dict):
+        raise ProbegenError(f"{prompts.file}: no {MATCHING_BLOCK!r} block: --method letter asks each CoDA21 context with it "
+                            f"(see templates/prompts/en.yaml)")
+    for key, allowed in _MATCHING_FIELDS.items():
+        if not isinstance(block.get(key), str):
+            raise ProbegenError(f"{prompts.file}: {MATCHING_BLOCK}.{key}: missing or not a string")
+        _check_fields(block[key], allowed, f"{prompts.file}: {MATCHING_BLOCK}.{key}")
+    show = lambda t: _one_line(t) or prompts.data["empty"]  # noqa: E731
+    labs = letters(len(options))
+    nonce = _one_line(fields.get("nonce", ""))
+    values = {"text": show(text), "number": number, "k": k, "n_options": len(options), "last_letter": labs[-1] if labs else "A",
+              "options": "\n".join(block["option"].format(letter=lab, text=show(t)) for lab, t in zip(labs, options)),
+              "nonce_note": block["nonce_note"].format(nonce=nonce) if nonce else "",
+              "nonce": show(fields.get("nonce", "")), "word": show(fields.get("word", ""))}
+    out = [{"role": "system", "content": prompts.data["system"]}] if prompts.data["system"] else []
+    return out + [{"role": "user", "content": _tidy(block["user"].format(**values))}]
+
+
+class LetterScorer:
+    """Answers units by reading the option labels' probabilities (see the module doc).
+
+    ``backend``: :class:`LocalLetters` or :class:`~probegen.generate.letter_api.ApiLetters`;
+    ``prompts``: the :class:`~probegen.generate.prompts.PromptTemplates`; ``permutations``: option
+    orders per unit (an int or ``"rotations"``); ``seed``: the orders and the per-order decisions' ties.
+    """
+
+    kind = "letter"
+    query_style = "generate"  # the units the generative method asks
+
+    def __init__(self, backend: Any, prompts: Any, permutations: int | str = 1, seed: int = 0) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.prompts = prompts
+        self.permutations = check_permutations(permutations)
+        self.seed = int(seed)
+        self._details: dict[Any, dict[str, Any]] = {}
+        self._exchanges: list[dict[str, Any]] = []
+        self.counts = {"asks": 0, "units": 0}
+
+    def settings(self) -> dict[str, Any]:
+        """results.json ``scorer``: method, backend identity, prompts, orders, how labels are read."""
+        return {"method": "letter", "backend": self.backend.identity(), "prompts": self.prompts.record(),
+                "permutations": self.permutations, "seed": self.seed, "version": LETTER_VERSION,
+                "labels": "A.. (and ' A'..), yes/no (Yes, ' yes', ' Yes'); summed over distinct tokenisations, renormalised"}
+
+    def stats(self) -> dict[str, Any]:
+        """Asks (one per order and row), units, and the backend's counters."""
+        back = self.backend.stats() if hasattr(self.backend, "stats") else {}
+        return {**self.counts, **{f"backend_{k}": v for k, v in back.items()}}
+
+    def detail(self, unit: Any) -> dict[str, Any] | None:
+        """What each option order gave for ``unit`` (the last call that asked it): see the module doc."""
+        return self._details.get(_key(unit))
+
+    def exchanges(self) -> list[dict[str, Any]]:
+        """Every ask so far (messages, option order, labels, probabilities, label mass), in ask order."""
+        return list(self._exchanges)
+
+    def close(self) -> None:
+        """Close the backend."""
+        if hasattr(self.backend, "close"):
+            self.backend.close()
+
+    # ---- asking -------------------------------------------------------------------------------------
+    def asks_of(self, units: Sequence[Any]) -> list[_Ask]:
+        """Every (unit, order, row) question of ``units``, in order."""
+        from .prompts import Question, letters
+
+        asks: list[_Ask] = []
+        for i, u in enumerate(units):
+            ask = u.asks()
+            if any(c != u.candidates[0] for c in u.candidates):
+                raise ProbegenError(f"unit {u.id}: the letter method asks every row against the same options")
+            options = u.candidates[0]
+            fields = dict(u.fields)
+            for p, perm in enumerate(option_orders(ask, self.seed, u.id, len(options), self.permutations)):
+                shown = tuple(options[j] for j in perm)
+                labels = ["yes", "no"] if ask == "yes-no" else letters(len(shown))
+                if ask == "yes-no" and len(options) != 2:
+                    raise ProbegenError(f"unit {u.id}: a yes-no question has two options, not {len(options)}")
+                if ask == "matching":
+                    for r, text in enumerate(u.queries):
+                        msgs = matching_messages(self.prompts, text, r + 1, len(u.queries), shown, fields)
+                        asks.append(_Ask(i, p, r, perm, labels, msgs))
+                else:
+                    q = Question(ask=ask, rows=tuple(u.queries[:1]), options=shown, fields=fields)
+                    asks.append(_Ask(i, p, 0, perm, labels, self.prompts.messages(q)))
+        return asks
+
+    def score_units(self, units: Sequence[Any], progress: bool = False) -> list[np.ndarray]:
+        """Per unit, rows x options: the label probabilities mapped back to the unit's options, mean over orders."""
+        asks = self.asks_of(units)
+        variants = [label_variants(units[a.unit].asks(), a.labels) for a in asks]
+        raw = self.backend.label_probs([a.messages for a in asks], variants, progress=progress)
+        for a, values in zip(asks, raw):
+            v = np.asarray(values, dtype=np.float64)
+            if v.shape != (len(a.labels),) or not np.all(np.isfinite(v)) or np.any(v < 0):
+                raise ProbegenError(f"{self.name}: label probabilities {values!r:.120} are not {len(a.labels)} finite numbers >= 0")
+            a.mass = float(v.sum())
+            if a.mass <= 0:
+                raise ProbegenError(f"{self.name}: every option label has probability 0 for unit {units[a.unit].id}")
+            a.probs = (v / a.mass).tolist()
+        return self._collect(units, asks)
+
+    def _collect(self, units: Sequence[Any], asks: list[_Ask]) -> list[np.ndarray]:
+        from ..core import Unit, decide
+
+        per_unit: dict[int, list[_Ask]] = {}
+        for a in asks:
+            per_unit.setdefault(a.unit, []).append(a)
+            u = units[a.unit]
+            self._exchanges.append({"unit": u.id, "ask": u.asks(), "order": a.order, "row": a.row, "option_order": a.perm.tolist(),
+                                    "messages": a.messages, "labels": a.labels, "probs": a.probs, "label_mass": a.mass})
+        mats = []
+        for i, u in enumerate(units):
+            mine = per_unit.get(i, [])
+            n_rows = len(u.queries) if u.asks() == "matching" else 1
+            n_opt = len(u.candidates[0])
+            orders = sorted({a.order for a in mine})
+            probs = [[[0.0] * n_opt for _ in range(n_rows)] for _ in orders]
+            mass = [[0.0] * n_rows for _ in orders]
+            perms: dict[int, list[int]] = {}
+            for a in mine:
+                probs[a.order][a.row] = list(a.probs)
+                mass[a.order][a.row] = a.mass
+                perms[a.order] = a.perm.tolist()
+            m = np.zeros((n_rows, n_opt))
+            answers = []
+            for o in orders:
+                back = np.zeros((n_rows, n_opt))
+                back[:, perms[o]] = np.asarray(probs[o])  # position p holds option perm[p]
+                m += back / len(orders)
+                one = Unit(u.id, u.queries[:n_rows], u.candidates[:n_rows], u.decision, u.gold)
+                rng = np.random.default_rng([self.seed, zlib.crc32(f"{u.id}/order/{o}/letter".encode())])
+                answers.append([int(x) for x in decide(one, back, self.seed, self.name, rng=rng)])
+            self._details[_key(u)] = {"method": "letter", "orders": [perms[o] for o in orders], "probs": probs, "label_mass": mass,
+                                      "answers": answers, "status": ["valid"] * len(orders), "random_rows": [[] for _ in orders]}
+            self.counts["asks"] += len(mine)
+            self.counts["units"] += 1
+            mats.append(np.round(m, 12))
+        return mats
+
+
+# ---- in process: a transformers causal LM's logits ------------------------------------------------------
+class LocalLetters:
+    """Label probabilities from a causal LM with a chat template (a :class:`~probegen.generate.chat.LocalChat`'s
+    model and tokenizer), in left-padded batches of ``batch_size`` token sequences; only the logits
+    of the positions read are computed (``logits_to_keep``)."""
+
+    default_batch_size = 8
+
+    def __init__(self, chat: Any, batch_size: int | None = None) -> None:
+        self.chat = chat
+        self.name = chat.name
+        self.model, self.tokenizer = chat.model, chat.tokenizer
+        self.batch_size = max(1, int(batch_size or self.default_batch_size))
+        self.counters = {"prompts": 0, "forward_calls": 0, "sequences": 0}
+
+    def identity(self) -> dict[str, Any]:
+        """The chat backend's identity (model, source, dtype, chat template hash)."""
+        return self.chat.identity()
+
+    def stats(self) -> dict[str, Any]:
+        """Prompts read, forward calls, distinct token sequences run."""
+        return dict(self.counters)
+
+    def render(self, messages: Sequence[dict[str, str]]) -> str:
+        """The prompt text: ``messages`` through the chat template with the assistant's turn opened."""
+        from .chat import _conversation
+
+        try:
+            return self.tokenizer.apply_chat_template(_conversation(messages), tokenize=False, add_generation_prompt=True)
+        except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
+            raise ProbegenError(f"{self.name}: its chat template refused the conversation ({type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:200]})") from None
+
+    def sequences(self, prompt: str, variants: Sequence[tuple[str, ...]]) -> list[set[tuple[tuple[int, ...], tuple[int, ...]]]]:
+        """Per label, its distinct (prompt ids, continuation ids) tokenisations."""
+        out = []
+        for vs in variants:
+            seqs = {continuation(self.tokenizer, prompt, v) for v in vs}
+            if any(not cont for _, cont in seqs):
+                raise ProbegenError(f"{self.name}: a label ({vs[0]!r}) has no tokens after the prompt")
+            out.append(seqs)
+        return out
+
+    def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]], variants: Sequence[Sequence[tuple[str, ...]]],
+                    progress: bool = False) -> list[list[float]]:
+        """Per conversation, P(label) for each label (summed over its distinct tokenisations; not renormalised)."""
+        seqs = [self.sequences(self.render(c), v) for c, v in zip(conversations, variants)]
+        need: dict[tuple[int, ...], int] = {}  # input ids -> how many last rows are read
+        for per_label in seqs:
+            for s in per_label:
+                for prefix, cont in s:
+                    x = prefix + cont[:-1]
+                    need[x] = max(need.get(x, 0), len(cont))
+        logp = self._read(need, {(prefix + cont[:-1], len(cont) - 1 - j, t) for per_label in seqs for s in per_label
+                                 for prefix, cont in s for j, t in enumerate(cont)}, progress)
+        self.counters["prompts"] += len(seqs)
+        out = []
+        for per_label in seqs:
+            row = []
+            for s in per_label:
+                total = 0.0
+                for prefix, cont in s:
+                    x = prefix + cont[:-1]
+                    total += float(np.exp(sum(logp[(x, len(cont) - 1 - j, t)] for j, t in enumerate(cont))))
+                row.append(total)
+            out.append(row)
+        return out
+
+    def _read(self, need: dict[tuple[int, ...], int], wanted: set[tuple[tuple[int, ...], int, int]],
+              progress: bool) -> dict[tuple[tuple[int, ...], int, int], float]:
+        """log P(token | x[:len(x) - from_end]) for every (x, from_end, token) in ``wanted``."""
+        import torch
+
+        from ..models import _quiet_transformers
+        from ..progress import progress_bar
+
+        by_input: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+        for x, back, t in wanted:
+            by_input.setdefault(x, []).append((back, t))
+        order = sorted(need, key=lambda x: (-len(x), x))
+        pad = self.chat._pad
+        dev = self.model.device
+        out: dict[tuple[tuple[int, ...], int, int], float] = {}
+        bar = progress_bar(total=len(order), desc=f"reading {self.name}", unit="prompt", disable=not (progress and order))
+        try:
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                width = max(len(x) for x in batch)
+                keep = max(need[x] for x in batch)
+                ids = torch.tensor([[pad] * (width - len(x)) + list(x) for x in batch], device=dev)
+                mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in batch], device=dev)
+                pos = (mask.cumsum(-1) - 1).clamp(min=0)
+                with torch.inference_mode(), _quiet_transformers():
+                    logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False,
+                                        logits_to_keep=keep).logits
+                lp = torch.log_softmax(logits[:, -keep:, :].float(), dim=-1)
+                for b, x in enumerate(batch):
+                    for back, t in by_input[x]:
+                        out[(x, back, t)] = float(lp[b, keep - 1 - back, t])
+                self.counters["forward_calls"] += 1
+                self.counters["sequences"] += len(batch)
+                bar.update(len(batch))
+        finally:
+            bar.close()
+        return out
+
+    def close(self) -> None:
+        """Nothing to release (the model goes with the process)."""
+
+
+# ---- loading ------------------------------------------------------------------------------------------
+def load_letter(model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0, **settings: Any) -> LetterScorer:
+    """A :class:`LetterScorer` for ``model``: a served model when ``api_base`` serves it
+    (:class:`~probegen.generate.letter_api.ApiLetters`), else a local causal LM with a chat template
+    (bundled short name or path; :class:`LocalLetters`). ``settings``: the chat settings of
+    :data:`probegen.generate.CHAT_SETTINGS`."""
+    from . import CHAT_SETTINGS
+    from .chat import load_chat
+    from .prompts import prompt_templates
+
+    wrong = sorted(k for k, v in settings.items() if k not in CHAT_SETTINGS and v not in (None, "auto"))
+    if wrong:
+        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to --method letter")
+    templates = prompt_templates(prompts)
+    given = {k: v for k, v in settings.items() if k in CHAT_SETTINGS and v is not None}
+    given["cache"] = False  # nothing is generated: the label probabilities are read afresh
+    chat = load_chat(model, **given)
+    from .chat import ApiChat
+
+    if isinstance(chat, ApiChat):
+        from .letter_api import ApiLetters
+
+        backend: Any = ApiLetters(chat)
+    else:
+        backend = LocalLetters(chat, batch_size=given.get("batch_size"))
+    return LetterScorer(backend, templates, permutations=permutations, seed=seed)

@@ -351,10 +351,15 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
                    "options (rotations); report accuracy per order, consistency and the majority answer's accuracy [default: 1].")
 @click.option("--prompts", "prompts_file", type=click.Path(), default=None, metavar="FILE",
               help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
+              help="Bootstrap replicates of every CI (resampling CoDA21 groups, WordNetQA concepts; seeded by --seed).")
+@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="SHARE",
+              help="--method letter/generate with several orders: share of the clusters PriDe estimates the position prior on; "
+                   "accuracy before and after is reported on the rest [default: 0.05].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
 def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, limit,
-             sample, on_invalid, release_probe, method, permutations, prompts_file, out) -> None:
+             sample, on_invalid, release_probe, method, permutations, prompts_file, n_boot, debias_share, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -398,6 +403,13 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
     from probegen.evaluation import subset_request
 
     subset_request(asked["limit"], asked["sample"])  # --limit with --sample: one line, before any work
+    from diagnostics.eval_report import analyse_eval, check_debias_share
+
+    check_debias_share(ctx.params.get("debias_share"), method, ctx.params.get("permutations") or 1)
+    if not task.zero_shot and method not in ("generate", "letter") and _given(ctx, "n_boot", ctx.params.get("n_boot")) is not None:
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe (see probegen bias --method trained)")
     if not task.zero_shot and method not in ("generate", "letter"):  # word in context: a linear probe, trained on the train split
         from commands.evaluate import eval_wordincontext
 
@@ -433,6 +445,8 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
         log=_log,
         figures=_eval_figures(model, dataset),
         runner=runner,
+        analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, ctx.params.get("n_boot") or 1000, seed,
+                                                           ctx.params.get("debias_share")),
     )
     runner.main_log(click.echo)(summary)  # under torchrun, rank 0 speaks for the run
 

@@ -46,6 +46,9 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
 @click.option("--probe", default=None, metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
+@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="SHARE",
+              help="--method letter/generate with several orders: share of the clusters PriDe estimates the position prior on; "
+                   "accuracy before and after is reported on the rest, per condition [default: 0.05].")
 @click.option("--method", type=click.Choice(["zeroshot", "trained", "generate", "letter"]), default=None, help=METHOD_HELP)
 @click.option("--permutations", type=PERMUTATIONS, default=1, show_default=True, metavar="N|rotations",
               help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of the "

@@ -43,6 +43,7 @@ class BiasRequest:
     folds: int = 5
     split: str | None = None
     controls: bool = True
+    debias_share: float | None = None
     method: str | None = None
     finetune: bool = False
     seeds: int = 3
@@ -110,6 +111,9 @@ def check_options(req: BiasRequest) -> None:
     check_method_options(req.method if req.method in ASKING else "score",
                          {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")},
                           "permutations": req.permutations if req.permutations != 1 else None, "prompts": req.prompts})
+    from .eval_report import check_debias_share
+
+    check_debias_share(req.debias_share, req.method, req.permutations)  # PriDe needs options shown in several orders
     tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
                                 default_tasks=default_tasks())
 
@@ -169,7 +173,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
     out_dir = req.out_dir()
     ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor], writer="run")  # written by atomic_dir
     cfg = BiasConfig(seed=req.seed, n_boot=req.n_boot, nonce=req.nonce, pattern=req.pattern, folds=req.folds,
-                     controls=req.controls, split=req.split)
+                     controls=req.controls, split=req.split, debias_share=req.debias_share)
     runner = Runner.ensure(runner, log)
     # the report appears whole or not at all, written by rank 0 alone under torchrun
     with runner.output_dir(out_dir) as tmp:

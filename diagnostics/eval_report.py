@@ -205,7 +205,8 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
     """What ``probegen eval`` prints under its table: accuracies with CIs, position, calibration."""
     b = results["bootstrap"]
     top = [(n, m, d) for n, m, d in accuracy_rows(results["metrics"]) if " / " not in n and not n.startswith("by_")]
-    accs = "; ".join(f"{'' if n == 'all' else n + ' '}{m.replace('_', ' ')} {fmt(d[m], d.get(m + '_ci'))}" for n, m, d in top)
+    named = len({n for n, _, _ in top}) > 1  # CoDA21: per POS and all
+    accs = "; ".join(f"{n + ' ' if named else ''}{m.replace('_', ' ')} {fmt(d[m], d.get(m + '_ci'))}" for n, m, d in top)
     lines = [f"{accs} (95% CIs: {b['n']}-replicate cluster bootstrap over {b['unit'].split(':')[0]})"]
     lines += position_lines(results.get("position"))
     for cond, c in (results.get("calibration") or {}).items():

@@ -189,7 +189,9 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
     lines += ["## Summary", ""] + _summary(results["datasets"]) + [""]
     for d in results["datasets"]:
         if not d.get("skipped"):
-            lines += _dataset(d) + generation_section(d.get("generation"))
+            from .eval_markdown import bias_sections
+
+            lines += _dataset(d) + generation_section(d.get("generation")) + bias_sections(d)
     lines += ["## Method", "", METHOD, ""]
     if any(d.get("generation") for d in results["datasets"]):
         lines += [GENERATE_METHOD, ""]

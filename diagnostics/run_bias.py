@@ -69,6 +69,7 @@ class BiasConfig:
     folds: int = 5
     controls: bool = True
     split: str | None = None  # WordNetQA: analyse one split (e.g. "test") instead of every item
+    debias_share: float | None = None  # PriDe's estimation share (--debias-share; None: diagnostics.position's default)
 
 
 # ---- score tables ---------------------------------------------------------------------------------
@@ -459,6 +460,10 @@ def write_bias(
         if evaluate_mc is None:  # a stand-in evaluator scores no units: there is no model input to show
             write_jsonl(out / d.name / SEEN_FILE, seen_lines(d, scorer, cfg, given_nonce, list(records)))
             files["units"] = f"{d.name}/{SEEN_FILE}"
+        from .eval_report import draw_bias_reliability
+
+        if draw_bias_reliability(entry, out / d.name, title=f"Reliability: {model} on {d.name}"):
+            files["reliability"] = f"{d.name}/reliability.png"
         entries.append({"name": d.name, "path": d.path, **entry, **shown_blocks(d), "files": files})
     results = {
         "model": model,
@@ -559,6 +564,12 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: boo
     generation = {mode: summarize(rows) for mode, rows in records.items()}
     if any(generation.values()):  # the generative method: invalid answers and order effects per condition
         entry = {**entry, "generation": generation}
+    from .eval_report import condition_blocks, scores_note
+
+    kind = getattr(scorer, "kind", None)
+    reduction = _settings(scorer).get("reduction") if kind in ("causal", "masked") else None
+    entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share, cfg.matching if task.name == CODA21.name
+                                         else "argmax", scores_note({"reduction": reduction}, kind))}  # position, calibration
     if dcfg.nonce != cfg.nonce:
         entry = {**entry, "nonce": dcfg.nonce}
     return records, entry
@@ -609,6 +620,9 @@ def summary_table(results: dict[str, Any]) -> str:
             rates = ", ".join(f"{m} {g['invalid_rate']:.1%}" for m, g in gen.items())
             lines.append(f"{'':<28} invalid answers (completed at random): {rates}")
         lines += [f"{'':<28} {ln.strip()}" for ln in shown_notes(d)]
+        from .eval_report import bias_lines
+
+        lines += [f"{'':<28} {ln}" for ln in bias_lines(d)]
     return "\n".join(lines)
 
 

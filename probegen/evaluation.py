@@ -140,6 +140,7 @@ def run_eval(
     log: Callable[[str], None] = print,
     figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None,
     runner: "Runner | None" = None,
+    analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None,
 ) -> str:
     """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table.
 
@@ -151,7 +152,8 @@ def run_eval(
     ``chars``) and ``split`` (evaluate one split; default all items). The results directory is
     written beside ``out`` and renamed into place once; ``figures(results, folder)`` may add plots
     to it and returns ``{name: file}`` for results.json (the CLI draws WordNetQA's hops x
-    distractor heatmap this way: the library does not import ``diagnostics``).
+    distractor heatmap this way: the library does not import ``diagnostics``); ``analyse(results, rows, folder)``
+    then may add to both and returns summary lines (the CLI's CIs, position bias, calibration, report.md).
 
     Under ``torchrun`` every rank scores a share of the request table and rank 0 writes the
     results (:class:`probegen.runner.Runner`); everything but the ``run`` block (timings, work
@@ -186,6 +188,7 @@ def run_eval(
             write_jsonl(tmp / RESPONSES_FILE, exchanges)
         if figures is not None and runner.is_main:
             results["plots"] = figures(results, tmp)
+        notes += analyse(results, ev.rows, tmp) if analyse is not None and runner.is_main else []
         write_json(tmp / "results.json", results)
     runner.log(f"wrote {out}")
     return "\n".join([task.summary(model, ev.metrics), *notes])

@@ -231,6 +231,10 @@ def test_calibration_confidence_is_the_predicted_options_probability():
     assert c["mean_confidence"] == pytest.approx(0.55) and c["accuracy"] == 0.5
     assert c["ece"]["value"] == pytest.approx(abs(0.5 - 0.55))  # one bin
     assert c["brier"]["value"] == pytest.approx(((0.16 + 0.09 + 0.01) + (0.25 + 0.36 + 0.01)) / 2)
+    # a decision that is not the row's argmax (a CoDA21 alignment): confidence is the probability of what was decided
+    aligned = _row(1, 0, probs=[[0.6, 0.3, 0.1]])
+    aligned.pred = 1
+    assert calibrate([aligned], n_boot=10)["mean_confidence"] == pytest.approx(0.3)
 
 
 def test_generate_confidence_is_the_majority_vote_share():

@@ -261,7 +261,9 @@ def test_eval_letter_on_coda21_and_a_release_sample(tmp_path, monkeypatch):
     assert len(items) == 1 and all(len(it["generation"]["orders"]) == len(it["generation"]["orders"][0]) for it in items)
     code, out, err = _cli("eval", "--model", "smollm2-135m", "--method", "letter", "--reduction", "mean",
                           "--dataset", str(CODA), "--out", str(tmp_path / "x"))
-    assert code != 0 and "--reduction does not apply to --method letter" in err and "\n" not in err.strip()
+    from cli_checks import assert_one_line_error
+
+    assert_one_line_error(code, err, "--reduction does not apply to --method letter")
 
 
 def test_bias_letter_beside_a_scored_run(tmp_path, monkeypatch):
@@ -278,6 +280,39 @@ def test_bias_letter_beside_a_scored_run(tmp_path, monkeypatch):
     assert res["scorer"]["method"] == "letter" and res["beside"]
     rows = [json.loads(x) for x in (tmp_path / "letter" / res["datasets"][0]["name"] / "full.jsonl").read_text().splitlines()]
     assert all(r["generation"]["method"] == "letter" for r in rows)
+
+
+def _chat_logprobs(tops):
+    """A fault for the fake server: its chat answer carries ``tops`` as the first token's top log-probs."""
+    def fault(route, doc):
+        if route != "chat/completions":
+            return doc
+        choice = {**doc["choices"][0], "logprobs": {"content": [{"token": "A", "logprob": -0.1, "top_logprobs": tops}]}}
+        return {**doc, "choices": [choice]}
+    return fault
+
+
+def test_served_without_next_token_logprobs_is_one_line(tmp_path):
+    """A server whose model's chat template is not here and whose chat answers hold no log-probs:
+    one line; a top log-prob that is a boolean: one line; well-formed top log-probs are read."""
+    from cli_checks import assert_one_line_error
+    from fake_openai import FakeOpenAI
+
+    data = ["--method", "letter", "--dataset", str(RELEASE / "definitions-train-sample.jsonl"), "--limit", "1"]
+    with FakeOpenAI() as srv:
+        code, _, err = _cli("eval", "--model", "smollm2", "--api-base", srv.base, *data, "--out", str(tmp_path / "a"))
+        assert_one_line_error(code, err, "needs the next token's log-probs")
+        srv.fault = _chat_logprobs([{"token": "A", "logprob": True}])
+        code, _, err = _cli("eval", "--model", "smollm2", "--api-base", srv.base, *data, "--out", str(tmp_path / "b"))
+        assert_one_line_error(code, err, "not a token string with a finite number")
+        srv.fault = _chat_logprobs([{"token": "A", "logprob": -0.5}, {"token": " B", "logprob": -1.0}, {"token": "x", "logprob": -2.0}])
+        code, _, err = _cli("eval", "--model", "smollm2", "--api-base", srv.base, *data, "--out", str(tmp_path / "c"))
+        assert code == 0, err
+    [row] = [json.loads(x) for x in (tmp_path / "c" / "items.jsonl").read_text().splitlines()]
+    probs = row["generation"]["probs"][0][0]
+    e = np.exp([-0.5, -1.0])
+    assert np.allclose(probs[:2], e / e.sum()) and probs[2:] == [0.0] * (len(probs) - 2)
+    assert row["generation"]["label_mass"][0][0] == pytest.approx(e.sum())
 
 
 # ---- (4) served by vLLM: the same probabilities ----------------------------------------------------------------

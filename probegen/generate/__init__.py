@@ -12,7 +12,11 @@ asks and reads the answer instead of scoring. The pieces, in the order data flow
   yes/no);
 - :mod:`~probegen.generate.scorer`: :class:`GenerativeScorer`, which stands where a likelihood
   scorer stands in every task's evaluation and bias path;
-- :mod:`~probegen.generate.metrics`: invalid-answer rate, per-order accuracy and consistency.
+- :mod:`~probegen.generate.metrics`: invalid-answer rate, per-order accuracy and consistency;
+- :mod:`~probegen.generate.letter` (``--method letter``): the same prompts read as each option
+  label's next-token probability (:class:`~probegen.generate.letter.LetterScorer`, in process or
+  served: :mod:`~probegen.generate.letter_api`), recorded per order under ``generation``
+  (``orders``, ``probs``, ``label_mass``).
 """
 
 from __future__ import annotations

@@ -347,3 +347,33 @@ def test_debias_share_errors_on_the_command_line(tmp_path):
                        "--debias-share", "0.1", "--out", tmp_path / "y")
     assert_one_line_error(code, err, "--debias-share")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+@pytest.mark.real
+def test_eval_letter_rotations_on_smollm2(tmp_path):
+    """The letter method's records (label probabilities per rotation) read by the position and
+    calibration blocks: a real SmolLM2 run on three release items under every rotation."""
+    out = tmp_path / "letter"
+    code, text, err = run("eval", "--model", "smollm2-135m", "--method", "letter", "--permutations", "rotations",
+                          "--dataset", RELEASE / "hypernymy-train-sample.jsonl", "--limit", "3", "--device", "cpu",
+                          "--debias-share", "0.5", "--bootstrap", "100", "--out", out)
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text())
+    items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
+    pos = res["position"]
+    assert pos["method"] == "letter" and pos["orders"] == 5 and pos["rows"] == 3
+    # CircularEval by hand from the records: right under all five rotations
+    strict = [all(int(np.asarray(o)[int(np.argmax(p[0]))]) == it["gold"]
+                  for o, p in zip(it["generation"]["orders"], it["generation"]["probs"])) for it in items]
+    assert pos["circular"]["value"] == pytest.approx(np.mean(strict))
+    # selection per shown position by hand: where each order's label distribution peaks
+    peaks = [int(np.argmax(p[0])) for it in items for p in it["generation"]["probs"]]
+    assert [q["selection_rate"]["value"] for q in pos["positions"]] == pytest.approx(
+        [peaks.count(k) / len(peaks) for k in range(5)])
+    pr = pos["pride"]
+    assert pr["estimation"]["clusters"] == 2 and pr["heldout"]["rows"] == 1 and len(pr["prior"]["5"]) == 5
+    cal = res["calibration"]["full"]
+    dist = [np.mean([np.asarray(p[0])[np.argsort(o)] for o, p in zip(it["generation"]["orders"], it["generation"]["probs"])], axis=0)
+            for it in items]
+    assert cal["mean_confidence"] == pytest.approx(np.mean([d[it["pred"]] for d, it in zip(dist, items)]), abs=1e-9)
+    assert "CircularEval" in text and "PriDe" in text and (out / "reliability.png").is_file()

@@ -377,3 +377,23 @@ def test_eval_letter_rotations_on_smollm2(tmp_path):
             for it in items]
     assert cal["mean_confidence"] == pytest.approx(np.mean([d[it["pred"]] for d, it in zip(dist, items)]), abs=1e-9)
     assert "CircularEval" in text and "PriDe" in text and (out / "reliability.png").is_file()
+
+
+def test_bias_reports_position_and_calibration_per_condition(tmp_path):
+    out = tmp_path / "b"
+    code, text, err = run("bias", "--model", "glove-50d", "--dataset", RELEASE / "definitions-train-sample.jsonl", "--limit", "20",
+                          "--bootstrap", "100", "--no-controls", "--out", out)
+    assert code == 0, err
+    entry = json.loads((out / "results.json").read_text())["datasets"][0]
+    conditions = {"full", "context", "word", "choice"}
+    assert set(entry["position"]) == conditions and set(entry["calibration"]) == conditions
+    for mode in conditions:
+        rows = [json.loads(line) for line in (out / entry["name"] / f"{mode}.jsonl").read_text().splitlines()]
+        assert entry["calibration"][mode]["rows"] == len(rows) == entry["position"][mode]["rows"]
+        right = np.mean([r["pred"] == r["gold"] for r in rows])
+        assert entry["calibration"][mode]["accuracy"] == pytest.approx(right)
+        assert entry["calibration"][mode]["accuracy"] == pytest.approx(entry["all"]["ablations"][mode]["accuracy"])
+    assert entry["files"]["reliability"] == f"{entry['name']}/reliability.png" and (out / entry["files"]["reliability"]).is_file()
+    report = (out / "report.md").read_text()
+    assert "### Position bias: word" in report and "### Calibration" in report
+    assert "position RStd: full" in text and "calibration ECE: full" in text

@@ -347,6 +347,10 @@ def test_debias_share_errors_on_the_command_line(tmp_path):
                        "--debias-share", "0.1", "--out", tmp_path / "y")
     assert_one_line_error(code, err, "--debias-share")
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    # a word-in-context eval trains a probe: --bootstrap does not apply to it
+    code, _, err = run("eval", "--model", "minilm-l6", "--dataset", ROOT / "tests" / "data" / "wic_semcor_24.jsonl",
+                       "--bootstrap", "50", "--out", tmp_path / "z")
+    assert_one_line_error(code, err, "--bootstrap")
 
 
 @pytest.mark.real

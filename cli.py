@@ -397,7 +397,7 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
              "matching": _given(ctx, "matching", matching), "length_norm": _given(ctx, "length_norm", length_norm),
              "split": split, "pll": _given(ctx, "pll", ctx.params.get("pll")), "limit": ctx.params.get("limit"),
              "sample": ctx.params.get("sample"), "on_invalid": _given(ctx, "on_invalid", ctx.params.get("on_invalid")),
-             "probe": ctx.params.get("release_probe")}
+             "probe": ctx.params.get("release_probe"), "debias_share": ctx.params.get("debias_share")}
     check_method_options(method, {**asked, "permutations": ctx.params.get("permutations"), "prompts": ctx.params.get("prompts_file")})
     tasks.check_options([task], asked, "eval", [dataset])
     from probegen.evaluation import subset_request

@@ -94,7 +94,7 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
 
 #: the options of ``probegen bias`` whose applicability depends on the datasets' tasks
 TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "controls", "method", "finetune", "seeds",
-                "limit", "sample", "on_invalid", "probe")
+                "limit", "sample", "on_invalid", "probe", "debias_share")
 
 
 def check_options(req: BiasRequest) -> None:

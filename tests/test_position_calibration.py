@@ -353,6 +353,16 @@ def test_debias_share_errors_on_the_command_line(tmp_path):
     assert_one_line_error(code, err, "--bootstrap")
 
 
+@pytest.mark.parametrize("command", ["eval", "bias"])
+def test_debias_share_on_wic_is_one_line_before_any_model_loads(tmp_path, command):
+    """WiC asks yes/no: no option order, so no position prior; the option is refused at the option check."""
+    code, _, err = run(command, "--model", "smollm2-135m", "--method", "letter", "--permutations", "2",
+                       "--debias-share", "0.1", "--dataset", ROOT / "tests" / "data" / "wic_semcor_24.jsonl",
+                       "--out", tmp_path / "w")
+    assert_one_line_error(code, err, "--debias-share applies to", "WiC dataset")
+    assert not (tmp_path / "w").exists()
+
+
 @pytest.mark.real
 def test_eval_letter_rotations_on_smollm2(tmp_path):
     """The letter method's records (label probabilities per rotation) read by the position and

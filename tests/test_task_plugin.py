@@ -146,7 +146,8 @@ def test_bias_on_a_plugin_kind(plugin_and_data, tmp_path):
     acc = {k: v["accuracy"] for k, v in entry["all"]["ablations"].items()}
     assert set(acc) == {"full", "context", "word", "label"} and acc["label"] == pytest.approx(0.25)
     assert set(entry["all"]["ratios"]) == {"bias_c", "bias_w"}
-    assert sorted(p.name for p in (tmp_path / "b" / "data").iterdir()) == ["ablations.jsonl", "context.jsonl", "full.jsonl", "word.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "b" / "data").iterdir()) == ["ablations.jsonl", "context.jsonl", "full.jsonl",
+                                                                            "reliability.png", "word.jsonl"]
     assert "## data" in (tmp_path / "b" / "report.md").read_text()
 
 

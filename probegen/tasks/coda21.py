@@ -35,8 +35,8 @@ class Coda21Task(Task):
     title = "CoDA21"
     unit_name = "group"
     priority = 80  # its file rule (anything not .jsonl) is a catch-all: asked after the others
-    options = frozenset({"scorer", "reduction", "nonce", "pattern", "matching", "pll"})
-    bias_options = frozenset({"scorer", "reduction", "nonce", "pattern", "folds", "controls", "method"})
+    options = frozenset({"scorer", "reduction", "nonce", "pattern", "matching", "pll", "debias_share"})
+    bias_options = frozenset({"scorer", "reduction", "nonce", "pattern", "folds", "controls", "method", "debias_share"})
     export_options = frozenset({"seed", "nonce", "pattern"})
     lm_only_options = ("pattern", "nonce")
     conditions = ("full", "context", "word", "definition")

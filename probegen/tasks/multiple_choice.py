@@ -56,8 +56,9 @@ class MultipleChoiceTask(Task):
     title = "multiple-choice (WordNetQA)"
     unit_name = "item"
     priority = 90  # its file rule (any .jsonl) is a catch-all: asked last
-    options = frozenset({"scorer", "reduction", "length_norm", "split", "pll", "on_invalid", "probe"})
-    bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method", "on_invalid", "probe"})
+    options = frozenset({"scorer", "reduction", "length_norm", "split", "pll", "on_invalid", "probe", "debias_share"})
+    bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method", "on_invalid", "probe",
+                              "debias_share"})
     cluster_name = "concept"  # a bias subset keeps every item of a synset (the bootstrap's unit)
     export_options = frozenset({"split"})
     study_options = frozenset({"split"})

@@ -43,6 +43,9 @@ class WsdTask(WordInContextTask):
     stats_noun = "items (choose the sense)"
     paper_key = "wsd"
     scores_choices = True
+    # senses are listed in an order under --method letter/generate: PriDe's prior applies (WiC's yes/no has no order)
+    options = WordInContextTask.options | {"debias_share"}
+    bias_options = WordInContextTask.bias_options | {"debias_share"}
 
     def split_labels(self, c: dict[str, Any]) -> str:
         return f"mean choices {c['mean_choices']}"

@@ -112,7 +112,17 @@ class FakeOpenAI:
         self.requests: list[tuple[Route, Any]] = []
         self.sent = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.errors: list[str] = []  # exceptions in the server's threads (a client that hung up), kept off stderr
+        fake = self
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                import sys
+
+                with fake._lock:
+                    fake.errors.append(repr(sys.exc_info()[1]))
+
+        self._server = Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self.port = self._server.server_address[1]
@@ -212,7 +222,7 @@ class FakeOpenAI:
                                 fake.sent += len(chunk)
                     if chunked:
                         self.wfile.write(b"0\r\n\r\n")
-                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: fine
+                except OSError:  # the client stopped reading (broken pipe, reset): fine
                     self.close_connection = True
 
             do_GET = do_POST = _serve

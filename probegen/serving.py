@@ -27,6 +27,12 @@ def serve_until_signal(server: Any, grace: float = GRACE_S) -> int:
     Must run in the main thread (Python delivers signals there). The previous handlers are
     restored on return. The caller maps the signal to its exit (Ctrl-C: 130).
     """
+    if threading.current_thread() is not threading.main_thread():  # embedded in a thread: its owner stops it
+        try:
+            server.serve_forever(poll_interval=0.2)
+        finally:
+            server.server_close()
+        return signal.SIGINT
     received: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:

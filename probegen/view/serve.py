@@ -68,8 +68,7 @@ def serve(model: dict[str, Any], host: str = "127.0.0.1", port: int = 8766, anno
         announce(f"note: bound to {host}: anyone who can reach this address can read the runs")
     if ready is not None:
         ready.set()
-    try:
-        server.serve_forever(poll_interval=0.5)
-    finally:
-        server.server_close()
-    raise KeyboardInterrupt  # serve_forever returns only when shut down: report it as an interruption
+    from ..serving import serve_until_signal
+
+    serve_until_signal(server)  # Ctrl-C or SIGTERM, even where the shell started it with SIGINT ignored
+    raise KeyboardInterrupt  # report it as an interruption (exit 130)

@@ -193,8 +193,11 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
 
             lines += _dataset(d) + generation_section(d.get("generation")) + bias_sections(d)
     lines += ["## Method", "", METHOD, ""]
-    if any(d.get("generation") for d in results["datasets"]):
+    methods = {g.get("method", "generate") for d in results["datasets"] for g in (d.get("generation") or {}).values() if g}
+    if "generate" in methods:
         lines += [GENERATE_METHOD, ""]
+    if "letter" in methods:
+        lines += [LETTER_METHOD, ""]
     return "\n".join(lines)
 
 
@@ -208,6 +211,15 @@ GENERATE_METHOD = (
 )
 
 
+LETTER_METHOD = (
+    "Letter method (`--method letter`): each unit of each condition was asked with the generative prompt "
+    "(the templates recorded under Scorer) and read, not parsed: the next token's probability of each "
+    "option label, renormalised over the labels (label mass: what they had before), mapped back to the "
+    "options and averaged over the orders; every row is decided by the one decision rule, so there are "
+    "no invalid answers."
+)
+
+
 def generation_section(block: dict[str, Any] | None) -> list[str]:
     """The report's table of the generative method's answers per condition ([] without one).
 
@@ -218,6 +230,8 @@ def generation_section(block: dict[str, Any] | None) -> list[str]:
     """
     if not block:
         return []
+    if any(g and g.get("method") == "letter" for g in block.values()):
+        return _letter_section(block)
     lines = ["#### Generated answers", "",
              "| condition | asks | valid | valid after retry | partial | invalid | invalid rate | rows at random | accuracy per order | consistency |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
@@ -227,4 +241,22 @@ def generation_section(block: dict[str, Any] | None) -> list[str]:
         orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
         lines.append(f"| {mode} | {g['asks']} | {g['valid']:.1%} | {g['valid_after_retry']:.1%} | {g['partial']:.1%} | "
                      f"{g['invalid']:.1%} | {g['invalid_rate']:.1%} | {g['random_rows']:.1%} | {orders} | {g['consistency']:.3f} |")
+    return lines + [""]
+
+
+def _letter_section(block: dict[str, Any]) -> list[str]:
+    """The letter method's table: asks, the labels' probability mass, accuracy per order, consistency.
+
+    >>> _letter_section({"full": {"method": "letter", "asks": 40, "label_mass": 0.8176, "orders": 2,
+    ...                           "per_order": [0.25, 0.2], "consistency": 0.1}})[4]
+    '| full | 40 | 81.8% | 0.250 / 0.200 | 0.100 |'
+    """
+    lines = ["#### Letter answers", "",
+             "| condition | asks | mean label mass | accuracy per order | consistency |", "|---|---:|---:|---|---:|"]
+    for mode, g in block.items():
+        if not g:
+            continue
+        mass = f"{g['label_mass']:.1%}" if "label_mass" in g else "-"
+        orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
+        lines.append(f"| {mode} | {g['asks']} | {mass} | {orders} | {g['consistency']:.3f} |")
     return lines + [""]

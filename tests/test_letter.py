@@ -259,6 +259,9 @@ def test_eval_letter_on_coda21_and_a_release_sample(tmp_path, monkeypatch):
     assert code == 0, err
     items = [json.loads(x) for x in (tmp_path / "h" / "items.jsonl").read_text().splitlines()]
     assert len(items) == 1 and all(len(it["generation"]["orders"]) == len(it["generation"]["orders"][0]) for it in items)
+    # read, not parsed: the summary reports the label mass, never a generative "valid 100%"
+    assert "letter answers: 5 asks" in out and "mean probability mass on the option labels" in out
+    assert "generated answers" not in out and "valid" not in out
     code, out, err = _cli("eval", "--model", "smollm2-135m", "--method", "letter", "--reduction", "mean",
                           "--dataset", str(CODA), "--out", str(tmp_path / "x"))
     from cli_checks import assert_one_line_error
@@ -280,6 +283,8 @@ def test_bias_letter_beside_a_scored_run(tmp_path, monkeypatch):
     assert res["scorer"]["method"] == "letter" and res["beside"]
     rows = [json.loads(x) for x in (tmp_path / "letter" / res["datasets"][0]["name"] / "full.jsonl").read_text().splitlines()]
     assert all(r["generation"]["method"] == "letter" for r in rows)
+    report = (tmp_path / "letter" / "report.md").read_text()
+    assert "#### Letter answers" in report and "Generated answers" not in report and "| valid |" not in report
 
 
 def _chat_logprobs(tops):

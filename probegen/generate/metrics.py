@@ -47,7 +47,10 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         rows += answers.size
         random_rows += sum(len(x) for x in r["generation"]["random_rows"])
     share = {s: statuses.count(s) / len(statuses) for s in ("valid", "valid-after-retry", "partial", "invalid")}
+    method = gen[0]["generation"].get("method", "generate")
+    masses = [m for r in gen for order in r["generation"].get("label_mass") or [] for m in order]
     return {
+        "method": method,
         "asks": len(statuses),
         "valid": share["valid"],
         "valid_after_retry": share["valid-after-retry"],
@@ -59,6 +62,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         "per_order": per_order,
         "consistency": float(np.mean(agree)) if agree else None,
         "majority": float(np.mean([_accuracy(r) for r in gen])),
+        **({"label_mass": float(np.mean(masses))} if method == "letter" and masses else {}),
     }
 
 
@@ -69,12 +73,18 @@ def summary_lines(block: dict[str, Any] | None) -> list[str]:
     ...     "invalid": 0.1, "invalid_rate": 0.3, "random_rows": 0.25, "orders": 1, "per_order": [0.4],
     ...     "consistency": 1.0, "majority": 0.4})))
     generated answers: 10 asks; valid 60.0%, valid after one retry 10.0%, partial 20.0%, invalid 10.0% (invalid rate 30.0%; 25.0% of rows decided at random)
+    >>> print(summary_lines({"method": "letter", "asks": 40, "label_mass": 0.8176, "orders": 1})[0])
+    letter answers: 40 asks, each the next token's distribution over the option labels; mean probability mass on the option labels 81.8%
     """
     if not block:
         return []
-    lines = [f"generated answers: {block['asks']} asks; valid {block['valid']:.1%}, valid after one retry "
-             f"{block['valid_after_retry']:.1%}, partial {block['partial']:.1%}, invalid {block['invalid']:.1%} "
-             f"(invalid rate {block['invalid_rate']:.1%}; {block['random_rows']:.1%} of rows decided at random)"]
+    if block.get("method") == "letter":  # read, not parsed: every ask is decided, so no validity shares
+        mass = f"; mean probability mass on the option labels {block['label_mass']:.1%}" if "label_mass" in block else ""
+        lines = [f"letter answers: {block['asks']} asks, each the next token's distribution over the option labels{mass}"]
+    else:
+        lines = [f"generated answers: {block['asks']} asks; valid {block['valid']:.1%}, valid after one retry "
+                 f"{block['valid_after_retry']:.1%}, partial {block['partial']:.1%}, invalid {block['invalid']:.1%} "
+                 f"(invalid rate {block['invalid_rate']:.1%}; {block['random_rows']:.1%} of rows decided at random)"]
     if block["orders"] > 1:
         orders = ", ".join(f"{a:.3f}" for a in block["per_order"])
         lines.append(f"option orders: {block['orders']}; accuracy per order {orders} (mean {np.mean(block['per_order']):.3f}); "

@@ -1,14 +1,17 @@
 """probegen's click commands: the command line's layer over the library.
 
-Only the CLI (``cli.py``) and this package import click and ``diagnostics``; the library
+Installed as ``probegen.commands`` (pyproject.toml maps the repository's ``commands/`` there, and
+``diagnostics/`` to ``probegen.diagnostics``, so an install adds no top-level name but ``probegen``).
+Only this package (:mod:`probegen.commands.cli`, the ``probegen`` console script; the repository's
+``cli.py`` forwards to it) imports click and ``diagnostics``; the library
 (``probegen``) takes typed option objects and never imports either. Modules here import click
 (and small, click-free helpers) at module level only, so ``probegen --help`` stays instant;
 heavy imports happen inside the commands.
 
-- :mod:`commands.options`: the shared option decorators (``--device``..., ``--wordnet-source``);
-- :mod:`commands.make_wordnetqa`, :mod:`commands.make_spec`, :mod:`commands.make_wordincontext`:
+- :mod:`probegen.commands.options`: the shared option decorators (``--device``..., ``--wordnet-source``);
+- :mod:`probegen.commands.make_wordnetqa`, :mod:`probegen.commands.make_spec`, :mod:`probegen.commands.make_wordincontext`:
   ``probegen make wordnetqa|spec|wic|wsd``;
-- :mod:`commands.bias`: ``probegen bias``;
-- :mod:`commands.study`: the ``probegen study`` group;
-- :mod:`commands.evaluate`: the word-in-context branch of ``probegen eval``.
+- :mod:`probegen.commands.bias`: ``probegen bias``;
+- :mod:`probegen.commands.study`: the ``probegen study`` group;
+- :mod:`probegen.commands.evaluate`: the word-in-context branch of ``probegen eval``.
 """

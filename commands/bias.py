@@ -89,7 +89,7 @@ def bias(ctx, runtime, **options) -> None:
     Each dataset's folder holds ablations.jsonl: per condition and item, the exact query and
     candidate texts the model scored, and the gold.
     """
-    from diagnostics.bias_request import TASK_OPTIONS, BiasRequest, run_request
+    from probegen.diagnostics.bias_request import TASK_OPTIONS, BiasRequest, run_request
     from probegen.runner import Runner
 
     obj = ctx.obj or {}

@@ -19,7 +19,7 @@ def eval_wordincontext(model: str, dataset: str, out: str | None, seed: int, bat
 
     if tasks.detect(dataset).zero_shot:  # a task with zero-shot units: the shared evaluator
         return False
-    from diagnostics.trained import TrainedConfig, eval_trained
+    from probegen.diagnostics.trained import TrainedConfig, eval_trained
 
     slug = lambda s: s.strip("/").replace("/", "_").replace(" ", "_")  # noqa: E731
     out_dir = Path(out) if out else root / "runs" / f"{slug(model)}__{slug(Path(dataset).stem)}"

@@ -170,7 +170,7 @@ def score(study_dir, models, n_boot, seed, out) -> None:
     """
     from probegen.io import ensure_writable
 
-    from diagnostics.human import score_study, summary, write_score
+    from probegen.diagnostics.human import score_study, summary, write_score
 
     out_dir = Path(out) if out else Path(study_dir) / "score"
     # written by atomic_dir; by default inside the study, never onto it or a run it reads

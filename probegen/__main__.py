@@ -1,6 +1,6 @@
 """``python -m probegen ...`` runs the CLI (what ``torchrun -m probegen ...`` launches on every rank)."""
 
-from cli import main
+from probegen.commands.cli import main
 
 if __name__ == "__main__":
     main()

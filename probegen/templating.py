@@ -19,7 +19,7 @@ from .errors import ProbegenError
 def load_template(name: str) -> dict[str, Any]:
     """The parsed JSON template file ``templates/<name>.json``."""
     try:
-        text = resources.files("templates").joinpath(f"{name}.json").read_text(encoding="utf-8")
+        text = resources.files("probegen.templates").joinpath(f"{name}.json").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ProbegenError(f"template file templates/{name}.json not found") from None
     return json.loads(text)
@@ -112,7 +112,7 @@ def bundled_languages() -> list[str]:
     >>> "en" in bundled_languages() and "es" in bundled_languages()
     True
     """
-    folder = resources.files("templates").joinpath(QUESTIONS_DIR)
+    folder = resources.files("probegen.templates").joinpath(QUESTIONS_DIR)
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
@@ -139,7 +139,7 @@ def question_templates(language: str = "en", path: str | None = None) -> Questio
                             f"{', '.join(bundled_languages())}): write them in the shape of "
                             f"templates/{QUESTIONS_DIR}/en.yaml and pass --templates FILE")
     name = f"templates/{QUESTIONS_DIR}/{lang}.yaml"
-    raw = resources.files("templates").joinpath(QUESTIONS_DIR, f"{lang}.yaml").read_bytes()
+    raw = resources.files("probegen.templates").joinpath(QUESTIONS_DIR, f"{lang}.yaml").read_bytes()
     return QuestionTemplates(name, lang, hashlib.sha256(raw).hexdigest(), _parse_questions(raw, name))
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 def run(*args: Any, env: dict | None = None) -> tuple[int, str, str]:
     """Run ``probegen ARGS`` in-process; (exit code, stdout, stderr). An exception that escaped the
     CLI (a would-be traceback) fails the test at once."""
-    from cli import cli
+    from probegen.commands.cli import cli
 
     r = CliRunner().invoke(cli, [str(a) for a in args], env=env)
     if r.exception is not None and not isinstance(r.exception, SystemExit):

@@ -8,10 +8,10 @@ import itertools
 import numpy as np
 import pytest
 
-from diagnostics import baselines as B
-from diagnostics import aflite as A
+from probegen.diagnostics import baselines as B
+from probegen.diagnostics import aflite as A
 from probegen.adversarial import confusable as C
-from diagnostics import filtering as F
+from probegen.diagnostics import filtering as F
 
 
 @pytest.mark.parametrize("mod", [C, A, F], ids=lambda m: m.__name__)
@@ -184,7 +184,7 @@ def test_compare_and_filter_from_the_cli(adversarial_verbs, tmp_path):
 
     from click.testing import CliRunner
 
-    from cli import cli
+    from probegen.commands.cli import cli
     from probegen.coda21 import dataset as D
 
     _, (adv, twin) = adversarial_verbs
@@ -221,7 +221,7 @@ def test_compare_and_filter_from_the_cli(adversarial_verbs, tmp_path):
 def test_filter_holds_out_concepts_and_measures_the_controls_on_them(tmp_path, monkeypatch):
     """Defect 9: held-out synsets are never shown to the filter nor removed, and the controls before / after are
     trained on the rest before / after filtering and tested on exactly the held-out items."""
-    from diagnostics import filtering as F
+    from probegen.diagnostics import filtering as F
     from probegen.aligner import argmax_random_ties
     from probegen.wordnetqa import dataset as D
     from probegen.wordnetqa.config import WordNetQAConfig

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from diagnostics import baselines, bias, entropy, run_bias
-from diagnostics.baselines import choice_only_control, coda21_controls
-from diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
+from probegen.diagnostics import baselines, bias, entropy, run_bias
+from probegen.diagnostics.baselines import choice_only_control, coda21_controls
+from probegen.diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
 from probegen.coda21.dataset import Coda21Dataset, write
 from probegen.coda21.evaluate import EvalConfig, evaluate
 from probegen.coda21.items import Context, Group, Item
@@ -253,7 +253,7 @@ def test_choice_only_control_raises_no_false_alarm_beyond_its_rate():
 
 
 def test_choice_only_folds_keep_clusters_whole():
-    from diagnostics.baselines import _folds
+    from probegen.diagnostics.baselines import _folds
 
     clusters = [f"c{i // 3}" for i in range(30)]
     for tr, te in _folds(clusters, 5):
@@ -340,7 +340,7 @@ def test_wordnetqa_bootstrap_resamples_whole_concepts(tmp_path):
 
 def test_compare_pairs_and_resamples_wordnetqa_concepts(monkeypatch):
     import probegen.wordnetqa.evaluate as wev
-    from diagnostics import compare as cmp
+    from probegen.diagnostics import compare as cmp
 
     items, correct = concept_records()
     monkeypatch.setattr(wev, "evaluate_mc", lambda data, scorer, **kw: table_evaluate_mc(correct)(data, scorer, 0, "x"))
@@ -389,7 +389,7 @@ def test_undefined_dataset_is_listed_not_plotted(tmp_path):
 
 def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
     import probegen.evaluation
-    from commands.bias import bias as bias_cmd
+    from probegen.commands.bias import bias as bias_cmd
 
     write(synthetic_coda21(n_groups=20), tmp_path / "ds")
     scorer = OverlapScorer()
@@ -408,7 +408,7 @@ def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
 
 
 def test_command_errors_are_probegen_errors(tmp_path):
-    from commands.bias import bias as bias_cmd
+    from probegen.commands.bias import bias as bias_cmd
     from probegen.errors import ProbegenError
 
     r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
@@ -416,8 +416,8 @@ def test_command_errors_are_probegen_errors(tmp_path):
 
 
 def test_registered_command_prints_one_line_errors(tmp_path):
-    from cli import cli
-    from commands.bias import bias as bias_cmd
+    from probegen.commands.cli import cli
+    from probegen.commands.bias import bias as bias_cmd
 
     if "bias" not in cli.commands:
         cli.add_command(bias_cmd)

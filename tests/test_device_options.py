@@ -6,7 +6,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from cli import cli
+from probegen.commands.cli import cli
 
 MODEL_COMMANDS = [
     ["eval", "--model", "glove-50d", "--dataset", "x"],

@@ -56,7 +56,7 @@ def _flat(scores) -> np.ndarray:
 
 
 def _run(*args: str):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     r = CliRunner().invoke(cli, list(args))
     return r.exit_code, r.stderr
@@ -103,7 +103,7 @@ def test_cuda_without_cuda_is_one_clear_line(tmp_path, tiny_llama):
 def test_device_options_reach_every_load_in_a_command(tiny_llama):
     import click
 
-    from commands.options import add_device_options
+    from probegen.commands.options import add_device_options
     from probegen.runner import Runner, Runtime
 
     seen = {}
@@ -130,7 +130,7 @@ def test_device_options_reach_every_load_in_a_command(tiny_llama):
 
 def test_a_command_with_device_options_must_take_the_runtime():
     """Options a command would accept and silently ignore are a programming error, caught at import."""
-    from commands.options import add_device_options
+    from probegen.commands.options import add_device_options
 
     with pytest.raises(TypeError, match="takes a `runtime` parameter"):
         add_device_options(lambda model: None)

@@ -13,10 +13,12 @@ import pkgutil
 
 import pytest
 
-import diagnostics
 import probegen
+import probegen.diagnostics
 
-PACKAGES = (probegen, diagnostics)
+# probegen.diagnostics lives in the repository's diagnostics/ (mapped in pyproject), so an editable
+# install's walk of probegen does not see it: walk both, each module once
+PACKAGES = (probegen, probegen.diagnostics)
 # modules whose examples the suite once skipped or that once had none: each must keep some
 MUST_HAVE_EXAMPLES = (
     "probegen.aligner",
@@ -25,10 +27,10 @@ MUST_HAVE_EXAMPLES = (
     "probegen.contexts",
     "probegen.coda21.grouping",
     "probegen.wordnetqa.probes",
-    "diagnostics.aflite",
-    "diagnostics.report",
-    "diagnostics.bias_plots",
-    "diagnostics.run_bias",
+    "probegen.diagnostics.aflite",
+    "probegen.diagnostics.report",
+    "probegen.diagnostics.bias_plots",
+    "probegen.diagnostics.run_bias",
 )
 MIN_TOTAL = 120  # examples across both packages (157 when written)
 
@@ -38,7 +40,7 @@ def _modules() -> list[str]:
     for pkg in PACKAGES:
         names.append(pkg.__name__)
         names += [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
-    return sorted(names)
+    return sorted(set(names))
 
 
 def _tests(name: str) -> list[doctest.DocTest]:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from cli import cli
+from probegen.commands.cli import cli
 from probegen.errors import ProbegenError
 from probegen.exporters import export, lm_eval_split, lm_eval_text
 from probegen.scorers.base import boundary_split

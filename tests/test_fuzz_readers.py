@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cli import cli
+from probegen.commands.cli import cli
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"

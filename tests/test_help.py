@@ -6,7 +6,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from probegen.commands.cli import cli
 
 
 def _commands(cmd: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from probegen.commands.cli import cli
 from cli_checks import assert_one_line_error, run
 from probegen.errors import DatasetError
 

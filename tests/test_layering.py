@@ -10,14 +10,49 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _imported_modules(path: Path) -> set[str]:
-    """Top-level names of every module ``path`` imports (absolute imports; relative ones stay inside)."""
+# the repository's folders and the names they install as (pyproject.toml's package-dir)
+LAYERS = {"probegen.commands": "commands", "probegen.diagnostics": "diagnostics", "probegen.commands.cli": "cli"}
+
+
+def _module_name(path: Path) -> str:
+    """The dotted name ``path`` installs as (``diagnostics/x.py`` -> ``probegen.diagnostics.x``)."""
+    try:
+        parts = list(path.resolve().relative_to(ROOT).with_suffix("").parts)
+    except ValueError:
+        return path.stem
+    if parts[0] in ("commands", "diagnostics", "templates"):
+        parts = ["probegen", *parts]
+    return ".".join(p for p in parts if p != "__init__")
+
+
+def _layer(name: str) -> str:
+    """The layer an absolute module name belongs to: ``probegen.diagnostics.x`` -> ``diagnostics``,
+    ``probegen.commands.cli`` -> ``cli``, ``click.testing`` -> ``click``."""
+    for prefix in sorted(LAYERS, key=len, reverse=True):
+        if name == prefix or name.startswith(prefix + "."):
+            return LAYERS[prefix]
+    return name.split(".")[0]
+
+
+def _imported_modules(path: Path, text: str | None = None) -> set[str]:
+    """The layers of every module ``path`` imports, relative imports resolved against the name the file
+    installs as (so ``from ..diagnostics import x`` inside probegen counts as a diagnostics import);
+    ``text`` stands for the file's content when given."""
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    here = _module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8") if text is None else text)):
         if isinstance(node, ast.Import):
-            out |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.add(node.module.split(".")[0])
+            out |= {_layer(a.name) for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            else:
+                if node.level - 1 > len(package) or not package:
+                    continue  # relative to a package the file is not in (a scratch test file)
+                base = ".".join([*package[: len(package) - (node.level - 1)], *([node.module] if node.module else [])])
+            names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            out |= {_layer(n) for n in names if n}
     return out
 
 
@@ -59,7 +94,7 @@ def test_only_the_cli_imports_click():
     assert sum(_is_cli(f) for f in files) > 5  # cli.py and the commands are in the walk
     offenders = _offenders([f for f in files if not _is_cli(f)], {"click"})
     assert not offenders, f"modules outside cli.py and commands/ import click: {offenders}"
-    assert "click" in _imported_modules(ROOT / "cli.py")
+    assert "click" in _imported_modules(ROOT / "commands" / "cli.py")
 
 
 def test_only_the_cli_and_diagnostics_import_diagnostics():
@@ -70,8 +105,19 @@ def test_only_the_cli_and_diagnostics_import_diagnostics():
 
 def test_the_check_sees_a_diagnostics_import(tmp_path):
     bad = tmp_path / "m.py"
-    bad.write_text("def f():\n    from diagnostics import baselines\n")
-    assert "diagnostics" in _imported_modules(bad)
+    for text in ("def f():\n    from probegen.diagnostics import baselines\n", "import probegen.diagnostics.report as r\n",
+                 "from probegen import diagnostics\n"):
+        bad.write_text(text)
+        assert "diagnostics" in _imported_modules(bad), text
+    # a library module reaching diagnostics by a relative import is seen too
+    assert "diagnostics" in _imported_modules_text("probegen/scoring_x.py", "from .diagnostics import report\n")
+    assert "cli" in _imported_modules_text("probegen/tasks/x.py", "from ..commands.cli import main\n")
+    assert "diagnostics" not in _imported_modules_text("probegen/tasks/x.py", "from ..tasks import base\n")
+
+
+def _imported_modules_text(rel: str, text: str) -> set[str]:
+    """_imported_modules of ``text`` as if it were the repository's file ``rel`` (written nowhere)."""
+    return _imported_modules(ROOT / rel, text)
 
 
 def test_the_check_sees_a_click_import(tmp_path):

@@ -236,7 +236,7 @@ def test_wordpiece_label_tokens(tmp_path):
 def _cli(*args: str) -> tuple[int, str, str]:
     from click.testing import CliRunner
 
-    from cli import cli
+    from probegen.commands.cli import cli
 
     r = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     return r.exit_code, r.stdout, r.stderr

@@ -214,7 +214,7 @@ def test_cli_wordnetqa_from_the_fixture(tmp_path):
     pytest.importorskip("probegen.lexicon.sources", reason="--wordnet-source not in this checkout yet")
     from click.testing import CliRunner
 
-    from cli import cli
+    from probegen.commands.cli import cli
 
     out = tmp_path / "wnqa"
     r = CliRunner().invoke(cli, ["make", "wordnetqa", "--wordnet-source", str(ES_MINI), "--contexts", "examples",
@@ -280,7 +280,7 @@ def test_word_in_context_sets_refuse_a_wordnet_without_sense_keys(tmp_path):
     """make wic/wsd have no example-sentence variant: the error must not suggest --contexts examples."""
     from click.testing import CliRunner
 
-    from cli import cli
+    from probegen.commands.cli import cli
 
     for cmd in ("wic", "wsd"):
         r = CliRunner().invoke(cli, ["make", cmd, "--wordnet-source", str(ES_MINI), "--out", str(tmp_path / cmd)])

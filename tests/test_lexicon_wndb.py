@@ -109,7 +109,7 @@ def test_semcor_tags_map_to_31(wn30, wn31, graphs):
 
 
 def test_make_coda21_from_wordnet31(tmp_path, wn31):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     out = tmp_path / "v31"
     r = CliRunner().invoke(cli, ["make", "coda21", "--wordnet-source", "pwn31", "--pos", "verb",
@@ -133,7 +133,7 @@ def test_make_coda21_from_wordnet31(tmp_path, wn31):
 def test_make_coda21_from_examples(tmp_path, graphs):
     """--contexts examples: each context is one of the synset's own examples, target found by the
     morphology and hidden by span, no form of it left visible elsewhere."""
-    from cli import cli
+    from probegen.commands.cli import cli
     from probegen.coda21.dataset import load
     from probegen.leaks import default_morphology, leaks
 
@@ -175,7 +175,7 @@ class _Keyless(LexicalResource):
 
 
 def test_bad_sources_and_keyless_semcor_are_one_line_errors(tmp_path):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     for bad in ("pwn99", str(tmp_path / "nowhere"), "wn:"):
         r = CliRunner().invoke(cli, ["make", "coda21", "--wordnet-source", bad, "--out", str(tmp_path / "o")])
@@ -198,7 +198,7 @@ def test_bad_sources_and_keyless_semcor_are_one_line_errors(tmp_path):
 
 
 def test_wordnet_source_on_every_make_command():
-    from cli import cli
+    from probegen.commands.cli import cli
 
     for cmd in ("coda21", "wordnetqa", "wic", "wsd", "spec"):
         r = CliRunner().invoke(cli, ["make", cmd, "--help"])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from probegen.commands.cli import cli
 from probegen.errors import DatasetError
 from probegen.wordnetqa import dataset as D
 from probegen.wordnetqa import render
@@ -26,7 +26,7 @@ NONCE = "bkatuhla"
 
 
 def _cli():
-    from commands.bias import bias as bias_cmd
+    from probegen.commands.bias import bias as bias_cmd
 
     if "bias" not in cli.commands:
         cli.add_command(bias_cmd)

@@ -285,7 +285,7 @@ def test_eval_defaults_and_consistent_options_still_run(tmp_path):
 
 
 def test_bias_rejects_options_that_apply_to_none_of_its_datasets(tmp_path, monkeypatch):
-    monkeypatch.setattr("diagnostics.run_bias.run_bias", never("the bias run"))
+    monkeypatch.setattr("probegen.diagnostics.run_bias.run_bias", never("the bias run"))
     mc = mc_dir(tmp_path / "mc")
     code, _, err = run("bias", "--model", "glove-50d", "--dataset", str(mc), "--pattern", "is", "--out", str(tmp_path / "o"))
     assert_one_line_error(code, err, "--pattern applies to CoDA21")
@@ -331,11 +331,11 @@ def test_eval_compare_filter_resolve_models_first(tmp_path, monkeypatch):
     monkeypatch.setattr(D, "load", never("dataset loading"))
     code, _, err = run("eval", "--model", "no-such-model-xyz", "--dataset", str(d), "--out", str(tmp_path / "o"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")
-    monkeypatch.setattr("diagnostics.compare.unit_correctness", never("scoring"))
+    monkeypatch.setattr("probegen.diagnostics.compare.unit_correctness", never("scoring"))
     code, _, err = run("compare", str(d), str(d), "--model", "glove-50d", "--model", "no-such-model-xyz",
                        "--out", str(tmp_path / "c"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")
-    monkeypatch.setattr("diagnostics.filtering.filter_dataset", never("filtering"))
+    monkeypatch.setattr("probegen.diagnostics.filtering.filter_dataset", never("filtering"))
     code, _, err = run("filter", str(d), "--artefacts", "--budget", "1", "--model", "no-such-model-xyz",
                        "--out", str(tmp_path / "f"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")
@@ -347,7 +347,7 @@ def _seed_commands() -> list[tuple[str, ...]]:
     """The path of every command that takes --seed (walked, so a new one is covered too)."""
     import click
 
-    from cli import cli
+    from probegen.commands.cli import cli
 
     found = []
 

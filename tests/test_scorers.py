@@ -188,7 +188,7 @@ def test_non_finite_score_is_one_cli_line(tiny_llama, tmp_path, monkeypatch):
 
     from click.testing import CliRunner
 
-    from cli import cli
+    from probegen.commands.cli import cli
     from probegen.scorers.causal import CausalScorer
 
     d = tmp_path / "d"

@@ -120,7 +120,7 @@ def test_every_builtin_spec_checks_and_maps_onto_a_generator():
 
 
 def test_cli_make_spec_check_list_and_errors(tmp_path):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     r = CliRunner().invoke(cli, ["make", "spec", "--list"])
     assert r.exit_code == 0 and "verb-entailment-mc" in r.output and "multiple_choice" in r.output
@@ -141,7 +141,7 @@ def _files(d: Path) -> dict[str, bytes]:
 
 @pytest.mark.real
 def test_coda21_builtin_spec_writes_what_make_coda21_writes(tmp_path):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     run = CliRunner().invoke
     a = run(cli, ["make", "coda21", "--pos", "verb", "--context-scorer", "first", "--seed", "2", "--out", str(tmp_path / "a")])
@@ -159,7 +159,7 @@ def test_coda21_builtin_spec_writes_what_make_coda21_writes(tmp_path):
 
 @pytest.mark.real
 def test_wordnetqa_builtin_spec_writes_what_make_wordnetqa_writes(tmp_path):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     run = CliRunner().invoke
     a = run(cli, ["make", "wordnetqa", "--probe", "hypernymy", "--pos", "verb", "--limit", "200", "--out", str(tmp_path / "a")])
@@ -175,7 +175,7 @@ def test_wordnetqa_builtin_spec_writes_what_make_wordnetqa_writes(tmp_path):
 
 @pytest.mark.real
 def test_wic_builtin_spec_writes_what_make_wic_writes(tmp_path):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     run = CliRunner().invoke
     a = run(cli, ["make", "wic", "--pos", "verb", "--max-pairs", "200", "--out", str(tmp_path / "a")])
@@ -273,7 +273,7 @@ def test_nonce_word_must_be_a_made_up_word(tmp_path):
 
 @pytest.mark.real
 def test_a_specs_nonce_word_reaches_the_manifest_and_the_export(tmp_path):
-    from cli import cli
+    from probegen.commands.cli import cli
 
     run = CliRunner().invoke
     r = run(cli, ["make", "spec", "coda21-clean-hard", "--set", "concepts.pos=[verb]", "--set", "contexts.scorer=first",

@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
-from cli import cli
+from probegen.commands.cli import cli
 from probegen.study.design import StudyConfig, build_study, write_study
 from probegen.study.store import AnswerLog, load_study, read_answers
 from probegen.study.views import MASK

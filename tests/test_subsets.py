@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cli_checks import assert_one_line_error, run
 
-from diagnostics import run_bias
+from probegen.diagnostics import run_bias
 from probegen import tasks
 
 

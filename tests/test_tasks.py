@@ -206,7 +206,7 @@ def test_check_dataset_options_detects_and_falls_back_to_defaults(tmp_path):
     (["--split", "test"], "--split applies to multiple-choice (WordNetQA) datasets only"),
 ])
 def test_eval_on_wic_rejects_zero_shot_options(tmp_path, monkeypatch, args, needle):
-    monkeypatch.setattr("diagnostics.trained.eval_trained", never("the trained evaluation"))
+    monkeypatch.setattr("probegen.diagnostics.trained.eval_trained", never("the trained evaluation"))
     wic = DATA / "wic_semcor_24.jsonl"
     code, _, err = run("eval", "--model", "minilm-l6", "--dataset", wic, *args, "--out", tmp_path / "o")
     msg = assert_one_line_error(code, err, needle, f"{wic} is a WiC dataset")
@@ -222,7 +222,7 @@ def test_eval_on_wic_rejects_zero_shot_options(tmp_path, monkeypatch, args, need
     (["--reduction", "mean"], "--reduction applies to"),
 ])
 def test_bias_on_wic_rejects_zero_shot_options(tmp_path, monkeypatch, args, needle):
-    monkeypatch.setattr("diagnostics.trained.run_trained", never("the trained run"))
+    monkeypatch.setattr("probegen.diagnostics.trained.run_trained", never("the trained run"))
     wic = DATA / "wic_semcor_24.jsonl"
     code, _, err = run("bias", "--model", "minilm-l6", "--dataset", wic, *args, "--out", tmp_path / "o")
     assert_one_line_error(code, err, needle, f"{wic} is a WiC dataset")

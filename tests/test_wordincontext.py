@@ -313,7 +313,7 @@ def word_biased_labels(n: int = 400, seed: int = 0):
 
 
 def test_trained_method_finds_a_context_biased_pair_set():
-    from diagnostics.trained import TrainedConfig, measure
+    from probegen.diagnostics.trained import TrainedConfig, measure
 
     r = measure(context_biased_pairs(), "ctx", BagEncoder(), TrainedConfig(n_boot=200), log=lambda m: None, progress=False)
     m = {c: v["mean"] for c, v in r["conditions"].items()}
@@ -327,7 +327,7 @@ def test_trained_method_finds_a_context_biased_pair_set():
 
 
 def test_trained_method_finds_a_word_biased_label_set():
-    from diagnostics.trained import TrainedConfig, measure
+    from probegen.diagnostics.trained import TrainedConfig, measure
 
     r = measure(word_biased_labels(), "word", BagEncoder(), TrainedConfig(n_boot=200), log=lambda m: None, progress=False)
     assert r["conditions"]["word"]["mean"] > 0.8 and r["conditions"]["full"]["mean"] > 0.8
@@ -336,7 +336,7 @@ def test_trained_method_finds_a_word_biased_label_set():
 
 
 def test_trained_choice_items_are_scored_by_argmax_with_ties_at_random():
-    from diagnostics.trained import TrainedConfig, choice_correct, features, measure
+    from probegen.diagnostics.trained import TrainedConfig, choice_correct, features, measure
     from probegen.wordincontext.dataset import WicDataset
 
     rng = np.random.default_rng(1)
@@ -362,7 +362,7 @@ def test_trained_choice_items_are_scored_by_argmax_with_ties_at_random():
 
 
 def test_trained_method_needs_train_and_test_splits():
-    from diagnostics.trained import train_test
+    from probegen.diagnostics.trained import train_test
     from probegen.wordincontext.dataset import WicDataset
 
     ds = context_biased_pairs(n_lemmas=4, per=2)
@@ -372,7 +372,7 @@ def test_trained_method_needs_train_and_test_splits():
 
 
 def test_run_trained_writes_report_plot_and_per_item_correctness(tmp_path):
-    from diagnostics.trained import TrainedConfig, run_trained, summary_table
+    from probegen.diagnostics.trained import TrainedConfig, run_trained, summary_table
 
     path = tmp_path / "pairs.jsonl"
     _jsonl(path, [it.to_json() for it in context_biased_pairs().items])
@@ -409,7 +409,7 @@ def tiny_bert(tmp_path_factory) -> str:
 def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
     import torch
 
-    from diagnostics.trained import load_encoder
+    from probegen.diagnostics.trained import load_encoder
 
     enc = load_encoder(tiny_bert)
     text = "The riverbank was steep."
@@ -425,8 +425,8 @@ def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
 
 
 def test_finetune_loop_trains_and_scores_on_a_tiny_model(tiny_bert):
-    from diagnostics.finetune import finetune_correct
-    from diagnostics.trained import TrainedConfig, load_encoder
+    from probegen.diagnostics.finetune import finetune_correct
+    from probegen.diagnostics.trained import TrainedConfig, load_encoder
 
     ds = context_biased_pairs(n_lemmas=8, per=4)
     enc = load_encoder(tiny_bert)
@@ -440,7 +440,7 @@ def test_finetune_loop_trains_and_scores_on_a_tiny_model(tiny_bert):
 def _run(*args):
     from click.testing import CliRunner
 
-    from cli import cli
+    from probegen.commands.cli import cli
 
     r = CliRunner().invoke(cli, list(args))
     return r.exit_code, r.stdout, r.stderr

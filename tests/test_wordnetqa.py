@@ -319,7 +319,7 @@ def test_eval_end_to_end_with_glove(small, tmp_path):
 
     sub = D.WordNetQADataset([it for it in small.items if it.split != "train"][:600], small.manifest)
     data = D.write(sub, tmp_path / "set")
-    from cli import _eval_figures
+    from probegen.commands.cli import _eval_figures
 
     table = run_eval("glove-50d", data, tmp_path / "run", log=lambda m: None, figures=_eval_figures("glove-50d", str(data)))
     res = json.loads((tmp_path / "run" / "results.json").read_text())
@@ -369,7 +369,7 @@ def test_malformed_items_fail_cleanly(tmp_path):
 def test_cli_make_wordnetqa(tmp_path):
     from click.testing import CliRunner
 
-    from cli import cli
+    from probegen.commands.cli import cli
 
     out = tmp_path / "wnqa"
     r = CliRunner().invoke(cli, ["make", "wordnetqa", "--probe", "hyponymy", "--limit", "60", "--out", str(out)])
@@ -407,7 +407,7 @@ class OverlapLM(ConstantScorer):
 
 
 def test_synonymy_ablations_measure_nothing_and_are_left_out(small):
-    from diagnostics import run_bias
+    from probegen.diagnostics import run_bias
 
     syn = [it for it in small.items if it.probe == "synonymy"][:100]
     other = [it for it in small.items if it.probe != "synonymy" and it.context is not None][:100]

@@ -251,7 +251,7 @@ def prompt_templates(path: str | None = None) -> PromptTemplates:
 
 @lru_cache(maxsize=1)
 def _bundled() -> PromptTemplates:
-    raw = resources.files("templates").joinpath("prompts", "en.yaml").read_bytes()
+    raw = resources.files("probegen.templates").joinpath("prompts", "en.yaml").read_bytes()
     return PromptTemplates(BUNDLED_FILE, hashlib.sha256(raw).hexdigest(), _parse(raw, BUNDLED_FILE))
 
 

@@ -450,7 +450,7 @@ def builtin_specs() -> dict[str, Path]:
     """Name -> file of every spec shipped in ``templates/specs/``."""
     from importlib import resources
 
-    root = resources.files("templates").joinpath(SPEC_DIR)
+    root = resources.files("probegen.templates").joinpath(SPEC_DIR)
     return {Path(p.name).stem: Path(str(p)) for p in sorted(root.iterdir(), key=lambda p: p.name)
             if p.name.endswith((".yaml", ".yml", ".json"))}
 

@@ -1,0 +1,618 @@
+"""probegen's command line: one click group whose commands call the library API.
+
+Heavy imports (torch, transformers) happen inside commands so ``--help`` is instant. Expected
+failures (missing data, unknown model, bad dataset, unwritable output) print one line and exit 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from probegen.commands.options import PERMUTATIONS, SEED, add_device_options, add_wordnet_source_option
+
+DEFAULT_ROOT = Path("probegen_out")
+
+
+def _fail(msg: str, code: int = 1) -> None:
+    click.echo(f"probegen: error: {msg}", err=True)
+    sys.exit(code)
+
+
+# commands whose model scores go to the persistent score cache as they are computed
+_SCORING = {"eval", "bias", "compare"}
+# commands that may score with a model (context scorer, adversarial reference, --model)
+_MAY_SCORE = {"make", "filter"}
+
+
+def _interrupted(command: str | None) -> str:
+    """What a Ctrl-C leaves behind, true for ``command``: outputs are renamed into place only when complete."""
+    msg = "interrupted; no output was left half-written"
+    if command in _SCORING:
+        return msg + "; scores computed so far are cached, so rerunning resumes"
+    if command in _MAY_SCORE:
+        return msg + "; any model scores computed so far are cached and reused by a rerun"
+    return "interrupted"
+
+
+class _Group(click.Group):
+    """Turns expected exceptions into one clean line and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context):
+        from probegen.errors import ProbegenError
+
+        try:
+            return super().invoke(ctx)
+        except ProbegenError as e:
+            _fail(str(e) + self._skip_hint(ctx, e))
+        except KeyboardInterrupt:
+            _fail(_interrupted(ctx.invoked_subcommand), 130)
+        except PermissionError as e:
+            _fail(f"permission denied: {e.filename or e}")
+        except OSError as e:  # also a full disk or a failing device, which name no file (ENOSPC, EIO)
+            if e.strerror:
+                _fail(f"{e.strerror}: {e.filename}" if e.filename else f"{e.strerror} (errno {e.errno})")
+            _fail(" ".join(str(e).split()) or type(e).__name__)
+
+    def _skip_hint(self, ctx: click.Context, e: Exception) -> str:
+        """That ``--on-invalid skip`` gets past the row ``e`` names, on a command that has it."""
+        from probegen.errors import SKIP_HINT, SkippableRowError
+
+        cmd = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+        takes = cmd is not None and any(p.name == "on_invalid" for p in cmd.params)
+        return SKIP_HINT if isinstance(e, SkippableRowError) and takes else ""
+
+
+def _log(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _slug(name: str) -> str:
+    return name.strip("/").replace("/", "_").replace(" ", "_")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="probegen")
+@click.option("--wordnet", type=click.Path(), envvar="PROBEGEN_WORDNET", help="WordNet 3.0 directory (nltk layout). Env: PROBEGEN_WORDNET.")
+@click.option("--semcor", type=click.Path(), envvar="PROBEGEN_SEMCOR", help="SemCor 3.0 directory (brown1/brown2/brownv). Env: PROBEGEN_SEMCOR.")
+@click.option("--cache-dir", type=click.Path(), envvar="PROBEGEN_CACHE", help="Cache directory. Env: PROBEGEN_CACHE (default ~/.cache/probegen).")
+@click.pass_context
+def cli(ctx: click.Context, wordnet: str | None, semcor: str | None, cache_dir: str | None) -> None:
+    """Build controlled lexical-semantic probes from WordNet and SemCor, and score models on them.
+
+    \b
+    Examples:
+      probegen data                                   # where WordNet/SemCor were found
+      probegen models                                 # models usable offline
+      probegen make coda21 --easy                     # clean-easy CoDA21, nouns and verbs
+      probegen stats probegen_out/datasets/coda21-clean-easy
+      probegen eval --model smollm2-135m --dataset probegen_out/datasets/coda21-clean-easy
+    """
+    ctx.obj = {"wordnet": wordnet, "semcor": semcor}
+    if cache_dir:
+        os.environ["PROBEGEN_CACHE"] = cache_dir
+
+
+# ---- data and models -----------------------------------------------------------------------------
+@cli.command()
+@click.pass_obj
+def data(obj: dict) -> None:
+    """Show where WordNet and SemCor were found, their versions and checksums.
+
+    \b
+    Examples:
+      probegen data
+      probegen --wordnet ~/nltk_data/corpora/wordnet --semcor ./semcor3.0 data
+      PROBEGEN_CACHE=/tmp/probegen-cache probegen data   # another cache directory
+    """
+    from probegen.data import data_report
+
+    errors = []
+    for row in data_report(obj["wordnet"], obj["semcor"]):
+        if row.get("error"):
+            errors.append(row["error"])
+            continue
+        click.echo(f"{row['name']} {row['version']}")
+        for key in sorted(k for k in row if k not in ("name", "version", "error")):
+            click.echo(f"  {key:<10} {row[key]}")
+    if errors:
+        _fail("; ".join(errors))
+
+
+@cli.command()
+def models() -> None:
+    """List the models usable offline and what kind of scorer each gets.
+
+    \b
+    Examples:
+      probegen models
+      probegen eval --model glove-50d --dataset probegen_out/datasets/coda21-clean-hard   # a listed name
+    """
+    from probegen.models import list_models
+
+    rows = list_models()
+    click.echo(f"{'name':<16} {'kind':<10} {'offline':<8} where")
+    for r in rows:
+        click.echo(f"{r['name']:<16} {r['kind']:<10} {('yes' if r['available'] else 'no'):<8} {r.get('where', '')}")
+    click.echo("Any other name is tried as a local path, then as a Hugging Face id (needs the hub).")
+
+
+# ---- make ----------------------------------------------------------------------------------------
+@cli.group()
+def make() -> None:
+    """Generate probe datasets (coda21, wordnetqa, wic, wsd, or a probe spec).
+
+    \b
+    Examples:
+      probegen make coda21 --easy
+      probegen make wordnetqa --probe definitions
+      probegen make wic                           # WiC-style pairs from SemCor
+      probegen make wsd                           # WSD-style items from SemCor
+      probegen make spec templates/specs/verb-entailment-mc.yaml   # a probe family declared as data
+      probegen make coda21 --help                 # every option of one dataset kind
+    """
+
+
+@make.command("coda21")
+@add_device_options
+@add_wordnet_source_option
+@click.option("--contexts", type=click.Choice(["semcor", "examples"]), default=None,
+              help="Where contexts come from: SemCor (mapped through sense keys) or the synsets' own examples [default: semcor if the wordnet has sense keys, else examples].")
+@click.option("--easy/--hard", default=False, help="easy: grandchildren of a grandparent; hard (default): children of a parent.")
+@click.option("--clean/--noisy", default=True, help="clean (default): only synsets with >= 5 SemCor contexts.")
+@click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
+@click.option("--k-min", default=5, show_default=True, help="Smallest group.")
+@click.option("--k-max", default=10, show_default=True, help="Largest group.")
+@click.option("--max-similarity", default=0.8, show_default=True, help="Cap on cosine similarity of two definitions in a group.")
+@click.option("--embedder", default="minilm-l6", show_default=True, help="Sentence embedder for definition clustering (paper: stsb-distilbert-base).")
+@click.option("--context-scorer", default="smollm2-135m", show_default=True, help="LM that picks the clearest SemCor context (causal or masked; paper: bert-base-uncased), or 'first' to take the first context without scoring.")
+@click.option("--max-contexts", default=10, show_default=True, help="SemCor contexts scored per synset (first N in corpus order).")
+@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--adversarial", is_flag=True, help="Fill each group with the valid co-hyponyms the --against model confuses most; also writes the non-adversarial twin to <out>-twin.")
+@click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
+@click.option("--pool-max", default=40, show_default=True, help="With --adversarial: candidates per ancestor the reference model scores.")
+@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
+@click.pass_obj
+def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed,
+                adversarial, against, pool_max, out) -> None:
+    """Generate a CoDA21 context-definition alignment dataset.
+
+    \b
+    Examples:
+      probegen make coda21 --easy                 # clean-easy, nouns and verbs
+      probegen make coda21 --noisy --pos verb     # noisy-hard verbs
+      probegen make coda21 --context-scorer bert-base-uncased   # the paper's scorer (needs the hub)
+      probegen make coda21 --adversarial --against minilm-l6   # + twin; compare with `probegen compare`
+      probegen make coda21 --wordnet-source pwn31 --pos verb   # from WordNet 3.1 (SemCor through sense keys)
+      probegen make coda21 --wordnet-source wn:oewn:2024 --contexts examples --noisy
+    """
+    from probegen.coda21 import dataset as ds_mod
+    from probegen.coda21.config import Coda21Config
+
+    cfg = Coda21Config(
+        easy=easy,
+        clean=clean,
+        pos=("n", "v") if pos == "both" else (pos[0],),
+        k_min=k_min,
+        k_max=k_max,
+        max_similarity=max_similarity,
+        embedder=embedder,
+        context_scorer=context_scorer,
+        max_contexts=max_contexts,
+        seed=seed,
+    )
+    cfg.validate()
+    name = f"coda21-{cfg.variant}" + (f"-adv-{_slug(against)}" if adversarial else "")
+    out = Path(out) if out else DEFAULT_ROOT / "datasets" / name
+    twin_out = out.with_name(out.name + "-twin")
+    for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
+        _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
+    # every model named fails now if unknown, not after the groups and contexts are built
+    kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else []) + ([against] if adversarial else []))
+    if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError(f"--context-scorer must be a causal or masked LM; {context_scorer!r} is a {kinds[context_scorer]} model")
+    if adversarial and contexts == "examples":
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError("--contexts examples is not available with --adversarial yet; drop one of them")
+    from probegen.runner import Runner
+
+    runner = Runner(runtime, log=_log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
+    echo = runner.main_log(click.echo)
+    if adversarial:
+        from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
+
+        ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True, _log, runner)
+        runner.write(lambda: ds_mod.write(twin, twin_out))
+        a = ds.manifest["adversarial"]
+        echo(f"wrote {twin_out} (twin)")
+        echo(f"adversarial: {a['groups_changed']} of {a['groups']} groups changed ({a['members_replaced']} members "
+             f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> {a['reference_errors']['adversarial']}")
+    else:
+        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts, runner=runner)
+    runner.write(lambda: ds_mod.write(ds, out))
+    c = ds.manifest["counts"]
+    echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
+
+
+def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = (), writer: str | None = None) -> None:
+    """Fail before any work if ``out`` cannot be written, may not be replaced (``writer``: the
+    family of the output, probegen.io.WRITERS), or is, holds or sits in one of ``inputs``."""
+    from probegen.io import ensure_writable
+
+    ensure_writable(out, replace, inputs, writer=writer)
+
+
+def _resolve(models: list[str], scorer_kind: str | None = None) -> dict[str, str]:
+    """Resolve every model a command will load before any work (an unknown name fails in a moment)."""
+    from probegen.evaluation import resolve_models
+
+    return resolve_models(models, scorer_kind)
+
+
+# ---- dataset inspection --------------------------------------------------------------------------
+@cli.command()
+@click.argument("dataset", type=click.Path())
+def stats(dataset: str) -> None:
+    """Sizes beside the papers': CoDA21 groups/synsets per POS (Table 1), WordNetQA questions/items/synsets.
+
+    Also the leak rate per POS: contexts where a form of the target lemma is visible outside
+    the hidden span (0 for sets probegen generates).
+
+    \b
+    Examples:
+      probegen stats probegen_out/datasets/coda21-clean-easy
+      probegen stats probegen_out/datasets/wordnetqa-definitions
+      probegen stats coda21.json                  # a file in the original CoDA21 release schema
+      probegen stats probegen_out/datasets/wic-semcor   # wic/wsd: pairs or items, labels, splits
+    """
+    from probegen import tasks
+
+    click.echo(tasks.detect(dataset).stats(dataset, _log))
+
+
+@cli.command()
+@click.argument("dataset", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["coda21-json", "wordnetqa-json", "lm-eval", "hf"]), default=None,
+              help="coda21-json: the CoDA21 release schema; wordnetqa-json: WordNetQA release JSONL; lm-eval: an "
+                   "lm-evaluation-harness task folder; hf: a Hugging Face datasets folder [default: by dataset kind].")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: export one split.")
+@click.option("--seed", type=SEED, default=None, help="lm-eval/hf, CoDA21: seed of the definitions' column order [default: 0].")
+@click.option("--nonce", default=None, help="lm-eval/hf, CoDA21: made-up word [default: bkatuhla].")
+@click.option("--pattern", default=None, help="lm-eval/hf, CoDA21: pattern name or literal with {m} [default: definition-of].")
+@click.option("--task", default=None, help="lm-eval: task name [default: probegen_<dataset>].")
+@click.option("--out", type=click.Path(), required=True, help="Output file (release schemas) or folder (lm-eval, hf).")
+def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, nonce: str | None,
+           pattern: str | None, task: str | None, out: str) -> None:
+    """Export a dataset to the original release's schema, an lm-evaluation-harness task or a
+    Hugging Face datasets folder.
+
+    \b
+    Examples:
+      probegen export probegen_out/datasets/coda21-clean-easy --out clean-easy.json
+      probegen export probegen_out/datasets/wordnetqa-all --split test --out wordnetqa-test.jsonl
+      probegen export probegen_out/datasets/wordnetqa-all --format lm-eval --out lm-eval-wordnetqa
+      probegen export probegen_out/datasets/coda21-clean-easy --format hf --out hf-clean-easy
+    """
+    from probegen import tasks
+    from probegen.errors import ProbegenError
+    from probegen.io import check_file_replaceable, check_output_not_input
+
+    check_output_not_input(out, [dataset])
+    if fmt in ("lm-eval", "hf"):
+        from probegen.exporters import export as export_to
+
+        _check_writable(Path(out), replace=True, writer="export")
+        click.echo(export_to(dataset, fmt, out, split=split, seed=seed, nonce=nonce, pattern=pattern, task=task))
+        return
+    if any(v is not None for v in (seed, nonce, pattern, task)):
+        raise ProbegenError("--seed, --nonce, --pattern and --task apply to --format lm-eval and hf")
+    check_file_replaceable(out)  # before loading: a file probegen did not write is never replaced
+    kind = tasks.detect(dataset)
+    fmt = fmt or kind.release_format
+    if fmt is None or fmt != kind.release_format:
+        raise ProbegenError(f"{dataset} is a {kind.name} dataset; it cannot be exported as {fmt or 'a release file'}")
+    tasks.check_options([kind], {"split": split}, "export", [dataset])
+    click.echo(kind.write_release(dataset, out, split))
+
+
+# ---- evaluation ----------------------------------------------------------------------------------
+@cli.command("eval")
+@add_device_options
+@click.option("--model", required=True, help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
+@click.option("--dataset", required=True, type=click.Path(), help="probegen dataset directory or an original-schema CoDA21 JSON file.")
+@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]), help="Force the scorer kind (default: detected).")
+@click.option("--nonce", default=None, help="Made-up word replacing the target [default: templates/nonce_words.json, bkatuhla].")
+@click.option("--pattern", default=None, help="Pattern name from templates/coda21.json or a literal with {m} [default: definition-of].")
+@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True, help="LM log-prob reduction over definition tokens.")
+@click.option("--matching", type=click.Choice(["alignment", "simple"]), default="alignment", show_default=True, help="One-to-one alignment or each definition's best context.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for column order and tie breaking.")
+@click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
+@click.option("--pll", type=click.Choice(["original", "word-l2r"]), default="original", show_default=True, help="Masked LMs: pseudo-log-likelihood as in the paper, or PLL-word-l2r (Kauf & Ivanova 2023).")
+@click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True, help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="Multiple choice: evaluate one split [default: all items].")
+@click.option("--limit", type=int, default=None, metavar="N", help="A quick look: only the first N units (groups, items) in file order.")
+@click.option("--sample", type=int, default=None, metavar="N", help="A quick look: N units drawn at random with --seed (not with --limit).")
+@click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error", show_default=True,
+              help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, with ids, in results.json and the summary (skip).")
+@click.option("--probe", "release_probe", default=None, metavar="PROBE",
+              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
+@click.option("--method", type=click.Choice(["score", "generate", "letter"]), default="score", show_default=True,
+              help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat template, "
+                   "or a served model's chat endpoint with --api-base) and parse its answer; letter: the same prompt, read as "
+                   "the probability of each option label (A.., yes/no) as the answer's next token.")
+@click.option("--permutations", type=PERMUTATIONS, default=None, metavar="N|rotations",
+              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of the "
+                   "options (rotations); report accuracy per order, consistency and the majority answer's accuracy [default: 1].")
+@click.option("--prompts", "prompts_file", type=click.Path(), default=None, metavar="FILE",
+              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
+              help="Bootstrap replicates of every CI (resampling CoDA21 groups, WordNetQA concepts; seeded by --seed).")
+@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="SHARE",
+              help="--method letter/generate with several orders: share of the clusters PriDe estimates the position prior on; "
+                   "accuracy before and after is reported on the rest [default: 0.05].")
+@click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
+@click.pass_context
+def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, limit,
+             sample, on_invalid, release_probe, method, permutations, prompts_file, n_boot, debias_share, out) -> None:
+    """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
+
+    \b
+    Examples:
+      probegen eval --model smollm2-135m --dataset probegen_out/datasets/coda21-clean-hard
+      probegen eval --model minilm-l6 --dataset coda21.json --matching simple
+      probegen eval --model ./my-bert --scorer masked --dataset probegen_out/datasets/coda21-clean-easy
+      probegen eval --model smollm2-135m --dataset probegen_out/datasets/wordnetqa-definitions --length-norm chars --split test
+      probegen eval --model minilm-l6 --dataset WiC_dataset/   # word-in-context: a linear probe, train -> test
+      probegen eval --model roberta-large --pll word-l2r --device cuda --dataset probegen_out/datasets/coda21-clean-hard
+      probegen eval --model glove-50d --dataset probegen_out/datasets/coda21-clean-hard --sample 20 --seed 1   # quick look
+      probegen eval --model glove-50d --dataset probegen_out/datasets/wordnetqa-definitions --limit 100   # first 100 items
+      probegen eval --model minilm-l6 --dataset definitions-train.jsonl --on-invalid skip   # skip (and list) unusable release rows
+      probegen eval --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy   # a release file its name does not name
+      probegen eval --model smollm2-135m --method generate --dataset probegen_out/datasets/coda21-clean-hard --limit 20
+      probegen eval --model smollm2 --api-base http://127.0.0.1:8000/v1 --method generate --permutations 3 --dataset probegen_out/datasets/wordnetqa-definitions
+    """
+    from probegen.runner import Runner
+
+    # --pll is a method setting of the evaluated (masked) model: part of the runtime every load gets
+    runner = Runner(runtime.with_scorer(pll=None if pll == "original" else pll), log=_log)
+    _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out)
+
+
+def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
+    from probegen.evaluation import check_method_options
+
+    method = ctx.params.get("method") or "score"
+    from probegen.commands.options import option_given as _given
+    from probegen import tasks
+
+    task = tasks.detect(dataset)
+    # only what the user set: an option that does not apply to the dataset's kind is an error
+    asked = {"scorer": scorer, "nonce": nonce, "pattern": pattern, "reduction": _given(ctx, "reduction", reduction),
+             "matching": _given(ctx, "matching", matching), "length_norm": _given(ctx, "length_norm", length_norm),
+             "split": split, "pll": _given(ctx, "pll", ctx.params.get("pll")), "limit": ctx.params.get("limit"),
+             "sample": ctx.params.get("sample"), "on_invalid": _given(ctx, "on_invalid", ctx.params.get("on_invalid")),
+             "probe": ctx.params.get("release_probe"), "debias_share": ctx.params.get("debias_share")}
+    check_method_options(method, {**asked, "permutations": ctx.params.get("permutations"), "prompts": ctx.params.get("prompts_file")})
+    tasks.check_options([task], asked, "eval", [dataset])
+    from probegen.evaluation import subset_request
+
+    subset_request(asked["limit"], asked["sample"])  # --limit with --sample: one line, before any work
+    from probegen.diagnostics.eval_report import analyse_eval, check_debias_share
+
+    check_debias_share(ctx.params.get("debias_share"), method, ctx.params.get("permutations") or 1)
+    if not task.zero_shot and method not in ("generate", "letter") and _given(ctx, "n_boot", ctx.params.get("n_boot")) is not None:
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe (see probegen bias --method trained)")
+    if not task.zero_shot and method not in ("generate", "letter"):  # word in context: a linear probe, trained on the train split
+        from probegen.commands.evaluate import eval_wordincontext
+
+        eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT, runner,
+                           subset=subset_request(asked["limit"], asked["sample"]))
+        return
+    from probegen.evaluation import EvalOptions, run_eval
+
+    out_dir = Path(out) if out else DEFAULT_ROOT / "runs" / f"{_slug(model)}__{_slug(Path(dataset).stem)}"
+    _check_writable(out_dir, replace=True, inputs=[dataset], writer="run")
+    summary = run_eval(
+        model,
+        dataset,
+        out_dir,
+        EvalOptions(
+            scorer_kind=scorer,
+            nonce=nonce,
+            pattern=pattern,
+            reduction=asked["reduction"],
+            matching=asked["matching"],
+            length_norm=asked["length_norm"],
+            split=split,
+            seed=seed,
+            batch_size=batch_size,
+            limit=asked["limit"],
+            sample=asked["sample"],
+            on_invalid=asked["on_invalid"],
+            probe=asked["probe"],
+            method=method,
+            permutations=ctx.params.get("permutations"),
+            prompts=ctx.params.get("prompts_file"),
+        ),
+        log=_log,
+        figures=_eval_figures(model, dataset),
+        runner=runner,
+        analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, ctx.params.get("n_boot") or 1000, seed,
+                                                           ctx.params.get("debias_share")),
+    )
+    runner.main_log(click.echo)(summary)  # under torchrun, rank 0 speaks for the run
+
+
+def _eval_figures(model: str, dataset: str):
+    """The plots `probegen eval` adds to its results folder (WordNetQA: hops x distractor heatmap)."""
+
+    def draw(results: dict, folder: Path) -> dict[str, str]:
+        if "by_hops_distractor" not in results["metrics"]:  # the heatmap's breakdown (multiple choice)
+            return {}
+        from probegen.diagnostics.mc_plots import plot_hops_heatmap
+
+        plot_hops_heatmap(results["metrics"], folder / "hops_heatmap.png", title=f"{model} on {Path(dataset).name}")
+        return {"hops_heatmap": "hops_heatmap.png"}
+
+    return draw
+
+
+@cli.command("plot-group")
+@click.argument("run", type=click.Path())  # a missing run is one line (after recovering an interrupted write)
+@click.option("--group", "group_id", default=None, help="Group id [default: the first group].")
+@click.option("--out", type=click.Path(), help="PNG file [default: <run>/group-<id>.png].")
+def plot_group(run: str, group_id: str | None, out: str | None) -> None:
+    """Draw one group's k x k score matrix with the predicted alignment (CoDA21 Figure 2).
+
+    \b
+    Examples:
+      probegen plot-group probegen_out/runs/smollm2-135m__coda21-clean-hard
+      probegen plot-group probegen_out/runs/smollm2-135m__coda21-clean-hard --group clean-hard-v-0007 --out fig2.png
+    """
+    from probegen.diagnostics.plots import plot_group_matrix
+
+    path = plot_group_matrix(Path(run), group_id, Path(out) if out else None)
+    click.echo(f"wrote {path}")
+
+
+@cli.command()
+@add_device_options
+@click.argument("twin", type=click.Path())
+@click.argument("other", type=click.Path())
+@click.option("--model", "models", multiple=True, required=True, help="Model to score both sets with; repeat (reference and held-out).")
+@click.option("--labels", default="twin,adversarial", show_default=True, help="Names of the two sets in the report.")
+@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2))
+@click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
+def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
+    """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.
+
+    Units (CoDA21 groups, WordNetQA concepts) are paired by id; the report gives both
+    accuracies and their difference with 95% CIs, and a bar chart.
+
+    \b
+    Examples:
+      probegen compare probegen_out/datasets/coda21-clean-hard-adv-minilm-l6-twin \\
+                       probegen_out/datasets/coda21-clean-hard-adv-minilm-l6 --model minilm-l6 --model glove-50d
+    """
+    from probegen.diagnostics.compare import compare as run_compare, table
+
+    from probegen.runner import Runner
+
+    la, _, lb = labels.partition(",")
+    out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
+    _check_writable(out_dir, replace=True, inputs=[twin, other], writer="run")
+    _resolve(list(models))
+    runner = Runner(runtime, log=_log)
+    with runner.output_dir(out_dir) as tmp:  # the report appears whole or not at all, written by rank 0 alone
+        res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log, runner)
+    echo = runner.main_log(click.echo)
+    echo(table(res))
+    echo(f"report: {out_dir / 'report.md'}")
+
+
+@cli.command("filter")
+@add_device_options
+@click.argument("dataset", type=click.Path())
+@click.option("--artefacts", is_flag=True, required=True, help="Remove the units cheap partial-input classifiers predict most reliably (AFLite).")
+@click.option("--budget", type=click.IntRange(min=1), required=True, help="Most groups/items removed in total.")
+@click.option("--splits", default=8, show_default=True, help="Random train/test splits per round.")
+@click.option("--threshold", default=0.75, show_default=True, help="Remove only units predicted right at least this often.")
+@click.option("--tolerance", default=0.02, show_default=True, help="Stop when the control's accuracy on a round's test splits <= chance + this.")
+@click.option("--holdout", default=0.25, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Share of concepts (WordNetQA synsets, CoDA21 ancestors) held out: never filtered, the controls are measured on them.")
+@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--model", "models", multiple=True, help="Also run `probegen bias` with this model on the set before and after filtering.")
+@click.option("--out", type=click.Path(), help="Filtered dataset directory [default: <dataset>-filtered].")
+@click.pass_obj
+def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tolerance, holdout, seed, models, out) -> None:
+    """Filter partial-input artefacts out of a dataset, AFLite-style.
+
+    WordNetQA: a choice-only classifier; CoDA21: a word-only overlap aligner. Each round trains
+    them on random cluster-grouped splits and removes the most predictable units, until their
+    accuracy on the test splits is near chance or --budget is spent. A share of the concepts (--holdout) is
+    set aside first and never filtered (nor written): the controls are trained on the rest before
+    and after filtering and tested on it. Held-out and removed ids, rounds and those controls
+    (with CIs) go into the new dataset's manifest.
+
+    \b
+    Examples:
+      probegen filter probegen_out/datasets/wordnetqa-hypernymy --artefacts --budget 2000
+      probegen filter probegen_out/datasets/coda21-clean-easy --artefacts --budget 40 --model minilm-l6
+    """
+    from probegen.diagnostics.aflite import FilterSettings
+    from probegen.diagnostics.filtering import filter_dataset, summary
+
+    src = Path(dataset)
+    out_dir = Path(out) if out else src.with_name(src.name + "-filtered")
+    bias_dirs = {m: out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}") for m in models}
+    for path in [out_dir, *bias_dirs.values()]:
+        _check_writable(path, replace=True, inputs=[src], writer="dataset" if path == out_dir else "run")
+    _resolve(list(models))
+    s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed, holdout=holdout)
+    from probegen.runner import Runner
+
+    runner = Runner(runtime, log=_log)
+    echo = runner.main_log(click.echo)
+    # AFLite is the same on every rank: rank 0 alone filters and writes, the others wait for the dataset
+    record = runner.write(lambda: filter_dataset(src, out_dir, s, _log))
+    if record is not None:
+        echo(summary(record))
+        echo(f"wrote {out_dir}")
+    if models:
+        from probegen.diagnostics.run_bias import BiasConfig, run_bias, summary_table
+
+        for m, bias_dir in bias_dirs.items():
+            with runner.output_dir(bias_dir) as tmp:
+                res = run_bias(m, [src, out_dir], tmp, BiasConfig(seed=seed), wordnet=obj["wordnet"], semcor=obj["semcor"],
+                               log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))), runner=runner)
+            echo(summary_table(res))
+            echo(f"bias before/after: {bias_dir / 'report.md'}")
+
+
+def _register_extensions() -> None:
+    """Commands defined in ``commands/`` (their modules import click only, no torch)."""
+    from probegen.commands.bias import bias
+
+    cli.add_command(bias)
+
+    from probegen.commands.make_wordnetqa import wordnetqa
+
+    make.add_command(wordnetqa)
+
+    from probegen.commands.make_spec import spec
+
+    make.add_command(spec)
+
+    from probegen.commands.make_wordincontext import wic, wsd
+
+    make.add_command(wic)
+    make.add_command(wsd)
+
+    from probegen.commands.study import study
+
+    cli.add_command(study)
+
+    from probegen.commands.view import view
+
+    cli.add_command(view)
+
+
+_register_extensions()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="probegen")
+
+
+if __name__ == "__main__":
+    main()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .eval_report import accuracy_rows, fmt
+from .tables import accuracy_rows, fmt, generation_section
 
 POSITION_METHOD = """\
 Position bias: per shown position (A, B, ...), the *gold rate* is the share of rows whose gold is
@@ -97,8 +97,6 @@ def render_eval_report(results: dict[str, Any]) -> str:
     >>> "| all | accuracy | 0.500 [0.400, 0.600] |" in md
     True
     """
-    from .report import generation_section
-
     b = results.get("bootstrap") or {}
     scorer = results.get("scorer") or {}
     lines = [f"# Evaluation: {results.get('model')} on `{(results.get('dataset') or {}).get('path')}`", "",

@@ -29,7 +29,8 @@ from probegen.errors import ProbegenError
 
 from .bias import bootstrap_accuracy
 from .calibration import calibration_block, plot_reliability
-from .position import DEFAULT_SHARE, cluster_of, position_block
+from .position import cluster_of, position_block
+from .tables import accuracy_rows, fmt
 
 ORDERED_METHODS = ("letter", "generate")
 
@@ -172,35 +173,6 @@ def analyse_eval(results: dict[str, Any], rows: list[dict[str, Any]], folder: Pa
 
 
 # ---- summary lines ---------------------------------------------------------------------------------
-def fmt(v: Any, ci: Sequence[float] | None = None, digits: int = 3) -> str:
-    """'0.363 [0.310, 0.420]', '0.363' without a CI, '-' without a value.
-
-    >>> fmt(0.3634, [0.31, 0.42]), fmt(None), fmt({"value": 0.5, "ci": None})
-    ('0.363 [0.310, 0.420]', '-', '0.500')
-    """
-    if isinstance(v, dict):
-        v, ci = v.get("value"), v.get("ci")
-    if v is None:
-        return "-"
-    return f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
-
-
-def accuracy_rows(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str, Any]]:
-    """(name, measure, the dict holding it) of every accuracy with a CI in ``metrics``, depth first.
-
-    >>> [r[:2] for r in accuracy_rows({"accuracy": 0.5, "accuracy_ci": [0.4, 0.6], "by_probe": {"d": {"accuracy": 1, "accuracy_ci": None}}})]
-    [('all', 'accuracy'), ('by_probe / d', 'accuracy')]
-    """
-    out = []
-    for measure in ("accuracy", "strict_cluster_accuracy"):
-        if f"{measure}_ci" in metrics:
-            out.append((prefix or "all", measure, metrics))
-    for k, v in metrics.items():
-        if isinstance(v, dict):
-            out += accuracy_rows(v, f"{prefix} / {k}" if prefix else k)
-    return out
-
-
 def summary_lines(results: dict[str, Any]) -> list[str]:
     """What ``probegen eval`` prints under its table: accuracies with CIs, position, calibration."""
     b = results["bootstrap"]

@@ -10,13 +10,16 @@ top logit, a tie broken at random with the seed and the item id.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from probegen.tasks.wic import task_of
 
-from .trained import Encoder, TrainedConfig, view
+from .inputs import view
+
+if TYPE_CHECKING:  # annotations only: trained imports this module when it fine-tunes
+    from .trained import Encoder, TrainedConfig
 
 
 def _device():

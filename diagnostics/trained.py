@@ -49,6 +49,8 @@ from probegen.scorers.spans import SpanEncoder
 from probegen.tasks.wic import task_of
 from probegen.tasks.wsd import choice_correct  # noqa: F401 - the choice decision, importable from here as before
 
+from .inputs import view
+
 #: what the trained method needs of an encoder: ``vectors(rows, progress)``, ``mask``, ``dim``, ``name``
 Encoder = SpanEncoder
 
@@ -96,26 +98,6 @@ def load_encoder(model: str, max_length: int = 256, batch_size: int = 32, runner
     if not hasattr(scorer, "span_encoder"):
         raise ProbegenError(f"{model} is a {scorer.kind} model: --method trained needs a transformer (token positions)")
     return scorer.span_encoder(max_length, batch_size)
-
-
-# ---- inputs per condition --------------------------------------------------------------------------
-def view(target, condition: str, mask: str):
-    """The (text, span) a condition shows of one target (the label condition shows nothing).
-
-    >>> from probegen.wordincontext.items import Target
-    >>> t = Target("He sat on the bank.", (14, 18))
-    >>> view(t, "full", "[MASK]"), view(t, "context", "[MASK]"), view(t, "word", "[MASK]")
-    (('He sat on the bank.', (14, 18)), ('He sat on the [MASK].', (14, 20)), ('bank', (0, 4)))
-    """
-    if condition == "full":
-        return target.text, target.span
-    if condition == "context":
-        m = target.masked(mask)
-        return m.text, m.span
-    if condition == "word":
-        w = target.alone()
-        return w.text, w.span
-    raise ValueError(f"condition {condition!r} has no input")
 
 
 def features(items: list, condition: str, enc: Encoder, progress: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -61,7 +61,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ProbegenError
+from .labels import continuation, label_variants, render_prompt
 from .scorer import _key, check_permutations, option_orders
+
+__all__ = ["LetterScorer", "LocalLetters", "continuation", "label_variants", "load_letter", "matching_messages"]
 
 #: bump when the way label probabilities are read changes
 LETTER_VERSION = 1
@@ -72,30 +75,6 @@ _MATCHING_FIELDS = {
     "nonce_note": ("nonce",),
     "user": ("text", "number", "k", "options", "nonce_note", "n_options", "last_letter", "nonce", "word"),
 }
-
-
-def label_variants(ask: str, labels: Sequence[str]) -> list[tuple[str, ...]]:
-    """The texts that spell each label as the answer's start.
-
-    >>> label_variants("choice", ["A", "B"])
-    [('A', ' A'), ('B', ' B')]
-    >>> label_variants("yes-no", ["yes", "no"])[1]
-    ('no', 'No', ' no', ' No')
-    """
-    if ask == "yes-no":
-        return [tuple(dict.fromkeys((w, w.capitalize(), " " + w, " " + w.capitalize()))) for w in labels]
-    return [(lab, " " + lab) for lab in labels]
-
-
-def continuation(tokenizer: Any, prompt: str, variant: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(prompt token ids, the variant's token ids) of ``prompt + variant`` tokenised together: the
-    variant's tokens are those that end after the prompt (a token straddling the boundary counts
-    for the variant, as in the served-model scorer)."""
-    enc = tokenizer(prompt + variant, add_special_tokens=False, return_offsets_mapping=True)
-    ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
-    cut = len(prompt)
-    k = next((i for i, (s, e) in enumerate(offsets) if e > cut or s >= cut), len(ids))
-    return tuple(ids[:k]), tuple(ids[k:])
 
 
 @dataclass
@@ -286,13 +265,7 @@ class LocalLetters:
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         """The prompt text: ``messages`` through the chat template with the assistant's turn opened."""
-        from .chat import _conversation
-
-        try:
-            return self.tokenizer.apply_chat_template(_conversation(messages), tokenize=False, add_generation_prompt=True)
-        except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
-            raise ProbegenError(f"{self.name}: its chat template refused the conversation ({type(e).__name__}: "
-                                f"{' '.join(str(e).split())[:200]})") from None
+        return render_prompt(self.tokenizer, self.name, messages)
 
     def sequences(self, prompt: str, variants: Sequence[tuple[str, ...]]) -> list[set[tuple[tuple[int, ...], tuple[int, ...]]]]:
         """Per label, its distinct (prompt ids, continuation ids) tokenisations."""

@@ -94,7 +94,7 @@ class ApiLetters:
 
     # ---- completions: top log-probs, the rest echo-scored ---------------------------------------------
     def _completions(self, conversations, variants) -> list[list[float]]:
-        from .letter import continuation
+        from .labels import continuation
 
         texts = [self.render(c) for c in conversations]
         # per prompt, per label: distinct tokenisation -> the first variant text that gives it
@@ -123,9 +123,9 @@ class ApiLetters:
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         """The prompt text, rendered here by the served model's chat template (as in process)."""
-        from .letter import LocalLetters
+        from .labels import render_prompt
 
-        return LocalLetters.render(self, messages)  # uses self.tokenizer and self.name only
+        return render_prompt(self.tokenizer, self.name, messages)
 
     def _map(self, fn, items: list[Any]) -> list[Any]:
         """``fn`` over batches of ``items`` (BATCH at a time, up to the concurrency in flight), flattened."""

@@ -24,7 +24,7 @@ def test_help_lists_commands_with_examples():
 
 
 def test_help_does_not_import_torch():
-    code = "import sys, cli; from click.testing import CliRunner; CliRunner().invoke(cli.cli, ['--help']); print('torch' in sys.modules)"
+    code = "import sys; from probegen.commands.cli import cli; from click.testing import CliRunner; CliRunner().invoke(cli, ['--help']); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

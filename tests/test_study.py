@@ -548,7 +548,7 @@ def _free_port() -> int:
 
 def _start_server(study: Path, port: int, log: Path) -> subprocess.Popen:
     with open(log, "a") as fh:
-        proc = subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", "study", "serve", str(study), "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-c", "from probegen.commands.cli import main; main()", "study", "serve", str(study), "--port", str(port)],
                                 cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

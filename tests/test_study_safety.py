@@ -54,7 +54,7 @@ class Server:
         # the server must stop all the same
         ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
         with open(self.out, "w") as o, open(self.err, "w") as e:
-            self.proc = subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", "study", "serve", str(study),
+            self.proc = subprocess.Popen([sys.executable, "-c", "from probegen.commands.cli import main; main()", "study", "serve", str(study),
                                           "--port", str(self.port)], cwd=ROOT, stdout=o, stderr=e, preexec_fn=ignore)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

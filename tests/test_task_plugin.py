@@ -172,3 +172,32 @@ def test_a_plugin_that_exits_on_import_is_one_line_not_a_silent_exit_0(plugin_an
     assert line == ("probegen: error: task plugin 'synonym-pairs' (exiting_task:Task) from entry-point group "
                     "probegen.tasks cannot be loaded: it called sys.exit(0) while being imported")
     assert not (tmp_path / "run").exists()
+
+
+def test_limit_on_a_plugin_kind_without_records_is_one_line_before_any_work(plugin_and_data, tmp_path):
+    """--limit/--sample passed the option check for every kind and then failed at run time on a
+    dataset without ``records`` (issue 27): a kind that names none gets one line at option-check time."""
+    plugin, data = plugin_and_data
+    for cmd, opt in (("eval", "--limit"), ("bias", "--sample")):
+        r = probegen([cmd, "--model", "no-such-model-xyz", "--dataset", data, opt, "5", "--out", tmp_path / cmd], plugin, tmp_path)
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        (line,) = r.stderr.strip().splitlines()
+        assert line.startswith(f"probegen: error: {opt} cannot cut {data} is a synonym pairs dataset: its kind names no records")
+        assert "records_attribute" in line and not (tmp_path / cmd).exists()
+
+
+def test_limit_and_sample_on_a_plugin_kind_that_names_its_records(plugin_and_data, tmp_path):
+    _, data = plugin_and_data
+    root = write_plugin(tmp_path / "with-records")
+    module = root / "synpairs_task" / "__init__.py"
+    module.write_text(module.read_text().replace('    unit_name = "word"\n', '    unit_name = "word"\n    records_attribute = "items"\n'))
+    r = probegen(["eval", "--model", "glove-50d", "--dataset", data, "--limit", "5", "--out", tmp_path / "run"], root, tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+    first = [json.loads(line)["id"] for line in (data / "pairs.jsonl").read_text().splitlines()[:5]]
+    assert [row["id"] for row in rows] == first  # --limit: the first five, in file order
+    r = probegen(["bias", "--model", "glove-50d", "--dataset", data, "--sample", "10", "--bootstrap", "50", "--out", tmp_path / "b"],
+                 root, tmp_path)
+    assert r.returncode == 0, r.stderr
+    (entry,) = json.loads((tmp_path / "b" / "results.json").read_text())["datasets"]
+    assert len((tmp_path / "b" / "data" / "full.jsonl").read_text().splitlines()) == 10 and entry["kind"] == KIND

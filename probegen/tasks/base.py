@@ -78,8 +78,13 @@ class Task(ABC):
     bias_options: ClassVar[frozenset[str]] = frozenset({"scorer", "reduction", "nonce", "method"})
     export_options: ClassVar[frozenset[str]] = frozenset()
     study_options: ClassVar[frozenset[str]] = frozenset()
-    #: options of ``eval`` and ``bias`` that apply to every zero-shot kind (a quick look at a big file: :meth:`subset`)
+    #: options of ``eval`` and ``bias`` that apply to every kind that can be cut (a quick look at a big file: :meth:`subset`)
     generic_options: ClassVar[frozenset[str]] = frozenset({"limit", "sample"})
+    #: the attribute of a loaded dataset that holds its records (groups, items, pairs) in file order, so
+    #: ``--limit``/``--sample`` can cut it (:meth:`subset`); None (a plugin's default): the kind cannot be
+    #: cut, and the options are one line at option-check time, before any work (a kind may instead
+    #: override :meth:`records` and :meth:`with_records`)
+    records_attribute: ClassVar[str | None] = None
     #: what ``bias`` keeps whole when it takes a subset (its bootstrap cluster; default: one unit)
     cluster_name: ClassVar[str] = ""
     #: options that only a language model uses (rejected for embedding and static models)
@@ -140,9 +145,15 @@ class Task(ABC):
     def accepts(self, option: str, command: str = "eval") -> bool:
         """Whether ``option`` of ``command`` (eval, bias, export, study) applies to this kind."""
         sets = {"eval": self.options, "bias": self.bias_options, "export": self.export_options, "study": self.study_options}
-        # the generic ones (--limit/--sample) cut any kind's records; a trained probe keeps whole clusters
-        generic = command in ("eval", "bias") and option in self.generic_options
+        # the generic ones (--limit/--sample) cut the records of any kind that names them; a trained probe keeps whole clusters
+        generic = command in ("eval", "bias") and option in self.generic_options and self.can_subset()
         return option in sets[command] or generic
+
+    @classmethod
+    def can_subset(cls) -> bool:
+        """Whether ``--limit``/``--sample`` can cut this kind's datasets: it names their
+        :attr:`records_attribute`, or overrides :meth:`records` and :meth:`with_records`."""
+        return cls.records_attribute is not None or (cls.records is not Task.records and cls.with_records is not Task.with_records)
 
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
         """Checks of option values that apply (e.g. two that contradict each other); ``given``
@@ -194,19 +205,26 @@ class Task(ABC):
     # ---- subsets (--limit, --sample) ---------------------------------------------------------------
     def records(self, data: Any) -> list[Any]:
         """The dataset's records (its units: groups, items, pairs) in file order."""
-        recs = getattr(data, "records", None)
+        recs = getattr(data, self.records_attribute, None) if self.records_attribute else None
         if recs is None:
             raise ProbegenError(f"{self.title or self.name} datasets cannot be cut to a subset (no records)")
         return list(recs)
 
     def with_records(self, data: Any, records: Sequence[Any]) -> Any:
-        """``data`` holding only ``records`` (a dataclass container with a ``records_field``)."""
+        """``data`` holding only ``records``: a dataclass container with a ``records_field`` (probegen's
+        datasets) is replaced field-wise; another object (a plugin's) is copied with its
+        :attr:`records_attribute` set to the records kept."""
+        import copy
         import dataclasses
 
         field_name = getattr(data, "records_field", None)
-        if field_name is None or not dataclasses.is_dataclass(data):
-            raise ProbegenError(f"{self.title or self.name} datasets cannot be cut to a subset")
-        return dataclasses.replace(data, **{field_name: list(records)})
+        if field_name is not None and dataclasses.is_dataclass(data) and not isinstance(data, type):
+            return dataclasses.replace(data, **{field_name: list(records)})
+        if self.records_attribute and hasattr(data, "__dict__") and self.records_attribute in vars(data):
+            out = copy.copy(data)
+            setattr(out, self.records_attribute, list(records))
+            return out
+        raise ProbegenError(f"{self.title or self.name} datasets cannot be cut to a subset")
 
     def cluster_of(self, record: Any) -> str:
         """The cluster ``record`` belongs to, kept whole by a ``bias`` subset (default: its own id)."""

@@ -31,6 +31,7 @@ RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
 class Coda21Task(Task):
     """CoDA21 alignment groups (see the module doc)."""
 
+    records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     name = "coda21"
     title = "CoDA21"
     unit_name = "group"

@@ -52,6 +52,7 @@ RESAMPLING_UNIT = "concept (synset): all items about one synset, across probe ty
 class MultipleChoiceTask(Task):
     """Multiple-choice questions (see the module doc)."""
 
+    records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     name = "wordnetqa"
     title = "multiple-choice (WordNetQA)"
     unit_name = "item"

@@ -91,6 +91,7 @@ def task_of(data: Any) -> "WordInContextTask":
 class WordInContextTask(Task):
     """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks."""
 
+    records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     #: the items' shape: ``pair``, ``choice`` or ``label``
     shape: ClassVar[str]
     #: how ``probegen stats`` names the items

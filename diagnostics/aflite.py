@@ -57,7 +57,7 @@ def mc_predictor(views: list[B.MCView]) -> Predictor:
     from sklearn.linear_model import SGDClassifier
     from sklearn.preprocessing import StandardScaler
 
-    from probegen.core import Unit, decide
+    from probegen.core import decide_scores
 
     texts, numeric, y, owner = B._choice_rows(views)
     X = hstack([TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2).fit_transform(texts),
@@ -73,8 +73,7 @@ def mc_predictor(views: list[B.MCView]) -> Predictor:
         out, at = {}, 0
         for i in test:
             n = len(rows_of[i])
-            unit = Unit.choice(str(i), str(i), [str(j) for j in range(n)])  # a decision over classifier scores
-            pick = decide(unit, s[None, at : at + n], rng=np.random.default_rng([seed, int(i)]))[0]
+            pick = decide_scores(s[None, at : at + n], "argmax", np.random.default_rng([seed, int(i)]))[0]  # classifier scores
             out[int(i)] = np.array([float(pick == views[i].answer)])
             at += n
         return out
@@ -86,7 +85,7 @@ def coda21_predictor(groups: list) -> Predictor:
     """Word-only overlap aligner over CoDA21 groups (one row per member): which members give their definition away."""
     from sklearn.linear_model import LogisticRegression
 
-    from probegen.core import Unit, decide
+    from probegen.core import decide_scores
 
     feats = []
     for g in groups:
@@ -105,8 +104,7 @@ def coda21_predictor(groups: list) -> Predictor:
             f = sub(i, alive[i])
             k = len(f)
             mat = clf.decision_function(f.reshape(-1, f.shape[-1])).reshape(k, k)
-            unit = Unit.group(groups[i].id, [str(r) for r in range(k)], [str(c) for c in range(k)], range(k), "alignment")
-            pred = decide(unit, mat, rng=np.random.default_rng([seed, int(i)]))
+            pred = decide_scores(mat, "alignment", np.random.default_rng([seed, int(i)]))
             out[int(i)] = (pred == np.arange(k)).astype(float)
         return out
 

@@ -382,10 +382,9 @@ def pick_choice(scores: np.ndarray, rng: np.random.Generator) -> int:
     >>> pick_choice(np.array([0.2, 0.9, 0.1]), np.random.default_rng(0))
     1
     """
-    from probegen.core import Unit, decide
+    from probegen.core import decide_scores
 
-    n = len(scores)
-    return int(decide(Unit.choice("control", "control", [str(j) for j in range(n)]), np.asarray(scores)[None, :], rng=rng)[0])
+    return int(decide_scores(np.asarray(scores)[None, :], "argmax", rng)[0])
 
 
 def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -393,7 +392,7 @@ def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 100
     from sklearn.linear_model import LogisticRegression
 
     from probegen.coda21.dataset import group_rng
-    from probegen.core import Unit, decide
+    from probegen.core import decide_scores
 
     name, applies = f"{side}-overlap", "coda21"
     if side not in ("word", "context"):
@@ -412,8 +411,7 @@ def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 100
         for i in te:
             k = groups[i].k
             mat = clf.decision_function(feats[i].reshape(-1, feats[i].shape[-1])).reshape(k, k)
-            unit = Unit.group(groups[i].id, [str(r) for r in range(k)], [str(c) for c in range(k)], range(k), "alignment")
-            pred = decide(unit, mat, rng=group_rng(seed, groups[i].id + "/control"))
+            pred = decide_scores(mat, "alignment", group_rng(seed, groups[i].id + "/control"))
             acc[i] = float(np.mean(pred == np.arange(k)))
     chance = float(np.mean([1.0 / g.k for g in groups]))
     what = "target word (lemma + surface form)" if side == "word" else "context with the target removed"

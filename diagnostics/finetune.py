@@ -87,7 +87,7 @@ def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed
     """Fine-tune a copy of ``enc`` on ``train`` under ``condition``; per-test-item correctness."""
     import torch
 
-    from probegen.core import Unit, decide
+    from probegen.core import decide_scores, tie_rng
 
     torch.manual_seed(seed)
     probe = _Probe(enc, condition, train, _device())
@@ -108,6 +108,6 @@ def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed
         for i in range(0, len(test), step):
             batch = test[i : i + step]
             for it, s in zip(batch, probe.rows(batch, probe.logits(batch, grad=False).float().cpu().numpy())):
-                pick = decide(Unit.choice(it.id, it.id, [str(j) for j in range(len(s))]), s[None, :], seed)[0]
+                pick = decide_scores(s[None, :], "argmax", tie_rng(seed, it.id))[0]
                 correct.append(bool(pick == probe.gold(it)))
     return np.array(correct)

@@ -106,11 +106,9 @@ def method_of(records: Sequence[dict[str, Any]]) -> str:
 
 def _argmax_option(uid: str, order: int, row: int, perm: np.ndarray, probs: np.ndarray) -> int:
     """The option an order's distribution picks (ties broken by the one tie rule of probegen.core)."""
-    from probegen.core import Unit, decide
+    from probegen.core import decide_scores, tie_rng
 
-    n = len(perm)
-    unit = Unit.choice(f"{uid}/order/{order}/row/{row}", "q", [str(j) for j in range(n)])
-    return int(perm[int(decide(unit, probs[None, :])[0])])
+    return int(perm[int(decide_scores(probs[None, :], "argmax", tie_rng(0, f"{uid}/order/{order}/row/{row}"))[0])])
 
 
 def _record_rows(r: dict[str, Any], cluster: Callable[[dict[str, Any]], str]) -> list[Row]:
@@ -346,20 +344,17 @@ def option_matrix(row: Row, prior: np.ndarray | None = None, floor: float = 0.0)
 
 def _decide_units(rows: Sequence[Row], mats: Sequence[np.ndarray], decision: str, seed: int) -> np.ndarray:
     """Per row, 1.0 if the unit's decision (probegen.core.decide) on the log of ``mats`` is right."""
-    from probegen.core import Unit, decide
+    from probegen.core import decide_scores, tie_rng
 
     out = np.zeros(len(rows))
     by_unit: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         by_unit.setdefault(r.unit, []).append(i)
     for uid, ix in by_unit.items():
-        n = rows[ix[0]].n
         dec = decision if len(ix) > 1 or decision == "argmax" else "argmax"
-        unit = Unit(uid, tuple(str(i) for i in ix), tuple(tuple(str(j) for j in range(n)) for _ in ix), dec,
-                    tuple(rows[i].gold for i in ix))
         m = np.log(np.maximum(np.array([mats[i] for i in ix]), 1e-12))
-        pred = decide(unit, m, seed)
-        out[ix] = (pred == np.array(unit.gold)).astype(float)
+        pred = decide_scores(m, dec, tie_rng(seed, uid))
+        out[ix] = (pred == np.array([rows[i].gold for i in ix])).astype(float)
     return out
 
 

@@ -196,13 +196,40 @@ def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "", rng: 
         q = unit.queries[bad[0]]
         c = unit.candidates[bad[0]][bad[1] if unit.decision != "best-row" else 0]
         raise ProbegenError(f"{who}non-finite score for unit {unit.id}, pair ({q[:60]!r}, {c[:60]!r})")
-    rng = rng if rng is not None else tie_rng(seed, unit.id)
+    return decide_scores(m, unit.decision, rng if rng is not None else tie_rng(seed, unit.id))
+
+
+def decide_scores(matrix: np.ndarray, decision: str, rng: np.random.Generator) -> np.ndarray:
+    """The one score-to-decision rule, on a score matrix alone (higher = better): what
+    :func:`decide` applies to a unit, for callers whose scores belong to no unit (a control
+    classifier's, AFLite's, a fine-tuned probe's, one option order of the letter method) and which
+    keep their own seeded tie-breaking generator ``rng`` (:func:`tie_rng` for a unit id).
+
+    ``alignment``/``simple``: the predicted column of each row; ``argmax``: the best column of each
+    row; ``best-row``: one entry, the row whose (first) candidate scores highest. Scores are first
+    put on a 9-significant-digit grid (:func:`quantize`), so last-bit differences between CPUs are
+    ties, and exact ties are broken by ``rng``, never towards a position.
+
+    >>> decide_scores(np.array([[0.2, 0.9, 0.1]]), "argmax", tie_rng(0, "item")).tolist()
+    [1]
+    >>> picks = [int(decide_scores(np.zeros((1, 3)), "argmax", tie_rng(0, f"i{n}"))[0]) for n in range(60)]
+    >>> sorted(set(picks))
+    [0, 1, 2]
+    >>> decide_scores(np.array([[1.0, 0.0]]), "best", tie_rng(0, "x"))
+    Traceback (most recent call last):
+    ValueError: unknown decision 'best'; choose from alignment, simple, argmax, best-row
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if not np.all(np.isfinite(m)):
+        raise ProbegenError(f"non-finite score at row, column {tuple(int(x) for x in np.argwhere(~np.isfinite(m))[0])}")
     m = quantize(m)  # last-bit differences are ties, decided alike on every CPU
-    if unit.decision in ("alignment", "simple"):
-        return align(m, unit.decision, seed=rng)
-    if unit.decision == "argmax":
+    if decision in ("alignment", "simple"):
+        return align(m, decision, seed=rng)
+    if decision == "argmax":
         return np.array([argmax_random_ties(row, seed=rng) for row in m], dtype=int)
-    return np.array([int(np.argmax(m[:, 0]))], dtype=int)
+    if decision == "best-row":
+        return np.array([int(np.argmax(m[:, 0]))], dtype=int)
+    raise ValueError(f"unknown decision {decision!r}; choose from alignment, simple, argmax, best-row")
 
 
 def evaluate_units(units: Sequence[Unit], scorer: Any, seed: int = 0, progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -195,3 +195,43 @@ def test_the_check_sees_kind_comparisons(tmp_path):
         "    return {'wic': 5}.get(kind, rule == 'alignment')\n"  # a dict key and another word are no comparison
     )
     assert kind_comparisons(bad) == [(2, "coda21"), (4, "choice"), (4, "pair"), (6, "label"), (8, "wsd")]
+
+
+# ---- one score-to-decision rule, no dummy units (issue 27) ---------------------------------------------
+def _dummy_unit_decisions(path: Path, text: str | None = None) -> list[int]:
+    """Lines where ``decide`` gets a unit built in place (``decide(Unit.choice(...), m)``) or a name bound
+    to a Unit built in the same function, only to break ties: such scores belong to no unit, and
+    :func:`probegen.core.decide_scores` takes them with their own tie-breaking generator."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    out = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        built = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_unit_call(node.value):
+                built |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "decide" and node.args:
+                first = node.args[0]
+                if (isinstance(first, ast.Call) and _is_unit_call(first)) or (isinstance(first, ast.Name) and first.id in built):
+                    out.append(node.lineno)
+    return sorted(set(out))
+
+
+def _is_unit_call(call: ast.Call) -> bool:
+    f = call.func
+    return (isinstance(f, ast.Name) and f.id == "Unit") or (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                                                           and f.value.id == "Unit")
+
+
+def test_no_unit_is_built_only_to_break_ties():
+    found = {str(f.relative_to(ROOT)): lines for f in _code_files() if (lines := _dummy_unit_decisions(f))}
+    assert not found, f"decide() given a unit built only for its tie rule (use probegen.core.decide_scores): {found}"
+
+
+def test_the_check_sees_a_dummy_unit(tmp_path):
+    f = tmp_path / "m.py"
+    assert _dummy_unit_decisions(f, "def f(s):\n    return decide(Unit.choice('x', 'x', ['a', 'b']), s)\n") == [2]
+    assert _dummy_unit_decisions(f, "def f(s):\n    u = Unit('x', ('q',), (('a',),), 'argmax')\n    return decide(u, s, 0)\n") == [3]
+    assert _dummy_unit_decisions(f, "def f(units, mats):\n    return [decide(u, m) for u, m in zip(units, mats)]\n") == []

@@ -202,7 +202,7 @@ class LetterScorer:
         return self._collect(units, asks)
 
     def _collect(self, units: Sequence[Any], asks: list[_Ask]) -> list[np.ndarray]:
-        from ..core import Unit, decide
+        from ..core import decide_scores
 
         per_unit: dict[int, list[_Ask]] = {}
         for a in asks:
@@ -229,9 +229,8 @@ class LetterScorer:
                 back = np.zeros((n_rows, n_opt))
                 back[:, perms[o]] = np.asarray(probs[o])  # position p holds option perm[p]
                 m += back / len(orders)
-                one = Unit(u.id, u.queries[:n_rows], u.candidates[:n_rows], u.decision, u.gold)
                 rng = np.random.default_rng([self.seed, zlib.crc32(f"{u.id}/order/{o}/letter".encode())])
-                answers.append([int(x) for x in decide(one, back, self.seed, self.name, rng=rng)])
+                answers.append([int(x) for x in decide_scores(back, u.decision, rng)])
             self._details[_key(u)] = {"method": "letter", "orders": [perms[o] for o in orders], "probs": probs, "label_mass": mass,
                                       "answers": answers, "status": ["valid"] * len(orders), "random_rows": [[] for _ in orders]}
             self.counts["asks"] += len(mine)

@@ -22,13 +22,13 @@ def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: S
     >>> choice_correct(np.array([0.1, 0.9, 0.5, 0.2]), np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0])).tolist()
     [True, True]
     """
-    from ..core import Unit, decide
+    from ..core import decide_scores, tie_rng
 
     out = []
     for g in np.unique(groups):
         s, t = scores[groups == g], y[groups == g].astype(bool)
         uid = ids[int(g)] if ids is not None else str(int(g))
-        pick = decide(Unit.choice(uid, uid, [str(j) for j in range(len(s))]), s[None, :], seed)[0]
+        pick = decide_scores(s[None, :], "argmax", tie_rng(seed, uid))[0]
         out.append(bool(t[pick]))
     return np.array(out)
 

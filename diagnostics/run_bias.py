@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from probegen import tasks
+from probegen.core import as_unit_scorer
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.tasks import Settings
@@ -475,13 +476,14 @@ def write_bias(
         "config": asdict(cfg),
         "datasets": entries + list(skipped),
         "plot": "bias_plane.png",
-        "scorer_stats": scorer.stats() if hasattr(scorer, "stats") else None,
+        "scorer_stats": as_unit_scorer(scorer).stats(),
         "timings": {"score_and_analyse_s": round(time.perf_counter() - t0, 3)},
     }
-    if hasattr(scorer, "exchanges"):  # the generative method: every prompt and raw answer
+    exchanges = as_unit_scorer(scorer).exchanges()
+    if exchanges is not None:  # the generative and letter methods: every prompt and raw answer
         from probegen.evaluation import RESPONSES_FILE
 
-        write_jsonl(out / RESPONSES_FILE, scorer.exchanges())
+        write_jsonl(out / RESPONSES_FILE, exchanges)
         results["responses"] = RESPONSES_FILE
     write_report(results, out, model)
     log(f"wrote {out}")
@@ -533,7 +535,7 @@ def seen_lines(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, conditions
     task builds for it (:meth:`probegen.tasks.Task.units`, with the settings and query style it was
     scored with), in dataset order."""
     settings = settings_of(dataset_cfg(d, cfg, given_nonce))
-    style = getattr(scorer, "query_style", "pattern")
+    style = as_unit_scorer(scorer).query_style
     return [unit_line(c, u) for c in conditions for u in d.task.units(d.data, c, settings, style)]
 
 
@@ -566,7 +568,7 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: boo
         entry = {**entry, "generation": generation}
     from .eval_report import condition_blocks, scores_note
 
-    kind = getattr(scorer, "kind", None)
+    kind = as_unit_scorer(scorer).kind or None
     reduction = _settings(scorer).get("reduction") if kind in ("causal", "masked") else None
     entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share, cfg.matching if task.name == CODA21.name
                                          else "argmax", scores_note({"reduction": reduction}, kind))}  # position, calibration

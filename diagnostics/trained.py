@@ -45,7 +45,7 @@ import numpy as np
 
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
-from probegen.scorers.spans import SpanEncoder
+from probegen.scorers.spans import SpanEncoder, SpanFeatures
 from probegen.tasks.wic import task_of
 from probegen.tasks.wsd import choice_correct  # noqa: F401 - the choice decision, importable from here as before
 
@@ -95,7 +95,7 @@ def load_encoder(model: str, max_length: int = 256, batch_size: int = 32, runner
     (:meth:`~probegen.scorers.spans.SpanFeatures.span_encoder`): a sentence-transformers model's
     transformer, or a masked/causal LM."""
     scorer = Runner.ensure(runner).load_scorer(model)
-    if not hasattr(scorer, "span_encoder"):
+    if not isinstance(scorer, SpanFeatures):
         raise ProbegenError(f"{model} is a {scorer.kind} model: --method trained needs a transformer (token positions)")
     return scorer.span_encoder(max_length, batch_size)
 

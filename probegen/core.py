@@ -21,6 +21,7 @@ decision of a unit does not depend on which other units were scored with it.
 from __future__ import annotations
 
 import zlib
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -86,10 +87,100 @@ class Unit:
         return cls(id, (query,), (tuple(choices),), "argmax", () if gold is None else (int(gold),))
 
 
+# ---- the scorer protocol ----------------------------------------------------------------------------
+class UnitScorer(ABC):
+    """The one scorer protocol the core consumes: a score matrix (rows x candidates, higher = better)
+    per unit, and what the scorer can say about its work. Every scorer of probegen is one: the
+    pair scorers (:class:`PairScorer`: causal and masked LMs, embedders, static vectors, served
+    models) and the scorers that answer whole units (the generative and letter methods).
+
+    ``kind`` says what it is (``causal``, ``masked``, ``embedding``, ``static``, ``generative``,
+    ``letter``); ``name`` the model as the user gave it."""
+
+    name: str = ""
+    kind: str = ""
+    #: how queries are written for it: ``pattern`` (LMs), ``plain`` (embedding, static), ``generate`` (asked)
+    query_style: str = "pattern"
+    #: how a multi-token candidate's log-probs are reduced (``sum``, ``mean``; LMs only)
+    reduction: str | None = None
+
+    @abstractmethod
+    def score_units(self, units: Sequence["Unit"], progress: bool = False) -> list[np.ndarray]:
+        """A rows x candidates score matrix per unit, in order."""
+
+    def detail(self, unit: "Unit") -> dict[str, Any] | None:
+        """What the scorer says of ``unit`` beyond its scores (the generative and letter methods'
+        answers per option order, recorded under ``generation``); None for the others."""
+        return None
+
+    def exchanges(self) -> list[dict[str, Any]] | None:
+        """Every prompt and raw answer so far (``responses.jsonl``); None for a scorer that asks no prompts."""
+        return None
+
+    def stats(self) -> dict[str, Any] | None:
+        """Counters of the work done (requests, cache hits, ...), recorded in results.json; None without any."""
+        return None
+
+
+class PairScorer(UnitScorer):
+    """A scorer of (query, candidate) pairs: a list of units is scored through one table of unique
+    requests (:func:`request_table`), each pair once, and the values laid out per unit."""
+
+    @abstractmethod
+    def score_pairs(self, pairs: Sequence[tuple[str, str]], progress: bool = False) -> dict[tuple[str, str], float]:
+        """The score of every pair."""
+
+    def score_units(self, units: Sequence["Unit"], progress: bool = False) -> list[np.ndarray]:
+        return unit_matrices(units, self.score_pairs(request_table(units), progress=progress))
+
+
+class ScoreFunction(UnitScorer):
+    """Any object with ``score(queries, candidate_lists, progress)`` (a stand-in model, a user's
+    function) as a :class:`UnitScorer`: every unit row is asked as it is (the object dedupes itself).
+
+    >>> class Overlap:
+    ...     def score(self, queries, candidates, progress=False):
+    ...         return [[float(len(set(q) & set(c))) for c in cs] for q, cs in zip(queries, candidates)]
+    >>> as_unit_scorer(Overlap()).score_units([Unit.choice("i", "dog", ["cat", "god"])])[0].tolist()
+    [[0.0, 3.0]]
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.name = str(getattr(model, "name", type(model).__name__))
+        self.kind = str(getattr(model, "kind", ""))
+        self.query_style = str(getattr(model, "query_style", "pattern"))
+        self.reduction = getattr(model, "reduction", None)
+
+    def score_units(self, units: Sequence["Unit"], progress: bool = False) -> list[np.ndarray]:
+        queries = [q for u in units for q in u.queries]
+        cands = [list(c) for u in units for c in u.candidates]
+        rows = self.model.score(queries, cands, progress=progress)
+        return unit_matrices(units, {(q, c): float(v) for q, cs, r in zip(queries, cands, rows) for c, v in zip(cs, r)})
+
+
+def as_unit_scorer(scorer: Any) -> UnitScorer:
+    """``scorer`` itself when it is a :class:`UnitScorer`, else wrapped as a :class:`ScoreFunction`."""
+    return scorer if isinstance(scorer, UnitScorer) else ScoreFunction(scorer)
+
+
+def unit_matrices(units: Sequence["Unit"], values: dict[tuple[str, str], float]) -> list[np.ndarray]:
+    """Each unit's rows x candidates matrix from the scores of its (query, candidate) pairs; a
+    ragged unit (best-row: rows of different lengths) gets one column per row, its first candidate."""
+    out = []
+    for u in units:
+        widths = {len(c) for c in u.candidates}
+        if len(widths) == 1:
+            out.append(np.array([[values[(q, c)] for c in cands] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
+        else:
+            out.append(np.array([[values[(q, cands[0])]] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
+    return out
+
+
 def with_detail(record: dict[str, Any], unit: Unit, scorer: Any) -> dict[str, Any]:
     """``record`` with what a scorer that answers whole units says of ``unit`` (the generative
     method's answers per option order, under ``generation``); unchanged for other scorers."""
-    detail = scorer.detail(unit) if hasattr(scorer, "detail") else None
+    detail = as_unit_scorer(scorer).detail(unit)
     if detail is not None:
         record["generation"] = detail
     return record
@@ -120,29 +211,10 @@ def request_table(units: Iterable[Unit]) -> list[Pair]:
 
 
 def score_units(units: Sequence[Unit], scorer: Any, progress: bool = False) -> list[np.ndarray]:
-    """Score every unit's requests in one scorer call; a rows x candidates matrix per unit.
-
-    ``scorer`` is any object with ``score_pairs(pairs) -> {pair: float}`` (probegen's scorers),
-    ``score_units(units) -> [matrix]`` (a scorer that answers whole units: the generative
-    method, :class:`probegen.generate.GenerativeScorer`) or only ``score(queries, candidate_lists)``.
-    """
-    if hasattr(scorer, "score_units"):
-        return scorer.score_units(list(units), progress=progress)
-    if hasattr(scorer, "score_pairs"):
-        values = scorer.score_pairs(request_table(units), progress=progress)
-    else:  # a plain ``score`` function (e.g. a stand-in model): row by row, it dedupes itself
-        queries = [q for u in units for q in u.queries]
-        cands = [list(c) for u in units for c in u.candidates]
-        rows = scorer.score(queries, cands, progress=progress)
-        values = {(q, c): float(v) for q, cs, r in zip(queries, cands, rows) for c, v in zip(cs, r)}
-    out = []
-    for u in units:
-        widths = {len(c) for c in u.candidates}
-        if len(widths) == 1:
-            out.append(np.array([[values[(q, c)] for c in cands] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
-        else:  # ragged rows (best-row units): one column per row
-            out.append(np.array([[values[(q, cands[0])]] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
-    return out
+    """Score every unit in one scorer call; a rows x candidates matrix per unit. ``scorer`` is a
+    :class:`UnitScorer` (probegen's scorers) or any object with ``score(queries, candidate_lists)``
+    (:class:`ScoreFunction`)."""
+    return as_unit_scorer(scorer).score_units(list(units), progress=progress)
 
 
 #: significant digits kept before deciding (:func:`quantize`)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from .core import as_unit_scorer
 from .errors import ProbegenError
 from .io import sha256_text, write_json, write_jsonl
 
@@ -181,7 +182,7 @@ def run_eval(
     timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
     results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner)
     notes = _generation_notes(scorer, ev, results) + _shown_notes(results, data, subset)
-    exchanges = scorer.exchanges() if hasattr(scorer, "exchanges") else None
+    exchanges = as_unit_scorer(scorer).exchanges()
     with runner.output_dir(out) as tmp:  # rank 0 writes; no rank leaves before the results are in place
         write_jsonl(tmp / ev.rows_file, ev.rows)
         if exchanges is not None:
@@ -196,7 +197,7 @@ def run_eval(
 
 def _generation_notes(scorer, ev, results: dict[str, Any]) -> list[str]:
     """The generative method's block of results.json (invalid answers, order effects) and its summary lines."""
-    if not hasattr(scorer, "exchanges"):
+    if as_unit_scorer(scorer).exchanges() is None:  # a scorer that asks no prompts
         return []
     from .generate.metrics import summarize, summary_lines
 
@@ -348,7 +349,7 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
         # what may differ between two runs of the same evaluation: timings, cache hits, processes
         "run": {
             "timings": timings,
-            "scorer_stats": scorer.stats() if hasattr(scorer, "stats") else None,
+            "scorer_stats": as_unit_scorer(scorer).stats(),
             "distributed": runner.describe(),
         },
     }

@@ -149,10 +149,10 @@ class Runner:
 
     def evaluate(self, units: Sequence[Any], scorer: Any, seed: int = 0, progress: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
         """(score matrix, predictions) of every unit: :meth:`score`, then :func:`core.decide`."""
-        from .core import decide
+        from .core import as_unit_scorer, decide
 
         mats = self.score(units, scorer, progress=progress)
-        model = getattr(scorer, "name", "")
+        model = as_unit_scorer(scorer).name
         return [(m, decide(u, m, seed, model)) for u, m in zip(units, mats)]
 
     # ---- outputs -------------------------------------------------------------------------------------

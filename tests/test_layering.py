@@ -235,3 +235,30 @@ def test_the_check_sees_a_dummy_unit(tmp_path):
     assert _dummy_unit_decisions(f, "def f(s):\n    return decide(Unit.choice('x', 'x', ['a', 'b']), s)\n") == [2]
     assert _dummy_unit_decisions(f, "def f(s):\n    u = Unit('x', ('q',), (('a',),), 'argmax')\n    return decide(u, s, 0)\n") == [3]
     assert _dummy_unit_decisions(f, "def f(units, mats):\n    return [decide(u, m) for u, m in zip(units, mats)]\n") == []
+
+
+def _scorer_probes(path: Path, text: str | None = None) -> list[int]:
+    """Lines that ask a scorer what it is by duck typing (``hasattr(scorer, ...)``, ``getattr(scorer, "x", None)``)
+    instead of the protocol (:class:`probegen.core.UnitScorer`, ``isinstance`` of a capability class)."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr") and node.args:
+            target = node.args[0]
+            name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
+            if "scorer" in name.lower() and (node.func.id == "hasattr" or len(node.args) == 3):
+                out.append(node.lineno)
+    return out
+
+
+def test_scorers_are_asked_through_the_protocol_not_by_duck_typing():
+    files = [f for f in _code_files() if f.name != "core.py" or f.parent.name != "probegen"]
+    found = {str(f.relative_to(ROOT)): lines for f in files if (lines := _scorer_probes(f))}
+    assert not found, f"hasattr/getattr on a scorer (use the UnitScorer protocol or a capability class): {found}"
+
+
+def test_the_check_sees_duck_typing(tmp_path):
+    f = tmp_path / "m.py"
+    assert _scorer_probes(f, "def f(scorer):\n    return hasattr(scorer, 'exchanges')\n") == [2]
+    assert _scorer_probes(f, "def f(self):\n    return getattr(self.scorer, 'name', '')\n") == [2]
+    assert _scorer_probes(f, "def f(scorer):\n    return getattr(scorer, 'name')\n") == []

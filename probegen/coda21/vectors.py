@@ -32,7 +32,9 @@ def definition_vectors(
     mat = runner.share(_read_cache(path, len(names)) if runner.is_main else None)
     if mat is None:
         scorer = runner.load_scorer(embedder)
-        if not hasattr(scorer, "embed"):
+        from ..scorers.base import TextEmbedder
+
+        if not isinstance(scorer, TextEmbedder):
             raise ValueError(f"--embedder {embedder!r} is a {scorer.kind} model and cannot embed text")
         if runner.is_main:
             mat = np.asarray(scorer.embed([graph.definition(n) for n in names], progress=progress), dtype=np.float32)

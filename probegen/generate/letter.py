@@ -60,6 +60,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..core import UnitScorer
 from ..errors import ProbegenError
 from .labels import continuation, label_variants, render_prompt
 from .scorer import _key, check_permutations, option_orders
@@ -115,7 +116,7 @@ def matching_messages(prompts: Any, text: str, number: int, k: int, options: Seq
     return out + [{"role": "user", "content": _tidy(block["user"].format(**values))}]
 
 
-class LetterScorer:
+class LetterScorer(UnitScorer):
     """Answers units by reading the option labels' probabilities (see the module doc).
 
     ``backend``: :class:`LocalLetters` or :class:`~probegen.generate.letter_api.ApiLetters`;

@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..core import UnitScorer
 from ..errors import ProbegenError
 
 #: how many answer tokens each template gets: a fixed allowance plus one per row (a matching line)
@@ -144,7 +145,7 @@ class _Ask:
     random_rows: list[int] = field(default_factory=list)
 
 
-class GenerativeScorer:
+class GenerativeScorer(UnitScorer):
     """Answers units by asking a chat model (see the module doc).
 
     ``chat``: a :class:`~probegen.generate.chat.ChatModel`; ``prompts``: the

@@ -15,11 +15,13 @@ device and device map (rounding-level effects only) but keep the dtype (see :mod
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..core import PairScorer
 from ..errors import NonFiniteScore
 from .. import distributed as dist
 from ..score_cache import ScoreCache, make_key
@@ -28,8 +30,8 @@ Pair = tuple[str, str]
 CacheArg = bool | str | Path | ScoreCache | None
 
 
-class Scorer:
-    """Scores (query, candidate) pairs; higher = better match.
+class Scorer(PairScorer):
+    """Scores (query, candidate) pairs; higher = better match (the core's :class:`~probegen.core.PairScorer`).
 
     Attributes:
         name: the model name as given by the user.
@@ -258,6 +260,15 @@ def _chunks_by_query(pairs: list[Pair], size: int) -> list[list[Pair]]:
     if cur:
         chunks.append(cur)
     return chunks
+
+
+class TextEmbedder(ABC):
+    """A scorer that embeds texts as vectors (embedding and static models): what CoDA21's context
+    selection by definition similarity (``--embedder``) needs."""
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """One vector per text."""
 
 
 class _NoBar:

@@ -10,11 +10,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .base import Pair, Scorer
+from .base import Pair, Scorer, TextEmbedder
 from .spans import SpanFeatures
 
 
-class EmbeddingScorer(SpanFeatures, Scorer):
+class EmbeddingScorer(SpanFeatures, Scorer, TextEmbedder):
     """Cosine similarity of L2-normalised sentence-transformers embeddings."""
 
     kind = "embedding"

@@ -24,6 +24,7 @@ import torch
 
 from . import _budget
 from ._batch import pad, row_batches
+from ..core import PairScorer
 from .base import Pair, Scorer, boundary_split
 from .spans import SpanFeatures
 
@@ -229,12 +230,13 @@ class MaskedScorer(SpanFeatures, Scorer):
         return np.array([float(np.mean(lp)) for lp in self._masked_logprobs(jobs)], dtype=np.float64)
 
 
-class SpanRequests:
-    """A masked scorer's span criterion behind the core's ``score_pairs`` protocol."""
+class SpanRequests(PairScorer):
+    """A masked scorer's span criterion behind the core's pair protocol (:class:`~probegen.core.PairScorer`)."""
 
     def __init__(self, scorer: MaskedScorer) -> None:
         self.scorer = scorer
         self.name = scorer.name
+        self.kind = scorer.kind
 
     def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
         """Mean span log-probs of unique (words JSON, ``"start:end"``) pairs (see :meth:`MaskedScorer.span_logprobs`)."""

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .base import Pair, Scorer
+from .base import Pair, Scorer, TextEmbedder
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 _PARTS = re.compile(r"[-']")
@@ -29,7 +29,7 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("_", " "))
 
 
-class StaticScorer(Scorer):
+class StaticScorer(Scorer, TextEmbedder):
     """Mean-of-word-vectors cosine similarity."""
 
     kind = "static"

@@ -18,13 +18,13 @@ if TYPE_CHECKING:
 def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], settings: "Settings",
                progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Per condition, every unit's record, from one scorer call over all conditions' units."""
-    from ..core import decide, score_units, with_detail
+    from ..core import as_unit_scorer, decide, score_units, with_detail
 
-    style = getattr(scorer, "query_style", "pattern")
+    style = as_unit_scorer(scorer).query_style
     per = {c: task.units(data, c, settings, style) for c in conditions}
     flat = [u for c in conditions for u in per[c]]
     mats = iter(score_units(flat, scorer, progress=progress))
-    model = getattr(scorer, "name", "")
+    model = as_unit_scorer(scorer).name
     out: dict[str, list[dict[str, Any]]] = {}
     for c in conditions:
         out[c] = [with_detail(record(u, m, decide(u, m, settings.seed, model)), u, scorer) for u, m in zip(per[c], mats)]

@@ -20,6 +20,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
+from ..core import as_unit_scorer
 from ..errors import ProbegenError
 from .base import Evaluation, Log, Settings, Task
 
@@ -149,7 +150,7 @@ class WordInContextTask(Task):
         return {"splits": split_counts(data.items), "items": len(data.items)}
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
-        if getattr(scorer, "query_style", None) == "generate":  # asked, not scored: the generic path
+        if as_unit_scorer(scorer).query_style == "generate":  # asked, not scored: the generic path
             return super().evaluate(data, scorer, settings, progress)
         raise ProbegenError(f"{self.title} datasets are measured by a trained probe, not by zero-shot scoring: "
                             "use `probegen eval` (a linear probe), `probegen bias --method trained`, or ask a chat model "

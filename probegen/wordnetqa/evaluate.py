@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..core import Unit, decide, score_units, with_detail
+from ..core import Unit, as_unit_scorer, decide, score_units, with_detail
 from ..errors import ProbegenError
 from .render import MODES, query
 
@@ -76,19 +76,19 @@ def evaluate_mc_modes(
             raise ProbegenError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     if length_norm not in LENGTH_NORMS:
         raise ProbegenError(f"unknown length normalisation {length_norm!r}; choose from {', '.join(LENGTH_NORMS)}")
-    kind = getattr(scorer, "kind", "")
+    kind = as_unit_scorer(scorer).kind
     if length_norm == "tokens" and kind in LM_KINDS and _reduction(scorer) != "mean":
         raise ProbegenError("--length-norm tokens needs the LM scored with --reduction mean")
     items = [it for it in data.items if split is None or it.split == split]
     if not items:
         raise ProbegenError(f"no items to evaluate{f' in split {split!r}' if split else ''}")
-    style = getattr(scorer, "query_style", "pattern")
+    style = as_unit_scorer(scorer).query_style
     units = [Unit.choice(it.id, query(it, style, mode, nonce), it.choices, it.answer) for mode in modes for it in items]
     mats = score_units(units, scorer, progress=progress)
     out = []
     for i, mode in enumerate(modes):
         records = [
-            with_detail(_record(it, u, m, seed, length_norm, kind, getattr(scorer, "name", "")), u, scorer)
+            with_detail(_record(it, u, m, seed, length_norm, kind, as_unit_scorer(scorer).name), u, scorer)
             for it, u, m in zip(items, units[i * len(items) :], mats[i * len(items) : (i + 1) * len(items)])
         ]
         m = metrics(records)
@@ -127,7 +127,7 @@ def _reduction(scorer) -> str | None:
     try:
         return scorer.settings().get("reduction")
     except Exception:
-        return getattr(scorer, "reduction", None)
+        return as_unit_scorer(scorer).reduction
 
 
 # ---- metrics (pure functions over records) ---------------------------------------------------------

@@ -13,5 +13,4 @@ heavy imports happen inside the commands.
   ``probegen make wordnetqa|spec|wic|wsd``;
 - :mod:`probegen.commands.bias`: ``probegen bias``;
 - :mod:`probegen.commands.study`: the ``probegen study`` group;
-- :mod:`probegen.commands.evaluate`: the word-in-context branch of ``probegen eval``.
 """

@@ -385,69 +385,20 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
 
 
 def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
-    from probegen.evaluation import check_method_options
-
-    method = ctx.params.get("method") or "score"
+    """The eval command: one request of what the user set (a default is never an error), run on the
+    path :func:`probegen.score` takes too (:mod:`probegen.diagnostics.api`)."""
     from probegen.commands.options import option_given as _given
-    from probegen import tasks
+    from probegen.diagnostics.api import EvalRequest, run_eval_request
 
-    task = tasks.detect(dataset)
-    # only what the user set: an option that does not apply to the dataset's kind is an error
-    asked = {"scorer": scorer, "nonce": nonce, "pattern": pattern, "reduction": _given(ctx, "reduction", reduction),
-             "matching": _given(ctx, "matching", matching), "length_norm": _given(ctx, "length_norm", length_norm),
-             "split": split, "pll": _given(ctx, "pll", ctx.params.get("pll")), "limit": ctx.params.get("limit"),
-             "sample": ctx.params.get("sample"), "on_invalid": _given(ctx, "on_invalid", ctx.params.get("on_invalid")),
-             "probe": ctx.params.get("release_probe"), "debias_share": ctx.params.get("debias_share")}
-    check_method_options(method, {**asked, "permutations": ctx.params.get("permutations"), "prompts": ctx.params.get("prompts_file")})
-    tasks.check_options([task], asked, "eval", [dataset])
-    from probegen.evaluation import subset_request
-
-    subset_request(asked["limit"], asked["sample"])  # --limit with --sample: one line, before any work
-    from probegen.diagnostics.eval_report import analyse_eval, check_debias_share
-
-    check_debias_share(ctx.params.get("debias_share"), method, ctx.params.get("permutations") or 1)
-    if not task.zero_shot and method not in ("generate", "letter") and _given(ctx, "n_boot", ctx.params.get("n_boot")) is not None:
-        from probegen.errors import ProbegenError
-
-        raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe (see probegen bias --method trained)")
-    if not task.zero_shot and method not in ("generate", "letter"):  # word in context: a linear probe, trained on the train split
-        from probegen.commands.evaluate import eval_wordincontext
-
-        eval_wordincontext(model, dataset, out, seed, batch_size, DEFAULT_ROOT, runner,
-                           subset=subset_request(asked["limit"], asked["sample"]))
-        return
-    from probegen.evaluation import EvalOptions, run_eval
-
-    out_dir = Path(out) if out else DEFAULT_ROOT / "runs" / f"{_slug(model)}__{_slug(Path(dataset).stem)}"
-    _check_writable(out_dir, replace=True, inputs=[dataset], writer="run")
-    summary = run_eval(
-        model,
-        dataset,
-        out_dir,
-        EvalOptions(
-            scorer_kind=scorer,
-            nonce=nonce,
-            pattern=pattern,
-            reduction=asked["reduction"],
-            matching=asked["matching"],
-            length_norm=asked["length_norm"],
-            split=split,
-            seed=seed,
-            batch_size=batch_size,
-            limit=asked["limit"],
-            sample=asked["sample"],
-            on_invalid=asked["on_invalid"],
-            probe=asked["probe"],
-            method=method,
-            permutations=ctx.params.get("permutations"),
-            prompts=ctx.params.get("prompts_file"),
-        ),
-        log=_log,
-        figures=_eval_figures(model, dataset),
-        runner=runner,
-        analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, ctx.params.get("n_boot") or 1000, seed,
-                                                           ctx.params.get("debias_share")),
-    )
+    req = EvalRequest(model=model, dataset=dataset, out=out, method=ctx.params.get("method") or "score", scorer=scorer,
+                      nonce=nonce, pattern=pattern, reduction=_given(ctx, "reduction", reduction),
+                      matching=_given(ctx, "matching", matching), length_norm=_given(ctx, "length_norm", length_norm),
+                      split=split, pll=_given(ctx, "pll", ctx.params.get("pll")), limit=ctx.params.get("limit"),
+                      sample=ctx.params.get("sample"), on_invalid=_given(ctx, "on_invalid", ctx.params.get("on_invalid")),
+                      probe=ctx.params.get("release_probe"), permutations=ctx.params.get("permutations"),
+                      prompts=ctx.params.get("prompts_file"), n_boot=_given(ctx, "n_boot", ctx.params.get("n_boot")),
+                      debias_share=ctx.params.get("debias_share"), seed=seed, batch_size=batch_size)
+    _, summary = run_eval_request(req, runner, DEFAULT_ROOT, figures=_eval_figures(model, dataset))
     runner.main_log(click.echo)(summary)  # under torchrun, rank 0 speaks for the run
 
 

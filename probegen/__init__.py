@@ -1,3 +1,27 @@
-"""probegen: controlled, adversarial lexical-semantic probes generated from WordNet and SemCor."""
+"""probegen: controlled, adversarial lexical-semantic probes generated from WordNet and SemCor.
 
-__version__ = "0.1.0"
+The command line is ``probegen``; in a notebook, :func:`score` and :func:`bias` run the same paths
+as ``probegen eval`` and ``probegen bias`` and return a :class:`~probegen.diagnostics.api.Run`
+(folder, results, rows, summary); see :mod:`probegen.diagnostics.api`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .version import __version__
+__all__ = ["bias", "score"]
+
+
+def score(model: str, dataset: Any, out: Any = None, **options: Any) -> Any:
+    """``probegen eval`` as a function (:func:`probegen.diagnostics.api.score`)."""
+    from .diagnostics.api import score as run
+
+    return run(model, dataset, out, **options)
+
+
+def bias(model: str, dataset: Any, out: Any = None, **options: Any) -> Any:
+    """``probegen bias`` as a function (:func:`probegen.diagnostics.api.bias`)."""
+    from .diagnostics.api import bias as run
+
+    return run(model, dataset, out, **options)

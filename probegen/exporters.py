@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from . import __version__
+from .version import __version__
 from .errors import ProbegenError
 from .io import atomic_dir, file_hashes, write_json, write_jsonl
 from .manifest import CANARY

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import __version__
+from .version import __version__
 
 # Marks probegen output so that it can be filtered out of pre-training corpora.
 CANARY = "PROBEGEN CANARY GUID 6f1c2a5e-8d0b-4b7e-9a43-probegen-coda21-wordnetqa"

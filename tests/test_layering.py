@@ -74,9 +74,13 @@ def _is_cli(path: Path) -> bool:
     return path == ROOT / "cli.py" or (ROOT / "commands") in path.parents
 
 
+# the package's facade: `probegen.score` / `probegen.bias` forward to probegen.diagnostics.api (lazily)
+FACADE = ROOT / "probegen" / "__init__.py"
+
+
 def test_library_never_imports_diagnostics_or_cli():
     # __main__ is the `python -m probegen` / `torchrun -m probegen` entry point: it runs the CLI
-    files = [f for f in _package("probegen") if f.name != "__main__.py"]
+    files = [f for f in _package("probegen") if f.name != "__main__.py" and f != FACADE]
     assert len(files) > 50  # the walk really finds the library
     offenders = _offenders(files, {"diagnostics", "cli", "commands", "click"})
     assert not offenders, f"library modules import diagnostics/cli/commands/click: {offenders}"
@@ -98,7 +102,7 @@ def test_only_the_cli_imports_click():
 
 
 def test_only_the_cli_and_diagnostics_import_diagnostics():
-    files = [f for f in _code_files() if not _is_cli(f) and (ROOT / "diagnostics") not in f.parents]
+    files = [f for f in _code_files() if not _is_cli(f) and (ROOT / "diagnostics") not in f.parents and f != FACADE]
     offenders = _offenders(files, {"diagnostics"})
     assert not offenders, f"modules outside cli.py, commands/ and diagnostics/ import diagnostics: {offenders}"
 
@@ -262,3 +266,12 @@ def test_the_check_sees_duck_typing(tmp_path):
     assert _scorer_probes(f, "def f(scorer):\n    return hasattr(scorer, 'exchanges')\n") == [2]
     assert _scorer_probes(f, "def f(self):\n    return getattr(self.scorer, 'name', '')\n") == [2]
     assert _scorer_probes(f, "def f(scorer):\n    return getattr(scorer, 'name')\n") == []
+
+
+def test_the_facade_reaches_only_the_notebook_api():
+    """probegen/__init__.py may import diagnostics only for score/bias, lazily (`import probegen` stays light)."""
+    tree = ast.parse(FACADE.read_text(encoding="utf-8"))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert all(isinstance(n, ast.ImportFrom) and n.module in ("__future__", "typing", "version") for n in top), ast.dump(top[0])
+    lazy = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n not in top}
+    assert lazy == {"diagnostics.api"}, lazy

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..errors import ProbegenError
 from ..io import atomic_dir, file_hashes, write_json, write_jsonl
 from ..manifest import CANARY

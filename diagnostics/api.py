@@ -1,0 +1,195 @@
+"""One call for notebooks, the same path as the command line: ``probegen.score`` and ``probegen.bias``.
+
+``probegen eval`` and :func:`score` build one :class:`EvalRequest` (every option the user set; None
+means not set, so a default is never an error) and run it through :func:`run_eval_request`: the
+options are checked once against the dataset's kind and the method, the model is loaded once by
+the command's :class:`~probegen.runner.Runner`, and the results folder is the one the CLI writes.
+:func:`bias` is ``probegen bias`` (:func:`probegen.diagnostics.run_bias.run_bias`) with the same
+defaults. Both return a :class:`Run`: the folder, ``results.json`` as a dict, the per-unit rows and
+the summary the CLI prints.
+
+>>> import tempfile, probegen
+>>> from probegen.paths import shared_data_candidates
+>>> release = next(p for p in shared_data_candidates() if p.is_dir()) / "wordnetqa-release-sample"
+>>> tmp = Path(tempfile.mkdtemp())
+>>> run = probegen.score("glove-50d", release / "definitions-train-sample.jsonl", out=tmp / "glove", limit=10)
+>>> run.results["metrics"]["n_items"], len(run.rows), run.path.name
+(10, 10, 'glove')
+>>> "accuracy" in run.summary
+True
+>>> probegen.score("glove-50d", release / "definitions-train-sample.jsonl", out=tmp / "x", pattern="is")
+Traceback (most recent call last):
+probegen.errors.ProbegenError: --pattern applies to CoDA21 datasets only; ...definitions-train-sample.jsonl is a multiple-choice (WordNetQA) dataset
+>>> run = probegen.bias("glove-50d", release / "synonymy-train-sample.jsonl", out=tmp / "b", limit=8, n_boot=50,
+...                     controls=False)
+>>> sorted(run.results["datasets"][0]["all"]["ablations"]), len(run.rows)
+(['choice', 'context', 'full', 'label', 'word'], 8)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from probegen.errors import ProbegenError
+from probegen.runner import Runner, Runtime
+
+#: where runs go when no ``out`` is given (as the CLI: ./probegen_out)
+DEFAULT_ROOT = Path("probegen_out")
+#: the methods that ask a chat model instead of scoring candidates
+ASKING = ("generate", "letter")
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """Everything ``probegen eval`` is asked; an option left None was not set by the user."""
+
+    model: str
+    dataset: str
+    out: str | None = None
+    method: str = "score"
+    scorer: str | None = None
+    nonce: str | None = None
+    pattern: str | None = None
+    reduction: str | None = None
+    matching: str | None = None
+    length_norm: str | None = None
+    split: str | None = None
+    pll: str | None = None
+    limit: int | None = None
+    sample: int | None = None
+    on_invalid: str | None = None
+    probe: str | None = None
+    permutations: int | str | None = None
+    prompts: str | None = None
+    n_boot: int | None = None
+    debias_share: float | None = None
+    seed: int = 0
+    batch_size: int | None = None
+
+    def asked(self) -> dict[str, Any]:
+        """The options the dataset's kind is checked against (names as the CLI's, with ``_``)."""
+        keys = ("scorer", "nonce", "pattern", "reduction", "matching", "length_norm", "split", "pll", "limit", "sample",
+                "on_invalid", "probe", "debias_share")
+        return {k: getattr(self, k) for k in keys}
+
+    def out_dir(self, root: Path = DEFAULT_ROOT) -> Path:
+        """``out``, or ``<root>/runs/<model>__<dataset stem>`` as the CLI names it."""
+        return Path(self.out) if self.out else root / "runs" / f"{_slug(self.model)}__{_slug(Path(self.dataset).stem)}"
+
+
+@dataclass
+class Run:
+    """One finished run: its folder, ``results.json``, the per-unit rows and the printed summary."""
+
+    path: Path
+    results: dict[str, Any]
+    rows: list[dict[str, Any]]
+    summary: str
+
+    @classmethod
+    def read(cls, path: Path, summary: str) -> "Run":
+        results = json.loads((path / "results.json").read_text(encoding="utf-8"))
+        rows_file = (results.get("files") or {}).get("rows") or next(
+            (n for n in ("groups.jsonl", "items.jsonl") if (path / n).exists()), None)
+        rows = [json.loads(line) for line in (path / rows_file).read_text(encoding="utf-8").splitlines()] if rows_file else []
+        return cls(path, results, rows, summary)
+
+
+def _slug(name: str) -> str:
+    return name.strip("/").replace("/", "_").replace(" ", "_")
+
+
+def check_eval_request(req: EvalRequest):
+    """Every check of an eval request, once, before any model is loaded; the dataset's task."""
+    from probegen import tasks
+    from probegen.evaluation import check_method_options, subset_request
+
+    from .eval_report import check_debias_share
+
+    task = tasks.detect(req.dataset)
+    check_method_options(req.method, {**req.asked(), "permutations": req.permutations, "prompts": req.prompts})
+    tasks.check_options([task], req.asked(), "eval", [req.dataset])
+    subset_request(req.limit, req.sample)  # --limit with --sample: one line, before any work
+    check_debias_share(req.debias_share, req.method, req.permutations or 1)
+    if not task.zero_shot and req.method not in ASKING and req.n_boot is not None:
+        raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe "
+                            "(see probegen bias --method trained)")
+    return task
+
+
+def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT,
+                     figures: Callable[[dict, Path], dict[str, str]] | None = None) -> tuple[Path, str]:
+    """``probegen eval``: (the results folder, the summary to print). ``figures`` adds plots to the folder."""
+    from probegen.evaluation import EvalOptions, run_eval, subset_request
+    from probegen.io import ensure_writable
+
+    from .eval_report import analyse_eval
+
+    task = check_eval_request(req)
+    if not task.zero_shot and req.method not in ASKING:  # word in context: a linear probe trained on the train split
+        from .trained import TrainedConfig, eval_trained
+
+        out_dir = req.out_dir(root)
+        ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
+        cfg = TrainedConfig(seed=req.seed, batch_size=req.batch_size or 32, subset=subset_request(req.limit, req.sample))
+        return out_dir, eval_trained(req.model, req.dataset, out_dir, cfg, log=runner.log, runner=runner)
+    out_dir = req.out_dir(root)
+    ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
+    options = EvalOptions(scorer_kind=req.scorer, nonce=req.nonce, pattern=req.pattern, reduction=req.reduction,
+                          matching=req.matching, length_norm=req.length_norm, split=req.split, seed=req.seed,
+                          batch_size=req.batch_size, limit=req.limit, sample=req.sample, on_invalid=req.on_invalid,
+                          probe=req.probe, method=req.method, permutations=req.permutations, prompts=req.prompts)
+    summary = run_eval(req.model, req.dataset, out_dir, options, log=runner.log, figures=figures, runner=runner,
+                       analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, req.n_boot or 1000, req.seed,
+                                                                          req.debias_share))
+    return out_dir, summary
+
+
+def score(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
+          log: Callable[[str], None] | None = None, **options: Any) -> Run:
+    """``probegen eval --model MODEL --dataset DATASET`` as a function: the same checks, the same
+    results folder (``out``, default ``probegen_out/runs/<model>__<dataset>``), returned as a
+    :class:`Run`. ``options`` are the CLI's options by their names (``limit=20``, ``method="letter"``,
+    ``reduction="mean"``, ``n_boot=2000``...); one that does not apply is a ProbegenError, as on the
+    command line. ``log`` gets the progress lines (default: none)."""
+    names = {f.name for f in fields(EvalRequest)} - {"model", "dataset", "out"}
+    wrong = sorted(set(options) - names)
+    if wrong:
+        raise TypeError(f"probegen.score() got unknown options {', '.join(wrong)}; choose from {', '.join(sorted(names))}")
+    req = EvalRequest(model=model, dataset=str(dataset), out=None if out is None else str(out), **options)
+    runner = Runner(Runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
+                    log=log or (lambda m: None))
+    path, summary = run_eval_request(req, runner)
+    return Run.read(path, summary)
+
+
+def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
+         log: Callable[[str], None] | None = None, **options: Any) -> Run:
+    """``probegen bias --model MODEL --dataset DATASET`` as a function (one dataset; the request,
+    checks and results folder of the CLI: ``out``, default ``probegen_out/bias/<model>``, with
+    ``-trained`` for the trained method). ``options`` are the CLI's options by their names
+    (``n_boot``, ``limit``, ``controls=False``, ``method``...; see
+    :class:`~probegen.diagnostics.bias_request.BiasRequest`). :attr:`Run.rows` are the full
+    condition's rows of a zero-shot or asking run."""
+    from .bias_request import TASK_OPTIONS, BiasRequest, choose_method, run_request
+
+    names = {f.name for f in fields(BiasRequest)} - {"model", "datasets", "out", "given", "wordnet", "semcor"}
+    wrong = sorted(set(options) - names)
+    if wrong:
+        raise TypeError(f"probegen.bias() got unknown options {', '.join(wrong)}; choose from {', '.join(sorted(names))}")
+    req = BiasRequest(model=model, datasets=(str(dataset),), out=None if out is None else str(out), **options,
+                      given=frozenset(k for k in options if k in TASK_OPTIONS))
+    runner = Runner(Runtime(device, dtype), log=log or (lambda m: None))
+    summary = run_request(req, runner.log, runner)
+    trained = choose_method(req.method, req.datasets, req.finetune) == "trained"
+    path = req.out_dir("-trained" if trained else "")
+    results = json.loads((path / "results.json").read_text(encoding="utf-8"))
+    full = path / results["datasets"][0]["name"] / "full.jsonl" if results.get("datasets") else None
+    rows = [json.loads(x) for x in full.read_text(encoding="utf-8").splitlines()] if full and full.exists() else []
+    return Run(path, results, rows, summary)
+
+
+__all__ = ["EvalRequest", "Run", "bias", "check_eval_request", "run_eval_request", "score"]

@@ -479,8 +479,7 @@ def write_bias(
         "scorer_stats": as_unit_scorer(scorer).stats(),
         "timings": {"score_and_analyse_s": round(time.perf_counter() - t0, 3)},
     }
-    exchanges = as_unit_scorer(scorer).exchanges()
-    if exchanges is not None:  # the generative and letter methods: every prompt and raw answer
+    if (exchanges := as_unit_scorer(scorer).exchanges()) is not None:  # generate/letter: every prompt and answer
         from probegen.evaluation import RESPONSES_FILE
 
         write_jsonl(out / RESPONSES_FILE, exchanges)

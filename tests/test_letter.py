@@ -335,17 +335,25 @@ def test_served_letter_probabilities_equal_in_process(vllm, monkeypatch, local):
         from probegen.tasks import Settings
 
         units += task.units(data, "full", Settings(), "generate")[:2]
-    served = load_letter("smollm2", permutations=2, api_base=base)
-    assert served.backend.mode == "completions"
     mine = LetterScorer(local, prompt_templates(), permutations=2)
-    a, b = served.score_units(units), mine.score_units(units)
-    worst = 0.0
-    for u, x, y in zip(units, a, b):
-        dx, dy = served.detail(u), mine.detail(u)
-        assert dx["orders"] == dy["orders"]
-        worst = max(worst, float(np.abs(np.array(dx["probs"]) - np.array(dy["probs"])).max()),
-                    float(np.abs(np.array(dx["label_mass"]) - np.array(dy["label_mass"])).max()))
-        assert np.abs(x - y).max() < 1e-3
-    assert worst < 1e-3, worst
-    assert served.backend.counters["from_top"] > 0
-    served.close()
+    b = mine.score_units(units)
+    # vLLM's logprob_token_ids names the labels' tokens (read wherever they rank); a server that refuses
+    # the field gets the plain top 20 and the labels outside it echo-scored: both the model's own numbers
+    for by_ids in (True, False):
+        served = load_letter("smollm2", permutations=2, api_base=base)
+        assert served.backend.mode == "completions"
+        served.backend._by_ids = by_ids
+        a = served.score_units(units)
+        worst = 0.0
+        for u, x, y in zip(units, a, b):
+            dx, dy = served.detail(u), mine.detail(u)
+            assert dx["orders"] == dy["orders"]
+            worst = max(worst, float(np.abs(np.array(dx["probs"]) - np.array(dy["probs"])).max()),
+                        float(np.abs(np.array(dx["label_mass"]) - np.array(dy["label_mass"])).max()))
+            assert np.abs(x - y).max() < 1e-3
+        assert worst < 1e-3, worst
+        counters = served.backend.counters
+        assert counters["from_top"] > 0
+        # every SmolLM2 label spelling here is one token: named, none needs an echo; from the top 20, many do
+        assert (counters["echo_scored"] == 0) if by_ids else (counters["echo_scored"] > 0), counters
+        served.close()

@@ -6,14 +6,17 @@
 - **completions** (exact; vLLM, SGLang, llama.cpp, TGI): when the served model's tokenizer (its
   chat template) can be loaded here (the ``root`` the server reports, e.g. vLLM's model path, or the
   served name itself), the prompt text is the chat template's rendering with the assistant's turn
-  opened, as in process. One request per batch of prompts asks for the first generated token's top
-  log-probs (``max_tokens: 1, logprobs: 20``; with vLLM's ``return_tokens_as_token_ids`` the top
-  tokens come as ids, else as text); a label variant that is one token and in that list is read
-  from it. Every other variant (not among the top 20, several tokens, or one that merges with the
-  prompt's last token) is scored exactly by echoing ``prompt + variant`` (``echo: true,
-  logprobs: 0``) and summing the log-probs of the tokens after the prompt, the served-model
-  scorer's rule (:func:`probegen.scorers.api.continuation_logprobs`). So every label's
-  probability is the model's own, as in process (agreement within 1e-3 is tested on vLLM).
+  opened, as in process. One request per batch of prompts asks for the first generated token's
+  log-probs (``max_tokens: 1, logprobs: 20``; with vLLM's ``return_tokens_as_token_ids`` the
+  tokens come as ids, else as text), naming the labels' one-token variants in vLLM's
+  ``logprob_token_ids`` so that the list holds exactly them wherever they rank (a server that
+  refuses the field is asked for its plain top 20 from then on); a label variant that is one token
+  and in that list is read from it. Every other variant (not in the list, several tokens, or one
+  that merges with the prompt's last token) is scored exactly by echoing ``prompt + variant``
+  (``echo: true, logprobs: 0``: one more prefill each) and summing the log-probs of the tokens
+  after the prompt, the served-model scorer's rule
+  (:func:`probegen.scorers.api.continuation_logprobs`). So every label's probability is the
+  model's own, as in process (agreement within 1e-3 is tested on vLLM).
 - **chat/completions** (a bound, for chat-only APIs): ``max_tokens: 1, logprobs: true,
   top_logprobs: 20``; a variant counts when a top token's text is exactly it; a label none of
   whose variants is in the list gets 0 (``label_mass`` shows how much the labels got), and
@@ -37,6 +40,8 @@ from ..errors import ProbegenError
 TOP = 20
 #: prompts per request
 BATCH = 8
+#: most token ids vLLM takes in ``logprob_token_ids``
+MAX_TOKEN_IDS = 128
 
 
 def _number(v: Any) -> bool:
@@ -54,6 +59,7 @@ class ApiLetters:
         self.tokenizer = tokenizer if tokenizer is not None else self._tokenizer()
         self.mode = "completions" if self.tokenizer is not None else "chat"
         self._as_ids = True  # ask vLLM for token ids; dropped if the server refuses the field
+        self._by_ids = True  # name the labels' tokens (vLLM's logprob_token_ids); dropped if refused
         self._pool = ThreadPoolExecutor(chat.concurrency, thread_name_prefix="probegen-letter")
         self.counters = {"prompts": 0, "from_top": 0, "echo_scored": 0, "missing": 0}
 
@@ -99,15 +105,20 @@ class ApiLetters:
         texts = [self.render(c) for c in conversations]
         # per prompt, per label: distinct tokenisation -> the first variant text that gives it
         seqs = [[{continuation(self.tokenizer, t, v): v for v in reversed(vs)} for vs in v_all] for t, v_all in zip(texts, variants)]
-        tops = self._map(self._top, texts)
+        plains = [tuple(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        for per_label, v_all in zip(seqs, variants):
+            for s, vs in zip(per_label, v_all):
+                if any(not cont for _, cont in s):
+                    raise ProbegenError(f"{self.name}: a label ({vs[0]!r}) has no tokens after the prompt")
+        # the token ids that can be read from the next-token list: one-token variants that do not merge
+        wanted = [sorted({cont[0] for s in per_label for prefix, cont in s if len(cont) == 1 and prefix == plain})
+                  for per_label, plain in zip(seqs, plains)]
+        tops = self._map(self._top, list(zip(texts, wanted)))
         todo: dict[tuple[str, str], None] = {}
         values: dict[tuple[int, tuple[int, ...], tuple[int, ...]], float] = {}
-        for i, (text, per_label, top) in enumerate(zip(texts, seqs, tops)):
-            plain = tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        for i, (text, per_label, top, plain) in enumerate(zip(texts, seqs, tops, plains)):
             for s in per_label:
                 for (prefix, cont), v in s.items():
-                    if not cont:
-                        raise ProbegenError(f"{self.name}: a label ({v!r}) has no tokens after the prompt")
                     got = top.get(cont[0]) if len(cont) == 1 and prefix == plain else None
                     if got is not None:
                         values[(i, prefix, cont)] = got
@@ -160,21 +171,35 @@ class ApiLetters:
             choices = sorted(choices, key=lambda c: c["index"])
         return choices
 
-    def _top(self, texts: list[str]) -> list[dict[int, float]]:
-        """Per prompt, token id -> log-prob of the first generated token's top list."""
+    def _top(self, batch: list[tuple[str, list[int]]]) -> list[dict[int, float]]:
+        """Per (prompt, label token ids), token id -> log-prob of the first generated token's list."""
+        texts = [t for t, _ in batch]
+        payload: dict[str, Any] = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0, "logprobs": TOP}
+        ids = sorted({i for _, w in batch for i in w})
+        if self._by_ids and 0 < len(ids) <= MAX_TOKEN_IDS:
+            body = self._first_try({**payload, "logprob_token_ids": ids}, "_by_ids")
+            if body is not None:
+                return self._top_lists(body, texts)
+        return self._top_lists(self._first_try(payload, None) if self._as_ids else self._post(payload), texts)
+
+    def _first_try(self, payload: dict[str, Any], flag: str | None) -> Any:
+        """POST with vLLM's token-id fields; on HTTP 400 drop the field that may be refused and say None
+        (``flag``: ``_by_ids``) or retry without ``return_tokens_as_token_ids`` (``flag`` None)."""
         from ..scorers.http import ApiError
 
-        payload = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0, "logprobs": TOP}
-        if self._as_ids:
-            try:
-                body = self._post({**payload, "return_tokens_as_token_ids": True})
-            except ApiError as e:
-                if "HTTP 400" not in str(e):
-                    raise
-                self._as_ids = False
-                body = self._post(payload)
-        else:
-            body = self._post(payload)
+        try:
+            return self._post({**payload, "return_tokens_as_token_ids": True} if self._as_ids else payload)
+        except ApiError as e:
+            if "HTTP 400" not in str(e):
+                raise
+        if flag is not None:
+            setattr(self, flag, False)
+            return None
+        self._as_ids = False
+        return self._post(payload)
+
+    def _top_lists(self, body: Any, texts: list[str]) -> list[dict[int, float]]:
+        """The checked first-token log-prob lists of a completions answer."""
         url = f"{self.endpoint.base}/completions"
         out = []
         for i, ch in enumerate(self._choices(body, len(texts))):

@@ -357,3 +357,18 @@ def test_served_letter_probabilities_equal_in_process(vllm, monkeypatch, local):
         # every SmolLM2 label spelling here is one token: named, none needs an echo; from the top 20, many do
         assert (counters["echo_scored"] == 0) if by_ids else (counters["echo_scored"] > 0), counters
         served.close()
+
+
+def test_rotations_of_groups_of_different_sizes_are_summarised_honestly():
+    """Under rotations a 2-option unit has 2 orders and a 3-option unit 3: per-order accuracy covers the
+    orders every unit has, and the summary says so instead of printing the smaller count alone."""
+    from probegen.generate.metrics import summarize, summary_lines
+
+    two = {"gold": [0, 1], "accuracy": 1.0, "generation": {"method": "letter", "answers": [[0, 1], [1, 0]],
+                                                           "status": ["valid"] * 2, "random_rows": [[], []]}}
+    three = {"gold": [0, 1, 2], "accuracy": 1.0, "generation": {"method": "letter", "answers": [[0, 1, 2]] * 3,
+                                                                "status": ["valid"] * 3, "random_rows": [[]] * 3}}
+    block = summarize([two, three])
+    assert (block["orders"], block["orders_max"], block["per_order"]) == (2, 3, [1.0, 0.5])
+    assert "option orders: 2-3 (accuracy per order over the first 2" in summary_lines(block)[1]
+    assert "orders_max" not in summarize([two])

@@ -6,7 +6,9 @@
 - ``asks`` and, per status, their share: ``valid`` (the first answer parsed), ``valid_after_retry``,
   ``partial`` (some rows answered, the rest completed at random) and ``invalid`` (nothing usable);
   ``invalid_rate`` = partial + invalid, and ``random_rows`` (the share of rows decided at random);
-- ``per_order``: the accuracy of each option order alone (order 0 is the evaluator's own);
+- ``per_order``: the accuracy of each option order alone (order 0 is the evaluator's own), over the
+  orders every unit has (``orders``; ``orders_max`` when units with more options have more, as
+  under ``--permutations rotations``);
 - ``consistency``: the share of rows whose answer is the same under every order (1.0 with one order);
 - ``majority``: the accuracy of the majority answer over the orders, which is the evaluation's
   ``accuracy`` (with one order, the answer itself).
@@ -32,7 +34,8 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     if not gen:
         return None
     statuses = [s for r in gen for s in r["generation"]["status"]]
-    n_orders = min(len(r["generation"]["answers"]) for r in gen)
+    n_orders = min(len(r["generation"]["answers"]) for r in gen)  # per-order accuracy: the orders every unit has
+    most_orders = max(len(r["generation"]["answers"]) for r in gen)  # rotations of units with more options
     per_order, agree, rows, random_rows = [], [], 0, 0
     for p in range(n_orders):
         accs = []
@@ -59,6 +62,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         "invalid_rate": share["partial"] + share["invalid"],
         "random_rows": random_rows / rows if rows else 0.0,
         "orders": n_orders,
+        **({"orders_max": most_orders} if most_orders > n_orders else {}),
         "per_order": per_order,
         "consistency": float(np.mean(agree)) if agree else None,
         "majority": float(np.mean([_accuracy(r) for r in gen])),
@@ -87,7 +91,9 @@ def summary_lines(block: dict[str, Any] | None) -> list[str]:
                  f"(invalid rate {block['invalid_rate']:.1%}; {block['random_rows']:.1%} of rows decided at random)"]
     if block["orders"] > 1:
         orders = ", ".join(f"{a:.3f}" for a in block["per_order"])
-        lines.append(f"option orders: {block['orders']}; accuracy per order {orders} (mean {np.mean(block['per_order']):.3f}); "
+        n = (f"{block['orders']}-{block['orders_max']} (accuracy per order over the first {block['orders']}, which every "
+             f"unit has)" if block.get("orders_max") else f"{block['orders']}")
+        lines.append(f"option orders: {n}; accuracy per order {orders} (mean {np.mean(block['per_order']):.3f}); "
                      f"consistency across orders {block['consistency']:.3f}; majority-answer accuracy {block['majority']:.3f}")
     return lines
 

@@ -454,8 +454,8 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
       probegen compare probegen_out/datasets/coda21-clean-hard-adv-minilm-l6-twin \\
                        probegen_out/datasets/coda21-clean-hard-adv-minilm-l6 --model minilm-l6 --model glove-50d
     """
-    from probegen.diagnostics.compare import compare as run_compare, table
-
+    from probegen.diagnostics.compare import compare as run_compare
+    from probegen.diagnostics.compare import table
     from probegen.runner import Runner
 
     la, _, lb = labels.partition(",")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from .options import SEED, add_wordnet_source_option, log as _log
+from .options import SEED, add_wordnet_source_option
+from .options import log as _log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
 

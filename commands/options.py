@@ -14,7 +14,6 @@ from typing import Any, Callable
 
 import click
 
-
 #: every ``--seed``: a non-negative integer that numpy's and scikit-learn's seeding take (below
 #: 2**32); anything else is click's usage error (exit 2), never a traceback deep in a run
 SEED = click.IntRange(0, 2**32 - 1)

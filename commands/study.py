@@ -53,7 +53,6 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
       probegen study make coda21.json --conditions full,context --n 10 --annotators 1 --overlap 0 --out my-study
     """
     from probegen.io import ensure_writable
-
     from probegen.study.design import StudyConfig, build_study, write_study
 
     conds = tuple(c.strip() for c in conditions.split(",") if c.strip())
@@ -120,7 +119,6 @@ def export(study_dir, out) -> None:
       probegen study export probegen_out/studies/wordnetqa-definitions --out answers.csv
     """
     from probegen.io import check_output_not_input
-
     from probegen.study.csvio import export_csv
     from probegen.study.store import load_study
 
@@ -168,9 +166,8 @@ def score(study_dir, models, n_boot, seed, out) -> None:
       probegen study score probegen_out/studies/wordnetqa-definitions
       probegen study score probegen_out/studies/wordnetqa-definitions --model probegen_out/bias/minilm-l6 --model probegen_out/bias/glove-50d
     """
-    from probegen.io import ensure_writable
-
     from probegen.diagnostics.human import score_study, summary, write_score
+    from probegen.io import ensure_writable
 
     out_dir = Path(out) if out else Path(study_dir) / "score"
     # written by atomic_dir; by default inside the study, never onto it or a run it reads

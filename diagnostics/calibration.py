@@ -31,7 +31,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .bias import _ci
-from .position import ALPHA, Row, boot_weights, cluster_index, cluster_of, method_of, option_matrix, per_cluster, ratio, rows_of
+from .position import (
+    ALPHA,
+    Row,
+    boot_weights,
+    cluster_index,
+    cluster_of,
+    method_of,
+    option_matrix,
+    per_cluster,
+    ratio,
+    rows_of,
+)
 
 MAX_BINS = 10
 MIN_PER_BIN = 10

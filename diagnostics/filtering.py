@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from probegen.errors import ProbegenError
+
 from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
 
 

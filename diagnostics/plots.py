@@ -64,7 +64,14 @@ def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.nda
 def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None = None) -> Path:
     """Heatmap of one CoDA21 group's context x definition scores; predicted cells boxed,
     gold cells dotted. Drawn into the run by default, where the run's marker records it."""
-    from probegen.io import check_file_replaceable, check_output_not_input, read_jsonl, record_in_output, recover, verify_output
+    from probegen.io import (
+        check_file_replaceable,
+        check_output_not_input,
+        read_jsonl,
+        record_in_output,
+        recover,
+        verify_output,
+    )
 
     if out is not None:  # before any work: never onto the run itself, nor a file probegen did not write
         check_output_not_input(out, [run])

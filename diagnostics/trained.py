@@ -35,7 +35,6 @@ give the SD.
 from __future__ import annotations
 
 import dataclasses
-
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .version import __version__
+
 __all__ = ["bias", "score"]
 
 

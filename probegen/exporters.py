@@ -32,11 +32,11 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .version import __version__
 from .errors import ProbegenError
 from .io import atomic_dir, file_hashes, write_json, write_jsonl
 from .manifest import CANARY
 from .scorers.base import boundary_split
+from .version import __version__
 
 TASK_YAML = "task.yaml"
 DOCS_FILE = "docs.jsonl"

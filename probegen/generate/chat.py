@@ -479,7 +479,7 @@ def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatMo
     local: ``device``, ``dtype``, ``device_map``, ``batch_size``; served: ``api_key_env``,
     ``concurrency``, ``api_timeout``, ``max_retries``. Errors are one-line ProbegenErrors.
     """
-    from ..models import API_SETTINGS, _API, _endpoint, resolve_model
+    from ..models import _API, API_SETTINGS, _endpoint, resolve_model
     from ..scorers.api import served_models
 
     known = (*LOCAL_SETTINGS, *SHARED_SETTINGS, *(k for k in API_SETTINGS if k != "api_base"))

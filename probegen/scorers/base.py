@@ -21,9 +21,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import distributed as dist
 from ..core import PairScorer
 from ..errors import NonFiniteScore
-from .. import distributed as dist
 from ..score_cache import ScoreCache, make_key
 
 Pair = tuple[str, str]

@@ -22,9 +22,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..core import PairScorer
 from . import _budget
 from ._batch import pad, row_batches
-from ..core import PairScorer
 from .base import Pair, Scorer, boundary_split
 from .spans import SpanFeatures
 

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ..version import __version__
 from ..errors import ProbegenError
 from ..io import atomic_dir, file_hashes, write_json, write_jsonl
 from ..manifest import CANARY
+from ..version import __version__
 from .store import ANSWERS, ASSIGNMENT, GOLD, ITEMS, MANIFEST, TOKENS
 from .views import check_conditions
 

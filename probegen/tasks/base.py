@@ -270,8 +270,8 @@ class Task(ABC):
 
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per unit id: (summed correctness, weight) of one model (``probegen compare``)."""
-        from . import generic
         from ..templating import dataset_nonce
+        from . import generic
 
         settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
         rows = generic.score_rows(self, data, scorer, ["full"], settings, progress)["full"]

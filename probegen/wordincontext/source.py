@@ -122,12 +122,10 @@ def load_sources(wordnet: str | None, semcor: str | None, log: Callable[[str], N
     (``wordnet``: a source string, ``probegen.lexicon.sources``) is a LexicalResource, which
     serves both as the manifest's record and as the morphology. It needs sense keys (SemCor)."""
     from ..data import locate_semcor
-    from ..lexicon.sources import open_resource, where
+    from ..errors import ProbegenError
+    from ..lexicon.sources import has_sense_keys, open_resource, where
     from ..semcor import context_index
     from ..wordnet_graph import load_graph
-
-    from ..errors import ProbegenError
-    from ..lexicon.sources import has_sense_keys
 
     wn = open_resource(wordnet)
     if not has_sense_keys(wn):  # one line now; these sets have no example-sentence variant

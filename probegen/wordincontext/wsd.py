@@ -24,7 +24,18 @@ from typing import Any, Callable
 from ..contexts import Context
 from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
-from .source import LeakFilter, SourceStats, doc, key, leak_filter, load_sources, occurrences, order, rng_for, split_by_rank
+from .source import (
+    LeakFilter,
+    SourceStats,
+    doc,
+    key,
+    leak_filter,
+    load_sources,
+    occurrences,
+    order,
+    rng_for,
+    split_by_rank,
+)
 
 
 @dataclass(frozen=True)

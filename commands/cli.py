@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -211,7 +212,8 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
         _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
     # every model named fails now if unknown, not after the groups and contexts are built
-    kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else []) + ([against] if adversarial else []))
+    kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else []) + ([against] if adversarial else []),
+                     runtime)
     if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
         from probegen.errors import ProbegenError
 
@@ -248,11 +250,12 @@ def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = (),
     ensure_writable(out, replace, inputs, writer=writer)
 
 
-def _resolve(models: list[str], scorer_kind: str | None = None) -> dict[str, str]:
-    """Resolve every model a command will load before any work (an unknown name fails in a moment)."""
+def _resolve(models: list[str], runtime: Any, scorer_kind: str | None = None) -> dict[str, str]:
+    """Resolve every model a command will load before any work (an unknown name fails in a moment),
+    against the runtime's server (``--api-base``) if it has one."""
     from probegen.evaluation import resolve_models
 
-    return resolve_models(models, scorer_kind)
+    return resolve_models(models, scorer_kind, runtime.api())
 
 
 # ---- dataset inspection --------------------------------------------------------------------------
@@ -461,7 +464,7 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
     la, _, lb = labels.partition(",")
     out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
     _check_writable(out_dir, replace=True, inputs=[twin, other], writer="run")
-    _resolve(list(models))
+    _resolve(list(models), runtime)
     runner = Runner(runtime, log=_log)
     with runner.output_dir(out_dir) as tmp:  # the report appears whole or not at all, written by rank 0 alone
         res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log, runner)
@@ -507,7 +510,7 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
     bias_dirs = {m: out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}") for m in models}
     for path in [out_dir, *bias_dirs.values()]:
         _check_writable(path, replace=True, inputs=[src], writer="dataset" if path == out_dir else "run")
-    _resolve(list(models))
+    _resolve(list(models), runtime)
     s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed, holdout=holdout)
     from probegen.runner import Runner
 

@@ -46,7 +46,7 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
     from probegen.models import resolve_model
     from probegen.wordnetqa import dataset as ds_mod
 
-    resolve_model(against)  # an unknown reference model fails before generation
+    resolve_model(against, runner.runtime.api())  # an unknown reference model fails before generation
     ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log, runner)
     runner.write(lambda: ds_mod.write(twin, twin_out, release=release))
     a = ds.manifest["adversarial"]

@@ -111,15 +111,14 @@ def _with_api(runtime: Any, api_base: str | None, key_env: str | None, concurren
     """``runtime`` with the ``--api-base`` settings; the server is asked for its models now (a wrong
     URL or key fails before any work). An api option without ``--api-base`` is an error."""
     from probegen.errors import ProbegenError
-    from probegen.models import use_api
+    from probegen.models import check_api
 
     if not api_base:
         given = [n for n, v in (("--api-key-env", key_env), ("--concurrency", concurrency), ("--api-timeout", timeout)) if v is not None]
         if given:
             raise ProbegenError(f"{', '.join(given)} appl(ies) to a served model only; add --api-base URL")
-        use_api(None)
         return runtime
-    use_api(api_base, api_key_env=key_env, api_timeout=timeout)
+    check_api(api_base, api_key_env=key_env, api_timeout=timeout)
     return runtime.with_scorer(api_base=api_base, api_key_env=key_env, concurrency=concurrency, api_timeout=timeout)
 
 

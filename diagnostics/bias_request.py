@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from probegen.runner import Runner
@@ -148,8 +148,9 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner | None = None
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
 
 
-def _check_zeroshot(req: BiasRequest) -> None:
-    """Every option and the model checked before any dataset is generated or scored."""
+def _check_zeroshot(req: BiasRequest, api: dict[str, Any]) -> None:
+    """Every option and the model (``api``: the runtime's served-model settings) checked before any
+    dataset is generated or scored."""
     from probegen.evaluation import check_model_options, resolve_models
     from probegen.templating import coda21_patterns
 
@@ -157,7 +158,7 @@ def _check_zeroshot(req: BiasRequest) -> None:
     if req.method in ASKING:  # a chat model is resolved by its backend when it loads
         return
     # the model before the default datasets are generated: an unknown name fails in a moment
-    model_kind = resolve_models([req.model], req.scorer)[req.model]
+    model_kind = resolve_models([req.model], req.scorer, api)[req.model]
     check_model_options(req.model, model_kind, reduction=req.asked("reduction"), pattern=req.asked("pattern"))
 
 
@@ -169,12 +170,12 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
 
     from .run_bias import BiasConfig, run_bias, summary_table
 
-    _check_zeroshot(req)
+    runner = Runner.ensure(runner, log)
+    _check_zeroshot(req, runner.runtime.api())
     out_dir = req.out_dir()
     ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor], writer="run")  # written by atomic_dir
     cfg = BiasConfig(seed=req.seed, n_boot=req.n_boot, nonce=req.nonce, pattern=req.pattern, folds=req.folds,
                      controls=req.controls, split=req.split, debias_share=req.debias_share)
-    runner = Runner.ensure(runner, log)
     # the report appears whole or not at all, written by rank 0 alone under torchrun
     with runner.output_dir(out_dir) as tmp:
         results = run_bias(req.model, list(req.datasets) or None, tmp, cfg, scorer_kind=req.scorer, reduction=req.reduction,

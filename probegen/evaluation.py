@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .core import as_unit_scorer
 from .errors import ProbegenError
@@ -42,8 +42,10 @@ def detect_dataset(path: str | Path) -> str:
     return tasks.detect(path).name
 
 
-def resolve_models(models: Iterable[str], scorer_kind: str | None = None) -> dict[str, str]:
-    """``{model: scorer kind}``, resolved before any dataset is built or scored.
+def resolve_models(models: Iterable[str], scorer_kind: str | None = None,
+                   api: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """``{model: scorer kind}``, resolved before any dataset is built or scored (``api``: the command's
+    served-model settings, :meth:`probegen.runner.Runtime.api`).
 
     An unknown name fails here in a moment (one line, naming it) rather than after a
     generation or a scoring run. A forced ``scorer_kind`` on a local directory needs no
@@ -56,7 +58,7 @@ def resolve_models(models: Iterable[str], scorer_kind: str | None = None) -> dic
         if scorer_kind and m not in BUNDLED and Path(m).expanduser().exists():
             out[m] = scorer_kind
         else:
-            out[m] = scorer_kind or resolve_model(m).kind
+            out[m] = scorer_kind or resolve_model(m, api).kind
     return out
 
 
@@ -166,7 +168,7 @@ def run_eval(
 
     runner = Runner.ensure(runner, log)  # the command's runner: its runtime and process group
     task = tasks.detect(dataset)
-    settings, reduction = _checked_settings(task, model, dataset, options)
+    settings, reduction = _checked_settings(task, model, dataset, options, runner.runtime.api())
     data, subset = load_subset(task, dataset, subset_request(options.limit, options.sample), options.seed,
                                options.on_invalid, options.split, log=runner.log, probe=options.probe)
     settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))  # a spec may name its own made-up word
@@ -295,7 +297,7 @@ def _shown_notes(results: dict[str, Any], data, subset: dict[str, Any] | None) -
     return notes
 
 
-def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions):
+def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions, api: Mapping[str, Any]):
     """(settings, reduction) of an evaluation once every option given fits the dataset's task and
     the model's kind; defaults are filled in only after the checks."""
     from . import tasks
@@ -307,7 +309,7 @@ def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions):
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], given, "eval", [dataset])
     if o.method not in ASKING_METHODS:  # a chat model is resolved by its backend when it loads
-        model_kind = resolve_models([model], o.scorer_kind)[model]
+        model_kind = resolve_models([model], o.scorer_kind, api)[model]
         lm_only = {k: given[k] for k in task.lm_only_options}
         check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
     settings = Settings(pattern=o.pattern or Settings.pattern, matching=o.matching or "alignment",

@@ -40,7 +40,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urlparse
 
 from .errors import ModelNotFound, ProbegenError
@@ -335,21 +335,22 @@ def _resolve_hub(name: str) -> ResolvedModel:
 _RESOLVED: dict[str, ResolvedModel] = {}
 
 
-def resolve_model(name: str) -> ResolvedModel:
+def resolve_model(name: str, api: Mapping[str, Any] | None = None) -> ResolvedModel:
     """Where ``name`` points and what kind of model it is; ModelNotFound (one line) if nowhere.
 
-    With a server set by :func:`use_api` (``--api-base``), a name it serves resolves to it first.
+    ``api``: the command's served-model settings (``api_base`` ...: :meth:`probegen.runner.Runtime.api`);
+    a name that server serves resolves to it first.
     """
-    served = _resolve_served(name, {})
+    served = _resolve_served(name, api or {})
     if served is not None:
         return served
     if name in _RESOLVED:
         return _RESOLVED[name]
-    if _API:
+    ep = _endpoint(_api_settings(api or {}))
+    if ep is not None:
         try:
             return _resolve_local(name)
         except ModelNotFound:
-            ep = _endpoint(_API)
             offer = ", ".join(sorted(_served_models(ep))) or "none"
             raise ModelNotFound(f"{ep.base} serves no model {name!r} (it serves: {offer}), "
                                 "and it is no bundled or local model either") from None
@@ -752,19 +753,17 @@ _ALL_SETTINGS = set().union(*_KIND_SETTINGS.values()) | set(API_SETTINGS)
 
 
 # ---- served models (any OpenAI-compatible completions endpoint) -------------------------------------
-_API: dict[str, Any] = {}  # the command's --api-base server: names it serves resolve to it
+def _api_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The served-model settings among ``settings`` (unset ones left out)."""
+    return {k: v for k, v in settings.items() if k in API_SETTINGS and v is not None}
 
 
-def use_api(api_base: str | None, **settings: Any) -> None:
-    """Make the names the server at ``api_base`` serves resolve to it (None: forget the server).
+def check_api(api_base: str, **settings: Any) -> None:
+    """Ask the server at ``api_base`` for its models now, so that a wrong URL or key fails before any work.
 
-    ``settings``: ``api_key_env``, ``api_timeout``, ``max_retries``. The server is asked for its
-    models now, so a wrong URL or key fails before any work.
+    ``settings``: ``api_key_env``, ``api_timeout``, ``max_retries``.
     """
-    _API.clear()
-    if api_base:
-        _API.update({"api_base": api_base, **{k: v for k, v in settings.items() if v is not None}})
-        _served_models(_endpoint(_API))
+    _served_models(_endpoint(_api_settings({"api_base": api_base, **settings})))
 
 
 def _endpoint(settings: dict[str, Any]) -> Any:
@@ -784,9 +783,9 @@ def _served_models(endpoint: Any) -> dict[str, dict[str, Any]]:
     return served_models(endpoint)
 
 
-def _resolve_served(name: str, settings: dict[str, Any]) -> ResolvedModel | None:
-    """``name`` on the server of ``settings`` (or of :func:`use_api`) if it serves it, else None."""
-    ep = _endpoint({**_API, **{k: v for k, v in settings.items() if k in API_SETTINGS and v is not None}})
+def _resolve_served(name: str, settings: Mapping[str, Any]) -> ResolvedModel | None:
+    """``name`` on the server of ``settings`` (``api_base`` ...) if it serves it, else None."""
+    ep = _endpoint(_api_settings(settings))
     if ep is None or name not in _served_models(ep):
         return None
     return ResolvedModel(name, "causal", ep.base, "api")
@@ -805,7 +804,7 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any]):
                    and v != defaults.get(k))
     if wrong:
         raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {res.name}, served by {res.path_or_id} (the server decides)")
-    ep = _endpoint({**_API, **{k: v for k, v in settings.items() if k in API_SETTINGS and v is not None}})
+    ep = _endpoint(_api_settings(settings))
     return ApiScorer(res.name, ep, _served_models(ep)[res.name], reduction=settings.get("reduction") or "sum",
                      batch_size=settings.get("batch_size"), concurrency=settings.get("concurrency"),
                      cache=settings.get("cache"))
@@ -839,7 +838,7 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
         # a forced kind needs no detection (e.g. a plain BertModel directory as an embedding)
         res = ResolvedModel(name, scorer, str(Path(name).expanduser().resolve()), "local")
     else:
-        res = _resolve_served(name, settings) or resolve_model(name)
+        res = resolve_model(name, settings)
     if res.source == "api" or scorer == "api":
         return _load_api(res, scorer, settings)
     kind = scorer or res.kind

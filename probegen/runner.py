@@ -63,6 +63,17 @@ class Runtime:
         base = {"device": self.device, "dtype": self.dtype, "device_map": self.device_map, "max_batch_tokens": self.max_batch_tokens}
         return {k: v for k, v in {**base, **self.scorer}.items() if v is not None}
 
+    def api(self) -> dict[str, Any]:
+        """The served-model settings (``--api-base`` ...; empty without a server): what a model name is
+        resolved against (:func:`probegen.models.resolve_model`).
+
+        >>> Runtime().with_scorer(api_base="http://127.0.0.1:8000/v1", pll="word-l2r").api()
+        {'api_base': 'http://127.0.0.1:8000/v1'}
+        """
+        from .models import API_SETTINGS
+
+        return {k: v for k, v in self.scorer.items() if k in API_SETTINGS}
+
     def with_scorer(self, **settings: Any) -> "Runtime":
         """A copy with more scorer settings (``None`` values are dropped).
 

@@ -33,13 +33,3 @@ def pytest_collection_modifyitems(config, items):
     when the first of them runs, so on a small CI machine it does not compete for the CPU with the
     rest of the suite while it warms up and waits."""
     items.sort(key=lambda item: "vllm" in getattr(item, "fixturenames", ()))
-
-
-@pytest.fixture(autouse=True)
-def _no_server_left_over():
-    """An in-process ``--api-base`` command leaves its server as the one names resolve to
-    (:func:`probegen.models.use_api`); the next test starts without it, as a new process would."""
-    yield
-    from probegen.models import use_api
-
-    use_api(None)

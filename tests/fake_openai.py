@@ -57,7 +57,7 @@ class SmolLM2Logprobs:
     """Tokens and log-probs of a prompt under the bundled SmolLM2-135M (float32, CPU), as vLLM
     returns them: token texts that spell the prompt (a token holding part of a character is
     ``''``, the character going with the token that completes it), the first log-prob null.
-    Memoized per prompt. Load it before any ``use_api`` server is set (it resolves the model name)."""
+    Memoized per prompt. It loads the bundled model by name, never through a server."""
 
     def __init__(self) -> None:
         import torch

@@ -132,17 +132,19 @@ def test_bias_end_to_end_equals_in_process(vllm, clean_hard, runs, tmp_path):
 
 def test_context_scorer_and_kind_resolution(keyed):
     from probegen.coda21.dataset import _context_scorer
-    from probegen.models import resolve_model, use_api
+    from probegen.errors import ModelNotFound
+    from probegen.models import resolve_model
     from probegen.runner import Runner, Runtime
 
     base, _ = keyed
-    use_api(base)
-    try:
-        assert resolve_model("smollm2").source == "api" and resolve_model("minilm-l6").kind == "embedding"
-        s = _context_scorer("smollm2", Runner(Runtime().with_scorer(api_base=base), log=lambda m: None))
-        assert s.settings()["backend"] == "api" and s.reduction == "mean"
-    finally:
-        use_api(None)
+    runtime = Runtime().with_scorer(api_base=base)
+    # the server is the runtime's, passed explicitly: nothing is left behind for the next call
+    assert resolve_model("smollm2", runtime.api()).source == "api"
+    assert resolve_model("minilm-l6", runtime.api()).kind == "embedding"
+    with pytest.raises(ModelNotFound):
+        resolve_model("smollm2")
+    s = _context_scorer("smollm2", Runner(runtime, log=lambda m: None))
+    assert s.settings()["backend"] == "api" and s.reduction == "mean"
 
 
 # ---- errors ------------------------------------------------------------------------------------------

@@ -300,16 +300,16 @@ def _context_scorer(name: str, runner: "Runner | None" = None):
     from ..runner import Runner
 
     runner = Runner.ensure(runner)
-    scorer = runner.load_scorer(name, reduction="mean") if _kind(name) == "causal" else runner.load_scorer(name)
+    scorer = runner.load_scorer(name, reduction="mean") if _kind(name, runner) == "causal" else runner.load_scorer(name)
     if scorer.kind not in ("causal", "masked"):
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {name!r} is a {scorer.kind} model")
     return scorer
 
 
-def _kind(name: str) -> str:
+def _kind(name: str, runner: Any) -> str:
     from ..models import resolve_model
 
-    return resolve_model(name).kind
+    return resolve_model(name, runner.runtime.api()).kind
 
 
 def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:

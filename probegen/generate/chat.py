@@ -19,8 +19,8 @@ chat endpoint, both answering through one persistent response cache.
   scores). Answers are committed as they arrive, so a killed run resumes, and a second run with
   the cache makes no request.
 
-:func:`load_chat` picks the backend: a name served by ``api_base`` (or by the server of
-:func:`probegen.models.use_api`) is asked there; a bundled short name, a local folder or a Hugging
+:func:`load_chat` picks the backend: a name served by ``api_base`` (the command's ``--api-base``) is
+asked there; a bundled short name, a local folder or a Hugging
 Face id is loaded in-process, and must have a chat template.
 """
 
@@ -472,14 +472,14 @@ def _no_template(name: str) -> ProbegenError:
 def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatModel:
     """The chat backend of model ``name``.
 
-    With ``api_base`` (or a server set by :func:`probegen.models.use_api` that serves ``name``): an
+    With ``api_base`` (the command's ``--api-base``, which must serve ``name``): an
     :class:`ApiChat` for the served model id ``name``. Otherwise a bundled short name
     (``smollm2-135m``), a local folder or a Hugging Face id, loaded as a :class:`LocalChat`.
     ``settings``: ``cache`` (True, False, a path or a ResponseCache), ``temperature`` (0);
     local: ``device``, ``dtype``, ``device_map``, ``batch_size``; served: ``api_key_env``,
     ``concurrency``, ``api_timeout``, ``max_retries``. Errors are one-line ProbegenErrors.
     """
-    from ..models import _API, API_SETTINGS, _endpoint, resolve_model
+    from ..models import API_SETTINGS, _endpoint, resolve_model
     from ..scorers.api import served_models
 
     known = (*LOCAL_SETTINGS, *SHARED_SETTINGS, *(k for k in API_SETTINGS if k != "api_base"))
@@ -496,9 +496,6 @@ def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatMo
             raise ProbegenError(f"{ep.base} serves no model {name!r} (it serves: {', '.join(sorted(served)) or 'none'})")
         return _api_chat(name, ep, served[name], given, shared)
     res = resolve_model(name)
-    if res.source == "api":
-        ep = _endpoint({**_API, **api})
-        return _api_chat(name, ep, served_models(ep)[name], given, shared)
     if res.kind != "causal":
         raise ProbegenError(f"{name} is not a causal LM (kind: {res.kind}): --method generate needs a chat model")
     return _local_chat(res, {k: v for k, v in given.items() if k in LOCAL_SETTINGS}, shared)

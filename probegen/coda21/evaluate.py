@@ -7,12 +7,13 @@ through the one request table of :mod:`probegen.core`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..core import Unit, evaluate_units, with_detail
+from ..templating import default_nonce
 from .dataset import Coda21Dataset, group_rng
 from .items import Group
 from .render import render_group
@@ -22,7 +23,7 @@ from .render import render_group
 class EvalConfig:
     """How a CoDA21 evaluation renders and aligns (recorded in results.json)."""
 
-    nonce: str = "bkatuhla"
+    nonce: str = field(default_factory=default_nonce)  # templates/nonce_words.json, written once
     pattern: str = "definition-of"
     matching: str = "alignment"
     mode: str = "context"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..errors import ProbegenError
+from ..templating import default_nonce
 
 Log = Callable[[str], None]
 COMMANDS = ("eval", "bias", "export", "study")
@@ -40,7 +41,7 @@ COMMANDS = ("eval", "bias", "export", "study")
 class Settings:
     """How a task renders queries and decides (defaults filled in; ``split`` None = every item)."""
 
-    nonce: str = "bkatuhla"
+    nonce: str = field(default_factory=default_nonce)  # templates/nonce_words.json, written once
     pattern: str = "definition-of"
     matching: str = "alignment"
     length_norm: str = "none"

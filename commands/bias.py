@@ -13,52 +13,68 @@ from .options import PERMUTATIONS, SEED, add_device_options, given_options, log
 
 METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
                "method, a classifier per input condition trained on the train split (word-in-context datasets: "
-               "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy); generate: ask a chat model "
-               "each ablation as a prompt and parse its answer (every kind); letter: the same prompts, read as the "
-               "probability of each option label as the answer's next token (every kind) "
-               "[default: trained for word-in-context datasets, zeroshot otherwise].")
+               "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy); generate: ask a chat "
+               "model each ablation as a prompt and parse its answer (every kind); letter: the same prompts, read as "
+               "the probability of each option label as the answer's next token (every kind) [default: trained for "
+               "word-in-context datasets, zeroshot otherwise].")
 
 
 @click.command("bias")
 @add_device_options
-@click.option("--model", required=True, help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
+@click.option("--model", required=True,
+              help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
 @click.option(
     "--dataset", "datasets", multiple=True, type=click.Path(),
     help="Dataset directory; repeat for several [default: probegen_out/datasets/coda21-clean-easy and "
     "probegen_out/datasets/wordnetqa-definitions, generated if missing].",
 )
 @click.option("--out", type=click.Path(), help="Output directory [default: probegen_out/bias/<model>].")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for column order, tie breaking, bootstrap and folds.")
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2), help="Bootstrap replicates.")
-@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]), help="Force the scorer kind (default: detected).")
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed for column order, tie breaking, bootstrap and folds.")
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
+              help="Bootstrap replicates.")
+@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]),
+              help="Force the scorer kind (default: detected).")
 @click.option("--nonce", default=None, help="Made-up word replacing the target [default: bkatuhla].")
 @click.option("--pattern", default="definition-of", show_default=True, help="CoDA21 pattern name or literal with {m}.")
-@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True, help="LM log-prob reduction.")
+@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True,
+              help="LM log-prob reduction.")
 @click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
-@click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2), help="Cross-validation folds of the trained controls.")
-@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: analyse one split [default: all items].")
+@click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2),
+              help="Cross-validation folds of the trained controls.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None,
+              help="WordNetQA: analyse one split [default: all items].")
 @click.option("--limit", type=int, default=None, metavar="N",
-              help="A quick look: only the first N resampling units per dataset (CoDA21 groups, WordNetQA concepts), file order.")
+              help="A quick look: only the first N resampling units per dataset (CoDA21 groups, WordNetQA concepts), "
+                   "file order.")
 @click.option("--sample", type=int, default=None, metavar="N",
-              help="A quick look: N whole resampling units per dataset drawn with --seed, so the bootstrap CIs stay honest (not with --limit).")
+              help="A quick look: N whole resampling units per dataset drawn with --seed, so the bootstrap CIs stay "
+                   "honest (not with --limit).")
 @click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error", show_default=True,
-              help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, with ids, in results.json and report.md (skip).")
+              help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, "
+                   "with ids, in results.json and report.md (skip).")
 @click.option("--probe", default=None, metavar="PROBE",
-              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
+              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, "
+                   "dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
-@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="SHARE",
-              help="--method letter/generate with several orders: share of the clusters PriDe estimates the position prior on; "
-                   "accuracy before and after is reported on the rest, per condition [default: 0.05].")
-@click.option("--method", type=click.Choice(["zeroshot", "trained", "generate", "letter"]), default=None, help=METHOD_HELP)
+@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              metavar="SHARE",
+              help="--method letter/generate with several orders: share of the clusters PriDe estimates the position "
+                   "prior on; accuracy before and after is reported on the rest, per condition [default: 0.05].")
+@click.option("--method", type=click.Choice(["zeroshot", "trained", "generate", "letter"]), default=None,
+              help=METHOD_HELP)
 @click.option("--permutations", type=PERMUTATIONS, default=1, show_default=True, metavar="N|rotations",
-              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of the "
-                   "options (rotations) (accuracy per order, consistency, majority answer).")
+              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of "
+                   "the options (rotations) (accuracy per order, consistency, majority answer).")
 @click.option("--prompts", type=click.Path(), default=None, metavar="FILE",
-              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
+              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that "
+                   "file].")
 @click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")
-@click.option("--seeds", default=3, show_default=True, type=click.IntRange(min=1), help="--method trained: runs (seeds) per condition.")
+@click.option("--seeds", default=3, show_default=True, type=click.IntRange(min=1),
+              help="--method trained: runs (seeds) per condition.")
 @click.option("--human", "human", multiple=True, type=click.Path(),
-              help="A `probegen study` directory (answered, scored on its own items): its human point joins the bias plane; repeatable.")
+              help="A `probegen study` directory (answered, scored on its own items): its human point joins the bias "
+                   "plane; repeatable.")
 @click.option("--beside", "beside", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="An earlier `probegen bias` output directory whose points join this run's bias plane "
                    "(e.g. likelihood-scored models beside a chat model); repeatable.")

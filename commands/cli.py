@@ -77,9 +77,12 @@ def _slug(name: str) -> str:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="probegen")
-@click.option("--wordnet", type=click.Path(), envvar="PROBEGEN_WORDNET", help="WordNet 3.0 directory (nltk layout). Env: PROBEGEN_WORDNET.")
-@click.option("--semcor", type=click.Path(), envvar="PROBEGEN_SEMCOR", help="SemCor 3.0 directory (brown1/brown2/brownv). Env: PROBEGEN_SEMCOR.")
-@click.option("--cache-dir", type=click.Path(), envvar="PROBEGEN_CACHE", help="Cache directory. Env: PROBEGEN_CACHE (default ~/.cache/probegen).")
+@click.option("--wordnet", type=click.Path(), envvar="PROBEGEN_WORDNET",
+              help="WordNet 3.0 directory (nltk layout). Env: PROBEGEN_WORDNET.")
+@click.option("--semcor", type=click.Path(), envvar="PROBEGEN_SEMCOR",
+              help="SemCor 3.0 directory (brown1/brown2/brownv). Env: PROBEGEN_SEMCOR.")
+@click.option("--cache-dir", type=click.Path(), envvar="PROBEGEN_CACHE",
+              help="Cache directory. Env: PROBEGEN_CACHE (default ~/.cache/probegen).")
 @click.pass_context
 def cli(ctx: click.Context, wordnet: str | None, semcor: str | None, cache_dir: str | None) -> None:
     """Build controlled lexical-semantic probes from WordNet and SemCor, and score models on them.
@@ -161,24 +164,35 @@ def make() -> None:
 @add_device_options
 @add_wordnet_source_option
 @click.option("--contexts", type=click.Choice(["semcor", "examples"]), default=None,
-              help="Where contexts come from: SemCor (mapped through sense keys) or the synsets' own examples [default: semcor if the wordnet has sense keys, else examples].")
-@click.option("--easy/--hard", default=False, help="easy: grandchildren of a grandparent; hard (default): children of a parent.")
+              help="Where contexts come from: SemCor (mapped through sense keys) or the synsets' own examples "
+                   "[default: semcor if the wordnet has sense keys, else examples].")
+@click.option("--easy/--hard", default=False,
+              help="easy: grandchildren of a grandparent; hard (default): children of a parent.")
 @click.option("--clean/--noisy", default=True, help="clean (default): only synsets with >= 5 SemCor contexts.")
 @click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
 @click.option("--k-min", default=5, show_default=True, help="Smallest group.")
 @click.option("--k-max", default=10, show_default=True, help="Largest group.")
-@click.option("--max-similarity", default=0.8, show_default=True, help="Cap on cosine similarity of two definitions in a group.")
-@click.option("--embedder", default="minilm-l6", show_default=True, help="Sentence embedder for definition clustering (paper: stsb-distilbert-base).")
-@click.option("--context-scorer", default="smollm2-135m", show_default=True, help="LM that picks the clearest SemCor context (causal or masked; paper: bert-base-uncased), or 'first' to take the first context without scoring.")
-@click.option("--max-contexts", default=10, show_default=True, help="SemCor contexts scored per synset (first N in corpus order).")
+@click.option("--max-similarity", default=0.8, show_default=True,
+              help="Cap on cosine similarity of two definitions in a group.")
+@click.option("--embedder", default="minilm-l6", show_default=True,
+              help="Sentence embedder for definition clustering (paper: stsb-distilbert-base).")
+@click.option("--context-scorer", default="smollm2-135m", show_default=True,
+              help="LM that picks the clearest SemCor context (causal or masked; paper: bert-base-uncased), or 'first' "
+                   "to take the first context without scoring.")
+@click.option("--max-contexts", default=10, show_default=True,
+              help="SemCor contexts scored per synset (first N in corpus order).")
 @click.option("--seed", type=SEED, default=0, show_default=True)
-@click.option("--adversarial", is_flag=True, help="Fill each group with the valid co-hyponyms the --against model confuses most; also writes the non-adversarial twin to <out>-twin.")
+@click.option("--adversarial", is_flag=True,
+              help="Fill each group with the valid co-hyponyms the --against model confuses most; also writes the "
+                   "non-adversarial twin to <out>-twin.")
 @click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
-@click.option("--pool-max", default=40, show_default=True, help="With --adversarial: candidates per ancestor the reference model scores.")
-@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
+@click.option("--pool-max", default=40, show_default=True,
+              help="With --adversarial: candidates per ancestor the reference model scores.")
+@click.option("--out", type=click.Path(),
+              help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
 @click.pass_obj
-def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer, max_contexts, seed,
-                adversarial, against, pool_max, out) -> None:
+def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer,
+                max_contexts, seed, adversarial, against, pool_max, out) -> None:
     """Generate a CoDA21 context-definition alignment dataset.
 
     \b
@@ -217,7 +231,8 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
         from probegen.errors import ProbegenError
 
-        raise ProbegenError(f"--context-scorer must be a causal or masked LM; {context_scorer!r} is a {kinds[context_scorer]} model")
+        raise ProbegenError(f"--context-scorer must be a causal or masked LM; {context_scorer!r} is a "
+                            f"{kinds[context_scorer]} model")
     if adversarial and contexts == "examples":
         from probegen.errors import ProbegenError
 
@@ -229,14 +244,17 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     if adversarial:
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
 
-        ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True, _log, runner)
+        ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True,
+                                     _log, runner)
         runner.write(lambda: ds_mod.write(twin, twin_out))
         a = ds.manifest["adversarial"]
         echo(f"wrote {twin_out} (twin)")
         echo(f"adversarial: {a['groups_changed']} of {a['groups']} groups changed ({a['members_replaced']} members "
-             f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> {a['reference_errors']['adversarial']}")
+             f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> "
+             f"{a['reference_errors']['adversarial']}")
     else:
-        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts, runner=runner)
+        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts,
+                          runner=runner)
     runner.write(lambda: ds_mod.write(ds, out))
     c = ds.manifest["counts"]
     echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
@@ -285,9 +303,11 @@ def stats(dataset: str) -> None:
               help="coda21-json: the CoDA21 release schema; wordnetqa-json: WordNetQA release JSONL; lm-eval: an "
                    "lm-evaluation-harness task folder; hf: a Hugging Face datasets folder [default: by dataset kind].")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: export one split.")
-@click.option("--seed", type=SEED, default=None, help="lm-eval/hf, CoDA21: seed of the definitions' column order [default: 0].")
+@click.option("--seed", type=SEED, default=None,
+              help="lm-eval/hf, CoDA21: seed of the definitions' column order [default: 0].")
 @click.option("--nonce", default=None, help="lm-eval/hf, CoDA21: made-up word [default: bkatuhla].")
-@click.option("--pattern", default=None, help="lm-eval/hf, CoDA21: pattern name or literal with {m} [default: definition-of].")
+@click.option("--pattern", default=None,
+              help="lm-eval/hf, CoDA21: pattern name or literal with {m} [default: definition-of].")
 @click.option("--task", default=None, help="lm-eval: task name [default: probegen_<dataset>].")
 @click.option("--out", type=click.Path(), required=True, help="Output file (release schemas) or folder (lm-eval, hf).")
 def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, nonce: str | None,
@@ -327,41 +347,60 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 # ---- evaluation ----------------------------------------------------------------------------------
 @cli.command("eval")
 @add_device_options
-@click.option("--model", required=True, help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
-@click.option("--dataset", required=True, type=click.Path(), help="probegen dataset directory or an original-schema CoDA21 JSON file.")
-@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]), help="Force the scorer kind (default: detected).")
-@click.option("--nonce", default=None, help="Made-up word replacing the target [default: templates/nonce_words.json, bkatuhla].")
-@click.option("--pattern", default=None, help="Pattern name from templates/coda21.json or a literal with {m} [default: definition-of].")
-@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True, help="LM log-prob reduction over definition tokens.")
-@click.option("--matching", type=click.Choice(["alignment", "simple"]), default="alignment", show_default=True, help="One-to-one alignment or each definition's best context.")
+@click.option("--model", required=True,
+              help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
+@click.option("--dataset", required=True, type=click.Path(),
+              help="probegen dataset directory or an original-schema CoDA21 JSON file.")
+@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]),
+              help="Force the scorer kind (default: detected).")
+@click.option("--nonce", default=None,
+              help="Made-up word replacing the target [default: templates/nonce_words.json, bkatuhla].")
+@click.option("--pattern", default=None,
+              help="Pattern name from templates/coda21.json or a literal with {m} [default: definition-of].")
+@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True,
+              help="LM log-prob reduction over definition tokens.")
+@click.option("--matching", type=click.Choice(["alignment", "simple"]), default="alignment", show_default=True,
+              help="One-to-one alignment or each definition's best context.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for column order and tie breaking.")
 @click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
-@click.option("--pll", type=click.Choice(["original", "word-l2r"]), default="original", show_default=True, help="Masked LMs: pseudo-log-likelihood as in the paper, or PLL-word-l2r (Kauf & Ivanova 2023).")
-@click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True, help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
-@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="Multiple choice: evaluate one split [default: all items].")
-@click.option("--limit", type=int, default=None, metavar="N", help="A quick look: only the first N units (groups, items) in file order.")
-@click.option("--sample", type=int, default=None, metavar="N", help="A quick look: N units drawn at random with --seed (not with --limit).")
+@click.option("--pll", type=click.Choice(["original", "word-l2r"]), default="original", show_default=True,
+              help="Masked LMs: pseudo-log-likelihood as in the paper, or PLL-word-l2r (Kauf & Ivanova 2023).")
+@click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True,
+              help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None,
+              help="Multiple choice: evaluate one split [default: all items].")
+@click.option("--limit", type=int, default=None, metavar="N",
+              help="A quick look: only the first N units (groups, items) in file order.")
+@click.option("--sample", type=int, default=None, metavar="N",
+              help="A quick look: N units drawn at random with --seed (not with --limit).")
 @click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error", show_default=True,
-              help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, with ids, in results.json and the summary (skip).")
+              help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, "
+                   "with ids, in results.json and the summary (skip).")
 @click.option("--probe", "release_probe", default=None, metavar="PROBE",
-              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, dictionary) [default: from the file name, else the notes; never the id].")
+              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, "
+                   "dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--method", type=click.Choice(["score", "generate", "letter"]), default="score", show_default=True,
-              help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat template, "
-                   "or a served model's chat endpoint with --api-base) and parse its answer; letter: the same prompt, read as "
-                   "the probability of each option label (A.., yes/no) as the answer's next token.")
+              help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat "
+                   "template, or a served model's chat endpoint with --api-base) and parse its answer; letter: the "
+                   "same prompt, read as the probability of each option label (A.., yes/no) as the answer's next "
+                   "token.")
 @click.option("--permutations", type=PERMUTATIONS, default=None, metavar="N|rotations",
-              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of the "
-                   "options (rotations); report accuracy per order, consistency and the majority answer's accuracy [default: 1].")
+              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of "
+                   "the options (rotations); report accuracy per order, consistency and the majority answer's accuracy "
+                   "[default: 1].")
 @click.option("--prompts", "prompts_file", type=click.Path(), default=None, metavar="FILE",
-              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
+              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that "
+                   "file].")
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
               help="Bootstrap replicates of every CI (resampling CoDA21 groups, WordNetQA concepts; seeded by --seed).")
-@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, metavar="SHARE",
-              help="--method letter/generate with several orders: share of the clusters PriDe estimates the position prior on; "
-                   "accuracy before and after is reported on the rest [default: 0.05].")
+@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              metavar="SHARE",
+              help="--method letter/generate with several orders: share of the clusters PriDe estimates the position "
+                   "prior on; accuracy before and after is reported on the rest [default: 0.05].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
-def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll, length_norm, split, limit,
+def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll,
+             length_norm, split, limit,
              sample, on_invalid, release_probe, method, permutations, prompts_file, n_boot, debias_share, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
@@ -384,10 +423,12 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
 
     # --pll is a method setting of the evaluated (masked) model: part of the runtime every load gets
     runner = Runner(runtime.with_scorer(pll=None if pll == "original" else pll), log=_log)
-    _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out)
+    _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm,
+          split, out)
 
 
-def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm, split, out) -> None:
+def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm,
+          split, out) -> None:
     """The eval command: one request of what the user set (a default is never an error), run on the
     path :func:`probegen.score` takes too (:mod:`probegen.diagnostics.api`)."""
     from probegen.commands.options import option_given as _given
@@ -397,7 +438,8 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
                       nonce=nonce, pattern=pattern, reduction=_given(ctx, "reduction", reduction),
                       matching=_given(ctx, "matching", matching), length_norm=_given(ctx, "length_norm", length_norm),
                       split=split, pll=_given(ctx, "pll", ctx.params.get("pll")), limit=ctx.params.get("limit"),
-                      sample=ctx.params.get("sample"), on_invalid=_given(ctx, "on_invalid", ctx.params.get("on_invalid")),
+                      sample=ctx.params.get("sample"),
+                      on_invalid=_given(ctx, "on_invalid", ctx.params.get("on_invalid")),
                       probe=ctx.params.get("release_probe"), permutations=ctx.params.get("permutations"),
                       prompts=ctx.params.get("prompts_file"), n_boot=_given(ctx, "n_boot", ctx.params.get("n_boot")),
                       debias_share=ctx.params.get("debias_share"), seed=seed, batch_size=batch_size)
@@ -441,7 +483,8 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 @add_device_options
 @click.argument("twin", type=click.Path())
 @click.argument("other", type=click.Path())
-@click.option("--model", "models", multiple=True, required=True, help="Model to score both sets with; repeat (reference and held-out).")
+@click.option("--model", "models", multiple=True, required=True,
+              help="Model to score both sets with; repeat (reference and held-out).")
 @click.option("--labels", default="twin,adversarial", show_default=True, help="Names of the two sets in the report.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2))
@@ -476,18 +519,24 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
 @cli.command("filter")
 @add_device_options
 @click.argument("dataset", type=click.Path())
-@click.option("--artefacts", is_flag=True, required=True, help="Remove the units cheap partial-input classifiers predict most reliably (AFLite).")
+@click.option("--artefacts", is_flag=True, required=True,
+              help="Remove the units cheap partial-input classifiers predict most reliably (AFLite).")
 @click.option("--budget", type=click.IntRange(min=1), required=True, help="Most groups/items removed in total.")
 @click.option("--splits", default=8, show_default=True, help="Random train/test splits per round.")
-@click.option("--threshold", default=0.75, show_default=True, help="Remove only units predicted right at least this often.")
-@click.option("--tolerance", default=0.02, show_default=True, help="Stop when the control's accuracy on a round's test splits <= chance + this.")
+@click.option("--threshold", default=0.75, show_default=True,
+              help="Remove only units predicted right at least this often.")
+@click.option("--tolerance", default=0.02, show_default=True,
+              help="Stop when the control's accuracy on a round's test splits <= chance + this.")
 @click.option("--holdout", default=0.25, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              help="Share of concepts (WordNetQA synsets, CoDA21 ancestors) held out: never filtered, the controls are measured on them.")
+              help="Share of concepts (WordNetQA synsets, CoDA21 ancestors) held out: never filtered, the controls are "
+                   "measured on them.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
-@click.option("--model", "models", multiple=True, help="Also run `probegen bias` with this model on the set before and after filtering.")
+@click.option("--model", "models", multiple=True,
+              help="Also run `probegen bias` with this model on the set before and after filtering.")
 @click.option("--out", type=click.Path(), help="Filtered dataset directory [default: <dataset>-filtered].")
 @click.pass_obj
-def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tolerance, holdout, seed, models, out) -> None:
+def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tolerance, holdout, seed, models,
+               out) -> None:
     """Filter partial-input artefacts out of a dataset, AFLite-style.
 
     WordNetQA: a choice-only classifier; CoDA21: a word-only overlap aligner. Each round trains
@@ -511,7 +560,8 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
     for path in [out_dir, *bias_dirs.values()]:
         _check_writable(path, replace=True, inputs=[src], writer="dataset" if path == out_dir else "run")
     _resolve(list(models), runtime)
-    s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed, holdout=holdout)
+    s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed,
+                       holdout=holdout)
     from probegen.runner import Runner
 
     runner = Runner(runtime, log=_log)
@@ -526,7 +576,8 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
 
         for m, bias_dir in bias_dirs.items():
             with runner.output_dir(bias_dir) as tmp:
-                res = run_bias(m, [src, out_dir], tmp, BiasConfig(seed=seed), wordnet=obj["wordnet"], semcor=obj["semcor"],
+                res = run_bias(m, [src, out_dir], tmp, BiasConfig(seed=seed), wordnet=obj["wordnet"],
+                               semcor=obj["semcor"],
                                log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))), runner=runner)
             echo(summary_table(res))
             echo(f"bias before/after: {bias_dir / 'report.md'}")

@@ -20,10 +20,12 @@ DEFAULT_ROOT = Path("probegen_out") / "datasets"
 @add_wordnet_source_option
 @click.argument("spec_file", required=False, metavar="SPEC")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a spec field before it is checked (value read as YAML), e.g. contexts.scorer=first; repeatable.")
+              help="Override a spec field before it is checked (value read as YAML), e.g. contexts.scorer=first; "
+                   "repeatable.")
 @click.option("--seed", type=SEED, default=None, help="Override the spec's seed.")
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/<spec name>].")
-@click.option("--check", "check_only", is_flag=True, help="Check the spec and print it as canonical JSON; build nothing.")
+@click.option("--check", "check_only", is_flag=True,
+              help="Check the spec and print it as canonical JSON; build nothing.")
 @click.option("--list", "list_specs", is_flag=True, help="List the built-in specs (templates/specs/) and exit.")
 @click.pass_context
 def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) -> None:
@@ -72,10 +74,13 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
     kinds = resolve_models(models_of(s), api=runtime.api())  # an unknown model fails now, not after the groups are formed
     scorer = s.contexts.scorer
     if s.shape == "alignment" and scorer != "first" and kinds[scorer] not in ("causal", "masked"):
-        raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a {kinds[scorer]} model")
+        raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a "
+                            f"{kinds[scorer]} model")
     from probegen.runner import Runner
 
     runner = Runner(runtime, log=log)  # loads the embedder and context scorer; rank 0 alone writes and speaks
-    built = build_spec(s, obj.get("wordnet"), obj.get("semcor"), progress=runner.progress, log=runner.main_log(log), runner=runner)
+    built = build_spec(s, obj.get("wordnet"), obj.get("semcor"), progress=runner.progress, log=runner.main_log(log),
+                       runner=runner)
     runner.write(lambda: built.write(out_dir))
-    runner.main_log(click.echo)(f"wrote {out_dir} ({built.kind}; spec {s.name} sha256 {s.sha256[:12]}): {built.summary()}")
+    runner.main_log(click.echo)(f"wrote {out_dir} ({built.kind}; spec {s.name} sha256 {s.sha256[:12]}): "
+                                f"{built.summary()}")

@@ -20,7 +20,8 @@ def _out(out: str | None, name: str, obj: dict | None) -> Path:
     from probegen.io import ensure_writable
 
     path = Path(out) if out else DEFAULT_ROOT / name
-    ensure_writable(path, replace=True, inputs=[(obj or {}).get("wordnet"), (obj or {}).get("semcor")], writer="dataset")
+    ensure_writable(path, replace=True, inputs=[(obj or {}).get("wordnet"), (obj or {}).get("semcor")],
+                    writer="dataset")
     return path
 
 
@@ -46,7 +47,8 @@ def _write(ds, path: Path) -> None:
 
 _POS = click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
 _SEED = click.option("--seed", type=SEED, default=0, show_default=True)
-_MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=click.IntRange(min=3), help="Skip SemCor sentences longer than this (tokens).")
+_MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=click.IntRange(min=3),
+                           help="Skip SemCor sentences longer than this (tokens).")
 
 
 @click.command("wic")
@@ -54,16 +56,20 @@ _MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=c
 @_POS
 @click.option("--prune", type=click.Choice(["wic", "supersense", "related", "none"]), default="wic", show_default=True,
               help="Drop F pairs whose senses are too close: wic = same supersense, or direct hypernym, or sisters.")
-@click.option("--max-pairs", default=None, type=click.IntRange(min=2), help="Stop adding lemmas (seeded order) once this many pairs [default: all].")
-@click.option("--max-pairs-per-lemma", default=6, show_default=True, type=click.IntRange(min=2), help="Pairs per lemma (half T, half F).")
-@click.option("--max-contexts-per-lemma", default=40, show_default=True, type=click.IntRange(min=2), help="SemCor contexts considered per lemma (seeded sample).")
+@click.option("--max-pairs", default=None, type=click.IntRange(min=2),
+              help="Stop adding lemmas (seeded order) once this many pairs [default: all].")
+@click.option("--max-pairs-per-lemma", default=6, show_default=True, type=click.IntRange(min=2),
+              help="Pairs per lemma (half T, half F).")
+@click.option("--max-contexts-per-lemma", default=40, show_default=True, type=click.IntRange(min=2),
+              help="SemCor contexts considered per lemma (seeded sample).")
 @_MAX_TOKENS
 @click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of lemmas in dev.")
 @click.option("--test-frac", default=0.2, show_default=True, type=float, help="Share of lemmas in test.")
 @_SEED
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wic-semcor].")
 @click.pass_obj
-def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac, test_frac, seed, out) -> None:
+def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac, test_frac, seed,
+        out) -> None:
     """Generate WiC-style pairs from SemCor: same lemma in two contexts, T if the same synset.
 
     Labels are balanced within every lemma, splits are disjoint by lemma, too-fine sense
@@ -77,7 +83,8 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
     from probegen.wordincontext.source import POS_NAMES
     from probegen.wordincontext.wic import WicConfig, build
 
-    cfg = WicConfig(POS_NAMES[pos], prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac, test_frac, seed)
+    cfg = WicConfig(POS_NAMES[pos], prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac,
+                    test_frac, seed)
     cfg.validate()
     path = _out(out, "wic-semcor", obj)
     ds = build(cfg, (obj or {}).get("wordnet"), (obj or {}).get("semcor"), _log)
@@ -87,7 +94,8 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
 @click.command("wsd")
 @add_wordnet_source_option
 @_POS
-@click.option("--max-items", default=None, type=click.IntRange(min=1), help="A seeded sample of this many items [default: all].")
+@click.option("--max-items", default=None, type=click.IntRange(min=1),
+              help="A seeded sample of this many items [default: all].")
 @_MAX_TOKENS
 @click.option("--dev-frac", default=0.0, show_default=True, type=float, help="Share of SemCor documents in dev.")
 @click.option("--test-frac", default=0.2, show_default=True, type=float, help="Share of SemCor documents in test.")

@@ -30,7 +30,8 @@ def _config(probe, pos, distractors, contexts, **kw):
     """The generator's settings from the command's options (checked)."""
     from probegen.wordnetqa.config import WordNetQAConfig
 
-    cfg = WordNetQAConfig(probes=(probe,), pos=("n", "v") if pos == "both" else (pos[0],), distractors=_types(distractors),
+    cfg = WordNetQAConfig(probes=(probe,), pos=("n", "v") if pos == "both" else (pos[0],),
+                          distractors=_types(distractors),
                           contexts="wordnet" if contexts == "examples" else contexts, **kw)
     cfg.validate()
     if cfg.templates:  # a bad templates file fails before any work
@@ -47,34 +48,52 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
     from probegen.wordnetqa import dataset as ds_mod
 
     resolve_model(against, runner.runtime.api())  # an unknown reference model fails before generation
-    ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log, runner)
+    ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log,
+                                 runner)
     runner.write(lambda: ds_mod.write(twin, twin_out, release=release))
     a = ds.manifest["adversarial"]
-    runner.main_log(click.echo)(f"wrote {twin_out} (twin); adversarial: {a['items_changed']} of {a['items']} items got new distractors")
+    runner.main_log(click.echo)(f"wrote {twin_out} (twin); adversarial: {a['items_changed']} of {a['items']} items got "
+                                "new distractors")
     return ds
 
 
 @click.command("wordnetqa")
 @add_device_options
 @add_wordnet_source_option
-@click.option("--probe", type=click.Choice(PROBE_CHOICES), default="all", show_default=True, help="Probe type, or all four.")
+@click.option("--probe", type=click.Choice(PROBE_CHOICES), default="all", show_default=True,
+              help="Probe type, or all four.")
 @click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="noun", show_default=True)
-@click.option("--max-hops", default=4, show_default=True, type=click.IntRange(1, 10), help="ISA answers (and ISA distractors) at 1..K hops.")
-@click.option("--distractors", default="random,sister,isa", show_default=True, help="Perturbations, comma-separated: one item per question and type.")
-@click.option("--sister-depth", default=2, show_default=True, type=click.IntRange(1, 5), help="Sister family depth l: siblings plus their descendants down to l-1 levels.")
-@click.option("--contexts", type=click.Choice(["wordnet", "examples", "wordnet+semcor"]), default="wordnet", show_default=True, help="Context sentences: the wordnet's examples ('examples' is the same), or with SemCor filling in where they give none (needs sense keys).")
-@click.option("--max-contexts", default=3, show_default=True, type=click.IntRange(min=1), help="Contexts per concept (definitions: one question each).")
-@click.option("--max-answers-per-hop", default=1, show_default=True, type=click.IntRange(min=1), help="ISA probes: gold answers sampled per concept and hop.")
-@click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0), help="Noun hypernymy answers nearer the root than this are skipped (entity, abstraction, ...).")
-@click.option("--instances/--no-instances", default=False, show_default=True, help="Follow instance hypernymy (Paris -> city) for answers and ISA distractors.")
-@click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1), help="A seeded sample of N concepts that have a question of the probe(s) (quick sets).")
+@click.option("--max-hops", default=4, show_default=True, type=click.IntRange(1, 10),
+              help="ISA answers (and ISA distractors) at 1..K hops.")
+@click.option("--distractors", default="random,sister,isa", show_default=True,
+              help="Perturbations, comma-separated: one item per question and type.")
+@click.option("--sister-depth", default=2, show_default=True, type=click.IntRange(1, 5),
+              help="Sister family depth l: siblings plus their descendants down to l-1 levels.")
+@click.option("--contexts", type=click.Choice(["wordnet", "examples", "wordnet+semcor"]), default="wordnet",
+              show_default=True,
+              help="Context sentences: the wordnet's examples ('examples' is the same), or with SemCor filling in "
+                   "where they give none (needs sense keys).")
+@click.option("--max-contexts", default=3, show_default=True, type=click.IntRange(min=1),
+              help="Contexts per concept (definitions: one question each).")
+@click.option("--max-answers-per-hop", default=1, show_default=True, type=click.IntRange(min=1),
+              help="ISA probes: gold answers sampled per concept and hop.")
+@click.option("--min-answer-depth", default=2, show_default=True, type=click.IntRange(min=0),
+              help="Noun hypernymy answers nearer the root than this are skipped (entity, abstraction, ...).")
+@click.option("--instances/--no-instances", default=False, show_default=True,
+              help="Follow instance hypernymy (Paris -> city) for answers and ISA distractors.")
+@click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1),
+              help="A seeded sample of N concepts that have a question of the probe(s) (quick sets).")
 @click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of concepts in dev.")
 @click.option("--test-frac", default=0.1, show_default=True, type=float, help="Share of concepts in test.")
-@click.option("--release/--no-release", default=False, show_default=True, help="Also write release/<split>.jsonl in the WordNetQA release schema.")
-@click.option("--adversarial", is_flag=True, help="Pick the valid distractors the --against model scores highest; also writes the non-adversarial twin to <out>-twin.")
+@click.option("--release/--no-release", default=False, show_default=True,
+              help="Also write release/<split>.jsonl in the WordNetQA release schema.")
+@click.option("--adversarial", is_flag=True,
+              help="Pick the valid distractors the --against model scores highest; also writes the non-adversarial "
+                   "twin to <out>-twin.")
 @click.option("--against", default="minilm-l6", show_default=True, help="Reference model for --adversarial.")
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
-              help="Question templates (YAML/JSON, the shape of templates/questions/en.yaml) [default: templates/questions/<the wordnet's language>.yaml].")
+              help="Question templates (YAML/JSON, the shape of templates/questions/en.yaml) [default: "
+                   "templates/questions/<the wordnet's language>.yaml].")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
 @click.pass_context

@@ -88,15 +88,19 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N|mps",
                      help="Where models run (auto: CUDA if available, else CPU)."),
         click.option("--dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
-                     help="Model precision (auto: bfloat16 on GPUs that support it, else float32); part of score-cache keys."),
+                     help="Model precision (auto: bfloat16 on GPUs that support it, else float32); part of score-cache "
+                          "keys."),
         click.option("--device-map", type=click.Choice(DEVICE_MAPS), default=None,
                      help="Spread a model too big for one GPU over all GPUs (accelerate); overrides --device."),
         click.option("--max-batch-tokens", default=None, metavar="N|auto",
-                     help="Token budget of one forward pass [default: CPU: the scorer's default; CUDA: auto = largest that fits, remembered per model and device]."),
+                     help="Token budget of one forward pass [default: CPU: the scorer's default; CUDA: auto = largest "
+                          "that fits, remembered per model and device]."),
         click.option("--api-base", default=None, metavar="URL",
-                     help="An OpenAI-compatible server (vLLM, SGLang, TGI, an API), e.g. http://host:8000/v1: model names it serves are scored by it (completions endpoint, echo + logprobs)."),
+                     help="An OpenAI-compatible server (vLLM, SGLang, TGI, an API), e.g. http://host:8000/v1: model "
+                          "names it serves are scored by it (completions endpoint, echo + logprobs)."),
         click.option("--api-key-env", default=None, metavar="VAR",
-                     help="Environment variable holding the server's API key [default: OPENAI_API_KEY]; the key is never written anywhere."),
+                     help="Environment variable holding the server's API key [default: OPENAI_API_KEY]; the key is "
+                          "never written anywhere."),
         click.option("--concurrency", type=click.IntRange(1, 256), default=None,
                      help="Requests in flight at once to --api-base [default: 4]."),
         click.option("--api-timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
@@ -107,14 +111,16 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _with_api(runtime: Any, api_base: str | None, key_env: str | None, concurrency: int | None, timeout: float | None) -> Any:
+def _with_api(runtime: Any, api_base: str | None, key_env: str | None, concurrency: int | None,
+              timeout: float | None) -> Any:
     """``runtime`` with the ``--api-base`` settings; the server is asked for its models now (a wrong
     URL or key fails before any work). An api option without ``--api-base`` is an error."""
     from probegen.errors import ProbegenError
     from probegen.models import check_api
 
     if not api_base:
-        given = [n for n, v in (("--api-key-env", key_env), ("--concurrency", concurrency), ("--api-timeout", timeout)) if v is not None]
+        given = [n for n, v in (("--api-key-env", key_env), ("--concurrency", concurrency),
+                                ("--api-timeout", timeout)) if v is not None]
         if given:
             raise ProbegenError(f"{', '.join(given)} appl(ies) to a served model only; add --api-base URL")
         return runtime

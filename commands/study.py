@@ -33,11 +33,13 @@ def study() -> None:
               help="Comma list of full (whole input), context (target hidden), word (target alone).")
 @click.option("--n", "n", default=100, show_default=True, type=click.IntRange(min=1),
               help="Items sampled (WordNetQA: questions, one per concept; CoDA21: groups), shown in every condition.")
-@click.option("--annotators", default=2, show_default=True, type=click.IntRange(min=1), help="Annotators per condition.")
+@click.option("--annotators", default=2, show_default=True, type=click.IntRange(min=1),
+              help="Annotators per condition.")
 @click.option("--overlap", default=50, show_default=True, type=click.IntRange(min=0),
               help="Items every annotator of a condition answers (agreement); the rest are dealt out in turn.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for sampling, assignment and orders.")
-@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: sample from one split.")
+@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None,
+              help="WordNetQA: sample from one split.")
 @click.option("--out", type=click.Path(), help="Study directory [default: probegen_out/studies/<dataset>].")
 def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
     """Sample items and write a study directory (items, assignment, gold apart, tokens, manifest).
@@ -61,7 +63,8 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
     if out_dir.exists():
         from probegen.errors import ProbegenError
 
-        raise ProbegenError(f"{out_dir} already exists; a study is never overwritten (it may hold answers): choose another --out")
+        raise ProbegenError(f"{out_dir} already exists; a study is never overwritten (it may hold answers): choose "
+                            "another --out")
     ensure_writable(out_dir, inputs=[dataset])
     cfg = StudyConfig(conditions=conds, n=n, annotators=annotators, overlap=overlap, seed=seed, split=split)
     built = build_study(dataset, cfg)
@@ -85,7 +88,8 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
 @study.command("serve")
 @click.argument("study_dir", metavar="STUDY", type=click.Path())
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free port).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; other than loopback only on a trusted network.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; other than loopback only on a trusted network.")
 def serve(study_dir, port, host) -> None:
     """Serve the annotator pages; answers are saved on the server as they are given.
 
@@ -145,14 +149,17 @@ def import_cmd(study_dir, csv_file) -> None:
     from probegen.study.store import load_study
 
     c = import_csv(load_study(study_dir), csv_file)
-    click.echo(f"imported {c['new']} answer(s) from {csv_file} ({c['already_stored']} already stored, {c['blank']} blank rows)")
+    click.echo(f"imported {c['new']} answer(s) from {csv_file} ({c['already_stored']} already stored, {c['blank']} "
+               "blank rows)")
 
 
 @study.command("score")
 @click.argument("study_dir", metavar="STUDY", type=click.Path())
 @click.option("--model", "models", multiple=True, type=click.Path(),
-              help="A `probegen bias` output directory on the study's dataset; repeat for several. Adds the model-human gap table.")
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2), help="Bootstrap replicates.")
+              help="A `probegen bias` output directory on the study's dataset; repeat for several. Adds the "
+                   "model-human gap table.")
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
+              help="Bootstrap replicates.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--out", type=click.Path(), help="Report directory [default: STUDY/score].")
 def score(study_dir, models, n_boot, seed, out) -> None:

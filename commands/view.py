@@ -31,7 +31,8 @@ def default_out(runs: tuple[str, ...]) -> Path:
 @click.option("--out", type=click.Path(), help="HTML file to write [default: probegen_out/views/<run>.html].")
 @click.option("--serve", is_flag=True, help="Serve the page on --host:--port instead of writing a file (Ctrl-C stops).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address to bind.")
-@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="With --serve: port (0: a free one).")
+@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535),
+              help="With --serve: port (0: a free one).")
 def view(runs: tuple[str, ...], out: str | None, serve: bool, host: str, port: int) -> None:
     """Write one self-contained HTML page showing every item of the RUNS (eval or bias folders).
 

@@ -67,7 +67,8 @@ def mc_predictor(views: list[B.MCView]) -> Predictor:
     def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
         tr = np.concatenate([rows_of[i] for i in train])
         # logistic loss by SGD: ~30x faster than liblinear here and no less accurate on held-out items
-        clf = SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=50, tol=None, random_state=seed % (2**31)).fit(X[tr], y[tr])
+        clf = SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=50, tol=None,
+                            random_state=seed % (2**31)).fit(X[tr], y[tr])
         te = np.concatenate([rows_of[i] for i in test])
         s = clf.decision_function(X[te])
         out, at = {}, 0

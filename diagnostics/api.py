@@ -134,7 +134,8 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
 
         out_dir = req.out_dir(root)
         ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
-        cfg = TrainedConfig(seed=req.seed, batch_size=req.batch_size or 32, subset=subset_request(req.limit, req.sample))
+        cfg = TrainedConfig(seed=req.seed, batch_size=req.batch_size or 32,
+                            subset=subset_request(req.limit, req.sample))
         return out_dir, eval_trained(req.model, req.dataset, out_dir, cfg, log=runner.log, runner=runner)
     out_dir = req.out_dir(root)
     ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
@@ -158,7 +159,8 @@ def score(model: str, dataset: str | Path, out: str | Path | None = None, *, dev
     names = {f.name for f in fields(EvalRequest)} - {"model", "dataset", "out"}
     wrong = sorted(set(options) - names)
     if wrong:
-        raise TypeError(f"probegen.score() got unknown options {', '.join(wrong)}; choose from {', '.join(sorted(names))}")
+        raise TypeError(f"probegen.score() got unknown options {', '.join(wrong)}; choose from "
+                        f"{', '.join(sorted(names))}")
     req = EvalRequest(model=model, dataset=str(dataset), out=None if out is None else str(out), **options)
     runner = Runner(Runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
                     log=log or (lambda m: None))
@@ -179,7 +181,8 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     names = {f.name for f in fields(BiasRequest)} - {"model", "datasets", "out", "given", "wordnet", "semcor"}
     wrong = sorted(set(options) - names)
     if wrong:
-        raise TypeError(f"probegen.bias() got unknown options {', '.join(wrong)}; choose from {', '.join(sorted(names))}")
+        raise TypeError(f"probegen.bias() got unknown options {', '.join(wrong)}; choose from "
+                        f"{', '.join(sorted(names))}")
     req = BiasRequest(model=model, datasets=(str(dataset),), out=None if out is None else str(out), **options,
                       given=frozenset(k for k in options if k in TASK_OPTIONS))
     runner = Runner(Runtime(device, dtype), log=log or (lambda m: None))

@@ -292,7 +292,8 @@ def choice_only_control(
         out.append(
             _result(
                 "choice-only", probe, "gold choice (argmax over choices)", correct, [it.cluster for it in its], chance,
-                n_boot, seed, "logistic regression (SGD) on choice text/length/overlap; folds grouped by concept cluster",
+                n_boot, seed,
+                "logistic regression (SGD) on choice text/length/overlap; folds grouped by concept cluster",
                 top_features=top,
             )
         )

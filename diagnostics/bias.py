@@ -93,13 +93,8 @@ def _ci(reps: np.ndarray, alpha: float) -> list[float] | None:
     return [float(lo), float(hi)]
 
 
-def bootstrap_bias(
-    table: UnitTable,
-    parts: dict[str, str],
-    n_boot: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
-) -> dict[str, Any]:
+def bootstrap_bias(table: UnitTable, parts: dict[str, str], n_boot: int = 1000, seed: int = 0,
+                   alpha: float = 0.05) -> dict[str, Any]:
     """Accuracies, the Full - Label gap and the bias ratios, each with a percentile bootstrap CI.
 
     ``parts`` maps a ratio name to its ablation (e.g. ``{"bias_c": "context"}``). Units are
@@ -144,7 +139,8 @@ def bootstrap_bias(
             continue
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.where(gap_reps > 0, (reps[abl] - reps[LABEL]) / gap_reps, np.nan)
-        ratios[name] = {"ablation": abl, "value": bias_ratio(point[abl], point[LABEL], point[FULL]), "ci": _ci(r, alpha)}
+        ratios[name] = {"ablation": abl, "value": bias_ratio(point[abl], point[LABEL], point[FULL]),
+                        "ci": _ci(r, alpha)}
     return {
         "n_units": n,
         "n_items": float(table.weight.sum()),

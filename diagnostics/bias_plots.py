@@ -84,5 +84,6 @@ def plot_bias_plane(points: list[dict[str, Any]], out: Path, title: str = "") ->
     if undefined:
         fig.text(0.01, -0.02, "undefined (M_Full within noise of M_L): " + ", ".join(undefined), fontsize=8, ha="left")
     if not_applicable:
-        fig.text(0.01, -0.06, "n/a (ratio measures nothing on this probe): " + ", ".join(not_applicable), fontsize=8, ha="left")
+        fig.text(0.01, -0.06, "n/a (ratio measures nothing on this probe): " + ", ".join(not_applicable), fontsize=8,
+                 ha="left")
     return _save(fig, out)

@@ -81,8 +81,8 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
     trained_only = [not tasks.detect(d).zero_shot for d in datasets]
     if method is None:
         if any(trained_only) and not all(trained_only):
-            raise ProbegenError("word-in-context datasets (measured with --method trained) and CoDA21/WordNetQA datasets "
-                                "(--method zeroshot) cannot share one run; run them separately")
+            raise ProbegenError("word-in-context datasets (measured with --method trained) and CoDA21/WordNetQA "
+                                "datasets (--method zeroshot) cannot share one run; run them separately")
         method = "trained" if trained_only and all(trained_only) else "zeroshot"
     if method == "zeroshot" and finetune:
         raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
@@ -125,7 +125,8 @@ def _check_human(req: BiasRequest) -> None:
     from .human import score_study
 
     if choose_method(req.method, req.datasets, req.finetune) == "trained":
-        raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method trained")
+        raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method "
+                            "trained")
     for h in req.human:
         score_study(h, n_boot=2)
 
@@ -142,8 +143,8 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner | None = None
     ensure_writable(out_dir, replace=True, inputs=req.datasets, writer="run")
     from probegen.evaluation import subset_request
 
-    cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune, batch_size=req.batch_size or 32,
-                        subset=subset_request(req.limit, req.sample))
+    cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune,
+                        batch_size=req.batch_size or 32, subset=subset_request(req.limit, req.sample))
     results = run_trained(req.model, list(req.datasets), out_dir, cfg, log=log, runner=runner)
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
 
@@ -178,8 +179,8 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
                      controls=req.controls, split=req.split, debias_share=req.debias_share)
     # the report appears whole or not at all, written by rank 0 alone under torchrun
     with runner.output_dir(out_dir) as tmp:
-        results = run_bias(req.model, list(req.datasets) or None, tmp, cfg, scorer_kind=req.scorer, reduction=req.reduction,
-                           batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
+        results = run_bias(req.model, list(req.datasets) or None, tmp, cfg, scorer_kind=req.scorer,
+                           reduction=req.reduction, batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
                            subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
                            generate=(req.permutations, req.prompts, req.method) if req.method in ASKING else None)

@@ -93,8 +93,8 @@ def reliability(conf: np.ndarray, correct: np.ndarray, bins: int) -> list[dict[s
     out = []
     for part in np.array_split(order, bins):
         if len(part):
-            out.append({"confidence": round(float(conf[part].mean()), 6), "accuracy": round(float(correct[part].mean()), 6),
-                        "rows": int(len(part))})
+            out.append({"confidence": round(float(conf[part].mean()), 6),
+                        "accuracy": round(float(correct[part].mean()), 6), "rows": int(len(part))})
     return out
 
 

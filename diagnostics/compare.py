@@ -50,7 +50,8 @@ def paired_bootstrap(
     }
 
 
-def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
+def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0,
+                     progress: bool = True) -> dict[str, tuple[float, float]]:
     """Per unit (CoDA21 group, WordNetQA concept): (summed correctness, items) of one model on one
     dataset of ``kind``, via its task's standard evaluator."""
     from probegen import tasks
@@ -142,8 +143,8 @@ def render(results: dict[str, Any], plot: str) -> str:
         f"- {la}: `{results['a']['path']}`",
         f"- {lb}: `{results['b']['path']}`",
         f"- units paired by id and resampled whole ({results['kind']}: "
-        f"{results.get('resampling_unit') or RESAMPLING_UNIT[results['kind']]}); 95% bootstrap CIs over units; difference = "
-        f"{lb} - {la}; chance {results['a']['chance']:.3f} ({la}), {results['b']['chance']:.3f} ({lb}).",
+        f"{results.get('resampling_unit') or RESAMPLING_UNIT[results['kind']]}); 95% bootstrap CIs over units; "
+        f"difference = {lb} - {la}; chance {results['a']['chance']:.3f} ({la}), {results['b']['chance']:.3f} ({lb}).",
         "",
         "```",
         table(results),

@@ -44,7 +44,8 @@ def per_word_entropy(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
     for word, value in pairs:
         values[word][value] += 1
     if not values:
-        return {"n_words": 0, "n_items": 0, "mean": None, "mean_multi": None, "n_multi": 0, "share_single": None, "top": []}
+        return {"n_words": 0, "n_items": 0, "mean": None, "mean_multi": None, "n_multi": 0, "share_single": None,
+                "top": []}
     ent = {w: entropy(c.values()) for w, c in values.items()}
     multi = [w for w, c in values.items() if sum(c.values()) >= 2]
     top = sorted(ent, key=lambda w: (-ent[w], w))[:5]

@@ -40,27 +40,33 @@ def position_section(p: dict[str, Any] | None, level: str = "##", title: str = "
     lines = [f"{level} {title}", ""]
     if "positions" not in p:
         return lines + [f"Not measured: {p.get('reason')}.", ""]
-    lines += [f"Method {p['method']}; {p['order_source']}; {p['rows']} rows in {p['clusters']} clusters, {p['orders']} order(s).", ""]
-    rows = [[q["position"], str(q["n"]), fmt(q["gold_rate"]), fmt(q["selection_rate"]), fmt(q["recall"])] for q in p["positions"]]
+    lines += [f"Method {p['method']}; {p['order_source']}; {p['rows']} rows in {p['clusters']} clusters, {p['orders']} "
+              "order(s).", ""]
+    rows = [[q["position"], str(q["n"]), fmt(q["gold_rate"]), fmt(q["selection_rate"]),
+             fmt(q["recall"])] for q in p["positions"]]
     lines += _table(["position", "observations", "gold rate", "selection rate", "recall"], rows) + [""]
-    for name, key in (("RStd (std of recalls)", "rstd"), ("consistency", "consistency"), ("CircularEval strict accuracy", "circular")):
+    for name, key in (("RStd (std of recalls)", "rstd"), ("consistency", "consistency"),
+                      ("CircularEval strict accuracy", "circular")):
         v = p[key]
-        lines.append(f"- {name}: {fmt(v)}" + (f" ({v['reason']})" if v.get("value") is None and v.get("reason") else ""))
+        lines.append(f"- {name}: {fmt(v)}" + (f" ({v['reason']})" if v.get("value") is None
+                                              and v.get("reason") else ""))
     pr = p.get("pride") or {}
     if "before" in pr:
         prior = "; ".join(f"{n} options: " + ", ".join(f"{x:.3f}" for x in v) for n, v in pr["prior"].items())
-        lines.append(f"- PriDe (share {pr['share']}, seed {pr['seed']}): prior estimated on {pr['estimation']['clusters']} clusters "
-                     f"({pr['estimation']['rows']} rows): {prior or 'none'}; on the {pr['heldout']['rows']} held-out rows "
-                     f"({pr['heldout']['clusters']} clusters) accuracy with every order averaged {fmt(pr['before'])} before, "
-                     f"{fmt(pr['after'])} after (change {fmt(pr['gain'])}); with order 0 alone (PriDe's test-time setting) "
-                     f"{fmt(pr['first_order']['before'])} before, {fmt(pr['first_order']['after'])} after "
-                     f"(change {fmt(pr['first_order']['gain'])})")
+        lines.append(f"- PriDe (share {pr['share']}, seed {pr['seed']}): prior estimated on "
+                     f"{pr['estimation']['clusters']} clusters ({pr['estimation']['rows']} rows): {prior or 'none'}; "
+                     f"on the {pr['heldout']['rows']} held-out rows ({pr['heldout']['clusters']} clusters) accuracy "
+                     f"with every order averaged {fmt(pr['before'])} before, {fmt(pr['after'])} after (change "
+                     f"{fmt(pr['gain'])}); with order 0 alone (PriDe's test-time setting) "
+                     f"{fmt(pr['first_order']['before'])} before, {fmt(pr['first_order']['after'])} after (change "
+                     f"{fmt(pr['first_order']['gain'])})")
     elif pr:
         lines.append(f"- PriDe: not computed ({pr.get('reason')})")
     return lines + [""]
 
 
-def calibration_section(blocks: dict[str, dict[str, Any]] | None, level: str = "##", plot: str | None = None) -> list[str]:
+def calibration_section(blocks: dict[str, dict[str, Any]] | None, level: str = "##",
+                        plot: str | None = None) -> list[str]:
     """The calibration table: one row per condition, then per hop count and distractor type.
 
     >>> c = {"rows": 4, "bins": 1, "accuracy": 1.0, "mean_confidence": 0.75, "ece": {"value": 0.25, "ci": None},
@@ -79,14 +85,16 @@ def calibration_section(blocks: dict[str, dict[str, Any]] | None, level: str = "
         for key, name in (("by_hops", "hops"), ("by_distractor_type", "distractor")):
             rows += [_cal_row(f"{cond}, {name} {v}", sub) + [""] for v, sub in (c.get(key) or {}).items()]
     lines = [f"{level} Calibration", ""]
-    lines += _table(["condition", "rows", "bins", "accuracy", "mean confidence", "ECE [95% CI]", "Brier [95% CI]", "confidence"], rows)
+    lines += _table(["condition", "rows", "bins", "accuracy", "mean confidence", "ECE [95% CI]", "Brier [95% CI]",
+                     "confidence"], rows)
     if plot:
         lines += ["", f"![reliability diagram]({plot})"]
     return lines + [""]
 
 
 def _cal_row(name: str, c: dict[str, Any]) -> list[str]:
-    return [name, str(c["rows"]), str(c["bins"]), f"{c['accuracy']:.3f}", f"{c['mean_confidence']:.3f}", fmt(c["ece"]), fmt(c["brier"])]
+    return [name, str(c["rows"]), str(c["bins"]), f"{c['accuracy']:.3f}", f"{c['mean_confidence']:.3f}", fmt(c["ece"]),
+            fmt(c["brier"])]
 
 
 def render_eval_report(results: dict[str, Any]) -> str:
@@ -103,7 +111,8 @@ def render_eval_report(results: dict[str, Any]) -> str:
              f"Dataset kind {(results.get('dataset') or {}).get('kind')}; scorer {scorer.get('kind')}"
              + (f", method {scorer['method']}" if scorer.get("method") else "") + f". 95% CIs: {b.get('n')}-replicate "
              f"percentile bootstrap resampling {b.get('unit')} (seed {b.get('seed')}).", "", "## Accuracy", ""]
-    rows = [[n, m.replace("_", " "), fmt(d[m], d.get(m + "_ci")), str(d.get("n", d.get("n_items", d.get("groups", d.get("units", "")))))]
+    rows = [[n, m.replace("_", " "), fmt(d[m], d.get(m + "_ci")),
+             str(d.get("n", d.get("n_items", d.get("groups", d.get("units", "")))))]
             for n, m, d in accuracy_rows(results["metrics"])]
     lines += _table(["subset", "measure", "value [95% CI]", "n"], rows) + [""]
     plots = results.get("plots") or {}

@@ -50,9 +50,9 @@ def check_debias_share(share: float | None, method: str | None, permutations: An
     if share is None:
         return
     if method not in ORDERED_METHODS:
-        raise ProbegenError("--debias-share applies to --method letter and --method generate (options shown in an order); the "
-                            "cloze method shows none, so it has no position prior to remove (its position statistics are "
-                            "reported without it)")
+        raise ProbegenError("--debias-share applies to --method letter and --method generate (options shown in an "
+                            "order); the cloze method shows none, so it has no position prior to remove (its position "
+                            "statistics are reported without it)")
     if permutations is not None and str(permutations) != "rotations" and int(permutations) < 2:
         raise ProbegenError("--debias-share needs at least two option orders per unit: add --permutations N (N >= 2) "
                             "or --permutations rotations")
@@ -75,14 +75,16 @@ def _mc_cis(m: dict[str, Any], rs: list[dict[str, Any]], n_boot: int, seed: int)
         for r in rs:
             s = strict.setdefault(r["cluster"], [True, cluster_of(r)])
             s[0] = s[0] and bool(r["correct"])
-        m["strict_cluster_accuracy_ci"] = _ci([float(v[0]) for v in strict.values()], [v[1] for v in strict.values()], n_boot, seed)
+        m["strict_cluster_accuracy_ci"] = _ci([float(v[0]) for v in strict.values()], [v[1] for v in strict.values()],
+                                              n_boot, seed)
 
 
 def _cells(tree: dict[str, Any], rs: list[dict[str, Any]], keys: Sequence[str], n_boot: int, seed: int) -> None:
     """accuracy_ci in every {accuracy, n} cell of a nested breakdown keyed by the records' ``keys``."""
     def walk(node: dict[str, Any], sub: list[dict[str, Any]], depth: int) -> None:
         if "accuracy" in node and depth == len(keys):
-            node["accuracy_ci"] = _ci([float(bool(r["correct"])) for r in sub], [cluster_of(r) for r in sub], n_boot, seed)
+            node["accuracy_ci"] = _ci([float(bool(r["correct"])) for r in sub], [cluster_of(r) for r in sub], n_boot,
+                                      seed)
             return
         key = keys[depth]
         for name, child in node.items():
@@ -101,7 +103,8 @@ def accuracy_cis(metrics: dict[str, Any], rows: list[dict[str, Any]], n_boot: in
             for name, m in (metrics.get(key) or {}).items():
                 _mc_cis(m, [r for r in rows if str(r.get(field, "all")) == name], n_boot, seed)
         _cells(metrics.get("by_hops_distractor") or {}, rows, ("probe", "hops", "distractor_type"), n_boot, seed)
-        _cells(metrics.get("by_distractor_distance") or {}, rows, ("probe", "distractor_type", "distractor_hops"), n_boot, seed)
+        _cells(metrics.get("by_distractor_distance") or {}, rows, ("probe", "distractor_type", "distractor_hops"),
+               n_boot, seed)
         return
     pos_names = {"noun": "n", "verb": "v"}
     if rows and "pos" in rows[0] and any(k in metrics for k in ("all", "noun", "verb")):  # CoDA21 groups per POS
@@ -160,7 +163,8 @@ def analyse_eval(results: dict[str, Any], rows: list[dict[str, Any]], folder: Pa
     cal = calibration_block(rows, n_boot, seed, scores_note(ev, (results.get("scorer") or {}).get("kind")))
     results["calibration"] = {condition: cal}
     if cal.get("reliability"):
-        plot_reliability(results["calibration"], folder / "reliability.png", title=f"Reliability: {results.get('model')}")
+        plot_reliability(results["calibration"], folder / "reliability.png",
+                         title=f"Reliability: {results.get('model')}")
         results.setdefault("plots", {})["reliability"] = "reliability.png"
     results["report"] = "report.md"
     from probegen.io import atomic_write
@@ -204,8 +208,8 @@ def position_lines(p: dict[str, Any] | None, label: str = "") -> list[str]:
     lines = [line]
     pr = p.get("pride") or {}
     if "before" in pr:
-        lines.append(f"PriDe{label} (prior on {pr['estimation']['clusters']} clusters, {pr['heldout']['rows']} held-out rows): "
-                     f"accuracy {fmt(pr['before'])} -> {fmt(pr['after'])} (all orders averaged); "
+        lines.append(f"PriDe{label} (prior on {pr['estimation']['clusters']} clusters, {pr['heldout']['rows']} "
+                     f"held-out rows): accuracy {fmt(pr['before'])} -> {fmt(pr['after'])} (all orders averaged); "
                      f"{fmt(pr['first_order']['before'])} -> {fmt(pr['first_order']['after'])} (order 0 alone)")
     return lines
 

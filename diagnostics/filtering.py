@@ -103,8 +103,8 @@ class AlignmentArtefacts:
                       [alive[i] for i in train] + [np.ones(units[i].k, dtype=bool) for i in test], seed)
         acc = np.array([got[len(train) + t].mean() for t in range(len(test))])
         chance = float(np.mean([1.0 / units[i].k for i in test]))
-        res = B._result("word-overlap", "coda21", "one-to-one alignment", acc, [units[i].ancestor for i in test], chance,
-                        n_boot, seed, f"word-only overlap aligner trained on {len(train)} groups, tested on "
+        res = B._result("word-overlap", "coda21", "one-to-one alignment", acc, [units[i].ancestor for i in test],
+                        chance, n_boot, seed, f"word-only overlap aligner trained on {len(train)} groups, tested on "
                         f"{len(test)} held-out groups (bootstrap over {self.concept_unit}s)", n_train=len(train))
         return [{**res, "correct": acc.tolist()}]
 
@@ -163,7 +163,8 @@ class ChoiceArtefacts:
             out.append(self._probe_control(views, units, tr, te, seed, n_boot, probe))
         return out
 
-    def _probe_control(self, views: list, units: list, tr: list, te: list[int], seed: int, n_boot: int, probe: str) -> dict[str, Any]:
+    def _probe_control(self, views: list, units: list, tr: list, te: list[int], seed: int, n_boot: int,
+                       probe: str) -> dict[str, Any]:
         from . import baselines as B
 
         tr_texts, tr_num, y, _ = B._choice_rows(tr)
@@ -172,9 +173,11 @@ class ChoiceArtefacts:
         correct = np.array([float(B.pick_choice(s[owner == t], np.random.default_rng([seed, i]))
                                   == views[i].answer) for t, i in enumerate(te)])
         chance = float(np.mean([1.0 / len(views[i].choices) for i in te]))
-        res = B._result("choice-only", probe, "gold choice (argmax over choices)", correct, [units[i].synset for i in te],
-                        chance, n_boot, seed, f"logistic regression (SGD) on choice text/length/overlap trained on "
-                        f"{len(tr)} items, tested on {len(te)} held-out items (bootstrap over {self.concept_unit}s)", n_train=len(tr))
+        res = B._result("choice-only", probe, "gold choice (argmax over choices)", correct,
+                        [units[i].synset for i in te],
+                        chance, n_boot, seed, "logistic regression (SGD) on choice text/length/overlap trained on "
+                        f"{len(tr)} items, tested on {len(te)} held-out items (bootstrap over "
+                        f"{self.concept_unit}s)", n_train=len(tr))
         return {**res, "correct": correct.tolist()}
 
     def tested(self, units: list, test: list[int], control: dict[str, Any]) -> list[int]:
@@ -196,14 +199,16 @@ def _paired(before: list[dict], after: list[dict], units: list, test: list[int],
         if "correct" not in b or "correct" not in a:
             continue
         te = adapter.tested(units, test, a)
-        d = bootstrap_accuracy(np.array(a["correct"]) - np.array(b["correct"]), [adapter.concept(units[i]) for i in te], seed=seed)
+        d = bootstrap_accuracy(np.array(a["correct"]) - np.array(b["correct"]), [adapter.concept(units[i]) for i in te],
+                               seed=seed)
         a["diff"] = {"value": d["accuracy"], "ci": d["ci"]}
     for r in before + after:
         r.pop("correct", None)
     return after
 
 
-def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable[[str], None] = print) -> dict[str, Any]:
+def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
+                   log: Callable[[str], None] = print) -> dict[str, Any]:
     """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the manifest's ``filter`` record."""
     import sys
 
@@ -222,7 +227,8 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings, log: Callable
     min_rows, clusters, sizes, chance, predict = adapter.setup(data, [units[i] for i in rest])  # the filter sees only these
     if len(set(clusters)) < 4:
         raise ProbegenError(f"{path}: too few units ({len(set(clusters))}) to filter")
-    log(f"held out {len(held)} of {len(set(concepts))} concepts ({adapter.concept_unit}s; {len(test)} units), never filtered")
+    log(f"held out {len(held)} of {len(set(concepts))} concepts ({adapter.concept_unit}s; {len(test)} units), never "
+        "filtered")
     log(f"AFLite on the other {len(rest)} units of {path}: {adapter.what}, budget {s.budget} rows")
     res = aflite(predict, sizes, clusters, min_rows, chance, s, log)
     alive = [np.ones(adapter.rows(u), dtype=bool) for u in units]
@@ -302,7 +308,8 @@ def summary(record: dict[str, Any]) -> str:
     h = record["held_out"]
     fmt_ci = lambda ci: f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""  # noqa: E731
     fmt = lambda r: f"{r['accuracy']:.3f}{fmt_ci(r.get('ci'))}"  # noqa: E731
-    lines = [f"held out {len(h['concepts'])} concepts by {h['unit']} ({len(h['ids'])} units): never filtered, not in the output",
+    lines = [f"held out {len(h['concepts'])} concepts by {h['unit']} ({len(h['ids'])} units): never filtered, not in "
+             "the output",
              f"removed {len(record['removed'])} rows ({len(record['units_dropped'])} units dropped) from the rest in "
              f"{len(record['rounds'])} rounds; stopped near chance: {'yes' if record['stopped_near_chance'] else 'no'}",
              "controls trained on the rest before -> after filtering, tested on the held-out units:"]

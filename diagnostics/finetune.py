@@ -39,7 +39,8 @@ class _Probe:
         self.classes = self.task.head_classes(train)  # None: one score per choice
         # pairs and choices see [u, v, |u-v|, u*v] of two vectors; a label item its one vector
         paired = self.task.second_context or self.task.scores_choices
-        self.head = torch.nn.Linear(4 * enc.dim if paired else enc.dim, 1 if self.classes is None else len(self.classes)).to(dev)
+        self.head = torch.nn.Linear(4 * enc.dim if paired else enc.dim,
+                                    1 if self.classes is None else len(self.classes)).to(dev)
 
     def logits(self, batch: list, grad: bool):
         """Pair/label: one row of class logits per item; choice: one score per choice, grouped by item."""
@@ -83,7 +84,8 @@ class _Probe:
         return [out[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed: int, cfg: TrainedConfig) -> np.ndarray:
+def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed: int,
+                     cfg: TrainedConfig) -> np.ndarray:
     """Fine-tune a copy of ``enc`` on ``train`` under ``condition``; per-test-item correctness."""
     import torch
 
@@ -91,7 +93,8 @@ def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed
 
     torch.manual_seed(seed)
     probe = _Probe(enc, condition, train, _device())
-    opt = torch.optim.AdamW([{"params": probe.work.net.parameters(), "lr": cfg.lr}, {"params": probe.head.parameters(), "lr": 1e-3}])
+    opt = torch.optim.AdamW([{"params": probe.work.net.parameters(), "lr": cfg.lr},
+                             {"params": probe.head.parameters(), "lr": 1e-3}])
     rng = np.random.default_rng(seed)
     step = max(1, cfg.batch_size // (8 if probe.task.scores_choices else 1))  # choices multiply the rows of a batch
     probe.work.net.train()

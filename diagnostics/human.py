@@ -92,7 +92,8 @@ def collect(study) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
     return out
 
 
-def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: int = 1000,
+                seed: int = 0) -> dict[str, Any]:
     """Everything ``probegen study score`` reports, as a JSON-ready dict (see the module doc)."""
     from probegen.study.store import load_study
 
@@ -100,7 +101,8 @@ def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: in
     gold = study.gold()
     answers = collect(study)
     if not any(answers.values()):
-        raise ProbegenError(f"study {study.root} has no answers yet (serve it with `probegen study serve` or import a CSV)")
+        raise ProbegenError(f"study {study.root} has no answers yet (serve it with `probegen study serve` or import a "
+                            "CSV)")
     conds: dict[str, Any] = {}
     item_scores: dict[str, dict[str, float]] = {}
     for cond in study.conditions:
@@ -113,7 +115,8 @@ def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: in
                                  "n_annotations": sum(len(v) for v in by_item.values())}
         if uids:
             acc = bootstrap_accuracy(np.array([scores[u] for u in uids]), n_boot=n_boot, seed=seed)
-            entry.update(accuracy=acc["accuracy"], ci=acc["ci"], chance=float(np.mean([1.0 / gold[u]["n"] for u in uids])))
+            entry.update(accuracy=acc["accuracy"], ci=acc["ci"],
+                         chance=float(np.mean([1.0 / gold[u]["n"] for u in uids])))
         else:
             entry.update(accuracy=None, ci=None, chance=None)
         entry["annotators"] = {}
@@ -151,12 +154,14 @@ def _agreement(study, cond: str, by_item: dict[str, dict[str, dict[str, Any]]]) 
         la = [lab for u in both for lab in _labels(by_item[u][x]["answer"])]
         lb = [lab for u in both for lab in _labels(by_item[u][y]["answer"])]
         pairs.append({"annotators": [x, y], "items": len(both), "labels": len(la),
-                      "observed": float(np.mean([p == q for p, q in zip(la, lb)])) if la else None, "kappa": kappa(la, lb)})
+                      "observed": float(np.mean([p == q for p, q in zip(la, lb)])) if la else None,
+                      "kappa": kappa(la, lb)})
     ks = [p["kappa"] for p in pairs if p["kappa"] is not None]
     return {"pairs": pairs, "kappa_mean": float(np.mean(ks)) if ks else None}
 
 
-def _bias(scores: dict[str, dict[str, float]], gold: dict[str, dict[str, Any]], n_boot: int, seed: int) -> dict[str, Any]:
+def _bias(scores: dict[str, dict[str, float]], gold: dict[str, dict[str, Any]], n_boot: int,
+          seed: int) -> dict[str, Any]:
     """Bias ratios on the items answered in every condition (paired bootstrap), label = chance."""
     if FULL not in scores or not any(c in scores for c in RATIOS.values()):
         return {"value": None, "reason": "needs the full condition and context and/or word"}
@@ -180,10 +185,12 @@ def _bias_entry(results: dict[str, Any], run: Path, study) -> dict[str, Any]:
         if same_path or d.get("name", "").split(":")[0] == want["name"]:
             return d
     names = ", ".join(d.get("name", "?") for d in entries) or "none"
-    raise ProbegenError(f"bias run {run} has no dataset {want['name']} (it has: {names}); run `probegen bias --dataset {want['path']}`")
+    raise ProbegenError(f"bias run {run} has no dataset {want['name']} (it has: {names}); run `probegen bias --dataset "
+                        f"{want['path']}`")
 
 
-def model_on_study(run: str | Path, study, human: dict[str, dict[str, float]], n_boot: int, seed: int) -> dict[str, Any]:
+def model_on_study(run: str | Path, study, human: dict[str, dict[str, float]], n_boot: int,
+                   seed: int) -> dict[str, Any]:
     """A ``probegen bias`` run's accuracy and bias on exactly the study's items, and the human - model gap."""
     from probegen.io import read_jsonl, recover, verify_output
 
@@ -250,7 +257,8 @@ def human_point(results: dict[str, Any], name: str | None = None) -> dict[str, A
     b = results["bias"].get("ratios") or {}
     n = results["bias"].get("n_units")
     label = name or f"humans: {Path(results['study']).name}" + (f" ({n} {results['unit']}s)" if n else "")
-    return {"name": label, "bias_c": b.get("bias_c"), "bias_w": b.get("bias_w"), "marker": "*", "ms": 13, "color": "black"}
+    return {"name": label, "bias_c": b.get("bias_c"), "bias_w": b.get("bias_w"), "marker": "*", "ms": 13,
+            "color": "black"}
 
 
 def render_report(res: dict[str, Any]) -> str:
@@ -258,16 +266,19 @@ def render_report(res: dict[str, Any]) -> str:
     ds = res["dataset"]
     lines = [f"# Human baseline: {Path(res['study']).name}", "",
              f"Dataset `{ds['path']}` ({ds['kind']}, sha256 of content {ds['fingerprint'][:12]}); unit: {res['unit']}; "
-             f"{res['design']}. 95% percentile bootstrap CIs over {res['unit']}s ({res['bootstrap']['n']} replicates).", "",
+             f"{res['design']}. 95% percentile bootstrap CIs over {res['unit']}s ({res['bootstrap']['n']} "
+             "replicates).", "",
              "## Accuracy per condition", "",
-             "| condition | items answered | annotations | accuracy [95% CI] | chance | agreement (Cohen's kappa) | per annotator |",
+             "| condition | items answered | annotations | accuracy [95% CI] | chance | agreement (Cohen's kappa) | "
+             "per annotator |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for cond, e in res["conditions"].items():
         ag = e["agreement"]
         kap = "; ".join(f"{'/'.join(p['annotators'])}: {_f(p['kappa'], '.2f')} (obs. {_f(p['observed'], '.2f')}, {p['items']} shared)"
                         for p in ag["pairs"]) or "-"
         ann = ", ".join(f"{a}: {_f(x['accuracy'], '.2f')} ({x['answered']}/{x['assigned']})" for a, x in e["annotators"].items())
-        lines.append(f"| {NAMES[cond]} | {e['n_items']}/{e['n_planned']} | {e['n_annotations']} | {_acc(e)} | {_f(e['chance'])} | {kap} | {ann} |")
+        lines.append(f"| {NAMES[cond]} | {e['n_items']}/{e['n_planned']} | {e['n_annotations']} | {_acc(e)} | "
+                     f"{_f(e['chance'])} | {kap} | {ann} |")
     g = res["conditions"].get("context", {}).get("guess")
     if g and g["n"]:
         lines += ["", f"Context: the hidden word was guessed right {g['accuracy']:.1%} of the time ({g['n']} guesses)."]
@@ -309,10 +320,11 @@ def _kept_out_lines(kept_out: dict[str, dict[str, int]]) -> list[str]:
     >>> _kept_out_lines({"word": {"it names the gold": 3}})[1]
     'Kept out of Word by design (shown in the other conditions), as `probegen bias` keeps them out of its ratio: 3 items: it names the gold.'
     """
-    lines = [f"Kept out of {NAMES[c]} by design (shown in the other conditions), as `probegen bias` keeps them out of its "
-             f"ratio: {k} items: {why}." for c, reasons in kept_out.items() for why, k in reasons.items()]
+    lines = [f"Kept out of {NAMES[c]} by design (shown in the other conditions), as `probegen bias` keeps them out of "
+             f"its ratio: {k} items: {why}." for c, reasons in kept_out.items() for why, k in reasons.items()]
     if lines:
-        lines.append("Context and Word accuracies, the guesses, Bias_C and Bias_W (humans and models) are on the items left.")
+        lines.append("Context and Word accuracies, the guesses, Bias_C and Bias_W (humans and models) are on the items "
+                     "left.")
     return [""] + lines if lines else []
 
 
@@ -324,11 +336,13 @@ def write_score(res: dict[str, Any], out: Path) -> Path:
 
     with atomic_dir(out) as tmp:
         points = [human_point(res)] + [
-            {"name": f"{m['model']} (same {res['unit']}s)", **{k: (m["bias"].get("ratios") or {}).get(k) for k in RATIOS}}
+            {"name": f"{m['model']} (same {res['unit']}s)",
+             **{k: (m["bias"].get("ratios") or {}).get(k) for k in RATIOS}}
             for m in res["models"]
         ]
         if res["bias"].get("ratios"):
-            plot_bias_plane(points, tmp / "bias_plane.png", title=f"Bias plane: humans vs models on {res['dataset']['name']}")
+            plot_bias_plane(points, tmp / "bias_plane.png",
+                            title=f"Bias plane: humans vs models on {res['dataset']['name']}")
             res = dict(res, plot="bias_plane.png")
         (tmp / "report.md").write_text(render_report(res), encoding="utf-8")
         write_json(tmp / "results.json", res)
@@ -339,11 +353,13 @@ def summary(res: dict[str, Any]) -> str:
     """A short table for the terminal."""
     lines = [f"{'condition':<10} {'items':>6} {'accuracy [95% CI]':<24} {'chance':>6}  kappa"]
     for cond, e in res["conditions"].items():
-        lines.append(f"{cond:<10} {e['n_items']:>6} {_acc(e):<24} {_f(e['chance'], '.2f'):>6}  {_f(e['agreement']['kappa_mean'], '.2f')}")
+        lines.append(f"{cond:<10} {e['n_items']:>6} {_acc(e):<24} {_f(e['chance'], '.2f'):>6}  "
+                     f"{_f(e['agreement']['kappa_mean'], '.2f')}")
     r = res["bias"].get("ratios") or {}
     lines.append(f"human Bias_C {_ratio(r, 'bias_c')}   Bias_W {_ratio(r, 'bias_w')}")
     for cond, reasons in (res.get("kept_out") or {}).items():
-        lines.append(f"kept out of {cond} by design (as bias keeps them out of its ratio): {sum(reasons.values())} item(s)")
+        lines.append(f"kept out of {cond} by design (as bias keeps them out of its ratio): {sum(reasons.values())} "
+                     "item(s)")
     for m in res["models"]:
         gaps = ", ".join(f"{c} {_f(e.get('gap'), '+.3f')}" for c, e in m["conditions"].items())
         lines.append(f"{m['model']}: gap (human - model) {gaps}")
@@ -371,18 +387,21 @@ def add_human_to_bias(out: Path, studies: list[str | Path], n_boot: int = 1000, 
         res = score_study(s, n_boot=n_boot, seed=seed)
         human.append({"study": res["study"], "dataset": res["dataset"]["name"], "unit": res["unit"],
                       "accuracy": {c: e["accuracy"] for c, e in res["conditions"].items()}, "bias": res["bias"]})
-        points.append(human_point(res, f"humans: {res['dataset']['name']} ({res['bias'].get('n_units', 0)} {res['unit']}s)"))
+        points.append(human_point(res,
+                                  f"humans: {res['dataset']['name']} ({res['bias'].get('n_units', 0)} {res['unit']}s)"))
     plot_bias_plane(points, out / "bias_plane.png", title=f"Context-word bias plane: {results.get('model')} and humans")
     results["human"] = human
     write_json(out / "results.json", results)
     report = (out / "report.md").read_text(encoding="utf-8") if (out / "report.md").exists() else ""
     lines = ["", "## Human baselines (probegen study)", "",
-             "| study | dataset | items | M_Full | M_Context | M_Word | Bias_C | Bias_W |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| study | dataset | items | M_Full | M_Context | M_Word | Bias_C | Bias_W |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for h in human:
         acc = h["accuracy"]
         r = h["bias"].get("ratios") or {}
         lines.append(f"| `{h['study']}` | {h['dataset']} | {h['bias'].get('n_units', '-')} | {_f(acc.get('full'))} | "
-                     f"{_f(acc.get('context'))} | {_f(acc.get('word'))} | {fmt_ratio(r.get('bias_c'))} | {fmt_ratio(r.get('bias_w'))} |")
+                     f"{_f(acc.get('context'))} | {_f(acc.get('word'))} | {fmt_ratio(r.get('bias_c'))} | "
+                     f"{fmt_ratio(r.get('bias_w'))} |")
     lines += ["", "Human points (black stars) use the label baseline M_L = chance and the study's items."]
     with atomic_write(out / "report.md") as fh:
         fh.write(report.rstrip("\n") + "\n" + "\n".join(lines) + "\n")

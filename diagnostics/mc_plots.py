@@ -47,7 +47,8 @@ def plot_hops_heatmap(metrics: dict[str, Any], path: Path, title: str = "") -> P
         raise ProbegenError("no hops x distractor breakdown in these metrics (not a WordNetQA evaluation?)")
     plt = _plt()
     probes = list(grid)
-    fig, axes = plt.subplots(1, len(probes), figsize=(3.4 * len(probes) + 1.0, 3.8), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(1, len(probes), figsize=(3.4 * len(probes) + 1.0, 3.8), squeeze=False,
+                             layout="constrained")
     im = None
     for ax, probe in zip(axes[0], probes):
         hops, types, acc, n = hops_grid(grid[probe])

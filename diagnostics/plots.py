@@ -47,7 +47,8 @@ def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.nda
     except (TypeError, ValueError):
         m = np.empty((0, 1))
     if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < 1:
-        raise ProbegenError(f"{source}: group {gid} is malformed (scores must be a k x k matrix of numbers, got shape {m.shape})")
+        raise ProbegenError(f"{source}: group {gid} is malformed (scores must be a k x k matrix of numbers, got shape "
+                            f"{m.shape})")
     k = m.shape[0]
     for f in ("pred", "gold"):
         v = rec[f]

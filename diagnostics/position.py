@@ -130,11 +130,13 @@ def _record_rows(r: dict[str, Any], cluster: Callable[[dict[str, Any]], str]) ->
     scores = np.asarray(r["scores"], dtype=np.float64)
     scores = scores[None, :] if scores.ndim == 1 else scores
     n = scores.shape[1]
-    return [Row(uid, c, int(gold[i]), np.arange(n)[None, :], softmax(scores[i])[None, :], np.array([pred[i]]), int(pred[i]), keep)
+    return [Row(uid, c, int(gold[i]), np.arange(n)[None, :], softmax(scores[i])[None, :], np.array([pred[i]]),
+                int(pred[i]), keep)
             for i in range(len(gold))]
 
 
-def rows_of(records: Sequence[dict[str, Any]], cluster: Callable[[dict[str, Any]], str] = cluster_of) -> tuple[list[Row], str | None]:
+def rows_of(records: Sequence[dict[str, Any]],
+            cluster: Callable[[dict[str, Any]], str] = cluster_of) -> tuple[list[Row], str | None]:
     """(rows, None) from an evaluation's records, or ([], why) when they cannot be read as ordered
     answers (a generate run recorded without its option orders).
 
@@ -251,8 +253,8 @@ def position_stats(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> di
     w = boot_weights(len(names), n_boot, seed)
     sel, gold = ratio(obs["chosen"], obs["has"], w), ratio(obs["gold"], obs["has"], w)
     rec = ratio(obs["right"], obs["gold"], w)
-    positions = [{"position": LETTERS[p] if p < len(LETTERS) else str(p), "selection_rate": sel[p], "gold_rate": gold[p],
-                  "recall": rec[p], "n": int(obs["has"][:, p].sum())} for p in range(width)]
+    positions = [{"position": LETTERS[p] if p < len(LETTERS) else str(p), "selection_rate": sel[p],
+                  "gold_rate": gold[p], "recall": rec[p], "n": int(obs["has"][:, p].sum())} for p in range(width)]
     n_orders = min(len(r.perms) for r in rows)
     ones = np.ones(len(rows))
     same = np.array([float((r.chosen == r.chosen[0]).all()) for r in rows])
@@ -263,7 +265,8 @@ def position_stats(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> di
         circular = ratio(per_cluster(strict, idx, len(names)), per_cluster(ones, idx, len(names)), w)
     else:
         circular = {"value": None, "ci": None,
-                    "reason": "the orders do not include every cyclic rotation of the options (--permutations rotations)"}
+                    "reason": "the orders do not include every cyclic rotation of the options (--permutations "
+                              "rotations)"}
     return {"rows": len(rows), "clusters": len(names), "orders": n_orders, "positions": positions,
             "rstd": _rstd(obs["right"], obs["gold"], w), "consistency": consistency, "circular": circular,
             "bootstrap": {"n": n_boot, "seed": seed, "alpha": ALPHA}}
@@ -387,14 +390,16 @@ def pride(rows: Sequence[Row], share: float = DEFAULT_SHARE, seed: int = 0, n_bo
 
     def compare(rs: list[Row]) -> dict[str, Any]:
         before = _decide_units(rs, [option_matrix(r) for r in rs], decision, seed)
-        after = _decide_units(rs, [option_matrix(r, prior[r.n], floor) if r.n in prior else option_matrix(r) for r in rs],
+        after = _decide_units(rs,
+                              [option_matrix(r, prior[r.n], floor) if r.n in prior else option_matrix(r) for r in rs],
                               decision, seed)
         b, a = per_cluster(before, idx, len(names)), per_cluster(after, idx, len(names))
         return {"before": ratio(b, ones, w), "after": ratio(a, ones, w), "gain": ratio(a - b, ones, w)}
 
     first = [Row(r.unit, r.cluster, r.gold, r.perms[:1], r.probs[:1], r.chosen[:1], r.pred, r.fields) for r in test]
     return {"share": share, "seed": seed, "floor": floor if method == "generate" else None,
-            "estimation": {"clusters": len(est), "rows": len(est_rows)}, "heldout": {"clusters": len(held), "rows": len(test)},
+            "estimation": {"clusters": len(est), "rows": len(est_rows)},
+            "heldout": {"clusters": len(held), "rows": len(test)},
             "prior": {str(n): [round(float(x), 6) for x in p] for n, p in sorted(prior.items())},
             "not_debiased_rows": int(sum(r.n not in prior for r in test)),
             **compare(test), "first_order": compare(first)}
@@ -411,7 +416,8 @@ def position_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, seed: 
            "order_source": ("the dataset's stored option order (cloze control: order cannot matter)" if method == "cloze"
                             else "the option orders shown"), **position_stats(rows, n_boot, seed)}
     if method == "cloze":
-        out["pride"] = {"value": None, "reason": "the cloze method shows no option order: there is no position prior to remove"}
+        out["pride"] = {"value": None,
+                        "reason": "the cloze method shows no option order: there is no position prior to remove"}
     else:
         out["pride"] = pride(rows, DEFAULT_SHARE if share is None else share, seed, n_boot, method, decision)
     return out

@@ -147,8 +147,10 @@ def _dataset(d: dict[str, Any]) -> list[str]:
             continue
         top = ", ".join(t["feature"] for t in c.get("top_features", [])[:3])
         note = c["note"] + (f"; top features: {top}" if top else "")
-        rows.append([c["control"], c["applies_to"], _acc(c), _num(c["chance"]), "**yes**" if c["artefact"] else "no", note])
-    lines += _table(["control", "applies to", "accuracy [95% CI]", "chance", "above chance", "how"], rows) if rows else ["(none)"]
+        rows.append([c["control"], c["applies_to"], _acc(c), _num(c["chance"]), "**yes**" if c["artefact"] else "no",
+                     note])
+    lines += _table(["control", "applies to", "accuracy [95% CI]", "chance", "above chance", "how"],
+                    rows) if rows else ["(none)"]
     lines += ["", "### Dataset measures", ""]
     ent = d.get("entropy", {})
     rows = []

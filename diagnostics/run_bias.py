@@ -191,7 +191,8 @@ def analyse_coda21(ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig
     }
 
 
-def mc_bias(records: dict[str, list[dict[str, Any]]], items: list[Any], cfg: BiasConfig, probes: list[str]) -> dict[str, Any]:
+def mc_bias(records: dict[str, list[dict[str, Any]]], items: list[Any], cfg: BiasConfig,
+            probes: list[str]) -> dict[str, Any]:
     """Bias table over the items of ``probes``; a ratio leaves out the probe types it measures nothing
     on (``MC_EXCLUDED``), and is marked not applicable when no probe type is left."""
     res = _bias(mc_table(records, items, probes), MC_RATIOS, cfg)
@@ -569,7 +570,8 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: boo
 
     kind = as_unit_scorer(scorer).kind or None
     reduction = _settings(scorer).get("reduction") if kind in ("causal", "masked") else None
-    entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share, cfg.matching if task.name == CODA21.name
+    entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share,
+                                         cfg.matching if task.name == CODA21.name
                                          else "argmax", scores_note({"reduction": reduction}, kind))}  # position, calibration
     if dcfg.nonce != cfg.nonce:
         entry = {**entry, "nonce": dcfg.nonce}
@@ -662,17 +664,20 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
             other = json.loads(f.read_text(encoding="utf-8"))
             entries = [e for e in other["datasets"] if e.get("all")]
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ProbegenError(f"--beside {run}: not a probegen bias output directory ({type(e).__name__}: {e})") from None
+            raise ProbegenError(f"--beside {run}: not a probegen bias output directory ({type(e).__name__}: "
+                                f"{e})") from None
         method = (other.get("scorer") or {}).get("method") or "score"
         for e in entries:
             beside.append({"name": f"{other.get('model')} ({method}): {e['name']}", "run": str(run),
                            **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}})
     results["beside"] = beside
-    points = [{"name": f"{results.get('model')}: {e['name']}", **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}}
+    points = [{"name": f"{results.get('model')}: {e['name']}",
+               **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}}
               for e in results["datasets"] if e.get("all")] + beside_points(results)
     plot_bias_plane(points, out / "bias_plane.png", title="Context-word bias plane")
     write_json(out / "results.json", results)
-    lines = ["", "## Other runs on the plane (--beside)", "", "| point | run | Bias_C | Bias_W |", "| --- | --- | --- | --- |"]
+    lines = ["", "## Other runs on the plane (--beside)", "", "| point | run | Bias_C | Bias_W |",
+             "| --- | --- | --- | --- |"]
     lines += [f"| {p['name']} | `{p['run']}` | {fmt_ratio(p.get('bias_c'))} | {fmt_ratio(p.get('bias_w'))} |" for p in beside]
     report = (out / "report.md").read_text(encoding="utf-8")
     with atomic_write(out / "report.md") as fh:

@@ -49,14 +49,16 @@ def generation_section(block: dict[str, Any] | None) -> list[str]:
     if any(g and g.get("method") == "letter" for g in block.values()):
         return _letter_section(block)
     lines = ["#### Generated answers", "",
-             "| condition | asks | valid | valid after retry | partial | invalid | invalid rate | rows at random | accuracy per order | consistency |",
+             "| condition | asks | valid | valid after retry | partial | invalid | invalid rate | rows at random | "
+             "accuracy per order | consistency |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for mode, g in block.items():
         if not g:
             continue
         orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
         lines.append(f"| {mode} | {g['asks']} | {g['valid']:.1%} | {g['valid_after_retry']:.1%} | {g['partial']:.1%} | "
-                     f"{g['invalid']:.1%} | {g['invalid_rate']:.1%} | {g['random_rows']:.1%} | {orders} | {g['consistency']:.3f} |")
+                     f"{g['invalid']:.1%} | {g['invalid_rate']:.1%} | {g['random_rows']:.1%} | {orders} | "
+                     f"{g['consistency']:.3f} |")
     return lines + [""]
 
 

@@ -99,10 +99,12 @@ def load_encoder(model: str, max_length: int = 256, batch_size: int = 32, runner
     return scorer.span_encoder(max_length, batch_size)
 
 
-def features(items: list, condition: str, enc: Encoder, progress: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def features(items: list, condition: str, enc: Encoder,
+             progress: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X, y, group) for a condition: one row per item (pair/label) or per choice (choice; y = is
     gold, group = item index), as the items' task lays them out (``trained_features``)."""
-    return task_of(items).trained_features(items, lambda t: view(t, condition, enc.mask), lambda rows: enc.vectors(rows, progress))
+    return task_of(items).trained_features(items, lambda t: view(t, condition, enc.mask),
+                                           lambda rows: enc.vectors(rows, progress))
 
 
 # ---- one condition, one seed ------------------------------------------------------------------------
@@ -162,13 +164,15 @@ def train_test(ds, name: str) -> tuple[list, list, str]:
     test = ds.split(ev)
     if not train or not test:
         have = sorted({it.split for it in ds.items})
-        raise ProbegenError(f"{name}: --method trained needs a train split and a test (or dev) split; it has {', '.join(have)}")
+        raise ProbegenError(f"{name}: --method trained needs a train split and a test (or dev) split; it has "
+                            f"{', '.join(have)}")
     return train, test, ev
 
 
 def _stats(xs: list[float]) -> dict[str, Any]:
     a = np.asarray(xs, dtype=np.float64)
-    return {"mean": float(a.mean()), "sd": float(a.std(ddof=1)) if len(a) > 1 else 0.0, "per_seed": [float(x) for x in a]}
+    return {"mean": float(a.mean()), "sd": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+            "per_seed": [float(x) for x in a]}
 
 
 def _ratio(m_part: float, m_label: float, m_full: float) -> float | None:
@@ -178,7 +182,8 @@ def _ratio(m_part: float, m_label: float, m_full: float) -> float | None:
 
 
 def condition_correct(train: list, test: list, enc: Encoder, cfg: TrainedConfig, log: Callable[[str], None] = print,
-                      progress: bool = True, finetuner: Callable | None = None, name: str = "", ev: str = "test") -> dict[str, list[np.ndarray]]:
+                      progress: bool = True, finetuner: Callable | None = None, name: str = "",
+                      ev: str = "test") -> dict[str, list[np.ndarray]]:
     """Per condition, one per-test-item correctness array per seed (the label condition: the
     training data's majority label on the seed's share of units, or all of them with ``finetuner``)."""
     task = task_of(test)
@@ -200,7 +205,8 @@ def condition_correct(train: list, test: list, enc: Encoder, cfg: TrainedConfig,
     return correct
 
 
-def _bias_ratios(correct: dict[str, list[np.ndarray]], acc: dict[str, dict[str, Any]], test: list, cfg: TrainedConfig) -> tuple[dict, dict]:
+def _bias_ratios(correct: dict[str, list[np.ndarray]], acc: dict[str, dict[str, Any]], test: list,
+                 cfg: TrainedConfig) -> tuple[dict, dict]:
     """(ratios with value, CI and seed SD; the bootstrap) from per-item correctness and per-condition accuracies."""
     from .bias import UnitTable, bootstrap_bias, unit_sums
 
@@ -290,8 +296,9 @@ def entropies(items: list) -> dict[str, Any]:
             continue
         s = senses(its)
         out[part] = {"sense": sense_entropy(s) if s else None, "label": label_entropy(labels(its))}
-    out["note"] = ("sense: per-lemma entropy of the synsets its contexts are tagged with; label: per-word entropy of the "
-                   "gold labels (T/F for pairs, the gold definition for choices). 0 = the word alone gives it away.")
+    out["note"] = ("sense: per-lemma entropy of the synsets its contexts are tagged with; label: per-word entropy of "
+                   "the gold labels (T/F for pairs, the gold definition for choices). 0 = the word alone gives it "
+                   "away.")
     return out
 
 
@@ -306,8 +313,9 @@ def load_datasets(paths: list[str | Path], subset: tuple[str, int] | None = None
     for p in paths:
         task = tasks.detect(p)
         if task.zero_shot:
-            raise ProbegenError(f"{p}: --method trained measures word-in-context datasets (probegen make wic/wsd, a generic "
-                                f"word-in-context JSONL, or a WiC release copy); use --method zeroshot for CoDA21 and WordNetQA")
+            raise ProbegenError(f"{p}: --method trained measures word-in-context datasets (probegen make wic/wsd, a "
+                                "generic word-in-context JSONL, or a WiC release copy); use --method zeroshot for "
+                                "CoDA21 and WordNetQA")
         ds = task.load(p)
         q = Path(p)
         name = q.name if q.is_dir() else q.stem
@@ -349,13 +357,15 @@ def run_trained(
     runner = Runner.ensure(runner, log)
     log, progress = runner.main_log(log), progress and runner.progress
     if not datasets:
-        raise ProbegenError("--method trained needs --dataset (a probegen wic/wsd directory, a word-in-context JSONL or a WiC copy)")
+        raise ProbegenError("--method trained needs --dataset (a probegen wic/wsd directory, a word-in-context JSONL "
+                            "or a WiC copy)")
     loaded = load_datasets(datasets, cfg.subset, cfg.seed, log)
     if cfg.finetune and not allow_cpu_finetune:
         require_gpu()
     t0 = time.perf_counter()
     enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner)
-    log(f"model {model}: encoder {type(enc.net).__name__} ({enc.dim} dims, mask {enc.mask!r}; {time.perf_counter() - t0:.1f} s to load)")
+    log(f"model {model}: encoder {type(enc.net).__name__} ({enc.dim} dims, mask {enc.mask!r}; "
+        f"{time.perf_counter() - t0:.1f} s to load)")
     finetuner = None
     if cfg.finetune:
         from .finetune import finetune_correct
@@ -365,8 +375,8 @@ def run_trained(
     return write_trained(model, entries, out, cfg, log, runner)
 
 
-def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: TrainedConfig, log: Callable[[str], None] = print,
-                  runner: Runner | None = None) -> dict[str, Any]:
+def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: TrainedConfig,
+                  log: Callable[[str], None] = print, runner: Runner | None = None) -> dict[str, Any]:
     """Write results.json, report.md, bias_plane.png and per-item correctness (``<name>/correct.jsonl``)
     (rank 0 alone under ``torchrun``)."""
     from probegen.io import write_json, write_jsonl
@@ -413,7 +423,8 @@ def summary_table(results: dict[str, Any]) -> str:
 
 # ---- probegen eval on a word-in-context dataset ---------------------------------------------------------
 def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig = TrainedConfig(),
-                 log: Callable[[str], None] = print, encoder: Encoder | None = None, runner: Runner | None = None) -> str:
+                 log: Callable[[str], None] = print, encoder: Encoder | None = None,
+                 runner: Runner | None = None) -> str:
     """``probegen eval`` on a word-in-context dataset: a linear probe on the frozen encoder, full input.
 
     Trained on the train split, tested on the test (else dev) split, one run per seed; writes
@@ -432,7 +443,8 @@ def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig 
     for s in cfg.seed_list():
         keep = subsample_units(train, cfg.subsample, s)
         rows = np.isin(tr[2], keep)
-        correct.append(fit_predict((tr[0][rows], tr[1][rows], tr[2][rows]), te, task_of(test), cfg.C, s, [it.id for it in test]))
+        correct.append(fit_predict((tr[0][rows], tr[1][rows], tr[2][rows]), te, task_of(test), cfg.C, s,
+                                   [it.id for it in test]))
         prior.append(label_correct([train[i] for i in keep], test, s))
     acc = _stats([float(c.mean()) for c in correct])
     lab = _stats([float(c.mean()) for c in prior])
@@ -443,7 +455,8 @@ def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig 
         "metrics": {"accuracy": acc, "label_prior": lab},
     }
     with runner.output_dir(out) as tmp:
-        write_jsonl(tmp / "items.jsonl", ({"id": it.id, "correct": [bool(c[i]) for c in correct]} for i, it in enumerate(test)))
+        write_jsonl(tmp / "items.jsonl",
+                    ({"id": it.id, "correct": [bool(c[i]) for c in correct]} for i, it in enumerate(test)))
         write_json(tmp / "results.json", results)
     runner.main_log(log)(f"wrote {out}")
     return (f"{name}: accuracy {acc['mean']:.3f} ± {acc['sd']:.3f} on {len(test)} {ev} items "

@@ -63,7 +63,8 @@ def render_trained_report(results: dict[str, Any]) -> str:
              f"Method: {results['method']}; {cfg['seeds']} seeds from {cfg['seed']}"
              + ("" if cfg["finetune"] else f", each on {cfg['subsample']:.0%} of the training units") + ".", "",
              "![bias plane](bias_plane.png)", "", "## Accuracies and ratios", "",
-             "| dataset | task | train / test | M_Full | M_Context | M_Word | M_Label | Bias_C | SD | Bias_W | SD | side | paper BERT Bias_C / Bias_W (side) |",
+             "| dataset | task | train / test | M_Full | M_Context | M_Word | M_Label | Bias_C | SD | Bias_W | SD | "
+             "side | paper BERT Bias_C / Bias_W (side) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for d in results["datasets"]:
         m, r, p = d["conditions"], d["ratios"], d.get("paper")
@@ -81,8 +82,8 @@ def render_trained_report(results: dict[str, Any]) -> str:
             ci = f" [{g['ci'][0]:.3f}, {g['ci'][1]:.3f}]" if g.get("ci") else ""
             raw = ", ".join(f"{n} {d['ratios'][k]['unchecked_value']:.2f}" for k, n in (("bias_c", "Bias_C"), ("bias_w", "Bias_W"))
                             if d["ratios"][k].get("unchecked_value") is not None)
-            lines.append(f"- {d['name']}: undefined: M_Full - M_Label = {g['value']:.3f}{ci} is not clearly above 0, so the "
-                         f"ratios divide by noise" + (f" (unchecked: {raw})" if raw else "") + "; no side.")
+            lines.append(f"- {d['name']}: undefined: M_Full - M_Label = {g['value']:.3f}{ci} is not clearly above 0, "
+                         "so the ratios divide by noise" + (f" (unchecked: {raw})" if raw else "") + "; no side.")
             continue
         same = p and d["side"] == _paper_side(p)
         cmp = (f"; the paper's {p['name']} is {_paper_side(p)} too" if same else
@@ -92,7 +93,8 @@ def render_trained_report(results: dict[str, Any]) -> str:
     lines += ["", "## Sense and label entropy (the paper's Table 4 measure)", "",
               "Mean per-lemma entropy in bits (in brackets: over lemmas seen at least twice). 0 means every use of a "
               "word has one sense / one label, so the word alone gives the answer away.", "",
-              "| dataset | part | sense entropy | label entropy | lemmas | single-label share |", "|---|---|---|---|---|---|"]
+              "| dataset | part | sense entropy | label entropy | lemmas | single-label share |",
+              "|---|---|---|---|---|---|"]
     for d in results["datasets"]:
         for part, e in d["entropy"].items():
             if part == "note":
@@ -120,7 +122,8 @@ def plot_trained_plane(datasets: list[dict[str, Any]], out: Path, title: str = "
             continue
         xerr = [[c["value"] - c["ci"][0]], [c["ci"][1] - c["value"]]] if c.get("ci") else None
         yerr = [[w["value"] - w["ci"][0]], [w["ci"][1] - w["value"]]] if w.get("ci") else None
-        ax.errorbar(c["value"], w["value"], xerr=xerr, yerr=yerr, fmt="o", ms=7, capsize=3, color=color, label=d["name"])
+        ax.errorbar(c["value"], w["value"], xerr=xerr, yerr=yerr, fmt="o", ms=7, capsize=3, color=color,
+                    label=d["name"])
         for r in (c, w):
             ends = r.get("ci") or [r["value"], r["value"]]
             lo, hi = min(lo, ends[0] - 0.05), max(hi, ends[1] + 0.05)
@@ -140,5 +143,6 @@ def plot_trained_plane(datasets: list[dict[str, Any]], out: Path, title: str = "
     ax.set_title(title or "Context-word bias plane (trained)", fontsize=10)
     ax.legend(loc="upper right", fontsize=7)
     if undefined:
-        fig.text(0.01, -0.02, "undefined (M_Full within noise of M_Label): " + ", ".join(undefined), fontsize=8, ha="left")
+        fig.text(0.01, -0.02, "undefined (M_Full within noise of M_Label): " + ", ".join(undefined), fontsize=8,
+                 ha="left")
     return _save(fig, out)

@@ -175,7 +175,8 @@ class Context:
         (13, 19)
         """
         a, _ = self.char_span
-        return replace(self, text=self.replaced(replacement), char_span=(a, a + len(replacement)), tokens=None, span=None)
+        return replace(self, text=self.replaced(replacement), char_span=(a, a + len(replacement)), tokens=None,
+                       span=None)
 
     def alone(self) -> "Context":
         """The target word without its context.

@@ -72,7 +72,8 @@ class Unit:
         return "choice" if self.decision == "argmax" else "matching"
 
     @classmethod
-    def group(cls, id: str, queries: Sequence[str], columns: Sequence[str], gold: Sequence[int], matching: str) -> "Unit":
+    def group(cls, id: str, queries: Sequence[str], columns: Sequence[str], gold: Sequence[int],
+              matching: str) -> "Unit":
         """k queries against the same k columns (a CoDA21 group), decided by ``matching``.
 
         >>> Unit.group("g", ["q1", "q2"], ["d1", "d2"], [1, 0], "alignment").candidates
@@ -171,9 +172,11 @@ def unit_matrices(units: Sequence["Unit"], values: dict[tuple[str, str], float])
     for u in units:
         widths = {len(c) for c in u.candidates}
         if len(widths) == 1:
-            out.append(np.array([[values[(q, c)] for c in cands] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
+            out.append(np.array([[values[(q, c)] for c in cands] for q, cands in zip(u.queries, u.candidates)],
+                                dtype=np.float64))
         else:
-            out.append(np.array([[values[(q, cands[0])]] for q, cands in zip(u.queries, u.candidates)], dtype=np.float64))
+            out.append(np.array([[values[(q, cands[0])]] for q, cands in zip(u.queries, u.candidates)],
+                                dtype=np.float64))
     return out
 
 
@@ -244,7 +247,8 @@ def quantize(scores: Any, digits: int = DECISION_DIGITS) -> np.ndarray:
     return np.round(m / step) * step
 
 
-def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "", rng: np.random.Generator | None = None) -> np.ndarray:
+def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "",
+           rng: np.random.Generator | None = None) -> np.ndarray:
     """Predictions for one unit from its score matrix (higher = better).
 
     ``alignment``/``simple``: the predicted column of each row; ``argmax``: the best column of
@@ -304,7 +308,8 @@ def decide_scores(matrix: np.ndarray, decision: str, rng: np.random.Generator) -
     raise ValueError(f"unknown decision {decision!r}; choose from alignment, simple, argmax, best-row")
 
 
-def evaluate_units(units: Sequence[Unit], scorer: Any, seed: int = 0, progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+def evaluate_units(units: Sequence[Unit], scorer: Any, seed: int = 0,
+                   progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
     """(score matrix, predictions) of every unit: :func:`score_units` then :func:`decide`."""
     mats = score_units(units, scorer, progress=progress)
     model = getattr(scorer, "name", "")

@@ -111,7 +111,8 @@ class Dataset:
         """The records file of the directory ``root`` (a DatasetError naming ``shown`` if it has none)."""
         p = root / cls.records_file
         if not p.exists():
-            raise DatasetError(f"{shown if shown is not None else root} is not a {cls.title} dataset: no {cls.records_file}")
+            raise DatasetError(f"{shown if shown is not None else root} is not a {cls.title} dataset: no "
+                               f"{cls.records_file}")
         return p
 
     @classmethod

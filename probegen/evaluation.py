@@ -90,10 +90,12 @@ def check_model_options(model: str, model_kind: str, **given: Any) -> None:
         return
     for opt, value in given.items():
         if value is not None and not (opt == "length_norm" and value == "none"):
-            raise ProbegenError(f"--{opt.replace('_', '-')} applies to language models only; {model} is a {model_kind} model")
+            raise ProbegenError(f"--{opt.replace('_', '-')} applies to language models only; {model} is a {model_kind} "
+                                "model")
 
 
-def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch_size: int | None, runner: "Runner | None" = None):
+def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch_size: int | None,
+                      runner: "Runner | None" = None):
     """The shared scorer for ``model`` with the evaluation's settings, loaded by ``runner``
     (its runtime: device, dtype, ...; default: a :class:`~probegen.runner.Runner` of the default runtime)."""
     from .runner import Runner
@@ -135,16 +137,10 @@ class EvalOptions:
     prompts: str | None = None  # --method generate: a prompt template file
 
 
-def run_eval(
-    model: str,
-    dataset: str | Path,
-    out: Path,
-    options: EvalOptions = EvalOptions(),
-    log: Callable[[str], None] = print,
-    figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None,
-    runner: "Runner | None" = None,
-    analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None,
-) -> str:
+def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = EvalOptions(),
+             log: Callable[[str], None] = print,
+             figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None, runner: "Runner | None" = None,
+             analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None) -> str:
     """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table.
 
     The dataset's task (:func:`probegen.tasks.detect`) says which ``options``
@@ -155,8 +151,9 @@ def run_eval(
     ``chars``) and ``split`` (evaluate one split; default all items). The results directory is
     written beside ``out`` and renamed into place once; ``figures(results, folder)`` may add plots
     to it and returns ``{name: file}`` for results.json (the CLI draws WordNetQA's hops x
-    distractor heatmap this way: the library does not import ``diagnostics``); ``analyse(results, rows, folder)``
-    then may add to both and returns summary lines (the CLI's CIs, position bias, calibration, report.md).
+    distractor heatmap this way: the library does not import ``diagnostics``);
+    ``analyse(results, rows, folder)`` then may add to both and returns summary lines (the CLI's
+    CIs, position bias, calibration, report.md).
 
     Under ``torchrun`` every rank scores a share of the request table and rank 0 writes the
     results (:class:`probegen.runner.Runner`); everything but the ``run`` block (timings, work
@@ -171,12 +168,15 @@ def run_eval(
     settings, reduction = _checked_settings(task, model, dataset, options, runner.runtime.api())
     data, subset = load_subset(task, dataset, subset_request(options.limit, options.sample), options.seed,
                                options.on_invalid, options.split, log=runner.log, probe=options.probe)
-    settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))  # a spec may name its own made-up word
+    # a spec may name its own made-up word
+    settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))
     reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
-    scorer = (runner.load_generator(model, options.permutations or 1, options.prompts, options.seed, method=options.method)
+    scorer = (runner.load_generator(model, options.permutations or 1, options.prompts, options.seed,
+                                    method=options.method)
               if options.method in ASKING_METHODS
-              else load_model_scorer(model, options.scorer_kind, reduction, options.batch_size, runner))  # rank 0 loads first
+              else load_model_scorer(model, options.scorer_kind, reduction, options.batch_size,
+                                     runner))  # rank 0 loads first
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
@@ -271,7 +271,8 @@ def invalid_lines(block: dict[str, Any] | None) -> list[str]:
     if not block:
         return []
     if not block.get("skipped"):
-        return [f"--on-invalid {block.get('policy', 'skip')}: no row was invalid ({block.get('kept')} of {block.get('rows')} rows kept)"]
+        return [f"--on-invalid {block.get('policy', 'skip')}: no row was invalid ({block.get('kept')} of "
+                f"{block.get('rows')} rows kept)"]
     n = sum(int(v.get("count", 0)) for v in block["skipped"].values())
     lines = [f"skipped {n} of {block.get('rows')} rows as invalid (--on-invalid {block.get('policy', 'skip')}): "
              f"the figures cover the {block.get('kept')} kept rows only ({n} skipped)"]
@@ -303,8 +304,10 @@ def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions, api
     from . import tasks
     from .tasks import Settings
 
-    given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm, "split": o.split,
-             "reduction": o.reduction, "scorer": o.scorer_kind, "limit": o.limit, "sample": o.sample, "on_invalid": o.on_invalid, "probe": o.probe}
+    given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm,
+             "split": o.split,
+             "reduction": o.reduction, "scorer": o.scorer_kind, "limit": o.limit, "sample": o.sample,
+             "on_invalid": o.on_invalid, "probe": o.probe}
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], given, "eval", [dataset])
@@ -339,7 +342,8 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
             raise ProbegenError(f"--{k} applies to --method generate only (and --method letter)")
 
 
-def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float], runner) -> dict[str, Any]:
+def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float],
+             runner) -> dict[str, Any]:
     """results.json of an evaluation."""
     manifest_sha = sha256_text(json.dumps(data.manifest, sort_keys=True))
     return {

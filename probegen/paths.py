@@ -54,12 +54,14 @@ def set_aside(path: Path, what: str, error: BaseException, then: str = "rebuildi
     except OSError as e:
         from .errors import ProbegenError
 
-        raise ProbegenError(f"{what} {path} is corrupt and cannot be moved aside ({e.strerror or e}); remove it") from None
+        raise ProbegenError(f"{what} {path} is corrupt and cannot be moved aside ({e.strerror or e}); remove "
+                            "it") from None
     for suffix in companions:
         try:
             os.rename(f"{path}{suffix}", f"{aside}{suffix}")
         except OSError:
             pass  # absent, or gone with its database: nothing to keep
     why = " ".join(f"{type(error).__name__}: {error}".split())[:200]
-    logging.getLogger("probegen.cache").warning("%s %s is corrupt (%s); moved it to %s, %s", what, path, why, aside.name, then)
+    logging.getLogger("probegen.cache").warning("%s %s is corrupt (%s); moved it to %s, %s", what, path, why,
+                                                aside.name, then)
     return aside

@@ -84,7 +84,8 @@ def progress_bar(iterable: Iterable[Any] | None = None, *, desc: str, unit: str,
     stream = sys.stderr
     tty = hasattr(stream, "isatty") and stream.isatty()
     if tty:
-        return tqdm(iterable, total=total, desc=desc, unit=unit, file=stream, dynamic_ncols=True, leave=False, disable=disable)
+        return tqdm(iterable, total=total, desc=desc, unit=unit, file=stream, dynamic_ncols=True, leave=False,
+                    disable=disable)
     # tqdm redraws every second at most (cheap: into _LogLines, not the log), _LogLines keeps one a
     # LOG_INTERVAL; left to tqdm, the interval is its monitor's (see the module doc)
     return tqdm(iterable, total=total, desc=desc, unit=unit, file=_LogLines(stream), ncols=100, leave=True,

@@ -60,7 +60,8 @@ class Runtime:
         >>> Runtime(device="cpu", scorer={"pll": "word-l2r"}).settings()
         {'device': 'cpu', 'dtype': 'auto', 'pll': 'word-l2r'}
         """
-        base = {"device": self.device, "dtype": self.dtype, "device_map": self.device_map, "max_batch_tokens": self.max_batch_tokens}
+        base = {"device": self.device, "dtype": self.dtype, "device_map": self.device_map,
+                "max_batch_tokens": self.max_batch_tokens}
         return {k: v for k, v in {**base, **self.scorer}.items() if v is not None}
 
     def api(self) -> dict[str, Any]:
@@ -158,7 +159,8 @@ class Runner:
 
         return score_units(units, scorer, progress=progress and self.progress)
 
-    def evaluate(self, units: Sequence[Any], scorer: Any, seed: int = 0, progress: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
+    def evaluate(self, units: Sequence[Any], scorer: Any, seed: int = 0,
+                 progress: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
         """(score matrix, predictions) of every unit: :meth:`score`, then :func:`core.decide`."""
         from .core import as_unit_scorer, decide
 

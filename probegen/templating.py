@@ -74,7 +74,8 @@ def _check_placeholders(pattern: str) -> None:
     for f, spec, conv in fields:
         if f != "m" or spec or conv:
             shown = "{" + f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
-            raise ProbegenError(f"pattern {pattern!r} has unknown placeholder {shown}: only {{m}} (the made-up word) is filled in")
+            raise ProbegenError(f"pattern {pattern!r} has unknown placeholder {shown}: only {{m}} (the made-up word) "
+                                "is filled in")
     if not fields:
         raise ProbegenError(f"pattern {pattern!r} has no {{m}} placeholder for the made-up word")
 
@@ -132,7 +133,8 @@ def question_templates(language: str = "en", path: str | None = None) -> Questio
             raw = p.read_bytes()
         except OSError as e:
             raise ProbegenError(f"--templates {path}: cannot read it ({e.strerror or e})") from None
-        return QuestionTemplates(path, language, hashlib.sha256(raw).hexdigest(), _parse_questions(raw, path), bundled=False)
+        return QuestionTemplates(path, language, hashlib.sha256(raw).hexdigest(), _parse_questions(raw, path),
+                                 bundled=False)
     lang = (language or "en").split("-")[0].split("_")[0].lower()
     if lang not in bundled_languages():
         raise ProbegenError(f"no question templates for the wordnet's language {language!r} (bundled: "
@@ -156,7 +158,8 @@ def _parse_questions(raw: bytes, name: str) -> dict[str, Any]:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
-        raise ProbegenError(f"{name}{where}: not a YAML/JSON file ({getattr(e, 'problem', None) or 'parse error'})") from None
+        raise ProbegenError(f"{name}{where}: not a YAML/JSON file "
+                            f"({getattr(e, 'problem', None) or 'parse error'})") from None
     if not isinstance(data, dict) or not isinstance(data.get("probes"), dict) or not data["probes"]:
         raise ProbegenError(f"{name}: needs a 'probes' mapping (see templates/{QUESTIONS_DIR}/en.yaml)")
     for probe, block in data["probes"].items():
@@ -200,7 +203,8 @@ def _check_fields(text: str, allowed: tuple[str, ...] | set[str], where: str) ->
         raise ProbegenError(f"{where}: malformed ({e}); write a literal brace as {{{{ or }}}}") from None
     for f, spec, conv in fields:
         if f not in allowed:
-            raise ProbegenError(f"{where}: unknown placeholder {{{f}}}; use {', '.join('{' + a + '}' for a in allowed)}")
+            raise ProbegenError(f"{where}: unknown placeholder {{{f}}}; use "
+                                f"{', '.join('{' + a + '}' for a in allowed)}")
         if spec or conv:
             shown = "{" + f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
             raise ProbegenError(f"{where}: placeholder {shown} takes no format spec or conversion; write {{{f}}}")

@@ -62,7 +62,8 @@ def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: di
     return dict(zip(pools, runner.score(units, scorer, progress=progress)))
 
 
-def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, vectors, cfg, used: set[str]) -> tuple[dict, tuple | None]:
+def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, vectors, cfg,
+                  used: set[str]) -> tuple[dict, tuple | None]:
     """(decision record, members or None if dropped) of one group: the most confusable valid set
     of the twin's size among the free pool members, else the twin's still-free members."""
     free = [i for i, m in enumerate(pool) if m not in used]
@@ -88,7 +89,8 @@ def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, v
     }, members
 
 
-def _choose_groups(p: D.Plan, pools: dict[str, list[str]], mats: dict[str, np.ndarray]) -> tuple[list[SynsetGroup], list[str], list[dict]]:
+def _choose_groups(p: D.Plan, pools: dict[str, list[str]],
+                   mats: dict[str, np.ndarray]) -> tuple[list[SynsetGroup], list[str], list[dict]]:
     """(adversarial groups, their ids, one decision per twin group), group by group in generation order.
 
     An adversarial group keeps its twin's id, so results pair up group by group.
@@ -98,7 +100,8 @@ def _choose_groups(p: D.Plan, pools: dict[str, list[str]], mats: dict[str, np.nd
     ids: list[str] = []
     decisions = []
     for gid, sg in zip(D.group_ids(p.cfg, p.synset_groups), p.synset_groups):
-        decision, members = _decide_group(gid, sg, pools[sg.ancestor], mats[sg.ancestor], p.vectors[sg.pos], p.cfg, used)
+        decision, members = _decide_group(gid, sg, pools[sg.ancestor], mats[sg.ancestor], p.vectors[sg.pos], p.cfg,
+                                          used)
         decisions.append(decision)
         if members is None:
             continue
@@ -147,10 +150,12 @@ def build_adversarial(
     twin = D.assemble(p, p.synset_groups, {m: chosen[m] for m in twin_members}, ctx_scorer)
 
     ref = runner.load_scorer(settings.against, reduction=settings.reduction)
-    log(f"scoring {sum(len(x) ** 2 for x in pools.values())} pairs of {len(pools)} ancestor pools with {settings.against}")
+    log(f"scoring {sum(len(x) ** 2 for x in pools.values())} pairs of {len(pools)} ancestor pools with "
+        f"{settings.against}")
     pos_of = {anc: p.graph.pos(anc) for anc in pools}
     mats = _score_pools(pools, pos_of, chosen, p.graph, ref, progress, runner)
     adv_groups, ids, decisions = _choose_groups(p, pools, mats)
-    adv = D.assemble(p, adv_groups, chosen, ctx_scorer, ids=ids, adversarial=_record(settings, ref, adv_groups, decisions))
+    adv = D.assemble(p, adv_groups, chosen, ctx_scorer, ids=ids,
+                     adversarial=_record(settings, ref, adv_groups, decisions))
     twin.manifest["adversarial_twin_of"] = {"reference_model": settings.against}
     return adv, twin

@@ -92,12 +92,14 @@ def _replace_distractors(it, pool, txt: list[str], sc: np.ndarray, cfg, settings
         choices[slot] = txt[k]
         meta[slot] = ChoiceMeta(*pool[k])
     d = [m.distance for m, s in zip(meta, range(len(meta))) if s != it.answer and m.type != "random"]
-    new = dataclasses.replace(it, choices=tuple(choices), choice_meta=tuple(meta), distractor_hops=min(d) if d else None)
+    new = dataclasses.replace(it, choices=tuple(choices), choice_meta=tuple(meta),
+                              distractor_hops=min(d) if d else None)
     new.check()
     return new
 
 
-def _score_candidates(twin, pools, renderers, ref, progress: bool, runner: Runner) -> tuple[list[list[str]], list[np.ndarray]]:
+def _score_candidates(twin, pools, renderers, ref, progress: bool,
+                      runner: Runner) -> tuple[list[list[str]], list[np.ndarray]]:
     """(candidate texts, the reference model's scores of them) per twin item, as one request table."""
     from ..core import Unit
     from ..wordnetqa.render import query

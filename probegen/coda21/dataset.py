@@ -119,7 +119,8 @@ def plan(
     if sc_info is not None:
         occurrences = context_index(sc_info, wn_info, wn_info)
     else:
-        occurrences = example_occurrences(graph, [s for pos in cfg.pos for s in graph.synsets(pos)], default_morphology(wordnet))
+        occurrences = example_occurrences(graph, [s for pos in cfg.pos for s in graph.synsets(pos)],
+                                          default_morphology(wordnet))
     morph = default_morphology(wordnet)
     synset_groups, pools, vectors, index, eligibility = [], {}, {}, {}, {}
     for pos in cfg.pos:
@@ -128,7 +129,8 @@ def plan(
         index.update(pos_index)
         # embedded: every synset with a usable context (a superset of the pool; the cache key as before)
         with_usable = sorted(s for s, ctxs in pos_index.items() if ctxs)
-        vectors[pos] = definition_vectors(graph, with_usable, cfg.embedder, wn_info.sha256, progress=progress, runner=runner)
+        vectors[pos] = definition_vectors(graph, with_usable, cfg.embedder, wn_info.sha256, progress=progress,
+                                          runner=runner)
         found = form_groups(graph, pools[pos], pos, cfg, vectors[pos], progress=progress)
         dropped = eligibility[pos]["dropped_no_leak_free_context"]
         log(f"{pos}: {len(found)} groups from {len(pools[pos])} eligible synsets "
@@ -240,7 +242,8 @@ def assemble(
         counts(groups),
         embedder=cfg.embedder,
         context_scorer={"model": cfg.context_scorer, **(_settings(scorer) if scorer else {})},
-        context_criterion=_criterion(scorer).replace("SemCor context in corpus", "example in wordnet") if examples else _criterion(scorer),
+        context_criterion=_criterion(scorer).replace("SemCor context in corpus", "example in "
+                                                                                 "wordnet") if examples else _criterion(scorer),
         context_filter=("the synsets' own examples with a lemma found by the wordnet's morphology" if examples else
                         "SemCor occurrences only, no proper names (pn=)") + ", no form of the target lemma "
                        "visible outside the hidden span (probegen.leaks)",
@@ -372,11 +375,13 @@ def check(ds: Coda21Dataset, k_max: int = 30) -> None:
         definitions: dict[str, int] = {}
         for i, it in enumerate(g.items, 1):
             if it.synset in synsets:
-                raise DatasetError(f"{where}group {g.id} repeats the synset {it.synset} (items {synsets[it.synset]} and {i})")
+                raise DatasetError(f"{where}group {g.id} repeats the synset {it.synset} (items {synsets[it.synset]} "
+                                   f"and {i})")
             synsets[it.synset] = i
             key = " ".join(it.definition.split()).casefold()  # equal up to case and spacing
             if key in definitions:
-                raise DatasetError(f"{where}group {g.id} repeats the definition {it.definition!r} (items {definitions[key]} and {i})")
+                raise DatasetError(f"{where}group {g.id} repeats the definition {it.definition!r} (items "
+                                   f"{definitions[key]} and {i})")
             definitions[key] = i
 
 
@@ -488,5 +493,6 @@ def import_coda21_json(path: str | Path) -> Coda21Dataset:
             except DatasetError as e:
                 raise DatasetError(f"{path}: group {pos}[{i}]{f' ({gid})' if gid else ''}: {e}") from None
             groups.append(Group(gid or f"{path.stem}-{pos}-{i + 1:04d}", pos, ancestor, relation, items))
-    manifest = {"kind": "coda21", "canary": raw.get("canary", ""), "source_format": "coda21-json", "counts": counts(groups)}
+    manifest = {"kind": "coda21", "canary": raw.get("canary", ""), "source_format": "coda21-json",
+                "counts": counts(groups)}
     return Coda21Dataset(groups, manifest, str(path))

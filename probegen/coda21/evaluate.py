@@ -46,7 +46,8 @@ def group_unit(g: Group, style: str, cfg: EvalConfig, patterns: dict[str, str]) 
     return unit
 
 
-def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig], progress: bool = False) -> list[dict[str, Any]]:
+def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig],
+                   progress: bool = False) -> list[dict[str, Any]]:
     """Evaluate several configurations (e.g. the bias ablations) through one request table."""
     from ..templating import coda21_patterns
 

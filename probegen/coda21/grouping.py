@@ -67,7 +67,8 @@ def best_cluster(vectors: np.ndarray, k_min: int, k_max: int, max_similarity: fl
     return sorted(members[n + best[2]])
 
 
-def candidates_for(graph: WordNetGraph, ancestor: str, easy: bool, relation: str = "hyponym", hops: int = 0) -> list[str]:
+def candidates_for(graph: WordNetGraph, ancestor: str, easy: bool, relation: str = "hyponym",
+                   hops: int = 0) -> list[str]:
     """The ancestor's children (hard) or grandchildren (easy), sorted by name; with ``relation``
     and ``hops`` set, the synsets ``hops`` steps of ``relation`` away (``ancestor`` excluded).
 

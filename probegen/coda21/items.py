@@ -59,7 +59,8 @@ def text_field(d: dict[str, Any], key: str) -> str:
     """
     v = d.get(key)
     if not isinstance(v, str) or not v.strip():
-        raise DatasetError(f"'{key}' must be a non-empty string, got {json_type(v) if not isinstance(v, str) else 'an empty one'}")
+        raise DatasetError(f"'{key}' must be a non-empty string, got "
+                           f"{json_type(v) if not isinstance(v, str) else 'an empty one'}")
     return v
 
 

@@ -28,7 +28,8 @@ from .scorer import GenerativeScorer
 __all__ = ["GenerativeScorer", "load_generator"]
 
 #: runtime settings the chat backends take (others, e.g. a likelihood scorer's token budget, do not apply)
-CHAT_SETTINGS = ("device", "dtype", "api_base", "api_key_env", "concurrency", "api_timeout", "max_retries", "batch_size", "cache")
+CHAT_SETTINGS = ("device", "dtype", "api_base", "api_key_env", "concurrency", "api_timeout", "max_retries",
+                 "batch_size", "cache")
 
 
 def load_generator(model: str, permutations: int = 1, prompts: str | None = None, seed: int = 0,
@@ -43,7 +44,8 @@ def load_generator(model: str, permutations: int = 1, prompts: str | None = None
 
     wrong = sorted(k for k, v in settings.items() if k not in CHAT_SETTINGS and v not in (None, "auto"))
     if wrong:
-        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to --method generate")
+        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to --method "
+                            "generate")
     templates = prompt_templates(prompts)  # a malformed file fails before the model loads
     chat = load_chat(model, **{k: v for k, v in settings.items() if k in CHAT_SETTINGS and v is not None})
     return GenerativeScorer(chat, templates, permutations=permutations, seed=seed)

@@ -68,7 +68,8 @@ class ChatModel(Protocol):
         """What identifies model and backend in cache keys and results (never an API key)."""
         ...
 
-    def chat(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int, progress: bool = False) -> list[str]:
+    def chat(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int,
+             progress: bool = False) -> list[str]:
         """The answer text to each conversation, in order."""
         ...
 
@@ -82,7 +83,8 @@ class ChatModel(Protocol):
 
 
 # ---- the response cache ---------------------------------------------------------------------------
-def response_key(identity: Mapping[str, Any], messages: Conversation, max_tokens: int, seed: int, temperature: float) -> str:
+def response_key(identity: Mapping[str, Any], messages: Conversation, max_tokens: int, seed: int,
+                 temperature: float) -> str:
     """The cache key of one answer: sha256 of ``[identity, messages, max_tokens, seed, temperature]``.
 
     >>> k = response_key({"model": "m"}, [{"role": "user", "content": "Hi"}], 8, 0, 0.0)
@@ -118,7 +120,8 @@ class ResponseCache(ScoreCache):
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT)")
+                conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
+                             "finish_reason TEXT)")
                 conn.commit()
                 return
             except sqlite3.OperationalError as e:  # another process is setting up the same new file
@@ -145,7 +148,8 @@ class ResponseCache(ScoreCache):
             out: dict[str, Response] = {}
             for i in range(0, len(keys), _CHUNK):
                 part = keys[i : i + _CHUNK]
-                rows = conn.execute(f"SELECT key, text, finish_reason FROM responses WHERE key IN ({','.join('?' * len(part))})",
+                rows = conn.execute("SELECT key, text, finish_reason FROM responses WHERE key IN "
+                                    f"({','.join('?' * len(part))})",
                                     part).fetchall()
                 out.update((k, Response(t, f, cached=True)) for k, t, f in rows)
             return out
@@ -214,11 +218,13 @@ class _CachedChat:
         """What identifies model and backend (see the module doc)."""
         raise NotImplementedError
 
-    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int, seed: int) -> Iterator[tuple[int, Response]]:
+    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int,
+                seed: int) -> Iterator[tuple[int, Response]]:
         """(index, answer) for each conversation, in any order, as they are ready."""
         raise NotImplementedError
 
-    def chat(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int, progress: bool = False) -> list[str]:
+    def chat(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int,
+             progress: bool = False) -> list[str]:
         """The answer text to each conversation, in order (see :meth:`respond`)."""
         return [r.text for r in self.respond(conversations, max_tokens=max_tokens, seed=seed, progress=progress)]
 
@@ -239,12 +245,14 @@ class _CachedChat:
         self.counters["truncated"] += sum(r.finish_reason == "length" for r in out)
         return out
 
-    def _ask(self, todo: dict[str, list[dict[str, str]]], max_tokens: int, seed: int, progress: bool) -> dict[str, Response]:
+    def _ask(self, todo: dict[str, list[dict[str, str]]], max_tokens: int, seed: int,
+             progress: bool) -> dict[str, Response]:
         """Answers of the ``todo`` conversations (by key), committed to the cache as they arrive."""
         order = list(todo)
         got: dict[str, Response] = {}
         pending: list[tuple[str, Response]] = []
-        bar = progress_bar(total=len(order), desc=f"asking {self.name}", unit="answer", disable=not (progress and order))
+        bar = progress_bar(total=len(order), desc=f"asking {self.name}", unit="answer",
+                           disable=not (progress and order))
         t0 = last = time.monotonic()
         try:
             for i, resp in self._stream([todo[k] for k in order], max_tokens, seed):
@@ -316,18 +324,21 @@ class LocalChat(_CachedChat):
 
     def stats(self) -> dict[str, Any]:
         """The shared counters, ``requests`` (``generate`` calls), and where the model runs."""
-        return {**super().stats(), "requests": self.counters["generate_calls"], "device": self.device, "dtype": self.dtype}
+        return {**super().stats(), "requests": self.counters["generate_calls"], "device": self.device,
+                "dtype": self.dtype}
 
     def encode(self, conversation: Conversation) -> list[int]:
         """Token ids of ``conversation`` rendered by the chat template, ending in the assistant's turn."""
         try:
-            text = self.tokenizer.apply_chat_template(_conversation(conversation), tokenize=False, add_generation_prompt=True)
+            text = self.tokenizer.apply_chat_template(_conversation(conversation), tokenize=False,
+                                                      add_generation_prompt=True)
         except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
             raise ProbegenError(f"{self.name}: its chat template refused the conversation ({type(e).__name__}: "
                                 f"{' '.join(str(e).split())[:200]})") from None
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int, seed: int) -> Iterator[tuple[int, Response]]:
+    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int,
+                seed: int) -> Iterator[tuple[int, Response]]:
         ids = [self.encode(c) for c in conversations]
         order = sorted(range(len(ids)), key=lambda i: (-len(ids[i]), i))  # longest first: memory trouble shows at once
         size = 1 if self.temperature > 0 else self.batch_size
@@ -394,7 +405,8 @@ class ApiChat(_CachedChat):
         """The shared counters, HTTP ``requests`` and ``retries``, and the concurrency."""
         return {**super().stats(), **self.client.counters, "concurrency": self.concurrency}
 
-    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int, seed: int) -> Iterator[tuple[int, Response]]:
+    def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int,
+                seed: int) -> Iterator[tuple[int, Response]]:
         futures = {self._pool.submit(self._request, c, max_tokens, seed): i for i, c in enumerate(conversations)}
         try:
             for fut in as_completed(futures):
@@ -447,8 +459,8 @@ class ApiChat(_CachedChat):
             return ApiError(f"{msg} (the server has no chat endpoint: generation needs an OpenAI-compatible "
                             "/chat/completions route)")
         if "HTTP 400" in msg and "chat template" in msg.lower():
-            return ApiError(f"{self.name} served by {self.endpoint.base} has no chat template ({msg}): --method generate "
-                            "needs an instruction-tuned model, or a server started with --chat-template")
+            return ApiError(f"{self.name} served by {self.endpoint.base} has no chat template ({msg}): --method "
+                            "generate needs an instruction-tuned model, or a server started with --chat-template")
         return e
 
     def close(self) -> None:
@@ -493,7 +505,8 @@ def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatMo
         ep = _endpoint({"api_base": api_base, **api})
         served = served_models(ep)
         if name not in served:
-            raise ProbegenError(f"{ep.base} serves no model {name!r} (it serves: {', '.join(sorted(served)) or 'none'})")
+            raise ProbegenError(f"{ep.base} serves no model {name!r} (it serves: "
+                                f"{', '.join(sorted(served)) or 'none'})")
         return _api_chat(name, ep, served[name], given, shared)
     res = resolve_model(name)
     if res.kind != "causal":

@@ -92,15 +92,16 @@ class _Ask:
     mass: float = 0.0
 
 
-def matching_messages(prompts: Any, text: str, number: int, k: int, options: Sequence[str], fields: dict[str, str]) -> list[dict[str, str]]:
+def matching_messages(prompts: Any, text: str, number: int, k: int, options: Sequence[str],
+                      fields: dict[str, str]) -> list[dict[str, str]]:
     """The messages that ask which of the lettered ``options`` fits one CoDA21 context (the
     ``letter-matching`` block of the prompt file)."""
     from .prompts import _check_fields, _one_line, _tidy, letters
 
     block = prompts.data.get(MATCHING_BLOCK)
     if not isinstance(block, dict):
-        raise ProbegenError(f"{prompts.file}: no {MATCHING_BLOCK!r} block: --method letter asks each CoDA21 context with it "
-                            f"(see templates/prompts/en.yaml)")
+        raise ProbegenError(f"{prompts.file}: no {MATCHING_BLOCK!r} block: --method letter asks each CoDA21 context "
+                            "with it (see templates/prompts/en.yaml)")
     for key, allowed in _MATCHING_FIELDS.items():
         if not isinstance(block.get(key), str):
             raise ProbegenError(f"{prompts.file}: {MATCHING_BLOCK}.{key}: missing or not a string")
@@ -108,7 +109,8 @@ def matching_messages(prompts: Any, text: str, number: int, k: int, options: Seq
     show = lambda t: _one_line(t) or prompts.data["empty"]  # noqa: E731
     labs = letters(len(options))
     nonce = _one_line(fields.get("nonce", ""))
-    values = {"text": show(text), "number": number, "k": k, "n_options": len(options), "last_letter": labs[-1] if labs else "A",
+    values = {"text": show(text), "number": number, "k": k, "n_options": len(options),
+              "last_letter": labs[-1] if labs else "A",
               "options": "\n".join(block["option"].format(letter=lab, text=show(t)) for lab, t in zip(labs, options)),
               "nonce_note": block["nonce_note"].format(nonce=nonce) if nonce else "",
               "nonce": show(fields.get("nonce", "")), "word": show(fields.get("word", ""))}
@@ -141,7 +143,8 @@ class LetterScorer(UnitScorer):
         """results.json ``scorer``: method, backend identity, prompts, orders, how labels are read."""
         return {"method": "letter", "backend": self.backend.identity(), "prompts": self.prompts.record(),
                 "permutations": self.permutations, "seed": self.seed, "version": LETTER_VERSION,
-                "labels": "A.. (and ' A'..), yes/no (Yes, ' yes', ' Yes'); summed over distinct tokenisations, renormalised"}
+                "labels": "A.. (and ' A'..), yes/no (Yes, ' yes', ' Yes'); summed over distinct tokenisations, "
+                          "renormalised"}
 
     def stats(self) -> dict[str, Any]:
         """Asks (one per order and row), units, and the backend's counters."""
@@ -195,7 +198,8 @@ class LetterScorer(UnitScorer):
         for a, values in zip(asks, raw):
             v = np.asarray(values, dtype=np.float64)
             if v.shape != (len(a.labels),) or not np.all(np.isfinite(v)) or np.any(v < 0):
-                raise ProbegenError(f"{self.name}: label probabilities {values!r:.120} are not {len(a.labels)} finite numbers >= 0")
+                raise ProbegenError(f"{self.name}: label probabilities {values!r:.120} are not {len(a.labels)} finite "
+                                    "numbers >= 0")
             a.mass = float(v.sum())
             if a.mass <= 0:
                 raise ProbegenError(f"{self.name}: every option label has probability 0 for unit {units[a.unit].id}")
@@ -209,7 +213,8 @@ class LetterScorer(UnitScorer):
         for a in asks:
             per_unit.setdefault(a.unit, []).append(a)
             u = units[a.unit]
-            self._exchanges.append({"unit": u.id, "ask": u.asks(), "order": a.order, "row": a.row, "option_order": a.perm.tolist(),
+            self._exchanges.append({"unit": u.id, "ask": u.asks(), "order": a.order, "row": a.row,
+                                    "option_order": a.perm.tolist(),
                                     "messages": a.messages, "labels": a.labels, "probs": a.probs, "label_mass": a.mass})
         mats = []
         for i, u in enumerate(units):
@@ -232,8 +237,10 @@ class LetterScorer(UnitScorer):
                 m += back / len(orders)
                 rng = np.random.default_rng([self.seed, zlib.crc32(f"{u.id}/order/{o}/letter".encode())])
                 answers.append([int(x) for x in decide_scores(back, u.decision, rng)])
-            self._details[_key(u)] = {"method": "letter", "orders": [perms[o] for o in orders], "probs": probs, "label_mass": mass,
-                                      "answers": answers, "status": ["valid"] * len(orders), "random_rows": [[] for _ in orders]}
+            self._details[_key(u)] = {"method": "letter", "orders": [perms[o] for o in orders], "probs": probs,
+                                      "label_mass": mass,
+                                      "answers": answers, "status": ["valid"] * len(orders),
+                                      "random_rows": [[] for _ in orders]}
             self.counts["asks"] += len(mine)
             self.counts["units"] += 1
             mats.append(np.round(m, 12))
@@ -267,7 +274,8 @@ class LocalLetters:
         """The prompt text: ``messages`` through the chat template with the assistant's turn opened."""
         return render_prompt(self.tokenizer, self.name, messages)
 
-    def sequences(self, prompt: str, variants: Sequence[tuple[str, ...]]) -> list[set[tuple[tuple[int, ...], tuple[int, ...]]]]:
+    def sequences(self, prompt: str,
+                  variants: Sequence[tuple[str, ...]]) -> list[set[tuple[tuple[int, ...], tuple[int, ...]]]]:
         """Per label, its distinct (prompt ids, continuation ids) tokenisations."""
         out = []
         for vs in variants:
@@ -277,8 +285,8 @@ class LocalLetters:
             out.append(seqs)
         return out
 
-    def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]], variants: Sequence[Sequence[tuple[str, ...]]],
-                    progress: bool = False) -> list[list[float]]:
+    def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]],
+                    variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False) -> list[list[float]]:
         """Per conversation, P(label) for each label (summed over its distinct tokenisations; not renormalised)."""
         seqs = [self.sequences(self.render(c), v) for c, v in zip(conversations, variants)]
         need: dict[tuple[int, ...], int] = {}  # input ids -> how many last rows are read
@@ -317,7 +325,8 @@ class LocalLetters:
         pad = self.chat._pad
         dev = self.model.device
         out: dict[tuple[tuple[int, ...], int, int], float] = {}
-        bar = progress_bar(total=len(order), desc=f"reading {self.name}", unit="prompt", disable=not (progress and order))
+        bar = progress_bar(total=len(order), desc=f"reading {self.name}", unit="prompt",
+                           disable=not (progress and order))
         try:
             for start in range(0, len(order), self.batch_size):
                 batch = order[start : start + self.batch_size]
@@ -345,7 +354,8 @@ class LocalLetters:
 
 
 # ---- loading ------------------------------------------------------------------------------------------
-def load_letter(model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0, **settings: Any) -> LetterScorer:
+def load_letter(model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0,
+                **settings: Any) -> LetterScorer:
     """A :class:`LetterScorer` for ``model``: a served model when ``api_base`` serves it
     (:class:`~probegen.generate.letter_api.ApiLetters`), else a local causal LM with a chat template
     (bundled short name or path; :class:`LocalLetters`). ``settings``: the chat settings of
@@ -356,7 +366,8 @@ def load_letter(model: str, permutations: int | str = 1, prompts: str | None = N
 
     wrong = sorted(k for k, v in settings.items() if k not in CHAT_SETTINGS and v not in (None, "auto"))
     if wrong:
-        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to --method letter")
+        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to --method "
+                            "letter")
     templates = prompt_templates(prompts)
     given = {k: v for k, v in settings.items() if k in CHAT_SETTINGS and v is not None}
     given["cache"] = False  # nothing is generated: the label probabilities are read afresh

@@ -90,8 +90,8 @@ class ApiLetters:
         return None
 
     # ---- what the scorer calls ------------------------------------------------------------------------
-    def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]], variants: Sequence[Sequence[tuple[str, ...]]],
-                    progress: bool = False) -> list[list[float]]:
+    def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]],
+                    variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False) -> list[list[float]]:
         """Per conversation, P(label) for each label (not renormalised)."""
         self.counters["prompts"] += len(conversations)
         if self.mode == "completions":
@@ -152,7 +152,8 @@ class ApiLetters:
             msg = str(e)
             if "HTTP 404" in msg:
                 raise ApiError(f"{msg} (--method letter reads the next token's log-probs from a completions endpoint "
-                               "when the model's chat template is available here, else from chat/completions)") from None
+                               "when the model's chat template is available here, else from "
+                               "chat/completions)") from None
             raise
 
     def _choices(self, body: Any, n: int) -> list[dict[str, Any]]:
@@ -174,7 +175,8 @@ class ApiLetters:
     def _top(self, batch: list[tuple[str, list[int]]]) -> list[dict[int, float]]:
         """Per (prompt, label token ids), token id -> log-prob of the first generated token's list."""
         texts = [t for t, _ in batch]
-        payload: dict[str, Any] = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0, "logprobs": TOP}
+        payload: dict[str, Any] = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0,
+                                   "logprobs": TOP}
         ids = sorted({i for _, w in batch for i in w})
         if self._by_ids and 0 < len(ids) <= MAX_TOKEN_IDS:
             body = self._first_try({**payload, "logprob_token_ids": ids}, "_by_ids")
@@ -206,7 +208,8 @@ class ApiLetters:
             lp = ch.get("logprobs")
             tops = lp.get("top_logprobs") if isinstance(lp, dict) else None
             if not isinstance(tops, list) or not tops or not isinstance(tops[0], dict):
-                raise self.client.error(f"{url} gave no top log-probs of the next token for prompt {i} (logprobs: {TOP})")
+                raise self.client.error(f"{url} gave no top log-probs of the next token for prompt {i} (logprobs: "
+                                        f"{TOP})")
             out.append(self._ids(tops[0], url, i))
         return out
 
@@ -215,7 +218,8 @@ class ApiLetters:
         out: dict[int, float] = {}
         for key, v in top.items():
             if not _number(v):
-                raise self.client.error(f"{url}: prompt {i}'s top log-prob of {key!r:.40} is {v!r:.40}, not a finite number <= 0")
+                raise self.client.error(f"{url}: prompt {i}'s top log-prob of {key!r:.40} is {v!r:.40}, not a finite "
+                                        "number <= 0")
             if key.startswith("token_id:") and key[9:].isdigit():
                 ids = [int(key[9:])]
             else:
@@ -237,7 +241,8 @@ class ApiLetters:
         from ..scorers.api import ApiScorer, continuation_logprobs
 
         prompts = [p + v for p, v in pairs]
-        body = self._post({"model": self.name, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 0})
+        body = self._post({"model": self.name, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, "echo": True,
+                           "logprobs": 0})
         out = []
         for (p, v), (offsets, vals) in zip(pairs, ApiScorer._logprobs(self, body, prompts)):  # checked as the scorer checks
             got = continuation_logprobs({"text_offset": offsets, "token_logprobs": vals}, len(p), len(p) + len(v))
@@ -270,9 +275,9 @@ class ApiLetters:
         try:
             body = self.client.request("POST", "chat/completions", payload)
         except ApiError as e:
-            raise ApiError(f"{e} (--method letter needs the next token's log-probs: {self.endpoint.base} gives neither a "
-                           f"completions endpoint for {self.name} with its chat template here nor chat/completions with "
-                           "top_logprobs; ask it with --method generate)") from None
+            raise ApiError(f"{e} (--method letter needs the next token's log-probs: {self.endpoint.base} gives neither "
+                           f"a completions endpoint for {self.name} with its chat template here nor chat/completions "
+                           "with top_logprobs; ask it with --method generate)") from None
         choices = body.get("choices") if isinstance(body, dict) else None
         ch = choices[0] if isinstance(choices, list) and choices else None
         lp = ch.get("logprobs") if isinstance(ch, dict) else None
@@ -280,13 +285,14 @@ class ApiLetters:
         first = content[0] if isinstance(content, list) and content else None
         tops = first.get("top_logprobs") if isinstance(first, dict) else None
         if not isinstance(tops, list):
-            raise self.client.error(f"{url} answered without top_logprobs for {self.name} ({shape(tops)}): --method letter "
-                                    "needs the next token's log-probs; ask it with --method generate")
+            raise self.client.error(f"{url} answered without top_logprobs for {self.name} ({shape(tops)}): --method "
+                                    "letter needs the next token's log-probs; ask it with --method generate")
         out: dict[str, float] = {}
         for t in tops:
             tok, v = (t.get("token"), t.get("logprob")) if isinstance(t, dict) else (None, None)
             if not isinstance(tok, str) or not _number(v):
-                raise self.client.error(f"{url}: a top log-prob entry {t!r:.60} is not a token string with a finite number <= 0")
+                raise self.client.error(f"{url}: a top log-prob entry {t!r:.60} is not a token string with a finite "
+                                        "number <= 0")
             out[tok] = max(out.get(tok, -math.inf), float(v))
         return out
 

@@ -84,17 +84,19 @@ def summary_lines(block: dict[str, Any] | None) -> list[str]:
         return []
     if block.get("method") == "letter":  # read, not parsed: every ask is decided, so no validity shares
         mass = f"; mean probability mass on the option labels {block['label_mass']:.1%}" if "label_mass" in block else ""
-        lines = [f"letter answers: {block['asks']} asks, each the next token's distribution over the option labels{mass}"]
+        lines = [f"letter answers: {block['asks']} asks, each the next token's distribution over the option "
+                 f"labels{mass}"]
     else:
         lines = [f"generated answers: {block['asks']} asks; valid {block['valid']:.1%}, valid after one retry "
                  f"{block['valid_after_retry']:.1%}, partial {block['partial']:.1%}, invalid {block['invalid']:.1%} "
                  f"(invalid rate {block['invalid_rate']:.1%}; {block['random_rows']:.1%} of rows decided at random)"]
     if block["orders"] > 1:
         orders = ", ".join(f"{a:.3f}" for a in block["per_order"])
-        n = (f"{block['orders']}-{block['orders_max']} (accuracy per order over the first {block['orders']}, which every "
-             f"unit has)" if block.get("orders_max") else f"{block['orders']}")
+        n = (f"{block['orders']}-{block['orders_max']} (accuracy per order over the first {block['orders']}, which "
+             "every unit has)" if block.get("orders_max") else f"{block['orders']}")
         lines.append(f"option orders: {n}; accuracy per order {orders} (mean {np.mean(block['per_order']):.3f}); "
-                     f"consistency across orders {block['consistency']:.3f}; majority-answer accuracy {block['majority']:.3f}")
+                     f"consistency across orders {block['consistency']:.3f}; majority-answer accuracy "
+                     f"{block['majority']:.3f}")
     return lines
 
 

@@ -197,7 +197,8 @@ def _matching_result(r: _Reading, k: int, n: int, said_something: bool) -> Parse
     if not k:
         return Parsed((), None)
     if not (r.given or r.out_of_range or r.bad_letters or r.unreadable):
-        return Parsed(tuple(answer), "no line of the form 'number: letter' found" if said_something else "the answer is empty")
+        return Parsed(tuple(answer),
+                      "no line of the form 'number: letter' found" if said_something else "the answer is empty")
     labels = letters(n)
     problems = []
     if r.unreadable:
@@ -211,10 +212,12 @@ def _matching_result(r: _Reading, k: int, n: int, said_something: bool) -> Parse
         problems.append(f"{_plural('letter', bad)} not an option (A to {labels[-1] if labels else 'none'})")
     for row in sorted(r.given):
         if len(r.given[row]) > 1:
-            problems.append(f"number {row + 1} has several letters ({_join([labels[i] for i in sorted(r.given[row])])})")
+            problems.append(f"number {row + 1} has several letters "
+                            f"({_join([labels[i] for i in sorted(r.given[row])])})")
     for i, rows in sorted(by_letter.items()):
         if len(rows) > 1:
-            problems.append(f"letter {labels[i]} is given to {'both ' if len(rows) == 2 else ''}{_join([x + 1 for x in rows])}")
+            problems.append(f"letter {labels[i]} is given to "
+                            f"{'both ' if len(rows) == 2 else ''}{_join([x + 1 for x in rows])}")
     missing = [x + 1 for x in range(k) if x not in r.given]
     if missing:
         problems.append(f"no letter for {_join(missing)}")
@@ -263,7 +266,9 @@ def _pick(found: Sequence[str], n: int) -> Parsed | None:
     if not distinct:
         return None
     if len(distinct) > 1:
-        return Parsed((None,), f"the answer names {'two' if len(distinct) == 2 else 'several'} letters ({_join(distinct)}): give one")
+        return Parsed((None,),
+                      f"the answer names {'two' if len(distinct) == 2 else 'several'} letters ({_join(distinct)}): "
+                      "give one")
     i = _index(distinct[0], n)
     if i is None:
         labels = letters(n)
@@ -332,7 +337,8 @@ def _choice(lines: list[str], n: int, texts: Sequence[str] | None) -> Parsed:
     if got is not None and got.valid and texts and len({lab for lab, _ in led}) == 1:
         other = _other_option(led[0][1], got.answer[0], texts[:n])  # type: ignore[arg-type]
         if other is not None:
-            return Parsed((None,), f"the answer gives letter {led[0][0]} with the text of option {labels[other]}: give one")
+            return Parsed((None,),
+                          f"the answer gives letter {led[0][0]} with the text of option {labels[other]}: give one")
     if got is not None:
         return got
     # 4. no letter at all: the text of exactly one option
@@ -346,7 +352,9 @@ def _choice(lines: list[str], n: int, texts: Sequence[str] | None) -> Parsed:
         if len(hits) == 1:
             return Parsed((hits[0],), None)
         if len(hits) > 1:
-            return Parsed((None,), f"the answer gives the text of several options ({_join([labels[j] for j in hits])}): give one letter")
+            return Parsed((None,),
+                          f"the answer gives the text of several options ({_join([labels[j] for j in hits])}): give "
+                          "one letter")
     return Parsed((None,), f"no option letter (A to {labels[-1] if labels else 'none'}) found")
 
 
@@ -370,7 +378,8 @@ def parse_yes_no(text: str) -> Parsed:
         if m:
             said.add(m.group(1).lower())
             if re.match(r"\s*(?:/|,|\bor\b|\band\b|&)\s*(yes|no)\b", line[m.end():], flags=re.I):
-                said.add(re.match(r"\s*(?:/|,|\bor\b|\band\b|&)\s*(yes|no)\b", line[m.end():], flags=re.I).group(1).lower())
+                said.add(re.match(r"\s*(?:/|,|\bor\b|\band\b|&)\s*(yes|no)\b", line[m.end():],
+                                  flags=re.I).group(1).lower())
     body = " ".join(lines)
     said |= {w.lower() for w in re.findall(r"\banswer\b(?:\s+is)?\s*[:\-]?\s*[\"'(]?(yes|no)\b", body, flags=re.I)}
     if said == {"yes"}:

@@ -207,8 +207,8 @@ def _fill_choice(t: PromptTemplates, q: Question, block: dict[str, str]) -> dict
 
 
 # what each ask fills in besides the shared placeholders (a table, not comparisons of kind names)
-_FILL = {"matching": _fill_matching, "choice": _fill_choice, "sense": lambda t, q, block: {"options": t._options(q, block)},
-         "yes-no": lambda t, q, block: {}}
+_FILL = {"matching": _fill_matching, "choice": _fill_choice,
+         "sense": lambda t, q, block: {"options": t._options(q, block)}, "yes-no": lambda t, q, block: {}}
 
 
 def _example(k: int, n: int) -> str:
@@ -268,7 +268,8 @@ def _parse(raw: bytes, name: str) -> dict[str, Any]:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
-        raise ProbegenError(f"{name}{where}: not a YAML/JSON file ({getattr(e, 'problem', None) or 'parse error'})") from None
+        raise ProbegenError(f"{name}{where}: not a YAML/JSON file "
+                            f"({getattr(e, 'problem', None) or 'parse error'})") from None
     if not isinstance(data, dict):
         raise ProbegenError(f"{name}: needs a mapping with {', '.join(_TOP + ASKS)} (see {BUNDLED_FILE})")
     for key in _TOP:

@@ -219,7 +219,8 @@ class GenerativeScorer(UnitScorer):
         again = [a for a in asks if not parsed[id(a)].valid] if self.retry else []
         if again:
             convs = [(a, [*a.messages, {"role": "assistant", "content": a.responses[0]},
-                          {"role": "user", "content": self.prompts.retry(a.question, parsed[id(a)].error)}]) for a in again]
+                          {"role": "user",
+                           "content": self.prompts.retry(a.question, parsed[id(a)].error)}]) for a in again]
             self._ask(convs, progress, "asking again")
         for a in asks:
             first = parsed[id(a)]
@@ -286,8 +287,8 @@ class GenerativeScorer(UnitScorer):
             for a in mine:
                 for r, j in enumerate(a.answer):
                     mats[i][r, j] += 1.0 / len(mine)
-            self._details[_key(u)] = {"method": "generate", "answers": [a.answer for a in mine], "status": [a.status for a in mine],
-                                      "random_rows": [a.random_rows for a in mine],
+            self._details[_key(u)] = {"method": "generate", "answers": [a.answer for a in mine],
+                                      "status": [a.status for a in mine], "random_rows": [a.random_rows for a in mine],
                                       "orders": [a.perm.tolist() for a in mine], "probs": [_one_hot(a) for a in mine]}
         return [np.round(m, 12) for m in mats]
 

@@ -155,7 +155,8 @@ def check_xml(path: Path) -> None:
                 parser.Parse(chunk, False)
             parser.Parse(b"", True)
     except expat.ExpatError as e:
-        raise ProbegenError(f"{path}:{e.lineno}: not well-formed XML ({expat.ErrorString(e.code)}, column {e.offset + 1})") from None
+        raise ProbegenError(f"{path}:{e.lineno}: not well-formed XML ({expat.ErrorString(e.code)}, column "
+                            f"{e.offset + 1})") from None
     except (OSError, EOFError, zlib.error) as e:  # includes gzip.BadGzipFile
         raise ProbegenError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 

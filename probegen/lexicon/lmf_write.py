@@ -147,7 +147,8 @@ def _antonyms(g, sid: dict[str, str], name: str, lemma: str) -> tuple[list[dict]
     return rels, dropped
 
 
-def _add_senses(g, name: str, sid: dict[str, str], lexicon_id: str, entries: dict[tuple[str, str], dict]) -> tuple[list[str], int]:
+def _add_senses(g, name: str, sid: dict[str, str], lexicon_id: str,
+                entries: dict[tuple[str, str], dict]) -> tuple[list[str], int]:
     """Add synset ``name``'s senses to their lexical ``entries`` (made on first use); returns the
     sense ids (its members, in order) and how many antonym relations were dropped."""
     d = g.nodes[name]

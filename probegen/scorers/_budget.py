@@ -134,7 +134,8 @@ def search(
                 ) from None
 
 
-def find(key: str, probe: Callable[[int], Any], device: str, start: int = START_TOKENS, path: Path | None = None) -> tuple[int, str]:
+def find(key: str, probe: Callable[[int], Any], device: str, start: int = START_TOKENS,
+         path: Path | None = None) -> tuple[int, str]:
     """(budget, how): the remembered budget for ``key`` (``how="remembered"``), else a fresh
     :func:`search` (``how="searched"``) that is then remembered."""
     known = remembered(key, path)
@@ -167,7 +168,8 @@ class Budget:
 
     def stats(self) -> dict[str, Any]:
         """The budget in use and where it came from (``default``, ``user``, ``auto (searched|remembered)``)."""
-        return {"max_batch_tokens": self.scorer.max_batch_tokens, "batch_rows": self.scorer.batch_size, "budget": self.how}
+        return {"max_batch_tokens": self.scorer.max_batch_tokens, "batch_rows": self.scorer.batch_size,
+                "budget": self.how}
 
     def _apply(self, budget: int) -> None:
         s = self.scorer
@@ -185,7 +187,8 @@ class Budget:
         s = self.scorer
         # what changes memory per token: model, dtype, scoring method, row length, GPU, torch
         self.key = json.dumps(
-            [s.model_id, s.source_settings, s.kind, s.dtype, s.budget_method(), device_key(s.device), torch.__version__],
+            [s.model_id, s.source_settings, s.kind, s.dtype, s.budget_method(), device_key(s.device),
+             torch.__version__],
             sort_keys=True,
         )
         saved = (s.max_batch_tokens, s.batch_size)
@@ -214,6 +217,7 @@ class Budget:
                 free_memory(s.device)
                 self._apply(s.max_batch_tokens // 2)
                 self.how += " (halved after out-of-memory)"
-                log.warning("%s ran out of memory on %s; retrying with %d-token batches", s.name, s.device, s.max_batch_tokens)
+                log.warning("%s ran out of memory on %s; retrying with %d-token batches", s.name, s.device,
+                            s.max_batch_tokens)
                 if self.key:
                     remember(self.key, s.max_batch_tokens)

@@ -68,14 +68,16 @@ def _model_list(body: Any, endpoint: Endpoint) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for m in rows:
         if not isinstance(m, dict) or not isinstance(m.get("id"), str):
-            raise ApiError(endpoint.redact(f"{url} listed {shape(m)} where a model (an object with a string 'id') belongs"))
+            raise ApiError(endpoint.redact(f"{url} listed {shape(m)} where a model (an object with a string 'id') "
+                                           "belongs"))
         info = {}
         for k in INFO_FIELDS:
             v = m.get(k)
             if v is None:
                 continue
             if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                raise ApiError(endpoint.redact(f"{url}: model {m['id']!r:.80} has {shape(v)} as its {k!r}, not a string or number"))
+                raise ApiError(endpoint.redact(f"{url}: model {m['id']!r:.80} has {shape(v)} as its {k!r}, not a "
+                                               "string or number"))
             info[k] = endpoint.redact(v) if isinstance(v, str) else v
         out[endpoint.redact(m["id"])] = info
     return out
@@ -116,7 +118,8 @@ def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | N
     fields = {f: logprobs.get(f) for f in ("tokens", "text_offset", "token_logprobs")}
     for f, v in fields.items():
         if not isinstance(v, list) or not v:
-            raise ValueError(f"its 'logprobs.{f}' is {shape(v) if v != [] else 'empty'}, not a list of the prompt's tokens")
+            raise ValueError(f"its 'logprobs.{f}' is {shape(v) if v != [] else 'empty'}, not a list of the prompt's "
+                             "tokens")
     tokens, offsets, values = fields.values()
     if not len(tokens) == len(offsets) == len(values):
         raise ValueError(f"it has {len(tokens)} tokens, {len(offsets)} offsets and {len(values)} log-probs")
@@ -125,7 +128,8 @@ def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | N
         if not isinstance(t, str):
             raise ValueError(f"token {k} is {shape(t)}, not a string")
         if type(o) is not int or o != end:
-            raise ValueError(f"token {k} ({t!r:.40}) is at text offset {o!r:.40}, but the tokens before it end at {end}")
+            raise ValueError(f"token {k} ({t!r:.40}) is at text offset {o!r:.40}, but the tokens before it end at "
+                             f"{end}")
         end += len(t)
         _check_logprob(k, t, values[k])
     text = "".join(tokens)
@@ -248,7 +252,8 @@ class ApiScorer(Scorer):
         split = [boundary_split(q, c) for q, c in pairs]
         for (q, c), (ctx, cont) in zip(pairs, split):
             if not ctx:
-                raise ProbegenError(f"{self.name}: the query is empty, so the server cannot score the first token of {c!r}")
+                raise ProbegenError(f"{self.name}: the query is empty, so the server cannot score the first token of "
+                                    f"{c!r}")
             if not cont:
                 raise ValueError(f"candidate {c!r} has no tokens")
         batches = [split[i : i + self.batch_size] for i in range(0, len(split), self.batch_size)]
@@ -278,9 +283,11 @@ class ApiScorer(Scorer):
         out = []
         for (ctx, cont), lp in zip(batch, self._logprobs(body, prompts)):
             offsets, values = lp
-            vals = continuation_logprobs({"text_offset": offsets, "token_logprobs": values}, len(ctx), len(ctx) + len(cont))
+            vals = continuation_logprobs({"text_offset": offsets, "token_logprobs": values}, len(ctx),
+                                         len(ctx) + len(cont))
             if not vals or any(v is None for v in vals):
-                raise self.client.error(f"{self.endpoint.base} gave no log-prob for part of {cont!r} after {ctx[-40:]!r}")
+                raise self.client.error(f"{self.endpoint.base} gave no log-prob for part of {cont!r} after "
+                                        f"{ctx[-40:]!r}")
             total = float(sum(vals))
             out.append(total / len(vals) if self.reduction == "mean" else total)
         return out
@@ -300,7 +307,8 @@ class ApiScorer(Scorer):
         index = [c.get("index") for c in choices]
         if any(i is not None for i in index):
             if not all(type(i) is int for i in index) or sorted(index) != list(range(len(prompts))):
-                raise self.client.error(f"{url} numbered its {len(choices)} choices {index!r:.80}, not 0 to {len(prompts) - 1}")
+                raise self.client.error(f"{url} numbered its {len(choices)} choices {index!r:.80}, not 0 to "
+                                        f"{len(prompts) - 1}")
             choices = sorted(choices, key=lambda c: c["index"])
         out = []
         for i, (prompt, ch) in enumerate(zip(prompts, choices)):
@@ -312,8 +320,8 @@ class ApiScorer(Scorer):
             try:
                 out.append(prompt_tokens(lp, prompt))
             except ValueError as e:
-                raise self.client.error(f"{url}: the answer to prompt {i} of the request is wrong: {e}; nothing of its chunk "
-                                        "was cached") from None
+                raise self.client.error(f"{url}: the answer to prompt {i} of the request is wrong: {e}; nothing of its "
+                                        "chunk was cached") from None
         return out
 
     def close(self) -> None:

@@ -119,7 +119,8 @@ class Scorer(PairScorer):
         """Counters of this scorer's work (pairs computed vs. served from the cache), and where it ran."""
         return {**self.counters, "device": self.device, "dtype": self.dtype}
 
-    def score(self, queries: Sequence[str], candidates: Sequence[Sequence[str]], progress: bool = False) -> list[np.ndarray]:
+    def score(self, queries: Sequence[str], candidates: Sequence[Sequence[str]],
+              progress: bool = False) -> list[np.ndarray]:
         """For each query i, a float64 array of scores for ``candidates[i]`` (higher = better match)."""
         if len(queries) != len(candidates):
             raise ValueError(f"{len(queries)} queries but {len(candidates)} candidate lists")
@@ -141,7 +142,8 @@ class Scorer(PairScorer):
         """
         return self._cached(list(dict.fromkeys(pairs)), self._score_uncached, namespace="score", progress=progress)
 
-    def score_matrix(self, queries: Sequence[str], candidates_shared: Sequence[str], progress: bool = False) -> np.ndarray:
+    def score_matrix(self, queries: Sequence[str], candidates_shared: Sequence[str],
+                     progress: bool = False) -> np.ndarray:
         """Every query against the same candidate list: an ``len(queries) x len(candidates)`` matrix."""
         rows = self.score(queries, [list(candidates_shared)] * len(queries), progress=progress)
         return np.stack(rows) if rows else np.zeros((0, len(candidates_shared)))

@@ -90,8 +90,9 @@ class Endpoint:
         if parts is None or parts.scheme not in ("http", "https") or not host:
             raise ProbegenError(f"--api-base must be an http(s) URL such as http://127.0.0.1:8000/v1, not {shown!r}")
         if "@" in parts.netloc:
-            raise ProbegenError(f"--api-base {shown} holds credentials (user:password@): give the key in ${self.key_env} "
-                                "instead (--api-key-env names another variable); it is sent as a Bearer token and never written")
+            raise ProbegenError(f"--api-base {shown} holds credentials (user:password@): give the key in "
+                                f"${self.key_env} instead (--api-key-env names another variable); it is sent as a "
+                                "Bearer token and never written")
         if parts.query or parts.fragment:
             raise ProbegenError(f"--api-base must be the server's plain /v1 URL, without '?...' or '#...' "
                                 f"(such as {parts.scheme}://{parts.netloc}{parts.path})")
@@ -257,7 +258,8 @@ class Client:
         msg = _message(body)
         if status in (401, 403):
             how = f"${self.endpoint.key_env} is {'set' if self.endpoint.key() else 'not set'}"
-            return self.error(f"{url} rejected the API key (HTTP {status}: {msg}); {how} (--api-key-env names the variable)")
+            return self.error(f"{url} rejected the API key (HTTP {status}: {msg}); {how} (--api-key-env names the "
+                              "variable)")
         if status == 404:
             return self.error(f"{url} not found (HTTP 404: {msg}); is --api-base the server's /v1 URL?")
         return self.error(f"{url} refused the request (HTTP {status}: {msg})")

@@ -199,7 +199,8 @@ class MaskedScorer(SpanFeatures, Scorer):
         return totals / counts if self.reduction == "mean" else totals
 
     # ---- SemCor context choice ----------------------------------------------------------------
-    def span_logprobs(self, items: Sequence[tuple[Sequence[str], tuple[int, int]]], progress: bool = False) -> np.ndarray:
+    def span_logprobs(self, items: Sequence[tuple[Sequence[str], tuple[int, int]]],
+                      progress: bool = False) -> np.ndarray:
         """For each (words, (start, end)): the mean log-prob of the word pieces of
         ``words[start:end]`` when all of them are masked together (CoDA21's context criterion)."""
         keyed = [(json.dumps(list(w), ensure_ascii=False), f"{s}:{e}") for w, (s, e) in items]

@@ -50,7 +50,8 @@ class SpanEncoder:
     def trainable_copy(self, device: Any = None) -> "SpanEncoder":
         """A fresh copy of the network (on ``device``) to fine-tune; this encoder stays untouched."""
         net = copy.deepcopy(self.net)
-        return SpanEncoder(self.tok, net.to(device) if device is not None else net, self.name, self.max_length, self.batch_size)
+        return SpanEncoder(self.tok, net.to(device) if device is not None else net, self.name, self.max_length,
+                           self.batch_size)
 
     def _crop(self, text: str, span: tuple[int, int] | None) -> Row:
         """Keep a character window around the target so it survives truncation (about 4 chars a token)."""
@@ -80,7 +81,8 @@ class SpanEncoder:
             a, b = span
             hit = [k for k, (s, e) in enumerate(offs) if e > s and s < b and e > a]
             if not hit:
-                raise ProbegenError(f"{self.name}: the target {text[a:b]!r} lies beyond the {self.max_length}-token window of {text[:60]!r}...")
+                raise ProbegenError(f"{self.name}: the target {text[a:b]!r} lies beyond the {self.max_length}-token "
+                                    f"window of {text[:60]!r}...")
             sel[r, hit] = 1.0
         ctx = torch.enable_grad() if grad else torch.no_grad()
         with ctx:
@@ -97,7 +99,8 @@ class SpanEncoder:
         todo = [r for r in dict.fromkeys(rows) if r not in self._memo]
         todo.sort(key=lambda r: len(r[0]))
         batches = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
-        bar = progress_bar(total=len(batches), desc="encoding", unit="batch", disable=not progress or not batches or not dist.is_main())
+        bar = progress_bar(total=len(batches), desc="encoding", unit="batch",
+                           disable=not progress or not batches or not dist.is_main())
 
         def encode(chunk: list[Row]) -> np.ndarray:
             vecs = self.batch(chunk).cpu().numpy().astype(np.float32)
@@ -133,7 +136,8 @@ class SpanFeatures:
             encoders[key] = SpanEncoder(tok, net, getattr(self, "name", ""), length, batch_size)
         return encoders[key]
 
-    def target_vectors(self, rows: Sequence[Row], max_length: int = 256, batch_size: int = 32, progress: bool = False) -> np.ndarray:
+    def target_vectors(self, rows: Sequence[Row], max_length: int = 256, batch_size: int = 32,
+                       progress: bool = False) -> np.ndarray:
         """Last-hidden-layer vectors of ``(text, (start, end))`` rows, averaged over the target's
         tokens (span ``None``: over the whole text); float32, one row per input row."""
         return self.span_encoder(max_length, batch_size).vectors(rows, progress=progress)

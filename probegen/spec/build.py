@@ -151,19 +151,21 @@ def models_of(spec: Spec) -> list[str]:
     return tasks.for_spec_shape(spec.shape).spec_models(spec)
 
 
-def build_alignment(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None],
-                    runner=None):
+def build_alignment(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
+                    log: Callable[[str], None], runner=None):
     """The CoDA21 dataset of an ``alignment`` spec (``runner`` loads the embedder and context scorer)."""
     from ..coda21 import dataset as coda21
 
     try:
-        return coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, contexts=spec.contexts.source,
-                            runner=runner)
+        return coda21.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log,
+                            contexts=spec.contexts.source, runner=runner)
     except NothingBuilt as e:
-        raise NothingBuilt(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings ({e})") from None
+        raise NothingBuilt(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings "
+                           f"({e})") from None
 
 
-def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None]):
+def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
+                          log: Callable[[str], None]):
     """The WordNetQA dataset of a ``multiple_choice`` spec (a relation probe's templates go into the manifest)."""
     from ..wordnetqa import dataset as wordnetqa
     from ..wordnetqa.render import register_probe
@@ -181,7 +183,8 @@ def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | No
     return ds
 
 
-def build_wic_pair(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None]):
+def build_wic_pair(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
+                   log: Callable[[str], None]):
     """The WiC dataset of a ``wic_pair`` spec."""
     from ..wordincontext.wic import build
 

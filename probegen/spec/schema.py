@@ -31,7 +31,8 @@ MC_BUILTIN = ("definitions", "hypernymy", "hyponymy", "synonymy")
 MC_BUILTIN_RELATION = {"hypernymy": "hypernym", "hyponymy": "hyponym"}
 ALIGNMENT_MAX_HOPS = 4
 MC_MAX_HOPS = 10
-CONTEXT_SOURCES = {"alignment": ("semcor", "examples"), "multiple_choice": ("wordnet", "wordnet+semcor"), "wic_pair": ("semcor",)}
+CONTEXT_SOURCES = {"alignment": ("semcor", "examples"), "multiple_choice": ("wordnet", "wordnet+semcor"),
+                   "wic_pair": ("semcor",)}
 
 
 class _Bad(Exception):
@@ -96,7 +97,8 @@ def _list(check: Callable[[Any], Any]) -> Callable[[Any], tuple]:
 def _choice(options: tuple[str, ...], what: str) -> Callable[[Any], str]:
     def check(v: Any) -> str:
         if _str(v) not in options:
-            raise _Bad(f"unknown {what} {v!r}; use {', '.join(options[:-1]) + ' or ' + options[-1] if len(options) > 1 else options[0]}")
+            raise _Bad(f"unknown {what} {v!r}; use "
+                       f"{', '.join(options[:-1]) + ' or ' + options[-1] if len(options) > 1 else options[0]}")
         return v
     return check
 
@@ -126,7 +128,8 @@ def _lexfile(v: Any) -> str:
 
 
 def _kind(v: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(v), type(v).__name__)
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a "
+                                                                      "boolean", type(None): "null"}.get(type(v), type(v).__name__)
 
 
 def _f(default: Any, check: Callable[[Any], Any], doc: str = "") -> Any:
@@ -147,8 +150,11 @@ class Concepts:
 
     pos: tuple[str, ...] = _f(("noun",), _list(_choice(tuple(POS_NAMES), "part of speech")), "noun and/or verb")
     depth: tuple[int | None, int | None] = _f((None, None), _range, "[min, max] hypernym depth (root = 0); null = open")
-    lexfiles: tuple[str, ...] = _f((), _list(_lexfile), "lexicographer files (noun.artifact, verb.body, ...); empty = any")
-    min_semcor: int | None = _f(None, _optional(_int(0)), "least SemCor occurrences [default: alignment 5 SemCor occurrences (clean; 1 = noisy), else 0]")
+    lexfiles: tuple[str, ...] = _f((), _list(_lexfile),
+                                   "lexicographer files (noun.artifact, verb.body, ...); empty = any")
+    min_semcor: int | None = _f(None, _optional(_int(0)),
+                                "least SemCor occurrences [default: alignment 5 SemCor occurrences (clean; 1 = noisy), "
+                                "else 0]")
 
 
 @dataclass(frozen=True)
@@ -175,10 +181,12 @@ class MultipleChoice:
     """WordNetQA-style 5-way items: the probe and its distractor policy."""
 
     probe: str = _f("definitions", _str, "definitions, hypernymy, hyponymy, synonymy, or a new name (needs templates)")
-    distractors: tuple[str, ...] = _f(("random", "sister", "isa"), _list(_choice(("random", "sister", "isa"), "distractor type")),
+    distractors: tuple[str, ...] = _f(("random", "sister", "isa"),
+                                      _list(_choice(("random", "sister", "isa"), "distractor type")),
                                       "perturbations: one item per question and type")
     sister_depth: int = _f(2, _int(1, 5), "sister family depth")
-    isa_hops: int = _f(4, _int(1, MC_MAX_HOPS), "definitions/synonymy: ISA distractors at 1..N hops (other probes: relation.hops)")
+    isa_hops: int = _f(4, _int(1, MC_MAX_HOPS),
+                       "definitions/synonymy: ISA distractors at 1..N hops (other probes: relation.hops)")
     max_answers_per_hop: int = _f(1, _int(1), "gold answers sampled per concept and hop")
     min_answer_depth: int = _f(2, _int(0), "noun hypernymy answers nearer the root are skipped")
     max_concepts: int | None = _f(None, _optional(_int(1)), "a seeded sample of N concepts")
@@ -190,7 +198,8 @@ class MultipleChoice:
 class WicPair:
     """WiC-style pairs (same lemma, two SemCor contexts, same sense or not)."""
 
-    prune: str = _f("wic", _choice(("wic", "supersense", "related", "none"), "prune rule"), "drop F pairs whose senses are too close")
+    prune: str = _f("wic", _choice(("wic", "supersense", "related", "none"), "prune rule"),
+                    "drop F pairs whose senses are too close")
     max_pairs: int | None = _f(None, _optional(_int(2)), "stop once this many pairs")
     max_pairs_per_lemma: int = _f(6, _int(2), "pairs per lemma")
     max_tokens: int = _f(60, _int(3), "skip longer SemCor sentences")
@@ -203,9 +212,11 @@ class Contexts:
     """Where context sentences come from and how one is chosen."""
 
     source: str = _f("", _choice(("semcor", "examples", "wordnet", "wordnet+semcor"), "context source"),
-                     "alignment: semcor or examples (the synsets' own); multiple_choice: wordnet or wordnet+semcor [default: the first]")
+                     "alignment: semcor or examples (the synsets' own); multiple_choice: wordnet or wordnet+semcor "
+                     "[default: the first]")
     scorer: str = _f("smollm2-135m", _str, "alignment: LM that picks the clearest context, or 'first'")
-    max: int = _f(0, _int(1), "contexts per synset (alignment: scored, 10; multiple choice: used, 3) or per lemma (wic_pair: 40)")
+    max: int = _f(0, _int(1),
+                  "contexts per synset (alignment: scored, 10; multiple choice: used, 3) or per lemma (wic_pair: 40)")
 
 
 @dataclass(frozen=True)
@@ -278,7 +289,8 @@ def _parse(cls: type, raw: Any, where: str) -> Any:
     names = {f.name for f in known}
     for key in raw:
         if key not in names:
-            raise ProbegenError(f"{_join(where, str(key))}: unknown key; {cls.__name__.lower()} takes {', '.join(sorted(names))}")
+            raise ProbegenError(f"{_join(where, str(key))}: unknown key; {cls.__name__.lower()} takes "
+                                f"{', '.join(sorted(names))}")
     kw: dict[str, Any] = {}
     for f in known:
         if f.name not in raw:
@@ -359,7 +371,8 @@ def _check(s: Spec) -> None:
         if other != s.shape and getattr(s, other) is not None:
             raise ProbegenError(f"{other}: this section belongs to shape {other}, not {s.shape}")
     if s.contexts.source not in CONTEXT_SOURCES[s.shape]:
-        raise ProbegenError(f"contexts.source: shape {s.shape} takes {' or '.join(CONTEXT_SOURCES[s.shape])}, got {s.contexts.source!r}")
+        raise ProbegenError(f"contexts.source: shape {s.shape} takes {' or '.join(CONTEXT_SOURCES[s.shape])}, got "
+                            f"{s.contexts.source!r}")
     if not s.concepts.pos:
         raise ProbegenError("concepts.pos: name at least one part of speech")
     if len(set(s.concepts.pos)) != len(s.concepts.pos):
@@ -371,16 +384,18 @@ def _check(s: Spec) -> None:
     if s.shape == "alignment":
         lo, hi = s.relation.hops
         if lo != hi or not 1 <= lo <= ALIGNMENT_MAX_HOPS:
-            raise ProbegenError(f"relation.hops: alignment members sit 1..{ALIGNMENT_MAX_HOPS} hops from the shared synset, got "
-                                f"{lo if lo == hi else [lo, hi]}")
+            raise ProbegenError(f"relation.hops: alignment members sit 1..{ALIGNMENT_MAX_HOPS} hops from the shared "
+                                f"synset, got {lo if lo == hi else [lo, hi]}")
         if s.relation.instances:
             raise ProbegenError("relation.instances: applies to multiple_choice hypernymy/hyponymy only")
         if s.alignment.k_min > s.alignment.k_max:
-            raise ProbegenError(f"alignment.k_min: {s.alignment.k_min} is larger than alignment.k_max {s.alignment.k_max}")
+            raise ProbegenError(f"alignment.k_min: {s.alignment.k_min} is larger than alignment.k_max "
+                                f"{s.alignment.k_max}")
         if s.concepts.min_semcor < 1:
             raise ProbegenError("concepts.min_semcor: alignment members need at least 1 SemCor context")
         if s.templates is not None:
-            raise ProbegenError("templates: alignment items are scored with the patterns of templates/coda21.json (eval --pattern)")
+            raise ProbegenError("templates: alignment items are scored with the patterns of templates/coda21.json "
+                                "(eval --pattern)")
     elif s.shape == "multiple_choice":
         _check_mc(s)
     else:
@@ -388,7 +403,8 @@ def _check(s: Spec) -> None:
             raise ProbegenError("relation: WiC-style pairs compare two senses of one lemma; they take no relation")
         c = s.concepts
         if c.lexfiles or c.depth != (None, None) or c.min_semcor:
-            raise ProbegenError("concepts: WiC-style pairs filter by part of speech only (lexfiles, depth and min_semcor do not apply)")
+            raise ProbegenError("concepts: WiC-style pairs filter by part of speech only (lexfiles, depth and "
+                                "min_semcor do not apply)")
         if s.templates is not None:
             raise ProbegenError("templates: WiC-style pairs have no question templates")
     if s.shape != "alignment" and s.contexts.scorer != Contexts().scorer:
@@ -400,30 +416,36 @@ def _check_mc(s: Spec) -> None:
     if not mc.probe or not mc.probe.replace("-", "").replace("_", "").isalnum():
         raise ProbegenError(f"multiple_choice.probe: {mc.probe!r} is not a probe name (letters, digits, - and _)")
     if mc.dev_frac + mc.test_frac >= 1:
-        raise ProbegenError(f"multiple_choice.test_frac: dev_frac + test_frac must stay below 1, got {mc.dev_frac + mc.test_frac}")
+        raise ProbegenError("multiple_choice.test_frac: dev_frac + test_frac must stay below 1, got "
+                            f"{mc.dev_frac + mc.test_frac}")
     if mc.probe in MC_BUILTIN:
         want = MC_BUILTIN_RELATION.get(mc.probe)
         got = s.relation.name if s.relation else None
         if got != want:
-            raise ProbegenError(f"relation.name: probe {mc.probe} follows {want or 'no relation (leave relation out)'}, got {got}")
+            raise ProbegenError(f"relation.name: probe {mc.probe} follows "
+                                f"{want or 'no relation (leave relation out)'}, got {got}")
         if s.templates is not None:
-            raise ProbegenError(f"templates: probe {mc.probe} is built in (templates/questions/); name a new probe to write templates")
+            raise ProbegenError(f"templates: probe {mc.probe} is built in (templates/questions/); name a new probe to "
+                                "write templates")
         if s.relation is not None and s.relation.hops[0] != 1 and mc.probe not in MC_BUILTIN_RELATION:
             raise ProbegenError("relation.hops: applies to relation probes only")
     else:
         if s.relation is None:
-            raise ProbegenError(f"relation: the new probe {mc.probe!r} needs a relation (entailment, part_meronym, ...)")
+            raise ProbegenError(f"relation: the new probe {mc.probe!r} needs a relation (entailment, part_meronym, "
+                                "...)")
         if s.relation.instances:
             raise ProbegenError("relation.instances: applies to the hypernymy/hyponymy probes only")
         if s.templates is None or not s.templates.stems:
             raise ProbegenError(f"templates.stems: the new probe {mc.probe!r} needs at least one question stem")
         if not s.templates.word_stem:
-            raise ProbegenError("templates.word_stem: missing (the question without its sentence, with {word}; bias needs it)")
+            raise ProbegenError("templates.word_stem: missing (the question without its sentence, with {word}; bias "
+                                "needs it)")
         _check_placeholders(s.templates)
     if s.relation is not None:
         lo, hi = s.relation.hops
         if not 1 <= lo <= hi <= MC_MAX_HOPS:
-            raise ProbegenError(f"relation.hops: multiple choice answers sit 1..{MC_MAX_HOPS} hops away, got [{lo}, {hi}]")
+            raise ProbegenError(f"relation.hops: multiple choice answers sit 1..{MC_MAX_HOPS} hops away, got [{lo}, "
+                                f"{hi}]")
 
 
 def _check_placeholders(t: Templates) -> None:

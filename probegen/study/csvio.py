@@ -160,7 +160,8 @@ def import_csv(study: Study, path: str | Path) -> dict[str, int]:
     return counts
 
 
-def _check_rows(study: Study, log: AnswerLog, path: Path, reader) -> tuple[list[tuple[str, str, Any, Any]], dict[str, int], list[str]]:
+def _check_rows(study: Study, log: AnswerLog, path: Path,
+                reader) -> tuple[list[tuple[str, str, Any, Any]], dict[str, int], list[str]]:
     """Read and check every row: (answers to store, counts, error messages with line numbers)."""
     try:
         header = [h.strip().lower() for h in next(reader)]
@@ -230,6 +231,7 @@ def _check_row(study: Study, log: AnswerLog, cell: dict[str, str], has_condition
     prev = log.answered[aid].get(uid)
     if prev is not None:
         if prev["answer"] != answer:
-            raise AnswerError(f"{aid} already answered {uid} differently ({format_answer(view, prev['answer'])}); the first answer is final")
+            raise AnswerError(f"{aid} already answered {uid} differently ({format_answer(view, prev['answer'])}); the "
+                              "first answer is final")
         return "stored"
     return (aid, uid, answer, guess)

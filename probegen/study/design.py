@@ -65,7 +65,8 @@ class StudyConfig:
         if self.overlap > self.n:
             raise ProbegenError(f"--overlap {self.overlap} exceeds --n {self.n}")
         if self.overlap and self.annotators < 2:
-            raise ProbegenError("--overlap needs at least 2 annotators per condition (agreement is measured between them)")
+            raise ProbegenError("--overlap needs at least 2 annotators per condition (agreement is measured between "
+                                "them)")
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:
@@ -239,7 +240,8 @@ def write_study(study: dict[str, Any], out: str | Path) -> dict[str, str]:
     """
     out = Path(out)
     if out.exists():
-        raise ProbegenError(f"{out} already exists; a study is never overwritten (it may hold answers): choose another --out")
+        raise ProbegenError(f"{out} already exists; a study is never overwritten (it may hold answers): choose another "
+                            "--out")
     tokens = {aid: secrets.token_urlsafe(18) for aid in study["assignment"]["annotators"]}
     with atomic_dir(out) as tmp:
         write_jsonl(tmp / ITEMS, study["items"])

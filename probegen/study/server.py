@@ -113,11 +113,13 @@ def _store_answer(study: Study, log: AnswerLog, aid: str, body: Any):
     elapsed = body.get("elapsed_ms")
     extra: dict[str, Any] = {
         "received": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "elapsed_ms": int(elapsed) if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and 0 <= elapsed < 1e9 else None,
+        "elapsed_ms": int(elapsed) if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool)
+        and 0 <= elapsed < 1e9 else None,
         "source": "web",
     }
     try:
-        record, stored = log.submit(aid, body["item"], body["answer"], body.get("guess"), require_guess=True, extra=extra)
+        record, stored = log.submit(aid, body["item"], body["answer"], body.get("guess"), require_guess=True,
+                                    extra=extra)
     except AnswerError as e:
         return _fail(str(e), e.status)
     return jsonify({"ok": True, "stored": stored, "item": record["item"],
@@ -141,7 +143,8 @@ ERROR_PAGES = {
     404: ("Page not found",
           "There is no page at this address. Open the whole link you were given (it ends in your personal code)."),
 }
-_OTHER_ERROR = ("Something went wrong", "The page cannot be shown. Try again in a moment, or ask the person running the study.")
+_OTHER_ERROR = ("Something went wrong",
+                "The page cannot be shown. Try again in a moment, or ask the person running the study.")
 
 
 def _wants_page() -> bool:
@@ -161,10 +164,11 @@ def error_page(status: int) -> str:
     from html import escape
 
     title, text = ERROR_PAGES.get(status, _OTHER_ERROR)
-    return ('<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
-            f'<title>{escape(title)}: probegen study</title><link rel="stylesheet" href="/static/study.css"></head>'
-            f'<body><header><h1>Word meaning study</h1></header><main><section id="error-page" class="task">'
-            f'<h2>{escape(title)}</h2><p>{escape(text)}</p><p class="hint">(error {status})</p></section></main></body></html>\n')
+    return ('<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="referrer" '
+            f'content="no-referrer"><title>{escape(title)}: probegen study</title><link rel="stylesheet" '
+            'href="/static/study.css"></head><body><header><h1>Word meaning study</h1></header><main><section '
+            f'id="error-page" class="task"><h2>{escape(title)}</h2><p>{escape(text)}</p><p class="hint">(error '
+            f'{status})</p></section></main></body></html>\n')
 
 
 def _fail(msg: str, status: int, page: bool = False):

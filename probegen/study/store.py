@@ -139,7 +139,8 @@ def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, 
         n_guess = 1
     else:
         k = len(view["rows"])
-        if not isinstance(answer, list) or len(answer) != k or any(isinstance(x, bool) or not isinstance(x, int) for x in answer):
+        if not isinstance(answer, list) or len(answer) != k or any(isinstance(x, bool)
+                                                                   or not isinstance(x, int) for x in answer):
             raise AnswerError(f"answer must list {k} definition indices, one per row")
         if sorted(answer) != list(range(k)):
             raise AnswerError(f"answer must pair every row with a different definition (a permutation of 0..{k - 1})")
@@ -230,8 +231,8 @@ class AnswerLog:
                 if prev["answer"] == answer and (prev.get("guess") == guess or guess is None):
                     return prev, False
                 raise AnswerError(f"item {uid} was already answered differently; the first answer is final", 409)
-            record = {"annotator": annotator, "condition": a["condition"], "item": uid, "answer": answer, "guess": guess,
-                      **(extra or {})}
+            record = {"annotator": annotator, "condition": a["condition"], "item": uid, "answer": answer,
+                      "guess": guess, **(extra or {})}
             line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
             append_fsync(path, line)
             self._size[annotator] += len(line.encode("utf-8"))

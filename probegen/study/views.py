@@ -146,7 +146,8 @@ def mc_prompt_marks(item, condition: str) -> tuple[str, list[list[int]]]:
         if tmpl is not None:
             sentence = ctx.replaced(_SPAN) if ctx else ""
             span_text = ctx.text[slice(*ctx.char_span)] if ctx else ""
-            prompt, marks = _marked(fill_stem(tmpl, sentence, _WORD, item.definition), {_SPAN: span_text, _WORD: item.surface})
+            prompt, marks = _marked(fill_stem(tmpl, sentence, _WORD, item.definition),
+                                    {_SPAN: span_text, _WORD: item.surface})
             if prompt == item.question:  # else the stored question is not this template's: show it unmarked
                 return prompt, marks
         elif item.template == RELEASE_TEMPLATE and ctx is not None:  # release stems: cut as the bias ablations cut them

@@ -180,8 +180,8 @@ def check_options(tasks: Sequence[Task], given: Mapping[str, Any], command: str 
         if command in ("eval", "bias") and any(opt in t.generic_options for t in tasks):
             cannot = [f"{p} is a {t.title or t.name} dataset" for p, t in zip(paths, tasks) if not t.can_subset()] or \
                 [f"{t.title or t.name} datasets" for t in tasks if not t.can_subset()][:1]
-            raise ProbegenError(f"--{opt} cannot cut {', '.join(cannot)}: its kind names no records to take a subset of "
-                                "(a task plugin sets records_attribute, or overrides records and with_records)")
+            raise ProbegenError(f"--{opt} cannot cut {', '.join(cannot)}: its kind names no records to take a subset "
+                                "of (a task plugin sets records_attribute, or overrides records and with_records)")
         where = [t for t in all_tasks() if t.accepts(opt, command)]
         applies = f"applies to {titles(where)} datasets only" if where else f"applies to no dataset kind of probegen {command}"
         shown = [f"{p} is a {t.title or t.name} dataset" for p, t in zip(paths, tasks)]

@@ -145,7 +145,8 @@ class Task(ABC):
     # ---- options ----------------------------------------------------------------------------------
     def accepts(self, option: str, command: str = "eval") -> bool:
         """Whether ``option`` of ``command`` (eval, bias, export, study) applies to this kind."""
-        sets = {"eval": self.options, "bias": self.bias_options, "export": self.export_options, "study": self.study_options}
+        sets = {"eval": self.options, "bias": self.bias_options, "export": self.export_options,
+                "study": self.study_options}
         # the generic ones (--limit/--sample) cut the records of any kind that names them; a trained probe keeps whole clusters
         generic = command in ("eval", "bias") and option in self.generic_options and self.can_subset()
         return option in sets[command] or generic
@@ -154,7 +155,8 @@ class Task(ABC):
     def can_subset(cls) -> bool:
         """Whether ``--limit``/``--sample`` can cut this kind's datasets: it names their
         :attr:`records_attribute`, or overrides :meth:`records` and :meth:`with_records`."""
-        return cls.records_attribute is not None or (cls.records is not Task.records and cls.with_records is not Task.with_records)
+        return cls.records_attribute is not None or (cls.records is not Task.records
+                                                     and cls.with_records is not Task.with_records)
 
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
         """Checks of option values that apply (e.g. two that contradict each other); ``given``
@@ -175,7 +177,8 @@ class Task(ABC):
         from . import generic
 
         rows = generic.score_rows(self, data, scorer, ["full"], settings, progress)["full"]
-        return Evaluation(self.rows_file, rows, generic.metrics(rows), {"nonce": settings.nonce, "seed": settings.seed, "mode": "full"})
+        return Evaluation(self.rows_file, rows, generic.metrics(rows),
+                          {"nonce": settings.nonce, "seed": settings.seed, "mode": "full"})
 
     def summary(self, model: str, metrics: dict[str, Any]) -> str:
         """The terminal table of ``probegen eval``."""
@@ -269,7 +272,8 @@ class Task(ABC):
         """Generate a missing default dataset of this kind at ``path`` (``probegen bias`` defaults)."""
         raise ProbegenError(f"dataset {path} does not exist")
 
-    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
+    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
+                         progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per unit id: (summed correctness, weight) of one model (``probegen compare``)."""
         from ..templating import dataset_nonce
         from . import generic

@@ -77,7 +77,8 @@ class Coda21Task(Task):
     def _config(self, settings: Settings, mode: str = "context"):
         from ..coda21.evaluate import EvalConfig
 
-        return EvalConfig(nonce=settings.nonce, pattern=settings.pattern, matching=settings.matching, mode=mode, seed=settings.seed)
+        return EvalConfig(nonce=settings.nonce, pattern=settings.pattern, matching=settings.matching, mode=mode,
+                          seed=settings.seed)
 
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
@@ -94,7 +95,8 @@ class Coda21Task(Task):
 
         cfg = self._config(settings)
         res = evaluate(data, scorer, cfg, progress=progress)
-        config = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching, "mode": cfg.mode, "seed": settings.seed}
+        config = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching, "mode": cfg.mode,
+                  "seed": settings.seed}
         return Evaluation(self.rows_file, res["groups"], res["metrics"], config)
 
     def summary(self, model: str, metrics: dict[str, Any]) -> str:
@@ -135,7 +137,8 @@ class Coda21Task(Task):
         log(f"{path} is missing: generating it (as `probegen make coda21 --easy`); this takes a while")
         write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log), path)
 
-    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
+    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
+                         progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per group: (accuracy, 1): the paper's metric is the mean of group accuracies."""
         from ..coda21.evaluate import EvalConfig, evaluate
         from ..templating import dataset_nonce
@@ -163,16 +166,19 @@ class Coda21Task(Task):
         variant = ds.manifest.get("config", {}).get("variant")
         ref = table1()
         lines = [f"{path}  (variant: {variant or 'unknown'})",
-                 f"{'variant':<12} {'pos':<5} {'groups':>7} {'paper':>6} {'ratio':>6}   {'synsets':>8} {'paper':>6} {'ratio':>6}"]
+                 f"{'variant':<12} {'pos':<5} {'groups':>7} {'paper':>6} {'ratio':>6}   {'synsets':>8} {'paper':>6} "
+                 f"{'ratio':>6}"]
         for pos, c in counts(ds.groups).items():
             if c["groups"] == 0:
                 continue
             r = ref.get((variant, pos))
             if r:
-                lines.append(f"{variant:<12} {pos:<5} {c['groups']:>7} {r['groups']:>6} {c['groups'] / r['groups']:>6.2f}   "
-                             f"{c['unique_synsets']:>8} {r['unique_synsets']:>6} {c['unique_synsets'] / r['unique_synsets']:>6.2f}")
+                lines.append(f"{variant:<12} {pos:<5} {c['groups']:>7} {r['groups']:>6} "
+                             f"{c['groups'] / r['groups']:>6.2f}   {c['unique_synsets']:>8} {r['unique_synsets']:>6} "
+                             f"{c['unique_synsets'] / r['unique_synsets']:>6.2f}")
             else:
-                lines.append(f"{str(variant):<12} {pos:<5} {c['groups']:>7} {'-':>6} {'-':>6}   {c['unique_synsets']:>8} {'-':>6} {'-':>6}")
+                lines.append(f"{str(variant):<12} {pos:<5} {c['groups']:>7} {'-':>6} {'-':>6}   "
+                             f"{c['unique_synsets']:>8} {'-':>6} {'-':>6}")
         lines.append(format_leak_rates(coda21_leak_rates(ds, morphology_for(ds.manifest, log))))
         return "\n".join(lines)
 

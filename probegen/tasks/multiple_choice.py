@@ -58,8 +58,8 @@ class MultipleChoiceTask(Task):
     unit_name = "item"
     priority = 90  # its file rule (any .jsonl) is a catch-all: asked last
     options = frozenset({"scorer", "reduction", "length_norm", "split", "pll", "on_invalid", "probe", "debias_share"})
-    bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method", "on_invalid", "probe",
-                              "debias_share"})
+    bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method", "on_invalid",
+                              "probe", "debias_share"})
     cluster_name = "concept"  # a bias subset keeps every item of a synset (the bootstrap's unit)
     export_options = frozenset({"split"})
     study_options = frozenset({"split"})
@@ -74,7 +74,8 @@ class MultipleChoiceTask(Task):
         """A directory with a ``wordnetqa`` manifest or (without a kind) ``items.jsonl``; a ``.jsonl`` file."""
         return self.claims_directory(path) if path.is_dir() else path.suffix == ".jsonl"
 
-    def load(self, path: str | Path, ablations: bool = False, on_invalid: str = "error", probe: str | None = None) -> Any:
+    def load(self, path: str | Path, ablations: bool = False, on_invalid: str = "error",
+             probe: str | None = None) -> Any:
         """The dataset at ``path``; a release file's rows that cannot be read as their probe's
         question are an error naming ``FILE:LINE`` or, with ``on_invalid="skip"``, left out and
         recorded in ``manifest["invalid"]``; ``probe``: the probe type of a release file's rows."""
@@ -112,7 +113,8 @@ class MultipleChoiceTask(Task):
                 "use --length-norm chars with --reduction sum, or --length-norm tokens"
             )
         if reduction == "sum" and norm == "tokens":
-            raise ProbegenError("--length-norm tokens is the per-token mean (--reduction mean); it cannot be used with --reduction sum")
+            raise ProbegenError("--length-norm tokens is the per-token mean (--reduction mean); it cannot be used with "
+                                "--reduction sum")
 
     def scorer_reduction(self, reduction: str, settings: Settings) -> str:
         """Per-token normalisation is the scorer's mean reduction."""
@@ -132,8 +134,8 @@ class MultipleChoiceTask(Task):
 
         res = evaluate_mc(data, scorer, seed=settings.seed, nonce=settings.nonce, progress=progress,
                           length_norm=settings.length_norm, split=settings.split)
-        config = {"nonce": settings.nonce, "seed": settings.seed, "mode": "full", "length_norm": res["metrics"]["length_norm"],
-                  "split": settings.split}
+        config = {"nonce": settings.nonce, "seed": settings.seed, "mode": "full",
+                  "length_norm": res["metrics"]["length_norm"], "split": settings.split}
         return Evaluation(self.rows_file, res["items"], res["metrics"], config)
 
     def summary(self, model: str, metrics: dict[str, Any]) -> str:
@@ -173,7 +175,8 @@ class MultipleChoiceTask(Task):
         time), as one request table."""
         modes = [m for m in ABLATIONS if m != "label"]
         if evaluator is not None:
-            return {m: evaluator(data, scorer, seed=settings.seed, nonce=settings.nonce, progress=progress, mode=m)["items"] for m in modes}
+            return {m: evaluator(data, scorer, seed=settings.seed, nonce=settings.nonce, progress=progress,
+                                 mode=m)["items"] for m in modes}
         from ..wordnetqa.evaluate import evaluate_mc_modes
 
         res = evaluate_mc_modes(data, scorer, modes, seed=settings.seed, nonce=settings.nonce, progress=progress)
@@ -195,13 +198,15 @@ class MultipleChoiceTask(Task):
             raise ProbegenError(f"{path} is missing; generate it first with `probegen make wordnetqa`") from None
         mcd.write(mcd.build(cfg, wordnet=wordnet, progress=True, log=log), path)
 
-    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True) -> dict[str, tuple[float, float]]:
+    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
+                         progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per concept (synset): (items right, items), across probe types."""
         from ..templating import dataset_nonce
         from ..wordnetqa.evaluate import evaluate_mc
 
         out: dict[str, list[float]] = {}
-        for r in evaluate_mc(data, scorer, seed=seed, nonce=dataset_nonce(getattr(data, "manifest", None)), progress=progress)["items"]:
+        for r in evaluate_mc(data, scorer, seed=seed, nonce=dataset_nonce(getattr(data, "manifest", None)),
+                             progress=progress)["items"]:
             u = out.setdefault(str(r.get("synset") or r.get("cluster") or r["id"]), [0.0, 0.0])
             u[0] += float(bool(r["correct"]))
             u[1] += 1.0

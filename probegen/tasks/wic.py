@@ -152,8 +152,8 @@ class WordInContextTask(Task):
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         if as_unit_scorer(scorer).query_style == "generate":  # asked, not scored: the generic path
             return super().evaluate(data, scorer, settings, progress)
-        raise ProbegenError(f"{self.title} datasets are measured by a trained probe, not by zero-shot scoring: "
-                            "use `probegen eval` (a linear probe), `probegen bias --method trained`, or ask a chat model "
+        raise ProbegenError(f"{self.title} datasets are measured by a trained probe, not by zero-shot scoring: use "
+                            "`probegen eval` (a linear probe), `probegen bias --method trained`, or ask a chat model "
                             "with --method generate")
 
     # ---- the generative method: every item asked as a prompt (probegen.generate) --------------------
@@ -216,7 +216,8 @@ class WordInContextTask(Task):
 
     # ---- the trained method's hooks (diagnostics.trained, diagnostics.finetune) --------------------
     def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
-                         vectors: Callable[[list[tuple[str, Any]]], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                         vectors: Callable[[list[tuple[str, Any]]],
+                                           np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(X, y, group) of ``items``: ``view`` gives a context's (text, span) in the condition,
         ``vectors`` encodes (text, span) rows; one row per item, group = the item's index."""
         u = vectors([view(it.context) for it in items])
@@ -293,8 +294,10 @@ class WicTask(WordInContextTask):
         from ..core import Unit
 
         fields = (("sentence1", self.shown(item.context, condition, nonce)),
-                  ("sentence2", self.shown(item.context2, condition, nonce)), ("word", self.named(item, condition, nonce)))
-        return Unit("%s" % item.id, ("",), (("yes", "no"),), "argmax", (0 if bool(item.label) else 1,), ask="yes-no", fields=fields)
+                  ("sentence2", self.shown(item.context2, condition, nonce)),
+                  ("word", self.named(item, condition, nonce)))
+        return Unit("%s" % item.id, ("",), (("yes", "no"),), "argmax", (0 if bool(item.label) else 1,), ask="yes-no",
+                    fields=fields)
 
     def gold_index(self, item, classes):
         return int(bool(item.label))

@@ -14,7 +14,8 @@ import numpy as np
 from .wic import WordInContextTask, majority, pair_features
 
 
-def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
+def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: Sequence[str] | None = None,
+                   seed: int = 0) -> np.ndarray:
     """Per item (group): is the gold its top-scoring choice? The argmax is the core's decision
     (:func:`probegen.core.decide`): a tie for the top score is broken at random, seeded by
     ``seed`` and the item's id (``ids[g]``; without ``ids`` its index), as every evaluation does.
@@ -79,8 +80,10 @@ class WsdTask(WordInContextTask):
         """A lettered choice among the item's sense definitions (the ``sense`` prompt)."""
         from ..core import Unit
 
-        fields = (("sentence", self.shown(item.context, condition, nonce)), ("word", self.named(item, condition, nonce)))
-        return Unit(str(item.id), ("",), (tuple(item.choices),), "argmax", (int(item.gold),), ask="sense", fields=fields)
+        fields = (("sentence", self.shown(item.context, condition, nonce)),
+                  ("word", self.named(item, condition, nonce)))
+        return Unit(str(item.id), ("",), (tuple(item.choices),), "argmax", (int(item.gold),), ask="sense",
+                    fields=fields)
 
     def gold_index(self, item, classes):
         return int(item.gold)

@@ -36,7 +36,8 @@ VERSION = 1
 #: the order in which a bias run's conditions are shown where its results give none
 _ORDER = ("full", "context", "word", "definition", "choice", "label")
 #: keys of a multiple-choice row that are shown as the item's attributes (filters)
-_MC_META = ("probe", "hops", "distractor_type", "distractor_hops", "split", "synset", "gold_synset", "cluster", "pred_type")
+_MC_META = ("probe", "hops", "distractor_type", "distractor_hops", "split", "synset", "gold_synset", "cluster",
+            "pred_type")
 
 
 def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
@@ -67,7 +68,8 @@ def _label_runs(runs: list[dict[str, Any]]) -> None:
 
 
 # ---- one run -------------------------------------------------------------------------------------
-def load_run(run: Path, index: int, log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def load_run(run: Path, index: int,
+             log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """(run info, items, plane points) of the run folder ``run``."""
     recover(run)  # an interrupted write of the run is finished first
     if not run.exists():
@@ -76,7 +78,8 @@ def load_run(run: Path, index: int, log: Callable[[str], None]) -> tuple[dict[st
         raise ProbegenError(f"{run} is not a run folder (probegen eval or probegen bias output)")
     res_file = run / "results.json"
     if not res_file.is_file():
-        raise ProbegenError(f"{run} is not a probegen run: no results.json (view reads probegen eval and bias output folders)")
+        raise ProbegenError(f"{run} is not a probegen run: no results.json (view reads probegen eval and bias output "
+                            "folders)")
     verify_output(run)
     results = parse_json(read_text(res_file), res_file)
     if not isinstance(results, dict):
@@ -84,8 +87,8 @@ def load_run(run: Path, index: int, log: Callable[[str], None]) -> tuple[dict[st
     if isinstance(results.get("datasets"), list):
         return _bias_run(run, index, results, log)
     if isinstance(results.get("dataset"), str) and isinstance(results.get("kind"), str):  # eval of a trained probe (WiC, WSD)
-        results = {**results, "dataset": {"path": results["dataset"], "kind": results["kind"]}, "eval": {"mode": "full"},
-                   "method": "trained"}
+        results = {**results, "dataset": {"path": results["dataset"], "kind": results["kind"]},
+                   "eval": {"mode": "full"}, "method": "trained"}
     if isinstance(results.get("dataset"), dict):
         return _eval_run(run, index, results, log)
     raise ProbegenError(f"{res_file}: neither an eval run (no 'dataset' object) nor a bias run (no 'datasets' list)")
@@ -120,8 +123,8 @@ def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
         info["notes"].append(texts_note)
     items = [_item(index, name, rid, {cond: e}) for rid, e in entries.items()]
     acc = _accuracy(results.get("metrics"))
-    info["sets"].append({"name": name, "kind": kind, "path": str(ds.get("path", "")), "conditions": [cond], "main": cond,
-                         "accuracy": {cond: acc} if acc is not None else {}, "n": len(items)})
+    info["sets"].append({"name": name, "kind": kind, "path": str(ds.get("path", "")), "conditions": [cond],
+                         "main": cond, "accuracy": {cond: acc} if acc is not None else {}, "n": len(items)})
     for key in ("subset", "invalid"):
         if results.get(key):
             info["notes"].append(f"{key}: {_short(results[key])}")
@@ -156,8 +159,10 @@ def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
             ids.update(dict.fromkeys(rows))
         for rid in ids:
             items.append(_item(index, name, rid, {c: rows[rid] for c, rows in conds.items() if rid in rows}))
-        acc = {c: v.get("accuracy") for c, v in ((e.get("all") or {}).get("ablations") or {}).items() if isinstance(v, dict)}
-        acc.update({c: v.get("mean") for c, v in (e.get("conditions") or {}).items() if isinstance(v, dict) and "mean" in v})
+        acc = {c: v.get("accuracy") for c, v in ((e.get("all") or {}).get("ablations")
+                                                 or {}).items() if isinstance(v, dict)}
+        acc.update({c: v.get("mean") for c, v in (e.get("conditions") or {}).items() if isinstance(v, dict)
+                    and "mean" in v})
         info["sets"].append({"name": name, "kind": kind, "path": str(e.get("path", "")), "conditions": list(conds),
                              "main": "context" if "context" in conds else next(iter(conds)), "accuracy": acc,
                              "n": len(ids), "help": e.get("ablation_help") or _strings(results.get("conditions"))})
@@ -228,14 +233,16 @@ def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
         k = len(row.get("rows") or [])
         s = _matrix(row.get("scores"), k, len(row.get("columns") or []), where)
         p, g = _indices(row.get("pred"), k, len(row["columns"]), where, "pred"), _indices(row.get("gold"), k, len(row["columns"]), where, "gold")
-        e = {"kind": "group", "s": s, "p": p, "g": g, "rl": _strs(row["rows"], where, "rows"), "cl": _strs(row["columns"], where, "columns"),
+        e = {"kind": "group", "s": s, "p": p, "g": g, "rl": _strs(row["rows"], where, "rows"),
+             "cl": _strs(row["columns"], where, "columns"),
              "ok": [int(a == b) for a, b in zip(p, g)], "meta": {"pos": row.get("pos"), "k": k}}
     elif "choices" in row:  # multiple choice
         n = len(row["choices"]) if isinstance(row["choices"], list) else 0
         c = _strs(row["choices"], where, "choices")
         s = _matrix([row.get("scores")], 1, n, where)
         p, g = _indices([row.get("pred")], 1, n, where, "pred"), _indices([row.get("gold")], 1, n, where, "gold")
-        meta = {k: row[k] for k in _MC_META if isinstance(row.get(k), (str, int, float)) and not isinstance(row.get(k), bool)}
+        meta = {k: row[k] for k in _MC_META if isinstance(row.get(k), (str, int, float))
+                and not isinstance(row.get(k), bool)}
         syn = row.get("synset") or row.get("gold_synset")
         if isinstance(syn, str) and syn.count(".") >= 2:
             meta["pos"] = syn.rsplit(".", 2)[-2]
@@ -279,7 +286,8 @@ def _matrix(m: Any, rows: int, cols: int, where: str) -> list[list[float]]:
 
 
 def _indices(v: Any, n: int, width: int, where: str, key: str) -> list[int]:
-    if not isinstance(v, list) or len(v) != n or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < width for x in v):
+    if not isinstance(v, list) or len(v) != n or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                         and 0 <= x < width for x in v):
         raise ProbegenError(f"{where}: '{key}' must be {n} index(es) below {width}")
     return v
 
@@ -363,8 +371,10 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
 
         task = tasks.detect(ds_path)
         data = task.load(ds_path)
-        settings = Settings(nonce=str(ev.get("nonce") or Settings.nonce), pattern=str(ev.get("pattern") or Settings.pattern),
-                            matching=str(ev.get("matching") or "alignment"), split=ev.get("split"), seed=int(ev.get("seed") or 0))
+        settings = Settings(nonce=str(ev.get("nonce") or Settings.nonce),
+                            pattern=str(ev.get("pattern") or Settings.pattern),
+                            matching=str(ev.get("matching") or "alignment"), split=ev.get("split"),
+                            seed=int(ev.get("seed") or 0))
         style = "generate" if method == "generate" or seeds else ("plain" if scorer_kind in ("static", "embedding") else "pattern")
         units = task.units(data, cond, settings, style)
     except Exception as e:  # noqa: BLE001 - the rows are still shown; say why the texts are not
@@ -407,7 +417,8 @@ def _attach_bias_exchanges(path: Path, by_id: dict[str, list[dict[str, Any]]]) -
     for line, row in iter_jsonl(path):
         ex = _exchange(row, f"{path}:{line}")
         uid = ex.pop("unit")
-        prompt = "\n".join(m.get("content", "") for m in ex["messages"] if isinstance(m, dict) and m.get("role") == "user")
+        prompt = "\n".join(m.get("content", "") for m in ex["messages"] if isinstance(m, dict)
+                           and m.get("role") == "user")
         for it in by_id.get(uid, []):
             shared = None
             for c, e in it["conds"].items():

@@ -94,4 +94,5 @@ def load(path: str | Path) -> WicDataset:
         return WicDataset(read_items(p), {"kind": "wordincontext", "source_format": "generic-jsonl"}, str(p))
     if is_wic_tsv(p):
         return WicDataset(read_wic(p), {"kind": "wic", "source_format": "wic-tsv"}, str(p))
-    raise DatasetError(f"{p} is not a word-in-context dataset (a probegen wic/wsd directory, a generic .jsonl, or WiC *.data.txt)")
+    raise DatasetError(f"{p} is not a word-in-context dataset (a probegen wic/wsd directory, a generic .jsonl, or WiC "
+                       "*.data.txt)")

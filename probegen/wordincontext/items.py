@@ -139,7 +139,8 @@ def parse_row(row: Any, line: int) -> WicItem:
     meta = row.get("meta", {})
     if not isinstance(meta, dict):
         raise LineError("'meta' must be an object")
-    common = dict(id=str(iid), lemma=lemma, pos=str(row.get("pos", "")), context=ctx, split=split, unit=str(unit), meta=meta)
+    common = dict(id=str(iid), lemma=lemma, pos=str(row.get("pos", "")), context=ctx, split=split, unit=str(unit),
+                  meta=meta)
     if "context2" in row or "span2" in row:
         label = row.get("label")
         if not isinstance(label, (bool, str)) or label not in _BOOL:
@@ -147,7 +148,8 @@ def parse_row(row: Any, line: int) -> WicItem:
         return WicItem(context2=_span(row, "context2", "span2"), label=_BOOL[label], **common)
     if "choices" in row or "gold" in row:
         choices = row.get("choices")
-        if not (isinstance(choices, list) and len(choices) >= 2 and all(isinstance(c, str) and c.strip() for c in choices)):
+        if not (isinstance(choices, list) and len(choices) >= 2 and all(isinstance(c, str)
+                                                                        and c.strip() for c in choices)):
             raise LineError("'choices' must be a list of at least 2 non-empty strings")
         if len(set(choices)) != len(choices):
             raise LineError("'choices' repeats a choice text (the gold would be ambiguous)")

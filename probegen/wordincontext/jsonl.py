@@ -63,7 +63,8 @@ def read_items(path: str | Path) -> list[WicItem]:
             continue
         ids[it.id] = n
         if items and it.task != items[0].task:
-            errors.append(f"{path}:{n}: a {it.task} item, but line {ids[items[0].id]} is a {items[0].task} item (one task per file)")
+            errors.append(f"{path}:{n}: a {it.task} item, but line {ids[items[0].id]} is a {items[0].task} item (one "
+                          "task per file)")
             continue
         items.append(it)
     if errors:

@@ -57,7 +57,8 @@ class SourceStats:
         return dict(self.__dict__)
 
 
-def occurrences(index: dict[str, list[Context]], graph, pos: tuple[str, ...], max_tokens: int, stats: SourceStats) -> list[Context]:
+def occurrences(index: dict[str, list[Context]], graph, pos: tuple[str, ...], max_tokens: int,
+                stats: SourceStats) -> list[Context]:
     """Every SemCor occurrence of a synset of ``pos`` in a sentence of at most ``max_tokens`` tokens,
     tagged with its synset and SemCor's lemma lower-cased, in corpus order (document, sentence,
     token) whatever the cache's layout."""

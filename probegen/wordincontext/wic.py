@@ -228,7 +228,8 @@ def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None,
     if not pairs:
         raise NothingBuilt("no WiC pair could be built (too few polysemous lemmas in SemCor for these settings)")
     items = _items(pairs, cfg)
-    counts = {"splits": split_counts(items), "items": len(items), "construction": {**st.to_json(), "contexts": src.to_json()}}
+    counts = {"splits": split_counts(items), "items": len(items),
+              "construction": {**st.to_json(), "contexts": src.to_json()}}
     manifest = make_manifest(
         "wic", cfg.to_dict(), cfg.seed, data_block(wn_info, sc_info), counts,
         task="pair",

@@ -76,7 +76,8 @@ def _parse_line(line: str) -> tuple[str, str, Context, Context]:
     """(lemma, pos, context 1, context 2) of one data line; ValueError saying what is wrong."""
     fields = line.split("\t")
     if len(fields) != 5:
-        raise ValueError(f"expected 5 tab-separated fields (word, pos, indices, sentence1, sentence2), found {len(fields)}")
+        raise ValueError("expected 5 tab-separated fields (word, pos, indices, sentence1, sentence2), found "
+                         f"{len(fields)}")
     word, pos, idx, s1, s2 = (f.strip() for f in fields)
     if not word:
         raise ValueError("empty target word")

@@ -71,7 +71,8 @@ def sense_index(graph, pos: tuple[str, ...]) -> dict[tuple[str, str], list[str]]
     return out
 
 
-def _eligible(index: dict, graph, senses: dict, cfg: WsdConfig, src: SourceStats) -> tuple[list[Context], dict[str, int]]:
+def _eligible(index: dict, graph, senses: dict, cfg: WsdConfig,
+              src: SourceStats) -> tuple[list[Context], dict[str, int]]:
     """The occurrences an item can be made of (corpus order), and why the others were skipped."""
     skipped = {"monosemous": 0, "tag_not_a_sense_of_lemma": 0, "repeated_definition": 0}
     eligible = []
@@ -126,7 +127,8 @@ def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None,
     senses = sense_index(graph, cfg.pos)
     src = SourceStats()
     eligible, skipped = _eligible(index, graph, senses, cfg, src)
-    splits = split_by_rank(sorted({doc(o) for o in eligible}), cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wsd/splits"))
+    splits = split_by_rank(sorted({doc(o) for o in eligible}), cfg.dev_frac, cfg.test_frac,
+                           rng_for(cfg.seed, "wsd/splits"))
     kept = _kept(eligible, leak_filter(wn, src), cfg)
     if not kept:
         raise NothingBuilt("no WSD item could be built for these settings")

@@ -57,10 +57,13 @@ class WordNetQAConfig:
         if "all" in probes:
             probes = PROBES
         # canonical order, so ("synonymy", "definitions") and the reverse give the same dataset
-        object.__setattr__(self, "probes", tuple(p for p in PROBES if p in probes) + tuple(p for p in probes if p not in PROBES))
-        object.__setattr__(self, "pos", tuple(p for p in ("n", "v") if p in self.pos) + tuple(p for p in self.pos if p not in ("n", "v")))
+        object.__setattr__(self, "probes",
+                           tuple(p for p in PROBES if p in probes) + tuple(p for p in probes if p not in PROBES))
+        object.__setattr__(self, "pos",
+                           tuple(p for p in ("n", "v") if p in self.pos) + tuple(p for p in self.pos if p not in ("n", "v")))
         dtypes = tuple(self.distractors)
-        object.__setattr__(self, "distractors", tuple(d for d in DISTRACTOR_TYPES if d in dtypes) + tuple(d for d in dtypes if d not in DISTRACTOR_TYPES))
+        object.__setattr__(self, "distractors",
+                           tuple(d for d in DISTRACTOR_TYPES if d in dtypes) + tuple(d for d in dtypes if d not in DISTRACTOR_TYPES))
 
     def validate(self) -> None:
         """Raise a one-line ProbegenError for settings that cannot produce a dataset."""
@@ -71,7 +74,8 @@ class WordNetQAConfig:
             if self.relation not in QUERYABLE:
                 raise ProbegenError(f"unknown relation {self.relation!r}; use one of {', '.join(QUERYABLE)}")
             if len(self.probes) != 1 or not bad:
-                raise ProbegenError(f"a relation probe is one probe named outside {', '.join(PROBES)}, got {', '.join(self.probes)}")
+                raise ProbegenError(f"a relation probe is one probe named outside {', '.join(PROBES)}, got "
+                                    f"{', '.join(self.probes)}")
             bad = []
         if bad or not self.probes:
             raise ProbegenError(f"unknown probe {bad[0] if bad else ''!r}; use one of {', '.join(PROBES)} or all")
@@ -79,7 +83,8 @@ class WordNetQAConfig:
             raise ProbegenError(f"need 1 <= min_hops <= max_hops, got {self.min_hops} and {self.max_hops}")
         bad = [d for d in self.distractors if d not in DISTRACTOR_TYPES]
         if bad or not self.distractors:
-            raise ProbegenError(f"unknown distractor type {bad[0] if bad else ''!r}; use a comma list of {', '.join(DISTRACTOR_TYPES)}")
+            raise ProbegenError(f"unknown distractor type {bad[0] if bad else ''!r}; use a comma list of "
+                                f"{', '.join(DISTRACTOR_TYPES)}")
         bad = [p for p in self.pos if p not in POS_CODES.values()]
         if bad or not self.pos:
             raise ProbegenError(f"unknown part of speech {bad}; use noun, verb or both")
@@ -96,7 +101,8 @@ class WordNetQAConfig:
         if self.max_concepts is not None and self.max_concepts < 1:
             raise ProbegenError("--max-concepts must be at least 1")
         if not (0 <= self.dev_frac < 1 and 0 <= self.test_frac < 1 and self.dev_frac + self.test_frac < 1):
-            raise ProbegenError(f"need 0 <= dev/test fractions and dev + test < 1, got {self.dev_frac} and {self.test_frac}")
+            raise ProbegenError(f"need 0 <= dev/test fractions and dev + test < 1, got {self.dev_frac} and "
+                                f"{self.test_frac}")
 
     @property
     def name(self) -> str:

@@ -64,7 +64,8 @@ def item_rng(seed: int, key: str) -> np.random.Generator:
 
 
 # ---- construction --------------------------------------------------------------------------------
-def select_concepts(concepts: list[str], cfg: WordNetQAConfig, eligible: Callable[[str], bool] | None = None) -> list[str]:
+def select_concepts(concepts: list[str], cfg: WordNetQAConfig,
+                    eligible: Callable[[str], bool] | None = None) -> list[str]:
     """All concepts, or a seeded sample of ``max_concepts`` of them (kept in WordNet order): the
     first ``max_concepts`` of a seeded permutation that ``eligible`` admits (a concept with a
     question of a requested probe), so the sample counts concepts that pass the probe's filters."""
@@ -109,8 +110,9 @@ def _nothing_built(cfg: WordNetQAConfig, n_concepts: int, skipped: dict[str, dic
     """Why a build has no item: the settings that decide it and what was skipped."""
     why = "; ".join(f"{p}: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sk.items() if n) for p, sk in skipped.items())
     return (f"no WordNetQA item met the criteria (probes={','.join(cfg.probes)}, pos={','.join(cfg.pos)}, "
-            f"max_hops={cfg.max_hops}, min_answer_depth={cfg.min_answer_depth}, distractors={','.join(cfg.distractors)}; "
-            f"{n_concepts} concepts with a context" + (f"; {why}" if why.strip("; :") else "") + "); nothing was written")
+            f"max_hops={cfg.max_hops}, min_answer_depth={cfg.min_answer_depth}, "
+            f"distractors={','.join(cfg.distractors)}; {n_concepts} concepts with a "
+            "context" + (f"; {why}" if why.strip("; :") else "") + "); nothing was written")
 
 
 def build(
@@ -181,7 +183,8 @@ def _sources(cfg: WordNetQAConfig, wordnet: str | None, semcor: str | None, log:
     return wn_info, sc_info, graph, index
 
 
-def _contexts(cfg: WordNetQAConfig, graph, wn, index, log: Callable[[str], None]) -> tuple[dict[str, list], dict[str, Any]]:
+def _contexts(cfg: WordNetQAConfig, graph, wn, index,
+              log: Callable[[str], None]) -> tuple[dict[str, list], dict[str, Any]]:
     """(synset -> usable contexts, per-POS context statistics for the manifest)."""
     from .contexts import collect_contexts
 
@@ -191,13 +194,14 @@ def _contexts(cfg: WordNetQAConfig, graph, wn, index, log: Callable[[str], None]
         found, st = collect_contexts(graph, graph.synsets(pos), wn, cfg.max_contexts, index)
         contexts.update(found)
         ctx_stats[pos] = st.to_json()
-        log(f"{pos}: {st.with_context} of {st.concepts} synsets have a usable context "
-            f"({st.with_examples} with WordNet examples, {st.semcor_filled} filled from SemCor; {st.skipped_no_context} skipped)")
+        log(f"{pos}: {st.with_context} of {st.concepts} synsets have a usable context ({st.with_examples} with WordNet "
+            f"examples, {st.semcor_filled} filled from SemCor; {st.skipped_no_context} skipped)")
     return contexts, ctx_stats
 
 
 def _pending_items(cfg: WordNetQAConfig, graph, concepts: list[str], contexts: dict[str, list], splits: dict[str, str],
-                   renderers: dict[str, Callable[[str], str]], progress: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+                   renderers: dict[str, Callable[[str], str]],
+                   progress: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Every (question, perturbation) item before gold placement, and what was skipped per probe:
     concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
     pairs dropped because no distractor of that type is valid."""
@@ -206,7 +210,8 @@ def _pending_items(cfg: WordNetQAConfig, graph, concepts: list[str], contexts: d
 
     rel = Relations(graph, cfg.instances, cfg.relation)
     skipped: dict[str, dict[str, int]] = {
-        p: {"concepts_without_question": 0, **{f"no_{d}_distractor": 0 for d in cfg.distractors if d != "random"}} for p in cfg.probes
+        p: {"concepts_without_question": 0,
+            **{f"no_{d}_distractor": 0 for d in cfg.distractors if d != "random"}} for p in cfg.probes
     }
     pending: list[dict[str, Any]] = []
     for concept in progress_bar(concepts, desc="wordnetqa questions", unit="concept", disable=not progress):
@@ -236,12 +241,14 @@ def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, c
     for q in qs:
         tmpl = render.pick_template(probe, q.qid, cfg.seed)
         stem = render.fill_stem(
-            tmpl, q.context.text if q.context else "", q.context.surface if q.context else q.word, graph.definition(concept)
+            tmpl, q.context.text if q.context else "", q.context.surface if q.context else q.word,
+            graph.definition(concept)
         )
         for dtype in cfg.distractors:
             iid = f"{q.qid}/{dtype}"
             rng = item_rng(cfg.seed, iid)
-            chosen = sample(rel, probe, concept, q.gold, dtype, fam[dtype], related, cfg.n_distractors, rng, render_choice)
+            chosen = sample(rel, probe, concept, q.gold, dtype, fam[dtype], related, cfg.n_distractors, rng,
+                            render_choice)
             typed = [d for _, t, d in chosen if t != "random"]
             if dtype != "random" and not typed:
                 skipped[f"no_{dtype}_distractor"] += 1
@@ -384,7 +391,8 @@ def write(ds: WordNetQADataset, out: str | Path, release: bool = False) -> Path:
     return ds.write(out, release_files if release else None)
 
 
-def load(path: str | Path, ablations: bool = False, on_invalid: str = "error", probe: str | None = None) -> WordNetQADataset:
+def load(path: str | Path, ablations: bool = False, on_invalid: str = "error",
+         probe: str | None = None) -> WordNetQADataset:
     """Read a probegen WordNetQA directory (its files checked against the manifest), its
     ``items.jsonl``, or a release-format JSONL file (:mod:`probegen.wordnetqa.release`).
 
@@ -422,7 +430,8 @@ def load(path: str | Path, ablations: bool = False, on_invalid: str = "error", p
     return _load_records(p, path, manifest, ablations, probe)
 
 
-def _load_records(p: Path, path: str | Path, manifest: dict[str, Any], ablations: bool, probe: str | None) -> WordNetQADataset:
+def _load_records(p: Path, path: str | Path, manifest: dict[str, Any], ablations: bool,
+                  probe: str | None) -> WordNetQADataset:
     """A records file that is not release JSONL: probegen items, or release rows in another file."""
     from .release import read_row
 
@@ -431,7 +440,8 @@ def _load_records(p: Path, path: str | Path, manifest: dict[str, Any], ablations
         raise DatasetError(f"dataset {path} has no items")
     release = isinstance(rows[0][1], dict) and isinstance(rows[0][1].get("question"), dict)
     if probe is not None and not release:  # probegen items name their own probe: --probe would change nothing
-        raise ProbegenError(f"--probe applies to WordNetQA release files; {path} holds probegen items, each naming its probe")
+        raise ProbegenError(f"--probe applies to WordNetQA release files; {path} holds probegen items, each naming its "
+                            "probe")
 
     def parse_object(r: Any) -> MCItem:
         if not isinstance(r, dict):

@@ -118,7 +118,8 @@ class Relations:
         return got if len(got) >= min_size else self.pool(pos)
 
     # ---- typed candidates ---------------------------------------------------------------------
-    def candidates(self, probe: str, concept: str, dtype: str, max_hops: int, sister_depth: int) -> dict[str, tuple[str, int]]:
+    def candidates(self, probe: str, concept: str, dtype: str, max_hops: int,
+                   sister_depth: int) -> dict[str, tuple[str, int]]:
         """``{synset: (type, distance)}`` of one distractor family (``sister`` or ``isa``)."""
         g = self.graph
         if dtype == "sister":

@@ -139,7 +139,8 @@ class MCItem(Item):
                 stem_spans=tuple((int(a), int(b)) for a, b in d.get("stem_spans") or ()),
             )
         except (KeyError, TypeError, ValueError) as e:
-            raise DatasetError(f"malformed {cls.what} {d.get('id', '?') if isinstance(d, dict) else '?'}: {e}") from None
+            raise DatasetError(f"malformed {cls.what} {d.get('id', '?') if isinstance(d, dict) else '?'}: "
+                               f"{e}") from None
         item.check()
         return item
 

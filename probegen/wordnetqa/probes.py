@@ -132,7 +132,8 @@ def questions(
     """
     if probe == "definitions":
         return [
-            Question(f"definitions:{concept}:c{i}", probe, concept, lemma.replace("_", " "), ctx, concept, 0, (concept,))
+            Question(f"definitions:{concept}:c{i}", probe, concept, lemma.replace("_", " "), ctx, concept, 0,
+                     (concept,))
             for i, (lemma, ctx) in enumerate(contexts[: cfg.max_contexts])
         ]
     if probe == "synonymy":
@@ -151,7 +152,8 @@ def questions(
     out = []
     for i, a in enumerate(answers):
         lemma, ctx = contexts[i % min(len(contexts), cfg.max_contexts)]
-        out.append(Question(f"{probe}:{concept}:{a}", probe, concept, lemma.replace("_", " "), ctx, a, len(paths[a]) - 1, paths[a]))
+        out.append(Question(f"{probe}:{concept}:{a}", probe, concept, lemma.replace("_", " "), ctx, a,
+                            len(paths[a]) - 1, paths[a]))
     return out
 
 

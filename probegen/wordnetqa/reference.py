@@ -23,17 +23,20 @@ def size_table(counts: dict[str, dict]) -> str:
     >>> print(size_table({"entailment": {"unique_questions": 368, "items": 814, "synsets": 326}}).splitlines()[1])
     entailment          368       -      -       814       -      -       326      -      -
     """
-    lines = [f"{'probe':<12} {'questions':>10} {'paper':>7} {'ratio':>6} {'items':>9} {'paper':>7} {'ratio':>6} {'synsets':>9} {'paper':>6} {'ratio':>6}"]
+    lines = [f"{'probe':<12} {'questions':>10} {'paper':>7} {'ratio':>6} {'items':>9} {'paper':>7} {'ratio':>6} "
+             f"{'synsets':>9} {'paper':>6} {'ratio':>6}"]
     for probe, c in counts.items():
         if not isinstance(c, dict) or "items" not in c:
             continue
         if probe not in PAPER_SIZES:  # a probe spec's own probe: no published size
-            lines.append(f"{probe:<12} {c['unique_questions']:>10} {'-':>7} {'-':>6} {c['items']:>9} {'-':>7} {'-':>6} {c['synsets']:>9} {'-':>6} {'-':>6}")
+            lines.append(f"{probe:<12} {c['unique_questions']:>10} {'-':>7} {'-':>6} {c['items']:>9} {'-':>7} {'-':>6} "
+                         f"{c['synsets']:>9} {'-':>6} {'-':>6}")
             continue
         r = PAPER_SIZES[probe]
         lines.append(
-            f"{probe:<12} {c['unique_questions']:>10} {r['unique_questions']:>7} {c['unique_questions'] / r['unique_questions']:>6.2f} "
-            f"{c['items']:>9} {r['with_perturbations']:>7} {c['items'] / r['with_perturbations']:>6.2f} "
-            f"{c['synsets']:>9} {r['synsets']:>6} {c['synsets'] / r['synsets']:>6.2f}"
+            f"{probe:<12} {c['unique_questions']:>10} {r['unique_questions']:>7} "
+            f"{c['unique_questions'] / r['unique_questions']:>6.2f} {c['items']:>9} {r['with_perturbations']:>7} "
+            f"{c['items'] / r['with_perturbations']:>6.2f} {c['synsets']:>9} {r['synsets']:>6} "
+            f"{c['synsets'] / r['synsets']:>6.2f}"
         )
     return "\n".join(lines)

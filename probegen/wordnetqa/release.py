@@ -171,7 +171,8 @@ def choices_and_gold(r: dict[str, Any]) -> tuple[tuple[str, ...], int]:
     hits = [i for i, lab in enumerate(labels) if lab == key] or [i for i, lab in enumerate(labels) if lab.lower() == key.lower()]
     if len(hits) != 1:
         why = "is not one of" if not hits else "matches more than one of"
-        raise InvalidRow("answerKey not a choice label", f"answerKey {r['answerKey']!r} {why} the choice labels {', '.join(labels)}")
+        raise InvalidRow("answerKey not a choice label",
+                         f"answerKey {r['answerKey']!r} {why} the choice labels {', '.join(labels)}")
     return tuple(texts), hits[0]
 
 
@@ -291,7 +292,8 @@ def quoted_passages(stem: str, quotes: list[tuple[int, int]]) -> list[tuple[int,
     "he disliked his neighbors' snootiness"
     """
     inside = {i for a, b in quotes for i in range(a, b)}
-    opens = [i for i, ch in enumerate(stem) if ch in _CLOSERS and i not in inside and (i == 0 or not stem[i - 1].isalnum())]
+    opens = [i for i, ch in enumerate(stem) if ch in _CLOSERS and i not in inside
+             and (i == 0 or not stem[i - 1].isalnum())]
     if not opens:
         return []
     s = opens[0]
@@ -306,7 +308,8 @@ def quoted_passages(stem: str, quotes: list[tuple[int, int]]) -> list[tuple[int,
     return [c for c in dict.fromkeys(out) if stem[c[0]:c[1]].strip()]
 
 
-def locate_sentence(stem: str, forms: list[str], pos: str = "") -> tuple[tuple[int, int], list[tuple[int, int]], list[tuple[int, int]]]:
+def locate_sentence(stem: str, forms: list[str],
+                    pos: str = "") -> tuple[tuple[int, int], list[tuple[int, int]], list[tuple[int, int]]]:
     """(sentence span in the stem, the target's spans in the sentence, the word's own quotes in the
     stem): the first quoted passage in which the target is found (:func:`locate_word`).
 
@@ -325,7 +328,8 @@ def locate_sentence(stem: str, forms: list[str], pos: str = "") -> tuple[tuple[i
             return (a, b), spans, [q for q in quotes if q[1] <= a or q[0] >= b]
     a, b = candidates[0]
     raise InvalidRow("word not in the quoted sentence",
-                     f"the word {forms[0]!r} is not found in the quoted sentence {stem[a:b][:60]!r} (not as a whole word, nor as a form of it)")
+                     f"the word {forms[0]!r} is not found in the quoted sentence {stem[a:b][:60]!r} (not as a whole "
+                     "word, nor as a form of it)")
 
 
 def quoted_definition(stem: str) -> str:
@@ -337,7 +341,8 @@ def quoted_definition(stem: str) -> str:
     return stem[a:b]
 
 
-def stem_spans(stem: str, sentence: tuple[int, int], spans: list[tuple[int, int]], quotes: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+def stem_spans(stem: str, sentence: tuple[int, int], spans: list[tuple[int, int]],
+               quotes: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     """Every span of the stem the Context ablation hides: the target in the sentence and the inside
     of the word's own quotes (the stem's own words stay: ``best defined as a type of`` keeps its
     ``type`` when the target is ``type``)."""
@@ -401,8 +406,9 @@ def _cut(probe: str, stem: str, forms: list[str], pos: str, ablations: bool) -> 
     except InvalidRow as e:
         if probe != "dictionary" or ablations:
             if probe == "dictionary":
-                raise InvalidRow("no sentence to ablate", f"{e}: a DictionaryQA row without a quoted sentence holding its "
-                                 "word has no Context or Word ablation (probegen eval reads it as a full question)") from None
+                raise InvalidRow("no sentence to ablate", f"{e}: a DictionaryQA row without a quoted sentence holding "
+                                 "its word has no Context or Word ablation (probegen eval reads it as a full "
+                                 "question)") from None
             raise
         return None, "", ()  # a DictionaryQA question without a sentence: its stem is its question
     return Context(text=stem[a:b], char_span=spans[0], source="release"), "", stem_spans(stem, (a, b), spans, quotes)
@@ -411,15 +417,16 @@ def _cut(probe: str, stem: str, forms: list[str], pos: str, ablations: bool) -> 
 def _meta(notes: dict[str, Any], n: int) -> tuple[ChoiceMeta, ...]:
     types = notes.get("choice_types") or []
     meta = tuple(ChoiceMeta(str(s), str(t), d if isinstance(d, int) and not isinstance(d, bool) else None)
-                 for s, t, d in zip(notes.get("choice_synsets") or [], types, notes.get("choice_distances") or [None] * len(types)))
+                 for s, t, d in zip(notes.get("choice_synsets") or [], types,
+                                    notes.get("choice_distances") or [None] * len(types)))
     return meta if len(meta) == n else ()
 
 
 def _row_probe(probe: str | None, path: str | Path, notes: dict[str, Any], stem: str, surface: str) -> str:
     got = probe or probe_from_name(path) or probe_from_notes(notes, bool(surface and word_quotes(stem, [surface])))
     if not got:
-        raise InvalidRow("probe type unknown", "cannot tell the probe type: give it (--probe), name it in the file name "
-                         f"({', '.join(RELEASE_PROBES)}) or in notes (notes.probe, or notes.chain with => or <=)")
+        raise InvalidRow("probe type unknown", "cannot tell the probe type: give it (--probe), name it in the file "
+                         f"name ({', '.join(RELEASE_PROBES)}) or in notes (notes.probe, or notes.chain with => or <=)")
     if got not in RELEASE_PROBES:
         raise InvalidRow("probe type unknown", f"unknown probe type {got!r} (one of {', '.join(RELEASE_PROBES)})")
     return got
@@ -450,12 +457,14 @@ def read_row(r: Any, path: str | Path = "", probe: str | None = None, ablations:
         raise InvalidRow("missing field", "missing field notes.gold_synset (the bootstrap resamples by concept)")
     chain, _ = _chain(notes)
     pos = _pos(notes, concept)
-    forms = list(dict.fromkeys([surface, str(notes.get("word") or surface), *synset_lemmas(chain[0] if chain else concept)]))
+    forms = list(dict.fromkeys([surface, str(notes.get("word") or surface),
+                                *synset_lemmas(chain[0] if chain else concept)]))
     context, definition, hidden = _cut(probe, stem, forms, pos, ablations)
     concept = concept or rid
     item = MCItem(
         id=rid, probe=probe, pos=pos, synset=concept, word=str(notes.get("word") or surface),
-        question=stem, template=RELEASE_TEMPLATE, choices=choices, answer=answer, choice_meta=_meta(notes, len(choices)),
+        question=stem, template=RELEASE_TEMPLATE, choices=choices, answer=answer,
+        choice_meta=_meta(notes, len(choices)),
         gold_synset=str(notes.get("gold_synset") or concept), hops=int(notes.get("hops") or 0), chain=chain,
         distractor_type=str(notes.get("distractor_type") or ""), distractor_hops=notes.get("distractor_hops"),
         cluster=str(notes.get("cluster") or f"{probe}:{concept}"), split=_split_of(notes, path),

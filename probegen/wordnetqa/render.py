@@ -230,7 +230,8 @@ def _query(item, style: str, mode: str, nonce: str, bare: bool = False) -> str:
             return item.question  # a DictionaryQA question without a sentence: its stem is all it asks
         return ps["plain_query"].format(sentence=ctx.text if ctx else "", word=item.surface, definition=item.definition)
     if tmpl is None and item.template != RELEASE_TEMPLATE:
-        raise DatasetError(f"item {item.id}: mode {mode!r} needs a probegen item with a known template (got {item.template!r})")
+        raise DatasetError(f"item {item.id}: mode {mode!r} needs a probegen item with a known template (got "
+                           f"{item.template!r})")
     if mode == "word":
         word = item.surface
         return ps["lm_query"].format(stem=ps["word_stem"].format(word=word)) if lm else word

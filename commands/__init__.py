@@ -9,8 +9,8 @@ Only this package (:mod:`probegen.commands.cli`, the ``probegen`` console script
 heavy imports happen inside the commands.
 
 - :mod:`probegen.commands.options`: the shared option decorators (``--device``..., ``--wordnet-source``);
-- :mod:`probegen.commands.make_wordnetqa`, :mod:`probegen.commands.make_spec`, :mod:`probegen.commands.make_wordincontext`:
-  ``probegen make wordnetqa|spec|wic|wsd``;
+- :mod:`probegen.commands.make_wordnetqa`, :mod:`probegen.commands.make_spec`,
+  :mod:`probegen.commands.make_wordincontext`: ``probegen make wordnetqa|spec|wic|wsd``;
 - :mod:`probegen.commands.bias`: ``probegen bias``;
 - :mod:`probegen.commands.study`: the ``probegen study`` group;
 """

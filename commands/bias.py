@@ -104,7 +104,7 @@ def bias(ctx, runtime, **options) -> None:
 
     Each dataset's folder holds ablations.jsonl: per condition and item, the exact query and
     candidate texts the model scored, and the gold.
-    """
+    """  # noqa: E501 (the examples are shown verbatim by --help)
     from probegen.diagnostics.bias_request import TASK_OPTIONS, BiasRequest, run_request
     from probegen.runner import Runner
 

@@ -226,8 +226,8 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
         _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
     # every model named fails now if unknown, not after the groups and contexts are built
-    kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else []) + ([against] if adversarial else []),
-                     runtime)
+    kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else [])
+                     + ([against] if adversarial else []), runtime)
     if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
         from probegen.errors import ProbegenError
 
@@ -257,7 +257,8 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
                           runner=runner)
     runner.write(lambda: ds_mod.write(ds, out))
     c = ds.manifest["counts"]
-    echo(f"wrote {out}: " + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
+    echo(f"wrote {out}: "
+         + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
 
 
 def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = (), writer: str | None = None) -> None:
@@ -400,8 +401,8 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
 def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll,
-             length_norm, split, limit,
-             sample, on_invalid, release_probe, method, permutations, prompts_file, n_boot, debias_share, out) -> None:
+             length_norm, split, limit, sample, on_invalid, release_probe, method, permutations, prompts_file, n_boot,
+             debias_share, out) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -418,7 +419,7 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
       probegen eval --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy   # a release file its name does not name
       probegen eval --model smollm2-135m --method generate --dataset probegen_out/datasets/coda21-clean-hard --limit 20
       probegen eval --model smollm2 --api-base http://127.0.0.1:8000/v1 --method generate --permutations 3 --dataset probegen_out/datasets/wordnetqa-definitions
-    """
+    """  # noqa: E501 (the examples are shown verbatim by --help)
     from probegen.runner import Runner
 
     # --pll is a method setting of the evaluated (masked) model: part of the runtime every load gets

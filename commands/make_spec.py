@@ -71,7 +71,8 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
     out_dir = Path(out) if out else DEFAULT_ROOT / s.name
     obj = ctx.obj or {}
     ensure_writable(out_dir, replace=True, inputs=[spec_file, obj.get("wordnet"), obj.get("semcor")], writer="dataset")
-    kinds = resolve_models(models_of(s), api=runtime.api())  # an unknown model fails now, not after the groups are formed
+    # an unknown model fails now, not after the groups are formed
+    kinds = resolve_models(models_of(s), api=runtime.api())
     scorer = s.contexts.scorer
     if s.shape == "alignment" and scorer != "first" and kinds[scorer] not in ("causal", "masked"):
         raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a "

@@ -29,7 +29,8 @@ def _summary(ds, out: Path) -> None:
     c = ds.manifest["counts"]["splits"]
     parts = []
     for s, v in c.items():
-        extra = f" ({v['true']} T / {v['false']} F)" if "true" in v else f" ({v.get('mean_choices')} choices on average)" if "mean_choices" in v else ""
+        extra = (f" ({v['true']} T / {v['false']} F)" if "true" in v
+                 else f" ({v.get('mean_choices')} choices on average)" if "mean_choices" in v else "")
         parts.append(f"{s} {v['items']}{extra}, {v['lemmas']} lemmas")
     click.echo(f"wrote {out}: " + "; ".join(parts))
 

@@ -172,7 +172,7 @@ def score(study_dir, models, n_boot, seed, out) -> None:
     Examples:
       probegen study score probegen_out/studies/wordnetqa-definitions
       probegen study score probegen_out/studies/wordnetqa-definitions --model probegen_out/bias/minilm-l6 --model probegen_out/bias/glove-50d
-    """
+    """  # noqa: E501 (the examples are shown verbatim by --help)
     from probegen.diagnostics.human import score_study, summary, write_score
     from probegen.io import ensure_writable
 

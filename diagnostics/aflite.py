@@ -35,7 +35,8 @@ class FilterSettings:
     tolerance: float = 0.02  # stop when the accuracy on a round's test splits <= chance + tolerance
     max_rounds: int = 20
     seed: int = 0
-    holdout: float = 0.25  # share of concepts held out before filtering: never filtered, the controls are measured on them
+    # share of concepts held out before filtering: never filtered, the controls are measured on them
+    holdout: float = 0.25
 
 
 # ---- predictors --------------------------------------------------------------------------------------------
@@ -74,7 +75,8 @@ def mc_predictor(views: list[B.MCView]) -> Predictor:
         out, at = {}, 0
         for i in test:
             n = len(rows_of[i])
-            pick = decide_scores(s[None, at : at + n], "argmax", np.random.default_rng([seed, int(i)]))[0]  # classifier scores
+            pick = decide_scores(s[None, at : at + n], "argmax",
+                                 np.random.default_rng([seed, int(i)]))[0]  # classifier scores
             out[int(i)] = np.array([float(pick == views[i].answer)])
             at += n
         return out

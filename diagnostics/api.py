@@ -17,9 +17,11 @@ the summary the CLI prints.
 (10, 10, 'glove')
 >>> "accuracy" in run.summary
 True
->>> probegen.score("glove-50d", release / "definitions-train-sample.jsonl", out=tmp / "x", pattern="is")
+>>> probegen.score("glove-50d", release / "definitions-train-sample.jsonl", out=tmp / "x",
+...                pattern="is")  # doctest: +NORMALIZE_WHITESPACE
 Traceback (most recent call last):
-probegen.errors.ProbegenError: --pattern applies to CoDA21 datasets only; ...definitions-train-sample.jsonl is a multiple-choice (WordNetQA) dataset
+probegen.errors.ProbegenError: --pattern applies to CoDA21 datasets only; ...definitions-train-sample.jsonl is a
+multiple-choice (WordNetQA) dataset
 >>> run = probegen.bias("glove-50d", release / "synonymy-train-sample.jsonl", out=tmp / "b", limit=8, n_boot=50,
 ...                     controls=False)
 >>> sorted(run.results["datasets"][0]["all"]["ablations"]), len(run.rows)
@@ -94,7 +96,8 @@ class Run:
         results = json.loads((path / "results.json").read_text(encoding="utf-8"))
         rows_file = (results.get("files") or {}).get("rows") or next(
             (n for n in ("groups.jsonl", "items.jsonl") if (path / n).exists()), None)
-        rows = [json.loads(line) for line in (path / rows_file).read_text(encoding="utf-8").splitlines()] if rows_file else []
+        rows = ([json.loads(line) for line in (path / rows_file).read_text(encoding="utf-8").splitlines()]
+                if rows_file else [])
         return cls(path, results, rows, summary)
 
 
@@ -144,8 +147,8 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
                           batch_size=req.batch_size, limit=req.limit, sample=req.sample, on_invalid=req.on_invalid,
                           probe=req.probe, method=req.method, permutations=req.permutations, prompts=req.prompts)
     summary = run_eval(req.model, req.dataset, out_dir, options, log=runner.log, figures=figures, runner=runner,
-                       analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, req.n_boot or 1000, req.seed,
-                                                                          req.debias_share))
+                       analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, req.n_boot or 1000,
+                                                                          req.seed, req.debias_share))
     return out_dir, summary
 
 

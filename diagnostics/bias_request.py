@@ -65,7 +65,8 @@ class BiasRequest:
 
     def out_dir(self, suffix: str = "") -> Path:
         """Where the report goes."""
-        return Path(self.out) if self.out else DEFAULT_OUT / (self.model.strip("/").replace("/", "_").replace(" ", "_") + suffix)
+        return (Path(self.out) if self.out
+                else DEFAULT_OUT / (self.model.strip("/").replace("/", "_").replace(" ", "_") + suffix))
 
 
 def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool = False) -> str:
@@ -174,7 +175,8 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
     runner = Runner.ensure(runner, log)
     _check_zeroshot(req, runner.runtime.api())
     out_dir = req.out_dir()
-    ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor], writer="run")  # written by atomic_dir
+    ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor],
+                    writer="run")  # written by atomic_dir
     cfg = BiasConfig(seed=req.seed, n_boot=req.n_boot, nonce=req.nonce, pattern=req.pattern, folds=req.folds,
                      controls=req.controls, split=req.split, debias_share=req.debias_share)
     # the report appears whole or not at all, written by rank 0 alone under torchrun

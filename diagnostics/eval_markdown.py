@@ -100,8 +100,9 @@ def _cal_row(name: str, c: dict[str, Any]) -> list[str]:
 def render_eval_report(results: dict[str, Any]) -> str:
     """Markdown for an eval run: accuracies with CIs, position bias, calibration, generated answers.
 
-    >>> md = render_eval_report({"model": "m", "dataset": {"path": "d", "kind": "wordnetqa"}, "scorer": {"kind": "static"},
-    ...     "metrics": {"accuracy": 0.5, "accuracy_ci": [0.4, 0.6]}, "bootstrap": {"n": 10, "seed": 0, "unit": "concept"}})
+    >>> md = render_eval_report({"model": "m", "dataset": {"path": "d", "kind": "wordnetqa"},
+    ...     "scorer": {"kind": "static"}, "metrics": {"accuracy": 0.5, "accuracy_ci": [0.4, 0.6]},
+    ...     "bootstrap": {"n": 10, "seed": 0, "unit": "concept"}})
     >>> "| all | accuracy | 0.500 [0.400, 0.600] |" in md
     True
     """

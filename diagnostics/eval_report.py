@@ -40,12 +40,15 @@ def check_debias_share(share: float | None, method: str | None, permutations: An
     least two orders (PriDe estimates the prior from permuted observations); otherwise one line.
 
     >>> check_debias_share(None, "score"); check_debias_share(0.1, "letter", "rotations")
-    >>> check_debias_share(0.1, "score")
+    >>> check_debias_share(0.1, "score")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: --debias-share applies to --method letter and --method generate (options shown in an order); the cloze method shows none, so it has no position prior to remove (its position statistics are reported without it)
-    >>> check_debias_share(0.1, "generate", 1)
+    probegen.errors.ProbegenError: --debias-share applies to --method letter and --method generate (options shown in
+    an order); the cloze method shows none, so it has no position prior to remove (its position statistics are
+    reported without it)
+    >>> check_debias_share(0.1, "generate", 1)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: --debias-share needs at least two option orders per unit: add --permutations N (N >= 2) or --permutations rotations
+    probegen.errors.ProbegenError: --debias-share needs at least two option orders per unit: add --permutations N
+    (N >= 2) or --permutations rotations
     """
     if share is None:
         return
@@ -143,7 +146,8 @@ def scores_note(eval_block: dict[str, Any], scorer_kind: str | None) -> str:
     """
     if eval_block.get("reduction") is None:
         return f"{scorer_kind} similarities"
-    return f"reduction {eval_block['reduction']}" + (f", length-norm {eval_block['length_norm']}" if "length_norm" in eval_block else "")
+    return f"reduction {eval_block['reduction']}" + (f", length-norm {eval_block['length_norm']}"
+                                                     if "length_norm" in eval_block else "")
 
 
 def analyse_eval(results: dict[str, Any], rows: list[dict[str, Any]], folder: Path, n_boot: int = 1000, seed: int = 0,
@@ -182,7 +186,8 @@ def summary_lines(results: dict[str, Any]) -> list[str]:
     b = results["bootstrap"]
     top = [(n, m, d) for n, m, d in accuracy_rows(results["metrics"]) if " / " not in n and not n.startswith("by_")]
     named = len({n for n, _, _ in top}) > 1  # CoDA21: per POS and all
-    accs = "; ".join(f"{n + ' ' if named else ''}{m.replace('_', ' ')} {fmt(d[m], d.get(m + '_ci'))}" for n, m, d in top)
+    accs = "; ".join(f"{n + ' ' if named else ''}{m.replace('_', ' ')} {fmt(d[m], d.get(m + '_ci'))}"
+                     for n, m, d in top)
     lines = [f"{accs} (95% CIs: {b['n']}-replicate cluster bootstrap over {b['unit'].split(':')[0]})"]
     lines += position_lines(results.get("position"))
     for cond, c in (results.get("calibration") or {}).items():

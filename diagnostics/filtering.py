@@ -209,7 +209,8 @@ def _paired(before: list[dict], after: list[dict], units: list, test: list[int],
 
 def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
                    log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the manifest's ``filter`` record."""
+    """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the
+    manifest's ``filter`` record."""
     import sys
 
     from probegen import tasks
@@ -224,7 +225,8 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
     held = heldout_concepts(concepts, s.holdout, s.seed)
     test = [i for i, c in enumerate(concepts) if c in held]
     rest = [i for i, c in enumerate(concepts) if c not in held]
-    min_rows, clusters, sizes, chance, predict = adapter.setup(data, [units[i] for i in rest])  # the filter sees only these
+    # the filter sees only these
+    min_rows, clusters, sizes, chance, predict = adapter.setup(data, [units[i] for i in rest])
     if len(set(clusters)) < 4:
         raise ProbegenError(f"{path}: too few units ({len(set(clusters))}) to filter")
     log(f"held out {len(held)} of {len(set(concepts))} concepts ({adapter.concept_unit}s; {len(test)} units), never "

@@ -49,7 +49,8 @@ def correctness(gold: dict[str, Any], answer: Any) -> float:
 def guess_hits(gold: dict[str, Any], guess: Any) -> list[bool]:
     """Per hidden word: was the guess the word as shown or its lemma (case and spacing ignored)?
 
-    >>> guess_hits({"words": [["dogs", "dog"]]}, "Dog"), guess_hits({"words": [["ran", "run"], ["ice", "ice"]]}, ["walk", "ICE"])
+    >>> (guess_hits({"words": [["dogs", "dog"]]}, "Dog"),
+    ...  guess_hits({"words": [["ran", "run"], ["ice", "ice"]]}, ["walk", "ICE"]))
     ([True], [False, True])
     """
     guesses = guess if isinstance(guess, list) else [guess]
@@ -128,7 +129,8 @@ def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: in
                                         "accuracy": float(np.mean(mine)) if mine else None}
         entry["agreement"] = _agreement(study, cond, by_item)
         if cond == "context":
-            hits = [h for u in uids for r in by_item[u].values() if r.get("guess") for h in guess_hits(gold[u], r["guess"])]
+            hits = [h for u in uids for r in by_item[u].values() if r.get("guess")
+                    for h in guess_hits(gold[u], r["guess"])]
             entry["guess"] = {"n": len(hits), "accuracy": float(np.mean(hits)) if hits else None}
         conds[cond] = entry
     results: dict[str, Any] = {
@@ -274,9 +276,11 @@ def render_report(res: dict[str, Any]) -> str:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for cond, e in res["conditions"].items():
         ag = e["agreement"]
-        kap = "; ".join(f"{'/'.join(p['annotators'])}: {_f(p['kappa'], '.2f')} (obs. {_f(p['observed'], '.2f')}, {p['items']} shared)"
+        kap = "; ".join(f"{'/'.join(p['annotators'])}: {_f(p['kappa'], '.2f')} "
+                        f"(obs. {_f(p['observed'], '.2f')}, {p['items']} shared)"
                         for p in ag["pairs"]) or "-"
-        ann = ", ".join(f"{a}: {_f(x['accuracy'], '.2f')} ({x['answered']}/{x['assigned']})" for a, x in e["annotators"].items())
+        ann = ", ".join(f"{a}: {_f(x['accuracy'], '.2f')} ({x['answered']}/{x['assigned']})"
+                        for a, x in e["annotators"].items())
         lines.append(f"| {NAMES[cond]} | {e['n_items']}/{e['n_planned']} | {e['n_annotations']} | {_acc(e)} | "
                      f"{_f(e['chance'])} | {kap} | {ann} |")
     g = res["conditions"].get("context", {}).get("guess")
@@ -317,8 +321,9 @@ def render_report(res: dict[str, Any]) -> str:
 def _kept_out_lines(kept_out: dict[str, dict[str, int]]) -> list[str]:
     """The report's note on the items kept out of a condition, and why (none: no lines).
 
-    >>> _kept_out_lines({"word": {"it names the gold": 3}})[1]
-    'Kept out of Word by design (shown in the other conditions), as `probegen bias` keeps them out of its ratio: 3 items: it names the gold.'
+    >>> _kept_out_lines({"word": {"it names the gold": 3}})[1]  # doctest: +NORMALIZE_WHITESPACE
+    'Kept out of Word by design (shown in the other conditions), as `probegen bias` keeps them out of its ratio:
+    3 items: it names the gold.'
     """
     lines = [f"Kept out of {NAMES[c]} by design (shown in the other conditions), as `probegen bias` keeps them out of "
              f"its ratio: {k} items: {why}." for c, reasons in kept_out.items() for why, k in reasons.items()]
@@ -381,7 +386,8 @@ def add_human_to_bias(out: Path, studies: list[str | Path], n_boot: int = 1000, 
     entries = [e for e in results.get("datasets", []) if e.get("all")]
     from .run_bias import beside_points
 
-    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in RATIOS}} for e in entries] + beside_points(results)
+    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in RATIOS}}
+              for e in entries] + beside_points(results)
     human = []
     for s in studies:
         res = score_study(s, n_boot=n_boot, seed=seed)

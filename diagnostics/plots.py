@@ -34,9 +34,11 @@ def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.nda
     >>> group_matrix({"id": "g", "scores": [[0, 1], [1, 0]], "pred": [1, 0], "gold": [1, 0],
     ...               "rows": ["a.n.01", "b.n.01"], "columns": ["b.n.01", "a.n.01"], "accuracy": 1.0})[1]
     2
-    >>> group_matrix({"id": "g", "scores": [[0, 1]], "pred": [0], "gold": [0], "rows": ["a"], "columns": ["a"], "accuracy": 1})
+    >>> group_matrix({"id": "g", "scores": [[0, 1]], "pred": [0], "gold": [0], "rows": ["a"], "columns": ["a"],
+    ...               "accuracy": 1})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: groups.jsonl: group g is malformed (scores must be a k x k matrix of numbers, got shape (1, 2))
+    probegen.errors.ProbegenError: groups.jsonl: group g is malformed (scores must be a k x k matrix of numbers, got
+    shape (1, 2))
     """
     gid = rec.get("id")
     missing = [f for f in ("scores", "pred", "gold", "rows", "columns", "accuracy") if f not in rec]

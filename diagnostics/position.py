@@ -191,7 +191,8 @@ def ratio(num: np.ndarray, den: np.ndarray, w: np.ndarray, alpha: float = ALPHA)
         reps = (w @ num) / (w @ den)
     if np.ndim(point) == 0:
         return {"value": None if not np.isfinite(point) else float(point), "ci": _ci(np.asarray(reps), alpha)}
-    return [{"value": None if not np.isfinite(p) else float(p), "ci": _ci(reps[:, j], alpha)} for j, p in enumerate(point)]
+    return [{"value": None if not np.isfinite(p) else float(p), "ci": _ci(reps[:, j], alpha)}
+            for j, p in enumerate(point)]
 
 
 # ---- the statistics ----------------------------------------------------------------------------
@@ -214,7 +215,8 @@ def rotations_complete(rows: Sequence[Row]) -> bool:
 
     >>> base = np.array([0, 1, 2])
     >>> r = Row("u", "c", 0, np.array([np.roll(base, -k) for k in range(3)]), np.zeros((3, 3)), np.zeros(3, int), 0)
-    >>> rotations_complete([r]), rotations_complete([Row("u", "c", 0, base[None, :], np.zeros((1, 3)), np.zeros(1, int), 0)])
+    >>> rotations_complete([r]), rotations_complete([Row("u", "c", 0, base[None, :], np.zeros((1, 3)),
+    ...                                                  np.zeros(1, int), 0)])
     (True, False)
     """
     for r in rows:
@@ -413,8 +415,9 @@ def position_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, seed: 
     if why or not rows:
         return {"method": method, "value": None, "reason": why or "no rows"}
     out = {"method": method,
-           "order_source": ("the dataset's stored option order (cloze control: order cannot matter)" if method == "cloze"
-                            else "the option orders shown"), **position_stats(rows, n_boot, seed)}
+           "order_source": ("the dataset's stored option order (cloze control: order cannot matter)"
+                            if method == "cloze" else "the option orders shown"),
+           **position_stats(rows, n_boot, seed)}
     if method == "cloze":
         out["pride"] = {"value": None,
                         "reason": "the cloze method shows no option order: there is no position prior to remove"}

@@ -92,10 +92,12 @@ def _shown(d: dict[str, Any]) -> list[str]:
     model input is: the lines under a dataset's heading.
 
     >>> print("\\n".join(_shown({"files": {"units": "wqa/ablations.jsonl"}, "unit": "concept",
-    ...     "subset": {"how": "limit", "n": 3, "unit": "concept", "of": 12, "taken": 3, "items": 9, "all": False}})))
+    ...     "subset": {"how": "limit", "n": 3, "unit": "concept", "of": 12, "taken": 3, "items": 9,
+    ...                "all": False}})))  # doctest: +NORMALIZE_WHITESPACE
     **Subset:** the first 3 of the 12 concepts in file order (9 items): the figures cover these only.
     <BLANKLINE>
-    What the model saw: `wqa/ablations.jsonl` holds one line per scored condition and scored unit (a group or an item): the exact query and candidate texts it scored, and the gold.
+    What the model saw: `wqa/ablations.jsonl` holds one line per scored condition and scored unit (a group or an
+    item): the exact query and candidate texts it scored, and the gold.
     <BLANKLINE>
     """
     from probegen.evaluation import invalid_lines
@@ -124,7 +126,8 @@ def _dataset(d: dict[str, Any]) -> list[str]:
     gci = gap.get("ci")
     lines.append(
         f"M_Full - M_L = {gap['value']:.3f}" + (f" [{gci[0]:.3f}, {gci[1]:.3f}]" if gci else "")
-        + f", SE {gap['se']:.3f}: ratios {'defined' if gap['defined'] else '**undefined** (full input within noise of the label prior)'}."
+        + f", SE {gap['se']:.3f}: ratios "
+          f"{'defined' if gap['defined'] else '**undefined** (full input within noise of the label prior)'}."
     )
     lines += ["", "### Bias ratios", ""]
     lines += _table(["ratio", "ablation", "value [95% CI]", "over"], _ratio_rows(d, r))
@@ -196,7 +199,8 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
 
             lines += _dataset(d) + generation_section(d.get("generation")) + bias_sections(d)
     lines += ["## Method", "", METHOD, ""]
-    methods = {g.get("method", "generate") for d in results["datasets"] for g in (d.get("generation") or {}).values() if g}
+    methods = {g.get("method", "generate") for d in results["datasets"]
+               for g in (d.get("generation") or {}).values() if g}
     if "generate" in methods:
         lines += [GENERATE_METHOD, ""]
     if "letter" in methods:

@@ -508,8 +508,9 @@ def unit_line(condition: str, unit: Any) -> dict[str, Any]:
     ``candidates_per_query``.
 
     >>> from probegen.core import Unit
-    >>> unit_line("word", Unit.choice("q1", "dog", ["a pet", "a tree"], 0))
-    {'condition': 'word', 'id': 'q1', 'decision': 'argmax', 'queries': ['dog'], 'gold': [0], 'candidates': ['a pet', 'a tree']}
+    >>> unit_line("word", Unit.choice("q1", "dog", ["a pet", "a tree"], 0))  # doctest: +NORMALIZE_WHITESPACE
+    {'condition': 'word', 'id': 'q1', 'decision': 'argmax', 'queries': ['dog'], 'gold': [0],
+     'candidates': ['a pet', 'a tree']}
     """
     line = {"condition": condition, "id": unit.id, "decision": unit.decision, "queries": list(unit.queries),
             "gold": list(unit.gold)}
@@ -571,8 +572,8 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: boo
     kind = as_unit_scorer(scorer).kind or None
     reduction = _settings(scorer).get("reduction") if kind in ("causal", "masked") else None
     entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share,
-                                         cfg.matching if task.name == CODA21.name
-                                         else "argmax", scores_note({"reduction": reduction}, kind))}  # position, calibration
+                                         cfg.matching if task.name == CODA21.name else "argmax",
+                                         scores_note({"reduction": reduction}, kind))}  # position, calibration
     if dcfg.nonce != cfg.nonce:
         entry = {**entry, "nonce": dcfg.nonce}
     return records, entry
@@ -678,7 +679,8 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
     write_json(out / "results.json", results)
     lines = ["", "## Other runs on the plane (--beside)", "", "| point | run | Bias_C | Bias_W |",
              "| --- | --- | --- | --- |"]
-    lines += [f"| {p['name']} | `{p['run']}` | {fmt_ratio(p.get('bias_c'))} | {fmt_ratio(p.get('bias_w'))} |" for p in beside]
+    lines += [f"| {p['name']} | `{p['run']}` | {fmt_ratio(p.get('bias_c'))} | {fmt_ratio(p.get('bias_w'))} |"
+              for p in beside]
     report = (out / "report.md").read_text(encoding="utf-8")
     with atomic_write(out / "report.md") as fh:
         fh.write(report.rstrip("\n") + "\n" + "\n".join(lines) + "\n")

@@ -23,7 +23,8 @@ def fmt(v: Any, ci: Sequence[float] | None = None, digits: int = 3) -> str:
 def accuracy_rows(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str, Any]]:
     """(name, measure, the dict holding it) of every accuracy with a CI in ``metrics``, depth first.
 
-    >>> [r[:2] for r in accuracy_rows({"accuracy": 0.5, "accuracy_ci": [0.4, 0.6], "by_probe": {"d": {"accuracy": 1, "accuracy_ci": None}}})]
+    >>> [r[:2] for r in accuracy_rows({"accuracy": 0.5, "accuracy_ci": [0.4, 0.6],
+    ...                                "by_probe": {"d": {"accuracy": 1, "accuracy_ci": None}}})]
     [('all', 'accuracy'), ('by_probe / d', 'accuracy')]
     """
     out = []
@@ -40,7 +41,8 @@ def generation_section(block: dict[str, Any] | None) -> list[str]:
     """The report's table of the generative method's answers per condition ([] without one).
 
     >>> g = {"asks": 4, "valid": 0.5, "valid_after_retry": 0.25, "partial": 0.25, "invalid": 0.0,
-    ...      "invalid_rate": 0.25, "random_rows": 0.1, "orders": 1, "per_order": [0.5], "consistency": 1.0, "majority": 0.5}
+    ...      "invalid_rate": 0.25, "random_rows": 0.1, "orders": 1, "per_order": [0.5], "consistency": 1.0,
+    ...      "majority": 0.5}
     >>> generation_section({"full": g})[4]
     '| full | 4 | 50.0% | 25.0% | 25.0% | 0.0% | 25.0% | 10.0% | 0.500 | 1.000 |'
     """

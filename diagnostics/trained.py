@@ -212,7 +212,8 @@ def _bias_ratios(correct: dict[str, list[np.ndarray]], acc: dict[str, dict[str, 
 
     n_seeds = len(cfg.seed_list())
     per_seed_ratio = {
-        r: _stats([x for x in (_ratio(acc[a]["per_seed"][i], acc["label"]["per_seed"][i], acc["full"]["per_seed"][i]) for i in range(n_seeds)) if x is not None] or [np.nan])
+        r: _stats([x for x in (_ratio(acc[a]["per_seed"][i], acc["label"]["per_seed"][i], acc["full"]["per_seed"][i])
+                               for i in range(n_seeds)) if x is not None] or [np.nan])
         for r, a in RATIOS.items()
     }
     mean_item = {c: np.mean(np.stack(vs).astype(np.float64), axis=0) for c, vs in correct.items()}

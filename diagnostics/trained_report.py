@@ -53,7 +53,8 @@ def _ent(e: dict[str, Any] | None, key: str) -> str:
     if not e or e.get(key) is None:
         return "-"
     x = e[key]
-    return "-" if x.get("mean") is None else f"{x['mean']:.3f}" + (f" ({x['mean_multi']:.3f})" if x.get("mean_multi") is not None else "")
+    return ("-" if x.get("mean") is None
+            else f"{x['mean']:.3f}" + (f" ({x['mean_multi']:.3f})" if x.get("mean_multi") is not None else ""))
 
 
 def render_trained_report(results: dict[str, Any]) -> str:
@@ -72,7 +73,8 @@ def render_trained_report(results: dict[str, Any]) -> str:
         lines.append(
             f"| {d['name']} | {d['kind']} {d['task']} | {d['n_train']} / {d['n_test']} ({d['eval_split']}) | "
             + " | ".join(_acc(m[c]) for c in ("full", "context", "word", "label"))
-            + f" | {fmt(r['bias_c'])} | {_sd(r['bias_c'])} | {fmt(r['bias_w'])} | {_sd(r['bias_w'])} | {d['side'] or 'undefined'} | {ref} |"
+            + f" | {fmt(r['bias_c'])} | {_sd(r['bias_c'])} | {fmt(r['bias_w'])} | {_sd(r['bias_w'])} | "
+              f"{d['side'] or 'undefined'} | {ref} |"
         )
     lines += ["", "## Where each dataset falls", ""]
     for d in results["datasets"]:
@@ -80,7 +82,8 @@ def render_trained_report(results: dict[str, Any]) -> str:
         if d["side"] is None:
             g = d["bootstrap"]["gap"]
             ci = f" [{g['ci'][0]:.3f}, {g['ci'][1]:.3f}]" if g.get("ci") else ""
-            raw = ", ".join(f"{n} {d['ratios'][k]['unchecked_value']:.2f}" for k, n in (("bias_c", "Bias_C"), ("bias_w", "Bias_W"))
+            raw = ", ".join(f"{n} {d['ratios'][k]['unchecked_value']:.2f}"
+                            for k, n in (("bias_c", "Bias_C"), ("bias_w", "Bias_W"))
                             if d["ratios"][k].get("unchecked_value") is not None)
             lines.append(f"- {d['name']}: undefined: M_Full - M_Label = {g['value']:.3f}{ci} is not clearly above 0, "
                          "so the ratios divide by noise" + (f" (unchecked: {raw})" if raw else "") + "; no side.")

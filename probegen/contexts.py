@@ -181,8 +181,9 @@ class Context:
     def alone(self) -> "Context":
         """The target word without its context.
 
-        >>> Context("the mice saw ice", (13, 16)).alone()
-        Context(text='ice', char_span=(0, 3), tokens=None, span=(0, 3), source='user', ref=None, lemma=None, synset=None)
+        >>> Context("the mice saw ice", (13, 16)).alone()  # doctest: +NORMALIZE_WHITESPACE
+        Context(text='ice', char_span=(0, 3), tokens=None, span=(0, 3), source='user', ref=None, lemma=None,
+                synset=None)
         """
         w = self.surface
         return Context(w, (0, len(w)))
@@ -250,7 +251,8 @@ def _checked_span(text: Any, sp: Any) -> tuple[int, int]:
         raise DatasetError(f"char_span must be [start, end] character offsets (integers), got {_shown(sp)}")
     a, b = sp
     if not 0 <= a < b <= len(text):
-        raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}" if a < b else f"char_span {[a, b]} is empty or reversed")
+        raise DatasetError(f"char_span {[a, b]} outside context {text[:60]!r}" if a < b
+                           else f"char_span {[a, b]} is empty or reversed")
     if not text[a:b].strip():
         raise DatasetError(f"char_span {[a, b]} covers only white space in context {text[:60]!r}")
     return a, b

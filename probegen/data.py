@@ -340,7 +340,8 @@ def locate_wndb(path: str) -> DataInfo:
                 raise DataNotFound(f"WNDB folder {path}: {why}")
             cand = cand.resolve()
             return DataInfo("wordnet", version, cand, "option", _sha256_of(cand))
-    why = "not a folder" if base.exists() and not base.is_dir() else "no data.noun" if base.exists() else "no such folder"
+    why = ("not a folder" if base.exists() and not base.is_dir()
+           else "no data.noun" if base.exists() else "no such folder")
     raise DataNotFound(f"no WNDB wordnet at {path} ({why}); expected the folder holding data.noun, index.sense, "
                        "lexnames, ...")
 

@@ -67,9 +67,10 @@ def check_options(kind: str, **given: Any) -> None:
     other (:func:`probegen.tasks.check_options` for one task; ``None`` = not given).
 
     >>> check_options("wordnetqa", pattern=None, length_norm="chars")
-    >>> check_options("wordnetqa", reduction="mean", length_norm="chars")
+    >>> check_options("wordnetqa", reduction="mean", length_norm="chars")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters; use --length-norm chars with --reduction sum, or --length-norm tokens
+    probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters;
+    use --length-norm chars with --reduction sum, or --length-norm tokens
     """
     from . import tasks
 
@@ -213,9 +214,10 @@ def subset_request(limit: int | None, sample: int | None) -> tuple[str, int] | N
 
     >>> subset_request(None, 20)
     ('sample', 20)
-    >>> subset_request(5, 20)
+    >>> subset_request(5, 20)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: --limit and --sample cannot be used together: --limit N takes the first N, --sample N a seeded sample; give one
+    probegen.errors.ProbegenError: --limit and --sample cannot be used together: --limit N takes the first N,
+    --sample N a seeded sample; give one
     """
     if limit is not None and sample is not None:
         raise ProbegenError("--limit and --sample cannot be used together: --limit N takes the first N, "
@@ -324,9 +326,10 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
     """Reject options of the other method: a likelihood scorer's with ``generate``, the generative
     method's (``permutations``, ``prompts``) without it (``None`` = not given).
 
-    >>> check_method_options("generate", {"reduction": "mean"})
+    >>> check_method_options("generate", {"reduction": "mean"})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: --reduction does not apply to --method generate: a chat model's answer is read, not scored
+    probegen.errors.ProbegenError: --reduction does not apply to --method generate: a chat model's answer is read,
+    not scored
     >>> check_method_options("score", {"permutations": 5})
     Traceback (most recent call last):
     probegen.errors.ProbegenError: --permutations applies to --method generate only (and --method letter)
@@ -334,7 +337,8 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
     if method in ASKING_METHODS:
         bad = [k for k in SCORING_ONLY if given.get(k) is not None]
         if bad:
-            why = "a chat model's answer is read, not scored" if method == "generate" else "the option labels' probabilities are read"
+            why = ("a chat model's answer is read, not scored" if method == "generate"
+                   else "the option labels' probabilities are read")
             raise ProbegenError(f"--{bad[0].replace('_', '-')} does not apply to --method {method}: {why}")
         return
     for k in ("permutations", "prompts"):
@@ -362,7 +366,8 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
 
 
 def summary_table(model: str, kind: str, metrics: dict[str, Any]) -> str:
-    """The terminal table of ``probegen eval`` for a ``kind`` dataset (its task's :meth:`~probegen.tasks.Task.summary`)."""
+    """The terminal table of ``probegen eval`` for a ``kind`` dataset (its task's
+    :meth:`~probegen.tasks.Task.summary`)."""
     from . import tasks
 
     return tasks.get(kind).summary(model, metrics)

@@ -236,7 +236,7 @@ a relative `data_files` against its working directory: after moving this folder,
 or edit that path.
 
 {CANARY}
-"""
+"""  # noqa: E501 (the README's text as written)
 
 
 def write_lm_eval(docs: list[dict[str, Any]], out: Path, kind: str, source: str, manifest: dict[str, Any],
@@ -357,7 +357,8 @@ def _write_export(fmt: str, out: str | Path, kind: str, source: str, manifest: d
             raise ProbegenError(f"--task {task!r}: use letters, digits, '_', '.' and '-'")
         name = task or task_name(f"{source} {split}" if split else source)
         path = write_lm_eval(docs, Path(out), kind, source, manifest, settings, name)
-        return f"wrote {path} (lm-eval task {name}, {len(docs)} docs); run: lm_eval --model hf --model_args pretrained=MODEL --tasks {name} --include_path {path}"
+        return (f"wrote {path} (lm-eval task {name}, {len(docs)} docs); run: lm_eval --model hf "
+                f"--model_args pretrained=MODEL --tasks {name} --include_path {path}")
     if task is not None:
         raise ProbegenError("--task applies to --format lm-eval")
     path, sizes = write_hf(docs, Path(out), kind, source, manifest, settings)

@@ -86,9 +86,10 @@ def check_file_replaceable(path: str | Path) -> None:
     >>> import tempfile
     >>> notes = Path(tempfile.mkdtemp()) / "notes.txt"
     >>> _ = notes.write_text("mine")
-    >>> check_file_replaceable(notes)
+    >>> check_file_replaceable(notes)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: cannot write to .../notes.txt: the file exists and probegen did not write it (no .notes.txt.probegen-output.json beside it); choose another --out or remove it
+    probegen.errors.ProbegenError: cannot write to .../notes.txt: the file exists and probegen did not write it
+    (no .notes.txt.probegen-output.json beside it); choose another --out or remove it
     >>> shutil.rmtree(notes.parent)
     """
     path = Path(path)
@@ -185,7 +186,8 @@ def check_output_not_input(out: str | Path, inputs: Iterable[str | Path | None],
 
 
 def _contents(root: Path) -> tuple[set[str], set[str]]:
-    """Files and folders under ``root`` as relative POSIX paths, the marker left out (links count as files, unfollowed)."""
+    """Files and folders under ``root`` as relative POSIX paths, the marker left out (links count as
+    files, unfollowed)."""
     files: set[str] = set()
     dirs: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root):
@@ -355,14 +357,16 @@ def recover(path: str | Path) -> None:
 
 @contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary sibling of ``path`` (empty but for a stub marker); on success it becomes ``path`` by one rename.
+    """Yield a temporary sibling of ``path`` (empty but for a stub marker); on success it becomes
+    ``path`` by one rename.
 
     Readers see the old directory or the complete new one, never a mix: an interrupted or
     failing writer leaves ``path`` as it was and removes the temporary directory. An existing
     ``path`` (an earlier probegen output of the same family, :data:`WRITERS`, holding only its own
-    files, or an empty folder) is renamed aside, the new one is renamed in, then the old one is deleted. The new directory gets
-    probegen's marker (:data:`MARKER`), written last. A kill between the two renames leaves the
-    old one aside, where the next write or load of ``path`` finds it and puts it back (:func:`recover`).
+    files, or an empty folder) is renamed aside, the new one is renamed in, then the old one is
+    deleted. The new directory gets probegen's marker (:data:`MARKER`), written last. A kill
+    between the two renames leaves the old one aside, where the next write or load of ``path``
+    finds it and puts it back (:func:`recover`).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -385,7 +389,8 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()  # not mkdtemp: the result keeps the usual permissions (umask), not 0700
-        (tmp / MARKER).write_text('{"probegen_output": 1, "incomplete": true}\n', encoding="utf-8")  # ours, if left behind
+        # ours, if left behind
+        (tmp / MARKER).write_text('{"probegen_output": 1, "incomplete": true}\n', encoding="utf-8")
     except OSError as e:
         _ACTIVE.discard(tag)
         raise ProbegenError(f"cannot write to {path.parent}: {e.strerror or e}") from None

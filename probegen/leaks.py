@@ -236,7 +236,8 @@ def coda21_leak_rates(ds, morph: Morphology | None = None) -> dict[str, dict]:
         lemmas = graph.lemmas(it.synset) if it.synset in graph else ()
         return surface_lemma(it.context.surface, lemmas, morph) or it.lemma
 
-    return leak_rates([(g.pos, it.context.text, it.context.char_span, lemma_of(it)) for g in ds.groups for it in g.items], morph)
+    return leak_rates([(g.pos, it.context.text, it.context.char_span, lemma_of(it))
+                       for g in ds.groups for it in g.items], morph)
 
 
 def wordnetqa_leak_rates(items, morph: Morphology | None = None) -> dict[str, dict]:
@@ -247,7 +248,8 @@ def wordnetqa_leak_rates(items, morph: Morphology | None = None) -> dict[str, di
 def format_leak_rates(rates: dict[str, dict]) -> str:
     """One line for ``probegen stats``.
 
-    >>> format_leak_rates({"n": {"contexts": 713, "leaky": 0, "rate": 0.0}, "v": {"contexts": 8, "leaky": 1, "rate": 0.125}})
+    >>> format_leak_rates({"n": {"contexts": 713, "leaky": 0, "rate": 0.0},
+    ...                    "v": {"contexts": 8, "leaky": 1, "rate": 0.125}})
     'visible target forms outside the hidden span: n 0/713 (0.0%), v 1/8 (12.5%)'
     """
     parts = [f"{pos} {r['leaky']}/{r['contexts']} ({100 * r['rate']:.1f}%)" for pos, r in sorted(rates.items())]

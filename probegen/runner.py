@@ -143,7 +143,8 @@ class Runner:
         from .errors import ProbegenError
         from .generate import load_generator
 
-        if self.describe()["processes"] > 1:  # answers are not sharded across ranks: one process asks (a server spreads the model)
+        # answers are not sharded across ranks: one process asks (a server spreads the model)
+        if self.describe()["processes"] > 1:
             raise ProbegenError(f"--method {method} runs in one process: start it without torchrun "
                                 "(a model too big for one GPU is served, e.g. by vLLM, and asked with --api-base)")
         with dist.main_first():

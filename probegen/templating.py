@@ -47,9 +47,10 @@ def coda21_patterns(pattern: str | None = None) -> dict[str, str]:
 
     >>> coda21_patterns("{m} means")
     {'n': '{m} means', 'v': '{m} means'}
-    >>> coda21_patterns("{m} is a {kind}")
+    >>> coda21_patterns("{m} is a {kind}")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: pattern '{m} is a {kind}' has unknown placeholder {kind}: only {m} (the made-up word) is filled in
+    probegen.errors.ProbegenError: pattern '{m} is a {kind}' has unknown placeholder {kind}: only {m} (the made-up
+    word) is filled in
     """
     spec = load_template("coda21")
     name = pattern or spec["default_pattern"]
@@ -123,9 +124,10 @@ def question_templates(language: str = "en", path: str | None = None) -> Questio
 
     >>> question_templates("es-ES").file
     'templates/questions/es.yaml'
-    >>> question_templates("xx")
+    >>> question_templates("xx")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: no question templates for the wordnet's language 'xx' (bundled: en, es): write them in the shape of templates/questions/en.yaml and pass --templates FILE
+    probegen.errors.ProbegenError: no question templates for the wordnet's language 'xx' (bundled: en, es): write
+    them in the shape of templates/questions/en.yaml and pass --templates FILE
     """
     if path:
         p = Path(path).expanduser()
@@ -180,7 +182,8 @@ def _check_probe_block(block: Any, where: str) -> None:
     if not isinstance(temps, list) or not temps:
         raise ProbegenError(f"{where}.templates: needs a list of {{id, stem}}")
     for i, t in enumerate(temps):
-        if not isinstance(t, dict) or not isinstance(t.get("id"), str) or not t["id"] or not isinstance(t.get("stem"), str):
+        if (not isinstance(t, dict) or not isinstance(t.get("id"), str) or not t["id"]
+                or not isinstance(t.get("stem"), str)):
             raise ProbegenError(f"{where}.templates[{i}]: needs a non-empty string 'id' and a string 'stem'")
         _check_fields(t["stem"], _FIELDS["stem"], f"{where}.templates[{i}].stem")
     for key in ("choice", "word_stem", "lm_query", "plain_query"):
@@ -193,9 +196,11 @@ def _check_fields(text: str, allowed: tuple[str, ...] | set[str], where: str) ->
     """Fail now on a placeholder that filling in would crash on (or fill in oddly): an unknown name
     (``{0}``, ``{word.x}``, ``{word[0]}``), a format spec (``{word:d}``) or a conversion (``{word!r}``).
 
-    >>> _check_fields("In {sentence}, {word:d} means", ("sentence", "word"), "q.yaml: probes.x.templates[0].stem")
+    >>> _check_fields("In {sentence}, {word:d} means", ("sentence", "word"),
+    ...               "q.yaml: probes.x.templates[0].stem")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: q.yaml: probes.x.templates[0].stem: placeholder {word:d} takes no format spec or conversion; write {word}
+    probegen.errors.ProbegenError: q.yaml: probes.x.templates[0].stem: placeholder {word:d} takes no format spec or
+    conversion; write {word}
     """
     try:
         fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(text) if f is not None]

@@ -5,9 +5,10 @@ so both sets share ancestors, group ids and sizes (hence the same chance level) 
 which valid co-hyponyms fill each group. Where no confusable set of the twin's size exists, the
 group keeps its twin members ("twin"); if earlier adversarial groups took some of them, it keeps
 the rest ("shrunk", fewer members, same id) when k_min remain, else it is "dropped". Ids always
-come from the groups kept, so a group id names the same ancestor in both sets. Every constraint of the standard build still holds: 5..10
-members, all children (hard) or grandchildren (easy) of the recorded ancestor, no pair of
-definitions above the similarity cap, no synset in two groups, clean = enough SemCor contexts.
+come from the groups kept, so a group id names the same ancestor in both sets. Every constraint
+of the standard build still holds: 5..10 members, all children (hard) or grandchildren (easy) of
+the recorded ancestor, no pair of definitions above the similarity cap, no synset in two groups,
+clean = enough SemCor contexts.
 """
 
 from __future__ import annotations

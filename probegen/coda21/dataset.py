@@ -114,7 +114,8 @@ def plan(
     wn_info = open_resource(wordnet)
     contexts = context_source(wn_info, contexts)
     sc_info = locate_semcor(semcor) if contexts == "semcor" else None
-    log(f"{where(wn_info)}; " + (f"SemCor {sc_info.version} ({sc_info.source})" if sc_info else "contexts: the synsets' examples"))
+    log(f"{where(wn_info)}; "
+        + (f"SemCor {sc_info.version} ({sc_info.source})" if sc_info else "contexts: the synsets' examples"))
     graph = load_graph(wordnet)
     if sc_info is not None:
         occurrences = context_index(sc_info, wn_info, wn_info)
@@ -176,8 +177,9 @@ def eligible_pool(
 
 def _nothing_built(cfg: Coda21Config, pools: dict[str, set[str]], pos: str) -> str:
     """Why no ``pos`` group was formed: the criteria, the eligible synsets, and what to loosen."""
-    hint = (f"no synset has {cfg.min_contexts} occurrences and a usable context" + ("; try --noisy" if cfg.clean else "")
-            if not pools[pos] else "try a higher --max-similarity or a smaller --k-min")
+    hint = (f"no synset has {cfg.min_contexts} occurrences and a usable context"
+            + ("; try --noisy" if cfg.clean else "") if not pools[pos]
+            else "try a higher --max-similarity or a smaller --k-min")
     names = {"n": "noun", "v": "verb"}
     others = [names.get(p, p) for p in cfg.pos if p != pos]
     if len(others) == 1:
@@ -242,8 +244,8 @@ def assemble(
         counts(groups),
         embedder=cfg.embedder,
         context_scorer={"model": cfg.context_scorer, **(_settings(scorer) if scorer else {})},
-        context_criterion=_criterion(scorer).replace("SemCor context in corpus", "example in "
-                                                                                 "wordnet") if examples else _criterion(scorer),
+        context_criterion=(_criterion(scorer).replace("SemCor context in corpus", "example in wordnet") if examples
+                           else _criterion(scorer)),
         context_filter=("the synsets' own examples with a lemma found by the wordnet's morphology" if examples else
                         "SemCor occurrences only, no proper names (pn=)") + ", no form of the target lemma "
                        "visible outside the hidden span (probegen.leaks)",
@@ -352,7 +354,8 @@ def check(ds: Coda21Dataset, k_max: int = 30) -> None:
     a synset or a definition (two equal definitions make the gold alignment ambiguous).
 
     >>> ctx = Context(text="a w b", char_span=(2, 3))
-    >>> g = Group("g1", "n", "a.n.01", "parent", (Item("x.n.01", "x", "a thing", ctx), Item("y.n.01", "y", "A thing ", ctx)))
+    >>> g = Group("g1", "n", "a.n.01", "parent",
+    ...           (Item("x.n.01", "x", "a thing", ctx), Item("y.n.01", "y", "A thing ", ctx)))
     >>> check(Coda21Dataset([g]))
     Traceback (most recent call last):
     probegen.errors.DatasetError: group g1 repeats the definition 'A thing ' (items 1 and 2)

@@ -442,7 +442,8 @@ class ApiChat(_CachedChat):
         choice = choices[0]
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
-            what = f"{shape(choice)} as its choice" if not isinstance(choice, dict) else f"{shape(message)} as its message"
+            what = (f"{shape(choice)} as its choice" if not isinstance(choice, dict)
+                    else f"{shape(message)} as its message")
             raise self.client.error(f"{url} answered {what} for {self.name}, not an object")
         content, finish = message.get("content"), choice.get("finish_reason")
         for field, v in (("message.content", content), ("finish_reason", finish)):

@@ -104,7 +104,8 @@ class ApiLetters:
 
         texts = [self.render(c) for c in conversations]
         # per prompt, per label: distinct tokenisation -> the first variant text that gives it
-        seqs = [[{continuation(self.tokenizer, t, v): v for v in reversed(vs)} for vs in v_all] for t, v_all in zip(texts, variants)]
+        seqs = [[{continuation(self.tokenizer, t, v): v for v in reversed(vs)} for vs in v_all]
+                for t, v_all in zip(texts, variants)]
         plains = [tuple(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
         for per_label, v_all in zip(seqs, variants):
             for s, vs in zip(per_label, v_all):
@@ -128,7 +129,8 @@ class ApiLetters:
         echoed = self._echo(list(todo))
         out = []
         for i, (text, per_label) in enumerate(zip(texts, seqs)):
-            out.append([sum(math.exp(values[(i, *seq)] if (i, *seq) in values else echoed[(text, v)]) for seq, v in s.items())
+            out.append([sum(math.exp(values[(i, *seq)] if (i, *seq) in values else echoed[(text, v)])
+                            for seq, v in s.items())
                         for s in per_label])
         return out
 
@@ -244,7 +246,8 @@ class ApiLetters:
         body = self._post({"model": self.name, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, "echo": True,
                            "logprobs": 0})
         out = []
-        for (p, v), (offsets, vals) in zip(pairs, ApiScorer._logprobs(self, body, prompts)):  # checked as the scorer checks
+        # checked as the scorer checks
+        for (p, v), (offsets, vals) in zip(pairs, ApiScorer._logprobs(self, body, prompts)):
             got = continuation_logprobs({"text_offset": offsets, "token_logprobs": vals}, len(p), len(p) + len(v))
             if not got or any(x is None for x in got):
                 raise self.client.error(f"{self.endpoint.base} gave no log-prob for {v!r} after the prompt")

@@ -75,15 +75,19 @@ def summary_lines(block: dict[str, Any] | None) -> list[str]:
 
     >>> print("\\n".join(summary_lines({"asks": 10, "valid": 0.6, "valid_after_retry": 0.1, "partial": 0.2,
     ...     "invalid": 0.1, "invalid_rate": 0.3, "random_rows": 0.25, "orders": 1, "per_order": [0.4],
-    ...     "consistency": 1.0, "majority": 0.4})))
-    generated answers: 10 asks; valid 60.0%, valid after one retry 10.0%, partial 20.0%, invalid 10.0% (invalid rate 30.0%; 25.0% of rows decided at random)
-    >>> print(summary_lines({"method": "letter", "asks": 40, "label_mass": 0.8176, "orders": 1})[0])
-    letter answers: 40 asks, each the next token's distribution over the option labels; mean probability mass on the option labels 81.8%
+    ...     "consistency": 1.0, "majority": 0.4})))  # doctest: +NORMALIZE_WHITESPACE
+    generated answers: 10 asks; valid 60.0%, valid after one retry 10.0%, partial 20.0%, invalid 10.0% (invalid rate
+    30.0%; 25.0% of rows decided at random)
+    >>> print(summary_lines({"method": "letter", "asks": 40, "label_mass": 0.8176,
+    ...                      "orders": 1})[0])  # doctest: +NORMALIZE_WHITESPACE
+    letter answers: 40 asks, each the next token's distribution over the option labels; mean probability mass on the
+    option labels 81.8%
     """
     if not block:
         return []
     if block.get("method") == "letter":  # read, not parsed: every ask is decided, so no validity shares
-        mass = f"; mean probability mass on the option labels {block['label_mass']:.1%}" if "label_mass" in block else ""
+        mass = (f"; mean probability mass on the option labels {block['label_mass']:.1%}" if "label_mass" in block
+                else "")
         lines = [f"letter answers: {block['asks']} asks, each the next token's distribution over the option "
                  f"labels{mass}"]
     else:

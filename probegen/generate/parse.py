@@ -311,7 +311,8 @@ def _choice(lines: list[str], n: int, texts: Sequence[str] | None) -> Parsed:
     # 2. answer phrases anywhere: "Answer: B", "the correct answer is (C)"; a lower-case letter
     # only before punctuation ("the answer is a good one" names no letter)
     found = []
-    for m in re.finditer(rf"{_ANSWER_PHRASE}\s*[:{_DASH}]?\s*(?i:(?:option|letter|choice)\s+)?[(\[]?({any_case})[)\]]?{end}", body):
+    for m in re.finditer(rf"{_ANSWER_PHRASE}\s*[:{_DASH}]?\s*(?i:(?:option|letter|choice)\s+)?"
+                         rf"[(\[]?({any_case})[)\]]?{end}", body):
         lab, rest = m.group(1), body[m.end():]
         two = re.match(_TWO, rest)
         if two and two.group(1) != lab.upper():
@@ -352,9 +353,8 @@ def _choice(lines: list[str], n: int, texts: Sequence[str] | None) -> Parsed:
         if len(hits) == 1:
             return Parsed((hits[0],), None)
         if len(hits) > 1:
-            return Parsed((None,),
-                          f"the answer gives the text of several options ({_join([labels[j] for j in hits])}): give "
-                          "one letter")
+            return Parsed((None,), "the answer gives the text of several options "
+                                   f"({_join([labels[j] for j in hits])}): give one letter")
     return Parsed((None,), f"no option letter (A to {labels[-1] if labels else 'none'}) found")
 
 

@@ -171,7 +171,8 @@ class PromptTemplates:
         return _one_line(text) or self.data["empty"]
 
     def _options(self, q: Question, block: dict[str, str]) -> str:
-        return "\n".join(block["option"].format(letter=lab, text=self._text(t)) for lab, t in zip(letters(len(q.options)), q.options))
+        return "\n".join(block["option"].format(letter=lab, text=self._text(t))
+                         for lab, t in zip(letters(len(q.options)), q.options))
 
     def _values(self, q: Question) -> dict[str, Any]:
         """The placeholders every text of ``q.ask`` may use, besides rows/options/question/error."""
@@ -274,12 +275,14 @@ def _parse(raw: bytes, name: str) -> dict[str, Any]:
         raise ProbegenError(f"{name}: needs a mapping with {', '.join(_TOP + ASKS)} (see {BUNDLED_FILE})")
     for key in _TOP:
         if not isinstance(data.get(key), str):
-            raise ProbegenError(f"{name}: missing {key!r} (a string)" if key not in data else f"{name}: {key}: must be a string")
+            raise ProbegenError(f"{name}: missing {key!r} (a string)" if key not in data
+                                else f"{name}: {key}: must be a string")
         _check_fields(data[key], (), f"{name}: {key}")
     for ask, keys in _SCHEMA.items():
         block = data.get(ask)
         if not isinstance(block, dict):
-            raise ProbegenError(f"{name}: missing {ask!r}" if ask not in data else f"{name}: {ask}: must be a mapping of {', '.join(keys)}")
+            raise ProbegenError(f"{name}: missing {ask!r}" if ask not in data
+                                else f"{name}: {ask}: must be a mapping of {', '.join(keys)}")
         for key, allowed in keys.items():
             if key not in block:
                 raise ProbegenError(f"{name}: missing {ask}.{key}")

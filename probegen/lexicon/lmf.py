@@ -110,7 +110,8 @@ REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {
 def missing_attribute(name: str, attrs: dict[str, str]) -> str | None:
     """The first attribute ``wn`` requires that element ``name`` lacks (``a|b``: either), or None.
 
-    >>> missing_attribute("Lemma", {"writtenForm": "perro"}), missing_attribute("Requires", {"ref": "x", "version": "1"})
+    >>> (missing_attribute("Lemma", {"writtenForm": "perro"}),
+    ...  missing_attribute("Requires", {"ref": "x", "version": "1"}))
     ('partOfSpeech', None)
     """
     for need in REQUIRED_ATTRS.get(name, ()):

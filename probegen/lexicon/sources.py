@@ -43,9 +43,10 @@ def parse_source(source: str | None) -> Source:
 
     >>> parse_source(None), parse_source("pwn31"), parse_source("wn:oewn:2024")
     (Source(kind='pwn30', value=''), Source(kind='pwn31', value=''), Source(kind='lmf', value='wn:oewn:2024'))
-    >>> parse_source("pwn99")
+    >>> parse_source("pwn99")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    probegen.errors.ProbegenError: unknown wordnet source 'pwn99' (no such file or folder); use pwn30, pwn31, a WNDB folder, a WN-LMF .xml/.xml.gz file, or wn:LEXICON (e.g. wn:oewn:2024)
+    probegen.errors.ProbegenError: unknown wordnet source 'pwn99' (no such file or folder); use pwn30, pwn31, a WNDB
+    folder, a WN-LMF .xml/.xml.gz file, or wn:LEXICON (e.g. wn:oewn:2024)
     """
     s = (source or "").strip()
     if s.lower() in ("", DEFAULT_SOURCE):

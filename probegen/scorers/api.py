@@ -104,10 +104,11 @@ def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | N
     ([0, 3, 7], [None, -1.0, -2.0])
     >>> prompt_tokens({**lp, "tokens": ["<s>", "The", " cat", " sat"], "text_offset": [0, 3, 6, 10]}, "The cat sat")
     ([0, 3, 7], [-1.0, -2.0, -0.5])
-    >>> prompt_tokens(lp, "A cat sat")
+    >>> prompt_tokens(lp, "A cat sat")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: its tokens spell 'The cat sat down', not the prompt sent (from character 0: 'The cat sat down' instead of 'A cat sat')
+    ValueError: its tokens spell 'The cat sat down', not the prompt sent (from character 0: 'The cat sat down'
+    instead of 'A cat sat')
     >>> prompt_tokens({**lp, "token_logprobs": [None, True, -2.0, -0.5]}, "The cat sat")
     Traceback (most recent call last):
     ...
@@ -297,7 +298,8 @@ class ApiScorer(Scorer):
         url = f"{self.endpoint.base}/completions"
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(body, dict) or not isinstance(choices, list):
-            what = f"{shape(body)}, not an object" if not isinstance(body, dict) else f"{shape(choices)} as its 'choices'"
+            what = (f"{shape(body)}, not an object" if not isinstance(body, dict)
+                    else f"{shape(choices)} as its 'choices'")
             raise self.client.error(f"{url} answered {what} (a list of choices, one per prompt, was expected)")
         if len(choices) != len(prompts):
             raise self.client.error(f"{url} answered {len(choices)} choices for {len(prompts)} prompts")

@@ -67,10 +67,11 @@ class Endpoint:
 
     >>> Endpoint("http://127.0.0.1:8000/v1/").base
     'http://127.0.0.1:8000/v1'
-    >>> Endpoint("https://me:sk-secret-key@host/v1")
+    >>> Endpoint("https://me:sk-secret-key@host/v1")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    probegen.errors.ProbegenError: --api-base https://***@host/v1 holds credentials (user:password@): give the key in $OPENAI_API_KEY instead (--api-key-env names another variable); it is sent as a Bearer token and never written
+    probegen.errors.ProbegenError: --api-base https://***@host/v1 holds credentials (user:password@): give the key in
+    $OPENAI_API_KEY instead (--api-key-env names another variable); it is sent as a Bearer token and never written
     """
 
     base: str
@@ -131,10 +132,11 @@ def read_body(chunks: Iterable[bytes], coding: str, where: str, cap: int | None 
     >>> import gzip
     >>> read_body([gzip.compress(b'{"a": 1}')], "gzip", "u")
     b'{"a": 1}'
-    >>> read_body([gzip.compress(b" " * 5000)], "gzip", "u", cap=4096)
+    >>> read_body([gzip.compress(b" " * 5000)], "gzip", "u", cap=4096)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    probegen.scorers.http.ApiError: u answered a body of more than 4.0 KiB once decoded (the limit): not a plausible answer
+    probegen.scorers.http.ApiError: u answered a body of more than 4.0 KiB once decoded (the limit): not a plausible
+    answer
     """
     cap = MAX_BODY if cap is None else cap
     codings = [c for c in (c.strip().lower() for c in coding.split(",")) if c not in ("", "identity")]

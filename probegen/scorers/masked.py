@@ -240,6 +240,7 @@ class SpanRequests(PairScorer):
         self.kind = scorer.kind
 
     def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
-        """Mean span log-probs of unique (words JSON, ``"start:end"``) pairs (see :meth:`MaskedScorer.span_logprobs`)."""
+        """Mean span log-probs of unique (words JSON, ``"start:end"``) pairs (see
+        :meth:`MaskedScorer.span_logprobs`)."""
         s = self.scorer
         return s._cached(list(dict.fromkeys(pairs)), s._spans_uncached, namespace="span", progress=progress)

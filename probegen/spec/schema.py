@@ -128,8 +128,8 @@ def _lexfile(v: Any) -> str:
 
 
 def _kind(v: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a "
-                                                                      "boolean", type(None): "null"}.get(type(v), type(v).__name__)
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(v), type(v).__name__)
 
 
 def _f(default: Any, check: Callable[[Any], Any], doc: str = "") -> Any:

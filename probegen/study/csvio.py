@@ -52,7 +52,8 @@ def _prompt(view: dict[str, Any]) -> str:
         for a, b in sorted(view.get("marks") or [], reverse=True):
             text = f"{text[:a]}[{text[a:b]}]{text[b:]}"
         return text
-    return "\n".join(f"{r + 1}. {left}{mid if mid == MASK else f'[{mid}]'}{right}" for r, (left, mid, right) in enumerate(view["rows"]))
+    return "\n".join(f"{r + 1}. {left}{mid if mid == MASK else f'[{mid}]'}{right}"
+                     for r, (left, mid, right) in enumerate(view["rows"]))
 
 
 def _instructions(condition: str, view: dict[str, Any]) -> str:
@@ -152,7 +153,8 @@ def import_csv(study: Study, path: str | Path) -> dict[str, int]:
         log = AnswerLog(study)
         todo, counts, errors = _check_rows(study, log, path, csv.reader(fh))
         if errors:
-            shown = "; ".join(errors[:MAX_ERRORS_SHOWN]) + (f"; ... ({len(errors) - MAX_ERRORS_SHOWN} more)" if len(errors) > MAX_ERRORS_SHOWN else "")
+            shown = "; ".join(errors[:MAX_ERRORS_SHOWN]) + (f"; ... ({len(errors) - MAX_ERRORS_SHOWN} more)"
+                                                            if len(errors) > MAX_ERRORS_SHOWN else "")
             raise ProbegenError(f"{path}: {len(errors)} bad row(s), nothing imported: {shown}")
         for aid, uid, answer, guess in todo:
             log.submit(aid, uid, answer, guess, require_guess=False, extra={"source": "csv"})

@@ -150,8 +150,8 @@ def assign(uids: list[str], cfg: StudyConfig, kept_out: dict[str, set[str]] | No
     >>> a = assign([f"q{i}" for i in range(10)], StudyConfig(conditions=("full",), n=10, annotators=2, overlap=4))
     >>> sorted(a), [len(x["items"]) for x in a.values()], len(a["full-1"]["shared"])
     (['full-1', 'full-2'], [7, 7], 4)
-    >>> b = assign([f"q{i}" for i in range(10)], StudyConfig(conditions=("full", "word"), n=10, annotators=1, overlap=0),
-    ...            {"word": {"q0", "q1"}})
+    >>> b = assign([f"q{i}" for i in range(10)],
+    ...            StudyConfig(conditions=("full", "word"), n=10, annotators=1, overlap=0), {"word": {"q0", "q1"}})
     >>> len(b["full-1"]["items"]), sorted(b["word-1"]["items"])[:2]
     (10, ['q2', 'q3'])
     """

@@ -12,9 +12,10 @@ API errors (``/api/...``, or a client that asks for ``application/json``) are JS
 ``{"error": "..."}``: 403 for an unknown token or an item not assigned to the token, 400 for a
 malformed body (not JSON, nested too deeply to parse), 409 for a changed answer, 500 for a bug.
 A browser opening a page with a wrong token (or a wrong address) gets a short readable HTML page
-with the same status (403, 404) that tells the person what to do and echoes nothing they sent. Gold never leaves the server: the app does not even read
-``gold.jsonl``. The token is the only secret, and it is in every path: nothing the app or
-werkzeug logs carries it (:class:`RedactTokens`; ``serve`` does not log request lines at all).
+with the same status (403, 404) that tells the person what to do and echoes nothing they sent.
+Gold never leaves the server: the app does not even read ``gold.jsonl``. The token is the only
+secret, and it is in every path: nothing the app or werkzeug logs carries it
+(:class:`RedactTokens`; ``serve`` does not log request lines at all).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def create_app(study: Study | str | Path):
 
     @app.get("/")
     def root():
-        return "<!doctype html><title>probegen study</title><p>Open the link you were given (it ends in your token).</p>"
+        return ("<!doctype html><title>probegen study</title>"
+                "<p>Open the link you were given (it ends in your token).</p>")
 
     @app.get("/a/<token>")
     def page(token: str):

@@ -65,7 +65,8 @@ def is_group(view: dict[str, Any]) -> bool:
     """True for a group view (rows to pair with definitions), False for one question with choices:
     the view's layout says which, so readers never compare format names.
 
-    >>> is_group({"kind": "align", "rows": [], "definitions": []}), is_group({"kind": "mc", "prompt": "p", "choices": []})
+    >>> (is_group({"kind": "align", "rows": [], "definitions": []}),
+    ...  is_group({"kind": "mc", "prompt": "p", "choices": []}))
     (True, False)
     """
     return "rows" in view
@@ -77,7 +78,8 @@ def guide_key(condition: str, view: dict[str, Any]) -> str:
 
     >>> guide_key("full", {"kind": "mc", "prompt": "Which words mean x?", "choices": [], "marks": []})
     'full-plain'
-    >>> guide_key("full", {"kind": "align", "rows": [], "definitions": []}), guide_key("word", {"kind": "mc", "marks": [[0, 3]]})
+    >>> (guide_key("full", {"kind": "align", "rows": [], "definitions": []}),
+    ...  guide_key("word", {"kind": "mc", "marks": [[0, 3]]}))
     ('full', 'word')
     """
     if condition == "full" and not is_group(view) and not view.get("marks"):

@@ -183,7 +183,8 @@ def check_options(tasks: Sequence[Task], given: Mapping[str, Any], command: str 
             raise ProbegenError(f"--{opt} cannot cut {', '.join(cannot)}: its kind names no records to take a subset "
                                 "of (a task plugin sets records_attribute, or overrides records and with_records)")
         where = [t for t in all_tasks() if t.accepts(opt, command)]
-        applies = f"applies to {titles(where)} datasets only" if where else f"applies to no dataset kind of probegen {command}"
+        applies = (f"applies to {titles(where)} datasets only" if where
+                   else f"applies to no dataset kind of probegen {command}")
         shown = [f"{p} is a {t.title or t.name} dataset" for p, t in zip(paths, tasks)]
         if not shown:
             shown = [f"this is a {t.title or t.name} dataset" for t in tasks[:1]]

@@ -79,7 +79,8 @@ class Task(ABC):
     bias_options: ClassVar[frozenset[str]] = frozenset({"scorer", "reduction", "nonce", "method"})
     export_options: ClassVar[frozenset[str]] = frozenset()
     study_options: ClassVar[frozenset[str]] = frozenset()
-    #: options of ``eval`` and ``bias`` that apply to every kind that can be cut (a quick look at a big file: :meth:`subset`)
+    #: options of ``eval`` and ``bias`` that apply to every kind that can be cut (a quick look at a
+    #: big file: :meth:`subset`)
     generic_options: ClassVar[frozenset[str]] = frozenset({"limit", "sample"})
     #: the attribute of a loaded dataset that holds its records (groups, items, pairs) in file order, so
     #: ``--limit``/``--sample`` can cut it (:meth:`subset`); None (a plugin's default): the kind cannot be
@@ -147,7 +148,8 @@ class Task(ABC):
         """Whether ``option`` of ``command`` (eval, bias, export, study) applies to this kind."""
         sets = {"eval": self.options, "bias": self.bias_options, "export": self.export_options,
                 "study": self.study_options}
-        # the generic ones (--limit/--sample) cut the records of any kind that names them; a trained probe keeps whole clusters
+        # the generic ones (--limit/--sample) cut the records of any kind that names them; a trained
+        # probe keeps whole clusters
         generic = command in ("eval", "bias") and option in self.generic_options and self.can_subset()
         return option in sets[command] or generic
 
@@ -382,7 +384,8 @@ def pick(keys: Sequence[Any], how: str, n: int, seed: int = 0) -> set[Any]:
 def subset_line(info: dict[str, Any]) -> str:
     """The sentence that says what a subset took (eval summary, bias report).
 
-    >>> subset_line({"how": "sample", "n": 20, "unit": "concept", "of": 300, "taken": 20, "items": 61, "seed": 0, "all": False})
+    >>> subset_line({"how": "sample", "n": 20, "unit": "concept", "of": 300, "taken": 20, "items": 61, "seed": 0,
+    ...              "all": False})
     'a seeded sample (seed 0) of 20 of the 300 concepts (61 items): the figures cover these only'
     >>> subset_line({"how": "limit", "n": 500, "unit": "item", "of": 45, "taken": 45, "items": 45, "all": True})
     '--limit 500 asks for more than the 45 items there are: all of them are used'
@@ -392,7 +395,8 @@ def subset_line(info: dict[str, Any]) -> str:
         return f"--{info['how']} {info['n']} asks for more than the {of} {unit}s there are: all of them are used"
     items = f" ({info['items']} items)" if info.get("items") not in (None, info["taken"]) else ""
     if info["how"] == "sample":
-        return f"a seeded sample (seed {info.get('seed')}) of {info['taken']} of the {of} {unit}s{items}: the figures cover these only"
+        return (f"a seeded sample (seed {info.get('seed')}) of {info['taken']} of the {of} {unit}s{items}: the figures "
+                "cover these only")
     return f"the first {info['taken']} of the {of} {unit}s in file order{items}: the figures cover these only"
 
 

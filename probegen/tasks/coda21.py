@@ -48,7 +48,8 @@ class Coda21Task(Task):
 
     # ---- detection, reading, writing ---------------------------------------------------------------
     def claims(self, path: Path) -> bool:
-        """A directory with a ``coda21`` manifest or (without a kind) ``groups.jsonl``; a file that is not ``.jsonl``."""
+        """A directory with a ``coda21`` manifest or (without a kind) ``groups.jsonl``; a file that is
+        not ``.jsonl``."""
         return self.claims_directory(path) if path.is_dir() else path.suffix != ".jsonl"
 
     def load(self, path: str | Path, ablations: bool = False) -> Any:
@@ -255,4 +256,5 @@ class Coda21Task(Task):
 
     def built_summary(self, data: Any) -> str:
         c = data.manifest.get("counts", {})
-        return ", ".join(f"{p}: {v['groups']} groups / {v['unique_synsets']} synsets" for p, v in c.items() if v["groups"])
+        return ", ".join(f"{p}: {v['groups']} groups / {v['unique_synsets']} synsets"
+                         for p, v in c.items() if v["groups"])

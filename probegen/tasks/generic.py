@@ -27,7 +27,8 @@ def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], 
     model = as_unit_scorer(scorer).name
     out: dict[str, list[dict[str, Any]]] = {}
     for c in conditions:
-        out[c] = [with_detail(record(u, m, decide(u, m, settings.seed, model)), u, scorer) for u, m in zip(per[c], mats)]
+        out[c] = [with_detail(record(u, m, decide(u, m, settings.seed, model)), u, scorer)
+                  for u, m in zip(per[c], mats)]
     return out
 
 
@@ -60,7 +61,8 @@ def summary(model: str, m: dict[str, Any]) -> str:
     """A one-row terminal table of :func:`metrics`."""
     acc = "-" if m.get("accuracy") is None else f"{m['accuracy']:.3f}"
     rnd = "-" if m.get("random") is None else f"{m['random']:.3f}"
-    return f"{'model':<24} {'accuracy':>9} {'random':>7} {'units':>7}\n{model:<24} {acc:>9} {rnd:>7} {m.get('units', 0):>7}"
+    return (f"{'model':<24} {'accuracy':>9} {'random':>7} {'units':>7}\n"
+            f"{model:<24} {acc:>9} {rnd:>7} {m.get('units', 0):>7}")
 
 
 def chance(units: Sequence[Any]) -> float:

@@ -102,9 +102,11 @@ class MultipleChoiceTask(Task):
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
         """Summed and mean log-probs are never mixed by a length normalisation.
 
-        >>> MultipleChoiceTask().check_given({"reduction": "mean", "length_norm": "chars"})
+        >>> MultipleChoiceTask().check_given({"reduction": "mean",
+        ...                                   "length_norm": "chars"})  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
-        probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters; use --length-norm chars with --reduction sum, or --length-norm tokens
+        probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by
+        characters; use --length-norm chars with --reduction sum, or --length-norm tokens
         """
         reduction, norm = given.get("reduction"), given.get("length_norm")
         if reduction == "mean" and norm == "chars":

@@ -29,7 +29,8 @@ SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
 
 
 def row_shape(row: Any) -> str:
-    """The item shape of one generic-JSONL row, by the fields :func:`~probegen.wordincontext.jsonl.parse_row` reads first.
+    """The item shape of one generic-JSONL row, by the fields
+    :func:`~probegen.wordincontext.jsonl.parse_row` reads first.
 
     >>> row_shape({"context2": "x"}), row_shape({"choices": []}), row_shape({"label": "n"})
     ('pair', 'choice', 'label')
@@ -202,7 +203,8 @@ class WordInContextTask(Task):
                  f"{'split':<6} {'items':>6} {'lemmas':>7} {'units':>6}  labels"]
         for split, c in split_counts(ds.items).items():
             lines.append(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {self.split_labels(c)}")
-        rows = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2) if t is not None]
+        rows = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2)
+                if t is not None]
         lines.append(format_leak_rates(leak_rates(rows, morphology_for(ds.manifest, log))))
         return "\n".join(lines)
 

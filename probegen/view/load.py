@@ -86,7 +86,8 @@ def load_run(run: Path, index: int,
         raise ProbegenError(f"{res_file}: not a JSON object")
     if isinstance(results.get("datasets"), list):
         return _bias_run(run, index, results, log)
-    if isinstance(results.get("dataset"), str) and isinstance(results.get("kind"), str):  # eval of a trained probe (WiC, WSD)
+    # eval of a trained probe (WiC, WSD)
+    if isinstance(results.get("dataset"), str) and isinstance(results.get("kind"), str):
         results = {**results, "dataset": {"path": results["dataset"], "kind": results["kind"]},
                    "eval": {"mode": "full"}, "method": "trained"}
     if isinstance(results.get("dataset"), dict):
@@ -141,7 +142,8 @@ def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
         name = str(e.get("name", "?"))
         kind = str(e.get("kind", "?"))
         files = {k: v for k, v in e["files"].items() if isinstance(v, str)}
-        order = [c for c in e.get("ablation_order", []) if c in files] + [c for c in files if c not in e.get("ablation_order", []) and c != "units"]
+        order = [c for c in e.get("ablation_order", []) if c in files] + [
+            c for c in files if c not in e.get("ablation_order", []) and c != "units"]
         conds: dict[str, dict[str, dict[str, Any]]] = {}
         if "correct" in files:  # --method trained: right or wrong per seed and condition, one file
             conds, order = _per_seed(_inside(run, files["correct"])), []
@@ -232,7 +234,8 @@ def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
     if "rows" in row and "columns" in row:  # a CoDA21 group
         k = len(row.get("rows") or [])
         s = _matrix(row.get("scores"), k, len(row.get("columns") or []), where)
-        p, g = _indices(row.get("pred"), k, len(row["columns"]), where, "pred"), _indices(row.get("gold"), k, len(row["columns"]), where, "gold")
+        p, g = (_indices(row.get("pred"), k, len(row["columns"]), where, "pred"),
+                _indices(row.get("gold"), k, len(row["columns"]), where, "gold"))
         e = {"kind": "group", "s": s, "p": p, "g": g, "rl": _strs(row["rows"], where, "rows"),
              "cl": _strs(row["columns"], where, "columns"),
              "ok": [int(a == b) for a, b in zip(p, g)], "meta": {"pos": row.get("pos"), "k": k}}
@@ -362,7 +365,8 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
     very units :meth:`probegen.tasks.Task.units` gave the scorer). A note if that is not possible."""
     if not entries:
         return None
-    seeds = all(e.get("kind") == "seeds" for e in entries.values())  # a trained probe: the items' texts, as a prompt shows them
+    # a trained probe: the items' texts, as a prompt shows them
+    seeds = all(e.get("kind") == "seeds" for e in entries.values())
     if not isinstance(ds_path, str) or not Path(ds_path).exists():
         return f"the dataset {ds_path} is not there any more: queries are not shown (the run's rows are)"
     try:
@@ -375,7 +379,8 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
                             pattern=str(ev.get("pattern") or Settings.pattern),
                             matching=str(ev.get("matching") or "alignment"), split=ev.get("split"),
                             seed=int(ev.get("seed") or 0))
-        style = "generate" if method == "generate" or seeds else ("plain" if scorer_kind in ("static", "embedding") else "pattern")
+        style = ("generate" if method == "generate" or seeds
+                 else ("plain" if scorer_kind in ("static", "embedding") else "pattern"))
         units = task.units(data, cond, settings, style)
     except Exception as e:  # noqa: BLE001 - the rows are still shown; say why the texts are not
         if seeds:
@@ -423,7 +428,8 @@ def _attach_bias_exchanges(path: Path, by_id: dict[str, list[dict[str, Any]]]) -
             shared = None
             for c, e in it["conds"].items():
                 shared = e.get("c", shared)
-                if shared is not None and sorted(shared) == sorted(ex["options"]) and all(q in prompt for q in (e.get("q") or [])[:1]):
+                if (shared is not None and sorted(shared) == sorted(ex["options"])
+                        and all(q in prompt for q in (e.get("q") or [])[:1])):
                     e.setdefault("x", []).append(ex)
                     break
             else:

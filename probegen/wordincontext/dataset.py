@@ -64,7 +64,8 @@ def split_counts(items: list[WicItem]) -> dict[str, dict[str, Any]]:
         elif its[0].choices:
             c["mean_choices"] = round(sum(len(it.choices) for it in its) / len(its), 3)
         else:
-            c["labels"] = dict(sorted({str(it.label): sum(str(j.label) == str(it.label) for j in its) for it in its}.items()))
+            c["labels"] = dict(sorted({str(it.label): sum(str(j.label) == str(it.label) for j in its)
+                                       for it in its}.items()))
         c["by_pos"] = dict(sorted({p: sum(it.pos == p for it in its) for p in {it.pos for it in its}}.items()))
         out[s] = c
     return out

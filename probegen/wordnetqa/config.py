@@ -60,10 +60,12 @@ class WordNetQAConfig:
         object.__setattr__(self, "probes",
                            tuple(p for p in PROBES if p in probes) + tuple(p for p in probes if p not in PROBES))
         object.__setattr__(self, "pos",
-                           tuple(p for p in ("n", "v") if p in self.pos) + tuple(p for p in self.pos if p not in ("n", "v")))
+                           tuple(p for p in ("n", "v") if p in self.pos)
+                           + tuple(p for p in self.pos if p not in ("n", "v")))
         dtypes = tuple(self.distractors)
         object.__setattr__(self, "distractors",
-                           tuple(d for d in DISTRACTOR_TYPES if d in dtypes) + tuple(d for d in dtypes if d not in DISTRACTOR_TYPES))
+                           tuple(d for d in DISTRACTOR_TYPES if d in dtypes)
+                           + tuple(d for d in dtypes if d not in DISTRACTOR_TYPES))
 
     def validate(self) -> None:
         """Raise a one-line ProbegenError for settings that cannot produce a dataset."""
@@ -107,7 +109,8 @@ class WordNetQAConfig:
     @property
     def name(self) -> str:
         """Short dataset name: ``wordnetqa-<probe>`` or ``wordnetqa-all``."""
-        return "wordnetqa-" + (self.probes[0] if len(self.probes) == 1 else "all" if self.probes == PROBES else "+".join(self.probes))
+        return "wordnetqa-" + (self.probes[0] if len(self.probes) == 1
+                               else "all" if self.probes == PROBES else "+".join(self.probes))
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -108,7 +108,8 @@ def balanced_positions(n: int, seed: int, key: str) -> np.ndarray:
 
 def _nothing_built(cfg: WordNetQAConfig, n_concepts: int, skipped: dict[str, dict[str, int]]) -> str:
     """Why a build has no item: the settings that decide it and what was skipped."""
-    why = "; ".join(f"{p}: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sk.items() if n) for p, sk in skipped.items())
+    why = "; ".join(f"{p}: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sk.items() if n)
+                    for p, sk in skipped.items())
     return (f"no WordNetQA item met the criteria (probes={','.join(cfg.probes)}, pos={','.join(cfg.pos)}, "
             f"max_hops={cfg.max_hops}, min_answer_depth={cfg.min_answer_depth}, "
             f"distractors={','.join(cfg.distractors)}; {n_concepts} concepts with a "
@@ -147,7 +148,8 @@ def build(
         if "items" not in c[p]:  # one probe of several gave nothing: say why, in one line
             c[p]["why_empty"] = explain_skipped(p, skipped[p], len(concepts), cfg)
             log(c[p]["why_empty"])
-    log("; ".join(f"{p}: {c[p]['unique_questions']} questions / {c[p]['synsets']} synsets / {c[p]['items']} items" for p in cfg.probes if "items" in c[p]))
+    log("; ".join(f"{p}: {c[p]['unique_questions']} questions / {c[p]['synsets']} synsets / {c[p]['items']} items"
+                  for p in cfg.probes if "items" in c[p]))
     manifest = make_manifest(
         "wordnetqa",
         cfg.to_dict(),
@@ -253,7 +255,8 @@ def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, c
             if dtype != "random" and not typed:
                 skipped[f"no_{dtype}_distractor"] += 1
                 continue
-            if len(chosen) < cfg.n_distractors:  # a small wordnet: too few unrelated synsets (counted, said if nothing is left)
+            # a small wordnet: too few unrelated synsets (counted, said if nothing is left)
+            if len(chosen) < cfg.n_distractors:
                 skipped["too_few_distractors"] = skipped.get("too_few_distractors", 0) + 1
                 continue
             out.append({"q": q, "id": iid, "dtype": dtype, "dhops": min(typed) if typed else None, "stem": stem,

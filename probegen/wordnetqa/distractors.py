@@ -148,7 +148,8 @@ class Relations:
             return False
         if probe == "hyponymy" and concept in self.all_ancestors(x):
             return False
-        if self.relation and probe not in ("definitions", "hypernymy", "hyponymy", "synonymy") and x in self.inherited(concept):
+        if (self.relation and probe not in ("definitions", "hypernymy", "hyponymy", "synonymy")
+                and x in self.inherited(concept)):
             return False
         if probe == "definitions" and _same_text(self.graph.definition(x), self.graph.definition(gold)):
             return False

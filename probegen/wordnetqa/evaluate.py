@@ -186,7 +186,8 @@ def metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
         for p, hs in sorted(grid.items())
     }
     out["by_distractor_distance"] = {
-        p: {t: {d: _cell(v) for d, v in sorted(ds.items())} for t, ds in sorted(ts.items())} for p, ts in sorted(dist.items())
+        p: {t: {d: _cell(v) for d, v in sorted(ds.items())} for t, ds in sorted(ts.items())}
+        for p, ts in sorted(dist.items())
     }
     out["errors_by_type"] = {
         p: {t: round(n / sum(es.values()), 6) for t, n in sorted(es.items())} for p, es in sorted(errors.items())

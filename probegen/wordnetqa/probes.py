@@ -177,8 +177,10 @@ def has_question(concept: str, contexts: list[tuple[str, Context]], graph, cfg: 
 def explain_skipped(probe: str, skipped: dict[str, int], n_concepts: int, cfg: WordNetQAConfig) -> str:
     """One line saying why ``probe`` got no item, from its skip counters.
 
-    >>> explain_skipped("hyponymy", {"concepts_without_question": 3, "too_few_distractors": 27}, 30, WordNetQAConfig())
-    'hyponymy: no item from 30 concepts: 3 without a hyponymy answer within 4 hops; 27 questions without 4 valid distractors (the wordnet is too small for unrelated random ones)'
+    >>> explain_skipped("hyponymy", {"concepts_without_question": 3, "too_few_distractors": 27}, 30,
+    ...                 WordNetQAConfig())  # doctest: +NORMALIZE_WHITESPACE
+    'hyponymy: no item from 30 concepts: 3 without a hyponymy answer within 4 hops; 27 questions without 4 valid
+    distractors (the wordnet is too small for unrelated random ones)'
     """
     why = []
     if skipped.get("concepts_without_question"):

@@ -152,7 +152,8 @@ def _label(v: Any, what: str) -> str:
 def choices_and_gold(r: dict[str, Any]) -> tuple[tuple[str, ...], int]:
     """(choice texts, gold index): the choice whose label equals ``answerKey`` (as strings).
 
-    >>> choices_and_gold({"question": {"choices": [{"text": "a", "label": 1}, {"text": "b", "label": 2}]}, "answerKey": "2"})
+    >>> choices_and_gold({"question": {"choices": [{"text": "a", "label": 1}, {"text": "b", "label": 2}]},
+    ...                   "answerKey": "2"})
     (('a', 'b'), 1)
     """
     q = r.get("question")
@@ -164,11 +165,13 @@ def choices_and_gold(r: dict[str, Any]) -> tuple[tuple[str, ...], int]:
         if not isinstance(c, dict) or not isinstance(c.get("text"), str) or not c["text"].strip():
             raise InvalidRow("missing field", f"missing or invalid field question.choices[{i}].text")
         texts.append(c["text"])
-        labels.append(_label(c["label"], f"question.choices[{i}].label") if c.get("label") is not None else LABELS[i % len(LABELS)])
+        labels.append(_label(c["label"], f"question.choices[{i}].label") if c.get("label") is not None
+                      else LABELS[i % len(LABELS)])
     if r.get("answerKey") is None:
         raise InvalidRow("missing field", "missing or invalid field answerKey")
     key = _label(r["answerKey"], "answerKey")
-    hits = [i for i, lab in enumerate(labels) if lab == key] or [i for i, lab in enumerate(labels) if lab.lower() == key.lower()]
+    hits = ([i for i, lab in enumerate(labels) if lab == key]
+            or [i for i, lab in enumerate(labels) if lab.lower() == key.lower()])
     if len(hits) != 1:
         why = "is not one of" if not hits else "matches more than one of"
         raise InvalidRow("answerKey not a choice label",
@@ -270,8 +273,8 @@ def word_quotes(stem: str, forms: list[str]) -> list[tuple[int, int]]:
     if not alts:
         return []
     # a quote opens after no letter and closes before none (``neighbors' snootiness'`` quotes nothing)
-    pat = re.compile(f"(?<!\\w)[{_ANY_OPEN}]\\s*(?:" + "|".join(re.escape(a) for a in alts) + f")\\s*[{_ANY_CLOSE}](?!\\w)",
-                     re.IGNORECASE)
+    pat = re.compile(f"(?<!\\w)[{_ANY_OPEN}]\\s*(?:" + "|".join(re.escape(a) for a in alts)
+                     + f")\\s*[{_ANY_CLOSE}](?!\\w)", re.IGNORECASE)
     return [m.span() for m in pat.finditer(stem)]
 
 
@@ -313,8 +316,10 @@ def locate_sentence(stem: str, forms: list[str],
     """(sentence span in the stem, the target's spans in the sentence, the word's own quotes in the
     stem): the first quoted passage in which the target is found (:func:`locate_word`).
 
-    >>> stem = "Given 'an elaborate formal dinner with all the fixings', the word/phrase 'fixings' is best defined as a type of"
-    >>> (a, b), spans, quotes = locate_sentence(stem, ["fixings"], "n"); stem[a:b], spans, [stem[x:y] for x, y in quotes]
+    >>> stem = ("Given 'an elaborate formal dinner with all the fixings', the word/phrase 'fixings' is best defined "
+    ...         "as a type of")
+    >>> (a, b), spans, quotes = locate_sentence(stem, ["fixings"], "n")
+    >>> stem[a:b], spans, [stem[x:y] for x, y in quotes]
     ('an elaborate formal dinner with all the fixings', [(40, 47)], ["'fixings'"])
     """
     quotes = word_quotes(stem, forms)

@@ -101,7 +101,8 @@ def probe_spec(probe: str) -> dict[str, Any]:
 def _by_id() -> dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]]:
     """template id -> (probe, template, its template set; None for a spec's probe)."""
     sets = [question_templates(lang).data for lang in bundled_languages()] + list(_SETS.values())
-    out = {t["id"]: (p, t, data) for data in reversed(sets) for p, ps in data["probes"].items() for t in ps["templates"]}
+    out = {t["id"]: (p, t, data) for data in reversed(sets) for p, ps in data["probes"].items()
+           for t in ps["templates"]}
     out.update((t["id"], (p, t, None)) for p, ps in _EXTRA_PROBES.items() for t in ps["templates"])
     return out
 
@@ -132,7 +133,8 @@ def pick_template(probe: str, key: str, seed: int) -> dict[str, Any]:
     the seed and the key, so regenerating one question never shifts the others.
 
     >>> use_templates(question_templates("en"))
-    >>> pick_template("definitions", "definitions:dog.n.01:c0", 0) == pick_template("definitions", "definitions:dog.n.01:c0", 0)
+    >>> (pick_template("definitions", "definitions:dog.n.01:c0", 0)
+    ...  == pick_template("definitions", "definitions:dog.n.01:c0", 0))
     True
     """
     temps = probe_spec(probe)["templates"]

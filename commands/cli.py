@@ -579,7 +579,9 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
             with runner.output_dir(bias_dir) as tmp:
                 res = run_bias(m, [src, out_dir], tmp, BiasConfig(seed=seed), wordnet=obj["wordnet"],
                                semcor=obj["semcor"],
-                               log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))), runner=runner)
+                               # called only within this iteration: run_bias returns before bias_dir changes
+                               log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))),  # noqa: B023
+                               runner=runner)
             echo(summary_table(res))
             echo(f"bias before/after: {bias_dir / 'report.md'}")
 

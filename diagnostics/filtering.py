@@ -281,7 +281,7 @@ def per_probe_predictor(views: list) -> Any:
     parts = {p: (np.array(ix), mc_predictor([views[i] for i in ix])) for p, ix in by_probe.items()}
     local = np.zeros(len(views), dtype=int)
     probe_of = [v.probe for v in views]
-    for p, (ix, _) in parts.items():
+    for _p, (ix, _) in parts.items():
         local[ix] = np.arange(len(ix))
 
     def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .version import __version__
+from .version import __version__ as __version__  # re-exported: probegen.__version__
 
 __all__ = ["bias", "score"]
 

@@ -251,7 +251,7 @@ class ApiScorer(Scorer):
 
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
         split = [boundary_split(q, c) for q, c in pairs]
-        for (q, c), (ctx, cont) in zip(pairs, split):
+        for (_q, c), (ctx, cont) in zip(pairs, split):
             if not ctx:
                 raise ProbegenError(f"{self.name}: the query is empty, so the server cannot score the first token of "
                                     f"{c!r}")

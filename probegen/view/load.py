@@ -426,7 +426,7 @@ def _attach_bias_exchanges(path: Path, by_id: dict[str, list[dict[str, Any]]]) -
                            and m.get("role") == "user")
         for it in by_id.get(uid, []):
             shared = None
-            for c, e in it["conds"].items():
+            for _c, e in it["conds"].items():
                 shared = e.get("c", shared)
                 if (shared is not None and sorted(shared) == sorted(ex["options"])
                         and all(q in prompt for q in (e.get("q") or [])[:1])):

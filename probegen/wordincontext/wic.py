@@ -199,7 +199,7 @@ def _pairs(by_lemma: dict[tuple[str, str], list[Context]], graph, cfg: WicConfig
 def _items(pairs: dict[tuple[str, str], list[Pair]], cfg: WicConfig) -> list[WicItem]:
     """The pairs as items (contexts as text), split by lemma, in a seeded order."""
     keys = sorted(pairs)
-    splits = split_by_rank([f"{l}.{p}" for l, p in keys], cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wic/splits"))
+    splits = split_by_rank([f"{w}.{p}" for w, p in keys], cfg.dev_frac, cfg.test_frac, rng_for(cfg.seed, "wic/splits"))
     items = []
     for lemma, pos in keys:
         unit = f"{lemma}.{pos}"

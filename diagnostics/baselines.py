@@ -159,7 +159,7 @@ def _with_numeric(sparse, numeric: np.ndarray, scaler):
     return dense if sparse is None else hstack([sparse, dense]).tocsr()
 
 
-def _result(name: str, applies_to: str, target: str, correct: np.ndarray, units: list, chance: float,
+def _result(name: str, applies_to: str, target: str, correct: np.ndarray, units: list | None, chance: float,
             n_boot: int, seed: int, note: str, **extra: Any) -> dict[str, Any]:
     boot = bootstrap_accuracy(correct, units, n_boot=n_boot, seed=seed)
     ci = boot["ci"]
@@ -216,7 +216,10 @@ def choice_numeric(choices: tuple[str, ...]) -> np.ndarray:
 
 
 def _choice_rows(items: list[MCView]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    texts, numeric, y, owner = [], [], [], []
+    texts: list[str] = []
+    numeric: list[Any] = []
+    y: list[Any] = []
+    owner: list[Any] = []
     for i, it in enumerate(items):
         texts.extend(it.choices)
         numeric.append(choice_numeric(it.choices))

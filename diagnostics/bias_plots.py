@@ -51,7 +51,9 @@ def plot_bias_plane(points: list[dict[str, Any]], out: Path, title: str = "") ->
     """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.6, 5.0))
-    drawn, undefined, not_applicable = [], [], []
+    drawn: list[Any] = []
+    undefined: list[Any] = []
+    not_applicable: list[str] = []
     for i, p in enumerate(points):
         c, w = p.get("bias_c") or {}, p.get("bias_w") or {}
         why = not_drawn(p)

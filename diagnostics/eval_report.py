@@ -92,7 +92,8 @@ def _cells(tree: dict[str, Any], rs: list[dict[str, Any]], keys: Sequence[str], 
         key = keys[depth]
         for name, child in node.items():
             if isinstance(child, dict):
-                val = lambda r: "-" if r.get(key) is None and key == "distractor_hops" else str(r.get(key))  # noqa: E731
+                val = lambda r: ("-" if r.get(key) is None and key == "distractor_hops"  # noqa: E731
+                                 else str(r.get(key)))
                 walk(child, [r for r in sub if val(r) == name], depth + 1)
 
     walk(tree, rs, 0)

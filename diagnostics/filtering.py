@@ -143,7 +143,8 @@ class ChoiceArtefacts:
         from . import baselines as B
 
         views = [B.mc_view(it, i) for i, it in enumerate(sub)]
-        chance = lambda alive: float(np.mean([1.0 / len(v.choices) for v, a in zip(views, alive) if a[0]]))  # noqa: E731
+        chance = lambda alive: float(np.mean([1.0 / len(v.choices)  # noqa: E731
+                                              for v, a in zip(views, alive) if a[0]]))
         return 1, [v.cluster for v in views], [1] * len(views), chance, per_probe_predictor(views)
 
     def controls(self, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
@@ -275,7 +276,7 @@ def _record(path: str | Path, data: Any, s: FilterSettings, adapter: Any, held: 
 
 def per_probe_predictor(views: list) -> Any:
     """A choice-only predictor trained separately per probe type (each probe has its own artefacts)."""
-    by_probe: dict[str, np.ndarray] = {}
+    by_probe: dict[str, list[int]] = {}
     for i, v in enumerate(views):
         by_probe.setdefault(v.probe, []).append(i)
     parts = {p: (np.array(ix), mc_predictor([views[i] for i in ix])) for p, ix in by_probe.items()}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -93,7 +93,7 @@ def collect(study) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
     return out
 
 
-def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: int = 1000,
+def score_study(study_dir: str | Path, models: Sequence[str | Path] = (), n_boot: int = 1000,
                 seed: int = 0) -> dict[str, Any]:
     """Everything ``probegen study score`` reports, as a JSON-ready dict (see the module doc)."""
     from probegen.study.store import load_study
@@ -150,7 +150,7 @@ def score_study(study_dir: str | Path, models: list[str | Path] = (), n_boot: in
 
 def _agreement(study, cond: str, by_item: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
     aids = sorted(a for a, x in study.annotators.items() if x["condition"] == cond)
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for x, y in combinations(aids, 2):
         both = [u for u in sorted(by_item) if x in by_item[u] and y in by_item[u]]
         la = [lab for u in both for lab in _labels(by_item[u][x]["answer"])]
@@ -171,7 +171,7 @@ def _bias(scores: dict[str, dict[str, float]], gold: dict[str, dict[str, Any]], 
     units = sorted(set.intersection(*(set(scores[c]) for c in present)))
     if len(units) < 2:
         return {"value": None, "reason": f"only {len(units)} item(s) answered in every condition"}
-    per = {c: np.array([scores[c][u] for u in units]) for c in present}
+    per: dict[str, np.ndarray] = {c: np.array([scores[c][u] for u in units]) for c in present}
     per[LABEL] = np.array([1.0 / gold[u]["n"] for u in units])
     table = UnitTable(units, np.ones(len(units)), per)
     return bootstrap_bias(table, {k: v for k, v in RATIOS.items() if v in present}, n_boot=n_boot, seed=seed)

@@ -115,7 +115,7 @@ def _record_rows(r: dict[str, Any], cluster: Callable[[dict[str, Any]], str]) ->
     gold = np.atleast_1d(np.asarray(r["gold"], dtype=int))
     pred = np.atleast_1d(np.asarray(r["pred"], dtype=int))
     gen = r.get("generation") or {}
-    keep = {k: r[k] for k in ("hops", "distractor_type", "probe", "pos") if k in r}
+    keep: dict[str, Any] = {k: r[k] for k in ("hops", "distractor_type", "probe", "pos") if k in r}
     uid, c = str(r["id"]), cluster(r)
     if gen:
         perms = np.asarray(gen["orders"], dtype=int)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -438,7 +438,7 @@ def write_bias(
     log: Callable[[str], None] = print,
     progress: bool = True,
     evaluate_mc: Callable | None = None,
-    skipped: list[dict[str, Any]] = (),
+    skipped: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Score every ablation of every loaded dataset, then write results.json, report.md and the plot.
 
@@ -664,9 +664,9 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
         try:
             other = json.loads(f.read_text(encoding="utf-8"))
             entries = [e for e in other["datasets"] if e.get("all")]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ProbegenError(f"--beside {run}: not a probegen bias output directory ({type(e).__name__}: "
-                                f"{e})") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ProbegenError(f"--beside {run}: not a probegen bias output directory ({type(exc).__name__}: "
+                                f"{exc})") from None
         method = (other.get("scorer") or {}).get("method") or "score"
         for e in entries:
             beside.append({"name": f"{other.get('model')} ({method}): {e['name']}", "run": str(run),

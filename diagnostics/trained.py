@@ -62,7 +62,7 @@ CONDITIONS = {
 RATIOS = {"bias_c": "context", "bias_w": "word"}
 
 #: the bias paper's BERT dev-set figures (Table 7), for the report and the plot
-PAPER_BERT = {
+PAPER_BERT: dict[str | None, dict[str, Any]] = {
     "wic": {"name": "WiC (paper, BERT)", "bias_w": 0.473, "bias_c": 1.055},
     "wsd": {"name": "WSD (paper, BERT)", "bias_w": 0.346, "bias_c": 0.874},
 }
@@ -386,7 +386,7 @@ def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: Tra
 
     for e in entries:
         e["files"] = {"correct": f"{e['name']}/correct.jsonl", "seeds": cfg.seed_list()}
-    results = {
+    results: dict[str, Any] = {
         "model": model,
         "method": "finetune" if cfg.finetune else "frozen encoder + LogisticRegression",
         "config": asdict(cfg),

@@ -114,7 +114,8 @@ def plot_trained_plane(datasets: list[dict[str, Any]], out: Path, title: str = "
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.8, 5.2))
     lo, hi = -0.1, 1.3
-    refs, undefined = {}, []
+    refs: dict[str, Any] = {}
+    undefined: list[Any] = []
     for i, d in enumerate(datasets):
         c, w = d["ratios"]["bias_c"], d["ratios"]["bias_w"]
         color = f"C{i % 10}"

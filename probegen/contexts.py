@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, cast
 
 from .errors import DatasetError
 from .text import detokenize, replace_char_span
@@ -81,7 +81,7 @@ class Context:
         # reached only for a slot not yet set: the text of a context held as tokens, rendered once
         if name in ("text", "char_span"):
             tokens = object.__getattribute__(self, "tokens")  # unset (mid-unpickling): AttributeError
-            a, b = self.span
+            a, b = cast("tuple[int, int]", self.span)  # set for a context held as tokens
             text, spans = detokenize(tokens)
             char_span = (spans[a][0], spans[b - 1][1])  # both or neither are set
             _set(self, "text", text)
@@ -291,7 +291,8 @@ def locate(text: str, lemmas: Iterable[str], pos: str, morph) -> tuple[str, tupl
     return None
 
 
-def ExampleOccurrence(synset: str, index: int, text: str, char_span: tuple[int, int], lemma: str) -> Context:  # noqa: N802
+def ExampleOccurrence(synset: str, index: int, text: str, char_span: tuple[int, int],  # noqa: N802
+                      lemma: str) -> Context:
     """A synset's own example sentence with its target located, as a Context (``source="wordnet"``,
     ``ref`` = the example's index); the name of the class it once was.
 

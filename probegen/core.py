@@ -23,11 +23,11 @@ from __future__ import annotations
 import zlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
-from .aligner import align, argmax_random_ties
+from .aligner import Matching, align, argmax_random_ties
 from .errors import ProbegenError
 
 DECISIONS = ("alignment", "simple", "argmax", "best-row")
@@ -300,7 +300,7 @@ def decide_scores(matrix: np.ndarray, decision: str, rng: np.random.Generator) -
         raise ProbegenError(f"non-finite score at row, column {tuple(int(x) for x in np.argwhere(~np.isfinite(m))[0])}")
     m = quantize(m)  # last-bit differences are ties, decided alike on every CPU
     if decision in ("alignment", "simple"):
-        return align(m, decision, seed=rng)
+        return align(m, cast(Matching, decision), seed=rng)
     if decision == "argmax":
         return np.array([argmax_random_ties(row, seed=rng) for row in m], dtype=int)
     if decision == "best-row":

@@ -232,7 +232,7 @@ def _unpack(kind: _Kind, archive: Path, dest: Path) -> str:
                 if outside or not (m.isfile() or m.isdir()):
                     raise DataNotFound(f"{archive}: unexpected member {m.name!r}; refusing to unpack")
             # filter="data" also refuses traversal and special files (Python >= 3.10.12 / 3.11.4)
-            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            safe: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tf.extractall(tmp, members=members, **safe)
         src = tmp / kind.top
         if kind.complete is not None:

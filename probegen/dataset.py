@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, TypeVar
+from typing import Any, Callable, ClassVar, Collection, Iterable, TypeVar
 
 from . import io  # its writers are looked up when called: tests interrupt them there
 from .errors import DatasetError
@@ -93,7 +93,7 @@ class Dataset:
         return out
 
     @classmethod
-    def read_manifest(cls, root: Path, kinds: Iterable[str] | None = None) -> dict[str, Any]:
+    def read_manifest(cls, root: Path, kinds: Collection[str] | None = None) -> dict[str, Any]:
         """The manifest of the dataset directory ``root`` ({} if it has none), once its ``kind``
         is one of ``kinds`` (when given) and every file it and the output marker list matches its
         sha256 (DatasetError naming the first that does not)."""

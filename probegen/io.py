@@ -288,6 +288,7 @@ def _check_replaceable(path: Path, writer: str | None = None) -> None:
         raise ProbegenError(f"cannot write to {path}: it holds {shown} and probegen did not write it (no {MARKER}; "
                             "older probegen outputs have none either); remove it or choose another --out")
     have = output_writer(path)
+    assert have is not None  # it has a marker (read above)
     if writer is not None and have != writer:
         raise ProbegenError(f"cannot write to {path}: it is {WRITERS[have]}, and this command writes "
                             f"{WRITERS[writer].split(' (')[0]}, which replaces only an earlier one; "
@@ -643,7 +644,8 @@ def json_type(v: Any) -> str:
         return "a boolean"
     if isinstance(v, (int, float)):
         return "a number"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(v), type(v).__name__)
+    names: dict[type, str] = {str: "a string", list: "a list", dict: "an object"}
+    return names.get(type(v), type(v).__name__)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

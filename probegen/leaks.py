@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
 # words with inner hyphens ("x-ray"); apostrophes split ("dog's" -> dog, s), dots never join
 _TOKEN = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
@@ -177,7 +177,7 @@ def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]],
     for pos, text, span, lemma in dict.fromkeys((p, t, tuple(s), lem) for p, t, s, lem in rows):
         c = out.setdefault(pos, {"contexts": 0, "leaky": 0, "rate": 0.0})
         c["contexts"] += 1
-        c["leaky"] += leaks(text, span, lemma, morph)
+        c["leaky"] += leaks(text, cast("tuple[int, int]", span), lemma, morph)
     for c in out.values():
         c["rate"] = c["leaky"] / c["contexts"] if c["contexts"] else 0.0
     return out

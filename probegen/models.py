@@ -162,12 +162,12 @@ def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, An
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
             # the weights are already de-quantised; drop the GGUF quantizer so they can be saved
-            model.hf_quantizer = None
+            model.hf_quantizer = None  # type: ignore[assignment]  # transformers types it as never None
             if hasattr(model.config, "quantization_config"):
                 del model.config.quantization_config
             # transformers writes weights only on global rank 0 once torch.distributed is up; this
             # is a private local copy that every node (each with its own cache) may need
-            model.should_save_on_this_rank = lambda is_main_process: True
+            model.should_save_on_this_rank = lambda is_main_process: True  # type: ignore[method-assign]
             model.save_pretrained(str(tmp))
             tok.save_pretrained(str(tmp))
         (tmp / marker.name).write_text(json.dumps(source))
@@ -611,7 +611,7 @@ def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
             placement = {"device_map": device_map} if device_map else {}
             model = auto.from_pretrained(path, dtype=getattr(torch, dtype), local_files_only=local, **placement)
         if not device_map:
-            model = model.to(device)
+            model = model.to(device)  # type: ignore[arg-type]  # transformers' typing of to() wants a model first
         return model.eval(), tok
 
     try:

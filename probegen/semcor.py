@@ -15,12 +15,15 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .contexts import Context
 from .data import DataInfo, load_wordnet, locate_semcor, locate_wordnet
 from .io import atomic_write, sha256_text
 from .paths import cache_dir, set_aside
+
+if TYPE_CHECKING:
+    from .lexicon.base import LexicalResource
 
 INDEX_FORMAT = 2  # bump when the parse or the cache layout changes (2: no pn= tags, lemma kept)
 
@@ -264,14 +267,14 @@ def _wordnet_of(wordnet):
     return wordnet if isinstance(wordnet, LexicalResource) else load_wordnet(str(wordnet.path))
 
 
-def _resolve_args(semcor: DataInfo | None, wn, wordnet: DataInfo | None):
+def _resolve_args(semcor: DataInfo | None, wn, wordnet: DataInfo | LexicalResource | None):
     semcor = semcor or locate_semcor()
     wordnet = wordnet or locate_wordnet()
     return semcor, wn, wordnet  # a missing wn is loaded only if the index must be built
 
 
 def context_index(
-    semcor: DataInfo | None = None, wn=None, wordnet: DataInfo | None = None
+    semcor: DataInfo | None = None, wn=None, wordnet: DataInfo | LexicalResource | None = None
 ) -> dict[str, list[Context]]:
     """synset name -> every tagged occurrence of it in SemCor, in document order, each a
     :class:`~probegen.contexts.Context` held as tokens (``source="semcor"``, ``ref`` = the

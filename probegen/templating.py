@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from .errors import ProbegenError
 
@@ -192,7 +192,7 @@ def _check_probe_block(block: Any, where: str) -> None:
         _check_fields(block[key], _FIELDS[key], f"{where}.{key}")
 
 
-def _check_fields(text: str, allowed: tuple[str, ...] | set[str], where: str) -> None:
+def _check_fields(text: str, allowed: Collection[str], where: str) -> None:
     """Fail now on a placeholder that filling in would crash on (or fill in oddly): an unknown name
     (``{0}``, ``{word.x}``, ``{word[0]}``), a format spec (``{word:d}``) or a conversion (``{word!r}``).
 

@@ -20,7 +20,7 @@ or another variant sharing synsets, recomputes nothing.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Sequence, cast
 
 from ..core import Unit
 from ..leaks import Morphology, leaks
@@ -65,7 +65,7 @@ def _token_view(c: Context) -> tuple[list[str], tuple[int, int]]:
     (['the', 'dogs', 'barked'], (1, 2))
     """
     if c.tokens is not None:
-        return list(c.tokens), tuple(c.span)
+        return list(c.tokens), cast("tuple[int, int]", tuple(c.span))
     a, b = c.char_span
     left = c.text[:a].split()
     return left + [c.text[a:b]] + c.text[b:].split(), (len(left), len(left) + 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def plan(
 
 
 def eligible_pool(
-    occurrences: dict[str, Sequence], min_occurrences: int, max_contexts: int, morph: Morphology
+    occurrences: Mapping[str, Sequence], min_occurrences: int, max_contexts: int, morph: Morphology
 ) -> tuple[dict[str, list], set[str], dict[str, int]]:
     """(synset -> its first ``max_contexts`` usable occurrences, the eligible pool, counts) for the
     synsets of one part of speech, from every occurrence of each (corpus order).

@@ -102,8 +102,8 @@ class Group(Record):
         try:
             if not isinstance(d, dict) or not isinstance(d.get("items"), list):
                 raise DatasetError("a group must be an object with an 'items' list")
-            fields = [text_field(d, k) for k in ("id", "pos", "ancestor", "relation")]
-            return cls(*fields, tuple(Member.from_json(x) for x in d["items"]))
+            gid_, pos, ancestor, relation = (text_field(d, k) for k in ("id", "pos", "ancestor", "relation"))
+            return cls(gid_, pos, ancestor, relation, tuple(Member.from_json(x) for x in d["items"]))
         except DatasetError as e:
             raise DatasetError(f"malformed {cls.what} {gid}: {e}") from None
         except KeyError as e:

@@ -41,6 +41,7 @@ def definition_vectors(
             with atomic_write(path, "wb") as fh:
                 np.save(fh, mat)
         mat = runner.share(mat)
+    assert mat is not None  # rank 0's matrix, on every rank
     norms = np.linalg.norm(mat, axis=1, keepdims=True)
     mat = mat / np.where(norms == 0, 1.0, norms)
     row = {n: i for i, n in enumerate(names)}

@@ -32,7 +32,7 @@ CHAT_SETTINGS = ("device", "dtype", "api_base", "api_key_env", "concurrency", "a
                  "batch_size", "cache")
 
 
-def load_generator(model: str, permutations: int = 1, prompts: str | None = None, seed: int = 0,
+def load_generator(model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0,
                    **settings: Any) -> GenerativeScorer:
     """A :class:`GenerativeScorer` for ``model``: a served model when ``api_base`` serves it (its
     chat endpoint), else a local chat model (bundled short name or path); ``prompts`` a prompt

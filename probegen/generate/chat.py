@@ -157,7 +157,8 @@ class ResponseCache(ScoreCache):
         with self._lock:
             return self._run(select)
 
-    def put_many(self, items: Iterable[tuple[str, Response]] | Mapping[str, Response]) -> None:  # type: ignore[override]
+    def put_many(self,  # type: ignore[override]
+                 items: Iterable[tuple[str, Response]] | Mapping[str, Response]) -> None:
         """Store ``(key, response)`` pairs and commit them (one transaction)."""
         rows = [(k, r.text, r.finish_reason) for k, r in (items.items() if isinstance(items, Mapping) else items)]
         if not rows:

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -226,7 +226,7 @@ class LetterScorer(UnitScorer):
             mass = [[0.0] * n_rows for _ in orders]
             perms: dict[int, list[int]] = {}
             for a in mine:
-                probs[a.order][a.row] = list(a.probs)
+                probs[a.order][a.row] = list(cast("list[float]", a.probs))  # every answer here was read
                 mass[a.order][a.row] = a.mass
                 perms[a.order] = a.perm.tolist()
             m = np.zeros((n_rows, n_opt))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeGuard, cast
 
 from ..errors import ProbegenError
 
@@ -44,7 +44,7 @@ BATCH = 8
 MAX_TOKEN_IDS = 128
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[float]:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v <= 1e-4
 
 
@@ -247,7 +247,7 @@ class ApiLetters:
                            "logprobs": 0})
         out = []
         # checked as the scorer checks
-        for (p, v), (offsets, vals) in zip(pairs, ApiScorer._logprobs(self, body, prompts)):
+        for (p, v), (offsets, vals) in zip(pairs, ApiScorer._logprobs(cast(ApiScorer, self), body, prompts)):
             got = continuation_logprobs({"text_offset": offsets, "token_logprobs": vals}, len(p), len(p) + len(v))
             if not got or any(x is None for x in got):
                 raise self.client.error(f"{self.endpoint.base} gave no log-prob for {v!r} after the prompt")

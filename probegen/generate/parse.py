@@ -105,8 +105,8 @@ def _index(label: str, n: int) -> int | None:
 
 
 def _join(items: Sequence[object]) -> str:
-    items = [str(x) for x in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    names = [str(x) for x in items]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 # ---- matching -----------------------------------------------------------------------------------------
@@ -377,9 +377,8 @@ def parse_yes_no(text: str) -> Parsed:
         m = re.match(lead, line, flags=re.I)
         if m:
             said.add(m.group(1).lower())
-            if re.match(r"\s*(?:/|,|\bor\b|\band\b|&)\s*(yes|no)\b", line[m.end():], flags=re.I):
-                said.add(re.match(r"\s*(?:/|,|\bor\b|\band\b|&)\s*(yes|no)\b", line[m.end():],
-                                  flags=re.I).group(1).lower())
+            if other := re.match(r"\s*(?:/|,|\bor\b|\band\b|&)\s*(yes|no)\b", line[m.end():], flags=re.I):
+                said.add(other.group(1).lower())
     body = " ".join(lines)
     said |= {w.lower() for w in re.findall(r"\banswer\b(?:\s+is)?\s*[:\-]?\s*[\"'(]?(yes|no)\b", body, flags=re.I)}
     if said == {"yes"}:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -98,12 +98,12 @@ def option_orders(ask: str, seed: int, unit_id: str, n: int, permutations: int |
     """
     permutations = check_permutations(permutations)
     if ask == "yes-no":
-        return [np.arange(n) for _ in range(1 if permutations == ROTATIONS else permutations)]
+        return [np.arange(n) for _ in range(1 if permutations == ROTATIONS else cast(int, permutations))]
     shift = 0 if ask == "matching" else 1
     if permutations == ROTATIONS:
         base = order_of(seed, unit_id, shift, n)
         return [np.roll(base, -r) for r in range(max(n, 1))]
-    return [order_of(seed, unit_id, p + shift, n) for p in range(permutations)]
+    return [order_of(seed, unit_id, p + shift, n) for p in range(cast(int, permutations))]
 
 
 def complete(answer: Sequence[int | None], n_options: int, one_to_one: bool, rng: np.random.Generator) -> list[int]:
@@ -113,7 +113,7 @@ def complete(answer: Sequence[int | None], n_options: int, one_to_one: bool, rng
     >>> complete([2, None, 0], 3, True, np.random.default_rng(0))
     [2, 1, 0]
     """
-    out = list(answer)
+    out: list[Any] = list(answer)
     missing = [i for i, a in enumerate(out) if a is None]
     if not missing:
         return [int(a) for a in out]
@@ -156,7 +156,8 @@ class GenerativeScorer(UnitScorer):
     kind = "generative"
     query_style = "generate"
 
-    def __init__(self, chat: Any, prompts: Any, permutations: int = 1, seed: int = 0, retry: bool = True) -> None:
+    def __init__(self, chat: Any, prompts: Any, permutations: int | str = 1, seed: int = 0,
+                 retry: bool = True) -> None:
         self.chat = chat
         self.name = chat.name
         self.prompts = prompts

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Mapping
 
 #: synset-level relations a graph carries, by probegen's name (WN-LMF names in comments where they
 #: differ). hypernym / instance_hypernym become graph edges; the rest are node attributes.
@@ -79,7 +79,7 @@ class LexicalResource(ABC):
     def base_forms(self, word: str, pos: str) -> set[str]:
         """The lemma forms ``word`` can be an inflection of in ``pos`` (itself included if a lemma)."""
 
-    def sense_key_index(self) -> dict[str, str]:
+    def sense_key_index(self) -> Mapping[str, str]:
         """WordNet sense key -> synset name, for mapping sense-tagged corpora (SemCor).
 
         Resources without sense keys raise: their contexts come from examples (``--contexts examples``).

@@ -35,7 +35,7 @@ import tempfile
 from contextlib import closing, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from ..errors import ProbegenError
 from ..io import sha256_file
@@ -300,8 +300,8 @@ class WnLexicon(LexicalResource):
             lemmas = tuple(lemma(s) for s in senses)
             antonyms = set()
             for s, lem in zip(senses, lemmas):
-                for t in s.get_related("antonym"):
-                    antonyms.add((lem, t.synset().id, lemma(t)))
+                for a in s.get_related("antonym"):
+                    antonyms.add((lem, a.synset().id, lemma(a)))
             raw.append((i, ss, pos, lemmas, pointers, antonyms))
         # a synset without senses has no word in this lexicon: nothing can name it in a probe
         kept = {ss.id for _, ss, _, lemmas, _, _ in raw if lemmas}
@@ -346,7 +346,7 @@ class WnLexicon(LexicalResource):
             found = self._forms.get(pos, {}).get(form, set()) | self._forms.get(pos, {}).get(form.lower(), set())
         return {f.replace(" ", "_") for f in found}
 
-    def sense_key_index(self) -> dict[str, str]:
+    def sense_key_index(self) -> Mapping[str, str]:
         """WordNet sense key -> synset id, from ``dc:identifier`` sense metadata (OMW's English
         lexicons) or from sense ids that encode keys (Open English WordNet 2021+)."""
         import wn

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import ProbegenError
 from ..io import atomic_path
@@ -123,7 +124,7 @@ def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: st
         synsets.append(_synset(graph.g.nodes[n], sid[n], senses, rels))
     if dropped:
         log.warning("write_lmf: dropped %d relation(s) to synsets outside the graph", dropped)
-    lexicon = {"id": lexicon_id, "label": label, "language": language, "email": email,
+    lexicon: Any = {"id": lexicon_id, "label": label, "language": language, "email": email,
                "license": license, "version": version, "entries": list(entries.values()),
                "synsets": synsets}
     path = Path(path)
@@ -156,7 +157,7 @@ def _add_senses(g, name: str, sid: dict[str, str], lexicon_id: str,
     for k, lemma in enumerate(d["lemmas"], 1):
         rels, lost = _antonyms(g, sid, name, lemma)
         dropped += lost
-        sense = {"id": f"{sid[name]}-{k}", "synset": sid[name], "relations": rels}
+        sense: dict[str, Any] = {"id": f"{sid[name]}-{k}", "synset": sid[name], "relations": rels}
         senses.append(sense["id"])
         key = (lemma, d["pos"])
         if key not in entries:

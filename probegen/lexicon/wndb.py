@@ -47,6 +47,8 @@ def record_from_nltk(s) -> SynsetRecord:
 class NltkWordNet(LexicalResource):
     """A WNDB wordnet opened by nltk's ``WordNetCorpusReader`` (``reader``)."""
 
+    location: str  # where it was found, set by probegen.lexicon.sources
+
     def __init__(self, reader, source: str = "", label: str = "", version: str = "", sha256: str = "") -> None:
         self.reader = reader
         self.source, self.label, self.version, self.sha256 = source, label, version, sha256
@@ -98,7 +100,7 @@ class SenseKeys(Mapping):
             return None
         return synset.name()
 
-    def get(self, key: str, default=None):  # type: ignore[override]
+    def get(self, key: str, default=None):
         if key not in self._names:
             self._names[key] = self._resolve(key)
         got = self._names[key]

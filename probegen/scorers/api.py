@@ -116,7 +116,7 @@ def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | N
     """
     if not isinstance(logprobs, dict):
         raise ValueError(f"its 'logprobs' is {shape(logprobs)}, not an object")
-    fields = {f: logprobs.get(f) for f in ("tokens", "text_offset", "token_logprobs")}
+    fields: dict[str, Any] = {f: logprobs.get(f) for f in ("tokens", "text_offset", "token_logprobs")}
     for f, v in fields.items():
         if not isinstance(v, list) or not v:
             raise ValueError(f"its 'logprobs.{f}' is {shape(v) if v != [] else 'empty'}, not a list of the prompt's "

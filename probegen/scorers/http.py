@@ -194,7 +194,8 @@ def shape(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return names.get(type(value), type(value).__name__)
 
 
 class Client:

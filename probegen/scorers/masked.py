@@ -77,8 +77,8 @@ class MaskedScorer(SpanFeatures, Scorer):
         self._max_len = min(int(getattr(tokenizer, "model_max_length", 512) or 512), 512)
         # apply the MLM head only at masked positions when the head is a separate module
         head = getattr(model, "cls", None)
-        self._head = head if head is not None else getattr(model, "lm_head", None)
-        self._base = model.base_model if self._head is not None else None
+        self._head: Any = head if head is not None else getattr(model, "lm_head", None)
+        self._base: Any = model.base_model if self._head is not None else None
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._front, self._back = self._specials()
         self._budget = _budget.Budget(self, max_batch_tokens)

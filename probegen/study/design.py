@@ -197,7 +197,8 @@ def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
     units, skipped = sample_units(task, data, cfg)
     width = len(str(cfg.n))
     uids = [f"q{i + 1:0{width}d}" for i in range(len(units))]
-    items, gold = [], []
+    items: list[dict[str, Any]] = []
+    gold: list[dict[str, Any]] = []
     for uid, unit in zip(uids, units):
         gold.append({"uid": uid, **task.study_gold(unit, cfg.seed)})
         for cond in cfg.conditions:

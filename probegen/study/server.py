@@ -66,7 +66,8 @@ def create_app(study: Study | str | Path):
     for logger in (logging.getLogger("werkzeug"), app.logger):
         logger.addFilter(_REDACT)  # idempotent
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024
-    app.json.sort_keys = False
+    # the default JSON provider has sort_keys; Flask types app.json as the base class
+    app.json.sort_keys = False  # type: ignore[attr-defined]
 
     def annotator_of(token: str) -> str | None:
         found = None

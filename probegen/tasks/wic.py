@@ -104,7 +104,7 @@ class WordInContextTask(Task):
     second_context: ClassVar[bool] = False
     #: the probe scores each candidate choice of an item (one output per choice)
     scores_choices: ClassVar[bool] = False
-    kinds = ("wordincontext",)
+    kinds: ClassVar[tuple[str, ...]] = ("wordincontext",)
     priority = 10  # strict shape rules: asked before the catch-all file rules
     zero_shot = False
     options = frozenset()  # eval trains a linear probe: --seed and --batch-size only
@@ -203,8 +203,8 @@ class WordInContextTask(Task):
                  f"{'split':<6} {'items':>6} {'lemmas':>7} {'units':>6}  labels"]
         for split, c in split_counts(ds.items).items():
             lines.append(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {self.split_labels(c)}")
-        rows = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2)
-                if t is not None]
+        rows: list[Any] = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2)
+                           if t is not None]
         lines.append(format_leak_rates(leak_rates(rows, morphology_for(ds.manifest, log))))
         return "\n".join(lines)
 
@@ -250,6 +250,7 @@ class WordInContextTask(Task):
 
     def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
         """The gold class index of ``item`` among ``classes`` (-1 if unseen in training)."""
+        assert classes is not None  # this kind's classes are its training labels (:meth:`classes`)
         return classes.index(str(item.label)) if str(item.label) in classes else -1
 
     def bootstrap_unit(self, data: Any) -> str:

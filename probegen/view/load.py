@@ -99,8 +99,8 @@ def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
     method = results.get("method") or ("generate" if "generation" in results else "score")
     if not isinstance(method, str) or method not in ("score", "generate"):
         method = "trained" if isinstance(method, str) else "score"
-    scorer = results.get("scorer") if isinstance(results.get("scorer"), dict) else {}
-    blocks = [results.get(k) for k in ("eval", "config") if isinstance(results.get(k), dict)]
+    scorer: dict[str, Any] = results["scorer"] if isinstance(results.get("scorer"), dict) else {}
+    blocks: list[dict[str, Any]] = [results[k] for k in ("eval", "config") if isinstance(results.get(k), dict)]
     nonce = next((b["nonce"] for b in blocks if b.get("nonce")), None)
     return {"path": str(run), "command": command, "model": str(results.get("model", "?")), "method": method,
             "scorer": scorer.get("kind"), "nonce": nonce if isinstance(nonce, str) else None, "sets": [], "notes": []}
@@ -110,7 +110,7 @@ def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
     info = _info(run, results, "eval")
     ds = results["dataset"]
     kind = str(ds.get("kind", "?"))
-    ev = results.get("eval") if isinstance(results.get("eval"), dict) else {}
+    ev: dict[str, Any] = results["eval"] if isinstance(results.get("eval"), dict) else {}
     cond = str(ev.get("mode") or "full")
     rows_name = (results.get("files") or {}).get("rows") or next(
         (n for n in ("groups.jsonl", "items.jsonl") if (run / n).is_file()), None)
@@ -174,7 +174,7 @@ def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
                       "xci": _ci(bc.get("ci")), "yci": _ci(bw.get("ci"))})
     resp = run / "responses.jsonl"
     if resp.is_file():  # the generative method: exchanges of every dataset and condition
-        by_set = {}
+        by_set: dict[str, list[dict[str, Any]]] = {}
         for it in items:
             by_set.setdefault(it["id"], []).append(it)
         _attach_bias_exchanges(resp, by_set)
@@ -236,7 +236,7 @@ def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
         s = _matrix(row.get("scores"), k, len(row.get("columns") or []), where)
         p, g = (_indices(row.get("pred"), k, len(row["columns"]), where, "pred"),
                 _indices(row.get("gold"), k, len(row["columns"]), where, "gold"))
-        e = {"kind": "group", "s": s, "p": p, "g": g, "rl": _strs(row["rows"], where, "rows"),
+        e: dict[str, Any] = {"kind": "group", "s": s, "p": p, "g": g, "rl": _strs(row["rows"], where, "rows"),
              "cl": _strs(row["columns"], where, "columns"),
              "ok": [int(a == b) for a, b in zip(p, g)], "meta": {"pos": row.get("pos"), "k": k}}
     elif "choices" in row:  # multiple choice
@@ -334,6 +334,7 @@ def _add_seen(path: Path, conds: dict[str, dict[str, dict[str, Any]]]) -> None:
         if e is None:
             continue
         q = _strs(row.get("queries"), where, "queries")
+        cands: list[Any]
         if "candidates" in row:
             cands = _strs(row["candidates"], where, "candidates")
         elif isinstance(row.get("candidates_per_query"), list):
@@ -382,10 +383,11 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
         style = ("generate" if method == "generate" or seeds
                  else ("plain" if scorer_kind in ("static", "embedding") else "pattern"))
         units = task.units(data, cond, settings, style)
-    except Exception as e:  # noqa: BLE001 - the rows are still shown; say why the texts are not
+    except Exception as exc:  # noqa: BLE001 - the rows are still shown; say why the texts are not
         if seeds:
             return None
-        return f"the queries could not be rebuilt from {ds_path} ({type(e).__name__}: {e}): the run's rows are shown"
+        return (f"the queries could not be rebuilt from {ds_path} ({type(exc).__name__}: {exc}): the run's rows are "
+                "shown")
     off = 0
     for u in units:
         e = entries.get(u.id)

@@ -20,7 +20,7 @@ import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -259,8 +259,9 @@ def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, c
             if len(chosen) < cfg.n_distractors:
                 skipped["too_few_distractors"] = skipped.get("too_few_distractors", 0) + 1
                 continue
-            out.append({"q": q, "id": iid, "dtype": dtype, "dhops": min(typed) if typed else None, "stem": stem,
-                        "template": tmpl["id"], "chosen": chosen, "order": rng.permutation(len(chosen)).tolist()})
+            out.append({"q": q, "id": iid, "dtype": dtype, "dhops": min(cast("list[int]", typed)) if typed else None,
+                        "stem": stem, "template": tmpl["id"], "chosen": chosen,
+                        "order": rng.permutation(len(chosen)).tolist()})
     return out
 
 

@@ -77,7 +77,7 @@ def relation_paths(graph, start: str, relation: str, max_hops: int) -> dict[str,
 
 def _shortest_paths(start: str, max_hops: int, step) -> dict[str, tuple[str, ...]]:
     paths: dict[str, tuple[str, ...]] = {}
-    frontier = [(start,)]
+    frontier: list[tuple[str, ...]] = [(start,)]
     for _ in range(max_hops):
         nxt = []
         for path in frontier:

@@ -376,7 +376,8 @@ def check_notes(notes: dict[str, Any]) -> None:
     for key, kind in NOTE_TYPES.items():
         v = notes.get(key)
         if v is not None and (not isinstance(v, kind) or isinstance(v, bool)):
-            want = {str: "a string", int: "an integer", list: "a list"}.get(kind, "a list or a string")  # type: ignore[call-overload]
+            names: dict[object, str] = {str: "a string", int: "an integer", list: "a list"}
+            want = names.get(kind, "a list or a string")
             raise InvalidRow("invalid notes field", f"notes.{key} must be {want}, got {json_type(v)}")
 
 

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from probegen.runner import Runner
 
 DEFAULT_OUT = Path("probegen_out") / "bias"
-METHODS = ("zeroshot", "trained", "generate", "letter")
 #: the methods that ask a chat model each ablation with the generative prompts
 ASKING = ("generate", "letter")
 Log = Callable[[str], None]

@@ -55,20 +55,6 @@ def heldout_concepts(concepts: list[str], frac: float, seed: int) -> set[str]:
     return {names[i] for i in order[:n]}
 
 
-def heldout_controls(
-    kind: str, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
-    seed: int, n_boot: int = 1000,
-) -> list[dict[str, Any]]:
-    """The partial-input controls trained on the ``alive`` rows of ``train`` units, tested on ``test`` units.
-
-    WordNetQA: choice-only, one classifier per probe type (the bias report's choice-only control,
-    with a fixed train/test split instead of folds). CoDA21: word-only overlap aligner. Accuracy
-    with a bootstrap CI resampling concepts (synsets / ancestors); ``correct`` keeps the per-unit
-    values so before and after can be paired.
-    """
-    return _adapter(kind).controls(units, train, alive, test, min_rows, seed, n_boot)
-
-
 class AlignmentArtefacts:
     """AFLite over CoDA21 groups: a word-only overlap aligner; concepts are the groups' ancestors."""
 

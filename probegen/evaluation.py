@@ -32,16 +32,6 @@ ASKING_METHODS = ("generate", "letter")
 SCORING_ONLY = ("scorer", "reduction", "length_norm", "pattern", "pll")
 
 
-def detect_dataset(path: str | Path) -> str:
-    """The kind (task name) of the dataset at ``path``: :func:`probegen.tasks.detect`.
-
-    An interrupted write of ``path`` is finished first; a path no task claims is one DatasetError.
-    """
-    from . import tasks
-
-    return tasks.detect(path).name
-
-
 def resolve_models(models: Iterable[str], scorer_kind: str | None = None,
                    api: Mapping[str, Any] | None = None) -> dict[str, str]:
     """``{model: scorer kind}``, resolved before any dataset is built or scored (``api``: the command's

@@ -419,17 +419,6 @@ def file_hashes(root: str | Path, names: Iterable[str]) -> dict[str, str]:
     return {name: sha256_file(Path(root) / name) for name in sorted(names)}
 
 
-def write_rows_dataset(out: str | Path, rows_file: str, rows: Iterable[Any], manifest: dict[str, Any],
-                       manifest_name: str = "manifest.json") -> Path:
-    """Write a one-file dataset (``rows_file`` as JSONL) and its manifest, with the file's sha256
-    added to it, as one directory renamed into place once (:func:`atomic_dir`)."""
-    out = Path(out)
-    with atomic_dir(out) as tmp:
-        write_jsonl(tmp / rows_file, rows)
-        write_json(tmp / manifest_name, {**manifest, "files": file_hashes(tmp, [rows_file])})
-    return out
-
-
 def verify_files(root: str | Path, files: Any, manifest_name: str = "manifest.json") -> None:
     """Check a dataset directory against what probegen wrote (DatasetError naming the first mismatch):
     every file its marker lists, the manifest included (:func:`verify_output`), and every file the

@@ -90,11 +90,6 @@ def _clean(text: str) -> list[str]:
     return out
 
 
-def _label_re(n: int) -> str:
-    """A pattern for one option label: one letter, or two when there are more than 26 options."""
-    return r"[A-Za-z]{1,2}" if n > 26 else r"[A-Za-z]"
-
-
 def _index(label: str, n: int) -> int | None:
     """The 0-based index of option ``label`` among ``n``, or None if it names no option."""
     label = label.upper()

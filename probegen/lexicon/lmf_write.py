@@ -82,15 +82,6 @@ def synset_id(name: str, lexicon_id: str) -> str:
     return f"{lexicon_id}-{escape_id(name)}"
 
 
-def synset_name(sid: str, lexicon_id: str) -> str:
-    """The graph node name a :func:`synset_id` came from.
-
-    >>> synset_name("pwn30-jack-2d-o-27--2d-lantern.n.01", "pwn30")
-    "jack-o'-lantern.n.01"
-    """
-    return unescape_id(sid.removeprefix(f"{lexicon_id}-"))
-
-
 def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: str = "en",
               version: str = "1.0", email: str = "", license: str = "") -> Path:
     """Write ``graph`` (a :class:`~probegen.wordnet_graph.WordNetGraph`) to ``path`` as one WN-LMF lexicon.

@@ -8,8 +8,6 @@ from ..errors import ProbegenError
 from ..spec.concepts import ConceptFilter
 
 PROBES = ("definitions", "hypernymy", "hyponymy", "synonymy")
-#: probes whose gold answer is an ISA relative at 1..max_hops hops
-ISA_PROBES = ("hypernymy", "hyponymy")
 DISTRACTOR_TYPES = ("random", "sister", "isa")
 CONTEXT_SOURCES = ("wordnet", "wordnet+semcor")
 POS_CODES = {"noun": "n", "verb": "v"}

@@ -39,8 +39,6 @@ from .items import LABELS, ChoiceMeta, Context, MCItem
 
 #: probes a release row can be: WordNetQA's four and DictionaryQA (GCIDE senses, read like definitions)
 RELEASE_PROBES = PROBES + ("dictionary",)
-#: the probes whose stem quotes a sentence holding the word
-SENTENCE_PROBES = ("definitions", "hypernymy", "hyponymy", "dictionary")
 ON_INVALID = ("error", "skip")
 #: ids kept per skip reason in the manifest
 IDS_KEPT = 20

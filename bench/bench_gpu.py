@@ -188,7 +188,7 @@ def bench_causal(name, shape, tok, queries, cands, args, device, dtype):
     pairs = [(q, c) for q, cs in zip(queries, cands) for c in cs]
 
     def scorer(strategy: str, budget):
-        return CausalScorer(f"bench-{name}", model, tok, model_id=f"bench-{name}-{args.tag}", cache=False,
+        return CausalScorer(f"bench-{name}", model, tok, model_id=f"bench-{name}-{args.tag}", cache=False,  # noqa: F821 - called before the final `del model`
                             strategy=strategy, max_batch_tokens=budget)
 
     encoded = [scorer("full", None).encode_pair(q, c) for q, c in pairs]
@@ -215,7 +215,7 @@ def bench_causal(name, shape, tok, queries, cands, args, device, dtype):
 
     base = f"lm-eval style (batch {args.lm_eval_batch})"
     methods = {
-        base: lambda: results.__setitem__(base, np.array(lm_eval_style(model, encoded, args.lm_eval_batch))),
+        base: lambda: results.__setitem__(base, np.array(lm_eval_style(model, encoded, args.lm_eval_batch))),  # noqa: F821 - called before the final `del model`
         "packed, default budget": run("packed", CausalScorer.max_batch_tokens, "packed, default budget"),
         "packed, auto budget": run("packed", "auto", "packed, auto budget"),
         "full, auto budget": run("full", "auto", "full, auto budget"),
@@ -242,7 +242,7 @@ def bench_masked(name, shape, tok, queries, cands, args, device, dtype):
     results = {}
 
     def scorer(pll: str, budget):
-        return MaskedScorer(f"bench-{name}", model, tok, model_id=f"bench-{name}-{args.tag}", cache=False, pll=pll,
+        return MaskedScorer(f"bench-{name}", model, tok, model_id=f"bench-{name}-{args.tag}", cache=False, pll=pll,  # noqa: F821 - called before the final `del model`
                             max_batch_tokens=budget)
 
     scorer("original", None).score(queries[:1], cands[:1])  # warm-up

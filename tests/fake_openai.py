@@ -70,7 +70,7 @@ class SmolLM2Logprobs:
         self._lock = threading.Lock()
         self.calls = 0
 
-    @functools.lru_cache(maxsize=None)
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - one tokenizer per test server, alive for the whole run
     def __call__(self, prompt: str) -> tuple[tuple[str, ...], tuple[float | None, ...]]:
         ids = self.tok(prompt, add_special_tokens=False).input_ids
         raw = [bytes(self._bytes[c] for c in t) for t in self.tok.convert_ids_to_tokens(ids)]

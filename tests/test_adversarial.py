@@ -8,9 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
-from probegen.diagnostics import baselines as B
-from probegen.diagnostics import aflite as A
 from probegen.adversarial import confusable as C
+from probegen.diagnostics import aflite as A
+from probegen.diagnostics import baselines as B
 from probegen.diagnostics import filtering as F
 
 
@@ -184,8 +184,8 @@ def test_compare_and_filter_from_the_cli(adversarial_verbs, tmp_path):
 
     from click.testing import CliRunner
 
-    from probegen.commands.cli import cli
     from probegen.coda21 import dataset as D
+    from probegen.commands.cli import cli
 
     _, (adv, twin) = adversarial_verbs
     D.write(adv, tmp_path / "adv")
@@ -221,8 +221,8 @@ def test_compare_and_filter_from_the_cli(adversarial_verbs, tmp_path):
 def test_filter_holds_out_concepts_and_measures_the_controls_on_them(tmp_path, monkeypatch):
     """Defect 9: held-out synsets are never shown to the filter nor removed, and the controls before / after are
     trained on the rest before / after filtering and tested on exactly the held-out items."""
-    from probegen.diagnostics import filtering as F
     from probegen.aligner import argmax_random_ties
+    from probegen.diagnostics import filtering as F
     from probegen.wordnetqa import dataset as D
     from probegen.wordnetqa.config import WordNetQAConfig
 

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from cli_checks import assert_one_line_error, run
 
 DATA = Path(__file__).parent / "data"

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from probegen.diagnostics import baselines, bias, entropy, run_bias
-from probegen.diagnostics.baselines import choice_only_control, coda21_controls
-from probegen.diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
 from probegen.coda21.dataset import Coda21Dataset, write
 from probegen.coda21.evaluate import EvalConfig, evaluate
 from probegen.coda21.items import Context, Group, Item
+from probegen.diagnostics import baselines, bias, entropy, run_bias
+from probegen.diagnostics.baselines import choice_only_control, coda21_controls
+from probegen.diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
 
 
 # ---- a deterministic scorer and synthetic data --------------------------------------------------
@@ -85,7 +85,7 @@ def fake_evaluate_mc(mc, scorer, seed, nonce, progress=False, mode="full"):
     """A stand-in for probegen.wordnetqa.evaluate.evaluate_mc: correctness rates fall with less input."""
     rate = {"full": 0.9, "context": 0.6, "word": 0.5, "choice": 0.3}[mode]
     rows = []
-    for i, it in enumerate(mc.items):
+    for it in mc.items:
         u = zlib.crc32(f"{seed}/{mode}/{it['id']}".encode()) / 2**32
         rows.append({"id": it["id"], "cluster": it["cluster"], "probe": it["probe"], "gold": it["answer"], "correct": u < rate})
     return {"items": rows, "metrics": {}}
@@ -416,8 +416,8 @@ def test_command_errors_are_probegen_errors(tmp_path):
 
 
 def test_registered_command_prints_one_line_errors(tmp_path):
-    from probegen.commands.cli import cli
     from probegen.commands.bias import bias as bias_cmd
+    from probegen.commands.cli import cli
 
     if "bias" not in cli.commands:
         cli.add_command(bias_cmd)

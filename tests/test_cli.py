@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cli_checks import assert_one_line_error, run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ import weakref
 import numpy as np
 import pytest
 import tiny_models
-from oracles import causal_naive_scores
 from click.testing import CliRunner
+from oracles import causal_naive_scores
 
 from probegen.errors import ProbegenError
 from probegen.score_cache import ScoreCache

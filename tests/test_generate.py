@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_checks import assert_one_line_error, run
 
 pytestmark = pytest.mark.real

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probegen.errors import ProbegenError
 from probegen.generate.parse import Parsed, parse, parse_choice, parse_matching, parse_yes_no

@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 import golden_runs
+import pytest
 from cli_checks import run
 
 LMF = Path(__file__).parent / "data" / "lmf" / "es-mini.xml"

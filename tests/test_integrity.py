@@ -10,10 +10,10 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+from cli_checks import assert_one_line_error, run
 from click.testing import CliRunner
 
 from probegen.commands.cli import cli
-from cli_checks import assert_one_line_error, run
 from probegen.errors import DatasetError
 
 ES_MINI = Path(__file__).parent / "data" / "lmf" / "es-mini.xml"

@@ -104,8 +104,8 @@ def _leaky_group():
 
 
 def test_stats_reports_leak_rates_per_pos(clean_hard_nouns, tmp_path):
-    from probegen.commands.cli import cli
     from probegen.coda21 import dataset as D
+    from probegen.commands.cli import cli
 
     clean = D.write(D.Coda21Dataset(clean_hard_nouns.groups[:5], clean_hard_nouns.manifest), tmp_path / "clean")
     r = CliRunner().invoke(cli, ["stats", str(clean)])

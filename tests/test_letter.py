@@ -200,10 +200,10 @@ def test_wordpiece_label_tokens(tmp_path):
     """A BERT-style (uncased WordPiece) vocabulary: 'A' and ' A' are one and the same token, counted
     once; a label of several word pieces is scored piece by piece."""
     import torch
+    from tiny_models import bert_tokenizer
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from probegen.generate.chat import LocalChat
-    from tiny_models import bert_tokenizer
 
     tok = bert_tokenizer()
     tok.chat_template = ("{% for m in messages %}[unused1] {{ m['role'] }} : {{ m['content'] }} [unused2] {% endfor %}"

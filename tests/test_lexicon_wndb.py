@@ -133,8 +133,8 @@ def test_make_coda21_from_wordnet31(tmp_path, wn31):
 def test_make_coda21_from_examples(tmp_path, graphs):
     """--contexts examples: each context is one of the synset's own examples, target found by the
     morphology and hidden by span, no form of it left visible elsewhere."""
-    from probegen.commands.cli import cli
     from probegen.coda21.dataset import load
+    from probegen.commands.cli import cli
     from probegen.leaks import default_morphology, leaks
 
     g30 = graphs[0]

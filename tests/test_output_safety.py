@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_checks import assert_one_line_error, never, run
 
 from probegen import io
 from probegen.coda21 import dataset as D
 from probegen.errors import DatasetError, ProbegenError
 from probegen.wordnetqa import dataset as W
-from cli_checks import assert_one_line_error, never, run
 
 ROOT = Path(__file__).resolve().parent.parent
 

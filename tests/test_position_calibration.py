@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_checks import assert_one_line_error, run
+
 from probegen.diagnostics import position as P
 from probegen.diagnostics.calibration import brier_rows, calibrate, n_bins, reliability, weighted_ece
 from probegen.diagnostics.eval_report import accuracy_cis, analyse_eval, check_debias_share

@@ -224,9 +224,11 @@ def test_stats_reads_a_real_wic_or_wsd_directory_as_its_own_kind(tmp_path, kind)
     from probegen.wordincontext.dataset import split_counts, write
 
     if kind == "wic":
-        from probegen.wordincontext.wic import WicConfig as Config, build
+        from probegen.wordincontext.wic import WicConfig as Config
+        from probegen.wordincontext.wic import build
     else:
-        from probegen.wordincontext.wsd import WsdConfig as Config, build
+        from probegen.wordincontext.wsd import WsdConfig as Config
+        from probegen.wordincontext.wsd import build
     ds = build(Config(**({"max_pairs": 40} if kind == "wic" else {"max_items": 40}), seed=1), log=lambda m: None)
     path = write(ds, tmp_path / kind)
     code, stdout, err = run("stats", str(path))
@@ -236,7 +238,7 @@ def test_stats_reads_a_real_wic_or_wsd_directory_as_its_own_kind(tmp_path, kind)
     assert table.split()[:4] == ["split", "items", "lemmas", "units"]
     counts = split_counts(ds.items)
     assert [s.split()[0] for s in splits] == list(counts)
-    for line, (split, c) in zip(splits, counts.items()):
+    for line, (_split, c) in zip(splits, counts.items()):
         assert line.split()[1] == str(c["items"])
         assert (f"T {c['true']} / F {c['false']}" if kind == "wic" else f"mean choices {c['mean_choices']}") in line
     assert leak.startswith("visible target forms outside the hidden span: ") and "/" in leak

@@ -15,7 +15,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from probegen.errors import DatasetError
 from probegen.wordnetqa import dataset as D

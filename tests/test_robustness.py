@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_checks import assert_one_line_error, never, run
 
 from probegen.coda21 import dataset as D
 from probegen.errors import DatasetError
 from probegen.wordnetqa import dataset as W
-from cli_checks import assert_one_line_error, never, run
 
 OFFLINE = {"HF_HUB_OFFLINE": "1"}
 

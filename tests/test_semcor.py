@@ -11,7 +11,14 @@ import pytest
 from probegen import semcor as sc
 from probegen.data import load_wordnet, locate_semcor, locate_wordnet
 from probegen.semcor import (
-    Occurrence, ParseStats, Sentence, Tag, context_index, iter_sentences, parse_tagfile, semcor_stats,
+    Occurrence,
+    ParseStats,
+    Sentence,
+    Tag,
+    context_index,
+    iter_sentences,
+    parse_tagfile,
+    semcor_stats,
 )
 
 TAGFILE = """<contextfile concordance=brown>

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_checks import assert_one_line_error, run
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from probegen.errors import ProbegenError
 from probegen.lexicon.lmf import REQUIRED_ATTRS, check_xml
@@ -116,7 +117,7 @@ def test_english_wordnet_keeps_the_english_templates():
 # ---- --templates FILE ----------------------------------------------------------------------------------
 def test_templates_file_overrides_and_travels_with_the_dataset(tmp_path):
     data = yaml.safe_load(ES_TEMPLATES.read_text(encoding="utf-8"))
-    for probe, block in data["probes"].items():
+    for block in data["probes"].values():
         for t in block["templates"]:
             t["id"] = "mine-" + t["id"]
     data["probes"]["synonymy"]["templates"] = [{"id": "mine-syn", "stem": 'Sinónimos de "{definition}":'}]

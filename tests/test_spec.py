@@ -218,7 +218,8 @@ def test_three_hop_groups_are_great_grandchildren(graph):
 
 @pytest.mark.real
 def test_verb_entailment_items_are_sound(graph, tmp_path):
-    from probegen.wordnetqa import dataset as mcd, render
+    from probegen.wordnetqa import dataset as mcd
+    from probegen.wordnetqa import render
     from probegen.wordnetqa.distractors import Relations
 
     built = build_spec(load_spec("verb-entailment-mc"), **QUIET)

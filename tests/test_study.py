@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
+from study_page import ThreadServer
 
 from probegen.commands.cli import cli
 from probegen.study.design import StudyConfig, build_study, write_study
@@ -32,7 +33,6 @@ from probegen.study.views import MASK
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CODA_JSON = HERE / "data" / "coda21_three_groups.json"
-from study_page import ThreadServer
 
 
 def run(*args: str):

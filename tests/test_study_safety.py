@@ -20,10 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from cli_checks import assert_one_line_error, run
 
 from probegen.study.design import StudyConfig, build_study, write_study
 from probegen.study.store import AnswerLog, load_study, read_answers
-from cli_checks import assert_one_line_error, run
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -20,9 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_checks import run
-
 from study_page import ThreadServer
 
 

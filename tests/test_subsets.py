@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from cli_checks import assert_one_line_error, run
 
-from probegen.diagnostics import run_bias
 from probegen import tasks
+from probegen.diagnostics import run_bias
 
 
 def _jsonl(path: Path) -> list[dict]:

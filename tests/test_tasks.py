@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_checks import assert_one_line_error, never, run
+
 from probegen import tasks
 from probegen.errors import DatasetError, ProbegenError
 from probegen.tasks import Task

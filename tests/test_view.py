@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from cli_checks import assert_one_line_error, run
 from study_page import browser  # noqa: F401 - the fixture
 

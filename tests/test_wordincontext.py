@@ -447,7 +447,7 @@ def _run(*args):
 
 
 def _one_line_error(code, err, *needles):
-    lines = [l for l in err.strip().splitlines() if l.strip()]
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     assert code == 1 and len(lines) == 1 and lines[0].startswith("probegen: error:"), err
     for n in needles:
         assert n in lines[0], lines[0]

@@ -16,6 +16,8 @@ import ast
 import re
 from pathlib import Path
 
+from test_layering import _literals  # the string literals of a comparison's side
+
 ROOT = Path(__file__).resolve().parents[1]
 KIND_PACKAGES = ("probegen/tasks/", "probegen/coda21/", "probegen/wordnetqa/", "probegen/wordincontext/")
 KIND_STRINGS = frozenset({"coda21", "wordnetqa", "wic", "wsd", "wordincontext", "pair", "choice", "label", "align",
@@ -39,14 +41,6 @@ BASELINE: dict[str, int] = {
     "probegen/study/views.py": 1,
     "probegen/view/static/view.js": 6,
 }
-
-
-def _literals(node: ast.AST) -> set[str]:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return {node.value}
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return set().union(*(_literals(e) for e in node.elts)) if node.elts else set()
-    return set()
 
 
 def _name(node: ast.AST) -> str | None:

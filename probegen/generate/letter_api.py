@@ -181,26 +181,27 @@ class ApiLetters:
                                    "logprobs": TOP}
         ids = sorted({i for _, w in batch for i in w})
         if self._by_ids and 0 < len(ids) <= MAX_TOKEN_IDS:
-            body = self._first_try({**payload, "logprob_token_ids": ids}, "_by_ids")
+            body = self._post_or_none({**payload, "logprob_token_ids": ids})
             if body is not None:
                 return self._top_lists(body, texts)
-        return self._top_lists(self._first_try(payload, None) if self._as_ids else self._post(payload), texts)
+            self._by_ids = False  # the server refuses the field: its plain top list from now on
+        if self._as_ids:
+            body = self._post_or_none(payload)
+            if body is not None:
+                return self._top_lists(body, texts)
+            self._as_ids = False  # token texts from now on, mapped through the tokenizer
+        return self._top_lists(self._post(payload), texts)
 
-    def _first_try(self, payload: dict[str, Any], flag: str | None) -> Any:
-        """POST with vLLM's token-id fields; on HTTP 400 drop the field that may be refused and say None
-        (``flag``: ``_by_ids``) or retry without ``return_tokens_as_token_ids`` (``flag`` None)."""
+    def _post_or_none(self, payload: dict[str, Any]) -> Any:
+        """POST asking for token ids (vLLM's ``return_tokens_as_token_ids``); None if the server answers HTTP 400."""
         from ..scorers.http import ApiError
 
         try:
-            return self._post({**payload, "return_tokens_as_token_ids": True} if self._as_ids else payload)
+            return self._post({**payload, "return_tokens_as_token_ids": True})
         except ApiError as e:
             if "HTTP 400" not in str(e):
                 raise
-        if flag is not None:
-            setattr(self, flag, False)
-            return None
-        self._as_ids = False
-        return self._post(payload)
+        return None
 
     def _top_lists(self, body: Any, texts: list[str]) -> list[dict[int, float]]:
         """The checked first-token log-prob lists of a completions answer."""

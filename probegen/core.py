@@ -23,7 +23,7 @@ from __future__ import annotations
 import zlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence, cast
+from typing import Any, Callable, Iterable, Sequence, cast
 
 import numpy as np
 
@@ -86,6 +86,69 @@ class Unit:
     def choice(cls, id: str, query: str, choices: Sequence[str], gold: int | None = None) -> "Unit":
         """One query against its choices (a multiple-choice item), decided by argmax."""
         return cls(id, (query,), (tuple(choices),), "argmax", () if gold is None else (int(gold),))
+
+
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """What the core says of one unit, for every kind and every method: the score matrix it was
+    decided on, the decision, and the scorer's own account (``detail``: the generative and letter
+    methods' answers per option order; None for the others). Gold, correctness and confidence
+    follow from these and the unit.
+
+    >>> o = Outcome(Unit.choice("i", "q", ["a", "b", "c"], 2), np.log([[0.2, 0.2, 0.6]]), np.array([2]))
+    >>> o.correct.tolist(), o.accuracy, [round(c, 2) for c in o.confidence().tolist()]
+    ([True], 1.0, [0.6])
+    >>> g = Unit.group("g", ["x", "y"], ["d", "e"], [1, 0], "alignment")
+    >>> Outcome(g, np.zeros((2, 2)), np.array([1, 1])).accuracy
+    0.5
+    """
+
+    unit: Unit
+    scores: np.ndarray
+    pred: np.ndarray
+    detail: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.unit.id
+
+    @property
+    def gold(self) -> np.ndarray:
+        """The gold column of each row (the gold row for ``best-row``); empty without gold."""
+        return np.asarray(self.unit.gold, dtype=int)
+
+    @property
+    def correct(self) -> np.ndarray:
+        """Per gold entry, whether the decision is the gold (empty without gold)."""
+        return np.asarray(self.pred[: len(self.gold)] == self.gold, dtype=bool)
+
+    @property
+    def accuracy(self) -> float:
+        """The share of the unit's rows decided right (0.0 without gold)."""
+        return float(np.mean(self.correct)) if len(self.gold) else 0.0
+
+    def distribution(self) -> np.ndarray:
+        """Each row's softmax over its candidates, the scores read as log-probabilities (for cosine
+        scores, a relative measure only): what calibration calls a cloze row's distribution."""
+        m = np.asarray(self.scores, dtype=np.float64)
+        e = np.exp(m - m.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def confidence(self) -> np.ndarray:
+        """Per row, the probability :meth:`distribution` gives the decision (``best-row``: one entry,
+        the chosen row's share of the softmax over the rows' first candidates)."""
+        if self.unit.decision == "best-row":
+            col = np.asarray(self.scores, dtype=np.float64)[:, :1].T
+            e = np.exp(col - col.max())
+            return np.array([float((e / e.sum())[0, int(self.pred[0])])])
+        d = self.distribution()
+        return d[np.arange(len(self.pred)), self.pred]
+
+    def record(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A kind's result row ``fields`` with the scorer's account under ``generation`` when it gave one."""
+        if self.detail is not None:
+            fields["generation"] = self.detail
+        return fields
 
 
 # ---- the scorer protocol ----------------------------------------------------------------------------
@@ -178,15 +241,6 @@ def unit_matrices(units: Sequence["Unit"], values: dict[tuple[str, str], float])
             out.append(np.array([[values[(q, cands[0])]] for q, cands in zip(u.queries, u.candidates)],
                                 dtype=np.float64))
     return out
-
-
-def with_detail(record: dict[str, Any], unit: Unit, scorer: Any) -> dict[str, Any]:
-    """``record`` with what a scorer that answers whole units says of ``unit`` (the generative
-    method's answers per option order, under ``generation``); unchanged for other scorers."""
-    detail = as_unit_scorer(scorer).detail(unit)
-    if detail is not None:
-        record["generation"] = detail
-    return record
 
 
 def tie_rng(seed: int, unit_id: str) -> np.random.Generator:
@@ -308,9 +362,25 @@ def decide_scores(matrix: np.ndarray, decision: str, rng: np.random.Generator) -
     raise ValueError(f"unknown decision {decision!r}; choose from alignment, simple, argmax, best-row")
 
 
-def evaluate_units(units: Sequence[Unit], scorer: Any, seed: int = 0,
-                   progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(score matrix, predictions) of every unit: :func:`score_units` then :func:`decide`."""
-    mats = score_units(units, scorer, progress=progress)
-    model = getattr(scorer, "name", "")
-    return [(m, decide(u, m, seed, model)) for u, m in zip(units, mats)]
+def evaluate_units(units: Sequence[Unit], scorer: Any, seed: int = 0, progress: bool = False,
+                   adjust: Callable[[Unit, np.ndarray], np.ndarray] | None = None) -> list[Outcome]:
+    """The one path from units to outcomes: every unit scored in one scorer call
+    (:func:`score_units`), its matrix optionally ``adjust``-ed (WordNetQA's length normalisation),
+    decided by :func:`decide` and given the scorer's own account of it (:meth:`UnitScorer.detail`).
+
+    Every command and method goes through here (eval, bias, compare, the context chooser; the
+    generative and letter methods are scorers like any other).
+
+    >>> class Overlap:
+    ...     def score(self, queries, candidates, progress=False):
+    ...         return [[float(len(set(q) & set(c))) for c in cs] for q, cs in zip(queries, candidates)]
+    >>> [o.pred.tolist() for o in evaluate_units([Unit.choice("i", "dog", ["cat", "god"], 1)], Overlap())]
+    [[1]]
+    """
+    sc = as_unit_scorer(scorer)
+    units = list(units)
+    out = []
+    for u, m in zip(units, score_units(units, sc, progress=progress)):
+        m = adjust(u, m) if adjust is not None else m
+        out.append(Outcome(u, m, decide(u, m, seed, sc.name), sc.detail(u)))
+    return out

@@ -176,7 +176,6 @@ def test_on_invalid_skip_reaches_the_multiple_choice_loader(tmp_path):
 # ---- what the model saw ------------------------------------------------------------------------------
 def test_ablations_jsonl_holds_exactly_the_scored_units(sets, tmp_path, monkeypatch):
     import probegen.core as core
-    import probegen.wordnetqa.evaluate as mc_eval
 
     scored: list[list] = []
     real = core.score_units
@@ -185,8 +184,7 @@ def test_ablations_jsonl_holds_exactly_the_scored_units(sets, tmp_path, monkeypa
         scored.append(list(units))
         return real(units, scorer, progress=progress)
 
-    monkeypatch.setattr(core, "score_units", spy)  # CoDA21 (core.evaluate_units) and the generic path
-    monkeypatch.setattr(mc_eval, "score_units", spy)  # WordNetQA's evaluator
+    monkeypatch.setattr(core, "score_units", spy)  # core.evaluate_units: every kind's one path
     code, _, err = run("bias", "--model", "glove-50d", "--dataset", sets["wqa"], "--dataset", sets["coda"], "--sample", 4,
                        "--bootstrap", 50, "--out", tmp_path / "b")
     assert code == 0, err

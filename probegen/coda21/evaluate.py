@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Unit, evaluate_units, with_detail
+from ..core import Outcome, Unit, evaluate_units
 from ..templating import default_nonce
 from .dataset import Coda21Dataset, group_rng
 from .items import Group
@@ -59,8 +59,7 @@ def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig],
     outcomes = evaluate_units(units, scorer, seed=seeds.pop(), progress=progress)
     out, n = [], len(ds.groups)
     for i, _ in enumerate(cfgs):
-        records = [with_detail(_record(g, u, m, p), u, scorer)
-                   for g, u, (m, p) in zip(ds.groups, units[i * n : (i + 1) * n], outcomes[i * n : (i + 1) * n])]
+        records = [o.record(_record(g, o)) for g, o in zip(ds.groups, outcomes[i * n : (i + 1) * n])]
         out.append({"groups": records, "metrics": metrics(records)})
     return out
 
@@ -73,8 +72,8 @@ def evaluate(ds: Coda21Dataset, scorer, cfg: EvalConfig, progress: bool = False)
     return evaluate_modes(ds, scorer, [cfg], progress)[0]
 
 
-def _record(g: Group, u: Unit, mat: np.ndarray, pred: np.ndarray) -> dict[str, Any]:
-    gold = np.asarray(u.gold)
+def _record(g: Group, o: Outcome) -> dict[str, Any]:
+    gold = o.gold
     order = np.argsort(gold)  # the inverse permutation: column j shows item order[j]'s definition
     return {
         "id": g.id,
@@ -82,10 +81,10 @@ def _record(g: Group, u: Unit, mat: np.ndarray, pred: np.ndarray) -> dict[str, A
         "k": g.k,
         "rows": [it.synset for it in g.items],
         "columns": [g.items[j].synset for j in order],
-        "scores": mat.round(6).tolist(),
-        "pred": pred.tolist(),
+        "scores": o.scores.round(6).tolist(),
+        "pred": o.pred.tolist(),
         "gold": gold.tolist(),
-        "accuracy": float(np.mean(pred == gold)),
+        "accuracy": o.accuracy,
     }
 
 

@@ -12,37 +12,30 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
+    from ..core import Outcome
     from .base import Settings, Task
 
 
 def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], settings: "Settings",
                progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Per condition, every unit's record, from one scorer call over all conditions' units."""
-    from ..core import as_unit_scorer, decide, score_units, with_detail
+    from ..core import as_unit_scorer, evaluate_units
 
     style = as_unit_scorer(scorer).query_style
     per = {c: task.units(data, c, settings, style) for c in conditions}
-    flat = [u for c in conditions for u in per[c]]
-    mats = iter(score_units(flat, scorer, progress=progress))
-    model = as_unit_scorer(scorer).name
-    out: dict[str, list[dict[str, Any]]] = {}
-    for c in conditions:
-        out[c] = [with_detail(record(u, m, decide(u, m, settings.seed, model)), u, scorer)
-                  for u, m in zip(per[c], mats)]
-    return out
+    outcomes = iter(evaluate_units([u for c in conditions for u in per[c]], scorer, settings.seed, progress))
+    return {c: [o.record(record(o)) for _, o in zip(per[c], outcomes)] for c in conditions}
 
 
-def record(unit: Any, matrix: np.ndarray, pred: np.ndarray) -> dict[str, Any]:
+def record(o: "Outcome") -> dict[str, Any]:
     """One unit's record (see the module doc).
 
-    >>> from probegen.core import Unit
-    >>> record(Unit.choice("u1", "q", ["a", "b"], 1), np.array([[0.1, 0.9]]), np.array([1]))["accuracy"]
+    >>> from probegen.core import Outcome, Unit
+    >>> record(Outcome(Unit.choice("u1", "q", ["a", "b"], 1), np.array([[0.1, 0.9]]), np.array([1])))["accuracy"]
     1.0
     """
-    gold = np.asarray(unit.gold)
-    acc = float(np.mean(pred[: len(gold)] == gold)) if len(gold) else 0.0
-    return {"id": unit.id, "pred": pred.tolist(), "gold": gold.tolist(), "accuracy": acc,
-            "n": len(unit.candidates[0]), "scores": np.round(matrix, 6).tolist()}
+    return {"id": o.id, "pred": o.pred.tolist(), "gold": o.gold.tolist(), "accuracy": o.accuracy,
+            "n": len(o.unit.candidates[0]), "scores": np.round(o.scores, 6).tolist()}
 
 
 def metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..core import Unit, as_unit_scorer, decide, score_units, with_detail
+from ..core import Outcome, Unit, as_unit_scorer, evaluate_units
 from ..errors import ProbegenError
 from .render import MODES, query
 
@@ -84,13 +84,12 @@ def evaluate_mc_modes(
         raise ProbegenError(f"no items to evaluate{f' in split {split!r}' if split else ''}")
     style = as_unit_scorer(scorer).query_style
     units = [Unit.choice(it.id, query(it, style, mode, nonce), it.choices, it.answer) for mode in modes for it in items]
-    mats = score_units(units, scorer, progress=progress)
+    # the decision is taken on the length-normalised scores (the unit's candidates are the choices)
+    outcomes = evaluate_units(units, scorer, seed, progress,
+                              adjust=lambda u, m: normalise(m[0], u.candidates[0], length_norm, kind)[None, :])
     out = []
     for i, mode in enumerate(modes):
-        records = [
-            with_detail(_record(it, u, m, seed, length_norm, kind, as_unit_scorer(scorer).name), u, scorer)
-            for it, u, m in zip(items, units[i * len(items) :], mats[i * len(items) : (i + 1) * len(items)])
-        ]
+        records = [o.record(_record(it, o)) for it, o in zip(items, outcomes[i * len(items) : (i + 1) * len(items)])]
         m = metrics(records)
         m["mode"] = mode
         m["length_norm"] = length_norm if kind in LM_KINDS else "none (cosine scores)"
@@ -98,10 +97,9 @@ def evaluate_mc_modes(
     return out
 
 
-def _record(it, unit: Unit, mat: np.ndarray, seed: int, length_norm: str, kind: str, model: str) -> dict[str, Any]:
+def _record(it, o: Outcome) -> dict[str, Any]:
     """One item's record: normalised scores, the seeded-tie argmax and what was chosen."""
-    s = normalise(mat[0], it.choices, length_norm, kind)
-    pred = int(decide(unit, s[None, :], seed, model)[0])
+    s, pred = o.scores[0], int(o.pred[0])
     types = [m.type for m in it.choice_meta] if it.choice_meta else []
     return {
         "id": it.id,

@@ -19,22 +19,9 @@ from typing import Any, Callable
 import numpy as np
 
 from probegen.errors import ProbegenError
+from probegen.tasks import ArtefactFilters
 
 from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
-
-
-def concept_of(kind: str, unit: Any) -> str:
-    """The concept a unit (CoDA21 group, WordNetQA item) is about; held-out splits keep it whole."""
-    return _adapter(kind).concept(unit)
-
-
-def _adapter(kind: str) -> "AlignmentArtefacts | ChoiceArtefacts":
-    """The AFLite adapter a dataset kind's task picks from this module."""
-    import sys
-
-    from probegen import tasks
-
-    return tasks.get(kind).artefact_filter(sys.modules[__name__])
 
 
 def heldout_concepts(concepts: list[str], frac: float, seed: int) -> set[str]:
@@ -178,6 +165,10 @@ class ChoiceArtefacts:
         return dataclasses.replace(data, items=[units[i] for i in rest if alive[i][0]]), removed, removed
 
 
+#: the adapters a kind makes its own from (:meth:`probegen.tasks.Task.artefact_filter`)
+ADAPTERS = ArtefactFilters(alignment=AlignmentArtefacts, choice=ChoiceArtefacts)
+
+
 def _paired(before: list[dict], after: list[dict], units: list, test: list[int], adapter: Any, seed: int) -> list[dict]:
     """Each after-control with the after - before difference on the same held-out units (paired bootstrap CI)."""
     from .bias import bootstrap_accuracy
@@ -198,14 +189,12 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
                    log: Callable[[str], None] = print) -> dict[str, Any]:
     """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the
     manifest's ``filter`` record."""
-    import sys
-
     from probegen import tasks
 
     if not 0 < s.holdout < 1:
         raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {s.holdout}")
     task = tasks.detect(path)
-    adapter = task.artefact_filter(sys.modules[__name__])
+    adapter = task.artefact_filter(ADAPTERS)
     data = task.load(path, ablations=True)
     units = adapter.units(data)
     concepts = [adapter.concept(u) for u in units]

@@ -275,6 +275,10 @@ def analyse_units(task, data, records: dict[str, list[dict[str, Any]]], cfg: Bia
     }
 
 
+#: the analyses a kind picks its own from (:meth:`probegen.tasks.Task.bias_analysis`)
+ANALYSES = tasks.BiasAnalyses(units=analyse_units, alignment=analyse_coda21, choice=analyse_mc)
+
+
 # ---- datasets -------------------------------------------------------------------------------------
 def default_task(path: Path):
     """The task of a default dataset path, by the kind its name starts with (None if none does)."""
@@ -555,13 +559,11 @@ def shown_blocks(d: Loaded) -> dict[str, Any]:
 def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: bool = True,
             evaluate_mc: Callable | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """(per-ablation records, results entry) of one dataset: its task scores the ablations and
-    picks its analysis from this module (:meth:`probegen.tasks.Task.bias_analysis`)."""
-    import sys
-
+    picks its analysis from those this module offers (:meth:`probegen.tasks.Task.bias_analysis`)."""
     dcfg = dataset_cfg(d, cfg, given_nonce)
     task = d.task
     records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
-    entry = task.bias_analysis(sys.modules[__name__])(d.data, records, dcfg)
+    entry = task.bias_analysis(ANALYSES)(d.data, records, dcfg)
     from probegen.generate.metrics import summarize
 
     generation = {mode: summarize(rows) for mode, rows in records.items()}

@@ -275,3 +275,26 @@ def test_the_facade_reaches_only_the_notebook_api():
     assert all(isinstance(n, ast.ImportFrom) and n.module in ("__future__", "typing", "version") for n in top), ast.dump(top[0])
     lazy = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n not in top}
     assert lazy == {"diagnostics.api"}, lazy
+
+
+# ---- no module passed as an argument (issue 27 §3) ------------------------------------------------------
+def _module_lookups(path: Path, text: str | None = None) -> list[int]:
+    """Lines that look a module object up by name (``sys.modules[...]``, ``sys.modules.get(...)``): the way a
+    module hands itself to another as an argument, so that the callee picks names from it. Pass the callables
+    (a record of them) instead."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    return sorted({node.lineno for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and node.attr == "modules"
+                   and isinstance(node.value, ast.Name) and node.value.id == "sys"})
+
+
+def test_no_module_is_looked_up_to_be_passed_around():
+    found = {str(f.relative_to(ROOT)): lines for f in _code_files() if (lines := _module_lookups(f))}
+    assert not found, f"sys.modules in the library (pass plain callables, not a module): {found}"
+
+
+def test_the_check_sees_a_module_lookup(tmp_path):
+    f = tmp_path / "m.py"
+    assert _module_lookups(f, "import sys\n\ndef f(task):\n    return task.pick(sys.modules[__name__])\n") == [4]
+    assert _module_lookups(f, "import sys\nm = sys.modules.get('x')\n") == [2]
+    assert _module_lookups(f, "def f(task, offered):\n    return task.pick(offered)\n") == []

@@ -38,10 +38,22 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
-from .base import COMMANDS, Evaluation, Settings, Task, pick, resolve, subset_line, titles
+from .base import (
+    COMMANDS,
+    ArtefactFilters,
+    BiasAnalyses,
+    Evaluation,
+    Settings,
+    Task,
+    pick,
+    resolve,
+    subset_line,
+    titles,
+)
 
-__all__ = ["ENTRY_POINT_GROUP", "Evaluation", "Settings", "Task", "all_tasks", "check_dataset_options",
-           "check_options", "detect", "for_spec_shape", "get", "pick", "register", "subset_line"]
+__all__ = ["ENTRY_POINT_GROUP", "ArtefactFilters", "BiasAnalyses", "Evaluation", "Settings", "Task", "all_tasks",
+           "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "pick", "register",
+           "subset_line"]
 
 ENTRY_POINT_GROUP = "probegen.tasks"
 #: option values that ask for nothing: given explicitly, they are no error for any kind

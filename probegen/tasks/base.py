@@ -18,9 +18,9 @@ ablations, paired comparison, chance level): a new kind needs :meth:`claims`, :m
 to their own modules (``probegen.coda21``, ``probegen.wordnetqa``, ``probegen.wordincontext``),
 which keep the logic; the task classes are only the dispatch.
 
-Hooks that serve ``diagnostics`` (bias analysis, AFLite filtering) receive the diagnostics
-module that asks (``kit``) and pick a function from it: the library never imports
-``diagnostics``.
+Hooks that serve ``diagnostics`` (bias analysis, AFLite filtering) receive a record of the plain
+callables diagnostics offers (:class:`BiasAnalyses`, :class:`ArtefactFilters`) and pick theirs from
+it: the library never imports ``diagnostics``, and no module is passed around.
 """
 
 from __future__ import annotations
@@ -58,6 +58,29 @@ class Evaluation:
     rows: list[dict[str, Any]]
     metrics: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
+
+
+Analysis = Callable[[Any, dict[str, list[dict[str, Any]]], Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BiasAnalyses:
+    """The zero-shot bias analyses ``diagnostics`` offers the kinds (:meth:`Task.bias_analysis` picks
+    one): ``analysis(data, records, cfg) -> results entry``; ``units`` takes the task first (the
+    generic one: one unit per record of the generic scoring)."""
+
+    units: Callable[..., dict[str, Any]]
+    alignment: Analysis
+    choice: Analysis
+
+
+@dataclass(frozen=True)
+class ArtefactFilters:
+    """The AFLite adapters ``diagnostics`` offers the kinds (:meth:`Task.artefact_filter` picks and
+    makes one): over alignment groups and over multiple-choice items."""
+
+    alignment: Callable[[], Any]
+    choice: Callable[[], Any]
 
 
 class Task(ABC):
@@ -265,10 +288,10 @@ class Task(ABC):
 
         return generic.score_rows(self, data, scorer, [a for a in self.ablations if a != "label"], settings, progress)
 
-    def bias_analysis(self, kit: Any) -> Callable[[Any, dict[str, list[dict[str, Any]]], Any], dict[str, Any]]:
-        """The zero-shot bias analysis of this kind, taken from ``kit`` (``diagnostics.run_bias``):
-        ``analysis(data, records, cfg) -> dataset entry``."""
-        return lambda data, records, cfg: kit.analyse_units(self, data, records, cfg)
+    def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
+        """The zero-shot bias analysis of this kind, picked from those ``diagnostics`` offers:
+        ``analysis(data, records, cfg) -> dataset entry`` (by default the generic one over units)."""
+        return lambda data, records, cfg: offered.units(self, data, records, cfg)
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
         """Generate a missing default dataset of this kind at ``path`` (``probegen bias`` defaults)."""
@@ -290,8 +313,8 @@ class Task(ABC):
 
         return generic.chance(self.units(data, "full", Settings()))
 
-    def artefact_filter(self, kit: Any) -> Any:
-        """The AFLite adapter of this kind, taken from ``kit`` (``diagnostics.filtering``)."""
+    def artefact_filter(self, offered: ArtefactFilters) -> Any:
+        """The AFLite adapter of this kind, made by one of those ``diagnostics`` offers (none by default)."""
         raise ProbegenError(f"filter --artefacts does not support {self.title or self.name} datasets")
 
     # ---- stats, export, study, spec ---------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .base import Evaluation, Log, Settings, Task
+from .base import Analysis, ArtefactFilters, BiasAnalyses, Evaluation, Log, Settings, Task
 
 NOTE = (
     "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
@@ -127,8 +127,8 @@ class Coda21Task(Task):
         cfgs = [self._config(settings, m) for m in modes]
         return {m: res["groups"] for m, res in zip(modes, evaluate_modes(data, scorer, cfgs, progress=progress))}
 
-    def bias_analysis(self, kit: Any) -> Callable[..., dict[str, Any]]:
-        return kit.analyse_coda21
+    def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
+        return offered.alignment
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
         """``probegen make coda21 --easy`` into ``path``."""
@@ -153,8 +153,8 @@ class Coda21Task(Task):
 
         return float(np.mean([1.0 / g.k for g in data.groups]))
 
-    def artefact_filter(self, kit: Any) -> Any:
-        return kit.AlignmentArtefacts()
+    def artefact_filter(self, offered: ArtefactFilters) -> Any:
+        return offered.alignment()
 
     # ---- stats, export, study, spec -----------------------------------------------------------------
     def stats(self, path: str | Path, log: Log) -> str:

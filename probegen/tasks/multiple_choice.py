@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ProbegenError
-from .base import Evaluation, Log, Settings, Task
+from .base import Analysis, ArtefactFilters, BiasAnalyses, Evaluation, Log, Settings, Task
 
 ABLATIONS = {
     "full": "question and choices",
@@ -184,8 +184,8 @@ class MultipleChoiceTask(Task):
         res = evaluate_mc_modes(data, scorer, modes, seed=settings.seed, nonce=settings.nonce, progress=progress)
         return {m: r["items"] for m, r in zip(modes, res)}
 
-    def bias_analysis(self, kit: Any) -> Callable[..., dict[str, Any]]:
-        return kit.analyse_mc
+    def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
+        return offered.choice
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
         """``probegen make wordnetqa --probe <the name's suffix>`` into ``path``."""
@@ -220,8 +220,8 @@ class MultipleChoiceTask(Task):
 
         return float(np.mean([1.0 / len(it.choices) for it in data.items]))
 
-    def artefact_filter(self, kit: Any) -> Any:
-        return kit.ChoiceArtefacts()
+    def artefact_filter(self, offered: ArtefactFilters) -> Any:
+        return offered.choice()
 
     # ---- stats, export, study, spec -----------------------------------------------------------------
     def stats(self, path: str | Path, log: Log) -> str:

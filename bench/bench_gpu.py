@@ -70,9 +70,11 @@ def load_groups(path: str | None, n_groups: int | None, log=print):
     else:
         from probegen.coda21.config import Coda21Config
         from probegen.coda21.dataset import build
+        from probegen.runner import Runner
 
         log(f"data: {path} not found; building clean-hard nouns with probegen (first SemCor context)")
-        ds = build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False, log=lambda m: None)
+        ds = build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False,
+                   log=lambda m: None, runner=Runner(log=lambda m: None))
         where = "built here (clean-hard nouns)"
     groups = ds.groups[:n_groups] if n_groups else ds.groups
     return groups, where

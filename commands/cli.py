@@ -245,7 +245,7 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True,
-                                     _log, runner)
+                                     _log, runner=runner)
         runner.write(lambda: ds_mod.write(twin, twin_out))
         a = ds.manifest["adversarial"]
         echo(f"wrote {twin_out} (twin)")
@@ -511,7 +511,7 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
     _resolve(list(models), runtime)
     runner = Runner(runtime, log=_log)
     with runner.output_dir(out_dir) as tmp:  # the report appears whole or not at all, written by rank 0 alone
-        res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log, runner)
+        res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log, runner=runner)
     echo = runner.main_log(click.echo)
     echo(table(res))
     echo(f"report: {out_dir / 'report.md'}")

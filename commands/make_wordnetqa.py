@@ -49,7 +49,7 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
 
     resolve_model(against, runner.runtime.api())  # an unknown reference model fails before generation
     ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log,
-                                 runner)
+                                 runner=runner)
     runner.write(lambda: ds_mod.write(twin, twin_out, release=release))
     a = ds.manifest["adversarial"]
     runner.main_log(click.echo)(f"wrote {twin_out} (twin); adversarial: {a['items_changed']} of {a['items']} items got "

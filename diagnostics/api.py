@@ -146,7 +146,7 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
                           matching=req.matching, length_norm=req.length_norm, split=req.split, seed=req.seed,
                           batch_size=req.batch_size, limit=req.limit, sample=req.sample, on_invalid=req.on_invalid,
                           probe=req.probe, method=req.method, permutations=req.permutations, prompts=req.prompts)
-    summary = run_eval(req.model, req.dataset, out_dir, options, log=runner.log, figures=figures, runner=runner,
+    summary = run_eval(req.model, req.dataset, out_dir, options, figures=figures, runner=runner,
                        analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, req.n_boot or 1000,
                                                                           req.seed, req.debias_share))
     return out_dir, summary

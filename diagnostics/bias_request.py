@@ -131,7 +131,7 @@ def _check_human(req: BiasRequest) -> None:
         score_study(h, n_boot=2)
 
 
-def run_trained_request(req: BiasRequest, log: Log, runner: Runner | None = None) -> str:
+def run_trained_request(req: BiasRequest, log: Log, runner: Runner) -> str:
     """``--method trained``: a classifier per input condition; returns the summary to print."""
     from probegen.io import ensure_writable
 
@@ -163,15 +163,13 @@ def _check_zeroshot(req: BiasRequest, api: dict[str, Any]) -> None:
     check_model_options(req.model, model_kind, reduction=req.asked("reduction"), pattern=req.asked("pattern"))
 
 
-def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = None) -> str:
+def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner) -> str:
     """The zero-shot ablations (and human points); returns the summary to print."""
     from probegen.evaluation import subset_request
     from probegen.io import ensure_writable
-    from probegen.runner import Runner
 
     from .run_bias import BiasConfig, run_bias, summary_table
 
-    runner = Runner.ensure(runner, log)
     _check_zeroshot(req, runner.runtime.api())
     out_dir = req.out_dir()
     ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor],
@@ -196,7 +194,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner | None = Non
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
 
 
-def run_request(req: BiasRequest, log: Log = print, runner: Runner | None = None) -> str:
+def run_request(req: BiasRequest, log: Log, runner: Runner) -> str:
     """Run ``req`` (zero-shot or trained, by :func:`choose_method`); returns the summary to print.
 
     ``runner`` (a :class:`~probegen.runner.Runner`: the runtime and the torchrun process group)

@@ -61,7 +61,7 @@ def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0,
 
 def compare(
     a: str | Path, b: str | Path, models: list[str], out: Path, labels: tuple[str, str] = ("twin", "adversarial"),
-    seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print, runner: Runner | None = None,
+    seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print, *, runner: Runner,
 ) -> dict[str, Any]:
     """Score both datasets with every model, write results.json, report.md and a bar chart.
 
@@ -71,7 +71,6 @@ def compare(
     from probegen import tasks
     from probegen.io import write_json
 
-    runner = Runner.ensure(runner, log)
     log = runner.main_log(log)
 
     from .run_bias import load_dataset

@@ -291,8 +291,10 @@ def default_tasks() -> list:
     return [t for t in (default_task(Path(d)) for d in DEFAULT_DATASETS) if t is not None]
 
 
-def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Callable[[str], None]) -> None:
-    """Generate a missing default dataset with the library builders (as ``probegen make`` would)."""
+def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Callable[[str], None],
+                   runner: Runner) -> None:
+    """Generate a missing default dataset with the library builders (as ``probegen make`` would;
+    ``runner`` loads the models a build needs)."""
     from probegen.io import recover
 
     recover(path)  # a dataset an interrupted write moved aside is put back, not generated again
@@ -301,7 +303,7 @@ def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Cal
     task = default_task(path)
     if task is None:
         raise ProbegenError(f"dataset {path} does not exist")
-    task.build_default(path, wordnet, semcor, log)
+    task.build_default(path, wordnet, semcor, log, runner)
 
 
 def load_dataset(path: str | Path, on_invalid: str = "error", probe: str | None = None) -> tuple[str, Any]:
@@ -341,10 +343,12 @@ def prepare_datasets(
     log: Callable[[str], None] = print,
     on_invalid: str = "error",
     probe: str | None = None,
+    *,
+    runner: Runner,
 ) -> tuple[list[Loaded], list[dict[str, Any]]]:
     """Load (and validate) every dataset before any model is loaded.
 
-    With no ``datasets`` the defaults are used and missing ones generated; a default that
+    With no ``datasets`` the defaults are used and missing ones generated (by ``runner``); a default that
     cannot be generated is skipped with a message (returned as the second list). Paths given
     explicitly must exist.
     """
@@ -352,7 +356,7 @@ def prepare_datasets(
     for p in [Path(d) for d in (datasets or DEFAULT_DATASETS)]:
         try:
             if not datasets:
-                ensure_dataset(p, wordnet, semcor, log)
+                ensure_dataset(p, wordnet, semcor, log, runner)
             kind, data = load_dataset(p, on_invalid, probe)
             loaded.append(Loaded(_slug(p), str(p), kind, data))
         except ProbegenError as e:
@@ -396,7 +400,8 @@ def run_bias(
     semcor: str | None = None,
     log: Callable[[str], None] = print,
     progress: bool = True,
-    runner: Runner | None = None,
+    *,
+    runner: Runner,
     subset: tuple[str, int] | None = None,
     on_invalid: str = "error",
     probe: str | None = None,
@@ -413,9 +418,8 @@ def run_bias(
     ``subset`` (``--limit`` / ``--sample``) keeps whole resampling clusters of each dataset
     (:func:`take_subset`); ``on_invalid`` goes to the loaders (:func:`load_dataset`).
     """
-    runner = Runner.ensure(runner, log)
     log, progress = runner.main_log(log), progress and runner.progress
-    loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log, on_invalid, probe)
+    loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log, on_invalid, probe, runner=runner)
     if cfg.split:
         loaded = [_one_split(d, cfg.split) for d in loaded]
     if subset is not None:

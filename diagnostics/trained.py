@@ -89,11 +89,11 @@ class TrainedConfig:
 
 
 # ---- the encoder ---------------------------------------------------------------------------------
-def load_encoder(model: str, max_length: int = 256, batch_size: int = 32, runner: Runner | None = None) -> SpanEncoder:
+def load_encoder(model: str, max_length: int = 256, batch_size: int = 32, *, runner: Runner) -> SpanEncoder:
     """The target-span feature encoder of a probegen model, through its scorer's public interface
     (:meth:`~probegen.scorers.spans.SpanFeatures.span_encoder`): a sentence-transformers model's
-    transformer, or a masked/causal LM."""
-    scorer = Runner.ensure(runner).load_scorer(model)
+    transformer, or a masked/causal LM; ``runner`` loads it."""
+    scorer = runner.load_scorer(model)
     if not isinstance(scorer, SpanFeatures):
         raise ProbegenError(f"{model} is a {scorer.kind} model: --method trained needs a transformer (token positions)")
     return scorer.span_encoder(max_length, batch_size)
@@ -347,7 +347,8 @@ def run_trained(
     progress: bool = True,
     encoder: Encoder | None = None,
     allow_cpu_finetune: bool = False,
-    runner: Runner | None = None,
+    *,
+    runner: Runner,
 ) -> dict[str, Any]:
     """Validate the datasets, load the encoder, train and test every condition, write the report.
 
@@ -355,7 +356,6 @@ def run_trained(
     fine-tuning loop on a tiny model without a GPU. ``runner`` loads the model (features are
     shared across ranks under ``torchrun``; rank 0 alone logs and writes).
     """
-    runner = Runner.ensure(runner, log)
     log, progress = runner.main_log(log), progress and runner.progress
     if not datasets:
         raise ProbegenError("--method trained needs --dataset (a probegen wic/wsd directory, a word-in-context JSONL "
@@ -364,7 +364,7 @@ def run_trained(
     if cfg.finetune and not allow_cpu_finetune:
         require_gpu()
     t0 = time.perf_counter()
-    enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner)
+    enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner=runner)
     log(f"model {model}: encoder {type(enc.net).__name__} ({enc.dim} dims, mask {enc.mask!r}; "
         f"{time.perf_counter() - t0:.1f} s to load)")
     finetuner = None
@@ -373,11 +373,11 @@ def run_trained(
 
         finetuner = finetune_correct
     entries = [measure(ds, name, enc, cfg, log, progress, finetuner) for name, ds in loaded]
-    return write_trained(model, entries, out, cfg, log, runner)
+    return write_trained(model, entries, out, cfg, log, runner=runner)
 
 
 def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: TrainedConfig,
-                  log: Callable[[str], None] = print, runner: Runner | None = None) -> dict[str, Any]:
+                  log: Callable[[str], None] = print, *, runner: Runner) -> dict[str, Any]:
     """Write results.json, report.md, bias_plane.png and per-item correctness (``<name>/correct.jsonl``)
     (rank 0 alone under ``torchrun``)."""
     from probegen.io import write_json, write_jsonl
@@ -395,7 +395,6 @@ def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: Tra
         "paper_bert": PAPER_BERT,
         "plot": "bias_plane.png",
     }
-    runner = Runner.ensure(runner, log)
     with runner.output_dir(out) as tmp:
         for e in entries:
             # per test item (in the dataset's order): correct or not, per condition, one value per seed
@@ -425,7 +424,7 @@ def summary_table(results: dict[str, Any]) -> str:
 # ---- probegen eval on a word-in-context dataset ---------------------------------------------------------
 def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig = TrainedConfig(),
                  log: Callable[[str], None] = print, encoder: Encoder | None = None,
-                 runner: Runner | None = None) -> str:
+                 *, runner: Runner) -> str:
     """``probegen eval`` on a word-in-context dataset: a linear probe on the frozen encoder, full input.
 
     Trained on the train split, tested on the test (else dev) split, one run per seed; writes
@@ -435,10 +434,9 @@ def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig 
     """
     from probegen.io import write_json, write_jsonl
 
-    runner = Runner.ensure(runner, log)
     (name, ds), = load_datasets([dataset], cfg.subset, cfg.seed, log)
     train, test, ev = train_test(ds, name)
-    enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner)
+    enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner=runner)
     tr, te = features(train, "full", enc), features(test, "full", enc)
     correct, prior = [], []
     for s in cfg.seed_list():

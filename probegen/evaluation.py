@@ -86,12 +86,9 @@ def check_model_options(model: str, model_kind: str, **given: Any) -> None:
 
 
 def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch_size: int | None,
-                      runner: "Runner | None" = None):
+                      runner: Runner):
     """The shared scorer for ``model`` with the evaluation's settings, loaded by ``runner``
-    (its runtime: device, dtype, ...; default: a :class:`~probegen.runner.Runner` of the default runtime)."""
-    from .runner import Runner
-
-    runner = Runner.ensure(runner)
+    (its runtime: device, dtype, ...)."""
     settings: dict[str, Any] = {}
     if batch_size:
         settings["batch_size"] = batch_size
@@ -129,8 +126,7 @@ class EvalOptions:
 
 
 def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = EvalOptions(),
-             log: Callable[[str], None] = print,
-             figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None, runner: "Runner | None" = None,
+             figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None, *, runner: Runner,
              analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None) -> str:
     """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table.
 
@@ -146,15 +142,14 @@ def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = 
     ``analyse(results, rows, folder)`` then may add to both and returns summary lines (the CLI's
     CIs, position bias, calibration, report.md).
 
-    Under ``torchrun`` every rank scores a share of the request table and rank 0 writes the
-    results (:class:`probegen.runner.Runner`); everything but the ``run`` block (timings, work
+    ``runner`` (the command's :class:`probegen.runner.Runner`) loads the model and logs progress
+    (:attr:`~probegen.runner.Runner.log`). Under ``torchrun`` every rank scores a share of the
+    request table and rank 0 writes the results; everything but the ``run`` block (timings, work
     counters, process count) is identical to a single-process run.
     """
     from . import tasks
-    from .runner import Runner
     from .templating import dataset_nonce
 
-    runner = Runner.ensure(runner, log)  # the command's runner: its runtime and process group
     task = tasks.detect(dataset)
     settings, reduction = _checked_settings(task, model, dataset, options, runner.runtime.api())
     data, subset = load_subset(task, dataset, subset_request(options.limit, options.sample), options.seed,

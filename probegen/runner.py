@@ -2,8 +2,8 @@
 
 A runner holds the :class:`Runtime` (device, precision, batch budget, scorer method settings)
 as an explicit object (no context variable: a library function that loads a model takes a
-``runner`` argument, and makes a default ``Runner()`` when given none) and the process group of a
-``torchrun`` launch. It
+required ``runner`` argument; only the entry points (the commands and the notebook API) make one)
+and the process group of a ``torchrun`` launch. It
 
 - joins the launcher's process group once (:mod:`probegen.distributed`), so any command runs
   under ``torchrun``; the scorer then shards the unique request table across ranks and gathers
@@ -94,11 +94,6 @@ class Runner:
         self.runtime = runtime or Runtime()
         dist.init_from_env()  # under torchrun: join the process group; rank 0 speaks for the run
         self.log: Log = log if dist.is_main() else _silent
-
-    @classmethod
-    def ensure(cls, runner: "Runner | None", log: Log | None = None) -> "Runner":
-        """``runner``, or a default one for a library caller that gave none (``log`` its log)."""
-        return runner if runner is not None else cls(log=log or print)
 
     # ---- the process group ------------------------------------------------------------------------
     def main_log(self, log: Log) -> Log:

@@ -18,8 +18,10 @@ def clean_hard_nouns():
     """A real clean-hard noun CoDA21 set (first-context choice, so no LM is needed)."""
     from probegen.coda21.config import Coda21Config
     from probegen.coda21.dataset import build
+    from probegen.runner import Runner
 
-    return build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False, log=lambda m: None)
+    return build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False, log=lambda m: None,
+                 runner=Runner(log=lambda m: None))
 
 # the headless-Chromium fixture of the study-page tests (tests/study_page.py)
 from study_page import browser  # noqa: E402,F401

@@ -12,6 +12,10 @@ from probegen.adversarial import confusable as C
 from probegen.diagnostics import aflite as A
 from probegen.diagnostics import baselines as B
 from probegen.diagnostics import filtering as F
+from probegen.runner import Runner
+
+# the runner every library call gets (the library makes none of its own)
+QUIET_RUNNER = Runner(log=lambda m: None)
 
 
 @pytest.mark.parametrize("mod", [C, A, F], ids=lambda m: m.__name__)
@@ -96,7 +100,7 @@ def adversarial_verbs():
     from probegen.coda21.config import Coda21Config
 
     cfg = Coda21Config(easy=True, clean=True, pos=("v",), context_scorer="first")
-    return cfg, build_adversarial(cfg, AdversarialSettings("glove-50d", pool_max=25), progress=False, log=lambda m: None)
+    return cfg, build_adversarial(cfg, AdversarialSettings("glove-50d", pool_max=25), progress=False, log=lambda m: None, runner=QUIET_RUNNER)
 
 
 @pytest.mark.real
@@ -110,7 +114,7 @@ def test_adversarial_groups_keep_every_constraint(adversarial_verbs, graph):
     members = [it.synset for g in adv.groups for it in g.items]
     assert len(members) == len(set(members)), "a synset is used in more than one adversarial group"
     twin_by_id = {g.id: g for g in twin.groups}
-    vec = definition_vectors(graph, sorted(set(members)), "minilm-l6", "test-adversarial")
+    vec = definition_vectors(graph, sorted(set(members)), "minilm-l6", "test-adversarial", runner=QUIET_RUNNER)
     how = {d["id"]: d["how"] for d in rec["decisions"]}
     for g in adv.groups:
         t = twin_by_id[g.id]
@@ -142,7 +146,7 @@ def test_shrunk_groups_keep_their_twin_id_and_none_is_lost(monkeypatch):
 
     monkeypatch.setattr(AC, "most_confusable", first_only)
     cfg = Coda21Config(easy=True, clean=True, pos=("v",), context_scorer="first")
-    adv, twin = AC.build_adversarial(cfg, AC.AdversarialSettings("glove-50d", pool_max=25), progress=False, log=lambda m: None)
+    adv, twin = AC.build_adversarial(cfg, AC.AdversarialSettings("glove-50d", pool_max=25), progress=False, log=lambda m: None, runner=QUIET_RUNNER)
     first = twin.groups[0].id  # twin groups are in generation order, the order of the decisions
     taken = {it.synset for it in next(g for g in adv.groups if g.id == first).items}
     adv_by_id = {g.id: g for g in adv.groups}
@@ -168,10 +172,10 @@ def test_twin_is_the_standard_build_and_construction_is_deterministic(adversaria
     from probegen.coda21 import dataset as D
 
     cfg, (adv, twin) = adversarial_verbs
-    D.write(D.build(cfg, progress=False, log=lambda m: None), tmp_path / "std")
+    D.write(D.build(cfg, progress=False, log=lambda m: None, runner=QUIET_RUNNER), tmp_path / "std")
     D.write(twin, tmp_path / "twin")
     assert (tmp_path / "std/groups.jsonl").read_bytes() == (tmp_path / "twin/groups.jsonl").read_bytes()
-    adv2, _ = build_adversarial(cfg, AdversarialSettings("glove-50d", pool_max=25), progress=False, log=lambda m: None)
+    adv2, _ = build_adversarial(cfg, AdversarialSettings("glove-50d", pool_max=25), progress=False, log=lambda m: None, runner=QUIET_RUNNER)
     D.write(adv, tmp_path / "a1")
     D.write(adv2, tmp_path / "a2")
     for f in ("groups.jsonl", "manifest.json"):
@@ -268,7 +272,7 @@ def adversarial_mc():
     from probegen.wordnetqa.config import WordNetQAConfig
 
     cfg = WordNetQAConfig(probes=("hypernymy", "hyponymy"), max_concepts=60)
-    return cfg, build_adversarial(cfg, AdversarialSettings("glove-50d"), progress=False, log=lambda m: None)
+    return cfg, build_adversarial(cfg, AdversarialSettings("glove-50d"), progress=False, log=lambda m: None, runner=QUIET_RUNNER)
 
 
 @pytest.mark.real
@@ -307,7 +311,7 @@ def test_adversarial_mc_is_deterministic_and_harder_for_the_reference(adversaria
     from probegen.wordnetqa.evaluate import evaluate_mc
 
     cfg, (adv, twin) = adversarial_mc
-    again, _ = build_adversarial(cfg, AdversarialSettings("glove-50d"), progress=False, log=lambda m: None)
+    again, _ = build_adversarial(cfg, AdversarialSettings("glove-50d"), progress=False, log=lambda m: None, runner=QUIET_RUNNER)
     D.write(adv, tmp_path / "a")
     D.write(again, tmp_path / "b")
     assert (tmp_path / "a/items.jsonl").read_bytes() == (tmp_path / "b/items.jsonl").read_bytes()

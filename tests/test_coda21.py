@@ -13,8 +13,12 @@ from probegen.coda21.config import Coda21Config
 from probegen.coda21.grouping import best_cluster
 from probegen.coda21.items import Context, Group, Item
 from probegen.errors import DatasetError
+from probegen.runner import Runner
 
 pytestmark = pytest.mark.real
+
+# the runner every library call gets (the library makes none of its own)
+QUIET_RUNNER = Runner(log=lambda m: None)
 
 
 def test_groups_satisfy_the_papers_constraints(clean_hard_nouns, graph):
@@ -23,7 +27,7 @@ def test_groups_satisfy_the_papers_constraints(clean_hard_nouns, graph):
 
     members = [it.synset for g in ds.groups for it in g.items]
     assert len(members) == len(set(members)), "a synset is used in more than one group"
-    vec = definition_vectors(graph, sorted(set(members)), "minilm-l6", "test-constraints")
+    vec = definition_vectors(graph, sorted(set(members)), "minilm-l6", "test-constraints", runner=QUIET_RUNNER)
     for g in ds.groups:
         assert 5 <= g.k <= 10
         assert g.relation == "parent"
@@ -125,7 +129,7 @@ def test_item_lemma_is_semcors_not_a_guess(graph):
 
 
 def test_easy_groups_are_grandchildren(graph):
-    ds = D.build(Coda21Config(easy=True, clean=True, pos=("v",), context_scorer="first"), progress=False, log=lambda m: None)
+    ds = D.build(Coda21Config(easy=True, clean=True, pos=("v",), context_scorer="first"), progress=False, log=lambda m: None, runner=QUIET_RUNNER)
     assert ds.groups
     for g in ds.groups:
         assert g.relation == "grandparent"
@@ -135,7 +139,7 @@ def test_easy_groups_are_grandchildren(graph):
 
 def test_same_seed_gives_byte_identical_files(clean_hard_nouns, tmp_path):
     a = D.write(clean_hard_nouns, tmp_path / "a")
-    again = D.build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False, log=lambda m: None)
+    again = D.build(Coda21Config(easy=False, clean=True, pos=("n",), context_scorer="first"), progress=False, log=lambda m: None, runner=QUIET_RUNNER)
     b = D.write(again, tmp_path / "b")
     for name in (D.GROUPS_FILE, D.MANIFEST_FILE):
         assert (a / name).read_bytes() == (b / name).read_bytes()
@@ -254,7 +258,7 @@ def test_context_choice_goes_through_the_core_and_keeps_the_best_scored_context(
     texts = ["the dogs barked at night", "a fox sat by the river", "she signed the lease", "one dog slept"]
     ctxs = [Context(t, (t.index(w), t.index(w) + len(w))) for t, w in zip(texts, ["dogs", "fox", "lease", "dog"])]
     candidates = {"b.n.01": ctxs[:3], "a.n.01": [ctxs[3]]}
-    got = choose_contexts(candidates, scorer)
+    got = choose_contexts(candidates, scorer, runner=QUIET_RUNNER)
     assert got["a.n.01"] is ctxs[3]
     (unit,) = context_units(candidates, scorer.kind)
     assert unit.id == "b.n.01" and unit.decision == "best-row"
@@ -341,7 +345,7 @@ def test_the_context_scorer_only_sees_leak_free_occurrences(graph):
     index, pool, _ = D.eligible_pool(occs, 5, 10, default_morphology())
     cfg = Coda21Config(context_scorer="smollm2-135m")
     p = D.Plan(cfg, locate_wordnet(), locate_semcor(), graph, index, [], {"n": pool}, {})
-    chosen, scorer = D.pick_contexts(p, ["tape.n.01"], progress=False, log=lambda m: None)
+    chosen, scorer = D.pick_contexts(p, ["tape.n.01"], progress=False, log=lambda m: None, runner=QUIET_RUNNER)
     assert scorer is not None
     free = [o.context() for o in _leak_free(occs["tape.n.01"])]
     assert (chosen["tape.n.01"].sent_id, chosen["tape.n.01"].span) in {(c.sent_id, c.span) for c in free}

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from probegen.commands.cli import cli
 from probegen.errors import DatasetError
+from probegen.runner import Runner
 
 ES_MINI = Path(__file__).parent / "data" / "lmf" / "es-mini.xml"
 
@@ -151,7 +152,7 @@ NAMES = [f"{w}.n.01" for w in WORDS]
 def test_damaged_definition_vectors_are_rebuilt_with_one_warning(cache, caplog, damage):
     from probegen.coda21.vectors import definition_vectors
 
-    clean = definition_vectors(_Defs(), NAMES, "glove-50d", "sha")(NAMES)
+    clean = definition_vectors(_Defs(), NAMES, "glove-50d", "sha", runner=Runner(log=lambda m: None))(NAMES)
     (path,) = (cache / "vectors").glob("*.npy")
     good = path.read_bytes()
     if damage == "truncated":
@@ -161,7 +162,7 @@ def test_damaged_definition_vectors_are_rebuilt_with_one_warning(cache, caplog, 
     else:
         np.save(path, np.zeros((3, 50), dtype=np.float32))
     with caplog.at_level(logging.WARNING):
-        again = definition_vectors(_Defs(), NAMES, "glove-50d", "sha")(NAMES)
+        again = definition_vectors(_Defs(), NAMES, "glove-50d", "sha", runner=Runner(log=lambda m: None))(NAMES)
     np.testing.assert_array_equal(again, clean)
     (msg,) = _warnings(caplog)
     assert str(path) in msg and "corrupt" in msg

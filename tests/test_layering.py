@@ -277,6 +277,43 @@ def test_the_facade_reaches_only_the_notebook_api():
     assert lazy == {"diagnostics.api"}, lazy
 
 
+# ---- one runner per command, made by the entry point (issue 27 §2) ------------------------------------------
+# where a Runner may be made: the commands and the notebook API (probegen.score/bias forward to it)
+RUNNER_MAKERS = {ROOT / "cli.py", ROOT / "diagnostics" / "api.py", FACADE}
+
+
+def _runner_made(path: Path, text: str | None = None) -> list[int]:
+    """Lines that make a runner: ``Runner(...)`` (also as ``x.Runner(...)``) or ``Runner.ensure(...)``."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    lines = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if name == "Runner" or (name == "ensure" and isinstance(f, ast.Attribute)
+                                and isinstance(f.value, (ast.Name, ast.Attribute))
+                                and (getattr(f.value, "id", None) or getattr(f.value, "attr", None)) == "Runner"):
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_only_the_entry_points_make_a_runner():
+    """The library takes the command's runner (process group, caches, device, dtype) as an argument: no
+    library function makes a default one, so one command has one runner."""
+    found = {str(f.relative_to(ROOT)): lines for f in _code_files()
+             if f not in RUNNER_MAKERS and not _is_cli(f) and (lines := _runner_made(f))}
+    assert not found, f"a Runner made in the library (take a `runner` argument instead): {found}"
+
+
+def test_the_check_sees_a_runner_made(tmp_path):
+    f = tmp_path / "m.py"
+    assert _runner_made(f, "from probegen.runner import Runner\n\ndef f(runner=None):\n"
+                           "    runner = Runner.ensure(runner)\n") == [4]
+    assert _runner_made(f, "from probegen import runner as r\nx = r.Runner(log=print)\n") == [2]
+    assert _runner_made(f, "def f(runner):\n    return runner.load_scorer('m')\n") == []
+
+
 # ---- no module passed as an argument (issue 27 §3) ------------------------------------------------------
 def _module_lookups(path: Path, text: str | None = None) -> list[int]:
     """Lines that look a module object up by name (``sys.modules[...]``, ``sys.modules.get(...)``): the way a

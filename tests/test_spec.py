@@ -10,10 +10,12 @@ import yaml
 from click.testing import CliRunner
 
 from probegen.errors import ProbegenError
+from probegen.runner import Runner
 from probegen.spec.build import build_spec, config_for
 from probegen.spec.schema import builtin_specs, load_spec, parse_spec
 
-QUIET = {"progress": False, "log": lambda m: None}
+# the library makes no runner of its own: a spec that loads a model (its context scorer) gets this one
+QUIET = {"progress": False, "log": lambda m: None, "runner": Runner(log=lambda m: None)}
 
 
 # ---- validation (no data) ---------------------------------------------------------------------------

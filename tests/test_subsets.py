@@ -190,8 +190,9 @@ def test_ablations_jsonl_holds_exactly_the_scored_units(sets, tmp_path, monkeypa
     assert code == 0, err
     assert len(scored) == 2  # one request table per dataset
     from probegen.evaluation import load_model_scorer
+    from probegen.runner import Runner
 
-    style = load_model_scorer("glove-50d", None, "sum", None).query_style
+    style = load_model_scorer("glove-50d", None, "sum", None, Runner(log=lambda m: None)).query_style
     res = json.loads((tmp_path / "b" / "results.json").read_text())
     report = (tmp_path / "b" / "report.md").read_text()
     for (name, path), units, entry in zip(sets.items(), scored, res["datasets"]):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from probegen.errors import DatasetError, ProbegenError
+from probegen.runner import Runner
 from probegen.wordincontext.dataset import load, write
 from probegen.wordincontext.items import Target, WicItem
 from probegen.wordincontext.jsonl import read_items
@@ -377,7 +378,7 @@ def test_run_trained_writes_report_plot_and_per_item_correctness(tmp_path):
     path = tmp_path / "pairs.jsonl"
     _jsonl(path, [it.to_json() for it in context_biased_pairs().items])
     res = run_trained("bag", [path], tmp_path / "out", TrainedConfig(n_boot=100, seeds=2), log=lambda m: None,
-                      progress=False, encoder=BagEncoder())
+                      progress=False, encoder=BagEncoder(), runner=Runner(log=lambda m: None))
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == [".probegen-output.json", "bias_plane.png", "pairs", "report.md", "results.json"]
     d = json.loads((out / "results.json").read_text())["datasets"][0]
@@ -411,7 +412,7 @@ def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
 
     from probegen.diagnostics.trained import load_encoder
 
-    enc = load_encoder(tiny_bert)
+    enc = load_encoder(tiny_bert, runner=Runner(log=lambda m: None))
     text = "The riverbank was steep."
     got = enc.batch([(text, (4, 13)), (text, None)]).numpy()
     ids = enc.tok(text, return_tensors="pt")
@@ -429,7 +430,7 @@ def test_finetune_loop_trains_and_scores_on_a_tiny_model(tiny_bert):
     from probegen.diagnostics.trained import TrainedConfig, load_encoder
 
     ds = context_biased_pairs(n_lemmas=8, per=4)
-    enc = load_encoder(tiny_bert)
+    enc = load_encoder(tiny_bert, runner=Runner(log=lambda m: None))
     before = [p.detach().clone() for p in enc.net.parameters()]
     got = finetune_correct(enc, "context", ds.split("train"), ds.split("test"), 0, TrainedConfig(epochs=1, batch_size=8))
     assert got.dtype == bool and len(got) == len(ds.split("test"))

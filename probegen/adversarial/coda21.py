@@ -134,19 +134,18 @@ def _record(settings: AdversarialSettings, ref, groups: list[SynsetGroup], decis
 
 def build_adversarial(
     cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
-    progress: bool = True, log: Callable[[str], None] = print, runner: Runner | None = None,
+    progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner,
 ) -> tuple[D.Coda21Dataset, D.Coda21Dataset]:
     """(adversarial dataset, non-adversarial twin) for one CoDA21 configuration.
 
     ``runner`` loads the embedder, the context scorer and the reference model and scores
     through the one core (shared across ranks under ``torchrun``).
     """
-    runner = Runner.ensure(runner, log)
     progress, log = progress and runner.progress, runner.main_log(log)
     p = D.plan(cfg, wordnet, semcor, progress, log, runner=runner)
     pools = _pools(p, settings.pool_max)
     everyone = sorted({m for pool in pools.values() for m in pool})
-    chosen, ctx_scorer = D.pick_contexts(p, everyone, progress, log, runner)
+    chosen, ctx_scorer = D.pick_contexts(p, everyone, progress, log, runner=runner)
     twin_members = sorted({m for g in p.synset_groups for m in g.members})
     twin = D.assemble(p, p.synset_groups, {m: chosen[m] for m in twin_members}, ctx_scorer)
 

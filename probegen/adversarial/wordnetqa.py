@@ -114,7 +114,7 @@ def _score_candidates(twin, pools, renderers, ref, progress: bool,
 
 def build_adversarial(
     cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
-    progress: bool = True, log: Callable[[str], None] = print, runner: Runner | None = None,
+    progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner,
 ) -> tuple[D.WordNetQADataset, D.WordNetQADataset]:
     """(adversarial dataset, non-adversarial twin) for one WordNetQA configuration.
 
@@ -124,7 +124,6 @@ def build_adversarial(
     from ..wordnet_graph import load_graph
     from ..wordnetqa.distractors import Relations
 
-    runner = Runner.ensure(runner, log)
     progress, log = progress and runner.progress, runner.main_log(log)
     twin = D.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
     graph = load_graph(wordnet)

@@ -112,7 +112,7 @@ def context_units(candidates: dict[str, list[Context]], kind: str) -> list[Unit]
 
 
 def choose_contexts(
-    candidates: dict[str, list[Context]], scorer, progress: bool = False, runner: "Runner | None" = None
+    candidates: dict[str, list[Context]], scorer, progress: bool = False, *, runner: Runner
 ) -> dict[str, Context]:
     """The best-scoring context of each synset (ties go to the earliest in corpus or example order).
 
@@ -120,9 +120,6 @@ def choose_contexts(
     as one request table through the runner (sharded under ``torchrun``), each synset decided
     by the core's ``best-row`` rule.
     """
-    from ..runner import Runner
-
-    runner = Runner.ensure(runner)
     units = context_units(candidates, scorer.kind)
     requests = scorer.span_requests() if scorer.kind == "masked" else scorer
     out = {name: ctxs[0] for name, ctxs in candidates.items() if len(ctxs) == 1}

@@ -89,7 +89,8 @@ def plan(
     progress: bool = True,
     log=print,
     contexts: str | None = None,
-    runner: "Runner | None" = None,
+    *,
+    runner: Runner,
 ) -> Plan:
     """Locate the data and form the synset groups (the cheap, context-free half of a build).
 
@@ -100,7 +101,7 @@ def plan(
     its context is then chosen among the usable ones, where no form of the target lemma is
     visible outside the hidden span (``probegen.leaks``), and an eligible synset with no usable
     occurrence at all is dropped and counted (:func:`eligible_pool`). ``runner`` loads the
-    embedder (default: a :class:`~probegen.runner.Runner` with the default runtime).
+    embedder.
     """
     from ..contexts import example_occurrences
     from ..data import locate_semcor
@@ -191,7 +192,7 @@ def _nothing_built(cfg: Coda21Config, pools: dict[str, set[str]], pos: str) -> s
 
 
 def pick_contexts(
-    p: Plan, members: list[str], progress: bool = True, log=print, runner: "Runner | None" = None
+    p: Plan, members: list[str], progress: bool = True, log=print, *, runner: Runner
 ) -> tuple[dict[str, Context], Any]:
     """(synset -> chosen context, the context scorer or None) for ``members``.
 
@@ -266,7 +267,8 @@ def build(
     progress: bool = True,
     log=print,
     contexts: str | None = None,
-    runner: "Runner | None" = None,
+    *,
+    runner: Runner,
 ) -> Coda21Dataset:
     """Generate a CoDA21 dataset from a wordnet and SemCor (or the wordnet's own examples,
     ``contexts="examples"``) with the given configuration.
@@ -274,15 +276,12 @@ def build(
     ``runner`` loads the embedder and the context scorer and scores the candidate contexts
     (under ``torchrun`` every rank scores a share; the dataset is the same on every rank).
     """
-    from ..runner import Runner
-
-    runner = Runner.ensure(runner, log)
     progress = progress and runner.progress  # one bar for the run: rank 0's
     log = runner.main_log(log)
-    p = plan(cfg, wordnet, semcor, progress, log, contexts, runner)
+    p = plan(cfg, wordnet, semcor, progress, log, contexts, runner=runner)
     # contexts are chosen only for synsets that ended up in groups (groups don't depend on them)
     members = sorted({m for g in p.synset_groups for m in g.members})
-    chosen, scorer = pick_contexts(p, members, progress, log, runner)
+    chosen, scorer = pick_contexts(p, members, progress, log, runner=runner)
     return assemble(p, p.synset_groups, chosen, scorer)
 
 
@@ -301,10 +300,7 @@ def _settings(scorer) -> dict:
         return {}
 
 
-def _context_scorer(name: str, runner: "Runner | None" = None):
-    from ..runner import Runner
-
-    runner = Runner.ensure(runner)
+def _context_scorer(name: str, runner: Runner):
     scorer = runner.load_scorer(name, reduction="mean") if _kind(name, runner) == "causal" else runner.load_scorer(name)
     if scorer.kind not in ("causal", "masked"):
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {name!r} is a {scorer.kind} model")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def definition_vectors(
-    graph, names: list[str], embedder: str, wordnet_sha: str, progress: bool = False, runner: "Runner | None" = None
+    graph, names: list[str], embedder: str, wordnet_sha: str, progress: bool = False, *, runner: Runner
 ) -> Callable[[list[str]], np.ndarray]:
     """A lookup from synset names to L2-normalised embeddings of their definitions.
 
@@ -22,9 +22,6 @@ def definition_vectors(
     nothing, which matters because grouping re-clusters the same synsets many times. ``runner``
     loads the embedder; under ``torchrun`` rank 0 embeds and caches, and shares the matrix.
     """
-    from ..runner import Runner
-
-    runner = Runner.ensure(runner)
     key = sha256_text("\n".join([embedder, wordnet_sha, *names]))[:16]
     path = cache_dir() / "vectors" / f"definitions-{embedder.replace('/', '_')}-{key}.npy"
     # rank 0 reads (or computes and writes) the cache and hands the matrix to the others; every

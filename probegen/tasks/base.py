@@ -293,8 +293,9 @@ class Task(ABC):
         ``analysis(data, records, cfg) -> dataset entry`` (by default the generic one over units)."""
         return lambda data, records, cfg: offered.units(self, data, records, cfg)
 
-    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
-        """Generate a missing default dataset of this kind at ``path`` (``probegen bias`` defaults)."""
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Any) -> None:
+        """Generate a missing default dataset of this kind at ``path`` (``probegen bias`` defaults;
+        ``runner``: the command's :class:`~probegen.runner.Runner`, which loads any model the build needs)."""
         raise ProbegenError(f"dataset {path} does not exist")
 
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,

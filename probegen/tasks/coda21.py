@@ -130,13 +130,14 @@ class Coda21Task(Task):
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
         return offered.alignment
 
-    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Any) -> None:
         """``probegen make coda21 --easy`` into ``path``."""
         from ..coda21.config import Coda21Config
         from ..coda21.dataset import build, write
 
         log(f"{path} is missing: generating it (as `probegen make coda21 --easy`); this takes a while")
-        write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log), path)
+        write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log, runner=runner),
+              path)
 
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:

@@ -187,7 +187,7 @@ class MultipleChoiceTask(Task):
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
         return offered.choice
 
-    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log) -> None:
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Any) -> None:
         """``probegen make wordnetqa --probe <the name's suffix>`` into ``path``."""
         from ..wordnetqa import dataset as mcd
         from ..wordnetqa.config import WordNetQAConfig

@@ -2,13 +2,9 @@
 
 Both formats are written from one list of multiple-choice *docs*: probegen's own causal-LM
 query for an item (rendered by the family's renderer, never a new template), its choices in the
-presented order and the gold index.
-
-- WordNetQA: one doc per item; the query is ``wordnetqa.render.query(item, "pattern", "full")``.
-- CoDA21: one doc per context; the choices are its group's definitions in the evaluator's
-  seeded column order (``coda21.evaluate.column_order``), the gold is the position of the
-  context's own definition. Taking each doc's argmax is probegen's ``--matching simple``;
-  one-to-one alignment over a group is probegen's own metric and has no lm-eval equivalent.
+presented order and the gold index. The kind makes its docs (:meth:`probegen.tasks.Task.export_docs`,
+e.g. :func:`probegen.wordnetqa.export.wordnetqa_docs`, :func:`probegen.coda21.export.coda21_docs`);
+this module only writes them.
 
 ``lm-eval`` writes ``task.yaml`` + ``docs.jsonl`` (+ README.md, manifest.json). lm-eval scores a
 choice as ``(doc_to_text, target_delimiter + choice)`` after moving the context's trailing
@@ -43,72 +39,6 @@ DOCS_FILE = "docs.jsonl"
 CARD_FILE = "README.md"
 MANIFEST_FILE = "manifest.json"
 SPLITS = ("train", "dev", "test")
-
-# ---- docs ---------------------------------------------------------------------------------------
-def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
-    """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
-    (the full question: the nonce plays no part in it)."""
-    from .templating import dataset_nonce
-    from .wordnetqa.render import query
-
-    nonce = dataset_nonce(ds.manifest)
-    docs = []
-    for it in ds.items:
-        if split is not None and it.split != split:
-            continue
-        docs.append(
-            {
-                "id": it.id,
-                "query": query(it, "pattern", "full", nonce),
-                "choices": list(it.choices),
-                "gold": it.answer,
-                "probe": it.probe,
-                "split": it.split,
-                "cluster": it.cluster,
-                "synset": it.synset,
-                "gold_synset": it.gold_synset,
-                "hops": it.hops,
-                "distractor_type": it.distractor_type,
-                "choice_types": [m.type for m in it.choice_meta],
-            }
-        )
-    if not docs:
-        raise ProbegenError(f"no items to export{f' in split {split!r}' if split else ''}")
-    return docs
-
-
-def coda21_docs(ds, seed: int = 0, nonce: str | None = None, pattern: str | None = None) -> list[dict[str, Any]]:
-    """One doc per CoDA21 context: its group's definitions (seeded column order) as choices."""
-    import numpy as np
-
-    from .coda21.evaluate import EvalConfig, column_order
-    from .coda21.render import render_group
-    from .templating import coda21_patterns, dataset_nonce
-
-    cfg = EvalConfig(nonce=nonce or dataset_nonce(ds.manifest), pattern=pattern or EvalConfig.pattern, seed=seed)
-    patterns = coda21_patterns(cfg.pattern)
-    docs = []
-    for g in ds.groups:
-        order = column_order(g.id, g.k, cfg.seed)
-        gold = np.argsort(order)  # row i's definition sits at column gold[i]
-        queries = render_group(g, "pattern", cfg.mode, cfg.nonce, patterns)
-        for i, (it, q) in enumerate(zip(g.items, queries)):
-            docs.append(
-                {
-                    "id": f"{g.id}/{i}",
-                    "query": q,
-                    "choices": [g.items[j].definition for j in order],
-                    "gold": int(gold[i]),
-                    "group": g.id,
-                    "pos": g.pos,
-                    "k": g.k,
-                    "synset": it.synset,
-                    "choice_synsets": [g.items[j].synset for j in order],
-                }
-            )
-    if not docs:
-        raise ProbegenError("no groups to export")
-    return docs
 
 
 # ---- lm-evaluation-harness ----------------------------------------------------------------------

@@ -17,13 +17,9 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"probegen": "probegen", "diagnostics": "probegen.diagnostics", "commands": "probegen.commands"}
 
-# Cycles that other work of issue 27 removes (kinds as self-contained packages: the task registry,
-# its kinds and the exporters / spec builder / study design they call and that look kinds up again).
-# Delete the entry when the cycle is gone; the test fails if the cycle grows or another one appears.
-PENDING = {
-    frozenset({"probegen.exporters", "probegen.spec.build", "probegen.study.design", "probegen.tasks",
-               "probegen.tasks.coda21", "probegen.tasks.multiple_choice", "probegen.tasks.wic", "probegen.tasks.wsd"}),
-}
+# Cycles that other work removes: an entry is deleted when its cycle is gone (issue 27 §3 removed the task
+# registry's); the test fails if a cycle grows or another one appears.
+PENDING: set[frozenset[str]] = set()
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

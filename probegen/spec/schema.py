@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ProbegenError
+from .concepts import ConceptFilter
 
 SHAPES = ("alignment", "multiple_choice", "wic_pair")
 POS_NAMES = {"noun": "n", "verb": "v"}
@@ -269,6 +270,13 @@ class Spec:
     def hops(self) -> tuple[int, int]:
         lo, hi = self.relation.hops if self.relation else (1, 1)
         return lo or 1, hi or lo or 1
+
+
+def concept_filter(spec: Spec, with_semcor: bool) -> ConceptFilter | None:
+    """The spec's lexicographer-file/depth filter (and SemCor floor if ``with_semcor``), None if it admits all."""
+    c = spec.concepts
+    flt = ConceptFilter(tuple(c.lexfiles), c.depth[0], c.depth[1], (c.min_semcor or 0) if with_semcor else 0)
+    return flt if flt.active else None
 
 
 def _plain(obj: Any) -> Any:

@@ -22,12 +22,9 @@ and the human Bias_C/Bias_W are measured on the items the model's are. The manif
 from __future__ import annotations
 
 import secrets
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import ProbegenError
 from ..io import atomic_dir, file_hashes, write_json, write_jsonl
@@ -35,6 +32,7 @@ from ..manifest import CANARY
 from ..version import __version__
 from .store import ANSWERS, ASSIGNMENT, GOLD, ITEMS, MANIFEST, TOKENS
 from .views import check_conditions
+from .views import study_rng as _rng
 
 
 @dataclass(frozen=True)
@@ -67,10 +65,6 @@ class StudyConfig:
         if self.overlap and self.annotators < 2:
             raise ProbegenError("--overlap needs at least 2 annotators per condition (agreement is measured between "
                                 "them)")
-
-
-def _rng(seed: int, key: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(key.encode())])
 
 
 def sample_units(task: Any, data: Any, cfg: StudyConfig) -> tuple[list[Any], dict[str, int]]:
@@ -111,34 +105,6 @@ def _too_few(task: Any, data: Any, cfg: StudyConfig, k: int, label: str, skipped
     if cfg.overlap > min(k, cfg.n):
         fix.append(f"--overlap {min(k, cfg.n)} or less")
     return f"{head}: use {', '.join(fix[:-1]) + ' and ' if len(fix) > 1 else ''}{fix[-1]}"
-
-
-def choice_pool(data: Any, cfg: StudyConfig) -> tuple[list[Any], str, dict[str, int]]:
-    """Multiple-choice items a study samples from: one per concept cluster (of ``cfg.split``),
-    only items with a known template when a condition other than full is shown."""
-    skipped: dict[str, int] = {}
-    items = list(data.items)
-    if cfg.split:
-        items = [it for it in items if it.split == cfg.split]
-        if not items:
-            raise ProbegenError(f"the dataset has no items in split {cfg.split!r}")
-    if set(cfg.conditions) - {"full"}:
-        usable = [it for it in items if _renderable(it)]
-        if len(usable) < len(items):
-            skipped["no template or context (full condition only)"] = len(items) - len(usable)
-        items = usable
-    by_cluster: dict[str, list[Any]] = {}
-    for it in items:
-        by_cluster.setdefault(it.cluster, []).append(it)
-    clusters = sorted(by_cluster)
-    pool = [by_cluster[c][int(_rng(cfg.seed, f"study-pick/{c}").integers(len(by_cluster[c])))] for c in clusters]
-    return pool, "concept clusters", skipped
-
-
-def _renderable(item) -> bool:
-    from ..wordnetqa.render import template_by_id
-
-    return template_by_id(item.template) is not None
 
 
 def assign(uids: list[str], cfg: StudyConfig, kept_out: dict[str, set[str]] | None = None) -> dict[str, dict[str, Any]]:

@@ -36,6 +36,12 @@ CONDITIONS = ("full", "context", "word")
 MASK = "_____"
 LETTERS = "ABCDEFGHIJ"
 
+
+def study_rng(seed: int, key: str) -> np.random.Generator:
+    """The study's seeded generator for one draw named ``key`` (sampling, dealing, a kind's picks)."""
+    return np.random.default_rng([seed, zlib.crc32(key.encode())])
+
+
 # Guidelines by what the page shows (:func:`guide_key`): each says only what is on the screen
 INSTRUCTIONS = {
     "full": "Read the text and pick the answer that fits the highlighted word as it is used there.",

@@ -424,10 +424,17 @@ def subset_line(info: dict[str, Any]) -> str:
     return f"the first {info['taken']} of the {of} {unit}s in file order{items}: the figures cover these only"
 
 
+_INSTANCES: dict[type, Task] = {}
+
+
 def resolve(task: "Task | type[Task]") -> Task:
-    """A task instance from a Task subclass or instance (a TypeError for anything else)."""
+    """A task instance from a Task subclass or instance (a TypeError for anything else). A class has
+    one instance (tasks keep no state), so a kind's own code that names its class (``task_of``) gets
+    the registry's."""
     if isinstance(task, type) and issubclass(task, Task):
-        return task()
+        if task not in _INSTANCES:
+            _INSTANCES[task] = task()
+        return _INSTANCES[task]
     if isinstance(task, Task):
         return task
     raise TypeError(f"{task!r} is neither a probegen Task subclass nor an instance of one")

@@ -189,7 +189,7 @@ class Coda21Task(Task):
         """One doc per context, rendered exactly as ``probegen eval --matching simple`` does."""
         from ..coda21.dataset import load
         from ..coda21.evaluate import EvalConfig
-        from ..exporters import coda21_docs
+        from ..coda21.export import coda21_docs
         from ..templating import coda21_patterns, dataset_nonce
 
         seed, pattern = seed or 0, pattern or EvalConfig.pattern
@@ -241,13 +241,13 @@ class Coda21Task(Task):
         return align_gold(unit, seed)
 
     def spec_config(self, spec: Any) -> Any:
-        from ..spec.build import coda21_config
+        from ..coda21.spec import coda21_config
 
         return coda21_config(spec)
 
     def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Any = None) -> Any:
-        from ..spec.build import build_alignment
+        from ..coda21.spec import build_alignment
 
         return build_alignment(spec, cfg, wordnet, semcor, progress, log, runner)
 

@@ -237,7 +237,7 @@ class MultipleChoiceTask(Task):
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
                     pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """One doc per item (of ``split``): the full question, where nonce and pattern play no part."""
-        from ..exporters import wordnetqa_docs
+        from ..wordnetqa.export import wordnetqa_docs
         from ..wordnetqa.dataset import load
 
         ds = load(path)
@@ -264,8 +264,8 @@ class MultipleChoiceTask(Task):
         return "One row per WordNetQA item: `choices` in the presented order, `gold` the answer's index."
 
     def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
-        """One item per concept cluster (see :func:`probegen.study.design.choice_pool`)."""
-        from ..study.design import choice_pool
+        """One item per concept cluster (see :func:`probegen.wordnetqa.study.choice_pool`)."""
+        from ..wordnetqa.study import choice_pool
 
         return choice_pool(data, cfg)
 
@@ -280,13 +280,13 @@ class MultipleChoiceTask(Task):
         return mc_gold(unit, excluded_conditions(unit.probe))
 
     def spec_config(self, spec: Any) -> Any:
-        from ..spec.build import wordnetqa_config
+        from ..wordnetqa.spec import wordnetqa_config
 
         return wordnetqa_config(spec)
 
     def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Any = None) -> Any:
-        from ..spec.build import build_multiple_choice
+        from ..wordnetqa.spec import build_multiple_choice
 
         return build_multiple_choice(spec, cfg, wordnet, semcor, progress, log)
 

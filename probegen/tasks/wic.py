@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core import as_unit_scorer
 from ..errors import ProbegenError
-from .base import Evaluation, Log, Settings, Task
+from .base import Evaluation, Log, Settings, Task, resolve
 
 #: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
 SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
@@ -79,19 +79,47 @@ def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def task_of(data: Any) -> "WordInContextTask":
-    """The word-in-context task of a loaded dataset (or a list of items), by its items' shape."""
-    from . import all_tasks
-
+    """The word-in-context task of a loaded dataset (or a list of items), by its items' shape: the
+    task class (built in, or a plugin's subclass) that first declared that :attr:`~WordInContextTask.shape`.
+    A task class has one instance (:func:`~probegen.tasks.base.resolve`), so this is the registry's.
+    Asked of the kinds' own classes, not of the registry, which imports the kinds."""
     items = data if isinstance(data, (list, tuple)) else data.items
     shape = items[0].task if items else None
-    for t in all_tasks():
-        if isinstance(t, WordInContextTask) and t.shape == shape:
-            return t
+    if shape in WordInContextTask.readers:
+        return resolve(WordInContextTask.readers[shape])  # type: ignore[return-value]
     raise ProbegenError(f"no word-in-context task reads {shape!r} items")
+
+
+def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: Sequence[str] | None = None,
+                   seed: int = 0) -> np.ndarray:
+    """Per item (group): is the gold its top-scoring choice? The argmax is the core's decision
+    (:func:`probegen.core.decide`): a tie for the top score is broken at random, seeded by
+    ``seed`` and the item's id (``ids[g]``; without ``ids`` its index), as every evaluation does.
+
+    >>> choice_correct(np.array([0.1, 0.9, 0.5, 0.2]), np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0])).tolist()
+    [True, True]
+    """
+    from ..core import decide_scores, tie_rng
+
+    out = []
+    for g in np.unique(groups):
+        s, t = scores[groups == g], y[groups == g].astype(bool)
+        uid = ids[int(g)] if ids is not None else str(int(g))
+        pick = decide_scores(s[None, :], "argmax", tie_rng(seed, uid))[0]
+        out.append(bool(t[pick]))
+    return np.array(out)
 
 
 class WordInContextTask(Task):
     """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks."""
+
+    #: shape -> the task class that first declared it (:func:`task_of`)
+    readers: ClassVar[dict[str, type["WordInContextTask"]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "shape" in vars(cls):
+            WordInContextTask.readers.setdefault(cls.shape, cls)
 
     records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     #: the items' shape: ``pair``, ``choice`` or ``label``
@@ -281,8 +309,6 @@ class WicTask(WordInContextTask):
         return pair_features(u, v), np.array([bool(it.label) for it in items]), np.arange(len(items))
 
     def classifier_correct(self, clf, X, y, groups, ids=None, seed=0):
-        from .wsd import choice_correct
-
         # P(F), P(T) as the two options of each pair, decided by the core: an exact 0.5 is a tie, broken at random
         classes = list(clf.classes_)
         proba = clf.predict_proba(X)[:, [classes.index(False), classes.index(True)]]
@@ -310,13 +336,13 @@ class WicTask(WordInContextTask):
         return "lemma" if data.kind == self.name else super().bootstrap_unit(data)
 
     def spec_config(self, spec: Any) -> Any:
-        from ..spec.build import wic_config
+        from ..wordincontext.spec import wic_config
 
         return wic_config(spec)
 
     def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Any = None) -> Any:
-        from ..spec.build import build_wic_pair
+        from ..wordincontext.spec import build_wic_pair
 
         return build_wic_pair(spec, cfg, wordnet, semcor, progress, log)
 

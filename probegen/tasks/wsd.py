@@ -11,27 +11,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .wic import WordInContextTask, majority, pair_features
+from .wic import WordInContextTask, choice_correct, majority, pair_features
 
-
-def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: Sequence[str] | None = None,
-                   seed: int = 0) -> np.ndarray:
-    """Per item (group): is the gold its top-scoring choice? The argmax is the core's decision
-    (:func:`probegen.core.decide`): a tie for the top score is broken at random, seeded by
-    ``seed`` and the item's id (``ids[g]``; without ``ids`` its index), as every evaluation does.
-
-    >>> choice_correct(np.array([0.1, 0.9, 0.5, 0.2]), np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0])).tolist()
-    [True, True]
-    """
-    from ..core import decide_scores, tie_rng
-
-    out = []
-    for g in np.unique(groups):
-        s, t = scores[groups == g], y[groups == g].astype(bool)
-        uid = ids[int(g)] if ids is not None else str(int(g))
-        pick = decide_scores(s[None, :], "argmax", tie_rng(seed, uid))[0]
-        out.append(bool(t[pick]))
-    return np.array(out)
+__all__ = ["WsdTask", "choice_correct"]
 
 
 class WsdTask(WordInContextTask):

@@ -1,0 +1,46 @@
+"""CoDA21's export docs (:mod:`probegen.exporters` writes them): one doc per context; the choices are
+its group's definitions in the evaluator's seeded column order (``coda21.evaluate.column_order``), the
+gold is the position of the context's own definition. Taking each doc's argmax is probegen's
+``--matching simple``; one-to-one alignment over a group is probegen's own metric and has no lm-eval
+equivalent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ProbegenError
+
+
+def coda21_docs(ds, seed: int = 0, nonce: str | None = None, pattern: str | None = None) -> list[dict[str, Any]]:
+    """One doc per CoDA21 context: its group's definitions (seeded column order) as choices."""
+    import numpy as np
+
+    from ..templating import coda21_patterns, dataset_nonce
+    from .evaluate import EvalConfig, column_order
+    from .render import render_group
+
+    cfg = EvalConfig(nonce=nonce or dataset_nonce(ds.manifest), pattern=pattern or EvalConfig.pattern, seed=seed)
+    patterns = coda21_patterns(cfg.pattern)
+    docs = []
+    for g in ds.groups:
+        order = column_order(g.id, g.k, cfg.seed)
+        gold = np.argsort(order)  # row i's definition sits at column gold[i]
+        queries = render_group(g, "pattern", cfg.mode, cfg.nonce, patterns)
+        for i, (it, q) in enumerate(zip(g.items, queries)):
+            docs.append(
+                {
+                    "id": f"{g.id}/{i}",
+                    "query": q,
+                    "choices": [g.items[j].definition for j in order],
+                    "gold": int(gold[i]),
+                    "group": g.id,
+                    "pos": g.pos,
+                    "k": g.k,
+                    "synset": it.synset,
+                    "choice_synsets": [g.items[j].synset for j in order],
+                }
+            )
+    if not docs:
+        raise ProbegenError("no groups to export")
+    return docs

@@ -1,0 +1,41 @@
+"""WordNetQA's export docs (:mod:`probegen.exporters` writes them): one doc per item; the query is
+``wordnetqa.render.query(item, "pattern", "full")``, the choices the item's in the presented order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ProbegenError
+
+
+def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
+    """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
+    (the full question: the nonce plays no part in it)."""
+    from ..templating import dataset_nonce
+    from .render import query
+
+    nonce = dataset_nonce(ds.manifest)
+    docs = []
+    for it in ds.items:
+        if split is not None and it.split != split:
+            continue
+        docs.append(
+            {
+                "id": it.id,
+                "query": query(it, "pattern", "full", nonce),
+                "choices": list(it.choices),
+                "gold": it.answer,
+                "probe": it.probe,
+                "split": it.split,
+                "cluster": it.cluster,
+                "synset": it.synset,
+                "gold_synset": it.gold_synset,
+                "hops": it.hops,
+                "distractor_type": it.distractor_type,
+                "choice_types": [m.type for m in it.choice_meta],
+            }
+        )
+    if not docs:
+        raise ProbegenError(f"no items to export{f' in split {split!r}' if split else ''}")
+    return docs

@@ -237,8 +237,8 @@ class MultipleChoiceTask(Task):
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
                     pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """One doc per item (of ``split``): the full question, where nonce and pattern play no part."""
-        from ..wordnetqa.export import wordnetqa_docs
         from ..wordnetqa.dataset import load
+        from ..wordnetqa.export import wordnetqa_docs
 
         ds = load(path)
         docs = wordnetqa_docs(ds, split=split)

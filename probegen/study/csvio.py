@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ProbegenError
 from ..io import atomic_output_file, read_text
 from .store import AnswerError, AnswerLog, Study, check_answer, first_answers, study_writer
-from .views import LETTERS, MASK, instructions, is_group
+from .views import LETTERS, instructions, layout_of
 
 COLUMNS = ["annotator", "condition", "item", "kind", "instructions", "prompt", "options", "answer", "guess"]
 MAX_ERRORS_SHOWN = 5
@@ -47,13 +47,7 @@ def _prompt(view: dict[str, Any]) -> str:
     >>> _prompt({"kind": "align", "rows": [["a ", "_____", "."], ["", "ice", ""]]})
     '1. a _____.\n2. [ice]'
     """
-    if not is_group(view):
-        text = view["prompt"]
-        for a, b in sorted(view.get("marks") or [], reverse=True):
-            text = f"{text[:a]}[{text[a:b]}]{text[b:]}"
-        return text
-    return "\n".join(f"{r + 1}. {left}{mid if mid == MASK else f'[{mid}]'}{right}"
-                     for r, (left, mid, right) in enumerate(view["rows"]))
+    return layout_of(view).prompt_text(view)
 
 
 def _instructions(condition: str, view: dict[str, Any]) -> str:
@@ -62,7 +56,7 @@ def _instructions(condition: str, view: dict[str, Any]) -> str:
 
 
 def _options(view: dict[str, Any]) -> str:
-    opts = view["choices"] if not is_group(view) else view["definitions"]
+    opts = layout_of(view).options(view)
     return "\n".join(f"{LETTERS[i]}. {t}" for i, t in enumerate(opts))
 
 
@@ -74,7 +68,7 @@ def format_answer(view: dict[str, Any], answer: Any) -> str:
     """
     if answer is None:
         return ""
-    return LETTERS[answer] if not is_group(view) else ",".join(LETTERS[a] for a in answer)
+    return layout_of(view).format_answer(answer)
 
 
 def parse_answer(view: dict[str, Any], text: str) -> Any:
@@ -83,16 +77,10 @@ def parse_answer(view: dict[str, Any], text: str) -> Any:
     >>> parse_answer({"kind": "align", "rows": [[], [], []]}, "b, a ,C")
     [1, 0, 2]
     """
-    text = text.strip()
-    if not is_group(view):
-        return text
-    out = []
-    for part in text.split(","):
-        p = part.strip().upper()
-        if len(p) != 1 or p not in LETTERS:
-            raise AnswerError(f"answer {text!r}: give one definition letter per row, comma-separated (e.g. C,A,E,B,D)")
-        out.append(LETTERS.index(p))
-    return out
+    try:
+        return layout_of(view).parse_answer(text.strip())
+    except ValueError as e:
+        raise AnswerError(str(e)) from None
 
 
 def neutralise(cell: str) -> str:
@@ -222,7 +210,7 @@ def _check_row(study: Study, log: AnswerLog, cell: dict[str, str], has_condition
         return None
     view = study.view(aid, uid)
     g = cell.get("guess", "")
-    guess = (g.split("|") if is_group(view) else g) if g else None
+    guess = layout_of(view).split_guess(g) if g else None
     answer, guess = check_answer(view, a["condition"], parse_answer(view, text), guess, require_guess=False)
     key = (aid, uid)
     if key in seen:

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import DatasetError, ProbegenError
 from ..io import read_jsonl, recover, verify_files
-from .views import CONDITIONS, LETTERS, is_group
+from .views import CONDITIONS, layout_of
 
 MANIFEST = "manifest.json"
 ITEMS = "items.jsonl"
@@ -130,21 +130,11 @@ def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, 
     >>> check_answer({"kind": "align", "rows": [0, 0], "definitions": [0, 0]}, "context", [1, 0], ["cat", "dog"], True)
     ([1, 0], ['cat', 'dog'])
     """
-    if not is_group(view):
-        n = len(view["choices"])
-        if isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().upper() in LETTERS[:n]:
-            answer = LETTERS.index(answer.strip().upper())
-        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < n:
-            raise AnswerError(f"answer must be a choice index 0..{n - 1} or a letter {LETTERS[0]}-{LETTERS[n - 1]}")
-        n_guess = 1
-    else:
-        k = len(view["rows"])
-        if not isinstance(answer, list) or len(answer) != k or any(isinstance(x, bool)
-                                                                   or not isinstance(x, int) for x in answer):
-            raise AnswerError(f"answer must list {k} definition indices, one per row")
-        if sorted(answer) != list(range(k)):
-            raise AnswerError(f"answer must pair every row with a different definition (a permutation of 0..{k - 1})")
-        n_guess = k
+    layout = layout_of(view)
+    try:
+        answer, n_guess = layout.check(view, answer)
+    except ValueError as e:
+        raise AnswerError(str(e)) from None
     if condition != "context":
         if guess not in (None, "", []):
             raise AnswerError("only context items take a guess of the hidden word")
@@ -159,7 +149,7 @@ def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, 
         raise AnswerError("guess the hidden word first")
     if any(len(g) > MAX_GUESS for g in guesses):
         raise AnswerError(f"a guess is at most {MAX_GUESS} characters")
-    return answer, (guesses if is_group(view) else guesses[0])
+    return answer, layout.guess_of(guesses)
 
 
 def read_answers(path: Path) -> list[dict[str, Any]]:

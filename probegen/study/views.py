@@ -20,6 +20,12 @@ prompt has no target word, e.g. a synonymy question, or where it is hidden). A C
 ``{"kind": "align", "rows": [[left, target, right], ...], "definitions": [...]}`` where
 ``target`` is the word (full, word) or the blank (context) and the definitions are in a seeded
 order that does not follow the rows.
+
+A view's ``kind`` names its page *layout*, not a dataset kind: ``mc`` (one question, pick a choice)
+or ``align`` (rows, each paired with a different definition); any kind can show its units in either.
+What differs between the two (the prompt as text, the options, the answer's form and checks, the
+guesses, the keyboard note) is :class:`Layout`'s, found by :func:`layout_of`: the study's
+readers (storage, CSV, server, page) ask the layout instead of comparing names.
 """
 
 from __future__ import annotations
@@ -59,23 +65,150 @@ ALIGN_NOTE = (
     "Pair every {row} on the left with one definition on the right; each definition is used once. "
     "Click a {row}, then a definition (or press the {row}'s number, then the definition's letter)."
 )
-KEYS_NOTE = {
-    "mc": "Keys: 1-5 or a-e pick an answer, Enter submits.",
-    "align": "Keys: 1-9 (0 = 10) select a row, a-j pair it with a definition, Enter submits.",
-}
-# views whose rows are each paired with a definition, and how the pairing is explained
-ROW_NOTES = {"align": ALIGN_NOTE}
 
 
-def is_group(view: dict[str, Any]) -> bool:
-    """True for a group view (rows to pair with definitions), False for one question with choices:
-    the view's layout says which, so readers never compare format names.
+class Layout:
+    """What one page layout of a view is: how its prompt reads as text, its options, the form of an
+    answer (:meth:`check`, :meth:`format_answer`, :meth:`parse_answer`) and of the guesses of
+    hidden words, and the guideline notes it adds."""
 
-    >>> (is_group({"kind": "align", "rows": [], "definitions": []}),
-    ...  is_group({"kind": "mc", "prompt": "p", "choices": []}))
-    (True, False)
+    #: the guideline's note on the keys
+    keys_note: str = ""
+    #: how the rows are paired (None: a layout without rows)
+    row_note: str | None = None
+
+    def prompt_text(self, view: dict[str, Any]) -> str:
+        """The prompt as text; the word the page highlights is in [brackets] (a CSV has no highlight)."""
+        raise NotImplementedError
+
+    def options(self, view: dict[str, Any]) -> list[str]:
+        """The texts the annotator picks from, in the order shown (lettered A, B, ...)."""
+        raise NotImplementedError
+
+    def plain(self, view: dict[str, Any]) -> bool:
+        """Whether the full condition shows no target word to highlight (its own guideline)."""
+        return False
+
+    def check(self, view: dict[str, Any], answer: Any) -> tuple[Any, int]:
+        """(the answer normalised, how many hidden words a guess names), or a ValueError saying why not."""
+        raise NotImplementedError
+
+    def guess_of(self, guesses: list[str]) -> Any:
+        """The guess as stored: the layout's form of the guessed words."""
+        raise NotImplementedError
+
+    def split_guess(self, cell: str) -> Any:
+        """A CSV guess cell as a guess."""
+        raise NotImplementedError
+
+    def format_answer(self, answer: Any) -> str:
+        """An answer as the CSV writes it."""
+        raise NotImplementedError
+
+    def parse_answer(self, text: str) -> Any:
+        """A CSV answer cell as an answer (checked later by :meth:`check`), or a ValueError."""
+        raise NotImplementedError
+
+
+class Choices(Layout):
+    """One question with choices (``{"kind": "mc", "prompt", "choices", "marks"}``): the answer is one
+    choice (its index, or its letter), a guess one word."""
+
+    keys_note = "Keys: 1-5 or a-e pick an answer, Enter submits."
+
+    def prompt_text(self, view: dict[str, Any]) -> str:
+        text = view["prompt"]
+        for a, b in sorted(view.get("marks") or [], reverse=True):
+            text = f"{text[:a]}[{text[a:b]}]{text[b:]}"
+        return text
+
+    def options(self, view: dict[str, Any]) -> list[str]:
+        return view["choices"]
+
+    def plain(self, view: dict[str, Any]) -> bool:
+        return not view.get("marks")
+
+    def check(self, view: dict[str, Any], answer: Any) -> tuple[Any, int]:
+        n = len(view["choices"])
+        if isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().upper() in LETTERS[:n]:
+            answer = LETTERS.index(answer.strip().upper())
+        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < n:
+            raise ValueError(f"answer must be a choice index 0..{n - 1} or a letter {LETTERS[0]}-{LETTERS[n - 1]}")
+        return answer, 1
+
+    def guess_of(self, guesses: list[str]) -> Any:
+        return guesses[0]
+
+    def split_guess(self, cell: str) -> Any:
+        return cell
+
+    def format_answer(self, answer: Any) -> str:
+        return LETTERS[answer]
+
+    def parse_answer(self, text: str) -> Any:
+        return text
+
+
+class Matching(Layout):
+    """Rows to pair with definitions (``{"kind": "align", "rows", "definitions"}``): the answer is, per
+    row, the index of a different definition; a guess one word per row."""
+
+    keys_note = "Keys: 1-9 (0 = 10) select a row, a-j pair it with a definition, Enter submits."
+    row_note = ALIGN_NOTE
+
+    def prompt_text(self, view: dict[str, Any]) -> str:
+        return "\n".join(f"{r + 1}. {left}{mid if mid == MASK else f'[{mid}]'}{right}"
+                         for r, (left, mid, right) in enumerate(view["rows"]))
+
+    def options(self, view: dict[str, Any]) -> list[str]:
+        return view["definitions"]
+
+    def check(self, view: dict[str, Any], answer: Any) -> tuple[Any, int]:
+        k = len(view["rows"])
+        if not isinstance(answer, list) or len(answer) != k or any(isinstance(x, bool) or not isinstance(x, int)
+                                                                   for x in answer):
+            raise ValueError(f"answer must list {k} definition indices, one per row")
+        if sorted(answer) != list(range(k)):
+            raise ValueError(f"answer must pair every row with a different definition (a permutation of 0..{k - 1})")
+        return answer, k
+
+    def guess_of(self, guesses: list[str]) -> Any:
+        return guesses
+
+    def split_guess(self, cell: str) -> Any:
+        return cell.split("|")
+
+    def format_answer(self, answer: Any) -> str:
+        return ",".join(LETTERS[a] for a in answer)
+
+    def parse_answer(self, text: str) -> Any:
+        out = []
+        for part in text.split(","):
+            p = part.strip().upper()
+            if len(p) != 1 or p not in LETTERS:
+                raise ValueError(f"answer {text!r}: give one definition letter per row, comma-separated "
+                                 "(e.g. C,A,E,B,D)")
+            out.append(LETTERS.index(p))
+        return out
+
+
+#: a view's ``kind`` -> its layout (the one place that names them)
+LAYOUTS: dict[str, Layout] = {"mc": Choices(), "align": Matching()}
+
+
+def layout_of(view: dict[str, Any]) -> Layout:
+    """The page layout of ``view`` (named by its ``kind``).
+
+    >>> type(layout_of({"kind": "align", "rows": [], "definitions": []})).__name__
+    'Matching'
+    >>> layout_of({"kind": "mc", "prompt": "p", "choices": ["a", "b"]}).check({"choices": ["a", "b"]}, "B")
+    (1, 1)
     """
-    return "rows" in view
+    try:
+        return LAYOUTS[view["kind"]]
+    except KeyError:
+        raise DatasetError(f"a study view of unknown layout {view.get('kind')!r}; known: "
+                           f"{', '.join(LAYOUTS)}") from None
 
 
 def guide_key(condition: str, view: dict[str, Any]) -> str:
@@ -88,7 +221,7 @@ def guide_key(condition: str, view: dict[str, Any]) -> str:
     ...  guide_key("word", {"kind": "mc", "marks": [[0, 3]]}))
     ('full', 'word')
     """
-    if condition == "full" and not is_group(view) and not view.get("marks"):
+    if condition == "full" and layout_of(view).plain(view):
         return "full-plain"
     return condition
 
@@ -99,13 +232,12 @@ def instructions(condition: str, view: dict[str, Any]) -> str:
     >>> instructions("word", {"kind": "mc", "prompt": "The word dog means:", "choices": [], "marks": [[9, 12]]})[:33]
     'Only the highlighted word is show'
     """
-    kind = view["kind"]
+    layout = layout_of(view)
     text = INSTRUCTIONS[guide_key(condition, view)]
-    note = ROW_NOTES.get(kind)
-    if note:
+    if layout.row_note:
         row = "word" if condition == "word" else "sentence"
-        text += " " + note.format(row=row)
-    return text + " " + KEYS_NOTE[kind]
+        text += " " + layout.row_note.format(row=row)
+    return text + " " + layout.keys_note
 
 
 def check_conditions(conditions: list[str]) -> list[str]:

@@ -90,7 +90,7 @@ function show() {
   $("task").hidden = false;
   choice = null; selRow = null; pairs = [];
   started = performance.now();
-  if (it.kind === "mc") showMC(it); else showAlign(it);
+  layout(it).show(it);
   refresh();
 }
 
@@ -181,47 +181,97 @@ function pair(d) {
   refresh();
 }
 
-function guesses() {
-  if (current().kind === "mc") return $("guess").value.trim();
-  return Array.from($("rows").querySelectorAll("input")).map((i) => i.value.trim());
+function refreshMC() {
+  $("choices").querySelectorAll("li").forEach((li, i) => li.classList.toggle("chosen", i === choice));
 }
 
-function ready() {
-  const it = current();
-  if (it.kind === "mc") return choice !== null && (!S.guess || guesses() !== "");
-  return pairs.every((p) => p !== null) && (!S.guess || guesses().every((g) => g !== ""));
+function refreshAlign() {
+  const used = new Map();
+  pairs.forEach((d, r) => { if (d !== null) used.set(d, r); });
+  $("rows").querySelectorAll("li").forEach((li, r) => {
+    li.classList.toggle("selected", r === selRow);
+    li.classList.toggle("paired", pairs[r] !== null);
+    li.querySelector(".pair").textContent = pairs[r] === null ? "" : LETTERS[pairs[r]].toUpperCase();
+  });
+  $("defs").querySelectorAll("li").forEach((li, i) => {
+    li.classList.toggle("used", used.has(i));
+    li.title = used.has(i) ? `paired with row ${used.get(i) + 1}` : `key ${LETTERS[i]}`;
+  });
 }
+
+// Enter in a guess box: the question's one guess is checked, a group's moves on to the next row's
+function enterGuessMC(e) {
+  if (e.target.value.trim() === "") { setStatus("Guess the hidden word first.", true); return; }
+  e.target.blur();
+  setStatus("Now pick an answer (1-5 or a-e), then Enter.");
+}
+
+function enterGuessAlign(e) {
+  const inputs = Array.from($("rows").querySelectorAll("input"));
+  const r = inputs.indexOf(e.target);
+  if (r >= 0 && r + 1 < inputs.length) { inputs[r + 1].focus(); return; }
+  e.target.blur();
+  if (selRow === null) selectRow(Math.max(0, pairs.findIndex((p) => p === null)));
+}
+
+// a key outside the guess boxes: a digit or letter picks a choice, or selects a row and pairs it
+function keyMC(k, e) {
+  if (k >= "1" && k <= "9") { choose(Number(k) - 1); e.preventDefault(); }
+  else if (k.length === 1 && LETTERS.includes(k)) { choose(LETTERS.indexOf(k)); e.preventDefault(); }
+}
+
+function keyAlign(k, e) {
+  if (k.length === 1 && k >= "0" && k <= "9") { selectRow(k === "0" ? 9 : Number(k) - 1); e.preventDefault(); }
+  else if (k.length === 1 && LETTERS.includes(k)) { pair(LETTERS.indexOf(k)); e.preventDefault(); }
+  else if (e.key === "Escape") { selRow = null; refresh(); }
+}
+
+// The page layouts a view can have, named by its `kind` (mc: one question, pick a choice; align: rows,
+// each paired with a different definition). All that differs between them is here: the rest of the page
+// asks the view's layout, never compares names.
+const LAYOUTS = {
+  mc: {
+    show: showMC,
+    guesses: () => $("guess").value.trim(),
+    ready: () => choice !== null && (!S.guess || guesses() !== ""),
+    refresh: refreshMC,
+    answer: () => choice,
+    guessMissing: () => S.guess && guesses() === "",
+    enterGuess: enterGuessMC,
+    key: keyMC,
+  },
+  align: {
+    show: showAlign,
+    guesses: () => Array.from($("rows").querySelectorAll("input")).map((i) => i.value.trim()),
+    ready: () => pairs.every((p) => p !== null) && (!S.guess || guesses().every((g) => g !== "")),
+    refresh: refreshAlign,
+    answer: () => pairs,
+    guessMissing: () => false,  // the submit button says it: it stays disabled until every row has a guess
+    enterGuess: enterGuessAlign,
+    key: keyAlign,
+  },
+};
+
+function layout(it) { return LAYOUTS[it.kind]; }
+function guesses() { return layout(current()).guesses(); }
+function ready() { return layout(current()).ready(); }
 
 function refresh() {
   const it = current();
   if (!it) return;
-  if (it.kind === "mc") {
-    $("choices").querySelectorAll("li").forEach((li, i) => li.classList.toggle("chosen", i === choice));
-  } else {
-    const used = new Map();
-    pairs.forEach((d, r) => { if (d !== null) used.set(d, r); });
-    $("rows").querySelectorAll("li").forEach((li, r) => {
-      li.classList.toggle("selected", r === selRow);
-      li.classList.toggle("paired", pairs[r] !== null);
-      li.querySelector(".pair").textContent = pairs[r] === null ? "" : LETTERS[pairs[r]].toUpperCase();
-    });
-    $("defs").querySelectorAll("li").forEach((li, i) => {
-      li.classList.toggle("used", used.has(i));
-      li.title = used.has(i) ? `paired with row ${used.get(i) + 1}` : `key ${LETTERS[i]}`;
-    });
-  }
+  layout(it).refresh();
   $("submit").disabled = busy || !ready();
 }
 
 async function submit() {
   if (busy || !ready()) {
-    if (!busy && S.guess && current().kind === "mc" && guesses() === "") setStatus("Guess the hidden word first.", true);
+    if (!busy && layout(current()).guessMissing()) setStatus("Guess the hidden word first.", true);
     return;
   }
   const it = current();
   const body = {
     item: it.item,
-    answer: it.kind === "mc" ? choice : pairs,
+    answer: layout(it).answer(),
     guess: S.guess ? guesses() : null,
     elapsed_ms: Math.round(performance.now() - started),
   };
@@ -256,29 +306,12 @@ document.addEventListener("keydown", (e) => {
   if (inInput) {
     if (e.key !== "Enter") return;  // typing a guess: letters and digits are text
     e.preventDefault();
-    if (it.kind === "align") {
-      const inputs = Array.from($("rows").querySelectorAll("input"));
-      const r = inputs.indexOf(e.target);
-      if (r >= 0 && r + 1 < inputs.length) { inputs[r + 1].focus(); return; }
-      e.target.blur();
-      if (selRow === null) selectRow(Math.max(0, pairs.findIndex((p) => p === null)));
-      return;
-    }
-    if (e.target.value.trim() === "") { setStatus("Guess the hidden word first.", true); return; }
-    e.target.blur();
-    setStatus("Now pick an answer (1-5 or a-e), then Enter.");
+    layout(it).enterGuess(e);
     return;
   }
   const k = e.key.toLowerCase();
   if (e.key === "Enter") { e.preventDefault(); submit(); return; }
-  if (it.kind === "mc") {
-    if (k >= "1" && k <= "9") { choose(Number(k) - 1); e.preventDefault(); }
-    else if (k.length === 1 && LETTERS.includes(k)) { choose(LETTERS.indexOf(k)); e.preventDefault(); }
-    return;
-  }
-  if (k.length === 1 && k >= "0" && k <= "9") { selectRow(k === "0" ? 9 : Number(k) - 1); e.preventDefault(); }
-  else if (k.length === 1 && LETTERS.includes(k)) { pair(LETTERS.indexOf(k)); e.preventDefault(); }
-  else if (e.key === "Escape") { selRow = null; refresh(); }
+  layout(it).key(k, e);
 });
 
 $("guess").addEventListener("input", refresh);

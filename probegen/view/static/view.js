@@ -289,7 +289,8 @@
     var wrap = el("div", {cls: "conds"});
     var prevC = null;
     var names = Object.keys(it.conds);
-    if (it.kind === "options" && names.length > 1) add(box, sideBySide(it, names, r, st));
+    var layout = layoutOf(it);
+    if (layout.sideBySide && names.length > 1) add(box, sideBySide(it, names, r, st));
     Object.keys(it.conds).forEach(function (c) {
       var e = it.conds[c];
       var cands = e.c || (e.cs ? prevC : null);
@@ -297,15 +298,7 @@
       var sec = el("section", {cls: "cond " + status(e), "data-cond": c},
         el("h3", {}, c, " ", el("span", {cls: "badge " + status(e), text: status(e) + (e.ok.length > 1 ? " " + fmt(accOf(e), 2) : "")})),
         st.help && st.help[c] ? el("p", {cls: "help", text: st.help[c]}) : null);
-      if (it.kind === "group") add(sec, groupView(e, cands, r.nonce));
-      else if (it.kind === "options") add(sec, choiceView(e, cands, r));
-      else {
-        if (e.q) add(sec, el("div", {cls: "qlabel", text: "the item (as a prompt shows it; the trained probe reads the target's span)"}),
-          e.q.map(function (q) { return queryText(q, r.nonce); }));
-        if (cands && cands.length) add(sec, el("ol", {cls: "defs", type: "A"}, cands.map(function (c, j) {
-          return el("li", {text: c + (e.g && e.g[0] === j ? " (gold)" : "")}); })));
-        add(sec, el("p", {text: "right per seed: " + e.ok.map(function (x) { return x ? "yes" : "no"; }).join(", ")}));
-      }
+      add(sec, layout.body(e, cands, r));
       if (e.tie) add(sec, el("p", {cls: "tie", text: "exact tie in row(s) " + e.tie.map(function (x) { return x + 1; }).join(", ") +
         ": broken at random by probegen's seeded tie-break (the run's seed and the item id), never towards the gold"}));
       if (e.gen) add(sec, genView(e.gen));
@@ -314,6 +307,23 @@
     });
     add(box, wrap);
   }
+  function seedsView(e, cands, r) {
+    return [
+      e.q ? [el("div", {cls: "qlabel", text: "the item (as a prompt shows it; the trained probe reads the target's span)"}),
+        e.q.map(function (q) { return queryText(q, r.nonce); })] : null,
+      cands && cands.length ? el("ol", {cls: "defs", type: "A"}, cands.map(function (c, j) {
+        return el("li", {text: c + (e.g && e.g[0] === j ? " (gold)" : "")}); })) : null,
+      el("p", {text: "right per seed: " + e.ok.map(function (x) { return x ? "yes" : "no"; }).join(", ")})];
+  }
+  // The item layouts of the view model, named by an item's `kind` (group: rows matched to candidates, each
+  // row a decision; options: one pick among options; seeds: a trained probe's outcome per seed). All that
+  // differs between them is here: the rest of the page asks an item's layout, never compares names.
+  var LAYOUTS = {
+    group: {body: function (e, cands, r) { return groupView(e, cands, r.nonce); }, sideBySide: false, perRow: true},
+    options: {body: function (e, cands, r) { return choiceView(e, cands, r); }, sideBySide: true, perRow: false},
+    seeds: {body: seedsView, sideBySide: false, perRow: false}
+  };
+  function layoutOf(it) { return LAYOUTS[it.kind] || LAYOUTS.seeds; }
   function queryText(q, nonce) {
     // the query with the made-up word marked (text nodes only)
     var p = el("p", {cls: "query"});
@@ -481,7 +491,7 @@
     options(selB, all, cs.split("|")[1]);
     add(box, el("p", {}, "A: ", selA, " B: ", selB));
     var res = comparison(c);
-    var unit = D.items.some(function (it) { return it.run === c.a.run && it.kind === "group"; }) ? "contexts (a group's rows)" : "decisions";
+    var unit = D.items.some(function (it) { return it.run === c.a.run && layoutOf(it).perRow; }) ? "contexts (a group's rows)" : "decisions";
     add(box, el("p", {cls: "hint", text: "Counted over " + unit + " of the " + res.matched + " items both runs have (" + res.unmatched +
       " of A's items have no counterpart in B). Click a count for the items behind it."}));
     var t = el("table", {cls: "cmp", id: "cmp-table"}, el("thead", {}, el("tr", {}, el("th", {text: ""}), el("th", {text: "B right"}), el("th", {text: "B wrong"}))));
@@ -504,7 +514,7 @@
     var r = +S.run;
     var mc = D.items.some(function (it) { return it.run === r && it.meta.hops !== undefined; });
     if (mc) add(box, el("h2", {text: "Accuracy by relation, hops and distractor type (" + D.runs[r].label + ")"}), hopsTable());
-    if (D.items.some(function (it) { return it.run === r && it.kind === "group"; })) add(box, el("h2", {text: "Group accuracy (" + D.runs[r].label + ")"}), histogram());
+    if (D.items.some(function (it) { return it.run === r && layoutOf(it).perRow; })) add(box, el("h2", {text: "Group accuracy (" + D.runs[r].label + ")"}), histogram());
   }
   function plane(pts) {
     var W = 460, H = 380, P = 48, drawn = pts.filter(function (p) { return p.x !== null && p.y !== null; });
@@ -604,7 +614,7 @@
   function histogram() {
     var r = +S.run, bins = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     D.items.forEach(function (it) {
-      if (it.run !== r || it.kind !== "group" || (S.set && it.set !== S.set)) return;
+      if (it.run !== r || !layoutOf(it).perRow || (S.set && it.set !== S.set)) return;
       var c = condOf(it);
       if (c) bins[Math.round(accOf(it.conds[c]) * 10)]++;
     });

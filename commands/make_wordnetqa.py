@@ -44,10 +44,9 @@ def _config(probe, pos, distractors, contexts, **kw):
 def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bool, runner):
     """The adversarial set (its twin written to ``twin_out`` by rank 0)."""
     from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
-    from probegen.models import resolve_model
     from probegen.wordnetqa import dataset as ds_mod
 
-    resolve_model(against, runner.runtime.api())  # an unknown reference model fails before generation
+    runner.resolve(against)  # an unknown reference model fails before generation
     ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log,
                                  runner=runner)
     runner.write(lambda: ds_mod.write(twin, twin_out, release=release))

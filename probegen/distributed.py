@@ -20,8 +20,6 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-_INIT_BY_US = False
-
 
 def env_world_size() -> int:
     """``WORLD_SIZE`` from the launcher's environment (1 when not launched by one).
@@ -71,12 +69,13 @@ def is_main() -> bool:
 
 
 def init_from_env(use_cuda: bool | None = None) -> bool:
-    """Join the launcher's process group if there is one; returns True when running distributed.
+    """Join the launcher's process group if there is one and none is yet; returns True when this call
+    created it (the caller, a :class:`~probegen.runner.Runner`, then owns it and leaves it with :func:`shutdown`).
 
-    Called once by every command that scores. ``use_cuda`` picks NCCL (and pins this process to
-    ``cuda:LOCAL_RANK``); by default it is used when CUDA is available.
+    Called by every command that scores (through its runner). ``use_cuda`` picks NCCL (and pins this
+    process to ``cuda:LOCAL_RANK``); by default it is used when CUDA is available. Whether the process
+    is in a group is torch.distributed's own process-wide state (:func:`active`), not kept here.
     """
-    global _INIT_BY_US
     if env_world_size() <= 1:
         return False
     dist = _dist()
@@ -85,7 +84,7 @@ def init_from_env(use_cuda: bool | None = None) -> bool:
 
         raise ProbegenError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
     if dist.is_initialized():
-        return dist.get_world_size() > 1
+        return False  # joined already (by an earlier runner, or the caller's own code): not ours to leave
     import torch
 
     if use_cuda is None:
@@ -94,8 +93,7 @@ def init_from_env(use_cuda: bool | None = None) -> bool:
     if use_cuda:
         torch.cuda.set_device(local_rank())
     dist.init_process_group(backend=backend)
-    _INIT_BY_US = True
-    return dist.get_world_size() > 1
+    return True
 
 
 def default_device() -> str | None:
@@ -137,12 +135,10 @@ def main_first() -> Iterator[None]:
 
 
 def shutdown() -> None:
-    """Leave the process group if probegen created it."""
-    global _INIT_BY_US
+    """Leave the process group (called by whoever created it: :meth:`probegen.runner.Runner.close`)."""
     dist = _dist()
-    if _INIT_BY_US and dist is not None and dist.is_initialized():
+    if dist is not None and dist.is_initialized():
         dist.destroy_process_group()
-        _INIT_BY_US = False
 
 
 def describe() -> dict[str, Any]:

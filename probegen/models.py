@@ -38,7 +38,7 @@ import shutil
 import socket
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urlparse
@@ -334,32 +334,56 @@ def _resolve_hub(name: str) -> ResolvedModel:
     return ResolvedModel(name, _kind_from_config(json.loads(Path(cfg).read_text()), name), name, "hub")
 
 
-_RESOLVED: dict[str, ResolvedModel] = {}
+@dataclass
+class ModelStore:
+    """What one :class:`~probegen.runner.Runner` has resolved and loaded: its later loads reuse it (a second
+    scorer of a model, e.g. another reduction, shares the weights), and a second runner starts clean.
+
+    ``resolved``: name -> :class:`ResolvedModel`; ``loaded``: (kind, path, dtype, device, device map) -> the
+    loaded model; ``served``: (server URL, key) -> the server's models (:func:`probegen.scorers.api.served_models`).
+
+    >>> s = ModelStore(); s.memo(("k",), lambda: [1]) is s.memo(("k",), lambda: [2])
+    True
+    """
+
+    resolved: dict[str, ResolvedModel] = field(default_factory=dict)
+    loaded: dict[tuple, Any] = field(default_factory=dict)
+    served: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = field(default_factory=dict)
+    lock: Any = field(default_factory=threading.Lock, repr=False)  # a load happens once across threads
+
+    def memo(self, key: tuple, load: Callable[[], Any]) -> Any:
+        """``load()``, called once per ``key``: later calls get the same object."""
+        with self.lock:
+            if key not in self.loaded:
+                self.loaded[key] = load()
+            return self.loaded[key]
 
 
-def resolve_model(name: str, api: Mapping[str, Any] | None = None) -> ResolvedModel:
+def resolve_model(name: str, api: Mapping[str, Any] | None = None, store: ModelStore | None = None) -> ResolvedModel:
     """Where ``name`` points and what kind of model it is; ModelNotFound (one line) if nowhere.
 
     ``api``: the command's served-model settings (``api_base`` ...: :meth:`probegen.runner.Runtime.api`);
-    a name that server serves resolves to it first.
+    a name that server serves resolves to it first. ``store``: the runner's :class:`ModelStore`, which
+    remembers what was resolved (none: resolved afresh).
     """
-    served = _resolve_served(name, api or {})
+    store = store if store is not None else ModelStore()
+    served = _resolve_served(name, api or {}, store)
     if served is not None:
         return served
-    if name in _RESOLVED:
-        return _RESOLVED[name]
+    if name in store.resolved:
+        return store.resolved[name]
     ep = _endpoint(_api_settings(api or {}))
     if ep is not None:
         try:
-            return _resolve_local(name)
+            return _resolve_local(name, store)
         except ModelNotFound:
-            offer = ", ".join(sorted(_served_models(ep))) or "none"
+            offer = ", ".join(sorted(_served_models(ep, store))) or "none"
             raise ModelNotFound(f"{ep.base} serves no model {name!r} (it serves: {offer}), "
                                 "and it is no bundled or local model either") from None
-    return _resolve_local(name)
+    return _resolve_local(name, store)
 
 
-def _resolve_local(name: str) -> ResolvedModel:
+def _resolve_local(name: str, store: ModelStore) -> ResolvedModel:
     if name in BUNDLED:
         spec = BUNDLED[name]
         files = _bundled_files(spec)
@@ -371,7 +395,7 @@ def _resolve_local(name: str) -> ResolvedModel:
         res = ResolvedModel(name, detect_kind(p), str(p), "local")
     else:
         res = _resolve_hub(name)
-    _RESOLVED[name] = res
+    store.resolved[name] = res
     return res
 
 
@@ -523,10 +547,6 @@ def _map_input_device() -> str:
 
 
 # ---- loading ----------------------------------------------------------------------------------------
-_LOADED: dict[tuple, Any] = {}  # in-process: a second load_scorer (e.g. another reduction) reuses the model
-_LOCK = threading.Lock()
-
-
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """Silence transformers' per-load progress bars and warnings."""
@@ -561,13 +581,6 @@ def _offline(enabled: bool) -> Iterator[None]:
                 os.environ["HF_HUB_OFFLINE"] = old
 
 
-def _memo(key: tuple, load: Callable[[], Any]) -> Any:
-    with _LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = load()
-        return _LOADED[key]
-
-
 def _fingerprint(path: Path) -> str:
     """Short hash of file names, sizes and mtimes: a changed local model gets new cache keys."""
     files = [path] if path.is_file() else sorted(f for f in path.rglob("*") if f.is_file())
@@ -590,8 +603,10 @@ def _identity(res: ResolvedModel) -> tuple[str, dict[str, Any]]:
     return res.name, {}
 
 
-def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None) -> tuple[Any, Any]:
-    """(model, tokenizer) for a causal or masked LM, on ``device`` (or spread by ``device_map``) in ``dtype``."""
+def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None,
+             store: ModelStore | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) for a causal or masked LM, on ``device`` (or spread by ``device_map``) in ``dtype``
+    (once per ``store``: the runner's loaded models)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
@@ -615,16 +630,17 @@ def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
         return model.eval(), tok
 
     try:
-        return _memo((kind, path, dtype, device, device_map), load)
+        return (store or ModelStore()).memo((kind, path, dtype, device, device_map), load)
     except (OSError, ValueError, KeyError, ImportError) as e:
         raise ProbegenError(f"cannot load {res.name} as a {kind} model: {str(e).splitlines()[0]}") from None
 
 
-def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None, **kw: Any):
+def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None, store: ModelStore,
+             **kw: Any):
     from .scorers.causal import CausalScorer
     from .scorers.masked import MaskedScorer
 
-    model, tok = _load_hf(res, kind, device, dtype, device_map)
+    model, tok = _load_hf(res, kind, device, dtype, device_map, store)
     if kind == "masked" and not getattr(tok, "is_fast", False):
         raise ProbegenError(f"{res.name}: a masked LM needs a fast tokenizer (word offsets)")
     model_id, extra = _identity(res)
@@ -632,15 +648,18 @@ def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
     return cls(res.name, model, tok, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
 
-def _load_causal(res: ResolvedModel, device: str, dtype: str, device_map: str | None = None, **kw: Any):
-    return _load_lm(res, "causal", device, dtype, device_map, **kw)
+def _load_causal(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
+                 **kw: Any):
+    return _load_lm(res, "causal", device, dtype, device_map, store, **kw)
 
 
-def _load_masked(res: ResolvedModel, device: str, dtype: str, device_map: str | None = None, **kw: Any):
-    return _load_lm(res, "masked", device, dtype, device_map, **kw)
+def _load_masked(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
+                 **kw: Any):
+    return _load_lm(res, "masked", device, dtype, device_map, store, **kw)
 
 
-def _load_embedding(res: ResolvedModel, device: str, dtype: str, device_map: str | None = None, **kw: Any):
+def _load_embedding(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
+                    **kw: Any):
     from .scorers.embedding import EmbeddingScorer
 
     local = res.source != "hub"
@@ -657,7 +676,7 @@ def _load_embedding(res: ResolvedModel, device: str, dtype: str, device_map: str
             return SentenceTransformer(res.path_or_id, device=device, local_files_only=local, model_kwargs=model_kwargs)
 
     try:
-        model = _memo(("embedding", res.path_or_id, dtype, device, device_map), load)
+        model = store.memo(("embedding", res.path_or_id, dtype, device, device_map), load)
     except (OSError, ValueError, KeyError, ImportError) as e:
         raise ProbegenError(f"cannot load {res.name} as a sentence-transformers model: "
                             f"{str(e).splitlines()[0]}") from None
@@ -665,7 +684,7 @@ def _load_embedding(res: ResolvedModel, device: str, dtype: str, device_map: str
     return EmbeddingScorer(res.name, model, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
 
-def _load_static(res: ResolvedModel, **kw: Any):
+def _load_static(res: ResolvedModel, store: ModelStore, **kw: Any):
     from .scorers.static import StaticScorer
 
     def load() -> tuple[Any, dict[str, int]]:
@@ -684,7 +703,7 @@ def _load_static(res: ResolvedModel, **kw: Any):
             vocab.setdefault(w, i)  # first (most frequent) row wins on duplicates
         return vectors, vocab
 
-    vectors, vocab = _memo(("static", res.path_or_id), load)
+    vectors, vocab = store.memo(("static", res.path_or_id), load)
     model_id, extra = _identity(res)
     return StaticScorer(res.name, vectors, vocab, model_id=model_id, extra_settings=extra, **kw)
 
@@ -783,21 +802,21 @@ def _endpoint(settings: dict[str, Any]) -> Any:
     return Endpoint(settings["api_base"], **{k: v for k, v in extra.items() if v is not None})
 
 
-def _served_models(endpoint: Any) -> dict[str, dict[str, Any]]:
+def _served_models(endpoint: Any, store: ModelStore | None = None) -> dict[str, dict[str, Any]]:
     from .scorers.api import served_models
 
-    return served_models(endpoint)
+    return served_models(endpoint, None if store is None else store.served)
 
 
-def _resolve_served(name: str, settings: Mapping[str, Any]) -> ResolvedModel | None:
+def _resolve_served(name: str, settings: Mapping[str, Any], store: ModelStore) -> ResolvedModel | None:
     """``name`` on the server of ``settings`` (``api_base`` ...) if it serves it, else None."""
     ep = _endpoint(_api_settings(settings))
-    if ep is None or name not in _served_models(ep):
+    if ep is None or name not in _served_models(ep, store):
         return None
     return ResolvedModel(name, "causal", ep.base, "api")
 
 
-def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any]):
+def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], store: ModelStore):
     """The :class:`~probegen.scorers.api.ApiScorer` of a served model; options of local models are errors."""
     from .scorers.api import ApiScorer
 
@@ -813,12 +832,12 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any]):
         raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {res.name}, served by {res.path_or_id} (the "
                             "server decides)")
     ep = _endpoint(_api_settings(settings))
-    return ApiScorer(res.name, ep, _served_models(ep)[res.name], reduction=settings.get("reduction") or "sum",
+    return ApiScorer(res.name, ep, _served_models(ep, store)[res.name], reduction=settings.get("reduction") or "sum",
                      batch_size=settings.get("batch_size"), concurrency=settings.get("concurrency"),
                      cache=settings.get("cache"))
 
 
-def load_scorer(name: str, scorer: str | None = None, **settings: Any):
+def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | None = None, **settings: Any):
     """A :class:`~probegen.scorers.base.Scorer` for model ``name``.
 
     ``scorer`` forces the kind (``causal``, ``masked``, ``embedding``, ``static``); otherwise it
@@ -834,7 +853,10 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
       (``original``/``word-l2r``);
     - served models: ``api_base`` (a name that server serves is scored by it, see
       :mod:`probegen.scorers.api`), ``api_key_env``, ``concurrency``, ``api_timeout``, ``max_retries``.
+
+    ``store``: the runner's :class:`ModelStore` (what it resolved and loaded is reused; none: loaded afresh).
     """
+    store = store if store is not None else ModelStore()
     if scorer is not None and scorer not in (*_LOADERS, "api"):
         raise ProbegenError(f"unknown scorer {scorer!r}; choose one of {', '.join(_LOADERS)}, api")
     unknown = sorted(set(settings) - _ALL_SETTINGS)
@@ -847,9 +869,9 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
         # a forced kind needs no detection (e.g. a plain BertModel directory as an embedding)
         res = ResolvedModel(name, scorer, str(Path(name).expanduser().resolve()), "local")
     else:
-        res = resolve_model(name, settings)
+        res = resolve_model(name, settings, store)
     if res.source == "api" or scorer == "api":
-        return _load_api(res, scorer, settings)
+        return _load_api(res, scorer, settings, store)
     kind = scorer or res.kind
     given = settings
     # a method option for another kind of model is a mistake, not something to ignore silently
@@ -870,6 +892,6 @@ def load_scorer(name: str, scorer: str | None = None, **settings: Any):
     placement = {k: merged.pop(k, None) for k in ("device", "dtype", "device_map")}
     if kind == "static":
         resolve_dtype(placement["dtype"], "cpu")  # validated, but numpy on the CPU does the work
-        return _load_static(res, **merged)
+        return _load_static(res, store, **merged)
     device, dtype, device_map = _placement(placement)
-    return _LOADERS[kind](res, device=device, dtype=dtype, device_map=device_map, **merged)
+    return _LOADERS[kind](res, device=device, dtype=dtype, store=store, device_map=device_map, **merged)

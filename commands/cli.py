@@ -228,7 +228,9 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     # every model named fails now if unknown, not after the groups and contexts are built
     kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else [])
                      + ([against] if adversarial else []), runtime)
-    if context_scorer != "first" and kinds[context_scorer] not in ("causal", "masked"):
+    from probegen.scorers import LM_KINDS
+
+    if context_scorer != "first" and kinds[context_scorer] not in LM_KINDS:
         from probegen.errors import ProbegenError
 
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {context_scorer!r} is a "

@@ -74,7 +74,9 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
     # an unknown model fails now, not after the groups are formed
     kinds = resolve_models(models_of(s), api=runtime.api())
     scorer = s.contexts.scorer
-    if s.shape == "alignment" and scorer != "first" and kinds[scorer] not in ("causal", "masked"):
+    from probegen.scorers import LM_KINDS
+
+    if s.shape == "alignment" and scorer != "first" and kinds[scorer] not in LM_KINDS:
         raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a "
                             f"{kinds[scorer]} model")
     from probegen.runner import Runner

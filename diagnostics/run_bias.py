@@ -22,6 +22,7 @@ from probegen import tasks
 from probegen.core import as_unit_scorer
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
+from probegen.scorers import LM_KINDS
 from probegen.tasks import Settings
 from probegen.tasks.coda21 import Coda21Task
 from probegen.tasks.multiple_choice import EXCLUDED_RATIOS, MultipleChoiceTask
@@ -481,7 +482,7 @@ def write_bias(
         "seed": cfg.seed,
         "bootstrap": {"n": cfg.n_boot, "alpha": 0.05, "unit": {d.kind: d.task.resampling_unit for d in loaded}},
         "eval": {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
-                 "reduction": reduction if scorer.kind in ("causal", "masked") else None},
+                 "reduction": reduction if scorer.kind in LM_KINDS else None},
         "config": asdict(cfg),
         "datasets": entries + list(skipped),
         "plot": "bias_plane.png",
@@ -576,7 +577,7 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: boo
     from .eval_report import condition_blocks, scores_note
 
     kind = as_unit_scorer(scorer).kind or None
-    reduction = _settings(scorer).get("reduction") if kind in ("causal", "masked") else None
+    reduction = _settings(scorer).get("reduction") if kind in LM_KINDS else None
     entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share,
                                          cfg.matching if task.name == CODA21.name else "argmax",
                                          scores_note({"reduction": reduction}, kind))}  # position, calibration

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from .core import as_unit_scorer
 from .errors import ProbegenError
 from .io import sha256_text, write_json, write_jsonl
+from .scorers import LM_KINDS
 
 if TYPE_CHECKING:
     from .runner import Runner
 
-LM_KINDS = ("causal", "masked")
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
 #: the methods that ask a chat model with the generative prompts (``letter`` reads the option labels' probabilities)
@@ -93,7 +93,7 @@ def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch
     if batch_size:
         settings["batch_size"] = batch_size
     scorer = runner.load_scorer(model, scorer_kind, **settings)
-    if scorer.kind in ("causal", "masked"):
+    if scorer.kind in LM_KINDS:
         scorer = runner.load_scorer(model, scorer_kind, reduction=reduction, **settings)
     return scorer
 

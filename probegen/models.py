@@ -45,8 +45,7 @@ from urllib.parse import urlparse
 
 from .errors import ModelNotFound, ProbegenError
 from .paths import cache_dir
-
-KINDS = ("causal", "masked", "embedding", "static")
+from .scorers import CAUSAL_KINDS, SERVED
 
 
 @dataclass(frozen=True)
@@ -813,7 +812,7 @@ def _resolve_served(name: str, settings: Mapping[str, Any], store: ModelStore) -
     ep = _endpoint(_api_settings(settings))
     if ep is None or name not in _served_models(ep, store):
         return None
-    return ResolvedModel(name, "causal", ep.base, "api")
+    return ResolvedModel(name, SERVED, ep.base, "api")
 
 
 def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], store: ModelStore):
@@ -822,7 +821,7 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], 
 
     if res.source != "api":
         raise ProbegenError(f"{res.name} is not served by --api-base; scorer 'api' needs a served model")
-    if scorer not in (None, "api", "causal"):
+    if scorer not in (None, "api", *CAUSAL_KINDS):
         raise ProbegenError(f"{res.name} is served by {res.path_or_id} and scored as a causal LM, not as {scorer}")
     defaults = {"device": "auto", "dtype": "auto", "strategy": "packed", "pll": "original", "prefix_reuse": True}
     wrong = sorted(k for k, v in settings.items() if v is not None

@@ -90,6 +90,7 @@ def test_eval_agrees_with_in_process(runs):
     ra, rb = (json.loads((p / "results.json").read_text()) for p in (local, api))
     assert ra["metrics"] == rb["metrics"]
     assert rb["scorer"]["backend"] == "api" and rb["scorer"]["served"]["id"] == "smollm2"
+    assert (ra["scorer"]["kind"], rb["scorer"]["kind"]) == ("causal", "served")  # the served scorer says what it is
 
 
 def test_library_agrees_on_boundaries_and_unicode(keyed, cache_home):
@@ -138,12 +139,12 @@ def test_context_scorer_and_kind_resolution(keyed):
     base, _ = keyed
     runtime = Runtime().with_scorer(api_base=base)
     # the server is the runtime's, passed explicitly: nothing is left behind for the next call
-    assert resolve_model("smollm2", runtime.api()).source == "api"
+    assert (resolve_model("smollm2", runtime.api()).source, resolve_model("smollm2", runtime.api()).kind) == ("api", "served")
     assert resolve_model("minilm-l6", runtime.api()).kind == "embedding"
     with pytest.raises(ModelNotFound):
         resolve_model("smollm2")
     s = _context_scorer("smollm2", Runner(runtime, log=lambda m: None))
-    assert s.settings()["backend"] == "api" and s.reduction == "mean"
+    assert s.settings()["backend"] == "api" and s.reduction == "mean" and s.kind == "served"  # loaded as a causal LM
 
 
 # ---- errors ------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Sequence, cast
 
 from ..core import Unit
 from ..leaks import Morphology, leaks
+from ..scorers import CAUSAL_KINDS, LM_KINDS
 from ..text import split_at_span
 from .items import Context
 
@@ -94,14 +95,14 @@ def context_units(candidates: dict[str, list[Context]], kind: str) -> list[Unit]
     >>> [u.queries for u in context_units({"a.n.01": [Context("the dogs barked", (4, 8))] * 2}, "causal")]
     [('the', 'the')]
     """
-    if kind not in ("causal", "masked"):
+    if kind not in LM_KINDS:
         raise ValueError(f"a context scorer must be a causal or masked LM, not {kind!r}")
     units = []
     for name in sorted(candidates):
         ctxs = candidates[name]
         if len(ctxs) < 2:
             continue
-        if kind == "causal":
+        if kind in CAUSAL_KINDS:
             queries, conts = causal_queries(ctxs)
         else:
             views = [_token_view(c) for c in ctxs]

@@ -301,8 +301,11 @@ def _settings(scorer) -> dict:
 
 
 def _context_scorer(name: str, runner: Runner):
-    scorer = runner.load_scorer(name, reduction="mean") if _kind(name, runner) == "causal" else runner.load_scorer(name)
-    if scorer.kind not in ("causal", "masked"):
+    from ..scorers import CAUSAL_KINDS, LM_KINDS
+
+    causal = _kind(name, runner) in CAUSAL_KINDS
+    scorer = runner.load_scorer(name, reduction="mean") if causal else runner.load_scorer(name)
+    if scorer.kind not in LM_KINDS:
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {name!r} is a {scorer.kind} model")
     return scorer
 

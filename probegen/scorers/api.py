@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProbegenError
+from . import SERVED
 from .base import Pair, Scorer, boundary_split
 from .http import ApiError, Client, Endpoint, shape
 
@@ -209,11 +210,11 @@ def continuation_logprobs(logprobs: dict[str, Any], context_chars: int, prompt_c
 class ApiScorer(Scorer):
     """log P(candidate | query) from a served causal LM (``reduction``: ``sum`` or ``mean``).
 
-    Its ``kind`` is ``causal``: every task treats it as a causal LM; ``settings()["backend"]`` is
-    ``api``.
+    Its ``kind`` is ``served`` (:data:`probegen.scorers.SERVED`): every task treats it as a causal LM
+    through :data:`probegen.scorers.CAUSAL_KINDS`; ``settings()["backend"]`` is ``api``.
     """
 
-    kind = "causal"
+    kind = SERVED
     query_style = "pattern"
     version = 1
     #: prompts per request

@@ -20,10 +20,10 @@ import numpy as np
 
 from ..core import Outcome, Unit, as_unit_scorer, evaluate_units
 from ..errors import ProbegenError
+from ..scorers import LM_KINDS
 from .render import MODES, query
 
 LENGTH_NORMS = ("none", "tokens", "chars")
-LM_KINDS = ("causal", "masked")
 
 
 def normalise(scores: np.ndarray, choices: Iterable[str], length_norm: str, scorer_kind: str) -> np.ndarray:

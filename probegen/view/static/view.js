@@ -346,7 +346,8 @@
     // what a score says about the model's confidence: a language model's log-probs normalised over
     // the candidates, the generative method's share of option orders; none for cosine scores
     if (r.method === "generate") return row.slice();
-    if (["causal", "masked", "api"].indexOf(r.scorer) < 0) return null;
+    // the language-model kinds (probegen.scorers.LM_KINDS; "api": what older served runs recorded)
+    if (["causal", "masked", "served", "api"].indexOf(r.scorer) < 0) return null;
     var max = Math.max.apply(null, row), exp = row.map(function (v) { return Math.exp(v - max); });
     var z = exp.reduce(function (a, b) { return a + b; }, 0);
     return exp.map(function (v) { return v / z; });

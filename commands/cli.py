@@ -330,6 +330,9 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
     from probegen.io import check_file_replaceable, check_output_not_input
 
     check_output_not_input(out, [dataset])
+    kind = tasks.detect(dataset)
+    if not isinstance(kind, tasks.Exportable):  # the kind cannot export: one line, before anything is written
+        raise tasks.incapable(kind, "export", dataset)
     if fmt in ("lm-eval", "hf"):
         from probegen.exporters import export as export_to
 
@@ -339,7 +342,6 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
     if any(v is not None for v in (seed, nonce, pattern, task)):
         raise ProbegenError("--seed, --nonce, --pattern and --task apply to --format lm-eval and hf")
     check_file_replaceable(out)  # before loading: a file probegen did not write is never replaced
-    kind = tasks.detect(dataset)
     fmt = fmt or kind.release_format
     if fmt is None or fmt != kind.release_format:
         raise ProbegenError(f"{dataset} is a {kind.name} dataset; it cannot be exported as {fmt or 'a release file'}")
@@ -554,9 +556,11 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
       probegen filter probegen_out/datasets/wordnetqa-hypernymy --artefacts --budget 2000
       probegen filter probegen_out/datasets/coda21-clean-easy --artefacts --budget 40 --model minilm-l6
     """
+    from probegen import tasks
     from probegen.diagnostics.aflite import FilterSettings
     from probegen.diagnostics.filtering import filter_dataset, summary
 
+    tasks.check_dataset_options([dataset], {}, "filter")  # a kind that is not Filterable: one line, before any work
     src = Path(dataset)
     out_dir = Path(out) if out else src.with_name(src.name + "-filtered")
     bias_dirs = {m: out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}") for m in models}

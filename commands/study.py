@@ -54,9 +54,12 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
       probegen study make probegen_out/datasets/coda21-clean-easy --n 20 --annotators 2 --overlap 10
       probegen study make coda21.json --conditions full,context --n 10 --annotators 1 --overlap 0 --out my-study
     """
+    from probegen import tasks
     from probegen.io import ensure_writable
     from probegen.study.design import StudyConfig, build_study, write_study
 
+    # a kind that is not Studyable (or an option it does not take) is one line, before anything is written
+    tasks.check_dataset_options([dataset], {"split": split}, "study")
     conds = tuple(c.strip() for c in conditions.split(",") if c.strip())
     name = Path(dataset.rstrip("/")).name if Path(dataset).is_dir() else Path(dataset).stem
     out_dir = Path(out) if out else DEFAULT_ROOT / (name + (f"-{split}" if split else ""))

@@ -165,7 +165,7 @@ class ChoiceArtefacts:
         return dataclasses.replace(data, items=[units[i] for i in rest if alive[i][0]]), removed, removed
 
 
-#: the adapters a kind makes its own from (:meth:`probegen.tasks.Task.artefact_filter`)
+#: the adapters a kind makes its own from (:meth:`probegen.tasks.Filterable.artefact_filter`)
 ADAPTERS = ArtefactFilters(alignment=AlignmentArtefacts, choice=ChoiceArtefacts)
 
 
@@ -194,6 +194,8 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
     if not 0 < s.holdout < 1:
         raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {s.holdout}")
     task = tasks.detect(path)
+    if not isinstance(task, tasks.Filterable):  # `probegen filter` checks it with its options
+        raise tasks.incapable(task, "filter", path)
     adapter = task.artefact_filter(ADAPTERS)
     data = task.load(path, ablations=True)
     units = adapter.units(data)

@@ -281,9 +281,11 @@ ANALYSES = tasks.BiasAnalyses(units=analyse_units, alignment=analyse_coda21, cho
 
 
 # ---- datasets -------------------------------------------------------------------------------------
-def default_task(path: Path):
-    """The task of a default dataset path, by the kind its name starts with (None if none does)."""
-    return next((t for t in tasks.all_tasks() if path.name.startswith(t.name)), None)
+def default_task(path: Path) -> tasks.Buildable | None:
+    """The task of a default dataset path, by the kind its name starts with (None if none does): a
+    :class:`~probegen.tasks.Buildable` one, which generates it when it is missing."""
+    return next((t for t in tasks.all_tasks() if isinstance(t, tasks.Buildable) and path.name.startswith(t.name)),
+                None)
 
 
 def default_tasks() -> list:
@@ -329,7 +331,7 @@ class Loaded:
     path: str
     kind: str
     data: Any
-    subset: dict[str, Any] | None = None  # what --limit / --sample took (Task.subset)
+    subset: dict[str, Any] | None = None  # what --limit / --sample took (Subsettable.subset)
 
     @property
     def task(self):
@@ -380,7 +382,7 @@ def _one_split(d: Loaded, split: str) -> Loaded:
 
 def take_subset(d: Loaded, subset: tuple[str, int], seed: int, log: Callable[[str], None] = print) -> Loaded:
     """``d`` cut to ``subset`` (``("sample", N)`` or ``("limit", N)``) of whole resampling clusters
-    (:meth:`probegen.tasks.Task.subset`: WordNetQA concepts, CoDA21 groups), so the bootstrap
+    (:meth:`probegen.tasks.Subsettable.subset`: WordNetQA concepts, CoDA21 groups), so the bootstrap
     resamples the units it would have resampled in the whole set."""
     import dataclasses
 

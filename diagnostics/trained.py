@@ -320,7 +320,7 @@ def load_datasets(paths: list[str | Path], subset: tuple[str, int] | None = None
         ds = task.load(p)
         q = Path(p)
         name = q.name if q.is_dir() else q.stem
-        if subset is not None:
+        if subset is not None and isinstance(task, tasks.Subsettable):  # check_options took --limit/--sample only then
             ds, info = task.subset(ds, subset[0], subset[1], seed, whole="cluster")
             ds = dataclasses.replace(ds, manifest={**ds.manifest, "subset": info})
             log(f"{p}: {tasks.subset_line(info)}")

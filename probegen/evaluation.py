@@ -233,7 +233,7 @@ def load_subset(task, path: str | Path, subset: tuple[str, int] | None, seed: in
                 log: Callable[[str], None] = print, probe: str | None = None) -> tuple[Any, dict[str, Any] | None]:
     """(dataset, what a subset took or None): ``path`` loaded (and validated) by ``task``, with
     ``on_invalid`` passed to the loader only when it asks for something (``skip``), then cut to
-    ``split`` (when a subset is asked) and to the subset (:meth:`probegen.tasks.Task.subset`)."""
+    ``split`` (when a subset is asked) and to the subset (:meth:`probegen.tasks.Subsettable.subset`)."""
     kw = reader_options(on_invalid, probe)
     data = task.load(path, ablations=True, **kw) if ablations else task.load(path, **kw)
     if subset is None:

@@ -2,7 +2,7 @@
 
 Both formats are written from one list of multiple-choice *docs*: probegen's own causal-LM
 query for an item (rendered by the family's renderer, never a new template), its choices in the
-presented order and the gold index. The kind makes its docs (:meth:`probegen.tasks.Task.export_docs`,
+presented order and the gold index. The kind makes its docs (:meth:`probegen.tasks.Exportable.export_docs`,
 e.g. :func:`probegen.wordnetqa.export.wordnetqa_docs`, :func:`probegen.coda21.export.coda21_docs`);
 this module only writes them.
 
@@ -26,13 +26,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .errors import ProbegenError
 from .io import atomic_dir, file_hashes, write_json, write_jsonl
 from .manifest import CANARY
 from .scorers.base import boundary_split
 from .version import __version__
+
+if TYPE_CHECKING:
+    from .tasks import Exportable
 
 TASK_YAML = "task.yaml"
 DOCS_FILE = "docs.jsonl"
@@ -94,13 +97,21 @@ def _yaml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+def _exportable(kind: str) -> "Exportable":
+    """The :class:`~probegen.tasks.Exportable` task named ``kind`` (one line if the kind is not one)."""
+    from . import tasks
+
+    task = tasks.get(kind)
+    if not isinstance(task, tasks.Exportable):
+        raise tasks.incapable(task, "export")
+    return task
+
+
 def task_yaml(task: str, docs_path: str, kind: str, source: str) -> str:
     """The lm-eval task config reading ``docs_path`` (absolute: relative data_files resolve
     against lm-eval's working directory, not this file)."""
-    from . import tasks
-
     notes = [f"probegen {__version__} export of {source} ({kind}); see README.md beside this file."]
-    notes += [n for n in (tasks.get(kind).lm_eval_note(),) if n]
+    notes += [n for n in (_exportable(kind).lm_eval_note(),) if n]
     notes.append(
         "target_delimiter is empty on purpose: each doc's text already ends with the whitespace that "
         "probegen's scorer puts before a choice, so lm-eval scores the same strings."
@@ -139,10 +150,8 @@ def _wrap(text: str, width: int = 96) -> list[str]:
 
 
 def _lm_eval_readme(task: str, kind: str, source: str, n: int, settings: dict[str, Any]) -> str:
-    from . import tasks
-
     eval_cmd = f"probegen eval --model MODEL --dataset {source}"
-    metric = tasks.get(kind).lm_eval_metric(eval_cmd, settings)
+    metric = _exportable(kind).lm_eval_metric(eval_cmd, settings)
     return f"""# lm-evaluation-harness task `{task}`
 
 Exported by probegen {__version__} from `{source}` ({kind}, {n} docs). Settings: `{json.dumps(settings, sort_keys=True)}`.
@@ -217,9 +226,7 @@ def write_hf(docs: list[dict[str, Any]], out: Path, kind: str, source: str, mani
 def _hf_card(kind: str, source: str, splits: list[str], by_split: dict[str, list], manifest: dict[str, Any]) -> str:
     files = "".join(f"  - split: {s}\n    path: data/{s}.parquet\n" for s in splits)
     counts = ", ".join(f"{s}: {len(by_split[s])}" for s in splits)
-    from . import tasks
-
-    what = tasks.get(kind).hf_description()
+    what = _exportable(kind).hf_description()
     return f"""---
 pretty_name: {_yaml_str(f"probegen {source}")}
 tags:
@@ -271,6 +278,8 @@ def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = N
     if fmt not in FORMATS:
         raise ProbegenError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
     kind = tasks.detect(dataset)
+    if not isinstance(kind, tasks.Exportable):  # checked with the options: one line before any work
+        raise tasks.incapable(kind, "export", dataset)
     if fmt not in kind.export_formats:
         raise ProbegenError(f"{dataset} is a {kind.name} dataset; it cannot be exported as {fmt}")
     tasks.check_options([kind], {"split": split, "seed": seed, "nonce": nonce, "pattern": pattern}, "export", [dataset])

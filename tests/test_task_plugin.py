@@ -183,14 +183,16 @@ def test_limit_on_a_plugin_kind_without_records_is_one_line_before_any_work(plug
         assert r.returncode == 1, (r.stdout, r.stderr)
         (line,) = r.stderr.strip().splitlines()
         assert line.startswith(f"probegen: error: {opt} cannot cut {data} is a synonym pairs dataset: its kind names no records")
-        assert "records_attribute" in line and not (tmp_path / cmd).exists()
+        assert "does not implement Subsettable" in line and not (tmp_path / cmd).exists()
 
 
 def test_limit_and_sample_on_a_plugin_kind_that_names_its_records(plugin_and_data, tmp_path):
     _, data = plugin_and_data
     root = write_plugin(tmp_path / "with-records")
     module = root / "synpairs_task" / "__init__.py"
-    module.write_text(module.read_text().replace('    unit_name = "word"\n', '    unit_name = "word"\n    records_attribute = "items"\n'))
+    text = module.read_text().replace("from probegen.tasks import Task\n", "from probegen.tasks import Subsettable\n")
+    text = text.replace("class SynonymPairs(Task):\n", "class SynonymPairs(Subsettable):\n")
+    module.write_text(text.replace('    unit_name = "word"\n', '    unit_name = "word"\n    records_attribute = "items"\n'))
     r = probegen(["eval", "--model", "glove-50d", "--dataset", data, "--limit", "5", "--out", tmp_path / "run"], root, tmp_path)
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
@@ -201,3 +203,29 @@ def test_limit_and_sample_on_a_plugin_kind_that_names_its_records(plugin_and_dat
     assert r.returncode == 0, r.stderr
     (entry,) = json.loads((tmp_path / "b" / "results.json").read_text())["datasets"]
     assert len((tmp_path / "b" / "data" / "full.jsonl").read_text().splitlines()) == 10 and entry["kind"] == KIND
+
+
+CAPABILITY_COMMANDS = [
+    ("export", ["export", "{data}", "--out", "{out}/release.json"], "exported", "Exportable"),
+    ("export lm-eval", ["export", "{data}", "--format", "lm-eval", "--out", "{out}/lm-eval"], "exported", "Exportable"),
+    ("study make", ["study", "make", "{data}", "--n", "5", "--annotators", "1", "--overlap", "0", "--out", "{out}/study"],
+     "made into a study", "Studyable"),
+    ("filter", ["filter", "{data}", "--artefacts", "--budget", "5", "--out", "{out}/filtered"], "filtered", "Filterable"),
+]
+
+
+@pytest.mark.parametrize("name,args,verb,capability", CAPABILITY_COMMANDS, ids=[c[0] for c in CAPABILITY_COMMANDS])
+def test_a_command_the_kind_cannot_serve_is_one_line_before_any_work(plugin_and_data, tmp_path, name, args, verb,
+                                                                      capability):
+    """The plugin kind implements only the minimum (claims, load, units): a command that needs a
+    capability it lacks says so in one line at option-check time (issue 27 §3), with no traceback
+    and nothing written, instead of failing inside the run."""
+    plugin, data = plugin_and_data
+    out = tmp_path / "out"
+    out.mkdir()
+    r = probegen([a.format(data=data, out=out) for a in args], plugin, tmp_path)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stderr.strip().splitlines() == [
+        f"probegen: error: {data}: datasets of kind '{KIND}' cannot be {verb} (the kind does not implement {capability})"]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert list(out.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -241,7 +241,7 @@ def test_export_checks_its_options_against_the_dataset(tmp_path):
     code, _, err = run("export", coda, "--split", "test", "--out", tmp_path / "x.json")
     assert_one_line_error(code, err, "--split applies to multiple-choice")
     code, _, err = run("export", DATA / "wic_semcor_24.jsonl", "--out", tmp_path / "x.json")
-    assert_one_line_error(code, err, "is a wic dataset", "cannot be exported")
+    assert_one_line_error(code, err, "datasets of kind 'wic' cannot be exported", "does not implement Exportable")
     assert not (tmp_path / "x.json").exists()
 
 

@@ -10,8 +10,8 @@ a CoDA21, WordNetQA or WiC dataset that ``probegen stats/eval/bias/export`` read
 The manifest gets a ``spec`` block: the canonical JSON of the spec (as data) and its sha256.
 Everything else in the output equals what the matching ``probegen make`` command writes.
 
-The mapping of a shape is its kind's (:meth:`probegen.tasks.Task.spec_config`,
-:meth:`~probegen.tasks.Task.build_from_spec`, in :mod:`probegen.coda21.spec`,
+The mapping of a shape is its kind's (:meth:`probegen.tasks.SpecBuildable.spec_config`,
+:meth:`~probegen.tasks.SpecBuildable.build_from_spec`, in :mod:`probegen.coda21.spec`,
 :mod:`probegen.wordnetqa.spec` and :mod:`probegen.wordincontext.spec`); this module dispatches
 through the task the registry names for the spec's shape.
 """
@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .schema import Spec
+
+if TYPE_CHECKING:
+    from ..tasks import SpecBuildable
 
 
 @dataclass
@@ -33,14 +36,19 @@ class Built:
     dataset: Any
 
     def write(self, out: str | Path) -> Path:
-        from .. import tasks
-
-        return tasks.get(self.kind).write(self.dataset, out)
+        return self.task().write(self.dataset, out)
 
     def summary(self) -> str:
+        return self.task().built_summary(self.dataset)
+
+    def task(self) -> "SpecBuildable":
+        """The kind that built the dataset (:func:`build_spec` names a :class:`~probegen.tasks.SpecBuildable` one)."""
         from .. import tasks
 
-        return tasks.get(self.kind).built_summary(self.dataset)
+        task = tasks.get(self.kind)
+        if not isinstance(task, tasks.SpecBuildable):
+            raise tasks.incapable(task, "spec")
+        return task
 
 
 def config_for(spec: Spec):

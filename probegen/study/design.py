@@ -73,6 +73,8 @@ def sample_units(task: Any, data: Any, cfg: StudyConfig) -> tuple[list[Any], dic
     from .. import tasks
 
     task = tasks.get(task) if isinstance(task, str) else task
+    if not isinstance(task, tasks.Studyable):  # `study make` checks it with its options
+        raise tasks.incapable(task, "study")
     rng = _rng(cfg.seed, "study-sample")
     pool, label, skipped = task.study_pool(data, cfg)
     if len(pool) < cfg.n:
@@ -159,6 +161,8 @@ def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
     cfg.validate()
     task = tasks.detect(dataset)
     tasks.check_options([task], {"split": cfg.split}, "study", [dataset])
+    if not isinstance(task, tasks.Studyable):  # check_options said so already: narrows the type
+        raise tasks.incapable(task, "study", dataset)
     data = task.load(dataset)
     units, skipped = sample_units(task, data, cfg)
     width = len(str(cfg.n))

@@ -25,6 +25,27 @@ base class evaluates, runs the zero-shot ablations and compares from those::
         def units(self, data, condition, settings, style="pattern"):
             return [Unit.choice(it.id, query(it, condition), it.choices, it.gold) for it in data.items]
 
+What only some kinds do is a capability (:mod:`.capabilities`): an abstract subclass of
+:class:`Task` with that command's hooks, which a kind derives from instead of (or beside) ``Task``:
+
+- :class:`Subsettable` (``--limit``/``--sample`` of eval and bias): ``records_attribute``, or
+  ``records``/``with_records``; ``cluster_of``/``cluster_name`` for bias subsets;
+- :class:`Writable` (``write``), and :class:`Filterable` (``filter --artefacts``: ``write``,
+  ``artefact_filter``);
+- :class:`Buildable` (``build_default``: ``bias`` generates a missing default dataset);
+- :class:`Exportable` (``export``: ``export_docs``, ``write_release``, ``export_formats``,
+  ``release_format``, ``export_options``, the lm-eval and HF texts);
+- :class:`Studyable` (``study make``: ``study_pool``, ``study_view``, ``study_gold``,
+  ``study_options``, ``fingerprint``);
+- :class:`SpecBuildable` (``make spec``: ``spec_shape``, ``spec_config``, ``build_from_spec``,
+  ``spec_models``, ``built_summary``, and ``write``).
+
+A command that needs one checks it with the options (:func:`check_options`, :func:`check_capable`):
+``probegen export`` on a kind that is not :class:`Exportable` is one line
+(``DATA: datasets of kind 'synonym-pairs' cannot be exported (the kind does not implement
+Exportable)``) before anything is read or written. ``class SynonymPairs(Subsettable)`` with
+``records_attribute = "items"`` adds ``--limit``/``--sample`` to the kind above.
+
 >>> [t.name for t in all_tasks()][:4]
 ['wic', 'wsd', 'label', 'coda21']
 >>> get("coda21").title
@@ -38,22 +59,25 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
-from .base import (
-    COMMANDS,
+from .base import COMMANDS, BiasAnalyses, Evaluation, Settings, Task, pick, resolve, subset_line, titles
+from .capabilities import (
+    NEEDS,
+    SUBSET_OPTIONS,
     ArtefactFilters,
-    BiasAnalyses,
-    Evaluation,
-    Settings,
-    Task,
-    pick,
-    resolve,
-    subset_line,
-    titles,
+    Buildable,
+    Exportable,
+    Filterable,
+    SpecBuildable,
+    Studyable,
+    Subsettable,
+    Writable,
+    incapable,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "ArtefactFilters", "BiasAnalyses", "Evaluation", "Settings", "Task", "all_tasks",
-           "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "pick", "register",
-           "subset_line"]
+__all__ = ["ENTRY_POINT_GROUP", "ArtefactFilters", "BiasAnalyses", "Buildable", "Evaluation", "Exportable",
+           "Filterable", "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Writable", "all_tasks",
+           "check_capable", "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "incapable",
+           "pick", "register", "subset_line"]
 
 ENTRY_POINT_GROUP = "probegen.tasks"
 #: option values that ask for nothing: given explicitly, they are no error for any kind
@@ -128,14 +152,14 @@ def get(name: str) -> Task:
     raise ProbegenError(f"unknown dataset kind {name!r}; known kinds: {', '.join(t.name for t in tasks)}")
 
 
-def for_spec_shape(shape: str) -> Task:
-    """The task a probe spec of ``shape`` builds."""
-    tasks = all_tasks()
+def for_spec_shape(shape: str) -> SpecBuildable:
+    """The task a probe spec of ``shape`` builds (one of the :class:`SpecBuildable` kinds)."""
+    tasks = [t for t in all_tasks() if isinstance(t, SpecBuildable)]
     for t in tasks:
         if t.spec_shape == shape:
             return t
     raise ProbegenError(f"no dataset kind is built by spec shape {shape!r}; shapes: "
-                        f"{', '.join(t.spec_shape for t in tasks if t.spec_shape)}")
+                        f"{', '.join(t.spec_shape for t in tasks)}")
 
 
 def _manifest_kind(p: Path) -> str | None:
@@ -171,8 +195,9 @@ def detect(path: str | Path) -> Task:
 
 def check_options(tasks: Sequence[Task], given: Mapping[str, Any], command: str = "eval",
                   paths: Sequence[str | Path] = ()) -> None:
-    """Reject an option the user gave that applies to none of ``tasks`` (one line), then let each
-    task check the values that apply to it.
+    """Reject a kind without the capability ``command`` needs (:data:`~probegen.tasks.capabilities.NEEDS`:
+    export, study, filter) and an option the user gave that applies to none of ``tasks`` (one line
+    each), then let each task check the values that apply to it.
 
     ``given`` maps option names (``length_norm``) to values; None means not given (a default is
     never an error). ``paths`` (one per task) name the datasets in the message.
@@ -184,16 +209,18 @@ def check_options(tasks: Sequence[Task], given: Mapping[str, Any], command: str 
     """
     if command not in COMMANDS:
         raise ValueError(f"unknown command {command!r}; choose from {', '.join(COMMANDS)}")
+    check_capable(tasks, command, paths)
     # an option set to the value that asks for nothing (``--length-norm none``) applies anywhere
     given = {k: v for k, v in given.items() if v is not None and not (k in NEUTRAL and v == NEUTRAL[k])}
     for opt in given:
         if any(t.accepts(opt, command) for t in tasks):
             continue
-        if command in ("eval", "bias") and any(opt in t.generic_options for t in tasks):
-            cannot = [f"{p} is a {t.title or t.name} dataset" for p, t in zip(paths, tasks) if not t.can_subset()] or \
-                [f"{t.title or t.name} datasets" for t in tasks if not t.can_subset()][:1]
+        if command in ("eval", "bias") and opt in SUBSET_OPTIONS:
+            cannot = [f"{p} is a {t.title or t.name} dataset" for p, t in zip(paths, tasks)
+                      if not isinstance(t, Subsettable)] or \
+                [f"{t.title or t.name} datasets" for t in tasks if not isinstance(t, Subsettable)][:1]
             raise ProbegenError(f"--{opt} cannot cut {', '.join(cannot)}: its kind names no records to take a subset "
-                                "of (a task plugin sets records_attribute, or overrides records and with_records)")
+                                "of (the kind does not implement Subsettable)")
         where = [t for t in all_tasks() if t.accepts(opt, command)]
         applies = (f"applies to {titles(where)} datasets only" if where
                    else f"applies to no dataset kind of probegen {command}")
@@ -203,6 +230,25 @@ def check_options(tasks: Sequence[Task], given: Mapping[str, Any], command: str 
         raise ProbegenError(f"--{opt.replace('_', '-')} {applies}; {', '.join(shown)}")
     for t in tasks:
         t.check_given({k: v for k, v in given.items() if t.accepts(k, command)}, command)
+
+
+def check_capable(tasks: Sequence[Task], command: str, paths: Sequence[str | Path] = ()) -> None:
+    """One line (:func:`~probegen.tasks.capabilities.incapable`) for the first of ``tasks`` (one per
+    path of ``paths``) whose kind lacks the capability ``command`` needs; nothing for a command
+    that needs none.
+
+    >>> check_capable([get("coda21")], "export")
+    >>> check_capable([get("coda21"), get("wic")], "filter", ["c", "w"])
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: w: datasets of kind 'wic' cannot be filtered (the kind does not implement Filterable)
+    """
+    if command not in NEEDS:
+        return
+    capability = NEEDS[command][0]
+    shown: list[str | Path | None] = [*paths, *[None] * (len(tasks) - len(paths))]
+    for t, p in zip(tasks, shown):
+        if not isinstance(t, capability):
+            raise incapable(t, command, p)
 
 
 def check_dataset_options(paths: Sequence[str | Path], given: Mapping[str, Any], command: str,

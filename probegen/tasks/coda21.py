@@ -10,7 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .base import Analysis, ArtefactFilters, BiasAnalyses, Evaluation, Log, Settings, Task
+from .base import Analysis, BiasAnalyses, Evaluation, Log, Settings
+from .capabilities import (
+    ArtefactFilters,
+    Buildable,
+    Exportable,
+    Filterable,
+    SpecBuildable,
+    Studyable,
+    Subsettable,
+)
 
 NOTE = (
     "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
@@ -28,8 +37,8 @@ ABLATIONS = {
 RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
 
 
-class Coda21Task(Task):
-    """CoDA21 alignment groups (see the module doc)."""
+class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable):
+    """CoDA21 alignment groups (see the module doc): every capability."""
 
     records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     name = "coda21"

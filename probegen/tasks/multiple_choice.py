@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ProbegenError
-from .base import Analysis, ArtefactFilters, BiasAnalyses, Evaluation, Log, Settings, Task
+from .base import Analysis, BiasAnalyses, Evaluation, Log, Settings
+from .capabilities import (
+    ArtefactFilters,
+    Buildable,
+    Exportable,
+    Filterable,
+    SpecBuildable,
+    Studyable,
+    Subsettable,
+)
 
 ABLATIONS = {
     "full": "question and choices",
@@ -49,8 +58,8 @@ def excluded_conditions(probe: str) -> dict[str, str]:
 RESAMPLING_UNIT = "concept (synset): all items about one synset, across probe types and perturbations"
 
 
-class MultipleChoiceTask(Task):
-    """Multiple-choice questions (see the module doc)."""
+class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable):
+    """Multiple-choice questions (see the module doc): every capability."""
 
     records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     name = "wordnetqa"

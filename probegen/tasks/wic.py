@@ -22,7 +22,8 @@ import numpy as np
 
 from ..core import as_unit_scorer
 from ..errors import ProbegenError
-from .base import Evaluation, Log, Settings, Task, resolve
+from .base import Evaluation, Log, Settings, resolve
+from .capabilities import SpecBuildable, Subsettable, Writable
 
 #: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
 SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
@@ -110,8 +111,9 @@ def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: S
     return np.array(out)
 
 
-class WordInContextTask(Task):
-    """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks."""
+class WordInContextTask(Subsettable, Writable):
+    """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks. Every shape
+    can be cut to a subset and written; only WiC pairs are built from a probe spec (:class:`WicTask`)."""
 
     #: shape -> the task class that first declared it (:func:`task_of`)
     readers: ClassVar[dict[str, type["WordInContextTask"]]] = {}
@@ -240,10 +242,6 @@ class WordInContextTask(Task):
         """The label column of one split's counts (:func:`~probegen.wordincontext.dataset.split_counts`)."""
         return ", ".join(f"{k} {v}" for k, v in c["labels"].items())
 
-    def built_summary(self, data: Any) -> str:
-        c = data.manifest.get("counts", {})
-        return ", ".join(f"{s}: {v['items']} {self.stats_noun}" for s, v in c.get("splits", {}).items())
-
     # ---- the trained method's hooks (diagnostics.trained, diagnostics.finetune) --------------------
     def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
                          vectors: Callable[[list[tuple[str, Any]]],
@@ -286,8 +284,9 @@ class WordInContextTask(Task):
         return "unit (item's 'unit' field)"
 
 
-class WicTask(WordInContextTask):
-    """WiC pairs: is the target used in the same sense in both contexts?"""
+class WicTask(WordInContextTask, SpecBuildable):
+    """WiC pairs: is the target used in the same sense in both contexts? (A probe spec of shape
+    ``wic_pair`` builds them.)"""
 
     name = "wic"
     title = "WiC"
@@ -334,6 +333,10 @@ class WicTask(WordInContextTask):
     def bootstrap_unit(self, data: Any) -> str:
         # a probegen WiC set (or WiC copy) resamples lemmas; a generic file its own units
         return "lemma" if data.kind == self.name else super().bootstrap_unit(data)
+
+    def built_summary(self, data: Any) -> str:
+        c = data.manifest.get("counts", {})
+        return ", ".join(f"{s}: {v['items']} {self.stats_noun}" for s, v in c.get("splits", {}).items())
 
     def spec_config(self, spec: Any) -> Any:
         from ..wordincontext.spec import wic_config

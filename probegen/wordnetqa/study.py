@@ -1,4 +1,4 @@
-"""The units a human study of a WordNetQA dataset samples from (:meth:`probegen.tasks.Task.study_pool`)."""
+"""The units a human study of a WordNetQA dataset samples from (:meth:`probegen.tasks.Studyable.study_pool`)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,236 @@
+"""What a dataset kind may do beyond the minimum: one small abstract class per capability.
+
+The base :class:`~probegen.tasks.base.Task` holds what every kind has (reading, units, evaluation,
+bias ablations, statistics). Each capability here is an abstract subclass of it that adds one
+command's hooks; a kind derives from the capabilities it implements (``class Coda21Task(Subsettable,
+Filterable, Exportable, ...)``; a plugin with none derives from ``Task``), and a command that needs
+one asks ``isinstance(task, Capability)`` where it checks its options
+(:func:`probegen.tasks.check_options`): a kind without it is one line before any work, never a
+failure at run time.
+
+- :class:`Subsettable`: ``--limit``/``--sample`` of ``eval`` and ``bias`` cut its datasets;
+- :class:`Writable`: it writes a loaded dataset as a dataset directory;
+- :class:`Filterable`: ``probegen filter --artefacts`` (AFLite) filters and writes it;
+- :class:`Buildable`: ``probegen bias`` generates a missing default dataset of it;
+- :class:`Exportable`: ``probegen export`` (its release format, ``lm-eval``, ``hf``);
+- :class:`Studyable`: ``probegen study make`` samples and renders it for annotators;
+- :class:`SpecBuildable`: a probe spec (``probegen make spec``) of its :attr:`~SpecBuildable.spec_shape` builds it.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Sequence
+
+from ..errors import ProbegenError
+from .base import Log, Settings, Task, pick
+
+
+@dataclass(frozen=True)
+class ArtefactFilters:
+    """The AFLite adapters ``diagnostics`` offers the kinds (:meth:`Filterable.artefact_filter` picks and
+    makes one): over alignment groups and over multiple-choice items."""
+
+    alignment: Callable[[], Any]
+    choice: Callable[[], Any]
+
+
+#: the options of ``eval`` and ``bias`` that a :class:`Subsettable` kind takes
+SUBSET_OPTIONS = frozenset({"limit", "sample"})
+
+
+class Subsettable(Task):
+    """``--limit``/``--sample`` cut this kind's datasets (a quick look at a big file: :meth:`subset`)."""
+
+    #: the attribute of a loaded dataset that holds its records (groups, items, pairs) in file order
+    #: (probegen's datasets: ``records``; a kind may instead override :meth:`records` and :meth:`with_records`)
+    records_attribute: ClassVar[str] = "records"
+    #: what ``bias`` keeps whole when it takes a subset (its bootstrap cluster; default: one unit)
+    cluster_name: ClassVar[str] = ""
+
+    def accepts(self, option: str, command: str = "eval") -> bool:
+        return (command in ("eval", "bias") and option in SUBSET_OPTIONS) or super().accepts(option, command)
+
+    def records(self, data: Any) -> list[Any]:
+        """The dataset's records (its units: groups, items, pairs) in file order."""
+        recs = getattr(data, self.records_attribute, None)
+        if recs is None:
+            raise ProbegenError(f"this {self.title or self.name} dataset has no {self.records_attribute!r} to cut "
+                                "to a subset")
+        return list(recs)
+
+    def with_records(self, data: Any, records: Sequence[Any]) -> Any:
+        """``data`` holding only ``records``: a dataclass container with a ``records_field`` (probegen's
+        datasets) is replaced field-wise; another object (a plugin's) is copied with its
+        :attr:`records_attribute` set to the records kept."""
+        import copy
+        import dataclasses
+
+        field_name = getattr(data, "records_field", None)
+        if field_name is not None and dataclasses.is_dataclass(data) and not isinstance(data, type):
+            return dataclasses.replace(data, **{field_name: list(records)})
+        if hasattr(data, "__dict__") and self.records_attribute in vars(data):
+            out = copy.copy(data)
+            setattr(out, self.records_attribute, list(records))
+            return out
+        raise ProbegenError(f"{self.title or self.name} dataset's {self.records_attribute!r} cannot be replaced by a "
+                            "subset (it is not an attribute of the loaded object)")
+
+    def cluster_of(self, record: Any) -> str:
+        """The cluster ``record`` belongs to, kept whole by a ``bias`` subset (default: its own id)."""
+        return str(getattr(record, "id", id(record)))
+
+    def subset(self, data: Any, how: str, n: int, seed: int = 0, whole: str = "unit") -> tuple[Any, dict[str, Any]]:
+        """(``data`` cut to ``n`` units, what was taken): ``how`` ``limit`` takes the first ``n``
+        (file order), ``sample`` ``n`` drawn with ``seed``; ``whole`` ``cluster`` takes whole
+        clusters (:meth:`cluster_of`: what the bias bootstrap resamples) instead of single units.
+        The records kept stay in file order; ``n`` at least the total keeps everything."""
+        recs = self.records(data)
+        keys = [self.cluster_of(r) for r in recs] if whole == "cluster" else list(range(len(recs)))
+        chosen = self.choose(recs, keys, how, n, seed)
+        kept = [r for r, k in zip(recs, keys) if k in chosen]
+        name = (self.cluster_name or self.unit_name) if whole == "cluster" else self.unit_name
+        total = len(dict.fromkeys(keys))
+        info: dict[str, Any] = {"how": how, "n": n, "unit": name, "of": total, "taken": len(chosen), "items": len(kept)}
+        if how == "sample":
+            info["seed"] = seed
+        info["all"] = len(chosen) == total
+        return (data if info["all"] else self.with_records(data, kept)), info
+
+    def choose(self, records: Sequence[Any], keys: Sequence[Any], how: str, n: int, seed: int) -> set[Any]:
+        """The keys (units or clusters, one per record) a subset keeps: :func:`pick` over all of them."""
+        return pick(keys, how, n, seed)
+
+
+class Writable(Task):
+    """The kind writes a loaded dataset as a dataset directory (what a filter or a spec build leaves)."""
+
+    @abstractmethod
+    def write(self, data: Any, out: str | Path) -> Path:
+        """Write ``data`` as a dataset directory at ``out``."""
+
+
+class Filterable(Writable):
+    """``probegen filter --artefacts``: AFLite removes the units partial-input classifiers predict."""
+
+    @abstractmethod
+    def artefact_filter(self, offered: ArtefactFilters) -> Any:
+        """The AFLite adapter of this kind, made by one of those ``diagnostics`` offers."""
+
+
+class Buildable(Task):
+    """``probegen bias`` without ``--dataset`` generates a missing default dataset of this kind."""
+
+    @abstractmethod
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Any) -> None:
+        """Generate a missing default dataset of this kind at ``path`` (``runner``: the command's
+        :class:`~probegen.runner.Runner`, which loads any model the build needs)."""
+
+
+class Exportable(Task):
+    """``probegen export``: the kind's release format, and ``lm-eval``/``hf`` from its docs."""
+
+    #: options of ``probegen export`` that apply (the option names of the CLI, with ``_``)
+    export_options: ClassVar[frozenset[str]] = frozenset()
+    #: export formats (``lm-eval``, ``hf`` and the kind's release format) and the release one
+    export_formats: ClassVar[tuple[str, ...]] = ("lm-eval", "hf")
+    release_format: ClassVar[str | None] = None
+
+    def accepts(self, option: str, command: str = "eval") -> bool:
+        return (command == "export" and option in self.export_options) or super().accepts(option, command)
+
+    @abstractmethod
+    def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
+                    pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+        """(dataset, multiple-choice docs, export settings) for ``lm-eval`` and ``hf`` exports."""
+
+    @abstractmethod
+    def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
+        """Write the kind's release format to ``out``; the one-line summary."""
+
+    def lm_eval_note(self) -> str:
+        """A note for the lm-eval task config and README ("" for none)."""
+        return ""
+
+    def lm_eval_metric(self, eval_cmd: str, settings: dict[str, Any]) -> str:
+        """How lm-eval's metrics relate to ``probegen eval`` (the README's paragraph)."""
+        return f"lm-eval's `acc` is the accuracy of taking each doc's best choice; compare with `{eval_cmd}`."
+
+    def hf_description(self) -> str:
+        """What one row of the Hugging Face export is (the dataset card)."""
+        return "One row per item: `choices` in the presented order, `gold` the answer's index."
+
+
+class Studyable(Task):
+    """``probegen study make``: units sampled for annotators and rendered per condition."""
+
+    #: options of ``probegen study make`` that apply
+    study_options: ClassVar[frozenset[str]] = frozenset()
+
+    def accepts(self, option: str, command: str = "eval") -> bool:
+        return (command == "study" and option in self.study_options) or super().accepts(option, command)
+
+    def fingerprint(self, data: Any) -> str:
+        """A hash of the dataset's content (recorded in studies)."""
+        return data.fingerprint
+
+    @abstractmethod
+    def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
+        """(units a study samples from, what they are called, skipped counts) for ``study make``."""
+
+    @abstractmethod
+    def study_view(self, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+        """What an annotator sees of ``unit`` in ``condition`` (:mod:`probegen.study.views`)."""
+
+    @abstractmethod
+    def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
+        """The gold of ``unit`` kept apart from its views."""
+
+
+class SpecBuildable(Writable):
+    """A probe spec of :attr:`spec_shape` (``probegen make spec``) builds a dataset of this kind."""
+
+    #: the probe-spec shape that builds this kind (:mod:`probegen.spec.schema`)
+    spec_shape: ClassVar[str]
+
+    @abstractmethod
+    def spec_config(self, spec: Any) -> Any:
+        """The generator configuration of a spec of :attr:`spec_shape`."""
+
+    @abstractmethod
+    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Any = None) -> Any:
+        """Generate the dataset a spec declares (``runner``: the :class:`~probegen.runner.Runner` that
+        loads any model the build scores with)."""
+
+    def spec_models(self, spec: Any) -> list[str]:
+        """The models a spec build loads."""
+        return []
+
+    def built_summary(self, data: Any) -> str:
+        """One line on a freshly built dataset (``probegen make spec``)."""
+        return f"{len(self.units(data, 'full', Settings()))} {self.unit_name}s"
+
+
+#: the capability each command needs of a dataset's kind, and what its datasets cannot be without it
+NEEDS: dict[str, tuple[type[Task], str]] = {
+    "export": (Exportable, "exported"),
+    "study": (Studyable, "made into a study"),
+    "filter": (Filterable, "filtered"),
+    "spec": (SpecBuildable, "built from a probe spec"),
+}
+
+
+def incapable(task: Task, command: str, path: str | Path | None = None) -> ProbegenError:
+    """The one line that says the kind of ``task`` lacks the capability ``command`` needs (:data:`NEEDS`).
+
+    >>> from probegen.tasks import get
+    >>> print(incapable(get("wsd"), "export", "wsd-data"))
+    wsd-data: datasets of kind 'wsd' cannot be exported (the kind does not implement Exportable)
+    """
+    capability, verb = NEEDS[command]
+    where = f"{path}: " if path is not None else ""
+    return ProbegenError(f"{where}datasets of kind {task.name!r} cannot be {verb} (the kind does not implement "
+                         f"{capability.__name__})")

@@ -188,8 +188,11 @@ def _shifted_packed(monkeypatch, per_token: float) -> None:
 def test_self_check_falls_back_loudly_and_records_it(tiny_llama, fresh_checks, monkeypatch, caplog):
     from probegen.models import load_scorer
 
+    from probegen.models import ModelStore
+
     _shifted_packed(monkeypatch, 0.01)  # far beyond float32 rounding
-    s = load_scorer(tiny_llama, cache=False)
+    store = ModelStore()  # one runner's models: its scorers share the loaded model
+    s = load_scorer(tiny_llama, cache=False, store=store)
     with caplog.at_level(logging.WARNING, logger="probegen.scorers.causal"):
         got = _flat(s.score(QUERIES, CANDS))
     assert s.strategy == "full"
@@ -198,8 +201,8 @@ def test_self_check_falls_back_loudly_and_records_it(tiny_llama, fresh_checks, m
     assert s.stats()["strategy"] == "full"
     assert any("fails its self-check" in r.getMessage() for r in caplog.records)
     np.testing.assert_allclose(got, causal_naive_scores(s, [(q, c) for q, cs in zip(QUERIES, CANDS) for c in cs]), atol=1e-4)
-    # another scorer on the same model reuses the verdict (and its record)
-    again = load_scorer(tiny_llama, cache=False)
+    # another scorer on the same loaded model reuses the verdict (and its record)
+    again = load_scorer(tiny_llama, cache=False, store=store)
     assert again.strategy == "full" and again.stats()["self_check"] == check
 
 

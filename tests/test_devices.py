@@ -186,9 +186,7 @@ def _shifted_packed(monkeypatch, per_token: float) -> None:
 
 
 def test_self_check_falls_back_loudly_and_records_it(tiny_llama, fresh_checks, monkeypatch, caplog):
-    from probegen.models import load_scorer
-
-    from probegen.models import ModelStore
+    from probegen.models import ModelStore, load_scorer
 
     _shifted_packed(monkeypatch, 0.01)  # far beyond float32 rounding
     store = ModelStore()  # one runner's models: its scorers share the loaded model

@@ -101,7 +101,7 @@ def _cells(tree: dict[str, Any], rs: list[dict[str, Any]], keys: Sequence[str], 
 
 def accuracy_cis(metrics: dict[str, Any], rows: list[dict[str, Any]], n_boot: int, seed: int) -> None:
     """Add ``accuracy_ci`` beside every accuracy of an eval's ``metrics`` (see the module doc)."""
-    if rows and "correct" in rows[0] and "cluster" in rows[0]:  # multiple-choice items
+    if rows and "choices" in rows[0] and "cluster" in rows[0]:  # multiple-choice items
         _mc_cis(metrics, rows, n_boot, seed)
         for key, field in (("by_probe", "probe"), ("by_split", "split")):
             for name, m in (metrics.get(key) or {}).items():
@@ -114,10 +114,10 @@ def accuracy_cis(metrics: dict[str, Any], rows: list[dict[str, Any]], n_boot: in
     if rows and "pos" in rows[0] and any(k in metrics for k in ("all", "noun", "verb")):  # CoDA21 groups per POS
         for name, m in metrics.items():
             rs = [r for r in rows if name == "all" or r["pos"] == pos_names.get(name)]
-            m["accuracy_ci"] = _ci([r["accuracy"] for r in rs], [cluster_of(r) for r in rs], n_boot, seed)
+            m["accuracy_ci"] = _ci([r["correct"] for r in rs], [cluster_of(r) for r in rs], n_boot, seed)
         return
     if "accuracy" in metrics:  # the generic units
-        metrics["accuracy_ci"] = _ci([r["accuracy"] for r in rows], [cluster_of(r) for r in rows], n_boot, seed)
+        metrics["accuracy_ci"] = _ci([r["correct"] for r in rows], [cluster_of(r) for r in rows], n_boot, seed)
 
 
 def generation_cis(block: dict[str, Any] | None, rows: list[dict[str, Any]], n_boot: int, seed: int) -> None:
@@ -135,8 +135,7 @@ def generation_cis(block: dict[str, Any] | None, rows: list[dict[str, Any]], n_b
             accs.append(float(np.mean(ans == gold)) if len(gold) else 0.0)
         per.append(_ci(accs, clusters, n_boot, seed))
     block["per_order_ci"] = per
-    block["majority_ci"] = _ci([float(r["accuracy"]) if "accuracy" in r else float(bool(r["correct"])) for r in gen],
-                               clusters, n_boot, seed)
+    block["majority_ci"] = _ci([float(r["correct"]) for r in gen], clusters, n_boot, seed)
 
 
 def scores_note(eval_block: dict[str, Any], scorer_kind: str | None) -> str:

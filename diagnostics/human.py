@@ -224,7 +224,7 @@ def model_on_study(run: str | Path, study, human: dict[str, dict[str, float]], n
             if r is None:
                 raise ProbegenError(f"bias run {rfile.parent} has no {cond} record for item {g['dataset_id']} "
                                     "(a --split run? make the study with the same --split)")
-            scores[uid] = float(r["accuracy"]) if "accuracy" in r else float(bool(r["correct"]))
+            scores[uid] = float(r["correct"])
         per_item[cond] = scores
         uids = sorted(human.get(cond) or scores)  # the items people answered, else all study items
         acc = bootstrap_accuracy(np.array([scores[u] for u in uids]), n_boot=n_boot, seed=seed)

@@ -32,16 +32,16 @@ def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.nda
     """(k x k score matrix, k) of one run record, after checking the fields the figure draws.
 
     >>> group_matrix({"id": "g", "scores": [[0, 1], [1, 0]], "pred": [1, 0], "gold": [1, 0],
-    ...               "rows": ["a.n.01", "b.n.01"], "columns": ["b.n.01", "a.n.01"], "accuracy": 1.0})[1]
+    ...               "rows": ["a.n.01", "b.n.01"], "columns": ["b.n.01", "a.n.01"], "correct": 1.0})[1]
     2
     >>> group_matrix({"id": "g", "scores": [[0, 1]], "pred": [0], "gold": [0], "rows": ["a"], "columns": ["a"],
-    ...               "accuracy": 1})  # doctest: +NORMALIZE_WHITESPACE
+    ...               "correct": 1})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     probegen.errors.ProbegenError: groups.jsonl: group g is malformed (scores must be a k x k matrix of numbers, got
     shape (1, 2))
     """
     gid = rec.get("id")
-    missing = [f for f in ("scores", "pred", "gold", "rows", "columns", "accuracy") if f not in rec]
+    missing = [f for f in ("scores", "pred", "gold", "rows", "columns", "correct") if f not in rec]
     if missing:
         raise ProbegenError(f"{source}: group {gid} is malformed (missing {', '.join(missing)})")
     try:
@@ -59,8 +59,8 @@ def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.nda
     for f in ("rows", "columns"):
         if not (isinstance(rec[f], list) and len(rec[f]) == k and all(isinstance(x, str) for x in rec[f])):
             raise ProbegenError(f"{source}: group {gid} is malformed ({f} must be {k} synset names)")
-    if not isinstance(rec["accuracy"], (int, float)):
-        raise ProbegenError(f"{source}: group {gid} is malformed (accuracy must be a number)")
+    if not isinstance(rec["correct"], (int, float)):
+        raise ProbegenError(f"{source}: group {gid} is malformed (correct must be a number)")
     return m, k
 
 
@@ -106,7 +106,7 @@ def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None =
     ax.set_yticks(range(k), [c.split(".")[0] for c in rec["rows"]])
     ax.set_xlabel("definition of")
     ax.set_ylabel("context of (target hidden)")
-    ax.set_title(f"{rec['id']}  accuracy {rec['accuracy']:.2f}\nred box: predicted; white ring: gold")
+    ax.set_title(f"{rec['id']}  accuracy {rec['correct']:.2f}\nred box: predicted; white ring: gold")
     if out is not None:
         return _save(fig, out, user_named=True)
     path = _save(fig, run / f"group-{rec['id']}.png")

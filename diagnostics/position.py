@@ -140,7 +140,7 @@ def rows_of(records: Sequence[dict[str, Any]],
     """(rows, None) from an evaluation's records, or ([], why) when they cannot be read as ordered
     answers (a generate run recorded without its option orders).
 
-    >>> rows, why = rows_of([{"id": "i", "gold": 1, "pred": 1, "scores": [0.0, 2.0]}])
+    >>> rows, why = rows_of([{"id": "i", "gold": [1], "pred": [1], "scores": [[0.0, 2.0]]}])
     >>> why, rows[0].perms.tolist(), rows[0].probs.round(2).tolist(), rows[0].chosen.tolist()
     (None, [[0, 1]], [[0.12, 0.88]], [1])
     """

@@ -81,24 +81,20 @@ def coda21_table(records: dict[str, list[dict[str, Any]]], pos: str | None = Non
     ids = [r["id"] for r in base]
     per: dict[str, np.ndarray] = {}
     for mode, rs in records.items():
-        acc = {r["id"]: r["accuracy"] for r in rs}
+        acc = {r["id"]: r["correct"] for r in rs}
         per[mode] = np.array([acc[i] for i in ids])
     per[LABEL] = np.array([1.0 / r["k"] for r in base])
     return UnitTable(ids, np.ones(len(ids)), per)
 
 
-def _gold(record: dict[str, Any], item: Any) -> tuple[int, int]:
-    """(gold position as presented, number of choices): the record's own if it says, else the item's."""
-    from .baselines import mc_view
+def _gold(record: dict[str, Any]) -> tuple[int, int]:
+    """(gold position as presented, number of choices) of a multiple-choice row (the one row layout,
+    :meth:`probegen.core.Outcome.row`: gold is an index list, one entry per row).
 
-    v = mc_view(item)
-    shown = record.get("choices") if isinstance(record.get("choices"), list) else None
-    n = len(shown) if shown else int(record.get("n_choices", len(v.choices)))
-    gold = record.get("gold", record.get("answer", v.answer))
-    if isinstance(gold, str):  # a choice text or a letter
-        texts = [c if isinstance(c, str) else str(c) for c in (shown or v.choices)]
-        gold = texts.index(gold) if gold in texts else ord(gold.upper()[:1] or "A") - ord("A")
-    return int(gold), n
+    >>> _gold({"gold": [2], "choices": ["a", "b", "c", "d"]})
+    (2, 4)
+    """
+    return int(record["gold"][0]), len(record["choices"])
 
 
 def concept_of(record: dict[str, Any], item: Any) -> str:
@@ -130,7 +126,7 @@ def mc_table(
             raise ProbegenError(f"ablation {mode} lists items in another order than full")
     wanted = None if probe is None else {probe} if isinstance(probe, str) else set(probe)
     keep = [i for i, r in enumerate(full) if wanted is None or r.get("probe", "all") in wanted]
-    golds = [_gold(full[i], items[i]) for i in keep]
+    golds = [_gold(full[i]) for i in keep]
     width = max((n for _, n in golds), default=1)
     counts = np.zeros((len(keep), width))
     for row, (g, _) in enumerate(golds):
@@ -221,13 +217,11 @@ def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) ->
     probes = sorted({str(r.get("probe", "all")) for r in records["full"]})
     subsets = {p: mc_bias(records, items, cfg, [p]) for p in probes} if len(probes) > 1 else {}
     worded = [v for v in views if v.word]
-    notes = []
+    notes: list[str] = []
     exclusions = [
         {"probe": p, "ratio": k, "name": RATIO_NAMES[k], "reason": why}
         for p in probes for k, why in MC_EXCLUDED.get(p, {}).items() if k in MC_RATIOS
     ]
-    if records["full"] and not {"gold", "answer"} & records["full"][0].keys():
-        notes.append("records carry no presented gold position; the label prior uses the dataset's answer index")
     return {
         "kind": MC.name,
         "unit": "concept",
@@ -257,7 +251,7 @@ def analyse_units(task, data, records: dict[str, list[dict[str, Any]]], cfg: Bia
     ids = [str(r["id"]) for r in full]
     per = {}
     for mode, rs in records.items():
-        acc = {str(r["id"]): r["accuracy"] for r in rs}
+        acc = {str(r["id"]): r["correct"] for r in rs}
         per[mode] = np.array([acc[i] for i in ids])
     per[LABEL] = np.array([1.0 / r["n"] for r in full])
     return {

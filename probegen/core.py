@@ -144,11 +144,21 @@ class Outcome:
         d = self.distribution()
         return d[np.arange(len(self.pred)), self.pred]
 
-    def record(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """A kind's result row ``fields`` with the scorer's account under ``generation`` when it gave one."""
+    def row(self, **fields: Any) -> dict[str, Any]:
+        """The one result-row layout of every kind and method: ``id``, the kind's own ``fields``
+        (what the unit is about), then the outcome: ``scores`` (rows x candidates, the matrix decided
+        on, 6 decimals), ``pred`` and ``gold`` (a list, one entry per row; ``best-row``: one),
+        ``correct`` (the share of the unit's rows decided right: 1.0 or 0.0 for a one-row item) and,
+        from a scorer that answers whole units, its account under ``generation``.
+
+        >>> Outcome(Unit.choice("i", "q", ["a", "b"], 1), np.array([[0.1, 0.9]]), np.array([1])).row(probe="x")
+        {'id': 'i', 'probe': 'x', 'scores': [[0.1, 0.9]], 'pred': [1], 'gold': [1], 'correct': 1.0}
+        """
+        out = {"id": self.id, **fields, "scores": np.round(np.asarray(self.scores, dtype=np.float64), 6).tolist(),
+               "pred": [int(x) for x in self.pred], "gold": [int(x) for x in self.gold], "correct": self.accuracy}
         if self.detail is not None:
-            fields["generation"] = self.detail
-        return fields
+            out["generation"] = self.detail
+        return out
 
 
 # ---- the scorer protocol ----------------------------------------------------------------------------

@@ -176,14 +176,13 @@ class Runner:
 
         return score_units(units, scorer, progress=progress and self.progress)
 
-    def evaluate(self, units: Sequence[Any], scorer: Any, seed: int = 0,
-                 progress: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(score matrix, predictions) of every unit: :meth:`score`, then :func:`core.decide`."""
-        from .core import as_unit_scorer, decide
+    def evaluate(self, units: Sequence[Any], scorer: Any, seed: int = 0, progress: bool = True,
+                 adjust: Callable[[Any, np.ndarray], np.ndarray] | None = None) -> list[Any]:
+        """Every unit's :class:`~probegen.core.Outcome` (:func:`core.evaluate_units`: one table of
+        unique requests, then the one decision rule), progress shown on rank 0 only."""
+        from .core import evaluate_units
 
-        mats = self.score(units, scorer, progress=progress)
-        model = as_unit_scorer(scorer).name
-        return [(m, decide(u, m, seed, model)) for u, m in zip(units, mats)]
+        return evaluate_units(units, scorer, seed, progress=progress and self.progress, adjust=adjust)
 
     # ---- outputs -------------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -87,7 +87,8 @@ def fake_evaluate_mc(mc, scorer, seed, nonce, progress=False, mode="full"):
     rows = []
     for it in mc.items:
         u = zlib.crc32(f"{seed}/{mode}/{it['id']}".encode()) / 2**32
-        rows.append({"id": it["id"], "cluster": it["cluster"], "probe": it["probe"], "gold": it["answer"], "correct": u < rate})
+        rows.append({"id": it["id"], "cluster": it["cluster"], "probe": it["probe"], "choices": it["choices"],
+                     "gold": [it["answer"]], "correct": float(u < rate)})
     return {"items": rows, "metrics": {}}
 
 
@@ -96,7 +97,8 @@ def table_evaluate_mc(correct: dict[str, np.ndarray]):
 
     def ev(mc, scorer, seed, nonce, progress=False, mode="full"):
         return {"items": [{"id": it["id"], "cluster": it["cluster"], "synset": it["synset"], "probe": it["probe"],
-                           "gold": it["answer"], "correct": bool(correct[mode][i])} for i, it in enumerate(mc.items)]}
+                           "choices": it["choices"], "gold": [it["answer"]], "correct": float(correct[mode][i])}
+                          for i, it in enumerate(mc.items)]}
 
     return ev
 

@@ -203,8 +203,8 @@ def test_lm_eval_round_trip_equals_probegen_eval(wnqa_dir, coda_dir, tmp_path):
             lls = np.array(samples[r["id"]]["lls"])
             if norm == "chars":
                 lls = lls / np.array([len(c) for c in r["choices"]])
-            np.testing.assert_allclose(lls, r["scores"], atol=1e-3)
-            assert int(np.argmax(lls)) == r["pred"] and samples[r["id"]][metric] == float(r["correct"])
+            np.testing.assert_allclose(lls, r["scores"][0], atol=1e-3)
+            assert [int(np.argmax(lls))] == r["pred"] and samples[r["id"]][metric] == float(r["correct"])
 
     # CoDA21: each context's lm-eval prediction is probegen's --matching simple prediction
     run = tmp_path / "pg-coda"

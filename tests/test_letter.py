@@ -364,9 +364,9 @@ def test_rotations_of_groups_of_different_sizes_are_summarised_honestly():
     orders every unit has, and the summary says so instead of printing the smaller count alone."""
     from probegen.generate.metrics import summarize, summary_lines
 
-    two = {"gold": [0, 1], "accuracy": 1.0, "generation": {"method": "letter", "answers": [[0, 1], [1, 0]],
+    two = {"gold": [0, 1], "correct": 1.0, "generation": {"method": "letter", "answers": [[0, 1], [1, 0]],
                                                            "status": ["valid"] * 2, "random_rows": [[], []]}}
-    three = {"gold": [0, 1, 2], "accuracy": 1.0, "generation": {"method": "letter", "answers": [[0, 1, 2]] * 3,
+    three = {"gold": [0, 1, 2], "correct": 1.0, "generation": {"method": "letter", "answers": [[0, 1, 2]] * 3,
                                                                 "status": ["valid"] * 3, "random_rows": [[]] * 3}}
     block = summarize([two, three])
     assert (block["orders"], block["orders_max"], block["per_order"]) == (2, 3, [1.0, 0.5])

@@ -92,7 +92,7 @@ def test_cloze_records_are_the_stored_order_control():
 
 
 def test_coda21_group_rows_use_their_cluster_and_the_alignment():
-    rec = {"id": "g1", "k": 2, "pos": "n", "gold": [1, 0], "pred": [1, 0], "scores": [[0.0, 1.0], [1.0, 0.0]], "accuracy": 1.0}
+    rec = {"id": "g1", "k": 2, "pos": "n", "gold": [1, 0], "pred": [1, 0], "scores": [[0.0, 1.0], [1.0, 0.0]], "correct": 1.0}
     rows, why = P.rows_of([rec])
     assert why is None and [r.cluster for r in rows] == ["g1", "g1"] and [r.gold for r in rows] == [1, 0]
 
@@ -247,8 +247,8 @@ def test_generate_confidence_is_the_majority_vote_share():
 
 # ---- eval CIs -------------------------------------------------------------------------------------------
 def test_accuracy_cis_resample_concepts():
-    rows = [{"id": f"i{i}", "synset": f"s{i // 4}", "cluster": f"p:s{i // 4}", "correct": i % 4 != 0, "probe": "p",
-             "split": "train", "hops": 1, "distractor_type": "random", "distractor_hops": None} for i in range(40)]
+    rows = [{"id": f"i{i}", "synset": f"s{i // 4}", "cluster": f"p:s{i // 4}", "correct": float(i % 4 != 0), "probe": "p",
+             "choices": list("abcde"), "split": "train", "hops": 1, "distractor_type": "random", "distractor_hops": None} for i in range(40)]
     m = {"accuracy": 0.75, "strict_cluster_accuracy": 0.0, "by_probe": {"p": {"accuracy": 0.75, "strict_cluster_accuracy": 0.0}},
          "by_hops_distractor": {"p": {"1": {"random": {"accuracy": 0.75, "n": 40}}}}}
     accuracy_cis(m, rows, n_boot=200, seed=0)
@@ -318,8 +318,8 @@ def test_analyse_eval_on_synthetic_generate_records(tmp_path):
         votes = np.bincount(r.chosen, minlength=4)
         pred = int(np.argmax(votes))
         recs.append({"id": r.unit, "synset": r.cluster, "cluster": "p:" + r.cluster, "probe": "p", "split": "train", "hops": 1,
-                     "distractor_type": "random", "distractor_hops": None, "gold": r.gold, "pred": pred,
-                     "correct": pred == r.gold, "choices": list("abcd"),
+                     "distractor_type": "random", "distractor_hops": None, "gold": [r.gold], "pred": [pred],
+                     "correct": float(pred == r.gold), "choices": list("abcd"),
                      "generation": {"method": "generate", "answers": answers, "status": ["valid"] * 4, "random_rows": [[]] * 4,
                                     "orders": r.perms.tolist(), "probs": [[p.tolist()] for p in np.eye(4)[[
                                         int(np.flatnonzero(perm == c)[0]) for perm, c in zip(r.perms, r.chosen)]]]}})
@@ -377,7 +377,7 @@ def test_eval_letter_rotations_on_smollm2(tmp_path):
     pos = res["position"]
     assert pos["method"] == "letter" and pos["orders"] == 5 and pos["rows"] == 3
     # CircularEval by hand from the records: right under all five rotations
-    strict = [all(int(np.asarray(o)[int(np.argmax(p[0]))]) == it["gold"]
+    strict = [all(int(np.asarray(o)[int(np.argmax(p[0]))]) == it["gold"][0]
                   for o, p in zip(it["generation"]["orders"], it["generation"]["probs"])) for it in items]
     assert pos["circular"]["value"] == pytest.approx(np.mean(strict))
     # selection per shown position by hand: where each order's label distribution peaks
@@ -389,7 +389,7 @@ def test_eval_letter_rotations_on_smollm2(tmp_path):
     cal = res["calibration"]["full"]
     dist = [np.mean([np.asarray(p[0])[np.argsort(o)] for o, p in zip(it["generation"]["orders"], it["generation"]["probs"])], axis=0)
             for it in items]
-    assert cal["mean_confidence"] == pytest.approx(np.mean([d[it["pred"]] for d, it in zip(dist, items)]), abs=1e-9)
+    assert cal["mean_confidence"] == pytest.approx(np.mean([d[it["pred"][0]] for d, it in zip(dist, items)]), abs=1e-9)
     assert "CircularEval" in text and "PriDe" in text and (out / "reliability.png").is_file()
 
 

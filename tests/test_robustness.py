@@ -97,10 +97,10 @@ def test_pattern_with_unknown_placeholder_is_one_line(tmp_path, monkeypatch, pat
 
 @pytest.mark.parametrize("content,needle", [
     ("{oops\n", "not valid JSON"),
-    ('{"id": "g1", "scores": [[0, 1]], "pred": [0], "gold": [0], "rows": ["a"], "columns": ["a"], "accuracy": 1}\n', "k x k"),
+    ('{"id": "g1", "scores": [[0, 1]], "pred": [0], "gold": [0], "rows": ["a"], "columns": ["a"], "correct": 1}\n', "k x k"),
     ('{"id": "g1", "pred": [0]}\n', "missing scores"),
     ('["g1"]\n', "needs an object with an id"),
-    ('{"id": "g1", "scores": [[0, 1], [1, 0]], "pred": [0, 5], "gold": [0, 1], "rows": ["a", "b"], "columns": ["a", "b"], "accuracy": 1}\n', "pred must be"),
+    ('{"id": "g1", "scores": [[0, 1], [1, 0]], "pred": [0, 5], "gold": [0, 1], "rows": ["a", "b"], "columns": ["a", "b"], "correct": 1}\n', "pred must be"),
 ])
 def test_malformed_run_given_to_plot_group_is_one_line(tmp_path, content, needle):
     (tmp_path / "run").mkdir()

@@ -152,7 +152,7 @@ def test_groups_filter_and_matrix(runs, open_page):
     assert page.locator("#detail ol.defs li").count() == g["k"]  # the definitions as the columns show them
     page.click("#tab-figures")  # a bar of the group-accuracy histogram opens its groups
     def tenth(x: dict) -> int:  # JavaScript's Math.round, half up
-        return math.floor(x["accuracy"] * 10 + 0.5)
+        return math.floor(x["correct"] * 10 + 0.5)
 
     page.click(f"svg rect.bar[data-bin='{tenth(g)}']")
     assert listed(page) == [x["id"] for x in groups if tenth(x) == tenth(g)]

@@ -243,7 +243,7 @@ def test_ties_never_favour_the_gold(small):
     acc, n = res["metrics"]["accuracy"], len(res["items"])
     # ties broken at random: accuracy ~ Binomial(n, 1/5) / n; 5 SD is a false-failure rate < 1e-6
     assert acc < 0.3 and abs(acc - 0.2) < 5 * np.sqrt(0.16 / n)
-    preds = np.bincount([r["pred"] for r in res["items"]], minlength=5)
+    preds = np.bincount([r["pred"][0] for r in res["items"]], minlength=5)
     assert preds.min() > 0.15 * len(res["items"])
     again = evaluate.evaluate_mc(small, ConstantScorer(), seed=0)
     assert [r["pred"] for r in again["items"]] == [r["pred"] for r in res["items"]]
@@ -259,7 +259,7 @@ def test_modes_render_partial_inputs(small):
         recs = evaluate.evaluate_mc(sub, sc, seed=1, nonce="bkatuhla", mode=mode)["items"]
         assert [r["id"] for r in recs] == [it.id for it in its]
         for r, it in zip(recs, its):
-            assert r["choices"] == list(it.choices) and r["gold"] == it.answer and r["cluster"] == it.cluster
+            assert r["choices"] == list(it.choices) and r["gold"] == [it.answer] and r["cluster"] == it.cluster
         out[mode] = sc.queries
     for q, it in zip(out["context"], its):
         a, b = it.context.char_span
@@ -301,9 +301,9 @@ def test_length_normalisation_options(small):
     assert chars["metrics"]["length_norm"] == "chars" and plain["metrics"]["length_norm"] == "none"
     for it, p, c in zip(its, plain["items"], chars["items"]):
         sums = [raw(x, it.choices[it.answer]) for x in it.choices]
-        assert p["scores"] == pytest.approx(sums, abs=1e-6) and p["pred"] == int(np.argmax(sums))
-        assert c["scores"] == pytest.approx([s / len(x.strip()) for s, x in zip(sums, it.choices)], abs=1e-6)
-        assert c["pred"] == it.answer
+        assert p["scores"][0] == pytest.approx(sums, abs=1e-6) and p["pred"] == [int(np.argmax(sums))]
+        assert c["scores"][0] == pytest.approx([s / len(x.strip()) for s, x in zip(sums, it.choices)], abs=1e-6)
+        assert c["pred"] == [it.answer]
     assert chars["metrics"]["accuracy"] == 1.0
     want = np.mean([np.argmax([raw(x, it.choices[it.answer]) for x in it.choices]) == it.answer for it in its])
     assert plain["metrics"]["accuracy"] == pytest.approx(want) and want < 0.9  # the summed scores disagree

@@ -124,6 +124,6 @@ def choose_contexts(
     units = context_units(candidates, scorer.kind)
     requests = scorer.span_requests() if scorer.kind == "masked" else scorer
     out = {name: ctxs[0] for name, ctxs in candidates.items() if len(ctxs) == 1}
-    for u, (_, pred) in zip(units, runner.evaluate(units, requests, progress=progress)):
-        out[u.id] = candidates[u.id][int(pred[0])]
+    for o in runner.evaluate(units, requests, progress=progress):
+        out[o.id] = candidates[o.id][int(o.pred[0])]
     return out

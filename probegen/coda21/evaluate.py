@@ -59,7 +59,7 @@ def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig],
     outcomes = evaluate_units(units, scorer, seed=seeds.pop(), progress=progress)
     out, n = [], len(ds.groups)
     for i, _ in enumerate(cfgs):
-        records = [o.record(_record(g, o)) for g, o in zip(ds.groups, outcomes[i * n : (i + 1) * n])]
+        records = [_record(g, o) for g, o in zip(ds.groups, outcomes[i * n : (i + 1) * n])]
         out.append({"groups": records, "metrics": metrics(records)})
     return out
 
@@ -73,25 +73,14 @@ def evaluate(ds: Coda21Dataset, scorer, cfg: EvalConfig, progress: bool = False)
 
 
 def _record(g: Group, o: Outcome) -> dict[str, Any]:
-    gold = o.gold
-    order = np.argsort(gold)  # the inverse permutation: column j shows item order[j]'s definition
-    return {
-        "id": g.id,
-        "pos": g.pos,
-        "k": g.k,
-        "rows": [it.synset for it in g.items],
-        "columns": [g.items[j].synset for j in order],
-        "scores": o.scores.round(6).tolist(),
-        "pred": o.pred.tolist(),
-        "gold": gold.tolist(),
-        "accuracy": o.accuracy,
-    }
+    order = np.argsort(o.gold)  # the inverse permutation: column j shows item order[j]'s definition
+    return o.row(pos=g.pos, k=g.k, rows=[it.synset for it in g.items], columns=[g.items[j].synset for j in order])
 
 
 def metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean group accuracy per POS with the random baseline (mean of 1/k) beside it.
 
-    >>> metrics([{"pos": "n", "k": 5, "accuracy": 0.4}, {"pos": "v", "k": 10, "accuracy": 0.2}])["all"]
+    >>> metrics([{"pos": "n", "k": 5, "correct": 0.4}, {"pos": "v", "k": 10, "correct": 0.2}])["all"]
     {'accuracy': 0.30000000000000004, 'random': 0.15000000000000002, 'groups': 2}
     """
     out: dict[str, Any] = {}
@@ -100,7 +89,7 @@ def metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
         if not rs:
             continue
         out[name] = {
-            "accuracy": float(np.mean([r["accuracy"] for r in rs])),
+            "accuracy": float(np.mean([r["correct"] for r in rs])),
             "random": float(np.mean([1.0 / r["k"] for r in rs])),
             "groups": len(rs),
         }

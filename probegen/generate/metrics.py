@@ -24,7 +24,7 @@ import numpy as np
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The generative block of one evaluation's records (None if no record has one).
 
-    >>> recs = [{"gold": [0, 1], "accuracy": 1.0, "generation": {"answers": [[0, 1], [1, 0]],
+    >>> recs = [{"gold": [0, 1], "correct": 1.0, "generation": {"answers": [[0, 1], [1, 0]],
     ...          "status": ["valid", "partial"], "random_rows": [[], [1]]}}]
     >>> s = summarize(recs)
     >>> s["per_order"], s["consistency"], s["invalid_rate"], s["random_rows"]
@@ -105,5 +105,5 @@ def summary_lines(block: dict[str, Any] | None) -> list[str]:
 
 
 def _accuracy(record: dict[str, Any]) -> float:
-    """A record's accuracy: ``accuracy`` (groups, generic units) or ``correct`` (multiple-choice items)."""
-    return float(record["accuracy"]) if "accuracy" in record else float(bool(record["correct"]))
+    """A record's accuracy: its ``correct``, the share of its rows decided right (the one row layout)."""
+    return float(record["correct"])

@@ -211,7 +211,7 @@ class Task(ABC):
 
         settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
         rows = generic.score_rows(self, data, scorer, ["full"], settings, progress)["full"]
-        return {str(r["id"]): (float(r["accuracy"]), 1.0) for r in rows}
+        return {str(r["id"]): (float(r["correct"]), 1.0) for r in rows}
 
     def chance(self, data: Any) -> float:
         """Random-guess accuracy over the dataset's units."""

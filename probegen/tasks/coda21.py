@@ -155,7 +155,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         from ..templating import dataset_nonce
 
         cfg = EvalConfig(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
-        return {r["id"]: (r["accuracy"], 1.0) for r in evaluate(data, scorer, cfg, progress=progress)["groups"]}
+        return {r["id"]: (r["correct"], 1.0) for r in evaluate(data, scorer, cfg, progress=progress)["groups"]}
 
     def chance(self, data: Any) -> float:
         """Mean 1/k over groups."""

@@ -1,8 +1,8 @@
 """The generic path of a task that gives only :meth:`~probegen.tasks.base.Task.units`: records,
 metrics and chance level computed from core units, every condition through one request table.
 
-A record is ``{"id", "pred", "gold", "accuracy", "n"}``: the unit's predictions, its gold, the
-share of its rows decided right and its number of candidates (1/n is its chance level).
+A record is the one row layout (:meth:`probegen.core.Outcome.row`) with ``n``, the unit's number of
+candidates (1/n is its chance level).
 """
 
 from __future__ import annotations
@@ -24,29 +24,28 @@ def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], 
     style = as_unit_scorer(scorer).query_style
     per = {c: task.units(data, c, settings, style) for c in conditions}
     outcomes = iter(evaluate_units([u for c in conditions for u in per[c]], scorer, settings.seed, progress))
-    return {c: [o.record(record(o)) for _, o in zip(per[c], outcomes)] for c in conditions}
+    return {c: [record(o) for _, o in zip(per[c], outcomes)] for c in conditions}
 
 
 def record(o: "Outcome") -> dict[str, Any]:
     """One unit's record (see the module doc).
 
     >>> from probegen.core import Outcome, Unit
-    >>> record(Outcome(Unit.choice("u1", "q", ["a", "b"], 1), np.array([[0.1, 0.9]]), np.array([1])))["accuracy"]
+    >>> record(Outcome(Unit.choice("u1", "q", ["a", "b"], 1), np.array([[0.1, 0.9]]), np.array([1])))["correct"]
     1.0
     """
-    return {"id": o.id, "pred": o.pred.tolist(), "gold": o.gold.tolist(), "accuracy": o.accuracy,
-            "n": len(o.unit.candidates[0]), "scores": np.round(o.scores, 6).tolist()}
+    return o.row(n=len(o.unit.candidates[0]))
 
 
 def metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean unit accuracy, the random baseline (mean 1/n) and the unit count.
 
-    >>> metrics([{"accuracy": 1.0, "n": 2}, {"accuracy": 0.0, "n": 4}])
+    >>> metrics([{"correct": 1.0, "n": 2}, {"correct": 0.0, "n": 4}])
     {'accuracy': 0.5, 'random': 0.375, 'units': 2}
     """
     if not rows:
         return {"accuracy": None, "random": None, "units": 0}
-    return {"accuracy": float(np.mean([r["accuracy"] for r in rows])),
+    return {"accuracy": float(np.mean([r["correct"] for r in rows])),
             "random": float(np.mean([1.0 / r["n"] for r in rows])), "units": len(rows)}
 
 

@@ -229,6 +229,12 @@ def _read_rows(path: Path, kind: str) -> Iterable[tuple[str, dict[str, Any]]]:
         yield rid, _entry(row, where)
 
 
+def _one(v: Any) -> Any:
+    """A one-row unit's pred or gold as a list: the row layout's ``[i]``, or a bare ``i`` (runs written
+    before the one row layout)."""
+    return v if isinstance(v, list) else [v]
+
+
 def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
     """The condition entry of one row (group, multiple choice, or a trained probe's per-seed row)."""
     if "rows" in row and "columns" in row:  # a CoDA21 group
@@ -242,8 +248,10 @@ def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
     elif "choices" in row:  # multiple choice
         n = len(row["choices"]) if isinstance(row["choices"], list) else 0
         c = _strs(row["choices"], where, "choices")
-        s = _matrix([row.get("scores")], 1, n, where)
-        p, g = _indices([row.get("pred")], 1, n, where, "pred"), _indices([row.get("gold")], 1, n, where, "gold")
+        sc = row.get("scores")
+        s = _matrix(sc if isinstance(sc, list) and sc and isinstance(sc[0], list) else [sc], 1, n, where)
+        p = _indices(_one(row.get("pred")), 1, n, where, "pred")
+        g = _indices(_one(row.get("gold")), 1, n, where, "gold")
         meta = {k: row[k] for k in _MC_META if isinstance(row.get(k), (str, int, float))
                 and not isinstance(row.get(k), bool)}
         syn = row.get("synset") or row.get("gold_synset")

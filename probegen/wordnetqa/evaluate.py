@@ -53,9 +53,10 @@ def evaluate_mc(
     """Score every item (optionally one split) and pick the best choice.
 
     Returns ``{"items": [per-item records, in dataset order], "metrics": {...}}``. Each record
-    has ``id``, ``probe``, ``cluster``, ``split``, ``hops``, ``distractor_type``, ``gold`` (the
-    presented gold index), ``pred``, ``correct``, ``choices`` (the presented texts), their
-    ``choice_types`` and ``scores``, and ``pred_type`` (the role of the chosen choice).
+    is the one row layout (:meth:`probegen.core.Outcome.row`: ``scores``, ``pred``, ``gold`` and
+    ``correct`` of its one row) with ``probe``, ``cluster``, ``split``, ``synset``, ``hops``,
+    ``distractor_type``, ``choices`` (the presented texts), their ``choice_types`` and ``pred_type``
+    (the role of the chosen choice).
     """
     return evaluate_mc_modes(data, scorer, [mode], seed, nonce, progress, length_norm, split)[0]
 
@@ -89,7 +90,7 @@ def evaluate_mc_modes(
                               adjust=lambda u, m: normalise(m[0], u.candidates[0], length_norm, kind)[None, :])
     out = []
     for i, mode in enumerate(modes):
-        records = [o.record(_record(it, o)) for it, o in zip(items, outcomes[i * len(items) : (i + 1) * len(items)])]
+        records = [_record(it, o) for it, o in zip(items, outcomes[i * len(items) : (i + 1) * len(items)])]
         m = metrics(records)
         m["mode"] = mode
         m["length_norm"] = length_norm if kind in LM_KINDS else "none (cosine scores)"
@@ -98,27 +99,12 @@ def evaluate_mc_modes(
 
 
 def _record(it, o: Outcome) -> dict[str, Any]:
-    """One item's record: normalised scores, the seeded-tie argmax and what was chosen."""
-    s, pred = o.scores[0], int(o.pred[0])
+    """One item's record: what it asks, then the outcome (length-normalised scores, the seeded-tie
+    argmax) and the type of the choice taken."""
     types = [m.type for m in it.choice_meta] if it.choice_meta else []
-    return {
-        "id": it.id,
-        "probe": it.probe,
-        "cluster": it.cluster,
-        "split": it.split,
-        "synset": it.synset,
-        "gold_synset": it.gold_synset,
-        "hops": it.hops,
-        "distractor_type": it.distractor_type,
-        "distractor_hops": it.distractor_hops,
-        "gold": it.answer,
-        "pred": pred,
-        "correct": bool(pred == it.answer),
-        "choices": list(it.choices),
-        "choice_types": types,
-        "pred_type": types[pred] if types else None,
-        "scores": [round(float(x), 6) for x in s],
-    }
+    return o.row(probe=it.probe, cluster=it.cluster, split=it.split, synset=it.synset, gold_synset=it.gold_synset,
+                 hops=it.hops, distractor_type=it.distractor_type, distractor_hops=it.distractor_hops,
+                 choices=list(it.choices), choice_types=types, pred_type=types[int(o.pred[0])] if types else None)
 
 
 def _reduction(scorer) -> str | None:

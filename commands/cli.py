@@ -583,7 +583,7 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
 
         for m, bias_dir in bias_dirs.items():
             with runner.output_dir(bias_dir) as tmp:
-                res = run_bias(m, [src, out_dir], tmp, BiasConfig(seed=seed), wordnet=obj["wordnet"],
+                res = run_bias(m, [src, out_dir], tmp, BiasConfig.asked(seed=seed), wordnet=obj["wordnet"],
                                semcor=obj["semcor"],
                                # called only within this iteration: run_bias returns before bias_dir changes
                                log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))),  # noqa: B023

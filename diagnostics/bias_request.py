@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 if TYPE_CHECKING:
     from probegen.runner import Runner
@@ -68,9 +68,11 @@ class BiasRequest:
                 else DEFAULT_OUT / (self.model.strip("/").replace("/", "_").replace(" ", "_") + suffix))
 
 
-def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool = False) -> str:
+def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool = False,
+                  kinds: Sequence[Any] | None = None) -> str:
     """The method a run uses: the one asked for, else by dataset kind (all given datasets must agree):
-    a task with zero-shot ablations is measured zero-shot, one without (word-in-context) trained."""
+    a task with zero-shot ablations is measured zero-shot, one without (word-in-context) trained.
+    ``kinds``: the datasets' tasks, one per dataset, when the caller detected them (None: detected here)."""
     from probegen import tasks
     from probegen.errors import ProbegenError
 
@@ -78,7 +80,7 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
         if finetune:
             raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
         return method
-    trained_only = [not tasks.detect(d).zero_shot for d in datasets]
+    trained_only = [not t.zero_shot for t in (kinds if kinds is not None else map(tasks.detect, datasets))]
     if method is None:
         if any(trained_only) and not all(trained_only):
             raise ProbegenError("word-in-context datasets (measured with --method trained) and CoDA21/WordNetQA "
@@ -97,9 +99,11 @@ TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "co
                 "limit", "sample", "on_invalid", "probe", "debias_share")
 
 
-def check_options(req: BiasRequest) -> None:
-    """Reject an option the user gave that applies to none of the datasets (one line, before any work):
-    e.g. --pattern with only WordNetQA sets, --folds on word-in-context pairs."""
+def check_options(req: BiasRequest, runner: Runner | None = None) -> tuple[list[Any], str]:
+    """Every check of ``req``, once, before any work (one line each): an option the user gave that applies
+    to none of the datasets (e.g. --pattern with only WordNetQA sets, --folds on word-in-context pairs),
+    the method, the human studies and (with the command's ``runner``, which keeps the resolution for
+    the load) the model. Returns the datasets' tasks (one per dataset) and the method."""
     from probegen import tasks
     from probegen.evaluation import subset_request
 
@@ -114,17 +118,28 @@ def check_options(req: BiasRequest) -> None:
     from .eval_report import check_debias_share
 
     check_debias_share(req.debias_share, req.method, req.permutations)  # PriDe needs options shown in several orders
-    tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
-                                default_tasks=default_tasks())
+    kinds = tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
+                                        default_tasks=default_tasks())
+    method = choose_method(req.method, req.datasets, req.finetune, kinds)
+    if req.human:
+        _check_human(req, method)
+    if method == "trained" and req.beside:
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError("--beside adds other runs' points to the zero-shot or generative bias plane; "
+                            "it does not apply to --method trained")
+    if method != "trained" and runner is not None:
+        _check_zeroshot(req, runner)
+    return kinds, method
 
 
-def _check_human(req: BiasRequest) -> None:
+def _check_human(req: BiasRequest, method: str) -> None:
     """A study that cannot be scored fails now, not after the model has scored everything."""
     from probegen.errors import ProbegenError
 
     from .human import score_study
 
-    if choose_method(req.method, req.datasets, req.finetune) == "trained":
+    if method == "trained":
         raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method "
                             "trained")
     for h in req.human:
@@ -149,9 +164,9 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner) -> str:
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
 
 
-def _check_zeroshot(req: BiasRequest, api: dict[str, Any]) -> None:
-    """Every option and the model (``api``: the runtime's served-model settings) checked before any
-    dataset is generated or scored."""
+def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
+    """Every option and the model (resolved by ``runner``, which keeps it for the load) checked before
+    any dataset is generated or scored."""
     from probegen.evaluation import check_model_options, resolve_models
     from probegen.templating import coda21_patterns
 
@@ -159,30 +174,31 @@ def _check_zeroshot(req: BiasRequest, api: dict[str, Any]) -> None:
     if req.method in ASKING:  # a chat model is resolved by its backend when it loads
         return
     # the model before the default datasets are generated: an unknown name fails in a moment
-    model_kind = resolve_models([req.model], req.scorer, api)[req.model]
+    model_kind = resolve_models([req.model], req.scorer, runner.runtime.api(), runner)[req.model]
     check_model_options(req.model, model_kind, reduction=req.asked("reduction"), pattern=req.asked("pattern"))
 
 
-def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner) -> str:
-    """The zero-shot ablations (and human points); returns the summary to print."""
+def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
+    """The zero-shot ablations (and human points) of a checked request (:func:`check_options`; ``kinds``:
+    the datasets' tasks it found); returns the summary to print."""
     from probegen.evaluation import subset_request
     from probegen.io import ensure_writable
 
     from .run_bias import BiasConfig, run_bias, summary_table
 
-    _check_zeroshot(req, runner.runtime.api())
     out_dir = req.out_dir()
     ensure_writable(out_dir, replace=True, inputs=[*req.datasets, *req.human, *req.beside, req.wordnet, req.semcor],
                     writer="run")  # written by atomic_dir
-    cfg = BiasConfig(seed=req.seed, n_boot=req.n_boot, nonce=req.nonce, pattern=req.pattern, folds=req.folds,
-                     controls=req.controls, split=req.split, debias_share=req.debias_share)
+    cfg = BiasConfig.asked(nonce=req.nonce, pattern=req.pattern, seed=req.seed, split=req.split, n_boot=req.n_boot,
+                           folds=req.folds, controls=req.controls, debias_share=req.debias_share)
     # the report appears whole or not at all, written by rank 0 alone under torchrun
     with runner.output_dir(out_dir) as tmp:
         results = run_bias(req.model, list(req.datasets) or None, tmp, cfg, scorer_kind=req.scorer,
                            reduction=req.reduction, batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
                            subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
-                           generate=(req.permutations, req.prompts, req.method) if req.method in ASKING else None)
+                           generate=(req.permutations, req.prompts, req.method) if req.method in ASKING else None,
+                           kinds=kinds)
         if req.beside:
             from .run_bias import add_beside
 
@@ -195,19 +211,17 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner) -> str:
 
 
 def run_request(req: BiasRequest, log: Log, runner: Runner) -> str:
-    """Run ``req`` (zero-shot or trained, by :func:`choose_method`); returns the summary to print.
+    """Run ``req`` (zero-shot or trained, by :func:`choose_method`); returns the summary to print."""
+    return run_checked(req, log, runner)[1]
+
+
+def run_checked(req: BiasRequest, log: Log, runner: Runner) -> tuple[str, str]:
+    """Check ``req`` once (:func:`check_options`), then run it; (the method it ran, the summary to print).
 
     ``runner`` (a :class:`~probegen.runner.Runner`: the runtime and the torchrun process group)
-    loads the model; rank 0 alone writes the report.
+    resolves and loads the model; rank 0 alone writes the report.
     """
-    check_options(req)
-    if req.human:
-        _check_human(req)
-    if choose_method(req.method, req.datasets, req.finetune) == "trained":
-        if req.beside:
-            from probegen.errors import ProbegenError
-
-            raise ProbegenError("--beside adds other runs' points to the zero-shot or generative bias plane; "
-                                "it does not apply to --method trained")
-        return run_trained_request(req, log, runner)
-    return run_zeroshot_request(req, log, runner)
+    kinds, method = check_options(req, runner)
+    if method == "trained":
+        return method, run_trained_request(req, log, runner)
+    return method, run_zeroshot_request(req, log, runner, kinds or None)

@@ -12,7 +12,7 @@ Output directory:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -61,17 +61,57 @@ RESAMPLING_UNIT = _ResamplingUnits()
 
 @dataclass(frozen=True)
 class BiasConfig:
-    """Settings of a bias run (recorded in results.json); scoring settings match ``probegen eval``."""
+    """Settings of a bias run (recorded in results.json under ``config``): the shared options as one
+    :class:`~probegen.settings.Settings` (scoring matches ``probegen eval``) and the bias run's own.
 
-    seed: int = 0
+    ``nonce_given``: the user named the made-up word (``--nonce``), so every dataset is rendered with
+    it; otherwise each dataset with its own (a spec may name one), :attr:`settings` holding the default.
+    """
+
+    settings: Settings = field(default_factory=Settings)
+    nonce_given: bool = False
     n_boot: int = 1000
-    nonce: str | None = None
-    pattern: str = "definition-of"
-    matching: str = "alignment"
     folds: int = 5
     controls: bool = True
-    split: str | None = None  # WordNetQA: analyse one split (e.g. "test") instead of every item
     debias_share: float | None = None  # PriDe's estimation share (--debias-share; None: diagnostics.position's default)
+
+    @classmethod
+    def asked(cls, nonce: str | None = None, pattern: str | None = None, seed: int = 0, split: str | None = None,
+              **own: Any) -> "BiasConfig":
+        """A config from options as asked (``None``: not given); ``own`` are the bias run's own fields.
+
+        >>> c = BiasConfig.asked(seed=2, n_boot=50)
+        >>> c.seed, c.n_boot, c.nonce_given, c.pattern
+        (2, 50, False, 'definition-of')
+        """
+        return cls(Settings.given(nonce=nonce, pattern=pattern, seed=seed, split=split), nonce is not None, **own)
+
+    # the shared options, read where the analyses read them
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def nonce(self) -> str:
+        return self.settings.nonce
+
+    @property
+    def pattern(self) -> str:
+        return self.settings.pattern
+
+    @property
+    def matching(self) -> str:
+        return self.settings.matching
+
+    @property
+    def split(self) -> str | None:
+        return self.settings.split
+
+    def record(self) -> dict[str, Any]:
+        """The ``config`` block of results.json."""
+        return {"seed": self.seed, "n_boot": self.n_boot, "nonce": self.nonce, "pattern": self.pattern,
+                "matching": self.matching, "folds": self.folds, "controls": self.controls, "split": self.split,
+                "debias_share": self.debias_share}
 
 
 # ---- score tables ---------------------------------------------------------------------------------
@@ -138,8 +178,8 @@ def mc_table(
 
 # ---- scoring ---------------------------------------------------------------------------------------
 def settings_of(cfg: BiasConfig) -> Settings:
-    """The task settings of a bias run (its nonce resolved)."""
-    return Settings(nonce=cfg.nonce or "bkatuhla", pattern=cfg.pattern, matching=cfg.matching, seed=cfg.seed)
+    """The task settings of a bias run."""
+    return cfg.settings
 
 
 def score_coda21(ds, scorer, cfg: BiasConfig, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
@@ -303,10 +343,12 @@ def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Cal
     task.build_default(path, wordnet, semcor, log, runner)
 
 
-def load_dataset(path: str | Path, on_invalid: str = "error", probe: str | None = None) -> tuple[str, Any]:
+def load_dataset(path: str | Path, on_invalid: str = "error", probe: str | None = None,
+                 task: tasks.Task | None = None) -> tuple[str, Any]:
     """(kind, loaded dataset) of a dataset path; every row must be one the ablations can cut
-    (``on_invalid`` ``skip``: the loader skips and records the others; passed only then)."""
-    task = tasks.detect(path)
+    (``on_invalid`` ``skip``: the loader skips and records the others; passed only then). ``task``:
+    the dataset's task if the caller detected it already (None: detected here)."""
+    task = task or tasks.detect(path)
     from probegen.evaluation import reader_options
 
     return task.name, task.load(path, ablations=True, **reader_options(on_invalid, probe))
@@ -342,19 +384,21 @@ def prepare_datasets(
     probe: str | None = None,
     *,
     runner: Runner,
+    kinds: Sequence[tasks.Task] | None = None,
 ) -> tuple[list[Loaded], list[dict[str, Any]]]:
     """Load (and validate) every dataset before any model is loaded.
 
     With no ``datasets`` the defaults are used and missing ones generated (by ``runner``); a default that
     cannot be generated is skipped with a message (returned as the second list). Paths given
-    explicitly must exist.
+    explicitly must exist. ``kinds``: their tasks (one per dataset) if the caller detected them.
     """
     loaded, skipped = [], []
-    for p in [Path(d) for d in (datasets or DEFAULT_DATASETS)]:
+    paths = [Path(d) for d in (datasets or DEFAULT_DATASETS)]
+    for p, task in zip(paths, kinds if datasets and kinds else [None] * len(paths)):
         try:
             if not datasets:
                 ensure_dataset(p, wordnet, semcor, log, runner)
-            kind, data = load_dataset(p, on_invalid, probe)
+            kind, data = load_dataset(p, on_invalid, probe, task)
             loaded.append(Loaded(_slug(p), str(p), kind, data))
         except ProbegenError as e:
             if datasets:
@@ -403,8 +447,10 @@ def run_bias(
     on_invalid: str = "error",
     probe: str | None = None,
     generate: tuple[Any, ...] | None = None,
+    kinds: Sequence[tasks.Task] | None = None,
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
+    ``kinds``: the datasets' tasks (one per dataset) when the caller detected them (None: detected here).
 
     ``generate`` (``--method generate``: (permutations, prompt file[, method])) asks a chat model each
     ablation instead of scoring it (:class:`probegen.generate.GenerativeScorer`; method ``letter``:
@@ -416,7 +462,7 @@ def run_bias(
     (:func:`take_subset`); ``on_invalid`` goes to the loaders (:func:`load_dataset`).
     """
     log, progress = runner.main_log(log), progress and runner.progress
-    loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log, on_invalid, probe, runner=runner)
+    loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log, on_invalid, probe, runner=runner, kinds=kinds)
     if cfg.split:
         loaded = [_one_split(d, cfg.split) for d in loaded]
     if subset is not None:
@@ -449,23 +495,18 @@ def write_bias(
 
     ``evaluate_mc`` replaces ``probegen.wordnetqa.evaluate.evaluate_mc`` (tests, stand-ins).
     """
-    from dataclasses import replace
-
     from probegen.io import write_jsonl
-    from probegen.templating import default_nonce
 
-    given_nonce = bool(cfg.nonce)  # else each dataset's own made-up word (a spec may name one)
-    cfg = cfg if cfg.nonce else replace(cfg, nonce=default_nonce())
     t0 = time.perf_counter()
     entries = []
     for d in loaded:
         log(f"{d.name}: scoring the partial-input ablations (scores already cached are reused)")
-        records, entry = measure(d, scorer, cfg, given_nonce, progress, evaluate_mc)
+        records, entry = measure(d, scorer, cfg, progress, evaluate_mc)
         for mode, rows in records.items():
             write_jsonl(out / d.name / f"{mode}.jsonl", rows)
         files = {m: f"{d.name}/{m}.jsonl" for m in records}
         if evaluate_mc is None:  # a stand-in evaluator scores no units: there is no model input to show
-            write_jsonl(out / d.name / SEEN_FILE, seen_lines(d, scorer, cfg, given_nonce, list(records)))
+            write_jsonl(out / d.name / SEEN_FILE, seen_lines(d, scorer, cfg, list(records)))
             files["units"] = f"{d.name}/{SEEN_FILE}"
         from .eval_report import draw_bias_reliability
 
@@ -479,7 +520,7 @@ def write_bias(
         "bootstrap": {"n": cfg.n_boot, "alpha": 0.05, "unit": {d.kind: d.task.resampling_unit for d in loaded}},
         "eval": {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
                  "reduction": reduction if scorer.kind in LM_KINDS else None},
-        "config": asdict(cfg),
+        "config": cfg.record(),
         "datasets": entries + list(skipped),
         "plot": "bias_plane.png",
         "scorer_stats": as_unit_scorer(scorer).stats(),
@@ -498,13 +539,15 @@ def write_bias(
 SEEN_FILE = "ablations.jsonl"
 
 
-def dataset_cfg(d: Loaded, cfg: BiasConfig, given_nonce: bool) -> BiasConfig:
+def dataset_cfg(d: Loaded, cfg: BiasConfig) -> BiasConfig:
     """``cfg`` with the dataset's own made-up word unless the user named one."""
     from dataclasses import replace
 
     from probegen.templating import dataset_nonce
 
-    return cfg if given_nonce else replace(cfg, nonce=dataset_nonce(d.data.manifest))
+    if cfg.nonce_given:
+        return cfg
+    return replace(cfg, settings=replace(cfg.settings, nonce=dataset_nonce(d.data.manifest)))
 
 
 def unit_line(condition: str, unit: Any) -> dict[str, Any]:
@@ -536,11 +579,11 @@ def line_unit(line: dict[str, Any]) -> Any:
     return Unit(line["id"], queries, cands, line["decision"], tuple(line["gold"]))
 
 
-def seen_lines(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, conditions: list[str]) -> list[dict[str, Any]]:
+def seen_lines(d: Loaded, scorer, cfg: BiasConfig, conditions: list[str]) -> list[dict[str, Any]]:
     """What the model saw of ``d``: per scored condition (in scoring order), every core unit the
     task builds for it (:meth:`probegen.tasks.Task.units`, with the settings and query style it was
     scored with), in dataset order."""
-    settings = settings_of(dataset_cfg(d, cfg, given_nonce))
+    settings = settings_of(dataset_cfg(d, cfg))
     style = as_unit_scorer(scorer).query_style
     return [unit_line(c, u) for c in conditions for u in d.task.units(d.data, c, settings, style)]
 
@@ -557,11 +600,11 @@ def shown_blocks(d: Loaded) -> dict[str, Any]:
     return out
 
 
-def measure(d: Loaded, scorer, cfg: BiasConfig, given_nonce: bool, progress: bool = True,
+def measure(d: Loaded, scorer, cfg: BiasConfig, progress: bool = True,
             evaluate_mc: Callable | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """(per-ablation records, results entry) of one dataset: its task scores the ablations and
     picks its analysis from those this module offers (:meth:`probegen.tasks.Task.bias_analysis`)."""
-    dcfg = dataset_cfg(d, cfg, given_nonce)
+    dcfg = dataset_cfg(d, cfg)
     task = d.task
     records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
     entry = task.bias_analysis(ANALYSES)(d.data, records, dcfg)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from probegen.coda21.dataset import Coda21Dataset, write
-from probegen.coda21.evaluate import EvalConfig, evaluate
+from probegen.coda21.evaluate import evaluate
 from probegen.coda21.items import Context, Group, Item
 from probegen.diagnostics import baselines, bias, entropy, run_bias
 from probegen.diagnostics.baselines import choice_only_control, coda21_controls
@@ -81,8 +81,9 @@ def synthetic_mc(n: int = 300, artefact: bool = True, seed: int = 0) -> list[dic
     return items
 
 
-def fake_evaluate_mc(mc, scorer, seed, nonce, progress=False, mode="full"):
+def fake_evaluate_mc(mc, scorer, settings, mode="full", progress=False):
     """A stand-in for probegen.wordnetqa.evaluate.evaluate_mc: correctness rates fall with less input."""
+    seed = settings.seed
     rate = {"full": 0.9, "context": 0.6, "word": 0.5, "choice": 0.3}[mode]
     rows = []
     for it in mc.items:
@@ -95,7 +96,7 @@ def fake_evaluate_mc(mc, scorer, seed, nonce, progress=False, mode="full"):
 def table_evaluate_mc(correct: dict[str, np.ndarray]):
     """A stand-in for evaluate_mc that reports the correctness the test chose (per mode, per item)."""
 
-    def ev(mc, scorer, seed, nonce, progress=False, mode="full"):
+    def ev(mc, scorer, settings=None, mode="full", progress=False):
         return {"items": [{"id": it["id"], "cluster": it["cluster"], "synset": it["synset"], "probe": it["probe"],
                            "choices": it["choices"], "gold": [it["answer"]], "correct": float(correct[mode][i])}
                           for i, it in enumerate(mc.items)]}
@@ -163,18 +164,18 @@ def test_entropies():
 # ---- CoDA21 ablations -----------------------------------------------------------------------------
 def test_definition_only_ablation_gets_chance_not_one():
     ds = synthetic_coda21(n_groups=300, k=5)
-    res = evaluate(ds, OverlapScorer(), EvalConfig(mode="definition"))
+    res = evaluate(ds, OverlapScorer(), mode="definition")
     acc = res["metrics"]["all"]["accuracy"]
     assert acc < 0.5
     # 300 groups of 5 under random matching: SE of accuracy = sqrt(1/25/300) = .0115; .06 is 5.2 SE (< 1e-6)
     assert abs(acc - 0.2) < 0.06
     # the same groups with context are solved: the scorer is not just noise
-    assert evaluate(ds, OverlapScorer(), EvalConfig(mode="context"))["metrics"]["all"]["accuracy"] > 0.8
+    assert evaluate(ds, OverlapScorer(), mode="context")["metrics"]["all"]["accuracy"] > 0.8
 
 
 def test_coda21_analysis_orders_ablations_sensibly():
     ds = synthetic_coda21(n_groups=60)
-    cfg = run_bias.BiasConfig(n_boot=200, nonce="bkatuhla")
+    cfg = run_bias.BiasConfig.asked(n_boot=200, nonce="bkatuhla")
     records = run_bias.score_coda21(ds, OverlapScorer(), cfg, progress=False)
     res = run_bias.analyse_coda21(ds, records, cfg)
     a = res["all"]["ablations"]
@@ -275,7 +276,7 @@ def test_mc_analysis_measures_what_the_records_say():
     rates = {"full": (0.9, 0.8), "context": (0.55, 0.8), "word": (0.4, 0.75), "choice": (0.3, 0.35)}  # (definitions, synonymy)
     correct = {m: rng.random(len(items)) < np.where(probe == "definitions", d, sy) for m, (d, sy) in rates.items()}
     mc = SimpleNamespace(items=items, manifest={"kind": "wordnetqa"})
-    cfg = run_bias.BiasConfig(n_boot=200, nonce="bkatuhla")
+    cfg = run_bias.BiasConfig.asked(n_boot=200, nonce="bkatuhla")
     records = run_bias.score_mc(mc, OverlapScorer(), cfg, progress=False, evaluate_mc=table_evaluate_mc(correct))
     res = run_bias.analyse_mc(mc, records, cfg)
 
@@ -319,7 +320,7 @@ def test_wordnetqa_bootstrap_resamples_whole_concepts(tmp_path):
     items, correct = concept_records()
     full = correct["full"].astype(float)
     mc = run_bias.Loaded("concepts", "concepts", "wordnetqa", SimpleNamespace(items=items, manifest={}))
-    cfg = run_bias.BiasConfig(n_boot=2000, controls=False)
+    cfg = run_bias.BiasConfig.asked(n_boot=2000, controls=False)
     res = run_bias.write_bias("fake", [mc], tmp_path, OverlapScorer(), cfg, log=lambda m: None, progress=False,
                               evaluate_mc=table_evaluate_mc(correct))
     d = res["datasets"][0]
@@ -345,7 +346,7 @@ def test_compare_pairs_and_resamples_wordnetqa_concepts(monkeypatch):
     from probegen.diagnostics import compare as cmp
 
     items, correct = concept_records()
-    monkeypatch.setattr(wev, "evaluate_mc", lambda data, scorer, **kw: table_evaluate_mc(correct)(data, scorer, 0, "x"))
+    monkeypatch.setattr(wev, "evaluate_mc", lambda data, scorer, *a, **kw: table_evaluate_mc(correct)(data, scorer))
     units = cmp.unit_correctness("wordnetqa", SimpleNamespace(items=items), OverlapScorer(), progress=False)
     assert len(units) == 40 and all(n == 12 for _, n in units.values())
     res = cmp.paired_bootstrap(units, units, n_boot=2000)
@@ -362,7 +363,7 @@ def test_end_to_end_writes_plot_report_and_results(tmp_path):
     easy = run_bias.Loaded("syn-easy", "syn-easy", "coda21", synthetic_coda21(n_groups=40, word_in_def=0.8, seed=1))
     hard = run_bias.Loaded("syn-hard", "syn-hard", "coda21", synthetic_coda21(n_groups=40, word_in_def=0.1, cue=0.6, seed=2))
     mc = run_bias.Loaded("syn-mc", "syn-mc", "wordnetqa", SimpleNamespace(items=synthetic_mc(), manifest={}))
-    cfg = run_bias.BiasConfig(n_boot=200)
+    cfg = run_bias.BiasConfig.asked(n_boot=200)
     out = tmp_path / "bias"
     res = run_bias.write_bias("fake", [easy, hard, mc], out, OverlapScorer(), cfg, log=lambda m: None,
                               progress=False, evaluate_mc=fake_evaluate_mc)
@@ -382,7 +383,7 @@ def test_end_to_end_writes_plot_report_and_results(tmp_path):
 def test_undefined_dataset_is_listed_not_plotted(tmp_path):
     # contexts carry no cue and definitions never contain the word: full input ~ chance
     flat = run_bias.Loaded("flat", "flat", "coda21", synthetic_coda21(n_groups=30, word_in_def=0.0, cue=0.0))
-    res = run_bias.write_bias("fake", [flat], tmp_path, OverlapScorer(), run_bias.BiasConfig(n_boot=200, controls=False),
+    res = run_bias.write_bias("fake", [flat], tmp_path, OverlapScorer(), run_bias.BiasConfig.asked(n_boot=200, controls=False),
                               log=lambda m: None, progress=False)
     assert res["datasets"][0]["all"]["ratios"]["bias_c"]["value"] is None
     assert "undefined" in (tmp_path / "report.md").read_text()

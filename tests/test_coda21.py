@@ -152,7 +152,8 @@ def test_same_seed_gives_byte_identical_files(clean_hard_nouns, tmp_path):
 def test_gold_is_not_recoverable_from_column_order(clean_hard_nouns):
     # what a scorer sees: each group's definitions in the evaluator's seeded column order. Reading
     # the gold off positions (row i -> column i) must give chance, not the stored order.
-    from probegen.coda21.evaluate import EvalConfig, evaluate
+    from probegen.coda21.evaluate import evaluate
+    from probegen.settings import Settings
 
     class Flat:  # every pair scores the same: only the layout of the records matters here
         kind, query_style = "static", "plain"
@@ -162,7 +163,7 @@ def test_gold_is_not_recoverable_from_column_order(clean_hard_nouns):
 
     by_position, kept_order, n_records = [], 0, 0
     for seed in range(5):  # pooled over five evaluator seeds, so the margin below is many SEs wide
-        records = evaluate(clean_hard_nouns, Flat(), EvalConfig(seed=seed))["groups"]
+        records = evaluate(clean_hard_nouns, Flat(), Settings(seed=seed))["groups"]
         for g, r in zip(clean_hard_nouns.groups, records):
             gold = np.array(r["gold"])
             assert r["rows"] == [it.synset for it in g.items]
@@ -192,11 +193,12 @@ def test_export_import_round_trip(clean_hard_nouns, tmp_path):
         for i1, i2 in zip(g1.items, g2.items):
             assert i2.context.char_span == i1.context.char_span
     # the same model gives the same accuracy on the exported file
-    from probegen.coda21.evaluate import EvalConfig, evaluate
+    from probegen.coda21.evaluate import evaluate
     from probegen.models import load_scorer
+    from probegen.settings import Settings
 
     glove = load_scorer("glove-50d")
-    a, b = (evaluate(ds, glove, EvalConfig())["metrics"] for ds in (clean_hard_nouns, back))
+    a, b = (evaluate(ds, glove, Settings())["metrics"] for ds in (clean_hard_nouns, back))
     assert a == b
 
 

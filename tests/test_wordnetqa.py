@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from probegen.errors import DatasetError, ProbegenError
+from probegen.settings import Settings
 from probegen.wordnetqa import config as C
 from probegen.wordnetqa import contexts, distractors, evaluate, items, probes, render
 from probegen.wordnetqa import dataset as D
@@ -239,13 +240,13 @@ def test_config_names_and_errors():
 
 # ---- evaluation -------------------------------------------------------------------------------------
 def test_ties_never_favour_the_gold(small):
-    res = evaluate.evaluate_mc(small, ConstantScorer(), seed=0)
+    res = evaluate.evaluate_mc(small, ConstantScorer(), Settings(seed=0))
     acc, n = res["metrics"]["accuracy"], len(res["items"])
     # ties broken at random: accuracy ~ Binomial(n, 1/5) / n; 5 SD is a false-failure rate < 1e-6
     assert acc < 0.3 and abs(acc - 0.2) < 5 * np.sqrt(0.16 / n)
     preds = np.bincount([r["pred"][0] for r in res["items"]], minlength=5)
     assert preds.min() > 0.15 * len(res["items"])
-    again = evaluate.evaluate_mc(small, ConstantScorer(), seed=0)
+    again = evaluate.evaluate_mc(small, ConstantScorer(), Settings(seed=0))
     assert [r["pred"] for r in again["items"]] == [r["pred"] for r in res["items"]]
 
 
@@ -256,7 +257,7 @@ def test_modes_render_partial_inputs(small):
     for mode in render.MODES:
         sc = ConstantScorer()
         sc.query_style = "pattern"
-        recs = evaluate.evaluate_mc(sub, sc, seed=1, nonce="bkatuhla", mode=mode)["items"]
+        recs = evaluate.evaluate_mc(sub, sc, Settings(seed=1, nonce="bkatuhla"), mode=mode)["items"]
         assert [r["id"] for r in recs] == [it.id for it in its]
         for r, it in zip(recs, its):
             assert r["choices"] == list(it.choices) and r["gold"] == [it.answer] and r["cluster"] == it.cluster
@@ -296,8 +297,8 @@ def test_length_normalisation_options(small):
     sub = SimpleNamespace(items=its, manifest={})
     lm = LM()
     lm.golds = [it.choices[it.answer] for it in its]
-    plain = evaluate.evaluate_mc(sub, lm, length_norm="none")
-    chars = evaluate.evaluate_mc(sub, lm, length_norm="chars")
+    plain = evaluate.evaluate_mc(sub, lm, Settings(length_norm="none"))
+    chars = evaluate.evaluate_mc(sub, lm, Settings(length_norm="chars"))
     assert chars["metrics"]["length_norm"] == "chars" and plain["metrics"]["length_norm"] == "none"
     for it, p, c in zip(its, plain["items"], chars["items"]):
         sums = [raw(x, it.choices[it.answer]) for x in it.choices]
@@ -308,10 +309,10 @@ def test_length_normalisation_options(small):
     want = np.mean([np.argmax([raw(x, it.choices[it.answer]) for x in it.choices]) == it.answer for it in its])
     assert plain["metrics"]["accuracy"] == pytest.approx(want) and want < 0.9  # the summed scores disagree
     with pytest.raises(ProbegenError, match="reduction mean"):
-        evaluate.evaluate_mc(sub, lm, length_norm="tokens")
+        evaluate.evaluate_mc(sub, lm, Settings(length_norm="tokens"))
     # cosine scores are never normalised
     lm.kind = "embedding"
-    assert evaluate.evaluate_mc(sub, lm, length_norm="chars")["items"][0]["scores"] == plain["items"][0]["scores"]
+    assert evaluate.evaluate_mc(sub, lm, Settings(length_norm="chars"))["items"][0]["scores"] == plain["items"][0]["scores"]
 
 
 def test_eval_end_to_end_with_glove(small, tmp_path):
@@ -420,7 +421,7 @@ def test_synonymy_ablations_measure_nothing_and_are_left_out(small):
     for it in other:  # every other probe hides its target in the Context query
         assert render.query(it, "pattern", "context", "bkatuhla") != render.query(it, "pattern", "full", "bkatuhla")
 
-    cfg = run_bias.BiasConfig(n_boot=200, controls=False, nonce="bkatuhla")
+    cfg = run_bias.BiasConfig.asked(n_boot=200, controls=False, nonce="bkatuhla")
     records = run_bias.score_mc(small, OverlapLM(), cfg, progress=False)
     res = run_bias.analyse_mc(small, records, cfg)
     ctx_right = [r["correct"] for r in records["context"] if r["probe"] == "synonymy"]

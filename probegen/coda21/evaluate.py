@@ -7,27 +7,16 @@ through the one request table of :mod:`probegen.core`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..core import Outcome, Unit, evaluate_units
-from ..templating import default_nonce
+from ..settings import Settings
 from .dataset import Coda21Dataset, group_rng
 from .items import Group
 from .render import render_group
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    """How a CoDA21 evaluation renders and aligns (recorded in results.json)."""
-
-    nonce: str = field(default_factory=default_nonce)  # templates/nonce_words.json, written once
-    pattern: str = "definition-of"
-    matching: str = "alignment"
-    mode: str = "context"
-    seed: int = 0
 
 
 def column_order(group_id: str, k: int, seed: int) -> np.ndarray:
@@ -35,41 +24,42 @@ def column_order(group_id: str, k: int, seed: int) -> np.ndarray:
     return group_rng(seed, group_id + "/definitions").permutation(k)
 
 
-def group_unit(g: Group, style: str, cfg: EvalConfig, patterns: dict[str, str]) -> Unit:
-    """One group as a unit: rendered rows against the definitions in the seeded column order."""
-    order = column_order(g.id, g.k, cfg.seed)
+def group_unit(g: Group, style: str, settings: Settings, mode: str, patterns: dict[str, str]) -> Unit:
+    """One group as a unit: its rows rendered in ``mode`` (the condition) against the definitions in
+    the seeded column order, decided by ``settings.matching``."""
+    order = column_order(g.id, g.k, settings.seed)
     gold = np.argsort(order)  # row i's definition sits at column position gold[i]
-    unit = Unit.group(g.id, render_group(g, style, cfg.mode, cfg.nonce, patterns),
-                      [g.items[j].definition for j in order], gold.tolist(), cfg.matching)
+    unit = Unit.group(g.id, render_group(g, style, mode, settings.nonce, patterns),
+                      [g.items[j].definition for j in order], gold.tolist(), settings.matching)
     if style == "generate":  # the prompt names the made-up word that hides the target
-        unit = replace(unit, fields=(("nonce", cfg.nonce),))
+        unit = replace(unit, fields=(("nonce", settings.nonce),))
     return unit
 
 
-def evaluate_modes(ds: Coda21Dataset, scorer, cfgs: Sequence[EvalConfig],
+def evaluate_modes(ds: Coda21Dataset, scorer, settings: Settings, modes: Sequence[str],
                    progress: bool = False) -> list[dict[str, Any]]:
-    """Evaluate several configurations (e.g. the bias ablations) through one request table."""
+    """Evaluate the groups in several conditions (e.g. the bias ablations) through one request table;
+    one entry per mode, in order."""
     from ..templating import coda21_patterns
 
-    units = [group_unit(g, scorer.query_style, cfg, coda21_patterns(cfg.pattern)) for cfg in cfgs for g in ds.groups]
-    # ties depend on the evaluation seed only; every mode shares it
-    seeds = {cfg.seed for cfg in cfgs}
-    if len(seeds) != 1:
-        raise ValueError("evaluate_modes needs one seed for every configuration")
-    outcomes = evaluate_units(units, scorer, seed=seeds.pop(), progress=progress)
+    patterns = coda21_patterns(settings.pattern)
+    units = [group_unit(g, scorer.query_style, settings, mode, patterns) for mode in modes for g in ds.groups]
+    outcomes = evaluate_units(units, scorer, seed=settings.seed, progress=progress)
     out, n = [], len(ds.groups)
-    for i, _ in enumerate(cfgs):
+    for i, _ in enumerate(modes):
         records = [_record(g, o) for g, o in zip(ds.groups, outcomes[i * n : (i + 1) * n])]
         out.append({"groups": records, "metrics": metrics(records)})
     return out
 
 
-def evaluate(ds: Coda21Dataset, scorer, cfg: EvalConfig, progress: bool = False) -> dict[str, Any]:
-    """Score every group's k x k matrix in one scorer call, then align each group.
+def evaluate(ds: Coda21Dataset, scorer, settings: Settings | None = None, mode: str = "context",
+             progress: bool = False) -> dict[str, Any]:
+    """Score every group's k x k matrix in one scorer call, then align each group (``mode``: the
+    condition, the standard task's ``context`` by default).
 
     Returns ``{"groups": [per-group records], "metrics": {...}}``.
     """
-    return evaluate_modes(ds, scorer, [cfg], progress)[0]
+    return evaluate_modes(ds, scorer, settings or Settings(), [mode], progress)[0]
 
 
 def _record(g: Group, o: Outcome) -> dict[str, Any]:

@@ -16,17 +16,18 @@ def coda21_docs(ds, seed: int = 0, nonce: str | None = None, pattern: str | None
     """One doc per CoDA21 context: its group's definitions (seeded column order) as choices."""
     import numpy as np
 
+    from ..settings import Settings
     from ..templating import coda21_patterns, dataset_nonce
-    from .evaluate import EvalConfig, column_order
+    from .evaluate import column_order
     from .render import render_group
 
-    cfg = EvalConfig(nonce=nonce or dataset_nonce(ds.manifest), pattern=pattern or EvalConfig.pattern, seed=seed)
+    cfg = Settings.given(nonce=nonce or dataset_nonce(ds.manifest), pattern=pattern, seed=seed)
     patterns = coda21_patterns(cfg.pattern)
     docs = []
     for g in ds.groups:
         order = column_order(g.id, g.k, cfg.seed)
         gold = np.argsort(order)  # row i's definition sits at column gold[i]
-        queries = render_group(g, "pattern", cfg.mode, cfg.nonce, patterns)
+        queries = render_group(g, "pattern", "context", cfg.nonce, patterns)
         for i, (it, q) in enumerate(zip(g.items, queries)):
             docs.append(
                 {

@@ -35,22 +35,10 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from ..errors import ProbegenError
-from ..templating import default_nonce
+from ..settings import Settings
 
 Log = Callable[[str], None]
 COMMANDS = ("eval", "bias", "export", "study", "filter")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How a task renders queries and decides (defaults filled in; ``split`` None = every item)."""
-
-    nonce: str = field(default_factory=default_nonce)  # templates/nonce_words.json, written once
-    pattern: str = "definition-of"
-    matching: str = "alignment"
-    length_norm: str = "none"
-    split: str | None = None
-    seed: int = 0
 
 
 @dataclass

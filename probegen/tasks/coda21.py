@@ -84,29 +84,21 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         if "pattern" in given:
             coda21_patterns(given["pattern"])
 
-    def _config(self, settings: Settings, mode: str = "context"):
-        from ..coda21.evaluate import EvalConfig
-
-        return EvalConfig(nonce=settings.nonce, pattern=settings.pattern, matching=settings.matching, mode=mode,
-                          seed=settings.seed)
-
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
         from ..coda21.evaluate import group_unit
         from ..templating import coda21_patterns
 
-        cfg = self._config(settings, condition)
-        patterns = coda21_patterns(cfg.pattern)
-        return [group_unit(g, style, cfg, patterns) for g in data.groups]
+        patterns = coda21_patterns(settings.pattern)
+        return [group_unit(g, style, settings, condition, patterns) for g in data.groups]
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """The standard task (context condition), aligned by ``settings.matching``."""
         from ..coda21.evaluate import evaluate
 
-        cfg = self._config(settings)
-        res = evaluate(data, scorer, cfg, progress=progress)
-        config = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching, "mode": cfg.mode,
-                  "seed": settings.seed}
+        res = evaluate(data, scorer, settings, "context", progress=progress)
+        config = {"nonce": settings.nonce, "pattern": settings.pattern, "matching": settings.matching,
+                  "mode": "context", "seed": settings.seed}
         return Evaluation(self.rows_file, res["groups"], res["metrics"], config)
 
     def summary(self, model: str, metrics: dict[str, Any]) -> str:
@@ -133,8 +125,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         from ..coda21.evaluate import evaluate_modes
 
         modes = [m for m in ABLATIONS if m != "label"]
-        cfgs = [self._config(settings, m) for m in modes]
-        return {m: res["groups"] for m, res in zip(modes, evaluate_modes(data, scorer, cfgs, progress=progress))}
+        return {m: res["groups"] for m, res in zip(modes, evaluate_modes(data, scorer, settings, modes, progress))}
 
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
         return offered.alignment
@@ -151,11 +142,11 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per group: (accuracy, 1): the paper's metric is the mean of group accuracies."""
-        from ..coda21.evaluate import EvalConfig, evaluate
+        from ..coda21.evaluate import evaluate
         from ..templating import dataset_nonce
 
-        cfg = EvalConfig(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
-        return {r["id"]: (r["correct"], 1.0) for r in evaluate(data, scorer, cfg, progress=progress)["groups"]}
+        settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
+        return {r["id"]: (r["correct"], 1.0) for r in evaluate(data, scorer, settings, progress=progress)["groups"]}
 
     def chance(self, data: Any) -> float:
         """Mean 1/k over groups."""
@@ -197,11 +188,10 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
                     pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """One doc per context, rendered exactly as ``probegen eval --matching simple`` does."""
         from ..coda21.dataset import load
-        from ..coda21.evaluate import EvalConfig
         from ..coda21.export import coda21_docs
         from ..templating import coda21_patterns, dataset_nonce
 
-        seed, pattern = seed or 0, pattern or EvalConfig.pattern
+        seed, pattern = seed or 0, pattern or Settings.pattern
         coda21_patterns(pattern)  # a malformed pattern fails before the dataset is read
         ds = load(path)
         nonce = nonce or dataset_nonce(ds.manifest)
@@ -239,7 +229,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         """Every group (a group is aligned as one study item)."""
         return list(data.groups), "groups", {}
 
-    def study_view(self, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+    def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
         from ..study.views import align_view
 
         return align_view(unit, condition, seed)

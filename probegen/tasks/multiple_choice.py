@@ -143,8 +143,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         """The full question of every item (of ``settings.split``), argmax with seeded ties."""
         from ..wordnetqa.evaluate import evaluate_mc
 
-        res = evaluate_mc(data, scorer, seed=settings.seed, nonce=settings.nonce, progress=progress,
-                          length_norm=settings.length_norm, split=settings.split)
+        res = evaluate_mc(data, scorer, settings, progress=progress)
         config = {"nonce": settings.nonce, "seed": settings.seed, "mode": "full",
                   "length_norm": res["metrics"]["length_norm"], "split": settings.split}
         return Evaluation(self.rows_file, res["items"], res["metrics"], config)
@@ -186,11 +185,10 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         time), as one request table."""
         modes = [m for m in ABLATIONS if m != "label"]
         if evaluator is not None:
-            return {m: evaluator(data, scorer, seed=settings.seed, nonce=settings.nonce, progress=progress,
-                                 mode=m)["items"] for m in modes}
+            return {m: evaluator(data, scorer, settings, mode=m, progress=progress)["items"] for m in modes}
         from ..wordnetqa.evaluate import evaluate_mc_modes
 
-        res = evaluate_mc_modes(data, scorer, modes, seed=settings.seed, nonce=settings.nonce, progress=progress)
+        res = evaluate_mc_modes(data, scorer, settings, modes, progress=progress)
         return {m: r["items"] for m, r in zip(modes, res)}
 
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
@@ -216,8 +214,8 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         from ..wordnetqa.evaluate import evaluate_mc
 
         out: dict[str, list[float]] = {}
-        for r in evaluate_mc(data, scorer, seed=seed, nonce=dataset_nonce(getattr(data, "manifest", None)),
-                             progress=progress)["items"]:
+        settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
+        for r in evaluate_mc(data, scorer, settings, progress=progress)["items"]:
             u = out.setdefault(str(r.get("synset") or r.get("cluster") or r["id"]), [0.0, 0.0])
             u[0] += float(bool(r["correct"]))
             u[1] += 1.0
@@ -278,10 +276,10 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         return choice_pool(data, cfg)
 
-    def study_view(self, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+    def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
         from ..study.views import mc_view
 
-        return mc_view(unit, condition)
+        return mc_view(unit, condition, data.templates)
 
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
         from ..study.views import mc_gold

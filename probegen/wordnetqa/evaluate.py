@@ -21,6 +21,7 @@ import numpy as np
 from ..core import Outcome, Unit, as_unit_scorer, evaluate_units
 from ..errors import ProbegenError
 from ..scorers import LM_KINDS
+from ..settings import Settings
 from .render import MODES, query
 
 LENGTH_NORMS = ("none", "tokens", "chars")
@@ -40,17 +41,10 @@ def normalise(scores: np.ndarray, choices: Iterable[str], length_norm: str, scor
     return scores
 
 
-def evaluate_mc(
-    data,
-    scorer,
-    seed: int = 0,
-    nonce: str = "bkatuhla",
-    progress: bool = False,
-    mode: str = "full",
-    length_norm: str = "none",
-    split: str | None = None,
-) -> dict[str, Any]:
-    """Score every item (optionally one split) and pick the best choice.
+def evaluate_mc(data, scorer, settings: Settings | None = None, mode: str = "full",
+                progress: bool = False) -> dict[str, Any]:
+    """Score every item (of ``settings.split``, else all) in ``mode`` and pick the best choice:
+    the made-up word, the length normalisation and the tie seed come from ``settings``.
 
     Returns ``{"items": [per-item records, in dataset order], "metrics": {...}}``. Each record
     is the one row layout (:meth:`probegen.core.Outcome.row`: ``scores``, ``pred``, ``gold`` and
@@ -58,20 +52,13 @@ def evaluate_mc(
     ``distractor_type``, ``choices`` (the presented texts), their ``choice_types`` and ``pred_type``
     (the role of the chosen choice).
     """
-    return evaluate_mc_modes(data, scorer, [mode], seed, nonce, progress, length_norm, split)[0]
+    return evaluate_mc_modes(data, scorer, settings or Settings(), [mode], progress)[0]
 
 
-def evaluate_mc_modes(
-    data,
-    scorer,
-    modes: Sequence[str],
-    seed: int = 0,
-    nonce: str = "bkatuhla",
-    progress: bool = False,
-    length_norm: str = "none",
-    split: str | None = None,
-) -> list[dict[str, Any]]:
+def evaluate_mc_modes(data, scorer, settings: Settings, modes: Sequence[str],
+                      progress: bool = False) -> list[dict[str, Any]]:
     """:func:`evaluate_mc` for several modes (e.g. the bias ablations) through one request table."""
+    seed, nonce, length_norm, split = settings.seed, settings.nonce, settings.length_norm, settings.split
     for mode in modes:
         if mode not in MODES:
             raise ProbegenError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")

@@ -77,6 +77,16 @@ class EvalRequest:
                 "on_invalid", "probe", "debias_share")
         return {k: getattr(self, k) for k in keys}
 
+    def options(self) -> Any:
+        """The :class:`~probegen.evaluation.EvalOptions` the evaluation runs with."""
+        from probegen.evaluation import EvalOptions
+
+        return EvalOptions(scorer_kind=self.scorer, nonce=self.nonce, pattern=self.pattern, reduction=self.reduction,
+                           matching=self.matching, length_norm=self.length_norm, split=self.split, seed=self.seed,
+                           batch_size=self.batch_size, limit=self.limit, sample=self.sample,
+                           on_invalid=self.on_invalid, probe=self.probe, method=self.method,
+                           permutations=self.permutations, prompts=self.prompts)
+
     def out_dir(self, root: Path = DEFAULT_ROOT) -> Path:
         """``out``, or ``<root>/runs/<model>__<dataset stem>`` as the CLI names it."""
         return Path(self.out) if self.out else root / "runs" / f"{_slug(self.model)}__{_slug(Path(self.dataset).stem)}"
@@ -105,19 +115,20 @@ def _slug(name: str) -> str:
     return name.strip("/").replace("/", "_").replace(" ", "_")
 
 
-def check_eval_request(req: EvalRequest):
-    """Every check of an eval request, once, before any model is loaded; the dataset's task."""
+def check_eval_request(req: EvalRequest, runner: Runner | None = None):
+    """Every check of an eval request, once, before any model is loaded; the dataset's task.
+    With the command's ``runner``, the model is resolved (once, kept for the load) and its kind checked too."""
     from probegen import tasks
-    from probegen.evaluation import check_method_options, subset_request
+    from probegen.evaluation import check_eval_options
 
     from .eval_report import check_debias_share
 
     task = tasks.detect(req.dataset)
-    check_method_options(req.method, {**req.asked(), "permutations": req.permutations, "prompts": req.prompts})
-    tasks.check_options([task], req.asked(), "eval", [req.dataset])
-    subset_request(req.limit, req.sample)  # --limit with --sample: one line, before any work
+    trained = not task.zero_shot and req.method not in ASKING
+    # a trained probe (word in context) loads its encoder as it is, whatever its kind: no model check
+    check_eval_options(task, req.model, req.dataset, req.options(), None if trained else runner)
     check_debias_share(req.debias_share, req.method, req.permutations or 1)
-    if not task.zero_shot and req.method not in ASKING and req.n_boot is not None:
+    if trained and req.n_boot is not None:
         raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe "
                             "(see probegen bias --method trained)")
     return task
@@ -126,12 +137,12 @@ def check_eval_request(req: EvalRequest):
 def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT,
                      figures: Callable[[dict, Path], dict[str, str]] | None = None) -> tuple[Path, str]:
     """``probegen eval``: (the results folder, the summary to print). ``figures`` adds plots to the folder."""
-    from probegen.evaluation import EvalOptions, run_eval, subset_request
+    from probegen.evaluation import run_eval, subset_request
     from probegen.io import ensure_writable
 
     from .eval_report import analyse_eval
 
-    task = check_eval_request(req)
+    task = check_eval_request(req, runner)
     if not task.zero_shot and req.method not in ASKING:  # word in context: a linear probe trained on the train split
         from .trained import TrainedConfig, eval_trained
 
@@ -142,11 +153,7 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
         return out_dir, eval_trained(req.model, req.dataset, out_dir, cfg, log=runner.log, runner=runner)
     out_dir = req.out_dir(root)
     ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
-    options = EvalOptions(scorer_kind=req.scorer, nonce=req.nonce, pattern=req.pattern, reduction=req.reduction,
-                          matching=req.matching, length_norm=req.length_norm, split=req.split, seed=req.seed,
-                          batch_size=req.batch_size, limit=req.limit, sample=req.sample, on_invalid=req.on_invalid,
-                          probe=req.probe, method=req.method, permutations=req.permutations, prompts=req.prompts)
-    summary = run_eval(req.model, req.dataset, out_dir, options, figures=figures, runner=runner,
+    summary = run_eval(req.model, req.dataset, out_dir, req.options(), figures=figures, runner=runner, task=task,
                        analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, req.n_boot or 1000,
                                                                           req.seed, req.debias_share))
     return out_dir, summary
@@ -179,7 +186,7 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     (``n_boot``, ``limit``, ``controls=False``, ``method``...; see
     :class:`~probegen.diagnostics.bias_request.BiasRequest`). :attr:`Run.rows` are the full
     condition's rows of a zero-shot or asking run."""
-    from .bias_request import TASK_OPTIONS, BiasRequest, choose_method, run_request
+    from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
 
     names = {f.name for f in fields(BiasRequest)} - {"model", "datasets", "out", "given", "wordnet", "semcor"}
     wrong = sorted(set(options) - names)
@@ -189,9 +196,8 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     req = BiasRequest(model=model, datasets=(str(dataset),), out=None if out is None else str(out), **options,
                       given=frozenset(k for k in options if k in TASK_OPTIONS))
     runner = Runner(Runtime(device, dtype), log=log or (lambda m: None))
-    summary = run_request(req, runner.log, runner)
-    trained = choose_method(req.method, req.datasets, req.finetune) == "trained"
-    path = req.out_dir("-trained" if trained else "")
+    method, summary = run_checked(req, runner.log, runner)
+    path = req.out_dir("-trained" if method == "trained" else "")
     results = json.loads((path / "results.json").read_text(encoding="utf-8"))
     full = path / results["datasets"][0]["name"] / "full.jsonl" if results.get("datasets") else None
     rows = [json.loads(x) for x in full.read_text(encoding="utf-8").splitlines()] if full and full.exists() else []

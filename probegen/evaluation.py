@@ -33,9 +33,10 @@ SCORING_ONLY = ("scorer", "reduction", "length_norm", "pattern", "pll")
 
 
 def resolve_models(models: Iterable[str], scorer_kind: str | None = None,
-                   api: Mapping[str, Any] | None = None) -> dict[str, str]:
+                   api: Mapping[str, Any] | None = None, runner: Runner | None = None) -> dict[str, str]:
     """``{model: scorer kind}``, resolved before any dataset is built or scored (``api``: the command's
-    served-model settings, :meth:`probegen.runner.Runtime.api`).
+    served-model settings, :meth:`probegen.runner.Runtime.api`). With the command's ``runner``, through
+    :meth:`~probegen.runner.Runner.resolve` (its server), so the load that follows finds the resolution.
 
     An unknown name fails here in a moment (one line, naming it) rather than after a
     generation or a scoring run. A forced ``scorer_kind`` on a local directory needs no
@@ -48,7 +49,7 @@ def resolve_models(models: Iterable[str], scorer_kind: str | None = None,
         if scorer_kind and m not in BUNDLED and Path(m).expanduser().exists():
             out[m] = scorer_kind
         else:
-            out[m] = scorer_kind or resolve_model(m, api).kind
+            out[m] = scorer_kind or (runner.resolve(m) if runner is not None else resolve_model(m, api)).kind
     return out
 
 
@@ -127,8 +128,10 @@ class EvalOptions:
 
 def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = EvalOptions(),
              figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None, *, runner: Runner,
-             analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None) -> str:
-    """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table.
+             analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None,
+             task: Any = None) -> str:
+    """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table. ``task``: the
+    dataset's task, once the caller checked every option (None: detected and checked here).
 
     The dataset's task (:func:`probegen.tasks.detect`) says which ``options``
     (:class:`EvalOptions`) apply: one given for another dataset kind or model kind, or
@@ -150,8 +153,9 @@ def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = 
     from . import tasks
     from .templating import dataset_nonce
 
-    task = tasks.detect(dataset)
-    settings, reduction = _checked_settings(task, model, dataset, options, runner.runtime.api())
+    if task is None:  # a direct library call (a request is checked by api.check_eval_request)
+        check_eval_options(task := tasks.detect(dataset), model, dataset, options, runner)
+    settings, reduction = _settings(options)
     data, subset = load_subset(task, dataset, subset_request(options.limit, options.sample), options.seed,
                                options.on_invalid, options.split, log=runner.log, probe=options.probe)
     # a spec may name its own made-up word
@@ -285,11 +289,11 @@ def _shown_notes(results: dict[str, Any], data, subset: dict[str, Any] | None) -
     return notes
 
 
-def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions, api: Mapping[str, Any]):
-    """(settings, reduction) of an evaluation once every option given fits the dataset's task and
-    the model's kind; defaults are filled in only after the checks."""
+def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: EvalOptions,
+                       runner: Runner | None = None) -> None:
+    """Every option given fits the dataset's ``task``, the method and (with ``runner``, which resolves
+    ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
     from . import tasks
-    from .tasks import Settings
 
     given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm,
              "split": o.split,
@@ -298,10 +302,17 @@ def _checked_settings(task, model: str, dataset: str | Path, o: EvalOptions, api
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], given, "eval", [dataset])
-    if o.method not in ASKING_METHODS:  # a chat model is resolved by its backend when it loads
-        model_kind = resolve_models([model], o.scorer_kind, api)[model]
+    if runner is not None and model is not None and o.method not in ASKING_METHODS:
+        # a chat model is resolved by its backend when it loads
+        model_kind = resolve_models([model], o.scorer_kind, runner=runner)[model]
         lm_only = {k: given[k] for k in task.lm_only_options}
         check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
+
+
+def _settings(o: EvalOptions):
+    """(settings, reduction) of an evaluation whose options were checked: the defaults filled in."""
+    from .tasks import Settings
+
     settings = Settings(pattern=o.pattern or Settings.pattern, matching=o.matching or "alignment",
                         length_norm=o.length_norm or "none", split=o.split, seed=o.seed)
     return settings, o.reduction or "sum"

@@ -397,7 +397,7 @@ def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
     write(synthetic_coda21(n_groups=20), tmp_path / "ds")
     scorer = OverlapScorer()
     monkeypatch.setattr(probegen.evaluation, "load_model_scorer", lambda *a, **k: scorer)
-    monkeypatch.setattr(probegen.evaluation, "resolve_models", lambda models, kind=None, api=None: {m: "causal" for m in models})
+    monkeypatch.setattr(probegen.evaluation, "resolve_models", lambda models, kind=None, api=None, runner=None: {m: "causal" for m in models})
     r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "o"),
                                       "--bootstrap", "100", "--no-controls"])
     assert r.exit_code == 0, r.output

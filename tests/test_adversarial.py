@@ -285,7 +285,7 @@ def test_adversarial_distractors_stay_valid(adversarial_mc, graph):
     assert adv.manifest["adversarial"]["items_changed"] > 0
     assert [it.id for it in adv.items] == [it.id for it in twin.items]
     for a, t in zip(adv.items, twin.items):
-        render = choice_renderer(graph, a.probe)
+        render = choice_renderer(graph, a.probe, twin.templates)
         assert (a.answer, a.choices[a.answer], a.gold_synset, a.question) == (t.answer, t.choices[t.answer], t.gold_synset, t.question)
         assert len(set(a.choices)) == len(a.choices)
         typed = lambda it: sorted(m.type for m in it.choice_meta)  # noqa: E731

@@ -76,7 +76,6 @@ def test_lm_eval_text_rejects_what_lm_eval_cannot_score_alike():
 @pytest.mark.real
 def test_lm_eval_folder_is_a_valid_task(wnqa_dir, tmp_path):
     from probegen.wordnetqa import dataset as D
-    from probegen.wordnetqa.render import query
 
     out = tmp_path / "lm"
     msg = export(wnqa_dir, "lm-eval", out)
@@ -88,10 +87,11 @@ def test_lm_eval_folder_is_a_valid_task(wnqa_dir, tmp_path):
     assert (cfg["doc_to_text"], cfg["doc_to_choice"], cfg["doc_to_target"], cfg["target_delimiter"]) == ("text", "choices", "gold", "")
     assert [m["metric"] for m in cfg["metric_list"]] == ["acc", "acc_norm"]
     docs = [json.loads(line) for line in (out / "docs.jsonl").read_text().splitlines()]
-    items = D.load(wnqa_dir).items
+    ds = D.load(wnqa_dir)
+    items = ds.items
     assert [d["id"] for d in docs] == [it.id for it in items]
     for d, it in zip(docs, items):
-        assert d["query"] == query(it, "pattern", "full", "bkatuhla")  # probegen's own renderer
+        assert d["query"] == ds.templates.query(it, "pattern", "full", "bkatuhla")  # probegen's own renderer
         assert (d["choices"], d["gold"]) == (list(it.choices), it.answer)
     # same input, same bytes; a second export replaces the first
     first = {p.name: p.read_bytes() for p in out.iterdir()}

@@ -66,9 +66,9 @@ def test_release_fixture_items_carry_their_sentence_and_target_span():
 def test_release_ablations_hide_the_target_by_span(style):
     ds = D.load(FIXTURE, ablations=True)
     for it in ds.items:
-        full, ctx, word, choice = (render.query(it, style, m, NONCE) for m in render.MODES)
+        full, ctx, word, choice = (render.default_templates().query(it, style, m, NONCE) for m in render.MODES)
         surface = it.surface
-        assert choice == render.query(ds.items[0], style, "choice", NONCE) and it.question not in choice
+        assert choice == render.default_templates().query(ds.items[0], style, "choice", NONCE) and it.question not in choice
         assert whole(surface, word) and (it.context is None or it.context.text not in word)
         if it.probe == "synonymy":  # no sentence: Context is Full (its Bias_C is left out)
             assert ctx == full
@@ -89,7 +89,7 @@ def test_context_masks_the_whole_word_not_a_substring(tmp_path):
     (tmp_path / "wn_definitions.jsonl").write_text(json.dumps(r) + "\n")
     (it,) = D.load(tmp_path / "wn_definitions.jsonl", ablations=True).items
     assert it.context.char_span == (13, 16)
-    assert render.query(it, "pattern", "context", NONCE) == (
+    assert render.default_templates().query(it, "pattern", "context", NONCE) == (
         f'In the sentence "the mice saw {NONCE} on the lake", the word "{NONCE}" is best defined as:'
     )
 

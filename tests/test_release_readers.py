@@ -49,8 +49,8 @@ def assert_located(it, row: dict) -> None:
     word = row["notes"].get("surface_form") or row["notes"].get("word")
     assert R.locate_word(ctx.surface, [word], it.pos), (ctx.surface, word)
     assert len(it.stem_spans) >= 2  # the target in the sentence and in its own quotes
-    assert render.query(it, "pattern", "context", NONCE).count(NONCE) == len(it.stem_spans)
-    assert not visible(ctx.surface, render.query(it, "plain", "context", NONCE))
+    assert render.default_templates().query(it, "pattern", "context", NONCE).count(NONCE) == len(it.stem_spans)
+    assert not visible(ctx.surface, render.default_templates().query(it, "plain", "context", NONCE))
 
 
 # ---- the real sample, as it is ------------------------------------------------------------------------
@@ -66,17 +66,17 @@ def test_every_sample_row_is_read_with_its_sentence_and_word(probe):
         assert it.synset == r["notes"]["gold_synset"] and it.split == "train"
         if probe == "synonymy":
             assert it.context is None and f"'{it.definition}'" in it.question
-            assert render.query(it, "plain", "full", NONCE) == it.definition
+            assert render.default_templates().query(it, "plain", "full", NONCE) == it.definition
         else:
             assert_located(it, r)
-            assert render.query(it, "plain", "full", NONCE) == it.context.text  # the sentence, not the stem
+            assert render.default_templates().query(it, "plain", "full", NONCE) == it.context.text  # the sentence, not the stem
 
 
 def test_inflected_surface_form_is_located_through_morphology():
     """``home-school`` (notes.surface_form, the lemma) is ``home-schooling`` in the sentence."""
     (it,) = [it for it in D.load(SAMPLES["hypernymy"]).items if it.id == "2533-hypernym-0"]
     assert it.context.surface == "home-schooling"
-    assert render.query(it, "pattern", "context", NONCE).startswith(f"In 'The parents are {NONCE} their daughter', the word/concept '{NONCE}'")
+    assert render.default_templates().query(it, "pattern", "context", NONCE).startswith(f"In 'The parents are {NONCE} their daughter', the word/concept '{NONCE}'")
 
 
 def test_apostrophes_inside_the_sentence_do_not_cut_it():
@@ -134,7 +134,7 @@ def test_variants_double_typographic_quotes_and_plural_multiwords():
     assert got["7"].context.text == "the dogs' bones were buried"
     for it, r in zip(ds.items, lines(FIX / "definitions-variants.jsonl")):
         assert_located(it, r)
-    assert render.query(got["v-double-AE"], "pattern", "context", NONCE) == (
+    assert render.default_templates().query(got["v-double-AE"], "pattern", "context", NONCE) == (
         f'In the sentence "he copied the files onto two {NONCE}", the word "{NONCE}" is best defined as:')
 
 
@@ -153,9 +153,9 @@ def test_dictionary_qa_rows_read_as_multiple_choice_with_their_ablations():
     laps = ds.items[3]
     assert [laps.question[a:b] for a, b in laps.stem_spans] == ["laps", "lap", "lap", "laps"]  # every form hidden
     for it in ds.items:
-        full = render.query(it, "pattern", "full", NONCE)
-        assert full == it.question and not visible(it.context.surface, render.query(it, "pattern", "context", NONCE))
-        assert render.query(it, "plain", "word", NONCE) == it.context.surface
+        full = render.default_templates().query(it, "pattern", "full", NONCE)
+        assert full == it.question and not visible(it.context.surface, render.default_templates().query(it, "pattern", "context", NONCE))
+        assert render.default_templates().query(it, "plain", "word", NONCE) == it.context.surface
 
 
 def test_dictionary_qa_row_without_a_sentence_has_no_context_ablation(tmp_path):
@@ -164,7 +164,7 @@ def test_dictionary_qa_row_without_a_sentence_has_no_context_ablation(tmp_path):
     path = tmp_path / "dictionary_qa-dev.jsonl"
     path.write_text(json.dumps(r) + "\n")
     (it,) = D.load(path).items  # eval: the question as it is
-    assert it.context is None and render.query(it, "plain", "full", NONCE) == it.question
+    assert it.context is None and render.default_templates().query(it, "plain", "full", NONCE) == it.question
     with pytest.raises(DatasetError, match=rf"^{re.escape(str(path))}:1: the stem has no quoted sentence: .*no Context or Word ablation"):
         D.load(path, ablations=True)
 
@@ -230,7 +230,7 @@ def test_no_silent_fallback_to_the_whole_stem():
 
     unknown = dataclasses.replace(it, template="", context=None)
     with pytest.raises(DatasetError, match="cannot be rendered as its probe's query"):
-        render.query(unknown, "plain", "full", NONCE)
+        render.default_templates().query(unknown, "plain", "full", NONCE)
 
 
 # ---- fuzz: any JSON line is an item or a DatasetError ---------------------------------------------------------
@@ -278,7 +278,7 @@ def test_fuzz_any_json_row_is_an_item_or_a_dataset_error(pick, value, path, abla
         return
     for mode in render.MODES:  # an item that was read renders in every mode
         for style in ("pattern", "plain"):
-            render.query(it, style, mode, NONCE)
+            render.default_templates().query(it, style, mode, NONCE)
 
 
 # ---- --probe on the command line (eval and bias) --------------------------------------------------------

@@ -29,11 +29,6 @@ PROBES = ("definitions", "hypernymy", "hyponymy", "synonymy")
 def private_cache(tmp_path, monkeypatch):
     """Private wn databases per test (a mutated file must never meet a cached good one)."""
     monkeypatch.setenv("PROBEGEN_CACHE", str(tmp_path / "cache"))
-    yield
-    from probegen.templating import question_templates
-    from probegen.wordnetqa import render
-
-    render.use_templates(question_templates("en"))  # a Spanish build in this process leaves Spanish active
 
 
 def _items(out: Path) -> list[dict]:
@@ -89,18 +84,17 @@ def test_spanish_wordnet_gets_spanish_questions(es_all):
 
 def test_eval_renders_a_spanish_item_with_its_own_templates(es_all):
     """The scorer's queries (bias ablations included) come from the set that made the item."""
-    from probegen.templating import question_templates
-    from probegen.wordnetqa import dataset, render
+    from probegen.wordnetqa import dataset
 
     out, _ = es_all
-    render.use_templates(question_templates("en"))  # whatever a build left active, loading decides
-    ds = dataset.load(out)
+    ds = dataset.load(out)  # its manifest, nothing a build in this process left behind, decides
     hypo = next(it for it in ds.items if it.probe == "hyponymy")
-    assert render.query(hypo, "pattern", "full", "bkatuhla").startswith("Pregunta: ")
-    assert render.query(hypo, "pattern", "word", "bkatuhla") == (
+    query = ds.templates.query
+    assert query(hypo, "pattern", "full", "bkatuhla").startswith("Pregunta: ")
+    assert query(hypo, "pattern", "word", "bkatuhla") == (
         f'Pregunta: ¿Cuál de las siguientes opciones es un tipo específico de "{hypo.surface}"?\nRespuesta:')
-    assert render.query(hypo, "pattern", "choice", "bkatuhla") == "Respuesta:"
-    ctx = render.query(hypo, "pattern", "context", "bkatuhla")
+    assert query(hypo, "pattern", "choice", "bkatuhla") == "Respuesta:"
+    ctx = query(hypo, "pattern", "context", "bkatuhla")
     assert "bkatuhla" in ctx and ctx.startswith("Pregunta: ")
 
 
@@ -110,8 +104,8 @@ def test_english_wordnet_keeps_the_english_templates():
 
     en = question_templates("en")
     assert en.file == "templates/questions/en.yaml"
-    render.use_templates(en)
-    assert render.spec()["probes"]["hypernymy"]["choice"] == "{lemma}, defined as {gloss}"
+    assert render.Templates(en).probe_spec("hypernymy")["choice"] == "{lemma}, defined as {gloss}"
+    assert render.Templates.of_manifest({}).questions == en  # a dataset that records none: English
 
 
 # ---- --templates FILE ----------------------------------------------------------------------------------
@@ -131,6 +125,53 @@ def test_templates_file_overrides_and_travels_with_the_dataset(tmp_path):
     assert {it["template"] for it in items} == {"mine-syn"} and items[0]["question"].startswith("Sinónimos de ")
     assert qt["file"] == str(f) and qt["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
     assert qt["content"]["probes"]["synonymy"]["templates"][0]["id"] == "mine-syn"
+
+
+def _english_file(tmp_path: Path) -> Path:
+    """The bundled English templates as a file of the user's own (ids of its own: 'mine-...')."""
+    data = yaml.safe_load((ES_TEMPLATES.parent / "en.yaml").read_text(encoding="utf-8"))
+    for block in data["probes"].values():
+        for t in block["templates"]:
+            t["id"] = "mine-" + t["id"]
+    f = tmp_path / "mine-en.yaml"
+    f.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return f
+
+
+@pytest.mark.parametrize("order", [("es", "mine"), ("mine", "es")])
+def test_two_datasets_in_one_process_each_render_their_own_items(tmp_path, order):
+    """Templates travel with the dataset, not in a process-wide 'active' set: whichever of two builds
+    (the Spanish wordnet's own templates, and English ones from a --templates file) runs last, each
+    dataset's items, its choices and every query mode, and what it loads back as, are its own."""
+    from probegen.wordnetqa import dataset as D
+    from probegen.wordnetqa.config import WordNetQAConfig
+
+    mine = _english_file(tmp_path)
+    cfgs = {"es": WordNetQAConfig(probes=("hypernymy", "synonymy")),
+            "mine": WordNetQAConfig(probes=("hypernymy", "synonymy"), templates=str(mine))}
+    built = {k: D.build(cfgs[k], wordnet=str(ES_MINI), progress=False, log=lambda m: None) for k in order}
+    es, en = built["es"], built["mine"]
+    assert {it.template.split("-")[0] for it in es.items} == {"es"}
+    assert {it.template.split("-")[0] for it in en.items} == {"mine"}
+    hyper = lambda ds: next(it for it in ds.items if it.probe == "hypernymy")  # noqa: E731
+    assert ", que se define como " in hyper(es).choices[hyper(es).answer]
+    assert ", defined as " in hyper(en).choices[hyper(en).answer]
+    modes = ("full", "context", "word", "choice")
+    lang = {"es": ("Pregunta: ", "Respuesta:", "La palabra o concepto"), "mine": ("Question: ", "Answer:", "The word")}
+    for k, ds in built.items():
+        question, answer, hyper_word = lang[k]
+        back = D.load(D.write(ds, tmp_path / k))
+        assert [it.id for it in back.items] == [it.id for it in ds.items]
+        for it, again in zip(ds.items, back.items):
+            full, ctx, word, choice = (ds.templates.query(it, "pattern", m, "bkatuhla") for m in modes)
+            assert [full, ctx, word, choice] == [back.templates.query(again, "pattern", m, "bkatuhla") for m in modes]
+            assert choice == answer and it.question in full and ("bkatuhla" in ctx or it.context is None)
+            assert word.startswith(hyper_word if it.probe == "hypernymy" else question), (k, word)
+            # what new items of this dataset are made with is its own set, whichever build ran last
+            assert ds.templates.pick_template(it.probe, it.question_id, 0) == ds.templates.template_by_id(it.template)
+    # the same bytes whichever build ran first (the other order is the other parametrisation)
+    first = {k: D.build(cfgs[k], wordnet=str(ES_MINI), progress=False, log=lambda m: None) for k in reversed(order)}
+    assert {k: ds.fingerprint for k, ds in first.items()} == {k: ds.fingerprint for k, ds in built.items()}
 
 
 @pytest.mark.parametrize("edit, needles", [

@@ -221,15 +221,12 @@ def test_three_hop_groups_are_great_grandchildren(graph):
 @pytest.mark.real
 def test_verb_entailment_items_are_sound(graph, tmp_path):
     from probegen.wordnetqa import dataset as mcd
-    from probegen.wordnetqa import render
     from probegen.wordnetqa.distractors import Relations
 
     built = build_spec(load_spec("verb-entailment-mc"), **QUIET)
     assert built.kind == "wordnetqa"
     built.write(tmp_path / "ent")
-    render._EXTRA_PROBES.clear()  # a fresh process: loading the dataset must bring its templates back
-    render._by_id.cache_clear()
-    ds = mcd.load(tmp_path / "ent")
+    ds = mcd.load(tmp_path / "ent")  # its manifest brings the spec's probe templates back (as in a fresh process)
     assert len(ds.items) > 300 and {it.probe for it in ds.items} == {"entailment"}
     rel = Relations(graph, relation="entailment")
     for it in ds.items:
@@ -240,9 +237,9 @@ def test_verb_entailment_items_are_sound(graph, tmp_path):
         for m in it.choice_meta:
             if m.type != "gold":
                 assert m.synset not in rel.inherited(it.synset), f"{it.id}: distractor {m.synset} is entailed"
-        q = render.query(it, "pattern", "full", "bkatuhla")  # what eval scores
+        q = ds.templates.query(it, "pattern", "full", "bkatuhla")  # what eval scores
         assert it.question in q
-        assert render.query(it, "pattern", "word", "bkatuhla").startswith("The verb")  # bias's word-only query
+        assert ds.templates.query(it, "pattern", "word", "bkatuhla").startswith("The verb")  # bias's word-only query
     assert ds.manifest["probe_templates"]["entailment"]["templates"][0]["id"] == "entailment-1"
 
 

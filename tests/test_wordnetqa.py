@@ -85,12 +85,12 @@ def _relatives(graph, c, cfg, memo):
     return memo[c]
 
 
-def _check_item(it, graph, cfg, memo):
+def _check_item(it, graph, cfg, memo, templates):
     c, g = it.synset, it.gold_synset
     assert len(it.choices) == 5 and len(set(it.choices)) == 5
     assert len(it.choice_meta) == 5 and it.choice_meta[it.answer].type == "gold"
     assert it.choice_meta[it.answer].synset == g
-    assert it.choices[it.answer] == render.choice_text(it.probe, graph.lemmas(g), graph.definition(g))
+    assert it.choices[it.answer] == templates.choice_text(it.probe, graph.lemmas(g), graph.definition(g))
     assert it.cluster == f"{it.probe}:{c}" and graph.pos(c) == it.pos
     # the gold answer and its recorded hops / chain
     r = _relatives(graph, c, cfg, memo)
@@ -125,7 +125,7 @@ def _check_item(it, graph, cfg, memo):
             assert c not in nx.ancestors(graph.g, x), f"{it.id}: {x} is also a descendant of {c}"
         if it.probe == "definitions":
             assert graph.definition(x).lower() != graph.definition(g).lower()
-        assert it.choices[i] == render.choice_text(it.probe, graph.lemmas(x), graph.definition(x))
+        assert it.choices[i] == templates.choice_text(it.probe, graph.lemmas(x), graph.definition(x))
         if m.type == "random":
             assert m.distance is None
             assert x not in sister and x not in anc_up and x not in desc_k
@@ -152,7 +152,7 @@ def test_every_distractor_is_checked_against_the_graph(small, verbs, graph):
     n, memo = 0, {}
     for ds, cfg in ((small, SMALL), (verbs, VERBS)):
         for it in ds.items:
-            _check_item(it, graph, cfg, memo)
+            _check_item(it, graph, cfg, memo, ds.templates)
             n += 1
     assert {it.context.source for it in verbs.items if it.context} == {"wordnet", "semcor"}
     probes_seen = Counter(it.probe for it in small.items)
@@ -214,18 +214,18 @@ def test_same_seed_gives_byte_identical_files(small, tmp_path):
 
 
 def test_templates_are_picked_by_seed(small):
-    spec = render.spec()["probes"]
+    spec = small.templates.questions.data["probes"]
     for p in C.PROBES:
         assert len(spec[p]["templates"]) >= 2
         used = {it.template for it in small.items if it.probe == p}
         assert used == {t["id"] for t in spec[p]["templates"]}, "every template is used on a few hundred questions"
     for it in small.items[:200]:
-        t = render.template_by_id(it.template)
-        assert render.pick_template(it.probe, it.question_id, 3) == t
+        t = small.templates.template_by_id(it.template)
+        assert small.templates.pick_template(it.probe, it.question_id, 3) == t
         ctx = it.context
         assert it.question == render.fill_stem(t, ctx.text if ctx else "", ctx.surface if ctx else it.word, it.definition)
     keys = [f"definitions:k{i}" for i in range(60)]
-    picks = lambda seed: [render.pick_template("definitions", k, seed)["id"] for k in keys]  # noqa: E731
+    picks = lambda seed: [small.templates.pick_template("definitions", k, seed)["id"] for k in keys]  # noqa: E731
     assert picks(0) == picks(0) and picks(0) != picks(1)
 
 
@@ -271,7 +271,7 @@ def test_modes_render_partial_inputs(small):
     assert len(set(out["choice"])) == 1
     for q, it in zip(out["full"], its):
         # the full query is the stem as generated (sentence and target shown), in the probe's LM wrapper
-        assert q == render.probe_spec(it.probe)["lm_query"].format(stem=it.question)
+        assert q == small.templates.probe_spec(it.probe)["lm_query"].format(stem=it.question)
         assert it.context.text in q and f'"{it.context.surface}"' in q and "bkatuhla" not in q
 
 
@@ -354,8 +354,8 @@ def test_release_export_round_trip(small, tmp_path):
     # is the one the original item gives
     for mode in ("context", "word"):
         for style in ("pattern", "plain"):
-            assert [render.query(it, style, mode, "bkatuhla") for it in back.items] == [
-                render.query(it, style, mode, "bkatuhla") for it in test_items
+            assert [back.templates.query(it, style, mode, "bkatuhla") for it in back.items] == [
+                small.templates.query(it, style, mode, "bkatuhla") for it in test_items
             ]
 
 
@@ -415,11 +415,11 @@ def test_synonymy_ablations_measure_nothing_and_are_left_out(small):
     syn = [it for it in small.items if it.probe == "synonymy"][:100]
     other = [it for it in small.items if it.probe != "synonymy" and it.context is not None][:100]
     for it in syn:  # why synonymy is excluded: Context = Full, and the Word query names a gold lemma
-        full, ctx, word = (render.query(it, "pattern", m, "bkatuhla") for m in ("full", "context", "word"))
+        full, ctx, word = (small.templates.query(it, "pattern", m, "bkatuhla") for m in ("full", "context", "word"))
         assert ctx == full and it.context is None
         assert f'"{it.word}"' in word and it.word in it.choices[it.answer].split(", ")
     for it in other:  # every other probe hides its target in the Context query
-        assert render.query(it, "pattern", "context", "bkatuhla") != render.query(it, "pattern", "full", "bkatuhla")
+        assert small.templates.query(it, "pattern", "context", "bkatuhla") != small.templates.query(it, "pattern", "full", "bkatuhla")
 
     cfg = run_bias.BiasConfig.asked(n_boot=200, controls=False, nonce="bkatuhla")
     records = run_bias.score_mc(small, OverlapLM(), cfg, progress=False)

@@ -102,12 +102,11 @@ def _score_candidates(twin, pools, renderers, ref, progress: bool,
                       runner: Runner) -> tuple[list[list[str]], list[np.ndarray]]:
     """(candidate texts, the reference model's scores of them) per twin item, as one request table."""
     from ..core import Unit
-    from ..wordnetqa.render import query
 
     nonce = default_nonce()
     texts = [[renderers[it.probe](x) for x, _, _ in pool] for it, pool in zip(twin.items, pools)]
     # an item with no valid candidate scores its gold alone (kept as the twin's item anyway)
-    units = [Unit.choice(it.id, query(it, ref.query_style, "full", nonce), t or [it.choices[it.answer]])
+    units = [Unit.choice(it.id, twin.templates.query(it, ref.query_style, "full", nonce), t or [it.choices[it.answer]])
              for it, t in zip(twin.items, texts)]
     return texts, [m[0] for m in runner.score(units, ref, progress=progress)]
 
@@ -128,7 +127,7 @@ def build_adversarial(
     twin = D.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
     graph = load_graph(wordnet)
     rel = Relations(graph, cfg.instances)
-    renderers = {p: D.choice_renderer(graph, p) for p in cfg.probes}
+    renderers = {p: D.choice_renderer(graph, p, twin.templates) for p in cfg.probes}
     ref = runner.load_scorer(settings.against)
     pools = [_pool(it, cfg, rel, renderers[it.probe], settings, D.item_rng(cfg.seed, it.id + "/adversarial"))
              for it in twin.items]

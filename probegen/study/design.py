@@ -173,7 +173,7 @@ def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
         gold.append({"uid": uid, **task.study_gold(unit, cfg.seed)})
         for cond in cfg.conditions:
             if cond not in gold[-1].get("kept_out", {}):  # never shown there: no view to serve
-                items.append({"uid": uid, "condition": cond, "view": task.study_view(unit, cond, cfg.seed)})
+                items.append({"uid": uid, "condition": cond, "view": task.study_view(data, unit, cond, cfg.seed)})
     items.sort(key=lambda r: (list(cfg.conditions).index(r["condition"]), r["uid"]))
     kept_out = {c: {g["uid"] for g in gold if c in g.get("kept_out", {})} for c in cfg.conditions}
     annotators = assign(uids, cfg, kept_out)

@@ -32,11 +32,14 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import DatasetError, ProbegenError
+
+if TYPE_CHECKING:
+    from ..wordnetqa.render import Templates
 
 CONDITIONS = ("full", "context", "word")
 MASK = "_____"
@@ -274,13 +277,13 @@ def _marked(stem: str, fills: dict[str, str]) -> tuple[str, list[list[int]]]:
     return "".join(out), marks
 
 
-def mc_prompt_marks(item, condition: str) -> tuple[str, list[list[int]]]:
+def mc_prompt_marks(item, condition: str, templates: Templates) -> tuple[str, list[list[int]]]:
     """The question stem of a WordNetQA item in ``condition`` (the bias diagnostics' stems, no LM
-    wrapper) and where the target word is in it (by its span, never by string search): full and
-    word show it, context hides it (no marks)."""
-    from ..wordnetqa.render import RELEASE_TEMPLATE, fill_stem, probe_spec, template_by_id, word_spans
+    wrapper; ``templates``: its dataset's) and where the target word is in it (by its span, never by
+    string search): full and word show it, context hides it (no marks)."""
+    from ..wordnetqa.render import RELEASE_TEMPLATE, fill_stem, word_spans
 
-    tmpl = template_by_id(item.template)
+    tmpl = templates.template_by_id(item.template)
     ctx = item.context
     if condition == "full":
         if tmpl is not None:
@@ -300,15 +303,16 @@ def mc_prompt_marks(item, condition: str) -> tuple[str, list[list[int]]]:
             f"item {item.id} has no known template (a release-format row?): only the full condition can be shown"
         )
     if condition == "word":
-        return _marked(probe_spec(item.probe)["word_stem"].format(word=_WORD), {_WORD: item.surface})
+        return _marked(templates.probe_spec(item.probe)["word_stem"].format(word=_WORD), {_WORD: item.surface})
     sentence = item.context.replaced(MASK) if item.context else ""
     return fill_stem(tmpl, sentence, MASK, item.definition), []
 
 
-def mc_view(item, condition: str) -> dict[str, Any]:
-    """A WordNetQA item as shown in ``condition``: the stem, the choices in the dataset's order and
-    the target word's spans in the stem (highlighted on the page)."""
-    prompt, marks = mc_prompt_marks(item, condition)
+def mc_view(item, condition: str, templates: Templates) -> dict[str, Any]:
+    """A WordNetQA item as shown in ``condition`` (rendered with its dataset's ``templates``): the
+    stem, the choices in the dataset's order and the target word's spans in the stem (highlighted on
+    the page)."""
+    prompt, marks = mc_prompt_marks(item, condition, templates)
     return {"kind": "mc", "prompt": prompt, "choices": list(item.choices), "marks": marks}
 
 

@@ -181,8 +181,9 @@ class Studyable(Task):
         """(units a study samples from, what they are called, skipped counts) for ``study make``."""
 
     @abstractmethod
-    def study_view(self, unit: Any, condition: str, seed: int) -> dict[str, Any]:
-        """What an annotator sees of ``unit`` in ``condition`` (:mod:`probegen.study.views`)."""
+    def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+        """What an annotator sees of ``unit`` (of ``data``, which says how to render it) in ``condition``
+        (:mod:`probegen.study.views`)."""
 
     @abstractmethod
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:

@@ -134,9 +134,10 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per item (of ``settings.split``): its query in ``condition`` against its choices."""
         from ..core import Unit
-        from ..wordnetqa.render import query
+        from ..wordnetqa.render import templates_of
 
         items = [it for it in data.items if settings.split is None or it.split == settings.split]
+        query = templates_of(data).query  # the dataset's own templates
         return [Unit.choice(it.id, query(it, style, condition, settings.nonce), it.choices, it.answer) for it in items]
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
@@ -278,8 +279,9 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
         from ..study.views import mc_view
+        from ..wordnetqa.render import templates_of
 
-        return mc_view(unit, condition, data.templates)
+        return mc_view(unit, condition, templates_of(data))
 
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
         from ..study.views import mc_gold

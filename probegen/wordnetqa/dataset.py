@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from ..templating import question_templates
 from .config import N_CHOICES, PROBES, WordNetQAConfig
 from .items import LABELS, ChoiceMeta, MCItem
 from .reference import PAPER_SIZES
+
+if TYPE_CHECKING:
+    from .render import Templates
 
 ITEMS_FILE = "items.jsonl"
 RELEASE_DIR = "release"
@@ -56,6 +60,14 @@ class WordNetQADataset(Dataset):
 
     def probe(self, name: str) -> list[MCItem]:
         return [it for it in self.items if it.probe == name]
+
+    @cached_property
+    def templates(self) -> Templates:
+        """The question templates its items render with (eval, bias, study, export): those its
+        manifest records, so each dataset renders its own items whatever else a process loaded."""
+        from .render import Templates
+
+        return Templates.of_manifest(self.manifest)
 
 
 def item_rng(seed: int, key: str) -> np.random.Generator:
@@ -122,23 +134,26 @@ def build(
     semcor: str | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    probe_templates: Mapping[str, dict[str, Any]] | None = None,
 ) -> WordNetQADataset:
     """Generate a WordNetQA dataset from a wordnet (``wordnet``: a source string, see
-    ``probegen.lexicon.sources``; None is WordNet 3.0) and SemCor if asked, with the given configuration."""
-    from . import render
+    ``probegen.lexicon.sources``; None is WordNet 3.0) and SemCor if asked, with the given configuration.
+    ``probe_templates``: the templates of a probe spec's own probe (recorded in the manifest)."""
     from .probes import explain_skipped, has_question
+    from .render import Templates
 
     cfg.validate()
     wn_info, sc_info, graph, index = _sources(cfg, wordnet, semcor, log)
     qt = question_templates(getattr(wn_info, "language", "en"), cfg.templates)  # the wordnet's language, or --templates
-    render.use_templates(qt)
+    templates = Templates(qt, dict(probe_templates or {}))
     contexts, ctx_stats = _contexts(cfg, graph, wn_info, index, log)
     concepts = [s for pos in cfg.pos for s in graph.synsets(pos) if s in contexts]
     if cfg.concepts is not None:  # a probe spec's concept filter (SemCor counts only if it asks)
         concepts = _filtered(concepts, cfg.concepts, graph, wordnet, semcor, log)
     concepts = select_concepts(concepts, cfg, lambda s: has_question(s, contexts[s], graph, cfg))
-    renderers = {p: choice_renderer(graph, p) for p in cfg.probes}
-    pending, skipped = _pending_items(cfg, graph, concepts, contexts, assign_splits(concepts, cfg), renderers, progress)
+    renderers = {p: choice_renderer(graph, p, templates) for p in cfg.probes}
+    pending, skipped = _pending_items(cfg, graph, concepts, contexts, assign_splits(concepts, cfg), renderers,
+                                      templates, progress)
     items = _assemble(pending, graph, renderers, cfg)
     if not items:
         raise NothingBuilt(_nothing_built(cfg, len(concepts), skipped))
@@ -158,10 +173,12 @@ def build(
         c,
         name=cfg.name,
         contexts=ctx_stats,
-        templates_sha256=sha256_text(json.dumps(render.spec(), sort_keys=True)),
+        templates_sha256=sha256_text(json.dumps(qt.data, sort_keys=True)),
         question_templates=qt.record(),
         paper_sizes=PAPER_SIZES,
     )
+    if probe_templates:
+        manifest["probe_templates"] = dict(probe_templates)
     return WordNetQADataset(items, manifest)
 
 
@@ -202,7 +219,7 @@ def _contexts(cfg: WordNetQAConfig, graph, wn, index,
 
 
 def _pending_items(cfg: WordNetQAConfig, graph, concepts: list[str], contexts: dict[str, list], splits: dict[str, str],
-                   renderers: dict[str, Callable[[str], str]],
+                   renderers: dict[str, Callable[[str], str]], templates: Templates,
                    progress: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Every (question, perturbation) item before gold placement, and what was skipped per probe:
     concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
@@ -222,18 +239,19 @@ def _pending_items(cfg: WordNetQAConfig, graph, concepts: list[str], contexts: d
         for probe in cfg.probes:
             fam = {"random": {}, "sister": sister, "isa": isa_family(probe, isa_all)}
             found = _concept_items(cfg, graph, rel, probe, concept, contexts[concept], fam, set(sister) | set(isa_all),
-                                   renderers[probe], skipped[probe])
+                                   renderers[probe], templates, skipped[probe])
             pending.extend({**item, "split": splits[concept]} for item in found)
     return pending, skipped
 
 
 def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, ctxs: list, fam: dict, related: set[str],
-                   render_choice: Callable[[str], str], skipped: dict[str, int]) -> list[dict[str, Any]]:
-    """The pending items of one concept and probe: each question once per distractor perturbation
-    that has a valid distractor of its type (``skipped`` counts the rest)."""
-    from . import render
+                   render_choice: Callable[[str], str], templates: Templates,
+                   skipped: dict[str, int]) -> list[dict[str, Any]]:
+    """The pending items of one concept and probe (its stems from ``templates``): each question once
+    per distractor perturbation that has a valid distractor of its type (``skipped`` counts the rest)."""
     from .distractors import sample
     from .probes import questions
+    from .render import fill_stem
 
     qs = questions(probe, concept, ctxs, graph, cfg)
     if not qs:
@@ -241,8 +259,8 @@ def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, c
         return []
     out = []
     for q in qs:
-        tmpl = render.pick_template(probe, q.qid, cfg.seed)
-        stem = render.fill_stem(
+        tmpl = templates.pick_template(probe, q.qid, cfg.seed)
+        stem = fill_stem(
             tmpl, q.context.text if q.context else "", q.context.surface if q.context else q.word,
             graph.definition(concept)
         )
@@ -289,15 +307,14 @@ def isa_family(probe: str, isa_all: dict[str, tuple[str, int]]) -> dict[str, tup
     return isa_all
 
 
-def choice_renderer(graph, probe: str) -> Callable[[str], str]:
-    from .render import choice_text
-
+def choice_renderer(graph, probe: str, templates: Templates) -> Callable[[str], str]:
+    """Synset -> its choice text in ``probe``'s format of ``templates`` (memoised)."""
     memo: dict[str, str] = {}
 
     def render(s: str) -> str:
         got = memo.get(s)
         if got is None:
-            got = memo[s] = choice_text(probe, graph.lemmas(s), graph.definition(s))
+            got = memo[s] = templates.choice_text(probe, graph.lemmas(s), graph.definition(s))
         return got
 
     return render
@@ -415,15 +432,9 @@ def load(path: str | Path, ablations: bool = False, on_invalid: str = "error",
     manifest: dict[str, Any] = {}
     if p.is_dir():
         manifest = WordNetQADataset.read_manifest(p)
-        from .render import register_probe
+        from .render import Templates
 
-        for name, block in (manifest.get("probe_templates") or {}).items():  # a spec's own probe
-            register_probe(name, block)
-        qt = manifest.get("question_templates")
-        if isinstance(qt, dict) and isinstance(qt.get("content"), dict):  # --templates FILE: its questions travel along
-            from .render import register_templates
-
-            register_templates(qt["content"], str(qt.get("file")), str(qt.get("sha256")))
+        Templates.of_manifest(manifest)  # a spec's probe or a --templates file that clashes: one line, now
         p = WordNetQADataset.records_path(p, shown=path)
     if p.suffix == ".jsonl" and _first_is_release(p):
         items, invalid = read_release(p, ablations, probe, on_invalid)

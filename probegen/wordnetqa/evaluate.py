@@ -22,7 +22,7 @@ from ..core import Outcome, Unit, as_unit_scorer, evaluate_units
 from ..errors import ProbegenError
 from ..scorers import LM_KINDS
 from ..settings import Settings
-from .render import MODES, query
+from .render import MODES, templates_of
 
 LENGTH_NORMS = ("none", "tokens", "chars")
 
@@ -71,6 +71,7 @@ def evaluate_mc_modes(data, scorer, settings: Settings, modes: Sequence[str],
     if not items:
         raise ProbegenError(f"no items to evaluate{f' in split {split!r}' if split else ''}")
     style = as_unit_scorer(scorer).query_style
+    query = templates_of(data).query  # the dataset's own templates: its items render in their language
     units = [Unit.choice(it.id, query(it, style, mode, nonce), it.choices, it.answer) for mode in modes for it in items]
     # the decision is taken on the length-normalised scores (the unit's candidates are the choices)
     outcomes = evaluate_units(units, scorer, seed, progress,

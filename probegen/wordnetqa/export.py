@@ -1,5 +1,5 @@
 """WordNetQA's export docs (:mod:`probegen.exporters` writes them): one doc per item; the query is
-``wordnetqa.render.query(item, "pattern", "full")``, the choices the item's in the presented order.
+``ds.templates.query(item, "pattern", "full")``, the choices the item's in the presented order.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
     """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
     (the full question: the nonce plays no part in it)."""
     from ..templating import dataset_nonce
-    from .render import query
 
     nonce = dataset_nonce(ds.manifest)
     docs = []
@@ -23,7 +22,7 @@ def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
         docs.append(
             {
                 "id": it.id,
-                "query": query(it, "pattern", "full", nonce),
+                "query": ds.templates.query(it, "pattern", "full", nonce),
                 "choices": list(it.choices),
                 "gold": it.answer,
                 "probe": it.probe,

@@ -54,16 +54,10 @@ def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | No
                           log: Callable[[str], None]):
     """The WordNetQA dataset of a ``multiple_choice`` spec (a relation probe's templates go into the manifest)."""
     from . import dataset as wordnetqa
-    from .render import register_probe
 
-    extra = {}
-    if cfg.relation:
-        extra["probe_templates"] = {spec.multiple_choice.probe: probe_templates(spec)}
-        register_probe(spec.multiple_choice.probe, extra["probe_templates"][spec.multiple_choice.probe])
+    own = {spec.multiple_choice.probe: probe_templates(spec)} if cfg.relation else None
     try:
-        ds = wordnetqa.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)
+        return wordnetqa.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, probe_templates=own)
     except NothingBuilt as e:
         raise NothingBuilt(f"spec {spec.name} gives no items: no concept passes its filters with a "
                            f"{spec.multiple_choice.probe} answer ({e})") from None
-    ds.manifest.update(extra)
-    return ds

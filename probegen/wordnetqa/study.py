@@ -6,6 +6,7 @@ from typing import Any
 
 from ..errors import ProbegenError
 from ..study.views import study_rng as _rng
+from .render import templates_of
 
 
 def choice_pool(data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
@@ -18,7 +19,8 @@ def choice_pool(data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
         if not items:
             raise ProbegenError(f"the dataset has no items in split {cfg.split!r}")
     if set(cfg.conditions) - {"full"}:
-        usable = [it for it in items if _renderable(it)]
+        known = templates_of(data).template_by_id
+        usable = [it for it in items if known(it.template) is not None]
         if len(usable) < len(items):
             skipped["no template or context (full condition only)"] = len(items) - len(usable)
         items = usable
@@ -28,9 +30,3 @@ def choice_pool(data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
     clusters = sorted(by_cluster)
     pool = [by_cluster[c][int(_rng(cfg.seed, f"study-pick/{c}").integers(len(by_cluster[c])))] for c in clusters]
     return pool, "concept clusters", skipped
-
-
-def _renderable(item) -> bool:
-    from .render import template_by_id
-
-    return template_by_id(item.template) is not None

@@ -24,22 +24,13 @@ from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.scorers import LM_KINDS
 from probegen.tasks import Settings
-from probegen.tasks.coda21 import Coda21Task
-from probegen.tasks.multiple_choice import EXCLUDED_RATIOS, MultipleChoiceTask
 
 from .bias import LABEL, UnitTable, bootstrap_bias, unit_sums
 
-CODA21, MC = Coda21Task(), MultipleChoiceTask()
-
 DEFAULT_DATASETS = ("probegen_out/datasets/coda21-clean-easy", "probegen_out/datasets/wordnetqa-definitions")
 
-# the ablations and ratios of the built-in kinds live with their tasks (probegen.tasks)
-CODA21_ABLATIONS, CODA21_RATIOS = CODA21.ablations, CODA21.ratios
-MC_ABLATIONS, MC_RATIOS = MC.ablations, MC.ratios
-# Ratios that measure nothing on a probe type, by construction of its questions: that probe's items
-# are left out of the ratio (of the whole set and of its own subset), and the report says why. The
-# task's table: human studies keep the same items out of the same conditions.
-MC_EXCLUDED = EXCLUDED_RATIOS
+# The ablations, ratios and (for choice items) the ratios that measure nothing on a probe type live
+# with each kind's task (probegen.tasks): the analyses below read them from the task they are given.
 RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
 
 
@@ -182,42 +173,30 @@ def settings_of(cfg: BiasConfig) -> Settings:
     return cfg.settings
 
 
-def score_coda21(ds, scorer, cfg: BiasConfig, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
-    """Every scored CoDA21 ablation through the standard evaluator, as one request table."""
-    return CODA21.score_ablations(ds, scorer, settings_of(cfg), progress)
-
-
-def score_mc(mc, scorer, cfg: BiasConfig, progress: bool = True, evaluate_mc: Callable | None = None):
-    """Every scored WordNetQA ablation through the standard evaluator, as one request table.
-
-    ``evaluate_mc`` (one mode at a time) replaces the evaluator, e.g. with records made by hand.
-    """
-    return MC.score_ablations(mc, scorer, settings_of(cfg), progress, evaluator=evaluate_mc)
-
-
 # ---- analysis (no scoring) -------------------------------------------------------------------------
 def _bias(table: UnitTable, ratios: dict[str, str], cfg: BiasConfig) -> dict[str, Any]:
     return bootstrap_bias(table, ratios, n_boot=cfg.n_boot, seed=cfg.seed)
 
 
-def analyse_coda21(ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
-    """Bias table, POS subsets, controls and entropies of one scored CoDA21 dataset."""
+def analyse_alignment(task, ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
+    """Bias table, POS subsets, controls and entropies of one scored dataset of alignment groups (a
+    context row per item against the group's definitions: CoDA21); ablations and ratios are ``task``'s."""
     from .baselines import coda21_controls
     from .entropy import sense_entropy
 
     subsets = {}
     for pos, name in (("n", "noun"), ("v", "verb")):
         if sum(g.pos == pos for g in ds.groups) >= 2 and len({g.pos for g in ds.groups}) > 1:
-            subsets[name] = _bias(coda21_table(records, pos), CODA21_RATIOS, cfg)
+            subsets[name] = _bias(coda21_table(records, pos), task.ratios, cfg)
     return {
-        "kind": CODA21.name,
-        "unit": CODA21.unit_name,
-        "resampling_unit": CODA21.resampling_unit,
+        "kind": task.name,
+        "unit": task.unit_name,
+        "resampling_unit": task.resampling_unit,
         "n_items": sum(g.k for g in ds.groups),
-        "ablation_order": list(CODA21_ABLATIONS),
-        "ablation_help": CODA21_ABLATIONS,
-        "ratio_names": {k: RATIO_NAMES[k] for k in CODA21_RATIOS},
-        "all": _bias(coda21_table(records), CODA21_RATIOS, cfg),
+        "ablation_order": list(task.ablations),
+        "ablation_help": task.ablations,
+        "ratio_names": {k: RATIO_NAMES[k] for k in task.ratios},
+        "all": _bias(coda21_table(records), task.ratios, cfg),
         "subsets": subsets,
         "controls": coda21_controls(ds.groups, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else [],
         "entropy": {
@@ -228,17 +207,17 @@ def analyse_coda21(ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig
     }
 
 
-def mc_bias(records: dict[str, list[dict[str, Any]]], items: list[Any], cfg: BiasConfig,
+def mc_bias(task, records: dict[str, list[dict[str, Any]]], items: list[Any], cfg: BiasConfig,
             probes: list[str]) -> dict[str, Any]:
     """Bias table over the items of ``probes``; a ratio leaves out the probe types it measures nothing
-    on (``MC_EXCLUDED``), and is marked not applicable when no probe type is left."""
-    res = _bias(mc_table(records, items, probes), MC_RATIOS, cfg)
-    for name, abl in MC_RATIOS.items():
-        out = [p for p in probes if name in MC_EXCLUDED.get(p, {})]
+    on (``task.excluded_ratios``), and is marked not applicable when no probe type is left."""
+    res = _bias(mc_table(records, items, probes), task.ratios, cfg)
+    for name, abl in task.ratios.items():
+        out = [p for p in probes if name in task.excluded_ratios.get(p, {})]
         if not out:
             continue
         kept = [p for p in probes if p not in out]
-        excluded = {p: MC_EXCLUDED[p][name] for p in out}
+        excluded = {p: task.excluded_ratios[p][name] for p in out}
         if kept:
             r = _bias(mc_table(records, items, kept), {name: abl}, cfg)["ratios"][name]
         else:
@@ -247,30 +226,32 @@ def mc_bias(records: dict[str, list[dict[str, Any]]], items: list[Any], cfg: Bia
     return res
 
 
-def analyse_mc(mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
-    """Bias table, probe-type subsets, the choice-only control and entropies of one WordNetQA set."""
+def analyse_choice(task, mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
+    """Bias table, probe-type subsets, the choice-only control and entropies of one scored set of
+    choice items (a question against its options, clustered by concept: WordNetQA); ablations, ratios
+    and the ratios that measure nothing on a probe type are ``task``'s."""
     from .baselines import choice_only_control, mc_view
     from .entropy import label_entropy, sense_entropy
 
     items = list(mc.items)
     views = [mc_view(it, i) for i, it in enumerate(items)]
     probes = sorted({str(r.get("probe", "all")) for r in records["full"]})
-    subsets = {p: mc_bias(records, items, cfg, [p]) for p in probes} if len(probes) > 1 else {}
+    subsets = {p: mc_bias(task, records, items, cfg, [p]) for p in probes} if len(probes) > 1 else {}
     worded = [v for v in views if v.word]
     notes: list[str] = []
     exclusions = [
         {"probe": p, "ratio": k, "name": RATIO_NAMES[k], "reason": why}
-        for p in probes for k, why in MC_EXCLUDED.get(p, {}).items() if k in MC_RATIOS
+        for p in probes for k, why in task.excluded_ratios.get(p, {}).items() if k in task.ratios
     ]
     return {
-        "kind": MC.name,
+        "kind": task.name,
         "unit": "concept",
-        "resampling_unit": MC.resampling_unit,
+        "resampling_unit": task.resampling_unit,
         "n_items": len(items),
-        "ablation_order": list(MC_ABLATIONS),
-        "ablation_help": MC_ABLATIONS,
-        "ratio_names": {k: RATIO_NAMES[k] for k in MC_RATIOS},
-        "all": mc_bias(records, items, cfg, probes),
+        "ablation_order": list(task.ablations),
+        "ablation_help": task.ablations,
+        "ratio_names": {k: RATIO_NAMES[k] for k in task.ratios},
+        "all": mc_bias(task, records, items, cfg, probes),
         "subsets": subsets,
         "exclusions": exclusions,
         "controls": choice_only_control(views, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else [],
@@ -311,7 +292,7 @@ def analyse_units(task, data, records: dict[str, list[dict[str, Any]]], cfg: Bia
 
 
 #: the analyses a kind picks its own from (:meth:`probegen.tasks.Task.bias_analysis`)
-ANALYSES = tasks.BiasAnalyses(units=analyse_units, alignment=analyse_coda21, choice=analyse_mc)
+ANALYSES = tasks.BiasAnalyses(units=analyse_units, alignment=analyse_alignment, choice=analyse_choice)
 
 
 # ---- datasets -------------------------------------------------------------------------------------
@@ -607,7 +588,7 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, progress: bool = True,
     dcfg = dataset_cfg(d, cfg)
     task = d.task
     records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
-    entry = task.bias_analysis(ANALYSES)(d.data, records, dcfg)
+    entry = task.bias_analysis(ANALYSES)(task, d.data, records, dcfg)
     from probegen.generate.metrics import summarize
 
     generation = {mode: summarize(rows) for mode, rows in records.items()}
@@ -618,7 +599,7 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, progress: bool = True,
     kind = as_unit_scorer(scorer).kind or None
     reduction = _settings(scorer).get("reduction") if kind in LM_KINDS else None
     entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share,
-                                         cfg.matching if task.name == CODA21.name else "argmax",
+                                         task.decision(settings_of(dcfg)),
                                          scores_note({"reduction": reduction}, kind))}  # position, calibration
     if dcfg.nonce != cfg.nonce:
         entry = {**entry, "nonce": dcfg.nonce}

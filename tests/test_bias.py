@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from probegen import tasks
 from probegen.coda21.dataset import Coda21Dataset, write
 from probegen.coda21.evaluate import evaluate
 from probegen.coda21.items import Context, Group, Item
@@ -176,8 +177,9 @@ def test_definition_only_ablation_gets_chance_not_one():
 def test_coda21_analysis_orders_ablations_sensibly():
     ds = synthetic_coda21(n_groups=60)
     cfg = run_bias.BiasConfig.asked(n_boot=200, nonce="bkatuhla")
-    records = run_bias.score_coda21(ds, OverlapScorer(), cfg, progress=False)
-    res = run_bias.analyse_coda21(ds, records, cfg)
+    task = tasks.get("coda21")
+    records = task.score_ablations(ds, OverlapScorer(), cfg.settings, progress=False)
+    res = run_bias.analyse_alignment(task, ds, records, cfg)
     a = res["all"]["ablations"]
     assert a["label"]["accuracy"] == pytest.approx(0.2)  # exactly 1/k
     assert a["full"]["accuracy"] > a["context"]["accuracy"] > a["definition"]["accuracy"]
@@ -277,8 +279,9 @@ def test_mc_analysis_measures_what_the_records_say():
     correct = {m: rng.random(len(items)) < np.where(probe == "definitions", d, sy) for m, (d, sy) in rates.items()}
     mc = SimpleNamespace(items=items, manifest={"kind": "wordnetqa"})
     cfg = run_bias.BiasConfig.asked(n_boot=200, nonce="bkatuhla")
-    records = run_bias.score_mc(mc, OverlapScorer(), cfg, progress=False, evaluate_mc=table_evaluate_mc(correct))
-    res = run_bias.analyse_mc(mc, records, cfg)
+    task = tasks.get("wordnetqa")
+    records = task.score_ablations(mc, OverlapScorer(), cfg.settings, progress=False, evaluator=table_evaluate_mc(correct))
+    res = run_bias.analyse_choice(task, mc, records, cfg)
 
     def label(mask):
         return np.bincount([it["answer"] for it, keep in zip(items, mask) if keep]).max() / mask.sum()

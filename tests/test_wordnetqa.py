@@ -11,6 +11,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from probegen import tasks
 from probegen.errors import DatasetError, ProbegenError
 from probegen.settings import Settings
 from probegen.wordnetqa import config as C
@@ -422,8 +423,9 @@ def test_synonymy_ablations_measure_nothing_and_are_left_out(small):
         assert small.templates.query(it, "pattern", "context", "bkatuhla") != small.templates.query(it, "pattern", "full", "bkatuhla")
 
     cfg = run_bias.BiasConfig.asked(n_boot=200, controls=False, nonce="bkatuhla")
-    records = run_bias.score_mc(small, OverlapLM(), cfg, progress=False)
-    res = run_bias.analyse_mc(small, records, cfg)
+    task = tasks.get("wordnetqa")
+    records = task.score_ablations(small, OverlapLM(), cfg.settings, progress=False)
+    res = run_bias.analyse_choice(task, small, records, cfg)
     ctx_right = [r["correct"] for r in records["context"] if r["probe"] == "synonymy"]
     assert ctx_right == [r["correct"] for r in records["full"] if r["probe"] == "synonymy"]
     s = res["subsets"]["synonymy"]["ratios"]

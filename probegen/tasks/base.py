@@ -52,16 +52,18 @@ class Evaluation:
     config: dict[str, Any] = field(default_factory=dict)
 
 
-Analysis = Callable[[Any, dict[str, list[dict[str, Any]]], Any], dict[str, Any]]
+Analysis = Callable[[Any, Any, dict[str, list[dict[str, Any]]], Any], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class BiasAnalyses:
-    """The zero-shot bias analyses ``diagnostics`` offers the kinds (:meth:`Task.bias_analysis` picks
-    one): ``analysis(data, records, cfg) -> results entry``; ``units`` takes the task first (the
-    generic one: one unit per record of the generic scoring)."""
+    """The zero-shot bias analyses ``diagnostics`` offers the kinds, by the shape of their units, not
+    by kind (:meth:`Task.bias_analysis` picks one): ``analysis(task, data, records, cfg) -> results
+    entry``, reading the ablations and ratios from ``task``. ``units``: one unit per record of the
+    generic scoring; ``alignment``: groups of context rows against their definitions; ``choice``: a
+    question against its options, clustered by concept."""
 
-    units: Callable[..., dict[str, Any]]
+    units: Analysis
     alignment: Analysis
     choice: Analysis
 
@@ -188,8 +190,13 @@ class Task(ABC):
 
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
         """The zero-shot bias analysis of this kind, picked from those ``diagnostics`` offers:
-        ``analysis(data, records, cfg) -> dataset entry`` (by default the generic one over units)."""
-        return lambda data, records, cfg: offered.units(self, data, records, cfg)
+        ``analysis(task, data, records, cfg) -> dataset entry`` (by default the generic one over units)."""
+        return offered.units
+
+    def decision(self, settings: Settings) -> str:
+        """The decision rule of this kind's units under ``settings`` (:data:`probegen.core.DECISIONS`):
+        what the position and calibration blocks re-decide reordered answers with."""
+        return "argmax"
 
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:

@@ -127,6 +127,9 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         modes = [m for m in ABLATIONS if m != "label"]
         return {m: res["groups"] for m, res in zip(modes, evaluate_modes(data, scorer, settings, modes, progress))}
 
+    def decision(self, settings: Settings) -> str:
+        return settings.matching
+
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
         return offered.alignment
 

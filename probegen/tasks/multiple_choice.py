@@ -70,6 +70,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method", "on_invalid",
                               "probe", "debias_share"})
     cluster_name = "concept"  # a bias subset keeps every item of a synset (the bootstrap's unit)
+    excluded_ratios = EXCLUDED_RATIOS  # ratios that measure nothing on a probe type (the bias analysis reads it)
     export_options = frozenset({"split"})
     study_options = frozenset({"split"})
     conditions = ("full", "context", "word", "choice")

@@ -225,9 +225,12 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     twin_out = out.with_name(out.name + "-twin")
     for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
         _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
-    # every model named fails now if unknown, not after the groups and contexts are built
+    from probegen.runner import Runner
+
+    runner = Runner(runtime, log=_log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
+    # every model named fails now if unknown, not after the groups and contexts are built (kept for the loads)
     kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else [])
-                     + ([against] if adversarial else []), runtime)
+                     + ([against] if adversarial else []), runner)
     from probegen.scorers import LM_KINDS
 
     if context_scorer != "first" and kinds[context_scorer] not in LM_KINDS:
@@ -239,9 +242,6 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
         from probegen.errors import ProbegenError
 
         raise ProbegenError("--contexts examples is not available with --adversarial yet; drop one of them")
-    from probegen.runner import Runner
-
-    runner = Runner(runtime, log=_log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
     echo = runner.main_log(click.echo)
     if adversarial:
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
@@ -271,12 +271,12 @@ def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = (),
     ensure_writable(out, replace, inputs, writer=writer)
 
 
-def _resolve(models: list[str], runtime: Any, scorer_kind: str | None = None) -> dict[str, str]:
+def _resolve(models: list[str], runner: Any) -> dict[str, str]:
     """Resolve every model a command will load before any work (an unknown name fails in a moment),
-    against the runtime's server (``--api-base``) if it has one."""
+    through the command's runner (its ``--api-base`` server; it keeps each resolution for the load)."""
     from probegen.evaluation import resolve_models
 
-    return resolve_models(models, scorer_kind, runtime.api())
+    return resolve_models(models, runner=runner)
 
 
 # ---- dataset inspection --------------------------------------------------------------------------
@@ -325,28 +325,10 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
       probegen export probegen_out/datasets/wordnetqa-all --format lm-eval --out lm-eval-wordnetqa
       probegen export probegen_out/datasets/coda21-clean-easy --format hf --out hf-clean-easy
     """
-    from probegen import tasks
-    from probegen.errors import ProbegenError
-    from probegen.io import check_file_replaceable, check_output_not_input
+    from probegen.diagnostics.command_requests import ExportRequest, run_export_request
 
-    check_output_not_input(out, [dataset])
-    kind = tasks.detect(dataset)
-    if not isinstance(kind, tasks.Exportable):  # the kind cannot export: one line, before anything is written
-        raise tasks.incapable(kind, "export", dataset)
-    if fmt in ("lm-eval", "hf"):
-        from probegen.exporters import export as export_to
-
-        _check_writable(Path(out), replace=True, writer="export")
-        click.echo(export_to(dataset, fmt, out, split=split, seed=seed, nonce=nonce, pattern=pattern, task=task))
-        return
-    if any(v is not None for v in (seed, nonce, pattern, task)):
-        raise ProbegenError("--seed, --nonce, --pattern and --task apply to --format lm-eval and hf")
-    check_file_replaceable(out)  # before loading: a file probegen did not write is never replaced
-    fmt = fmt or kind.release_format
-    if fmt is None or fmt != kind.release_format:
-        raise ProbegenError(f"{dataset} is a {kind.name} dataset; it cannot be exported as {fmt or 'a release file'}")
-    tasks.check_options([kind], {"split": split}, "export", [dataset])
-    click.echo(kind.write_release(dataset, out, split))
+    click.echo(run_export_request(ExportRequest(dataset=dataset, out=out, fmt=fmt, split=split, seed=seed, nonce=nonce,
+                                                pattern=pattern, task=task)))
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -505,20 +487,18 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
       probegen compare probegen_out/datasets/coda21-clean-hard-adv-minilm-l6-twin \\
                        probegen_out/datasets/coda21-clean-hard-adv-minilm-l6 --model minilm-l6 --model glove-50d
     """
-    from probegen.diagnostics.compare import compare as run_compare
+    from probegen.diagnostics.command_requests import CompareRequest, run_compare_request
     from probegen.diagnostics.compare import table
     from probegen.runner import Runner
 
     la, _, lb = labels.partition(",")
-    out_dir = Path(out) if out else DEFAULT_ROOT / "compare" / Path(other).name
-    _check_writable(out_dir, replace=True, inputs=[twin, other], writer="run")
-    _resolve(list(models), runtime)
+    req = CompareRequest(twin=twin, other=other, models=tuple(models), labels=(la, lb or "other"), seed=seed,
+                         n_boot=n_boot, out=out)
     runner = Runner(runtime, log=_log)
-    with runner.output_dir(out_dir) as tmp:  # the report appears whole or not at all, written by rank 0 alone
-        res = run_compare(twin, other, list(models), tmp, (la, lb or "other"), seed, n_boot, _log, runner=runner)
+    res = run_compare_request(req, runner, DEFAULT_ROOT)
     echo = runner.main_log(click.echo)
     echo(table(res))
-    echo(f"report: {out_dir / 'report.md'}")
+    echo(f"report: {req.out_dir(DEFAULT_ROOT) / 'report.md'}")
 
 
 @cli.command("filter")
@@ -556,40 +536,14 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
       probegen filter probegen_out/datasets/wordnetqa-hypernymy --artefacts --budget 2000
       probegen filter probegen_out/datasets/coda21-clean-easy --artefacts --budget 40 --model minilm-l6
     """
-    from probegen import tasks
-    from probegen.diagnostics.aflite import FilterSettings
-    from probegen.diagnostics.filtering import filter_dataset, summary
-
-    tasks.check_dataset_options([dataset], {}, "filter")  # a kind that is not Filterable: one line, before any work
-    src = Path(dataset)
-    out_dir = Path(out) if out else src.with_name(src.name + "-filtered")
-    bias_dirs = {m: out_dir.with_name(out_dir.name + f"-bias-{_slug(m)}") for m in models}
-    for path in [out_dir, *bias_dirs.values()]:
-        _check_writable(path, replace=True, inputs=[src], writer="dataset" if path == out_dir else "run")
-    _resolve(list(models), runtime)
-    s = FilterSettings(budget=budget, splits=splits, threshold=threshold, tolerance=tolerance, seed=seed,
-                       holdout=holdout)
+    from probegen.diagnostics.command_requests import FilterRequest, run_filter_request
     from probegen.runner import Runner
 
+    req = FilterRequest(dataset=dataset, budget=budget, splits=splits, threshold=threshold, tolerance=tolerance,
+                        holdout=holdout, seed=seed, models=tuple(models), out=out, wordnet=obj["wordnet"],
+                        semcor=obj["semcor"])
     runner = Runner(runtime, log=_log)
-    echo = runner.main_log(click.echo)
-    # AFLite is the same on every rank: rank 0 alone filters and writes, the others wait for the dataset
-    record = runner.write(lambda: filter_dataset(src, out_dir, s, _log))
-    if record is not None:
-        echo(summary(record))
-        echo(f"wrote {out_dir}")
-    if models:
-        from probegen.diagnostics.run_bias import BiasConfig, run_bias, summary_table
-
-        for m, bias_dir in bias_dirs.items():
-            with runner.output_dir(bias_dir) as tmp:
-                res = run_bias(m, [src, out_dir], tmp, BiasConfig.asked(seed=seed), wordnet=obj["wordnet"],
-                               semcor=obj["semcor"],
-                               # called only within this iteration: run_bias returns before bias_dir changes
-                               log=lambda msg: _log(msg.replace(str(tmp), str(bias_dir))),  # noqa: B023
-                               runner=runner)
-            echo(summary_table(res))
-            echo(f"bias before/after: {bias_dir / 'report.md'}")
+    run_filter_request(req, runner, runner.main_log(click.echo))
 
 
 def _register_extensions() -> None:

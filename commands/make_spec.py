@@ -71,17 +71,17 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
     out_dir = Path(out) if out else DEFAULT_ROOT / s.name
     obj = ctx.obj or {}
     ensure_writable(out_dir, replace=True, inputs=[spec_file, obj.get("wordnet"), obj.get("semcor")], writer="dataset")
-    # an unknown model fails now, not after the groups are formed
-    kinds = resolve_models(models_of(s), api=runtime.api())
+    from probegen.runner import Runner
+
+    runner = Runner(runtime, log=log)  # loads the embedder and context scorer; rank 0 alone writes and speaks
+    # an unknown model fails now, not after the groups are formed (the runner keeps it for the load)
+    kinds = resolve_models(models_of(s), runner=runner)
     scorer = s.contexts.scorer
     from probegen.scorers import LM_KINDS
 
     if s.shape == "alignment" and scorer != "first" and kinds[scorer] not in LM_KINDS:
         raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a "
                             f"{kinds[scorer]} model")
-    from probegen.runner import Runner
-
-    runner = Runner(runtime, log=log)  # loads the embedder and context scorer; rank 0 alone writes and speaks
     built = build_spec(s, obj.get("wordnet"), obj.get("semcor"), progress=runner.progress, log=runner.main_log(log),
                        runner=runner)
     runner.write(lambda: built.write(out_dir))

@@ -54,24 +54,12 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
       probegen study make probegen_out/datasets/coda21-clean-easy --n 20 --annotators 2 --overlap 10
       probegen study make coda21.json --conditions full,context --n 10 --annotators 1 --overlap 0 --out my-study
     """
-    from probegen import tasks
-    from probegen.io import ensure_writable
-    from probegen.study.design import StudyConfig, build_study, write_study
+    from probegen.diagnostics.command_requests import StudyRequest, run_study_request
 
-    # a kind that is not Studyable (or an option it does not take) is one line, before anything is written
-    tasks.check_dataset_options([dataset], {"split": split}, "study")
-    conds = tuple(c.strip() for c in conditions.split(",") if c.strip())
-    name = Path(dataset.rstrip("/")).name if Path(dataset).is_dir() else Path(dataset).stem
-    out_dir = Path(out) if out else DEFAULT_ROOT / (name + (f"-{split}" if split else ""))
-    if out_dir.exists():
-        from probegen.errors import ProbegenError
-
-        raise ProbegenError(f"{out_dir} already exists; a study is never overwritten (it may hold answers): choose "
-                            "another --out")
-    ensure_writable(out_dir, inputs=[dataset])
-    cfg = StudyConfig(conditions=conds, n=n, annotators=annotators, overlap=overlap, seed=seed, split=split)
-    built = build_study(dataset, cfg)
-    write_study(built, out_dir)
+    req = StudyRequest(dataset=dataset, conditions=tuple(c.strip() for c in conditions.split(",") if c.strip()), n=n,
+                       annotators=annotators, overlap=overlap, seed=seed, split=split, out=out)
+    built = run_study_request(req, DEFAULT_ROOT)
+    out_dir = req.out_dir(DEFAULT_ROOT)
     m = built["manifest"]
     per = m["counts"]["per_annotator"]
     click.echo(f"wrote {out_dir}: {m['n']} {m['dataset']['kind']} {m['unit']}s x {len(m['conditions'])} condition(s), "

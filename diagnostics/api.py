@@ -150,7 +150,7 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
         ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
         cfg = TrainedConfig(seed=req.seed, batch_size=req.batch_size or 32,
                             subset=subset_request(req.limit, req.sample))
-        return out_dir, eval_trained(req.model, req.dataset, out_dir, cfg, log=runner.log, runner=runner)
+        return out_dir, eval_trained(req.model, req.dataset, out_dir, cfg, log=runner.log, runner=runner, task=task)
     out_dir = req.out_dir(root)
     ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
     summary = run_eval(req.model, req.dataset, out_dir, req.options(), figures=figures, runner=runner, task=task,

@@ -146,8 +146,9 @@ def _check_human(req: BiasRequest, method: str) -> None:
         score_study(h, n_boot=2)
 
 
-def run_trained_request(req: BiasRequest, log: Log, runner: Runner) -> str:
-    """``--method trained``: a classifier per input condition; returns the summary to print."""
+def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
+    """``--method trained``: a classifier per input condition (``kinds``: the datasets' tasks, as
+    :func:`check_options` found them); returns the summary to print."""
     from probegen.io import ensure_writable
 
     from .trained import TrainedConfig, require_gpu, run_trained, summary_table
@@ -160,7 +161,7 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner) -> str:
 
     cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune,
                         batch_size=req.batch_size or 32, subset=subset_request(req.limit, req.sample))
-    results = run_trained(req.model, list(req.datasets), out_dir, cfg, log=log, runner=runner)
+    results = run_trained(req.model, list(req.datasets), out_dir, cfg, log=log, runner=runner, kinds=kinds)
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
 
 
@@ -223,5 +224,5 @@ def run_checked(req: BiasRequest, log: Log, runner: Runner) -> tuple[str, str]:
     """
     kinds, method = check_options(req, runner)
     if method == "trained":
-        return method, run_trained_request(req, log, runner)
+        return method, run_trained_request(req, log, runner, kinds or None)
     return method, run_zeroshot_request(req, log, runner, kinds or None)

@@ -62,11 +62,13 @@ def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0,
 def compare(
     a: str | Path, b: str | Path, models: list[str], out: Path, labels: tuple[str, str] = ("twin", "adversarial"),
     seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print, *, runner: Runner,
+    kinds: tuple[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """Score both datasets with every model, write results.json, report.md and a bar chart.
 
     ``runner`` loads the models (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
+    ``kinds``: the two datasets' tasks when the caller detected them (None: detected here).
     """
     from probegen import tasks
     from probegen.io import write_json
@@ -75,7 +77,8 @@ def compare(
 
     from .run_bias import load_dataset
 
-    (kind_a, da), (kind_b, db) = load_dataset(a), load_dataset(b)
+    ta, tb = kinds or (None, None)
+    (kind_a, da), (kind_b, db) = load_dataset(a, task=ta), load_dataset(b, task=tb)
     if kind_a != kind_b:
         raise_mismatch(kind_a, kind_b)
     rows = []

@@ -185,15 +185,22 @@ def _paired(before: list[dict], after: list[dict], units: list, test: list[int],
     return after
 
 
+def check_holdout(holdout: float) -> None:
+    """The held-out share lies strictly between 0 and 1 (one line otherwise)."""
+    if not 0 < holdout < 1:
+        raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {holdout}")
+
+
 def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
-                   log: Callable[[str], None] = print) -> dict[str, Any]:
+                   log: Callable[[str], None] = print, task: Any = None) -> dict[str, Any]:
     """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the
-    manifest's ``filter`` record."""
+    manifest's ``filter`` record. ``task``: the dataset's task once the caller checked it and ``s``
+    (None: detected and checked here)."""
     from probegen import tasks
 
-    if not 0 < s.holdout < 1:
-        raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {s.holdout}")
-    task = tasks.detect(path)
+    if task is None:  # a direct library call (`probegen filter` checked its request already)
+        check_holdout(s.holdout)
+        task = tasks.detect(path)
     if not isinstance(task, tasks.Filterable):  # `probegen filter` checks it with its options
         raise tasks.incapable(task, "filter", path)
     adapter = task.artefact_filter(ADAPTERS)

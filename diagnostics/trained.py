@@ -38,7 +38,7 @@ import dataclasses
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -305,14 +305,15 @@ def entropies(items: list) -> dict[str, Any]:
 
 # ---- the run -------------------------------------------------------------------------------------
 def load_datasets(paths: list[str | Path], subset: tuple[str, int] | None = None, seed: int = 0,
-                  log: Callable[[str], None] = print) -> list[tuple[str, Any]]:
+                  log: Callable[[str], None] = print, kinds: Sequence[Any] | None = None) -> list[tuple[str, Any]]:
     """(name, dataset) of every word-in-context dataset, all validated before any model is loaded;
-    ``subset`` (``--limit``/``--sample``) keeps whole lemmas (WSD: documents) of every split."""
+    ``subset`` (``--limit``/``--sample``) keeps whole lemmas (WSD: documents) of every split. ``kinds``:
+    the datasets' tasks (one per path) when the caller detected them (None: detected here)."""
     from probegen import tasks
 
     out = []
-    for p in paths:
-        task = tasks.detect(p)
+    for p, known in zip(paths, kinds or [None] * len(paths)):
+        task = known or tasks.detect(p)
         if task.zero_shot:
             raise ProbegenError(f"{p}: --method trained measures word-in-context datasets (probegen make wic/wsd, a "
                                 "generic word-in-context JSONL, or a WiC release copy); use --method zeroshot for "
@@ -349,8 +350,10 @@ def run_trained(
     allow_cpu_finetune: bool = False,
     *,
     runner: Runner,
+    kinds: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """Validate the datasets, load the encoder, train and test every condition, write the report.
+    """Validate the datasets (``kinds``: their tasks if the caller detected them), load the encoder, train and
+    test every condition, write the report.
 
     ``encoder`` replaces the model's (tests); ``allow_cpu_finetune`` lets tests run the
     fine-tuning loop on a tiny model without a GPU. ``runner`` loads the model (features are
@@ -360,7 +363,7 @@ def run_trained(
     if not datasets:
         raise ProbegenError("--method trained needs --dataset (a probegen wic/wsd directory, a word-in-context JSONL "
                             "or a WiC copy)")
-    loaded = load_datasets(datasets, cfg.subset, cfg.seed, log)
+    loaded = load_datasets(datasets, cfg.subset, cfg.seed, log, kinds)
     if cfg.finetune and not allow_cpu_finetune:
         require_gpu()
     t0 = time.perf_counter()
@@ -424,8 +427,9 @@ def summary_table(results: dict[str, Any]) -> str:
 # ---- probegen eval on a word-in-context dataset ---------------------------------------------------------
 def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig = TrainedConfig(),
                  log: Callable[[str], None] = print, encoder: Encoder | None = None,
-                 *, runner: Runner) -> str:
-    """``probegen eval`` on a word-in-context dataset: a linear probe on the frozen encoder, full input.
+                 *, runner: Runner, task: Any = None) -> str:
+    """``probegen eval`` on a word-in-context dataset: a linear probe on the frozen encoder, full input
+    (``task``: the dataset's, if the caller detected it).
 
     Trained on the train split, tested on the test (else dev) split, one run per seed; writes
     ``results.json`` (accuracy mean/SD, the label prior) and ``items.jsonl`` (per test item, per
@@ -434,7 +438,7 @@ def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig 
     """
     from probegen.io import write_json, write_jsonl
 
-    (name, ds), = load_datasets([dataset], cfg.subset, cfg.seed, log)
+    (name, ds), = load_datasets([dataset], cfg.subset, cfg.seed, log, [task] if task else None)
     train, test, ev = train_test(ds, name)
     enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner=runner)
     tr, te = features(train, "full", enc), features(test, "full", enc)

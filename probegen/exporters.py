@@ -265,24 +265,35 @@ ds = datasets.load_dataset("path/to/this/folder")
 FORMATS: dict[str, Callable[..., Any]] = {"lm-eval": write_lm_eval, "hf": write_hf}
 
 
-def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = None, seed: int | None = None,
-           nonce: str | None = None, pattern: str | None = None, task: str | None = None) -> str:
-    """Export a probegen dataset as ``fmt`` (``lm-eval`` or ``hf``) into the folder ``out``.
-
-    Returns a one-line summary. ``split``: WordNetQA only. ``seed`` (default 0), ``nonce`` and
-    ``pattern``: CoDA21 only, rendering it exactly as ``probegen eval`` does with the same options
-    (WordNetQA is exported as the full question, where they change nothing).
-    """
+def check_export(kind: Any, dataset: str | Path, fmt: str, split: str | None = None, seed: int | None = None,
+                 nonce: str | None = None, pattern: str | None = None) -> None:
+    """Every option of an ``fmt`` export of ``dataset`` (of task ``kind``) checked: one line before any work."""
     from . import tasks
 
     if fmt not in FORMATS:
         raise ProbegenError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
-    kind = tasks.detect(dataset)
     if not isinstance(kind, tasks.Exportable):  # checked with the options: one line before any work
         raise tasks.incapable(kind, "export", dataset)
     if fmt not in kind.export_formats:
         raise ProbegenError(f"{dataset} is a {kind.name} dataset; it cannot be exported as {fmt}")
     tasks.check_options([kind], {"split": split, "seed": seed, "nonce": nonce, "pattern": pattern}, "export", [dataset])
+
+
+def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = None, seed: int | None = None,
+           nonce: str | None = None, pattern: str | None = None, task: str | None = None, kind: Any = None) -> str:
+    """Export a probegen dataset as ``fmt`` (``lm-eval`` or ``hf``) into the folder ``out``.
+
+    Returns a one-line summary. ``split``: WordNetQA only. ``seed`` (default 0), ``nonce`` and
+    ``pattern``: CoDA21 only, rendering it exactly as ``probegen eval`` does with the same options
+    (WordNetQA is exported as the full question, where they change nothing). ``kind``: the dataset's
+    task once the caller checked the options (:func:`check_export`; None: detected and checked here).
+    """
+    from . import tasks
+
+    if kind is None:  # a direct library call (`probegen export` checked its request already)
+        check_export(kind := tasks.detect(dataset), dataset, fmt, split, seed, nonce, pattern)
+    if not isinstance(kind, tasks.Exportable):  # check_export said so already: narrows the type
+        raise tasks.incapable(kind, "export", dataset)
     source = Path(dataset).name if Path(dataset).is_dir() else Path(dataset).stem
     ds, docs, settings = kind.export_docs(dataset, split, seed, nonce, pattern)
     return _write_export(fmt, out, kind.name, source, ds.manifest, docs, settings, split, task)

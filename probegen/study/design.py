@@ -151,16 +151,17 @@ def kept_out_counts(gold: list[dict[str, Any]], conditions: tuple[str, ...]) -> 
     return out
 
 
-def build_study(dataset: str | Path, cfg: StudyConfig) -> dict[str, Any]:
+def build_study(dataset: str | Path, cfg: StudyConfig, task: Any = None) -> dict[str, Any]:
     """Everything a study directory holds, in memory: manifest, items, assignment, gold.
 
-    Tokens are not part of it: they are drawn at write time (they must be unguessable).
+    Tokens are not part of it: they are drawn at write time (they must be unguessable). ``task``: the
+    dataset's task once the caller checked the options (None: detected and checked here).
     """
     from .. import tasks
 
     cfg.validate()
-    task = tasks.detect(dataset)
-    tasks.check_options([task], {"split": cfg.split}, "study", [dataset])
+    if task is None:  # a direct library call (`probegen study make` checked its request already)
+        tasks.check_options([task := tasks.detect(dataset)], {"split": cfg.split}, "study", [dataset])
     if not isinstance(task, tasks.Studyable):  # check_options said so already: narrows the type
         raise tasks.incapable(task, "study", dataset)
     data = task.load(dataset)

@@ -1,0 +1,246 @@
+"""The requests of ``probegen export``, ``compare``, ``filter`` and ``study make``: one frozen object per
+command, filled from its options, checked once by one function before any work, then run.
+
+As :class:`~probegen.diagnostics.api.EvalRequest` (``check_eval_request``/``run_eval_request``) and
+:class:`~probegen.diagnostics.bias_request.BiasRequest`: the check detects each dataset's kind once,
+checks every option once and resolves each model once (through the command's runner, which keeps
+the resolution for the load); the run is handed the tasks it found instead of detecting again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from probegen.errors import ProbegenError
+
+if TYPE_CHECKING:
+    from probegen.runner import Runner
+
+Log = Callable[[str], None]
+#: where outputs go when no ``--out`` is given (as the CLI: ./probegen_out)
+DEFAULT_ROOT = Path("probegen_out")
+#: the formats ``probegen export`` writes as folders (the others are the kinds' release files)
+FOLDER_FORMATS = ("lm-eval", "hf")
+
+
+def _slug(name: str) -> str:
+    return name.strip("/").replace("/", "_").replace(" ", "_")
+
+
+# ---- export --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExportRequest:
+    """``probegen export``: ``fmt`` None is the kind's release format; None options were not given."""
+
+    dataset: str
+    out: str
+    fmt: str | None = None
+    split: str | None = None
+    seed: int | None = None
+    nonce: str | None = None
+    pattern: str | None = None
+    task: str | None = None  # the lm-eval task name
+
+
+def check_export_request(req: ExportRequest) -> Any:
+    """Every check of an export, once, before anything is read or written; the dataset's task."""
+    from probegen import tasks
+    from probegen.exporters import check_export
+    from probegen.io import check_file_replaceable, check_output_not_input, ensure_writable
+
+    check_output_not_input(req.out, [req.dataset])
+    kind = tasks.detect(req.dataset)
+    if req.fmt in FOLDER_FORMATS:
+        check_export(kind, req.dataset, req.fmt, req.split, req.seed, req.nonce, req.pattern)
+        ensure_writable(Path(req.out), True, writer="export")
+        return kind
+    if not isinstance(kind, tasks.Exportable):  # the kind cannot export: one line, before any work
+        raise tasks.incapable(kind, "export", req.dataset)
+    if any(v is not None for v in (req.seed, req.nonce, req.pattern, req.task)):
+        raise ProbegenError("--seed, --nonce, --pattern and --task apply to --format lm-eval and hf")
+    check_file_replaceable(req.out)  # before loading: a file probegen did not write is never replaced
+    fmt = req.fmt or kind.release_format
+    if fmt is None or fmt != kind.release_format:
+        raise ProbegenError(f"{req.dataset} is a {kind.name} dataset; it cannot be exported as "
+                            f"{fmt or 'a release file'}")
+    tasks.check_options([kind], {"split": req.split}, "export", [req.dataset])
+    return kind
+
+
+def run_export_request(req: ExportRequest) -> str:
+    """``probegen export``: check ``req`` once, write the export; the line to print."""
+    from probegen.exporters import export
+
+    kind = check_export_request(req)
+    if req.fmt in FOLDER_FORMATS:
+        return export(req.dataset, req.fmt, req.out, split=req.split, seed=req.seed, nonce=req.nonce,
+                      pattern=req.pattern, task=req.task, kind=kind)
+    return kind.write_release(req.dataset, req.out, req.split)
+
+
+# ---- compare -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CompareRequest:
+    """``probegen compare``: two paired versions of a probe set scored by every model."""
+
+    twin: str
+    other: str
+    models: tuple[str, ...]
+    labels: tuple[str, str] = ("twin", "adversarial")
+    seed: int = 0
+    n_boot: int = 1000
+    out: str | None = None
+
+    def out_dir(self, root: Path = DEFAULT_ROOT) -> Path:
+        """``out``, or ``<root>/compare/<other's name>``."""
+        return Path(self.out) if self.out else root / "compare" / Path(self.other).name
+
+
+def check_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAULT_ROOT) -> tuple[Any, Any]:
+    """Every check of a comparison, once, before any work (the output, both datasets' kinds, every
+    model resolved by ``runner``, which keeps it for the load); the two datasets' tasks."""
+    from probegen import tasks
+    from probegen.evaluation import resolve_models
+    from probegen.io import ensure_writable
+
+    from .compare import raise_mismatch
+
+    ensure_writable(req.out_dir(root), True, [req.twin, req.other], writer="run")
+    kinds = tasks.detect(req.twin), tasks.detect(req.other)
+    if kinds[0].name != kinds[1].name:  # two kinds cannot be paired: one line before any model loads
+        raise_mismatch(kinds[0].name, kinds[1].name)
+    resolve_models(req.models, runner=runner)  # an unknown name fails in a moment
+    return kinds
+
+
+def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAULT_ROOT) -> dict[str, Any]:
+    """``probegen compare``: check ``req`` once, score and write the report (whole or not at all)."""
+    from .compare import compare
+
+    kinds = check_compare_request(req, runner, root)
+    with runner.output_dir(req.out_dir(root)) as tmp:  # written by rank 0 alone under torchrun
+        return compare(req.twin, req.other, list(req.models), tmp, req.labels, req.seed, req.n_boot, runner.log,
+                       runner=runner, kinds=kinds)
+
+
+# ---- filter --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FilterRequest:
+    """``probegen filter --artefacts``: AFLite settings, and the models ``probegen bias`` runs before/after."""
+
+    dataset: str
+    budget: int
+    splits: int = 8
+    threshold: float = 0.75
+    tolerance: float = 0.02
+    holdout: float = 0.25
+    seed: int = 0
+    models: tuple[str, ...] = ()
+    out: str | None = None
+    wordnet: str | None = None
+    semcor: str | None = None
+
+    def out_dir(self) -> Path:
+        """``out``, or ``<dataset>-filtered`` beside the dataset."""
+        src = Path(self.dataset)
+        return Path(self.out) if self.out else src.with_name(src.name + "-filtered")
+
+    def bias_dirs(self) -> dict[str, Path]:
+        """Each model's before/after bias report, beside the filtered dataset."""
+        out = self.out_dir()
+        return {m: out.with_name(out.name + f"-bias-{_slug(m)}") for m in self.models}
+
+
+def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
+    """Every check of a filter run, once, before any work (a kind that is not Filterable, the
+    held-out share, every output, every model resolved by ``runner``); the dataset's task."""
+    from probegen import tasks
+    from probegen.evaluation import resolve_models
+    from probegen.io import ensure_writable
+
+    from .filtering import check_holdout
+
+    (task,) = tasks.check_dataset_options([req.dataset], {}, "filter")
+    check_holdout(req.holdout)
+    for path in [req.out_dir(), *req.bias_dirs().values()]:
+        ensure_writable(path, True, [req.dataset], writer="dataset" if path == req.out_dir() else "run")
+    resolve_models(req.models, runner=runner)
+    return task
+
+
+def run_filter_request(req: FilterRequest, runner: Runner, echo: Log) -> None:
+    """``probegen filter``: check ``req`` once, filter (rank 0 writes), then each model's bias before/after;
+    ``echo`` gets the summary lines, ``runner.log`` the progress."""
+    from .aflite import FilterSettings
+    from .filtering import filter_dataset, summary
+
+    task = check_filter_request(req, runner)
+    src, out_dir = Path(req.dataset), req.out_dir()
+    s = FilterSettings(budget=req.budget, splits=req.splits, threshold=req.threshold, tolerance=req.tolerance,
+                       seed=req.seed, holdout=req.holdout)
+    # AFLite is the same on every rank: rank 0 alone filters and writes, the others wait for the dataset
+    record = runner.write(lambda: filter_dataset(src, out_dir, s, runner.log, task=task))
+    if record is not None:
+        echo(summary(record))
+        echo(f"wrote {out_dir}")
+    from .run_bias import BiasConfig, run_bias, summary_table
+
+    for m, bias_dir in req.bias_dirs().items():
+        with runner.output_dir(bias_dir) as tmp:
+            res = run_bias(m, [src, out_dir], tmp, BiasConfig.asked(seed=req.seed), wordnet=req.wordnet,
+                           semcor=req.semcor,
+                           # called only within this iteration: run_bias returns before bias_dir changes
+                           log=lambda msg: runner.log(msg.replace(str(tmp), str(bias_dir))),  # noqa: B023
+                           runner=runner, kinds=[task, task])  # the filtered set is of the source's kind
+        echo(summary_table(res))
+        echo(f"bias before/after: {bias_dir / 'report.md'}")
+
+
+# ---- study make ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StudyRequest:
+    """``probegen study make``: the sample, the conditions and the annotators of a human study."""
+
+    dataset: str
+    conditions: tuple[str, ...] = ("full", "context", "word")
+    n: int = 100
+    annotators: int = 2
+    overlap: int = 50
+    seed: int = 0
+    split: str | None = None
+    out: str | None = None
+
+    def out_dir(self, root: Path) -> Path:
+        """``out``, or ``<root>/<dataset name>[-<split>]``."""
+        d = Path(self.dataset)
+        name = Path(self.dataset.rstrip("/")).name if d.is_dir() else d.stem
+        return Path(self.out) if self.out else root / (name + (f"-{self.split}" if self.split else ""))
+
+
+def check_study_request(req: StudyRequest, root: Path) -> Any:
+    """Every check of a study, once, before anything is written (a kind that is not Studyable, an
+    option it does not take, an output that exists); the dataset's task."""
+    from probegen import tasks
+    from probegen.io import ensure_writable
+
+    (task,) = tasks.check_dataset_options([req.dataset], {"split": req.split}, "study")
+    out_dir = req.out_dir(root)
+    if out_dir.exists():
+        raise ProbegenError(f"{out_dir} already exists; a study is never overwritten (it may hold answers): choose "
+                            "another --out")
+    ensure_writable(out_dir, inputs=[req.dataset])
+    return task
+
+
+def run_study_request(req: StudyRequest, root: Path) -> dict[str, Any]:
+    """``probegen study make``: check ``req`` once, build and write the study; what was built."""
+    from probegen.study.design import StudyConfig, build_study, write_study
+
+    task = check_study_request(req, root)
+    cfg = StudyConfig(conditions=req.conditions, n=req.n, annotators=req.annotators, overlap=req.overlap,
+                      seed=req.seed, split=req.split)
+    built = build_study(req.dataset, cfg, task=task)
+    write_study(built, req.out_dir(root))
+    return built

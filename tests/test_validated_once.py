@@ -201,3 +201,18 @@ def test_make_spec(counts: Counter, tmp_path: Path) -> None:
     _ok("make", "spec", "coda21-clean-hard", "--set", "concepts.pos=[verb]", "--set", "contexts.scorer=first",
         "--seed", 2, "--out", tmp_path / "b")
     _assert_once(counts, 0, 1, set())
+
+
+def test_filter_then_bias(counts: Counter, wqa: Path, tmp_path: Path) -> None:
+    # the bias run before/after filtering reads the source and the filtered set: no kind detected again
+    _ok("filter", wqa, "--artefacts", "--budget", 5, "--splits", 2, "--model", "glove-50d", "--out", tmp_path / "f")
+    _assert_once(counts, 1, 1, {"command_requests.check_filter_request", "tasks.check_options"})
+    assert sum(1 for k in counts if k[0] == "load") == 1
+
+
+def test_eval_generate(counts: Counter, tmp_path: Path) -> None:
+    assert RELEASE is not None
+    _ok("eval", "--model", "smollm2-135m", "--method", "generate", "--dataset", RELEASE / "synonymy-train-sample.jsonl",
+        "--limit", 2, "--bootstrap", 20, "--out", tmp_path / "o")
+    _assert_once(counts, 1, 1, {"api.check_eval_request", "tasks.check_options"})
+    assert sum(1 for k in counts if k[0] == "load") == 1

@@ -47,11 +47,6 @@ class Unit:
     candidates: tuple[tuple[str, ...], ...]
     decision: str
     gold: tuple[int, ...] = ()
-    #: for the generative method (:mod:`probegen.generate`): the prompt template that asks this
-    #: unit ("" = by decision: ``matching`` for alignment/simple, ``choice`` for argmax) and extra
-    #: placeholders of that template (e.g. the made-up word), as (name, value) pairs
-    ask: str = ""
-    fields: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
@@ -60,13 +55,12 @@ class Unit:
             raise ValueError(f"unit {self.id}: {len(self.queries)} queries but {len(self.candidates)} candidate lists")
 
     def asks(self) -> str:
-        """The generative prompt template of this unit (:attr:`ask`, else by decision).
+        """The prompt template a chat model is asked this unit with (the generative and letter methods):
+        by decision, ``matching`` for alignment/simple, ``choice`` for argmax (a :class:`PromptUnit` names its own).
 
         >>> Unit.choice("i", "q", ["a", "b"]).asks(), Unit.group("g", ["q"], ["d"], [0], "alignment").asks()
         ('choice', 'matching')
         """
-        if self.ask:
-            return self.ask
         if self.decision == "best-row":
             raise ProbegenError(f"unit {self.id} chooses among candidate contexts: the generative method cannot ask it")
         return "choice" if self.decision == "argmax" else "matching"
@@ -159,6 +153,31 @@ class Outcome:
         if self.detail is not None:
             out["generation"] = self.detail
         return out
+
+
+@dataclass(frozen=True)
+class PromptUnit(Unit):
+    """A unit a chat model is asked with a prompt template of its own (:mod:`probegen.generate`):
+    ``ask`` names the template ("" = by decision, as :meth:`Unit.asks`) and ``fields`` are its extra
+    placeholders as (name, value) pairs (the made-up word; a word-in-context item's sentences, whose
+    one row the template words itself, so that row's query is empty). Scored, not asked, it is a unit
+    like any other.
+
+    >>> u = PromptUnit("p", ("",), (("yes", "no"),), "argmax", (0,), ask="yes-no", fields=(("word", "bank"),))
+    >>> u.asks(), prompt_fields(u), prompt_fields(Unit.choice("i", "q", ["a"]))
+    ('yes-no', {'word': 'bank'}, {})
+    """
+
+    ask: str = ""
+    fields: tuple[tuple[str, str], ...] = ()
+
+    def asks(self) -> str:
+        return self.ask or super().asks()
+
+
+def prompt_fields(unit: Unit) -> dict[str, str]:
+    """The extra placeholders a chat model's prompt for ``unit`` fills (none for a plain unit)."""
+    return dict(unit.fields) if isinstance(unit, PromptUnit) else {}
 
 
 # ---- the scorer protocol ----------------------------------------------------------------------------

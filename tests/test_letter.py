@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probegen.core import Unit
+from probegen.core import PromptUnit, Unit
 from probegen.generate.letter import LetterScorer, LocalLetters, continuation, label_variants
 from probegen.generate.prompts import Question, letters, prompt_templates
 from probegen.generate.scorer import option_orders
@@ -29,8 +29,8 @@ CHOICE = Unit.choice("fruit", "Which of these is a fruit?", ["a stone", "an appl
 GROUP = Unit.group("bank", ["He sat on the [bank] of the river.", "She put her money in the [bank].",
                             "The plane had to [bank] left."],
                    ["tilt an aircraft in a turn", "sloping land beside water", "a financial institution"], [1, 2, 0], "alignment")
-WIC = Unit("wic", ("",), (("yes", "no"),), "argmax", (0,), ask="yes-no",
-           fields=(("word", "bank"), ("sentence1", "A river [bank]."), ("sentence2", "The [bank] of the lake.")))
+WIC = PromptUnit("wic", ("",), (("yes", "no"),), "argmax", (0,), ask="yes-no",
+                 fields=(("word", "bank"), ("sentence1", "A river [bank]."), ("sentence2", "The [bank] of the lake.")))
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,11 @@ through the one request table of :mod:`probegen.core`.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Outcome, Unit, evaluate_units
+from ..core import Outcome, PromptUnit, Unit, evaluate_units
 from ..settings import Settings
 from .dataset import Coda21Dataset, group_rng
 from .items import Group
@@ -32,7 +31,8 @@ def group_unit(g: Group, style: str, settings: Settings, mode: str, patterns: di
     unit = Unit.group(g.id, render_group(g, style, mode, settings.nonce, patterns),
                       [g.items[j].definition for j in order], gold.tolist(), settings.matching)
     if style == "generate":  # the prompt names the made-up word that hides the target
-        unit = replace(unit, fields=(("nonce", settings.nonce),))
+        unit = PromptUnit(unit.id, unit.queries, unit.candidates, unit.decision, unit.gold,
+                          fields=(("nonce", settings.nonce),))
     return unit
 
 

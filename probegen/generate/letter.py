@@ -60,7 +60,7 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-from ..core import UnitScorer
+from ..core import UnitScorer, prompt_fields
 from ..errors import ProbegenError
 from .labels import continuation, label_variants, render_prompt
 from .scorer import _key, check_permutations, option_orders
@@ -175,7 +175,7 @@ class LetterScorer(UnitScorer):
             if any(c != u.candidates[0] for c in u.candidates):
                 raise ProbegenError(f"unit {u.id}: the letter method asks every row against the same options")
             options = u.candidates[0]
-            fields = dict(u.fields)
+            fields = prompt_fields(u)
             for p, perm in enumerate(option_orders(ask, self.seed, u.id, len(options), self.permutations)):
                 shown = tuple(options[j] for j in perm)
                 labels = ["yes", "no"] if ask == "yes-no" else letters(len(shown))

@@ -35,7 +35,7 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-from ..core import UnitScorer
+from ..core import UnitScorer, prompt_fields
 from ..errors import ProbegenError
 
 #: how many answer tokens each template gets: a fixed allowance plus one per row (a matching line)
@@ -211,9 +211,9 @@ class GenerativeScorer(UnitScorer):
             if len(widths) != 1 or any(c != u.candidates[0] for c in u.candidates):
                 raise ProbegenError(f"unit {u.id}: the generative method asks every row against the same options")
             options = u.candidates[0]
-            rows = u.queries if ask == "matching" else u.queries[:1]
+            rows, fields = u.queries if ask == "matching" else u.queries[:1], prompt_fields(u)
             for p, perm in enumerate(self._orders(ask, u.id, len(options))):
-                q = Question(ask=ask, rows=tuple(rows), options=tuple(options[j] for j in perm), fields=dict(u.fields))
+                q = Question(ask=ask, rows=tuple(rows), options=tuple(options[j] for j in perm), fields=fields)
                 asks.append(_Ask(i, p, perm, q, self.prompts.messages(q)))
         self._ask([(a, a.messages) for a in asks], progress, "asking")
         parsed = {id(a): self._parse(a, a.responses[0]) for a in asks}
@@ -306,4 +306,4 @@ def _one_hot(a: _Ask) -> list[list[float]]:
 
 def _key(unit: Any) -> tuple[Any, ...]:
     """A unit's identity for :meth:`GenerativeScorer.detail` (ids repeat across conditions; the content does not)."""
-    return (unit.id, unit.queries, unit.candidates, unit.asks(), unit.fields)
+    return (unit.id, unit.queries, unit.candidates, unit.asks(), tuple(prompt_fields(unit).items()))

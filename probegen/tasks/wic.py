@@ -319,13 +319,13 @@ class WicTask(WordInContextTask, SpecBuildable):
 
     def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
         """A yes-no question: is the word used in the same sense in both sentences? (option 0 = yes)"""
-        from ..core import Unit
+        from ..core import PromptUnit
 
         fields = (("sentence1", self.shown(item.context, condition, nonce)),
                   ("sentence2", self.shown(item.context2, condition, nonce)),
                   ("word", self.named(item, condition, nonce)))
-        return Unit("%s" % item.id, ("",), (("yes", "no"),), "argmax", (0 if bool(item.label) else 1,), ask="yes-no",
-                    fields=fields)
+        return PromptUnit("%s" % item.id, ("",), (("yes", "no"),), "argmax", (0 if bool(item.label) else 1,),
+                          ask="yes-no", fields=fields)
 
     def gold_index(self, item, classes):
         return int(bool(item.label))

@@ -60,12 +60,12 @@ class WsdTask(WordInContextTask):
 
     def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
         """A lettered choice among the item's sense definitions (the ``sense`` prompt)."""
-        from ..core import Unit
+        from ..core import PromptUnit
 
         fields = (("sentence", self.shown(item.context, condition, nonce)),
                   ("word", self.named(item, condition, nonce)))
-        return Unit(str(item.id), ("",), (tuple(item.choices),), "argmax", (int(item.gold),), ask="sense",
-                    fields=fields)
+        return PromptUnit(str(item.id), ("",), (tuple(item.choices),), "argmax", (int(item.gold),), ask="sense",
+                          fields=fields)
 
     def gold_index(self, item, classes):
         return int(item.gold)

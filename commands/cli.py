@@ -14,8 +14,7 @@ from typing import Any
 import click
 
 from probegen.commands.options import PERMUTATIONS, SEED, add_device_options, add_wordnet_source_option
-
-DEFAULT_ROOT = Path("probegen_out")
+from probegen.paths import DEFAULT_ROOT
 
 
 def _fail(msg: str, code: int = 1) -> None:

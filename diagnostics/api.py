@@ -36,60 +36,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from probegen.errors import ProbegenError
+from probegen.evaluation import EvalRequest
+from probegen.paths import DEFAULT_ROOT
 from probegen.runner import Runner, Runtime
 
-#: where runs go when no ``out`` is given (as the CLI: ./probegen_out)
-DEFAULT_ROOT = Path("probegen_out")
 #: the methods that ask a chat model instead of scoring candidates
 ASKING = ("generate", "letter")
-
-
-@dataclass(frozen=True)
-class EvalRequest:
-    """Everything ``probegen eval`` is asked; an option left None was not set by the user."""
-
-    model: str
-    dataset: str
-    out: str | None = None
-    method: str = "score"
-    scorer: str | None = None
-    nonce: str | None = None
-    pattern: str | None = None
-    reduction: str | None = None
-    matching: str | None = None
-    length_norm: str | None = None
-    split: str | None = None
-    pll: str | None = None
-    limit: int | None = None
-    sample: int | None = None
-    on_invalid: str | None = None
-    probe: str | None = None
-    permutations: int | str | None = None
-    prompts: str | None = None
-    n_boot: int | None = None
-    debias_share: float | None = None
-    seed: int = 0
-    batch_size: int | None = None
-
-    def asked(self) -> dict[str, Any]:
-        """The options the dataset's kind is checked against (names as the CLI's, with ``_``)."""
-        keys = ("scorer", "nonce", "pattern", "reduction", "matching", "length_norm", "split", "pll", "limit", "sample",
-                "on_invalid", "probe", "debias_share")
-        return {k: getattr(self, k) for k in keys}
-
-    def options(self) -> Any:
-        """The :class:`~probegen.evaluation.EvalOptions` the evaluation runs with."""
-        from probegen.evaluation import EvalOptions
-
-        return EvalOptions(scorer_kind=self.scorer, nonce=self.nonce, pattern=self.pattern, reduction=self.reduction,
-                           matching=self.matching, length_norm=self.length_norm, split=self.split, seed=self.seed,
-                           batch_size=self.batch_size, limit=self.limit, sample=self.sample,
-                           on_invalid=self.on_invalid, probe=self.probe, method=self.method,
-                           permutations=self.permutations, prompts=self.prompts)
-
-    def out_dir(self, root: Path = DEFAULT_ROOT) -> Path:
-        """``out``, or ``<root>/runs/<model>__<dataset stem>`` as the CLI names it."""
-        return Path(self.out) if self.out else root / "runs" / f"{_slug(self.model)}__{_slug(Path(self.dataset).stem)}"
 
 
 @dataclass
@@ -111,10 +63,6 @@ class Run:
         return cls(path, results, rows, summary)
 
 
-def _slug(name: str) -> str:
-    return name.strip("/").replace("/", "_").replace(" ", "_")
-
-
 def check_eval_request(req: EvalRequest, runner: Runner | None = None):
     """Every check of an eval request, once, before any model is loaded; the dataset's task.
     With the command's ``runner``, the model is resolved (once, kept for the load) and its kind checked too."""
@@ -126,7 +74,7 @@ def check_eval_request(req: EvalRequest, runner: Runner | None = None):
     task = tasks.detect(req.dataset)
     trained = not task.zero_shot and req.method not in ASKING
     # a trained probe (word in context) loads its encoder as it is, whatever its kind: no model check
-    check_eval_options(task, req.model, req.dataset, req.options(), None if trained else runner)
+    check_eval_options(task, req.model, req.dataset, req, None if trained else runner)
     check_debias_share(req.debias_share, req.method, req.permutations or 1)
     if trained and req.n_boot is not None:
         raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe "
@@ -153,7 +101,7 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
         return out_dir, eval_trained(req.model, req.dataset, out_dir, cfg, log=runner.log, runner=runner, task=task)
     out_dir = req.out_dir(root)
     ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
-    summary = run_eval(req.model, req.dataset, out_dir, req.options(), figures=figures, runner=runner, task=task,
+    summary = run_eval(req, out_dir, figures=figures, runner=runner, task=task,
                        analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, req.n_boot or 1000,
                                                                           req.seed, req.debias_share))
     return out_dir, summary

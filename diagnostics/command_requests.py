@@ -14,19 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from probegen.errors import ProbegenError
+from probegen.paths import DEFAULT_ROOT, slug
 
 if TYPE_CHECKING:
     from probegen.runner import Runner
 
 Log = Callable[[str], None]
-#: where outputs go when no ``--out`` is given (as the CLI: ./probegen_out)
-DEFAULT_ROOT = Path("probegen_out")
 #: the formats ``probegen export`` writes as folders (the others are the kinds' release files)
 FOLDER_FORMATS = ("lm-eval", "hf")
-
-
-def _slug(name: str) -> str:
-    return name.strip("/").replace("/", "_").replace(" ", "_")
 
 
 # ---- export --------------------------------------------------------------------------------------
@@ -150,7 +145,7 @@ class FilterRequest:
     def bias_dirs(self) -> dict[str, Path]:
         """Each model's before/after bias report, beside the filtered dataset."""
         out = self.out_dir()
-        return {m: out.with_name(out.name + f"-bias-{_slug(m)}") for m in self.models}
+        return {m: out.with_name(out.name + f"-bias-{slug(m)}") for m in self.models}
 
 
 def check_filter_request(req: FilterRequest, runner: Runner) -> Any:

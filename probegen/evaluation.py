@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from .core import as_unit_scorer
 from .errors import ProbegenError
 from .io import sha256_text, write_json, write_jsonl
+from .paths import DEFAULT_ROOT, slug
 from .scorers import LM_KINDS
 
 if TYPE_CHECKING:
@@ -100,44 +101,58 @@ def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch
 
 
 @dataclass(frozen=True)
-class EvalOptions:
-    """How ``probegen eval`` scores and decides; ``None`` = not given by the user.
-
-    Options that do not apply to the dataset or model kind are rejected only when given, so
-    the defaults (reduction ``sum``, matching ``alignment``, length_norm ``none``) are filled
-    in after the checks.
+class EvalRequest:
+    """Everything ``probegen eval`` is asked (the command line, the notebook call); an option left
+    ``None`` was not set by the user. Options that do not apply to the dataset or model kind are
+    rejected only when given (:func:`check_eval_options`), so the defaults (reduction ``sum``, matching
+    ``alignment``, length_norm ``none``: :class:`probegen.settings.Settings`) are filled in after the checks.
     """
 
-    scorer_kind: str | None = None
+    model: str
+    dataset: str
+    out: str | None = None
+    method: str = "score"  # "generate"/"letter": a chat model is asked each unit (probegen.generate)
+    scorer: str | None = None
     nonce: str | None = None
     pattern: str | None = None
     reduction: str | None = None
     matching: str | None = None
     length_norm: str | None = None
     split: str | None = None
-    seed: int = 0
-    batch_size: int | None = None
+    pll: str | None = None
     limit: int | None = None
     sample: int | None = None
     on_invalid: str | None = None
     probe: str | None = None  # a release file's probe type (multiple choice)
-    method: str = "score"  # "generate": a chat model is asked each unit (probegen.generate)
     permutations: int | str | None = None  # --method generate/letter: option orders per unit (or "rotations")
-    prompts: str | None = None  # --method generate: a prompt template file
+    prompts: str | None = None  # --method generate/letter: a prompt template file
+    n_boot: int | None = None
+    debias_share: float | None = None
+    seed: int = 0
+    batch_size: int | None = None
+
+    def asked(self) -> dict[str, Any]:
+        """The options the dataset's kind is checked against (names as the CLI's, with ``_``)."""
+        keys = ("scorer", "nonce", "pattern", "reduction", "matching", "length_norm", "split", "pll", "limit", "sample",
+                "on_invalid", "probe", "debias_share")
+        return {k: getattr(self, k) for k in keys}
+
+    def out_dir(self, root: Path = DEFAULT_ROOT) -> Path:
+        """``out``, or ``<root>/runs/<model>__<dataset stem>`` as the CLI names it."""
+        return Path(self.out) if self.out else root / "runs" / f"{slug(self.model)}__{slug(Path(self.dataset).stem)}"
 
 
-def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = EvalOptions(),
-             figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None, *, runner: Runner,
+def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None, *,
+             runner: Runner,
              analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None,
              task: Any = None) -> str:
-    """Evaluate ``model`` on ``dataset``, write the results directory, return a summary table. ``task``: the
-    dataset's task, once the caller checked every option (None: detected and checked here).
+    """Evaluate ``req.model`` on ``req.dataset``, write the results directory ``out``, return a summary
+    table. ``task``: the dataset's task, once the caller checked every option (None: detected and checked here).
 
-    The dataset's task (:func:`probegen.tasks.detect`) says which ``options``
-    (:class:`EvalOptions`) apply: one given for another dataset kind or model kind, or
-    contradicting another, fails before anything is loaded. CoDA21 only: ``pattern``,
-    ``matching``, ``nonce``. Multiple choice (WordNetQA) only: ``length_norm`` (``none``,
-    ``tokens`` = mean log-prob per token, which loads LMs with ``reduction="mean"``, or
+    The dataset's task (:func:`probegen.tasks.detect`) says which options of the request apply: one
+    given for another dataset kind or model kind, or contradicting another, fails before anything is
+    loaded. CoDA21 only: ``pattern``, ``matching``, ``nonce``. Multiple choice (WordNetQA) only:
+    ``length_norm`` (``none``, ``tokens`` = mean log-prob per token, which loads LMs with ``reduction="mean"``, or
     ``chars``) and ``split`` (evaluate one split; default all items). The results directory is
     written beside ``out`` and renamed into place once; ``figures(results, folder)`` may add plots
     to it and returns ``{name: file}`` for results.json (the CLI draws WordNetQA's hops x
@@ -153,6 +168,7 @@ def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = 
     from . import tasks
     from .templating import dataset_nonce
 
+    model, dataset, options = req.model, req.dataset, req
     if task is None:  # a direct library call (a request is checked by api.check_eval_request)
         check_eval_options(task := tasks.detect(dataset), model, dataset, options, runner)
     settings, reduction = _settings(options)
@@ -165,7 +181,7 @@ def run_eval(model: str, dataset: str | Path, out: Path, options: EvalOptions = 
     scorer = (runner.load_generator(model, options.permutations or 1, options.prompts, options.seed,
                                     method=options.method)
               if options.method in ASKING_METHODS
-              else load_model_scorer(model, options.scorer_kind, reduction, options.batch_size,
+              else load_model_scorer(model, options.scorer, reduction, options.batch_size,
                                      runner))  # rank 0 loads first
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
@@ -289,7 +305,7 @@ def _shown_notes(results: dict[str, Any], data, subset: dict[str, Any] | None) -
     return notes
 
 
-def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: EvalOptions,
+def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: EvalRequest,
                        runner: Runner | None = None) -> None:
     """Every option given fits the dataset's ``task``, the method and (with ``runner``, which resolves
     ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
@@ -297,19 +313,19 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
 
     given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm,
              "split": o.split,
-             "reduction": o.reduction, "scorer": o.scorer_kind, "limit": o.limit, "sample": o.sample,
+             "reduction": o.reduction, "scorer": o.scorer, "limit": o.limit, "sample": o.sample,
              "on_invalid": o.on_invalid, "probe": o.probe}
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], given, "eval", [dataset])
     if runner is not None and model is not None and o.method not in ASKING_METHODS:
         # a chat model is resolved by its backend when it loads
-        model_kind = resolve_models([model], o.scorer_kind, runner=runner)[model]
+        model_kind = resolve_models([model], o.scorer, runner=runner)[model]
         lm_only = {k: given[k] for k in task.lm_only_options}
         check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
 
 
-def _settings(o: EvalOptions):
+def _settings(o: EvalRequest):
     """(settings, reduction) of an evaluation whose options were checked: the defaults filled in."""
     from .tasks import Settings
 

@@ -6,6 +6,17 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: where runs and made datasets go when no ``--out`` is given (``./probegen_out``, as the CLI says)
+DEFAULT_ROOT = Path("probegen_out")
+
+
+def slug(name: str) -> str:
+    """A model or dataset name as one path component (``models/x y`` -> ``models_x_y``).
+
+    >>> slug("/data/BAAI/bge small/")
+    'data_BAAI_bge_small'
+    """
+    return name.strip("/").replace("/", "_").replace(" ", "_")
 
 
 def cache_dir() -> Path:

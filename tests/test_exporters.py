@@ -175,7 +175,7 @@ def _smollm2_path() -> Path:
 
 @pytest.mark.real
 def test_lm_eval_round_trip_equals_probegen_eval(wnqa_dir, coda_dir, tmp_path):
-    from probegen.evaluation import EvalOptions, run_eval
+    from probegen.evaluation import EvalRequest, run_eval
     from probegen.runner import Runner
 
     runner = Runner(log=lambda m: None)
@@ -196,7 +196,7 @@ def test_lm_eval_round_trip_equals_probegen_eval(wnqa_dir, coda_dir, tmp_path):
     assert len(samples) == 40
     for norm, metric in (("none", "acc"), ("chars", "acc_norm")):
         run = tmp_path / f"pg-{norm}"
-        run_eval("smollm2-135m", wnqa_dir, run, EvalOptions(length_norm=norm), runner=runner)
+        run_eval(EvalRequest("smollm2-135m", str(wnqa_dir), length_norm=norm), run, runner=runner)
         acc = json.loads((run / "results.json").read_text())["metrics"]["accuracy"]
         assert lm["results"]["probegen_wnqa_small"][f"{metric},none"] == pytest.approx(acc, abs=1e-12)
         for r in map(json.loads, (run / "items.jsonl").read_text().splitlines()):
@@ -208,7 +208,7 @@ def test_lm_eval_round_trip_equals_probegen_eval(wnqa_dir, coda_dir, tmp_path):
 
     # CoDA21: each context's lm-eval prediction is probegen's --matching simple prediction
     run = tmp_path / "pg-coda"
-    run_eval("smollm2-135m", coda_dir, run, EvalOptions(matching="simple"), runner=runner)
+    run_eval(EvalRequest("smollm2-135m", str(coda_dir), matching="simple"), run, runner=runner)
     samples = {s["id"]: s for s in lm["samples"]["probegen_coda_small"]}
     hits = []
     for g in map(json.loads, (run / "groups.jsonl").read_text().splitlines()):

@@ -311,17 +311,16 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
     ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
     from . import tasks
 
-    given = {"pattern": o.pattern, "matching": o.matching, "nonce": o.nonce, "length_norm": o.length_norm,
-             "split": o.split,
-             "reduction": o.reduction, "scorer": o.scorer, "limit": o.limit, "sample": o.sample,
-             "on_invalid": o.on_invalid, "probe": o.probe}
+    asked = o.asked()  # every option the dataset's kind is checked against (--pll, --debias-share too)
+    given = {k: asked[k] for k in ("pattern", "matching", "nonce", "length_norm", "split", "reduction", "scorer",
+                                   "limit", "sample", "on_invalid", "probe")}
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
-    tasks.check_options([task], given, "eval", [dataset])
+    tasks.check_options([task], asked, "eval", [dataset])
     if runner is not None and model is not None and o.method not in ASKING_METHODS:
         # a chat model is resolved by its backend when it loads
         model_kind = resolve_models([model], o.scorer, runner=runner)[model]
-        lm_only = {k: given[k] for k in task.lm_only_options}
+        lm_only = {k: asked[k] for k in task.lm_only_options}
         check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import click
 
+from probegen import request_options as opts
+
 from .options import PERMUTATIONS, SEED, add_device_options, given_options, log
+from .options import checked_type as T
 
 METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
                "method, a classifier per input condition trained on the train split (word-in-context datasets: "
@@ -21,7 +24,7 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
 
 @click.command("bias")
 @add_device_options
-@click.option("--model", required=True,
+@click.option("--model", required=True, type=T(opts.MODEL),
               help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
 @click.option(
     "--dataset", "datasets", multiple=True, type=click.Path(),
@@ -31,46 +34,48 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
 @click.option("--out", type=click.Path(), help="Output directory [default: probegen_out/bias/<model>].")
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed for column order, tie breaking, bootstrap and folds.")
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=T(opts.N_BOOT),
               help="Bootstrap replicates.")
-@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]),
+@click.option("--scorer", type=T(opts.SCORER),
               help="Force the scorer kind (default: detected).")
-@click.option("--nonce", default=None, help="Made-up word replacing the target [default: bkatuhla].")
-@click.option("--pattern", default="definition-of", show_default=True, help="CoDA21 pattern name or literal with {m}.")
-@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True,
+@click.option("--nonce", default=None, type=T(opts.NONCE),
+              help="Made-up word replacing the target [default: bkatuhla].")
+@click.option("--pattern", default="definition-of", type=T(opts.PATTERN), show_default=True,
+              help="CoDA21 pattern name or literal with {m}.")
+@click.option("--reduction", type=T(opts.REDUCTION), default="sum", show_default=True,
               help="LM log-prob reduction.")
-@click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
-@click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2),
+@click.option("--batch-size", default=None, type=T(opts.BATCH_SIZE), help="Scorer batch size.")
+@click.option("--folds", default=5, show_default=True, type=T(opts.FOLDS),
               help="Cross-validation folds of the trained controls.")
-@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None,
+@click.option("--split", type=T(opts.SPLIT), default=None,
               help="WordNetQA: analyse one split [default: all items].")
-@click.option("--limit", type=int, default=None, metavar="N",
+@click.option("--limit", type=T(opts.LIMIT), default=None, metavar="N",
               help="A quick look: only the first N resampling units per dataset (CoDA21 groups, WordNetQA concepts), "
                    "file order.")
-@click.option("--sample", type=int, default=None, metavar="N",
+@click.option("--sample", type=T(opts.SAMPLE), default=None, metavar="N",
               help="A quick look: N whole resampling units per dataset drawn with --seed, so the bootstrap CIs stay "
                    "honest (not with --limit).")
-@click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error", show_default=True,
+@click.option("--on-invalid", type=T(opts.ON_INVALID), default="error", show_default=True,
               help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, "
                    "with ids, in results.json and report.md (skip).")
-@click.option("--probe", default=None, metavar="PROBE",
+@click.option("--probe", default=None, type=T(opts.PROBE), metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, "
                    "dictionary) [default: from the file name, else the notes; never the id].")
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
-@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+@click.option("--debias-share", type=T(opts.DEBIAS_SHARE), default=None,
               metavar="SHARE",
               help="--method letter/generate with several orders: share of the clusters PriDe estimates the position "
                    "prior on; accuracy before and after is reported on the rest, per condition [default: 0.05].")
-@click.option("--method", type=click.Choice(["zeroshot", "trained", "generate", "letter"]), default=None,
+@click.option("--method", type=T(opts.BIAS_METHOD), default=None,
               help=METHOD_HELP)
 @click.option("--permutations", type=PERMUTATIONS, default=1, show_default=True, metavar="N|rotations",
               help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of "
                    "the options (rotations) (accuracy per order, consistency, majority answer).")
-@click.option("--prompts", type=click.Path(), default=None, metavar="FILE",
+@click.option("--prompts", type=T(opts.PROMPTS), default=None, metavar="FILE",
               help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that "
                    "file].")
 @click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")
-@click.option("--seeds", default=3, show_default=True, type=click.IntRange(min=1),
+@click.option("--seeds", default=3, show_default=True, type=T(opts.SEEDS),
               help="--method trained: runs (seeds) per condition.")
 @click.option("--human", "human", multiple=True, type=click.Path(),
               help="A `probegen study` directory (answered, scored on its own items): its human point joins the bias "

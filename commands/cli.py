@@ -13,7 +13,9 @@ from typing import Any
 
 import click
 
+from probegen import request_options as opts
 from probegen.commands.options import PERMUTATIONS, SEED, add_device_options, add_wordnet_source_option
+from probegen.commands.options import checked_type as T
 from probegen.paths import DEFAULT_ROOT
 
 
@@ -333,39 +335,39 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 # ---- evaluation ----------------------------------------------------------------------------------
 @cli.command("eval")
 @add_device_options
-@click.option("--model", required=True,
+@click.option("--model", required=True, type=T(opts.MODEL),
               help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
 @click.option("--dataset", required=True, type=click.Path(),
               help="probegen dataset directory or an original-schema CoDA21 JSON file.")
-@click.option("--scorer", type=click.Choice(["causal", "masked", "embedding", "static"]),
+@click.option("--scorer", type=T(opts.SCORER),
               help="Force the scorer kind (default: detected).")
-@click.option("--nonce", default=None,
+@click.option("--nonce", default=None, type=T(opts.NONCE),
               help="Made-up word replacing the target [default: templates/nonce_words.json, bkatuhla].")
-@click.option("--pattern", default=None,
+@click.option("--pattern", default=None, type=T(opts.PATTERN),
               help="Pattern name from templates/coda21.json or a literal with {m} [default: definition-of].")
-@click.option("--reduction", type=click.Choice(["sum", "mean"]), default="sum", show_default=True,
+@click.option("--reduction", type=T(opts.REDUCTION), default="sum", show_default=True,
               help="LM log-prob reduction over definition tokens.")
-@click.option("--matching", type=click.Choice(["alignment", "simple"]), default="alignment", show_default=True,
+@click.option("--matching", type=T(opts.MATCHING), default="alignment", show_default=True,
               help="One-to-one alignment or each definition's best context.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed for column order and tie breaking.")
-@click.option("--batch-size", default=None, type=int, help="Scorer batch size.")
-@click.option("--pll", type=click.Choice(["original", "word-l2r"]), default="original", show_default=True,
+@click.option("--batch-size", default=None, type=T(opts.BATCH_SIZE), help="Scorer batch size.")
+@click.option("--pll", type=T(opts.PLL), default="original", show_default=True,
               help="Masked LMs: pseudo-log-likelihood as in the paper, or PLL-word-l2r (Kauf & Ivanova 2023).")
-@click.option("--length-norm", type=click.Choice(["none", "tokens", "chars"]), default="none", show_default=True,
+@click.option("--length-norm", type=T(opts.LENGTH_NORM), default="none", show_default=True,
               help="Multiple choice: normalise LM choice scores by tokens (mean log-prob) or characters.")
-@click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None,
+@click.option("--split", type=T(opts.SPLIT), default=None,
               help="Multiple choice: evaluate one split [default: all items].")
-@click.option("--limit", type=int, default=None, metavar="N",
+@click.option("--limit", type=T(opts.LIMIT), default=None, metavar="N",
               help="A quick look: only the first N units (groups, items) in file order.")
-@click.option("--sample", type=int, default=None, metavar="N",
+@click.option("--sample", type=T(opts.SAMPLE), default=None, metavar="N",
               help="A quick look: N units drawn at random with --seed (not with --limit).")
-@click.option("--on-invalid", type=click.Choice(["error", "skip"]), default="error", show_default=True,
+@click.option("--on-invalid", type=T(opts.ON_INVALID), default="error", show_default=True,
               help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, "
                    "with ids, in results.json and the summary (skip).")
-@click.option("--probe", "release_probe", default=None, metavar="PROBE",
+@click.option("--probe", "release_probe", default=None, type=T(opts.PROBE), metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, "
                    "dictionary) [default: from the file name, else the notes; never the id].")
-@click.option("--method", type=click.Choice(["score", "generate", "letter"]), default="score", show_default=True,
+@click.option("--method", type=T(opts.EVAL_METHOD), default="score", show_default=True,
               help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat "
                    "template, or a served model's chat endpoint with --api-base) and parse its answer; letter: the "
                    "same prompt, read as the probability of each option label (A.., yes/no) as the answer's next "
@@ -374,12 +376,12 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
               help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of "
                    "the options (rotations); report accuracy per order, consistency and the majority answer's accuracy "
                    "[default: 1].")
-@click.option("--prompts", "prompts_file", type=click.Path(), default=None, metavar="FILE",
+@click.option("--prompts", "prompts_file", type=T(opts.PROMPTS), default=None, metavar="FILE",
               help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that "
                    "file].")
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=T(opts.N_BOOT),
               help="Bootstrap replicates of every CI (resampling CoDA21 groups, WordNetQA concepts; seeded by --seed).")
-@click.option("--debias-share", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+@click.option("--debias-share", type=T(opts.DEBIAS_SHARE), default=None,
               metavar="SHARE",
               help="--method letter/generate with several orders: share of the clusters PriDe estimates the position "
                    "prior on; accuracy before and after is reported on the rest [default: 0.05].")
@@ -473,7 +475,7 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
               help="Model to score both sets with; repeat (reference and held-out).")
 @click.option("--labels", default="twin,adversarial", show_default=True, help="Names of the two sets in the report.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2))
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=T(opts.N_BOOT))
 @click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
 def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
     """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.

@@ -14,32 +14,74 @@ from typing import Any, Callable
 
 import click
 
+from probegen import request_options as opts
+from probegen.request_options import Option
+
+
+def _convert(ptype: click.ParamType, option: Option, value: Any, param: Any, ctx: Any) -> Any:
+    from probegen.request_options import OptionTypeError, OptionValueError
+
+    try:
+        return option.parse(value)
+    except (OptionTypeError, OptionValueError) as e:
+        ptype.fail(str(e), param, ctx)
+
+
+class _CheckedChoice(click.Choice):
+    def __init__(self, option: Option) -> None:
+        super().__init__(option.choices)
+        self.option = option
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        return _convert(self, self.option, value, param, ctx)
+
+
+class _CheckedInt(click.IntRange):
+    def __init__(self, option: Option) -> None:
+        super().__init__(None if option.lo is None else int(option.lo), None if option.hi is None else int(option.hi))
+        self.option = option
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        return _convert(self, self.option, value, param, ctx)
+
+
+class _CheckedFloat(click.FloatRange):
+    def __init__(self, option: Option) -> None:
+        super().__init__(option.lo, option.hi, min_open=option.lo_open, max_open=option.hi_open)
+        self.option = option
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        return _convert(self, self.option, value, param, ctx)
+
+
+class _CheckedText(click.ParamType):
+    def __init__(self, option: Option) -> None:
+        self.option = option
+        self.name = "N|rotations" if option.kind == "permutations" else "text"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        return _convert(self, self.option, value, param, ctx)
+
+
+def checked_type(option: Option) -> click.ParamType:
+    """The click parameter type of ``option``: the command line's text parsed, then checked by the one
+    rule the notebook calls use too (:mod:`probegen.request_options`); a bad value is click's usage
+    error (exit 2) with that rule's message. Choices and ranges still show in ``--help``."""
+    if option.kind in ("choice", "dtype"):
+        return _CheckedChoice(option)
+    if option.kind == "int":
+        return _CheckedInt(option)
+    if option.kind == "float":
+        return _CheckedFloat(option)
+    return _CheckedText(option)
+
+
 #: every ``--seed``: a non-negative integer that numpy's and scikit-learn's seeding take (below
 #: 2**32); anything else is click's usage error (exit 2), never a traceback deep in a run
-SEED = click.IntRange(0, 2**32 - 1)
-
-
-class _Permutations(click.ParamType):
-    """``--permutations``: a number of option orders (1 to 100) or ``rotations`` (every cyclic
-    rotation of the base order); anything else is click's usage error."""
-
-    name = "N|rotations"
-
-    def convert(self, value, param, ctx):
-        if value == "rotations" or isinstance(value, int):
-            n = value
-        else:
-            try:
-                n = int(value)
-            except (TypeError, ValueError):
-                self.fail(f"{value!r} is neither a number of orders nor 'rotations'", param, ctx)
-        if n != "rotations" and not 1 <= n <= 100:
-            self.fail(f"{n} is not in the range 1<=x<=100 (or 'rotations')", param, ctx)
-        return n
-
-
-#: ``--permutations`` of eval and bias (--method generate and letter)
-PERMUTATIONS = _Permutations()
+SEED = checked_type(opts.SEED)
+#: ``--permutations`` of eval and bias (--method generate and letter): a number of option orders
+#: (1 to 100) or ``rotations`` (every cyclic rotation of the base order)
+PERMUTATIONS = checked_type(opts.PERMUTATIONS)
 
 
 def log(msg: str) -> None:
@@ -69,7 +111,7 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
         def eval_cmd(runtime, model, ...):
             runner = Runner(runtime, log=log)
     """
-    from probegen.models import DEVICE_MAPS, DTYPES, parse_batch_tokens, resolve_device
+    from probegen.models import DEVICE_MAPS, parse_batch_tokens, resolve_device
     from probegen.runner import Runtime
 
     if not _takes_runtime(command):  # the options would be accepted and silently ignored
@@ -85,9 +127,10 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
         return command(*args, runtime=_with_api(runtime, api_base, api_key_env, concurrency, api_timeout), **kw)
 
     options = [
-        click.option("--device", default="auto", show_default=True, metavar="auto|cpu|cuda|cuda:N|mps",
+        click.option("--device", default="auto", show_default=True, type=checked_type(opts.DEVICE),
+                     metavar="auto|cpu|cuda|cuda:N|mps",
                      help="Where models run (auto: CUDA if available, else CPU)."),
-        click.option("--dtype", type=click.Choice(DTYPES), default="auto", show_default=True,
+        click.option("--dtype", type=checked_type(opts.DTYPE), default="auto", show_default=True,
                      help="Model precision (auto: bfloat16 on GPUs that support it, else float32); part of score-cache "
                           "keys."),
         click.option("--device-map", type=click.Choice(DEVICE_MAPS), default=None,

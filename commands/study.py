@@ -10,7 +10,9 @@ from pathlib import Path
 
 import click
 
-from .options import SEED
+from probegen import request_options as opts
+
+from .options import SEED, checked_type
 
 DEFAULT_ROOT = Path("probegen_out") / "studies"
 
@@ -149,7 +151,7 @@ def import_cmd(study_dir, csv_file) -> None:
 @click.option("--model", "models", multiple=True, type=click.Path(),
               help="A `probegen bias` output directory on the study's dataset; repeat for several. Adds the "
                    "model-human gap table.")
-@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=click.IntRange(min=2),
+@click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=checked_type(opts.N_BOOT),
               help="Bootstrap replicates.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--out", type=click.Path(), help="Report directory [default: STUDY/score].")

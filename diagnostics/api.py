@@ -101,10 +101,29 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
         return out_dir, eval_trained(req.model, req.dataset, out_dir, cfg, log=runner.log, runner=runner, task=task)
     out_dir = req.out_dir(root)
     ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
+    n_boot = 1000 if req.n_boot is None else req.n_boot
     summary = run_eval(req, out_dir, figures=figures, runner=runner, task=task,
-                       analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, req.n_boot or 1000,
-                                                                          req.seed, req.debias_share))
+                       analyse=lambda results, rows, folder: analyse_eval(results, rows, folder, n_boot, req.seed,
+                                                                          req.debias_share))
     return out_dir, summary
+
+
+def _runtime(device: str, dtype: str) -> Runtime:
+    """The runtime of a notebook call, ``--device``/``--dtype`` checked as the command line checks them
+    (the same rule, then the device's availability) before any work."""
+    from probegen.models import resolve_device
+    from probegen.request_options import DEVICE, DTYPE
+
+    resolve_device(DEVICE.check(device))
+    return Runtime(device, DTYPE.check(dtype))
+
+
+def _logger(log: Callable[[str], None] | None) -> Callable[[str], None]:
+    if log is not None and not callable(log):
+        from probegen.request_options import OptionTypeError
+
+        raise OptionTypeError(f"log must be a function of one string, or None; got {log!r}")
+    return log or (lambda m: None)
 
 
 def score(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
@@ -119,9 +138,10 @@ def score(model: str, dataset: str | Path, out: str | Path | None = None, *, dev
     if wrong:
         raise TypeError(f"probegen.score() got unknown options {', '.join(wrong)}; choose from "
                         f"{', '.join(sorted(names))}")
-    req = EvalRequest(model=model, dataset=str(dataset), out=None if out is None else str(out), **options)
-    runner = Runner(Runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
-                    log=log or (lambda m: None))
+    # every option checked by the command line's rule (probegen.request_options) before any work
+    req = EvalRequest(model=model, dataset=dataset, out=out, **options)  # type: ignore[arg-type]
+    runner = Runner(_runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
+                    log=_logger(log))
     path, summary = run_eval_request(req, runner)
     return Run.read(path, summary)
 
@@ -141,9 +161,11 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     if wrong:
         raise TypeError(f"probegen.bias() got unknown options {', '.join(wrong)}; choose from "
                         f"{', '.join(sorted(names))}")
-    req = BiasRequest(model=model, datasets=(str(dataset),), out=None if out is None else str(out), **options,
+    from probegen.request_options import DATASET
+
+    req = BiasRequest(model=model, datasets=(DATASET.check(dataset),), out=out, **options,  # type: ignore[arg-type]
                       given=frozenset(k for k in options if k in TASK_OPTIONS))
-    runner = Runner(Runtime(device, dtype), log=log or (lambda m: None))
+    runner = Runner(_runtime(device, dtype), log=_logger(log))
     method, summary = run_checked(req, runner.log, runner)
     path = req.out_dir("-trained" if method == "trained" else "")
     results = json.loads((path / "results.json").read_text(encoding="utf-8"))

@@ -58,6 +58,11 @@ class BiasRequest:
     semcor: str | None = None
     given: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        from probegen.request_options import BIAS_OPTIONS, check_request
+
+        check_request(self, BIAS_OPTIONS)  # one type and range per option, the command line's too
+
     def asked(self, name: str):
         """The value of option ``name`` if the user set it, else None."""
         return getattr(self, name) if name in self.given else None

@@ -131,6 +131,11 @@ class EvalRequest:
     seed: int = 0
     batch_size: int | None = None
 
+    def __post_init__(self) -> None:
+        from .request_options import EVAL_OPTIONS, check_request
+
+        check_request(self, EVAL_OPTIONS)  # one type and range per option, the command line's too
+
     def asked(self) -> dict[str, Any]:
         """The options the dataset's kind is checked against (names as the CLI's, with ``_``)."""
         keys = ("scorer", "nonce", "pattern", "reduction", "matching", "length_norm", "split", "pll", "limit", "sample",

@@ -45,6 +45,7 @@ from urllib.parse import urlparse
 
 from .errors import ModelNotFound, ProbegenError
 from .paths import cache_dir
+from .request_options import DTYPES  # the one list of precisions (re-exported)
 from .scorers import CAUSAL_KINDS, SERVED
 
 
@@ -157,7 +158,7 @@ def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, An
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        with _quiet_transformers():
+        with _quiet_transformers(), _gguf_progress():
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
             # the weights are already de-quantised; drop the GGUF quantizer so they can be saved
@@ -176,6 +177,32 @@ def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, An
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+@contextlib.contextmanager
+def _gguf_progress() -> Iterator[None]:
+    """transformers' "Converting and de-quantizing GGUF tensors" bar replaced by probegen's own for
+    the block: it is a bare tqdm that ``disable_progress_bar`` does not reach, so in a log it left
+    a ``\\r`` redraw per update; probegen's bar writes plain lines there (see :mod:`.progress`)."""
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:
+        yield
+        return
+    from .progress import progress_bar
+
+    def bar(iterable: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return progress_bar(iterable, desc="de-quantising GGUF tensors", unit="tensor")
+
+    old = getattr(gguf_utils, "tqdm", None)
+    gguf_utils.tqdm = bar  # type: ignore[attr-defined,assignment]
+    try:
+        yield
+    finally:
+        if old is None:
+            del gguf_utils.tqdm  # type: ignore[attr-defined]
+        else:
+            gguf_utils.tqdm = old  # type: ignore[attr-defined,assignment]
 
 
 def _glove_vocab(data_dir: Path, rows: int) -> list[str]:
@@ -442,7 +469,6 @@ def _hub_cache_rows() -> list[dict[str, Any]]:
 
 
 # ---- devices and precision --------------------------------------------------------------------------
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 

@@ -375,7 +375,7 @@ def test_eval_with_seed_minus_one_is_a_usage_error_before_any_work(tmp_path, mon
     ds = coda21_dir(tmp_path / "tiny", [group_row("g")])
     monkeypatch.setattr("probegen.models.load_scorer", never("model loading"))
     code, _, err = run("eval", "--model", "glove-50d", "--dataset", ds, "--seed", "-1", "--out", tmp_path / "r")
-    assert code == 2 and "Invalid value for '--seed': -1 is not in the range" in err, err
+    assert code == 2 and "Invalid value for '--seed': seed (--seed) must be an integer from 0 to" in err, err
     assert not (tmp_path / "r").exists()
 
 

@@ -195,14 +195,14 @@ def _gguf_progress() -> Iterator[None]:
         return progress_bar(iterable, desc="de-quantising GGUF tensors", unit="tensor")
 
     old = getattr(gguf_utils, "tqdm", None)
-    gguf_utils.tqdm = bar  # type: ignore[attr-defined,assignment]
+    gguf_utils.tqdm = bar
     try:
         yield
     finally:
         if old is None:
-            del gguf_utils.tqdm  # type: ignore[attr-defined]
+            del gguf_utils.tqdm
         else:
-            gguf_utils.tqdm = old  # type: ignore[attr-defined,assignment]
+            gguf_utils.tqdm = old
 
 
 def _glove_vocab(data_dir: Path, rows: int) -> list[str]:

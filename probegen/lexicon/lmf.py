@@ -65,18 +65,28 @@ _DB_FORMAT = 1
 
 @contextmanager
 def _data_dir(path: Path | None) -> Iterator[None]:
-    """Point ``wn`` at the database in ``path`` (None: leave the user's default) for the block."""
+    """Point ``wn`` at the database in ``path`` (None: leave the user's default) for the block.
+
+    A connection to a private database that ``wn`` opens in the block is closed at its end (``wn``
+    pools one per database file for the life of the process: every WN-LMF file opened would keep
+    its SQLite file open). ``wn`` reconnects on the next query, so a :class:`WnLexicon` still works
+    in a later block.
+    """
     import wn
+    from wn import _db
 
     if path is None:
         yield
         return
     old = wn.config.database_path.parent  # not .data_directory: its getter creates the folder
     wn.config.data_directory = path
+    pooled = path / "wn.db" in getattr(_db, "pool", {})  # an outer block's: that block closes it
     try:
         yield
     finally:
         wn.config.data_directory = old
+        if not pooled:
+            _close(path)
 
 
 def _close(db_dir: Path) -> None:
@@ -188,8 +198,6 @@ def _private_db(path: Path, sha256: str) -> Path:
             except Exception as e:  # noqa: BLE001 - wn raises many kinds on a malformed file
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ProbegenError(f"{path}: not a WN-LMF file wn can load ({msg})") from None
-            finally:
-                _close(tmp)
         try:
             os.rename(tmp, final)
         except OSError:

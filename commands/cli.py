@@ -574,6 +574,11 @@ def _register_extensions() -> None:
 
     cli.add_command(view)
 
+    from probegen.commands.items import items, subset
+
+    cli.add_command(items)
+    cli.add_command(subset)
+
 
 _register_extensions()
 

@@ -1,0 +1,62 @@
+"""``probegen items`` and ``probegen subset``: the CLI registers them with ``cli.add_command``.
+
+Only click is imported at module level; the work is :mod:`probegen.itemstats`. Expected failures
+raise ``ProbegenError`` so the CLI group prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .options import SEED, log
+
+
+@click.command("items")
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Output folder (written whole or not at all).")
+@click.option("--common", is_flag=True, help="Runs on different datasets: keep the items they share.")
+@click.option("--irt", "irt_model", type=click.Choice(["1pl", "2pl", "3pl", "none"]), default="2pl", show_default=True,
+              help="IRT model (3pl: guessing floor fixed at 1/k).")
+@click.option("--pairs", is_flag=True, help="Also compare every pair of respondents (pairs.csv, Holm-corrected).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=2), default=1000, show_default=True,
+              help="Bootstrap replicates (KR-20 CI, paired CIs).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
+def items(runs, out, common, irt_model, pairs, n_boot, seed) -> None:
+    """Item analysis over runs: one response table, classical statistics, IRT, flags.
+
+    RUN is a `probegen eval` or `probegen bias` folder (its per-row records) or a `probegen study`
+    folder (one respondent per participant). Writes responses.csv/.parquet, items.csv,
+    distractors.csv, respondents.csv, summary.json and report.md (and pairs.csv with --pairs).
+
+    \b
+    Examples:
+      probegen items runs/glove runs/minilm runs/bert --out probegen_out/items/wordnetqa
+      probegen items runs/a runs/b --pairs --irt 3pl --out items-ab
+    """
+    from probegen.itemstats.analyse import run_items
+
+    click.echo(run_items(list(runs), out, common, None if irt_model == "none" else irt_model, n_boot, seed, pairs))
+
+
+@click.command("subset")
+@click.argument("dataset", type=click.Path())
+@click.option("--items", "items_dir", required=True, type=click.Path(),
+              help="A `probegen items` folder of runs on DATASET.")
+@click.option("--size", required=True, type=click.IntRange(min=1), help="Items (dataset records) to keep.")
+@click.option("--method", type=click.Choice(["random", "anchor", "information"]), default="anchor", show_default=True,
+              help="random: a seeded draw; anchor: k-means medoids of the items' response patterns "
+                   "(tinyBenchmarks); information: the most Fisher information over the respondents' abilities.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the draw and of the validation.")
+@click.option("--out", required=True, type=click.Path(), help="Output dataset folder.")
+def subset(dataset, items_dir, size, method, seed, out) -> None:
+    """A compact form of DATASET: a dataset of the same kind with --size records, its manifest naming
+    the parent, method and seed, and predictor.json (how to predict full-set accuracy from it) with a
+    leave-respondents-out validation against random subsets of the same size.
+
+    \b
+    Examples:
+      probegen subset probegen_out/datasets/wordnetqa-definitions --items items/wordnetqa --size 100 --out compact
+    """
+    from probegen.itemstats.subset import run_subset
+
+    click.echo(run_subset(dataset, items_dir, size, method, seed, out, log=log))

@@ -1,0 +1,181 @@
+"""``probegen items``: the response table of some runs, its classical item analysis, an IRT fit and
+(``pairs``) paired comparisons of the respondents, written as one folder:
+
+- ``responses.csv`` / ``responses.parquet``: the long table (:mod:`.table`);
+- ``items.csv``: per item p-value, item-rest correlation, IRT difficulty and discrimination with
+  intervals, item fit, flags and their reasons;
+- ``distractors.csv``: per item the wrong options picked, by the stronger and weaker half;
+- ``respondents.csv``: per respondent accuracy and IRT ability with an interval;
+- ``pairs.csv`` (with ``pairs``): every pair of respondents on their shared items (paired bootstrap
+  CI, exact McNemar, Holm-adjusted p);
+- ``summary.json`` and ``report.md``: counts, KR-20 with its CI, the flagged items.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ProbegenError
+from ..io import atomic_dir, atomic_write, ensure_writable, write_json
+from .table import ResponseTable, gather
+
+ITEM_COLUMNS = ("item", "unit", "k", "n", "p", "item_rest", "b", "b_lo", "b_hi", "a", "a_lo", "a_hi", "c", "outfit",
+                "flags")
+
+
+def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+    def cell(v: Any) -> Any:
+        if v is None or (isinstance(v, float) and not np.isfinite(v)):
+            return ""
+        return round(v, 6) if isinstance(v, float) else v
+
+    with atomic_write(path) as fh:
+        w = csv.DictWriter(fh, list(columns), lineterminator="\n", extrasaction="ignore")
+        w.writeheader()
+        w.writerows({c: cell(r.get(c)) for c in columns} for r in rows)
+
+
+def item_rows(table: ResponseTable, irt_model: str | None) -> tuple[list[dict[str, Any]], Any]:
+    """Per item: classical statistics, the IRT fit's (when ``irt_model``) and flags; and the fit."""
+    from .classical import item_table
+    from .irt import fit, item_flags
+
+    y, _, items, k = table.matrix()
+    cls = item_table(y)
+    units = {i: c["unit"] for r in table.respondents for i, c in r.cells.items()}
+    fitted = fit(y, k, irt_model) if irt_model else None
+    extra = fitted.item_rows() if fitted is not None else [{} for _ in items]
+    flags = fitted.flags if fitted is not None else item_flags(y, np.where(np.nan_to_num(cls["item_rest"], nan=1.0) < 0,
+                                                                             -1.0, 1.0))
+    rows = []
+    for i, item in enumerate(items):
+        row = {"item": item, "unit": units[item], "k": int(k[i]), "n": int(cls["n"][i]), "p": float(cls["p"][i]),
+               "item_rest": float(cls["item_rest"][i]), **extra[i]}
+        row["flags"] = ";".join(flags[i])
+        rows.append(row)
+    return rows, fitted
+
+
+def respondent_rows(table: ResponseTable, fitted: Any) -> list[dict[str, Any]]:
+    """Per respondent: who, how many answered, accuracy, ability with a 95% interval (with a fit)."""
+    out = []
+    for j, r in enumerate(table.respondents):
+        vals = [c["correct"] for c in r.cells.values()]
+        row: dict[str, Any] = {"respondent": r.name, "model": r.model, "method": r.method, "variant": r.variant,
+                               "source": r.source, "answered": len(vals), "accuracy": float(np.mean(vals))}
+        if fitted is not None:
+            row.update(theta=float(fitted.theta[j]), theta_lo=float(fitted.theta[j] - 1.96 * fitted.theta_sd[j]),
+                       theta_hi=float(fitted.theta[j] + 1.96 * fitted.theta_sd[j]))
+        out.append(row)
+    return out
+
+
+def analyse(table: ResponseTable, irt_model: str | None = "2pl", n_boot: int = 1000, seed: int = 0,
+            pairs: bool = False) -> dict[str, Any]:
+    """Everything ``probegen items`` writes, in memory."""
+    from .classical import distractors, kr20_ci
+
+    y, names, items, _ = table.matrix()
+    rows, fitted = item_rows(table, irt_model)
+    chosen, keys = table.chosen()
+    res: dict[str, Any] = {
+        "items": rows, "respondents": respondent_rows(table, fitted),
+        "distractors": distractors(y, chosen, keys, items),
+        "summary": {"respondents": len(names), "items": len(items), "cells": int((~np.isnan(y)).sum()),
+                    "missing_share": float(np.isnan(y).mean()), "kr20": kr20_ci(y, n_boot, seed),
+                    "irt": None if fitted is None else {"model": fitted.model, "loglik": fitted.loglik,
+                                                        "iterations": fitted.iterations,
+                                                        "guessing_floor": "1/k" if fitted.model == "3pl" else 0},
+                    "flagged": sum(bool(r["flags"]) for r in rows)},
+    }
+    suspect = {d["item"] for d in res["distractors"] if d["suspect"]}
+    res["summary"]["suspect_distractor_items"] = len(suspect)
+    if pairs:
+        from .paired import all_pairs
+
+        units = [r["unit"] for r in rows]
+        res["pairs"] = all_pairs(y, names, units, n_boot=n_boot, seed=seed)
+    return res
+
+
+def render(res: dict[str, Any]) -> str:
+    """report.md: counts, KR-20, the flagged items with their reasons."""
+    s = res["summary"]
+    kr = s["kr20"]
+    ci = f" [{kr['ci'][0]:.3f}, {kr['ci'][1]:.3f}]" if kr.get("ci") else ""
+    lines = ["# Item analysis", "",
+             f"{s['respondents']} respondents x {s['items']} items, {s['cells']} answered cells "
+             f"({s['missing_share']:.1%} missing).", "",
+             f"KR-20 ({kr['imputed']} missing cells filled with the item's p-value): "
+             + (f"{kr['kr20']:.3f}{ci}" if kr["kr20"] is not None else "undefined"), ""]
+    if s["irt"]:
+        lines += [f"IRT: {s['irt']['model'].upper()} (guessing floor {s['irt']['guessing_floor']}), "
+                  f"marginal log-likelihood {s['irt']['loglik']:.1f}.", ""]
+    flagged = [r for r in res["items"] if r["flags"]]
+    lines += [f"## Flagged items ({len(flagged)})", "", "| item | p | item-rest | a | b | flags |",
+              "|---|---|---|---|---|---|"]
+    for r in flagged[:200]:
+        lines.append(f"| {r['item']} | {r['p']:.2f} | {r['item_rest']:.2f} | {r.get('a', float('nan')):.2f} "
+                     f"| {r.get('b', float('nan')):.2f} | {r['flags']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(res: dict[str, Any], table: ResponseTable, out: str | Path, inputs: Sequence[str | Path]) -> Path:
+    """The folder ``out`` (atomically: whole or not at all)."""
+    ensure_writable(out, replace=True, inputs=inputs, writer="output")
+    with atomic_dir(out) as tmp:
+        table.write(tmp)
+        _write_csv(tmp / "items.csv", res["items"], ITEM_COLUMNS)
+        _write_csv(tmp / "respondents.csv", res["respondents"],
+                   ("respondent", "model", "method", "variant", "source", "answered", "accuracy", "theta", "theta_lo",
+                    "theta_hi"))
+        _write_csv(tmp / "distractors.csv", res["distractors"],
+                   ("item", "option", "picks", "strong_share", "weak_share", "suspect"))
+        if "pairs" in res:
+            from .paired import PAIR_COLUMNS
+
+            _write_csv(tmp / "pairs.csv", res["pairs"], PAIR_COLUMNS)
+        write_json(tmp / "summary.json", {**res["summary"], "runs": [str(r) for r in inputs]})
+        with atomic_write(tmp / "report.md") as fh:
+            fh.write(render(res))
+    return Path(out)
+
+
+def run_items(runs: Sequence[str | Path], out: str | Path, common: bool = False, irt_model: str | None = "2pl",
+              n_boot: int = 1000, seed: int = 0, pairs: bool = False) -> str:
+    """Gather, analyse and write; returns the summary line the CLI prints."""
+    ensure_writable(out, replace=True, inputs=runs, writer="output")
+    table = gather(runs, common)
+    if irt_model and len(table.respondents) < 2:
+        raise ProbegenError("IRT needs at least 2 respondents (give more runs, or --irt none)")
+    res = analyse(table, irt_model, n_boot, seed, pairs)
+    write(res, table, out, runs)
+    s = res["summary"]
+    return (f"{s['respondents']} respondents x {s['items']} items; {s['flagged']} flagged; "
+            f"KR-20 {s['kr20']['kr20'] if s['kr20']['kr20'] is None else round(s['kr20']['kr20'], 3)}; wrote {out}")
+
+
+def load_items(folder: str | Path) -> tuple[ResponseTable, list[dict[str, Any]], dict[str, Any]]:
+    """A ``probegen items`` folder back: its response table (from responses.csv), item rows, summary."""
+    from .table import Respondent
+
+    root = Path(folder)
+    if not (root / "responses.csv").is_file() or not (root / "items.csv").is_file():
+        raise ProbegenError(f"{root} is not a `probegen items` folder (no responses.csv / items.csv)")
+    resps: dict[str, Respondent] = {}
+    with open(root / "responses.csv", encoding="utf-8", newline="") as fh:
+        for r in csv.DictReader(fh):
+            resp = resps.setdefault(r["respondent"], Respondent(r["respondent"], r["model"], r["method"], r["variant"],
+                                                                r["source"], r["dataset"]))
+            resp.cells[r["item"]] = {"unit": r["unit"], "correct": float(r["correct"]), "chosen": r["chosen"] or None,
+                                     "key": r["key"] or None, "k": int(r["k"])}
+    with open(root / "items.csv", encoding="utf-8", newline="") as fh:
+        items = list(csv.DictReader(fh))
+    sfile = root / "summary.json"
+    summary = json.loads(sfile.read_text(encoding="utf-8")) if sfile.is_file() else {}
+    return ResponseTable(list(resps.values())), items, summary

@@ -1,0 +1,213 @@
+"""Item response theory: 1PL, 2PL and 3PL with the guessing floor fixed at 1/k, by marginal maximum
+likelihood (abilities integrated out over a N(0, 1) on a Gauss grid), missing cells left out.
+
+    P(right | theta) = c + (1 - c) * sigmoid(a * (theta - b)),   c = 0 (1PL, 2PL) or 1/k (3PL)
+
+1PL shares one discrimination ``a`` over the items. Weak normal priors (``a ~ N(1, 1.5)``, ``b ~ N(0, 3)``)
+keep items every respondent gets right or wrong finite; ``a`` is not constrained positive, so a
+mis-keyed item (the strong get it wrong) comes out with a negative discrimination. Why by hand and
+not a library: docs/itemstats.md (none of those compared fixes c at 1/k, leaves missing cells out in
+every model and gives intervals). Fitted with scipy's L-BFGS on the exact marginal log-likelihood and
+its gradient (Fisher's identity).
+
+Intervals: items from the expected information with the fitted abilities' posteriors (plus the
+priors), respondents from the posterior (EAP +- 1.96 SD).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MODELS = ("1pl", "2pl", "3pl")
+PRIOR_A = (1.0, 1.5)
+PRIOR_B = (0.0, 3.0)
+#: |a| below this (and not negative) is flagged as near-zero discrimination
+NEAR_ZERO = 0.25
+Z95 = 1.959964
+
+
+@dataclass
+class IrtFit:
+    """Per item ``a``, ``b``, ``c`` and the SEs of a and b, an outfit mean-square (item fit: ~1 fits,
+    >> 1 misfits); per respondent ``theta`` (EAP) and ``theta_sd``; the marginal log-likelihood."""
+
+    model: str
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    a_se: np.ndarray
+    b_se: np.ndarray
+    theta: np.ndarray
+    theta_sd: np.ndarray
+    outfit: np.ndarray
+    loglik: float
+    iterations: int
+    flags: list[list[str]] = field(default_factory=list)
+
+    def prob(self, theta: np.ndarray) -> np.ndarray:
+        """P(right) of every (theta, item): shape (len(theta), items)."""
+        return prob(np.asarray(theta, float)[:, None], self.a[None, :], self.b[None, :], self.c[None, :])
+
+    def item_rows(self) -> list[dict[str, Any]]:
+        """Per item: difficulty and discrimination with 95% intervals, guessing floor, outfit, flags."""
+        return [{"b": float(self.b[i]), "b_lo": float(self.b[i] - Z95 * self.b_se[i]),
+                 "b_hi": float(self.b[i] + Z95 * self.b_se[i]), "a": float(self.a[i]),
+                 "a_lo": float(self.a[i] - Z95 * self.a_se[i]), "a_hi": float(self.a[i] + Z95 * self.a_se[i]),
+                 "c": float(self.c[i]), "outfit": float(self.outfit[i]), "flags": ";".join(self.flags[i])}
+                for i in range(len(self.b))]
+
+
+def prob(theta: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The item characteristic curve (numpy, broadcasting)."""
+    return c + (1 - c) / (1 + np.exp(-a * (theta - b)))
+
+
+def _grid(n: int = 41) -> tuple[np.ndarray, np.ndarray]:
+    nodes = np.linspace(-5, 5, n)
+    w = np.exp(-nodes ** 2 / 2)
+    return nodes, np.log(w / w.sum())
+
+
+def _log_probs(nodes: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(log P, log (1 - P), sigmoid) on the grid: Q x I each."""
+    eta = a[None, :] * (nodes[:, None] - b[None, :])
+    ls, lms = -np.logaddexp(0, -eta), -np.logaddexp(0, eta)
+    logp = ls
+    if (c > 0).any():
+        logp = np.logaddexp(np.log(np.where(c > 0, c, 1e-300))[None, :], np.log1p(-c)[None, :] + ls)
+    return logp, np.log1p(-c)[None, :] + lms, np.exp(ls)
+
+
+def _objective(x: np.ndarray, y0: np.ndarray, m: np.ndarray, nodes: np.ndarray, logw: np.ndarray, c: np.ndarray,
+               shared_a: bool) -> tuple[float, np.ndarray]:
+    """Minus the marginal log-posterior and its gradient (Fisher's identity: the gradient of the marginal
+    log-likelihood is the posterior-expected complete-data gradient)."""
+    n_items = len(c)
+    a = np.full(n_items, x[0]) if shared_a else x[:n_items]
+    b = x[-n_items:]
+    logp, logq, sig = _log_probs(nodes, a, b, c)
+    parts = y0 @ logp.T + (m - y0) @ logq.T + logw[None, :]  # J x Q
+    top = parts.max(axis=1, keepdims=True)
+    ll_j = top[:, 0] + np.log(np.exp(parts - top).sum(axis=1))
+    post = np.exp(parts - ll_j[:, None])
+    r, n = post.T @ y0, post.T @ m  # Q x I: expected right / answered at each grid ability
+    p = np.exp(logp)
+    g = (r - n * p) * (1 - c)[None, :] * sig * (1 - sig) / np.clip(p * (1 - p), 1e-300, None)  # dLL/deta
+    ga = (g * (nodes[:, None] - b[None, :])).sum(0) - (a - PRIOR_A[0]) / PRIOR_A[1] ** 2
+    gb = (g * -a[None, :]).sum(0) - (b - PRIOR_B[0]) / PRIOR_B[1] ** 2
+    prior = (((a - PRIOR_A[0]) ** 2).sum() / (2 * PRIOR_A[1] ** 2)
+             + ((b - PRIOR_B[0]) ** 2).sum() / (2 * PRIOR_B[1] ** 2))
+    if shared_a:  # one a: its prior counted once
+        prior -= ((a[0] - PRIOR_A[0]) ** 2) / (2 * PRIOR_A[1] ** 2) * (n_items - 1)
+        ga = np.array([ga.sum() + (a[0] - PRIOR_A[0]) / PRIOR_A[1] ** 2 * (n_items - 1)])
+    return float(-(ll_j.sum()) + prior), -np.concatenate([ga, gb])
+
+
+def fit(y: np.ndarray, k: np.ndarray | None = None, model: str = "2pl", max_iter: int = 500,
+        quad: int = 25) -> IrtFit:
+    """Fit ``model`` to the 0/1 matrix ``y`` (respondents x items, NaN = missing); ``k``: options per
+    item (3PL's floor 1/k; default 2). L-BFGS on the exact marginal log-posterior."""
+    from scipy.optimize import minimize
+
+    if model not in MODELS:
+        raise ValueError(f"unknown IRT model {model!r}")
+    y = np.asarray(y, float)
+    n_items = y.shape[1]
+    kk = np.full(n_items, 2.0) if k is None else np.asarray(k, float)
+    c = 1.0 / kk if model == "3pl" else np.zeros(n_items)
+    m = (~np.isnan(y)).astype(float)
+    y0 = np.nan_to_num(y)
+    nodes, logw = _grid(quad)
+    p = np.clip((y0.sum(0) + 0.5) / (m.sum(0) + 1), 0.02, 0.98)
+    p = np.clip((p - c) / (1 - c), 0.02, 0.98)
+    x0 = np.concatenate([np.ones(1 if model == "1pl" else n_items), -np.log(p / (1 - p))])
+    res = minimize(_objective, x0, args=(y0, m, nodes, logw, c, model == "1pl"), jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter, "gtol": 1e-5})
+    a = np.full(n_items, res.x[0]) if model == "1pl" else res.x[:n_items].copy()
+    b = res.x[-n_items:].copy()
+    logp, logq, _ = _log_probs(nodes, a, b, c)
+    parts = y0 @ logp.T + (m - y0) @ logq.T + logw[None, :]
+    top = parts.max(axis=1, keepdims=True)
+    ll_j = top[:, 0] + np.log(np.exp(parts - top).sum(axis=1))
+    post = np.exp(parts - ll_j[:, None])
+    return _finish(model, y, a, b, c, post, nodes, float(ll_j.sum()), int(res.nit))
+
+
+def _finish(model: str, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, post: np.ndarray,
+            nodes: np.ndarray, loglik: float, iterations: int) -> IrtFit:
+    """Intervals, abilities, item fit and flags of a fitted model (``post``: respondents' posteriors on the grid)."""
+    theta = post @ nodes
+    theta_sd = np.sqrt(np.maximum(post @ nodes ** 2 - theta ** 2, 0))
+    m = ~np.isnan(y)
+    nq = post.T @ m.astype(float)  # Q x I: expected respondents at each grid ability who answered the item
+    pq = prob(nodes[:, None], a[None, :], b[None, :], c[None, :])
+    sig = (pq - c[None, :]) / (1 - c[None, :])
+    w = ((1 - c[None, :]) * sig * (1 - sig)) ** 2 / np.clip(pq * (1 - pq), 1e-12, None)
+    ga, gb = nodes[:, None] - b[None, :], -a[None, :]
+    iaa = (nq * w * ga ** 2).sum(0) + 1 / PRIOR_A[1] ** 2
+    ibb = (nq * w * gb ** 2).sum(0) + 1 / PRIOR_B[1] ** 2
+    iab = (nq * w * ga * gb).sum(0)
+    if model == "1pl":  # one shared a: each b's interval alone
+        a_se = np.full_like(a, 1 / np.sqrt(iaa.sum()))
+        b_se = 1 / np.sqrt(ibb)
+    else:
+        det = np.clip(iaa * ibb - iab ** 2, 1e-12, None)
+        a_se, b_se = np.sqrt(ibb / det), np.sqrt(iaa / det)
+    pt = prob(theta[:, None], a[None, :], b[None, :], c[None, :])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z2 = np.where(m, (np.nan_to_num(y) - pt) ** 2 / np.clip(pt * (1 - pt), 1e-6, None), 0.0)
+        outfit = z2.sum(0) / m.sum(0)
+    fitted = IrtFit(model, a, b, c, a_se, b_se, theta, theta_sd, outfit, loglik, iterations)
+    fitted.flags = item_flags(y, a)
+    return fitted
+
+
+def item_flags(y: np.ndarray, a: np.ndarray) -> list[list[str]]:
+    """Per item: ``negative discrimination``, ``near-zero discrimination``, ``all right``, ``all wrong``,
+    ``unanswered``.
+
+    >>> item_flags(np.array([[1.0, 0.0, 1.0], [1.0, 1.0, np.nan]]), np.array([1.0, -0.5, 0.1]))
+    [['all right'], ['negative discrimination'], ['near-zero discrimination', 'all right']]
+    """
+    m = ~np.isnan(y)
+    n, right = m.sum(0), np.nansum(y, 0)
+    out = []
+    for i in range(y.shape[1]):
+        f = []
+        if a[i] < 0:
+            f.append("negative discrimination")
+        elif a[i] < NEAR_ZERO:
+            f.append("near-zero discrimination")
+        if n[i] == 0:
+            f.append("unanswered")
+        elif right[i] == n[i]:
+            f.append("all right")
+        elif right[i] == 0:
+            f.append("all wrong")
+        out.append(f)
+    return out
+
+
+def information(fitted: IrtFit, theta: np.ndarray) -> np.ndarray:
+    """Fisher information of every item at the abilities ``theta``: shape (len(theta), items)."""
+    t = np.asarray(theta, float)[:, None]
+    p = prob(t, fitted.a[None, :], fitted.b[None, :], fitted.c[None, :])
+    sig = (p - fitted.c[None, :]) / (1 - fitted.c[None, :])
+    return (fitted.a[None, :] * (1 - fitted.c[None, :]) * sig * (1 - sig)) ** 2 / np.clip(p * (1 - p), 1e-12, None)
+
+
+def simulate(n_resp: int, n_items: int, model: str = "2pl", k: int = 4, missing: float = 0.1,
+             seed: int = 0) -> dict[str, np.ndarray]:
+    """Responses drawn from known parameters (a ~ LogNormal(0, 0.3), b ~ N(0, 1), theta ~ N(0, 1),
+    c = 1/k for 3PL), with a share ``missing`` of the cells left out at random."""
+    rng = np.random.default_rng(seed)
+    a = np.exp(rng.normal(0, 0.3, n_items))
+    b = rng.normal(0, 1, n_items)
+    c = np.full(n_items, 1 / k if model == "3pl" else 0.0)
+    theta = rng.normal(0, 1, n_resp)
+    y = (rng.random((n_resp, n_items)) < prob(theta[:, None], a[None, :], b[None, :], c[None, :])).astype(float)
+    y[rng.random(y.shape) < missing] = np.nan
+    return {"y": y, "a": a, "b": b, "c": c, "theta": theta, "k": np.full(n_items, float(k))}

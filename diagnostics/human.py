@@ -194,13 +194,14 @@ def _bias_entry(results: dict[str, Any], run: Path, study) -> dict[str, Any]:
 def model_on_study(run: str | Path, study, human: dict[str, dict[str, float]], n_boot: int,
                    seed: int) -> dict[str, Any]:
     """A ``probegen bias`` run's accuracy and bias on exactly the study's items, and the human - model gap."""
-    from probegen.io import read_jsonl, recover, verify_output
+    from probegen.io import check_regular, read_jsonl, recover, verify_output
 
     run = Path(run)
     recover(run)  # an interrupted write of the run is finished first
     if run.is_dir():
         verify_output(run)
     rfile = run / "results.json" if run.is_dir() else run
+    check_regular(rfile, "bias run's results")  # a FIFO or a device: one line, unread
     try:
         results = json.loads(rfile.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -494,14 +494,20 @@ def write_bias(
         if draw_bias_reliability(entry, out / d.name, title=f"Reliability: {model} on {d.name}"):
             files["reliability"] = f"{d.name}/reliability.png"
         entries.append({"name": d.name, "path": d.path, **entry, **shown_blocks(d), "files": files})
+    asked = _settings(scorer).get("method")  # generate, letter: a chat model asked, no likelihood settings apply
+    ev_block: dict[str, Any] = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
+                                "reduction": reduction if scorer.kind in LM_KINDS else None}
+    config = cfg.record()
+    if asked in ("generate", "letter"):
+        ev_block = {**ev_block, "pattern": None, "reduction": None, "method": asked}
+        config = {**config, "pattern": None}
     results = {
         "model": model,
         "scorer": {"kind": scorer.kind, **_settings(scorer)},
         "seed": cfg.seed,
         "bootstrap": {"n": cfg.n_boot, "alpha": 0.05, "unit": {d.kind: d.task.resampling_unit for d in loaded}},
-        "eval": {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
-                 "reduction": reduction if scorer.kind in LM_KINDS else None},
-        "config": cfg.record(),
+        "eval": ev_block,
+        "config": config,
         "datasets": entries + list(skipped),
         "plot": "bias_plane.png",
         "scorer_stats": as_unit_scorer(scorer).stats(),
@@ -679,7 +685,7 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
     """
     import json
 
-    from probegen.io import atomic_write, write_json
+    from probegen.io import atomic_write, read_text, write_json
 
     from .bias import fmt_ratio
     from .bias_plots import plot_bias_plane
@@ -689,9 +695,9 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
     for run in runs:
         f = Path(run) / "results.json"
         try:
-            other = json.loads(f.read_text(encoding="utf-8"))
+            other = json.loads(read_text(f))  # a FIFO or a device: refused unread
             entries = [e for e in other["datasets"] if e.get("all")]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (ProbegenError, OSError, ValueError, KeyError, TypeError) as exc:
             raise ProbegenError(f"--beside {run}: not a probegen bias output directory ({type(exc).__name__}: "
                                 f"{exc})") from None
         method = (other.get("scorer") or {}).get("method") or "score"

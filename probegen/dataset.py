@@ -36,11 +36,13 @@ D = TypeVar("D", bound="Dataset")
 
 def find(path: str | Path) -> Path:
     """``path`` as a Path, once what an interrupted write of it left is finished (:func:`probegen.io.recover`);
-    a DatasetError if there is nothing there."""
+    a DatasetError if there is nothing there, or something that is neither a regular file nor a
+    folder (a FIFO, a device: :func:`probegen.io.check_regular`, refused unread)."""
     p = Path(path)
     io.recover(p)
     if not p.exists():
         raise DatasetError(f"dataset {p} does not exist")
+    io.check_regular(p, "dataset")
     return p
 
 

@@ -364,14 +364,25 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
 
 def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float],
              runner) -> dict[str, Any]:
-    """results.json of an evaluation."""
+    """results.json of an evaluation. A chat model asked (``--method generate`` or ``letter``, its
+    scorer's ``method``) is not scored by likelihood: the ``eval`` block records the method, and the
+    likelihood scorer's settings (:data:`SCORING_ONLY`: reduction, length normalisation, query
+    pattern) as null, in the metrics too, rather than defaults that did not apply."""
     manifest_sha = sha256_text(json.dumps(data.manifest, sort_keys=True))
+    scorer_settings = scorer.settings()
+    ev_block = {**ev.config, "reduction": reduction if scorer.kind in LM_KINDS else None}
+    metrics = ev.metrics
+    method = scorer_settings.get("method")
+    if method in ASKING_METHODS:
+        ev_block = {**{k: (None if k in SCORING_ONLY else v) for k, v in ev_block.items()}, "method": method}
+        if isinstance(metrics, dict) and "length_norm" in metrics:
+            metrics = {**metrics, "length_norm": None}
     return {
         "model": model,
-        "scorer": {"kind": scorer.kind, **scorer.settings()},
+        "scorer": {"kind": scorer.kind, **scorer_settings},
         "dataset": {"path": str(dataset), "kind": task.name, "manifest_sha256": manifest_sha},
-        "eval": {**ev.config, "reduction": reduction if scorer.kind in LM_KINDS else None},
-        "metrics": ev.metrics,
+        "eval": ev_block,
+        "metrics": metrics,
         # what may differ between two runs of the same evaluation: timings, cache hits, processes
         "run": {
             "timings": timings,

@@ -11,16 +11,17 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 import yaml
 from yaml.composer import ComposerError
 
-from .errors import ProbegenError
+from .errors import DatasetError, ProbegenError
 
 # the process umask, read once: files written through a temp file get the usual mode, not mkstemp's 0600
 _UMASK = os.umask(0o022)
@@ -101,8 +102,8 @@ def check_file_replaceable(path: str | Path) -> None:
         raise ProbegenError(f"cannot write to {path}: it exists and is not a regular file")
     rec = _file_record(path)
     try:
-        want = json.loads(rec.read_text(encoding="utf-8"))["sha256"]
-    except (OSError, ValueError, TypeError, KeyError):
+        want = _small_json(rec)["sha256"]
+    except (TypeError, KeyError):
         raise ProbegenError(f"cannot write to {path}: the file exists and probegen did not write it "
                             f"(no {rec.name} beside it); choose another --out or remove it") from None
     if want != sha256_file(path):
@@ -211,8 +212,8 @@ WRITERS = {
 
 def _manifest_kind(root: Path) -> Any:
     try:
-        return json.loads((root / "manifest.json").read_text(encoding="utf-8"))["kind"]
-    except (OSError, ValueError, TypeError, KeyError):
+        return _small_json(root / "manifest.json")["kind"]
+    except (TypeError, KeyError):
         return None
 
 
@@ -250,10 +251,7 @@ def _write_marker(root: Path) -> None:
 
 def _read_marker(root: Path) -> dict[str, Any] | None:
     """The marker of the probegen output ``root``; None if it has none or it is not a valid one."""
-    try:
-        m = json.loads((root / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    m = _small_json(root / MARKER)
     ok = isinstance(m, dict) and isinstance(m.get("files"), dict) and isinstance(m.get("dirs"), list)
     return m if ok else None
 
@@ -507,25 +505,104 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     return obj
 
 
-def read_text(path: str | Path, max_bytes: int | None = None, what: str = "file",
-              error: type[ProbegenError] | None = None) -> str:
-    """The UTF-8 text of an input file, or one error line naming it: unreadable, larger than
-    ``max_bytes`` (checked before reading, for inputs that are never legitimately huge) or not
-    UTF-8 (``FILE:LINE: not UTF-8 at byte N``). ``error``: the class raised (DatasetError by default).
-    """
-    from .errors import DatasetError
+class NotAFile(DatasetError):
+    """An input path that names something other than a regular file (a FIFO, a device such as
+    ``/dev/zero``, a socket): refused unread, since reading it could block for ever or never end."""
 
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular, non-directory file is, for messages.
+
+    >>> _file_kind(stat.S_IFIFO), _file_kind(stat.S_IFCHR)
+    ('a FIFO (named pipe)', 'a character device')
+    """
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path: str | Path, what: str = "file") -> None:
+    """Refuse (:class:`NotAFile`, one line naming ``path``) an existing path that is neither a
+    regular file nor a directory (links followed); a missing path passes (its reader says so).
+
+    >>> check_regular("/dev/zero", "dataset")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    probegen.io.NotAFile: /dev/zero is a character device, not a regular file: give the dataset as a regular
+    file or folder
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise NotAFile(f"{path} is {_file_kind(mode)}, not a regular file: give the {what} as a regular file or folder")
+
+
+def open_input(path: str | Path, what: str = "file") -> BinaryIO:
+    """The input file ``path`` opened for reading (binary), the one way probegen opens a file it
+    did not write: a path that is not a regular file (a FIFO, ``/dev/zero``, a socket) is
+    :class:`NotAFile`, refused without blocking (the open does not wait for a FIFO's writer) and
+    unread; a directory or a missing file is the ``OSError`` ``open()`` raises.
+
+    >>> open_input("/dev/zero", "spec file")
+    Traceback (most recent call last):
+    probegen.io.NotAFile: /dev/zero is a character device, not a regular file: give the spec file as a regular file
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise NotAFile(f"{path} is {_file_kind(mode)}, not a regular file: give the {what} as a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: str | Path, max_bytes: int | None = None, what: str = "file",
+               error: type[ProbegenError] | None = None) -> bytes:
+    """The bytes of an input file (:func:`open_input`: a regular file only), or one error line
+    naming it: not a regular file (:class:`NotAFile`), unreadable, or larger than ``max_bytes``
+    (checked before reading, and the read itself stops there, for inputs that are never
+    legitimately huge). ``error``: the class raised (DatasetError by default)."""
     error = error or DatasetError
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
+        with open_input(path, what) as fh:
             size = os.fstat(fh.fileno()).st_size
             if max_bytes is not None and size > max_bytes:
                 raise error(f"{path}: {what} too large ({size:,} bytes; at most {max_bytes:,})")
-            data = fh.read()
+            data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
     except OSError as e:
         raise error(f"cannot read {path}: {e.strerror or e}") from None
-    return decode_utf8(data, path, error)
+    if max_bytes is not None and len(data) > max_bytes:  # it grew while being read
+        raise error(f"{path}: {what} too large (over {max_bytes:,} bytes)")
+    return data
+
+
+def read_text(path: str | Path, max_bytes: int | None = None, what: str = "file",
+              error: type[ProbegenError] | None = None) -> str:
+    """The UTF-8 text of an input file, or one error line naming it: not a regular file (a FIFO,
+    a device: :class:`NotAFile`, refused unread), unreadable, larger than ``max_bytes`` (checked
+    before reading, for inputs that are never legitimately huge) or not UTF-8
+    (``FILE:LINE: not UTF-8 at byte N``). ``error``: the class raised (DatasetError by default).
+    """
+    return decode_utf8(read_bytes(path, max_bytes, what, error), path, error)
+
+
+def _small_json(path: Path) -> Any:
+    """The JSON of one of probegen's own small bookkeeping files (a marker, a manifest's kind, a
+    file record) read with the manifest's cap; None if it is missing, not a regular file, too
+    large or not JSON (its callers treat all of these as "not written by probegen")."""
+    try:
+        return json.loads(read_bytes(path, MAX_MANIFEST_BYTES, "probegen record").decode("utf-8"))
+    except (ProbegenError, ValueError):
+        return None
 
 
 def decode_utf8(data: bytes, path: str | Path, error: type[ProbegenError] | None = None) -> str:
@@ -652,9 +729,10 @@ UNPARSED = object()
 def first_jsonl_row(path: str | Path) -> Any:
     """The first non-blank line of a JSONL file parsed, for telling formats apart: a bad byte reads
     as U+FFFD (so it cannot hide the format; the full reader reports it with its line), a line
-    that does not parse is :data:`UNPARSED`, an unreadable or blank file None."""
+    that does not parse is :data:`UNPARSED`, an unreadable or blank file None; a path that is not a
+    regular file (a FIFO, a device) is :class:`NotAFile`, unread."""
     try:
-        with open(path, "rb") as fh:
+        with open_input(path, "dataset") as fh:
             for raw in fh:
                 if raw.strip():
                     try:
@@ -674,7 +752,7 @@ def read_jsonl(path: str | Path) -> list[Any]:
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()

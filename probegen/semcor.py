@@ -173,7 +173,9 @@ def iter_sentences(semcor_dir: Path, wn, stats: ParseStats | None = None) -> Ite
     resolve = _resolver(wn)
     for prefix, path in tagfiles(semcor_dir):
         stats.files += 1
-        text = path.read_text(encoding="utf-8", errors="replace")
+        from .io import read_bytes  # a FIFO or a device in the corpus folder: one line, unread
+
+        text = read_bytes(path).decode("utf-8", errors="replace")
         yield from parse_tagfile(text, prefix, resolve, stats)
 
 

@@ -130,9 +130,12 @@ def question_templates(language: str = "en", path: str | None = None) -> Questio
     them in the shape of templates/questions/en.yaml and pass --templates FILE
     """
     if path:
+        from .io import open_input
+
         p = Path(path).expanduser()
         try:
-            raw = p.read_bytes()
+            with open_input(p, "templates file") as fh:  # a FIFO or a device: one line, unread
+                raw = fh.read()
         except OSError as e:
             raise ProbegenError(f"--templates {path}: cannot read it ({e.strerror or e})") from None
         return QuestionTemplates(path, language, hashlib.sha256(raw).hexdigest(), _parse_questions(raw, path),

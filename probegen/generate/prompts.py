@@ -242,8 +242,11 @@ def prompt_templates(path: str | None = None) -> PromptTemplates:
     probegen.errors.ProbegenError: --prompts /nonexistent/prompts.yaml: cannot read it (No such file or directory)
     """
     if path:
+        from ..io import open_input
+
         try:
-            raw = Path(path).expanduser().read_bytes()
+            with open_input(Path(path).expanduser(), "prompts file") as fh:  # a FIFO or a device: one line, unread
+                raw = fh.read()
         except OSError as e:
             raise ProbegenError(f"--prompts {path}: cannot read it ({e.strerror or e})") from None
         return PromptTemplates(path, hashlib.sha256(raw).hexdigest(), _parse(raw, path))

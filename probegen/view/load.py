@@ -4,8 +4,9 @@ the ``probegen view`` page.
 The model (what the page's script reads)::
 
     {"version": 1,
-     "runs":  [{"label", "path", "command" (eval|bias), "model", "method", "sets": [{"name", "kind",
-               "path", "conditions": [...], "main": condition, "accuracy": {condition: acc}}], "notes"}],
+     "runs":  [{"label", "path", "command" (eval|bias), "model", "method" (score|generate|letter|trained),
+               "settings": {setting: value}, "sets": [{"name", "kind", "path", "conditions": [...],
+               "main": condition, "accuracy": {condition: acc}}], "notes"}],
      "items": [{"run", "set", "id", "kind" (group|options|seeds), "meta": {...},
                 "conds": {condition: {"q", "c", "s", "p", "g", "ok", "m", "tie", ...}}}],
      "plane": [{"run", "set", "name", "x", "y", "xci", "yci"}]}
@@ -19,22 +20,35 @@ whose best score is shared, decided by probegen's seeded tie-break), and for the
 method ``gen`` (answers per option order) and ``x`` (the exchanges: prompt, raw answers, parse
 errors, option order). Trained probes (WiC, WSD) give ``ok`` per seed only.
 
-Every file is checked as it is read: a malformed row is one ``ProbegenError`` naming ``FILE:LINE``.
-A run's marker (``.probegen-output.json``) is verified first, as every probegen loader does.
+Every file is checked as it is read: a malformed row is one ``ProbegenError`` naming ``FILE:LINE``,
+a rows file holding another number of rows than results.json counts (an incomplete run) one naming
+the file and both counts, and a dataset that is not a regular file or folder (a FIFO, a device) one
+naming it, unread. A run's marker (``.probegen-output.json``) is verified first, as every probegen
+loader does. A run's ``method`` and ``settings`` are what its results.json records (:func:`run_method`):
+a letter or generate run never shows a likelihood scorer's settings.
 """
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import ProbegenError
-from ..io import iter_jsonl, parse_json, read_text, recover, verify_output
+from ..io import NotAFile, check_regular, iter_jsonl, parse_json, read_text, recover, verify_output
 
 VERSION = 1
 #: the order in which a bias run's conditions are shown where its results give none
 _ORDER = ("full", "context", "word", "definition", "choice", "label")
+#: the methods a run may record (``trained``: a probe trained on the encoder; ``generate``/``letter``: a
+#: chat model asked with the generative prompts, read as its answer or its option labels' probabilities)
+METHODS = ("score", "generate", "letter", "trained")
+#: settings of a likelihood scorer: shown for ``score`` runs only (a chat model asked has none of them)
+_SCORE_SETTINGS = ("reduction", "length_norm", "pattern")
+#: settings shown for every method, where the run records them
+_SETTINGS = ("matching", "split")
 #: keys of a multiple-choice row that are shown as the item's attributes (filters)
 _MC_META = ("probe", "hops", "distractor_type", "distractor_hops", "split", "synset", "gold_synset", "cluster",
             "pred_type")
@@ -46,7 +60,8 @@ def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _
     seen: set[str] = set()
     for i, p in enumerate(paths):
         run = Path(p)
-        key = str(run.resolve())
+        _check_not_a_loop(run)
+        key = os.path.realpath(run)
         if key in seen:
             raise ProbegenError(f"{run}: named twice")
         seen.add(key)
@@ -65,6 +80,17 @@ def _label_runs(runs: list[dict[str, Any]]) -> None:
     base = [f"{r['model']}" + (f" ({r['method']})" if r.get("method") not in (None, "score") else "") for r in runs]
     for r, b in zip(runs, base):
         r["label"] = b if base.count(b) == 1 else f"{b} [{Path(r['path']).name}]"
+
+
+def _check_not_a_loop(run: Path) -> None:
+    """One line for a run path that is (or passes through) a loop of symbolic links."""
+    try:
+        os.stat(run)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ProbegenError(f"run {run} is a loop of symbolic links: it leads to no folder") from None
+    except ValueError:  # a NUL in the name: the exists check says it is not there
+        pass
 
 
 # ---- one run -------------------------------------------------------------------------------------
@@ -95,15 +121,68 @@ def load_run(run: Path, index: int,
     raise ProbegenError(f"{res_file}: neither an eval run (no 'dataset' object) nor a bias run (no 'datasets' list)")
 
 
+def run_method(results: dict[str, Any]) -> str:
+    """The method of a run (one of :data:`METHODS`) from what its results.json records: the
+    ``method`` of its scorer or ``eval`` block (``generate``, ``letter``: eval and bias runs), a
+    trained probe's own ``method`` text (``trained``), else the generative block's method (runs
+    written before the method was recorded), else ``score``.
+
+    >>> run_method({"scorer": {"kind": "letter", "method": "letter"}}), run_method({"scorer": {"kind": "causal"}})
+    ('letter', 'score')
+    >>> run_method({"method": "frozen encoder + LogisticRegression"}), run_method({"generation": {"asks": 3}})
+    ('trained', 'generate')
+    """
+    blocks = [results.get(k) for k in ("scorer", "eval")]
+    for b in blocks:
+        if isinstance(b, dict) and b.get("method") in METHODS:
+            return str(b["method"])
+    top = results.get("method")
+    if isinstance(top, str):
+        return top if top in METHODS else "trained"
+    per_set = [e.get("generation") for e in results.get("datasets") or [] if isinstance(e, dict)]
+    gens = [results.get("generation")] + [g for b in per_set if isinstance(b, dict) for g in b.values()]
+    for g in gens:
+        if isinstance(g, dict) and g:
+            return "letter" if g.get("method") == "letter" else "generate"
+    return "score"
+
+
+def _settings(results: dict[str, Any], method: str) -> dict[str, Any]:
+    """The settings the run was made with, as results.json records them: a likelihood scorer's
+    (reduction, length normalisation, pattern) for the ``score`` method only, never as if they
+    applied to a chat model that was asked; the option orders of one that was."""
+    ev: dict[str, Any] = results["eval"] if isinstance(results.get("eval"), dict) else {}
+    scorer: dict[str, Any] = results["scorer"] if isinstance(results.get("scorer"), dict) else {}
+    keys = _SETTINGS + (_SCORE_SETTINGS if method == "score" else ())
+    out = {k: ev[k] for k in keys if isinstance(ev.get(k), (str, int, float)) and not isinstance(ev.get(k), bool)}
+    if method in ("generate", "letter") and isinstance(scorer.get("permutations"), (str, int)):
+        out["permutations"] = scorer["permutations"]
+    return out
+
+
 def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
-    method = results.get("method") or ("generate" if "generation" in results else "score")
-    if not isinstance(method, str) or method not in ("score", "generate"):
-        method = "trained" if isinstance(method, str) else "score"
+    method = run_method(results)
     scorer: dict[str, Any] = results["scorer"] if isinstance(results.get("scorer"), dict) else {}
     blocks: list[dict[str, Any]] = [results[k] for k in ("eval", "config") if isinstance(results.get(k), dict)]
     nonce = next((b["nonce"] for b in blocks if b.get("nonce")), None)
     return {"path": str(run), "command": command, "model": str(results.get("model", "?")), "method": method,
-            "scorer": scorer.get("kind"), "nonce": nonce if isinstance(nonce, str) else None, "sets": [], "notes": []}
+            "scorer": scorer.get("kind"), "nonce": nonce if isinstance(nonce, str) else None,
+            "settings": _settings(results, method), "sets": [], "notes": []}
+
+
+def _expected_rows(*counts: Any) -> int | None:
+    """The first count results.json records for a rows file (a whole number), or None."""
+    for v in counts:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v == int(v) and v >= 0:
+            return int(v)
+    return None
+
+
+def _check_rows(path: Path, got: int, want: int | None, res_file: Path) -> None:
+    """One line for a rows file that holds another number of rows than results.json counts."""
+    if want is not None and got != want:
+        raise ProbegenError(f"{path} holds {got} row(s) but {res_file} counts {want}: the run is incomplete "
+                            "(interrupted, or its files were changed); run it again")
 
 
 def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict[str, Any], list, list]:
@@ -118,6 +197,11 @@ def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
         raise ProbegenError(f"{run}: no groups.jsonl or items.jsonl (the per-unit rows of an eval run)")
     name = _set_name(ds.get("path"))
     entries = {rid: entry for rid, entry in _read_rows(run / rows_name, kind)}
+    metrics: dict[str, Any] = results["metrics"] if isinstance(results.get("metrics"), dict) else {}
+    whole: dict[str, Any] = metrics["all"] if isinstance(metrics.get("all"), dict) else {}
+    _check_rows(run / rows_name, len(entries),
+                _expected_rows(results.get("n_test"), metrics.get("n_items"), whole.get("groups")),
+                run / "results.json")
     _add_exchanges(run, entries)
     texts_note = _add_texts(entries, ds.get("path"), kind, cond, ev, info["scorer"], info["method"])
     if texts_note:
@@ -145,12 +229,19 @@ def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
         order = [c for c in e.get("ablation_order", []) if c in files] + [
             c for c in files if c not in e.get("ablation_order", []) and c != "units"]
         conds: dict[str, dict[str, dict[str, Any]]] = {}
+        whole: dict[str, Any] = e["all"] if isinstance(e.get("all"), dict) else {}
+        want = _expected_rows(e.get("n_test"), whole.get("n_items"))
         if "correct" in files:  # --method trained: right or wrong per seed and condition, one file
             conds, order = _per_seed(_inside(run, files["correct"])), []
+            for c in conds.values():
+                _check_rows(_inside(run, files["correct"]), len(c), want, run / "results.json")
+            if not conds:
+                _check_rows(_inside(run, files["correct"]), 0, want, run / "results.json")
         for c in order:
             f = _inside(run, files[c])
             if f.is_file() and f.suffix == ".jsonl":
                 conds[c] = {rid: entry for rid, entry in _read_rows(f, kind)}
+                _check_rows(f, len(conds[c]), want, run / "results.json")
         if not conds:
             info["notes"].append(f"{name}: no per-condition rows to show")
             continue
@@ -378,6 +469,7 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
     seeds = all(e.get("kind") == "seeds" for e in entries.values())
     if not isinstance(ds_path, str) or not Path(ds_path).exists():
         return f"the dataset {ds_path} is not there any more: queries are not shown (the run's rows are)"
+    check_regular(ds_path, "dataset")  # a FIFO or a device named as the dataset: one line, never read
     try:
         from .. import tasks
         from ..tasks import Settings
@@ -388,9 +480,11 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
                             pattern=str(ev.get("pattern") or Settings.pattern),
                             matching=str(ev.get("matching") or "alignment"), split=ev.get("split"),
                             seed=int(ev.get("seed") or 0))
-        style = ("generate" if method == "generate" or seeds
+        style = ("generate" if method in ("generate", "letter") or seeds
                  else ("plain" if scorer_kind in ("static", "embedding") else "pattern"))
         units = task.units(data, cond, settings, style)
+    except NotAFile:  # a FIFO or a device inside the dataset: refused unread, as at the top
+        raise
     except Exception as exc:  # noqa: BLE001 - the rows are still shown; say why the texts are not
         if seeds:
             return None

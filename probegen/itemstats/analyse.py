@@ -42,7 +42,7 @@ def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str
 
 def item_rows(table: ResponseTable, irt_model: str | None) -> tuple[list[dict[str, Any]], Any]:
     """Per item: classical statistics, the IRT fit's (when ``irt_model``) and flags; and the fit."""
-    from .classical import item_table
+    from .classical import item_table, rest_flags
     from .irt import fit, item_flags
 
     y, _, items, k = table.matrix()
@@ -50,8 +50,8 @@ def item_rows(table: ResponseTable, irt_model: str | None) -> tuple[list[dict[st
     units = {i: c["unit"] for r in table.respondents for i, c in r.cells.items()}
     fitted = fit(y, k, irt_model) if irt_model else None
     extra = fitted.item_rows() if fitted is not None else [{} for _ in items]
-    flags = fitted.flags if fitted is not None else item_flags(y, np.where(np.nan_to_num(cls["item_rest"], nan=1.0) < 0,
-                                                                             -1.0, 1.0))
+    flags = fitted.flags if fitted is not None else item_flags(y, np.ones(len(items)))
+    flags = [[*f, *g] for f, g in zip(flags, rest_flags(cls["item_rest"], cls["n"]))]
     rows = []
     for i, item in enumerate(items):
         row = {"item": item, "unit": units[item], "k": int(k[i]), "n": int(cls["n"][i]), "p": float(cls["p"][i]),

@@ -51,6 +51,22 @@ def item_table(y: np.ndarray) -> dict[str, np.ndarray]:
     return {"n": n, "p": p, "item_rest": masked_corr(y, rest_scores(y))}
 
 
+#: an item-rest correlation this many standard errors below 0 flags the item (``negative item-rest``)
+REST_Z = 2.0
+
+
+def rest_flags(item_rest: np.ndarray, n: np.ndarray, z: float = REST_Z) -> list[list[str]]:
+    """Per item ``negative item-rest`` where r * sqrt(n - 3) < -z (Fisher's z, about 2% one-sided at 2):
+    the stronger respondents get it wrong more often, a possibly mis-keyed item. It catches what a
+    3PL can read as guessing (a mis-keyed easy item, mostly wrong, sits on the floor 1/k).
+
+    >>> rest_flags(np.array([-0.5, -0.5, 0.4, np.nan]), np.array([40, 10, 40, 2]))
+    [['negative item-rest'], [], [], []]
+    """
+    zs = np.nan_to_num(item_rest, nan=0.0) * np.sqrt(np.clip(n - 3, 0, None))
+    return [["negative item-rest"] if v < -z else [] for v in zs]
+
+
 def kr20(y: np.ndarray) -> float | None:
     """KR-20 of a complete 0/1 matrix (respondents x items); None when undefined (fewer than 2 of
     either, or no variance in the totals).

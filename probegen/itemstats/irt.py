@@ -27,6 +27,8 @@ PRIOR_B = (0.0, 3.0)
 #: |a| below this (and not negative) is flagged as near-zero discrimination
 NEAR_ZERO = 0.25
 Z95 = 1.959964
+#: grid points of the respondents' posteriors once the items are fitted (0.025 apart on [-5, 5])
+POSTERIOR_GRID = 401
 
 
 @dataclass
@@ -106,8 +108,16 @@ def _objective(x: np.ndarray, y0: np.ndarray, m: np.ndarray, nodes: np.ndarray, 
     return float(-(ll_j.sum()) + prior), -np.concatenate([ga, gb])
 
 
+def _start_a(y: np.ndarray) -> np.ndarray:
+    """Starting discriminations from the item-rest correlations (so a mis-keyed item starts negative)."""
+    from .classical import item_table
+
+    r = np.clip(np.nan_to_num(item_table(y)["item_rest"], nan=0.3), -0.9, 0.9)
+    return 1.7 * r / np.sqrt(1 - r ** 2)
+
+
 def fit(y: np.ndarray, k: np.ndarray | None = None, model: str = "2pl", max_iter: int = 500,
-        quad: int = 25) -> IrtFit:
+        quad: int = 41) -> IrtFit:
     """Fit ``model`` to the 0/1 matrix ``y`` (respondents x items, NaN = missing); ``k``: options per
     item (3PL's floor 1/k; default 2). L-BFGS on the exact marginal log-posterior."""
     from scipy.optimize import minimize
@@ -123,11 +133,12 @@ def fit(y: np.ndarray, k: np.ndarray | None = None, model: str = "2pl", max_iter
     nodes, logw = _grid(quad)
     p = np.clip((y0.sum(0) + 0.5) / (m.sum(0) + 1), 0.02, 0.98)
     p = np.clip((p - c) / (1 - c), 0.02, 0.98)
-    x0 = np.concatenate([np.ones(1 if model == "1pl" else n_items), -np.log(p / (1 - p))])
+    x0 = np.concatenate([np.ones(1) if model == "1pl" else _start_a(y), -np.log(p / (1 - p))])
     res = minimize(_objective, x0, args=(y0, m, nodes, logw, c, model == "1pl"), jac=True, method="L-BFGS-B",
                    options={"maxiter": max_iter, "gtol": 1e-5})
     a = np.full(n_items, res.x[0]) if model == "1pl" else res.x[:n_items].copy()
     b = res.x[-n_items:].copy()
+    nodes, logw = _grid(POSTERIOR_GRID)  # abilities: a grid finer than a long test's posterior SD
     logp, logq, _ = _log_probs(nodes, a, b, c)
     parts = y0 @ logp.T + (m - y0) @ logq.T + logw[None, :]
     top = parts.max(axis=1, keepdims=True)
@@ -161,23 +172,25 @@ def _finish(model: str, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarr
         z2 = np.where(m, (np.nan_to_num(y) - pt) ** 2 / np.clip(pt * (1 - pt), 1e-6, None), 0.0)
         outfit = z2.sum(0) / m.sum(0)
     fitted = IrtFit(model, a, b, c, a_se, b_se, theta, theta_sd, outfit, loglik, iterations)
-    fitted.flags = item_flags(y, a)
+    fitted.flags = item_flags(y, a, a + Z95 * a_se)
     return fitted
 
 
-def item_flags(y: np.ndarray, a: np.ndarray) -> list[list[str]]:
-    """Per item: ``negative discrimination``, ``near-zero discrimination``, ``all right``, ``all wrong``,
-    ``unanswered``.
+def item_flags(y: np.ndarray, a: np.ndarray, a_hi: np.ndarray | None = None) -> list[list[str]]:
+    """Per item: ``negative discrimination`` (the 95% interval ``a_hi`` below 0: the strong get it
+    wrong more often, a possibly mis-keyed item), ``near-zero discrimination`` (a below NEAR_ZERO,
+    negative but unsure included), ``all right``, ``all wrong``, ``unanswered``.
 
     >>> item_flags(np.array([[1.0, 0.0, 1.0], [1.0, 1.0, np.nan]]), np.array([1.0, -0.5, 0.1]))
     [['all right'], ['negative discrimination'], ['near-zero discrimination', 'all right']]
     """
+    a_hi = a if a_hi is None else a_hi
     m = ~np.isnan(y)
     n, right = m.sum(0), np.nansum(y, 0)
     out = []
     for i in range(y.shape[1]):
         f = []
-        if a[i] < 0:
+        if a_hi[i] < 0:
             f.append("negative discrimination")
         elif a[i] < NEAR_ZERO:
             f.append("near-zero discrimination")

@@ -55,10 +55,12 @@ class Run:
 
     @classmethod
     def read(cls, path: Path, summary: str) -> "Run":
-        results = json.loads((path / "results.json").read_text(encoding="utf-8"))
+        from probegen.io import read_text
+
+        results = json.loads(read_text(path / "results.json", what="results file"))
         rows_file = (results.get("files") or {}).get("rows") or next(
             (n for n in ("groups.jsonl", "items.jsonl") if (path / n).exists()), None)
-        rows = ([json.loads(line) for line in (path / rows_file).read_text(encoding="utf-8").splitlines()]
+        rows = ([json.loads(line) for line in read_text(path / rows_file, what="rows file").splitlines()]
                 if rows_file else [])
         return cls(path, results, rows, summary)
 
@@ -168,9 +170,11 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     runner = Runner(_runtime(device, dtype), log=_logger(log))
     method, summary = run_checked(req, runner.log, runner)
     path = req.out_dir("-trained" if method == "trained" else "")
-    results = json.loads((path / "results.json").read_text(encoding="utf-8"))
+    from probegen.io import read_text
+
+    results = json.loads(read_text(path / "results.json", what="results file"))
     full = path / results["datasets"][0]["name"] / "full.jsonl" if results.get("datasets") else None
-    rows = [json.loads(x) for x in full.read_text(encoding="utf-8").splitlines()] if full and full.exists() else []
+    rows = [json.loads(x) for x in read_text(full, what="rows file").splitlines()] if full and full.exists() else []
     return Run(path, results, rows, summary)
 
 

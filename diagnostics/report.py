@@ -176,18 +176,25 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
     >>> md = render_report({"model": "m", "seed": 0, "datasets": [],
     ...                     "bootstrap": {"n": 10, "unit": {"wordnetqa": "concept (synset)"}}}, plot=None)
     >>> print(md.splitlines()[2])
-    Scorer: -. Seed 0, 10 bootstrap replicates, resampling wordnetqa by concept (synset). Nonce `None`, pattern `None`.
+    Scorer: -. Seed 0, 10 bootstrap replicates, resampling wordnetqa by concept (synset).
+    >>> md = render_report({"model": "m", "seed": 0, "datasets": [], "bootstrap": {"n": 10},
+    ...                     "eval": {"method": "letter", "nonce": "bkatuhla", "pattern": None}}, plot=None)
+    >>> print(md.splitlines()[2])
+    Scorer: -. Seed 0, 10 bootstrap replicates. Method letter. Nonce `bkatuhla`.
     """
     scorer = results.get("scorer", {})
     settings = ", ".join(f"{k}={v}" for k, v in sorted(scorer.items()))
     boot = results.get("bootstrap", {})
     units = "; ".join(f"{kind} by {u}" for kind, u in sorted((boot.get("unit") or {}).items()))
+    ev = results.get("eval") or {}
+    # only the settings that applied: an asked (letter/generate) run records no pattern
+    applied = ([f"Method {ev['method']}."] if ev.get("method") else []) + [
+        f"{name.capitalize()} `{ev[name]}`." for name in ("nonce", "pattern") if ev.get(name) is not None]
     lines = [
         f"# Context-word bias: {results['model']}",
         "",
-        f"Scorer: {settings or '-'}. Seed {results.get('seed')}, {boot.get('n')} bootstrap replicates"
-        + (f", resampling {units}" if units else "") + ". "
-        f"Nonce `{results.get('eval', {}).get('nonce')}`, pattern `{results.get('eval', {}).get('pattern')}`.",
+        " ".join([f"Scorer: {settings or '-'}. Seed {results.get('seed')}, {boot.get('n')} bootstrap replicates"
+                  + (f", resampling {units}" if units else "") + ".", *applied]),
         "",
     ]
     if plot:

@@ -176,7 +176,7 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
     >>> md = render_report({"model": "m", "seed": 0, "datasets": [],
     ...                     "bootstrap": {"n": 10, "unit": {"wordnetqa": "concept (synset)"}}}, plot=None)
     >>> print(md.splitlines()[2])
-    Scorer: -. Seed 0, 10 bootstrap replicates, resampling wordnetqa by concept (synset).
+    Scorer: -. Seed 0, 10 bootstrap replicates, resampling wordnetqa by concept (synset). Nonce `None`, pattern `None`.
     >>> md = render_report({"model": "m", "seed": 0, "datasets": [], "bootstrap": {"n": 10},
     ...                     "eval": {"method": "letter", "nonce": "bkatuhla", "pattern": None}}, plot=None)
     >>> print(md.splitlines()[2])
@@ -187,14 +187,14 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
     boot = results.get("bootstrap", {})
     units = "; ".join(f"{kind} by {u}" for kind, u in sorted((boot.get("unit") or {}).items()))
     ev = results.get("eval") or {}
-    # only the settings that applied: an asked (letter/generate) run records no pattern
-    applied = ([f"Method {ev['method']}."] if ev.get("method") else []) + [
-        f"{name.capitalize()} `{ev[name]}`." for name in ("nonce", "pattern") if ev.get(name) is not None]
+    # only the settings that applied: an asked (letter/generate) run records its method and no pattern
+    applied = (f"Method {ev['method']}. Nonce `{ev.get('nonce')}`." if ev.get("method")
+               else f"Nonce `{ev.get('nonce')}`, pattern `{ev.get('pattern')}`.")
     lines = [
         f"# Context-word bias: {results['model']}",
         "",
-        " ".join([f"Scorer: {settings or '-'}. Seed {results.get('seed')}, {boot.get('n')} bootstrap replicates"
-                  + (f", resampling {units}" if units else "") + ".", *applied]),
+        f"Scorer: {settings or '-'}. Seed {results.get('seed')}, {boot.get('n')} bootstrap replicates"
+        + (f", resampling {units}" if units else "") + ". " + applied,
         "",
     ]
     if plot:

@@ -28,8 +28,8 @@ def _girth(y: np.ndarray, model: str) -> tuple[np.ndarray, np.ndarray]:
     return r["Discrimination"], r["Difficulty"]
 
 
-def compare(n_resp: int, model: str, missing: float) -> list[str]:
-    s = simulate(n_resp, 500, model, k=4, missing=missing, seed=1)
+def compare(n_resp: int, model: str, missing: float, n_items: int = 500) -> list[str]:
+    s = simulate(n_resp, n_items, model, k=4, missing=missing, seed=1)
     rows = []
     for name, run in (("probegen", lambda: fit(s["y"], s["k"], model)), ("girth", lambda: _girth(s["y"], model))):
         t = time.perf_counter()
@@ -43,7 +43,7 @@ def compare(n_resp: int, model: str, missing: float) -> list[str]:
         ok = np.isfinite(a) & np.isfinite(b)
         rb = pearsonr(s["b"][ok], b[ok])[0]
         ra = pearsonr(s["a"][ok], a[ok])[0] if model != "1pl" else float("nan")
-        rows.append(f"| {name} | {model} | {n_resp} | {missing:.0%} | {rb:.3f} | {ra:.3f} | {dt:.1f} |")
+        rows.append(f"| {name} | {model} | {n_resp} x {n_items} | {missing:.0%} | {rb:.3f} | {ra:.3f} | {dt:.1f} |")
     return rows
 
 
@@ -99,10 +99,11 @@ if __name__ == "__main__":
     if "--recovery" in sys.argv:
         recovery()
         sys.exit()
-    print("| fitter | model | respondents | missing | r(b) | r(a) | seconds |\n|---|---|---|---|---|---|---|")
+    n_items = int(sys.argv[sys.argv.index("--items") + 1]) if "--items" in sys.argv else 500
+    print("| fitter | model | respondents x items | missing | r(b) | r(a) | seconds |\n|---|---|---|---|---|---|---|")
     for model in ("1pl", "2pl", "3pl"):
         for n in (20, 100):
             for miss in (0.0, 0.1):
-                print("\n".join(compare(n, model, miss)), flush=True)
+                print("\n".join(compare(n, model, miss, n_items)), flush=True)
     if "--big" in sys.argv:
         big()

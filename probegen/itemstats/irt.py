@@ -138,20 +138,34 @@ def fit(y: np.ndarray, k: np.ndarray | None = None, model: str = "2pl", max_iter
                    options={"maxiter": max_iter, "gtol": 1e-5})
     a = np.full(n_items, res.x[0]) if model == "1pl" else res.x[:n_items].copy()
     b = res.x[-n_items:].copy()
-    nodes, logw = _grid(POSTERIOR_GRID)  # abilities: a grid finer than a long test's posterior SD
-    logp, logq, _ = _log_probs(nodes, a, b, c)
-    parts = y0 @ logp.T + (m - y0) @ logq.T + logw[None, :]
+    post, loglik = _posterior(y0, m, nodes, logw, a, b, c)
+    fine = _grid(POSTERIOR_GRID)  # abilities: a grid finer than a long test's posterior SD
+    post_fine, _ = _posterior(y0, m, *fine, a, b, c)
+    theta = post_fine @ fine[0]
+    theta_sd = np.sqrt(np.maximum(post_fine @ fine[0] ** 2 - theta ** 2, 0))
+    return _finish(model, y, a, b, c, post, nodes, (theta, theta_sd), loglik, int(res.nit))
+
+
+def _posterior(y0: np.ndarray, m: np.ndarray, nodes: np.ndarray, logw: np.ndarray, a: np.ndarray, b: np.ndarray,
+               c: np.ndarray) -> tuple[np.ndarray, float]:
+    """(respondents x grid posterior, marginal log-likelihood); the items in chunks (a fine grid times
+    200,000 items would not fit in memory at once)."""
+    parts = np.tile(logw[None, :], (len(y0), 1))
+    step = max(1, 4_000_000 // len(nodes))
+    for s in range(0, len(a), step):
+        sl = slice(s, s + step)
+        logp, logq, _ = _log_probs(nodes, a[sl], b[sl], c[sl])
+        parts += y0[:, sl] @ logp.T + (m[:, sl] - y0[:, sl]) @ logq.T
     top = parts.max(axis=1, keepdims=True)
     ll_j = top[:, 0] + np.log(np.exp(parts - top).sum(axis=1))
-    post = np.exp(parts - ll_j[:, None])
-    return _finish(model, y, a, b, c, post, nodes, float(ll_j.sum()), int(res.nit))
+    return np.exp(parts - ll_j[:, None]), float(ll_j.sum())
 
 
 def _finish(model: str, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, post: np.ndarray,
-            nodes: np.ndarray, loglik: float, iterations: int) -> IrtFit:
-    """Intervals, abilities, item fit and flags of a fitted model (``post``: respondents' posteriors on the grid)."""
-    theta = post @ nodes
-    theta_sd = np.sqrt(np.maximum(post @ nodes ** 2 - theta ** 2, 0))
+            nodes: np.ndarray, abilities: tuple[np.ndarray, np.ndarray], loglik: float, iterations: int) -> IrtFit:
+    """Intervals, item fit and flags of a fitted model (``post``: respondents' posteriors on the fitting grid
+    ``nodes``; ``abilities``: EAP and posterior SD on the fine grid)."""
+    theta, theta_sd = abilities
     m = ~np.isnan(y)
     nq = post.T @ m.astype(float)  # Q x I: expected respondents at each grid ability who answered the item
     pq = prob(nodes[:, None], a[None, :], b[None, :], c[None, :])

@@ -20,7 +20,7 @@ from probegen.itemstats.irt import fit, information, simulate
 MISKEYED = {"negative discrimination", "negative item-rest"}
 # (model, respondents): minimum r(b), minimum r(a), minimum planted items flagged (of 10)
 CASES = {("2pl", 100): (0.88, 0.55, 8), ("2pl", 20): (0.70, 0.20, 0),
-         ("3pl", 100): (0.82, 0.40, 4), ("3pl", 20): (0.62, 0.10, 0)}
+         ("3pl", 100): (0.82, 0.40, 4), ("3pl", 20): (0.62, 0.05, 0)}
 
 
 def corr(u: np.ndarray, v: np.ndarray) -> float:

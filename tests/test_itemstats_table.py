@@ -77,6 +77,10 @@ def test_table_of_eval_runs_and_a_study(tmp_path):
     np.testing.assert_array_equal(y[3], [0, np.nan, np.nan, 1])  # missing cells stay missing
     chosen, keys = t.chosen()
     assert chosen[0][2] == "x" and keys[0][2] == "w"  # options named by their text
+    from probegen.itemstats.analyse import item_rows
+
+    rows = {r["item"]: r for r in item_rows(t, None)[0]}
+    assert (rows["q0"]["p_human"], rows["q0"]["p_models"]) == (0.5, 1.0)  # human and model difficulty side by side
 
 
 def test_group_rows_are_items(tmp_path):

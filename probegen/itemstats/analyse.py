@@ -22,9 +22,10 @@ import numpy as np
 
 from ..errors import ProbegenError
 from ..io import atomic_dir, atomic_write, ensure_writable, write_json
-from .table import ResponseTable, gather
+from .table import HUMAN_METHOD, ResponseTable, gather
 
-ITEM_COLUMNS = ("item", "unit", "k", "n", "p", "item_rest", "b", "b_lo", "b_hi", "a", "a_lo", "a_hi", "c", "outfit",
+ITEM_COLUMNS = ("item", "unit", "k", "n", "p", "p_human", "p_models",
+                "item_rest", "b", "b_lo", "b_hi", "a", "a_lo", "a_hi", "c", "outfit",
                 "flags")
 
 
@@ -52,10 +53,15 @@ def item_rows(table: ResponseTable, irt_model: str | None) -> tuple[list[dict[st
     extra = fitted.item_rows() if fitted is not None else [{} for _ in items]
     flags = fitted.flags if fitted is not None else item_flags(y, np.ones(len(items)))
     flags = [[*f, *g] for f, g in zip(flags, rest_flags(cls["item_rest"], cls["n"]))]
+    human = np.array([r.method == HUMAN_METHOD for r in table.respondents])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_h = np.nansum(y[human], 0) / (~np.isnan(y[human])).sum(0) if human.any() else np.full(len(items), np.nan)
+        p_m = np.nansum(y[~human], 0) / (~np.isnan(y[~human])).sum(0)
     rows = []
     for i, item in enumerate(items):
         row = {"item": item, "unit": units[item], "k": int(k[i]), "n": int(cls["n"][i]), "p": float(cls["p"][i]),
-               "item_rest": float(cls["item_rest"][i]), **extra[i]}
+               "p_human": float(p_h[i]), "p_models": float(p_m[i]), "item_rest": float(cls["item_rest"][i]),
+               **extra[i]}
         row["flags"] = ";".join(flags[i])
         rows.append(row)
     return rows, fitted

@@ -24,6 +24,8 @@ from ..io import atomic_write, read_jsonl, recover, verify_output
 #: the columns of the long table, in order
 COLUMNS = ("respondent", "model", "method", "variant", "source", "dataset", "item", "unit", "correct", "chosen",
            "key", "k")
+#: the method of a study participant (human and model difficulties side by side: items.csv p_human, p_models)
+HUMAN_METHOD = "study"
 #: the eval settings that tell two prompt variants of one model apart (seed and split aside)
 VARIANT_KEYS = ("mode", "matching", "pattern", "length_norm", "reduction", "prompts", "permutations")
 
@@ -139,10 +141,11 @@ def record_cells(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
                   "key": _label(choices, g), "k": max(2, k)}}
 
 
-def _dataset_key(path: Any, kind: Any) -> str:
-    """How runs name their dataset, comparable across runs: its real path (where it exists) and kind."""
+def _dataset_key(path: Any, kind: Any = None) -> str:
+    """How runs name their dataset, comparable across runs: its real path where it exists (``kind``
+    is not part of it: a bias run's entries do not all record it)."""
     p = str(path)
-    return f"{kind}:{os.path.realpath(p) if os.path.exists(p) else p}"
+    return os.path.realpath(p) if os.path.exists(p) else p
 
 
 def _variant(cfg: dict[str, Any], extra: str = "") -> str:
@@ -225,7 +228,7 @@ def _study(root: Path) -> list[Respondent]:
         answers = first_answers(study, aid)
         if not answers:
             continue
-        resp = Respondent("", "human", "study", f"condition={a['condition']}", str(root),
+        resp = Respondent("", "human", HUMAN_METHOD, f"condition={a['condition']}", str(root),
                           _dataset_key(ds.get("path"), ds.get("kind")))
         for uid, rec in answers.items():
             if uid not in gold:

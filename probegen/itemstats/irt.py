@@ -192,11 +192,14 @@ def _finish(model: str, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarr
 
 def item_flags(y: np.ndarray, a: np.ndarray, a_hi: np.ndarray | None = None) -> list[list[str]]:
     """Per item: ``negative discrimination`` (the 95% interval ``a_hi`` below 0: the strong get it
-    wrong more often, a possibly mis-keyed item), ``near-zero discrimination`` (a below NEAR_ZERO,
-    negative but unsure included), ``all right``, ``all wrong``, ``unanswered``.
+    wrong more often, a possibly mis-keyed item), ``possibly negative discrimination`` (a below 0, its
+    interval across 0), ``near-zero discrimination`` (0 <= a < NEAR_ZERO), ``all right``, ``all wrong``,
+    ``unanswered``.
 
     >>> item_flags(np.array([[1.0, 0.0, 1.0], [1.0, 1.0, np.nan]]), np.array([1.0, -0.5, 0.1]))
     [['all right'], ['negative discrimination'], ['near-zero discrimination', 'all right']]
+    >>> item_flags(np.array([[1.0], [0.0]]), np.array([-0.5]), np.array([0.4]))
+    [['possibly negative discrimination']]
     """
     a_hi = a if a_hi is None else a_hi
     m = ~np.isnan(y)
@@ -206,6 +209,8 @@ def item_flags(y: np.ndarray, a: np.ndarray, a_hi: np.ndarray | None = None) -> 
         f = []
         if a_hi[i] < 0:
             f.append("negative discrimination")
+        elif a[i] < 0:
+            f.append("possibly negative discrimination")
         elif a[i] < NEAR_ZERO:
             f.append("near-zero discrimination")
         if n[i] == 0:

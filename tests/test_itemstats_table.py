@@ -83,6 +83,21 @@ def test_table_of_eval_runs_and_a_study(tmp_path):
     assert (rows["q0"]["p_human"], rows["q0"]["p_models"]) == (0.5, 1.0)  # human and model difficulty side by side
 
 
+def test_bias_conditions_are_respondents(tmp_path):
+    root = tmp_path / "bias"
+    (root / "ds").mkdir(parents=True)
+    for cond, preds in (("full", [0, 0, 1]), ("word", [1, 1, 1])):
+        write_jsonl(root / "ds" / f"{cond}.jsonl", [{"id": f"q{i}", "gold": [0], "pred": [p], "correct": float(p == 0)}
+                                                    for i, p in enumerate(preds)])
+    write_json(root / "results.json", {"model": "m", "scorer": {"kind": "static"}, "eval": {}, "datasets": [
+        {"name": "ds", "path": "ds/a.jsonl", "files": {"full": "ds/full.jsonl", "word": "ds/word.jsonl",
+                                                       "units": "ds/ablations.jsonl", "reliability": "ds/r.png"}}]})
+    t = gather([root, mc_run(tmp_path / "a", "m1", [0, 1, 0])])
+    y, names, _, _ = t.matrix()
+    assert names == ["m|bias:static|condition=full", "m|bias:static|condition=word", "m1|score:static|mode=full"]
+    np.testing.assert_array_equal(y[:2], [[1, 1, 0], [0, 0, 0]])
+
+
 def test_group_rows_are_items(tmp_path):
     t = gather([group_run(tmp_path / "a", "m1", [[0, 1, 2], [1, 0, 2]]), group_run(tmp_path / "b", "m2", [[0, 2, 1], [0, 1, 2]])])
     y, _, items, k = t.matrix()

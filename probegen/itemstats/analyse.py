@@ -8,7 +8,8 @@
 - ``respondents.csv``: per respondent accuracy and IRT ability with an interval;
 - ``pairs.csv`` (with ``pairs``): every pair of respondents on their shared items (paired bootstrap
   CI, exact McNemar, Holm-adjusted p);
-- ``summary.json`` and ``report.md``: counts, KR-20 with its CI, the flagged items.
+- ``summary.json`` and ``report.md``: counts, KR-20 with its CI, the flagged items;
+- ``item_map.png`` (with an IRT fit): difficulty x discrimination, flagged items in red, outfit as size.
 """
 
 from __future__ import annotations
@@ -131,6 +132,34 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def draw_item_map(rows: Sequence[dict[str, Any]], path: Path) -> bool:
+    """``item_map.png``: IRT difficulty x discrimination, flagged items in red, their outfit as the
+    marker size (the item-fit figure). False (nothing drawn) without an IRT fit."""
+    if not rows or "b" not in rows[0]:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    b, a = np.array([r["b"] for r in rows]), np.array([r["a"] for r in rows])
+    size = 12 * np.clip(np.array([r["outfit"] for r in rows], float), 0.2, 5)
+    bad = np.array([bool(r["flags"]) for r in rows])
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    ax.scatter(b[~bad], a[~bad], s=size[~bad], alpha=0.5, label="items")
+    ax.scatter(b[bad], a[bad], s=size[bad], alpha=0.8, color="tab:red", label="flagged")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("difficulty b")
+    ax.set_ylabel("discrimination a")
+    ax.set_title("Item map (marker size: outfit mean-square)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=110)
+    plt.close(fig)
+    return True
+
+
 def write(res: dict[str, Any], table: ResponseTable, out: str | Path, inputs: Sequence[str | Path]) -> Path:
     """The folder ``out`` (atomically: whole or not at all)."""
     ensure_writable(out, replace=True, inputs=inputs, writer="output")
@@ -146,6 +175,7 @@ def write(res: dict[str, Any], table: ResponseTable, out: str | Path, inputs: Se
             from .paired import PAIR_COLUMNS
 
             _write_csv(tmp / "pairs.csv", res["pairs"], PAIR_COLUMNS)
+        draw_item_map(res["items"], tmp / "item_map.png")
         write_json(tmp / "summary.json", {**res["summary"], "runs": [str(r) for r in inputs]})
         with atomic_write(tmp / "report.md") as fh:
             fh.write(render(res))

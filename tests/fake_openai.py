@@ -6,7 +6,11 @@ by a real causal LM in process (:class:`SmolLM2Logprobs`: the bundled SmolLM2-13
 the weights the in-process scorer uses, so its scores are the in-process model's), and ``POST
 /v1/chat/completions`` answers with a function of the conversation. With ``max_tokens`` >= 1 a
 generated token follows the prompt's, as vLLM does; ``refuse_zero`` makes it refuse
-``max_tokens: 0`` as some servers do.
+``max_tokens: 0`` as some servers do. ``top`` (given the prompt, or the conversation) gives the
+first generated token's top log-probs (token text -> log-prob): a completions request without
+``echo`` then answers that token alone with them in ``top_logprobs`` (its ``tokens`` are the
+generated one only, as a server's are), and a chat request with ``logprobs`` carries them in
+``logprobs.content[0].top_logprobs``.
 
 One misbehaviour at a time is set by ``server.fault``: a function ``(route, answer) -> answer``
 given the route (``models``, ``completions``, ``chat/completions``) and the correct JSON answer,
@@ -104,8 +108,9 @@ class FakeOpenAI:
 
     def __init__(self, logprobs: Callable[[str], tuple[Iterable[str], Iterable[float | None]]] | None = None,
                  chat: Callable[[list[dict[str, str]]], str] = word_answer, model: str = "smollm2",
-                 key: str | None = None, info: dict[str, Any] | None = None, refuse_zero: bool = False) -> None:
-        self.logprobs, self.chat, self.model, self.key = logprobs, chat, model, key
+                 key: str | None = None, info: dict[str, Any] | None = None, refuse_zero: bool = False,
+                 top: Callable[[Any], dict[str, float]] | None = None) -> None:
+        self.logprobs, self.chat, self.model, self.key, self.top = logprobs, chat, model, key, top
         self.info = {"owned_by": "probegen-tests", "root": model, "parent": None, "max_model_len": 2048, **(info or {})}
         self.refuse_zero = refuse_zero
         self.fault: Fault | None = None
@@ -159,9 +164,13 @@ class FakeOpenAI:
             return self._completions(payload)
         if route == "chat/completions":
             text = self.chat(payload["messages"])
+            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "stop"}
+            if self.top is not None and payload.get("logprobs"):
+                tops = [{"token": t, "logprob": v} for t, v in self.top(payload["messages"]).items()]
+                choice["logprobs"] = {"content": [{"token": text[:1], "logprob": -0.1, "top_logprobs": tops}]}
             return 200, {"id": "chatcmpl-0", "object": "chat.completion", "created": 0, "model": self.model,
-                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                      "finish_reason": "stop"}]}
+                         "choices": [choice]}
         return 404, {"error": {"message": f"no route {route}"}}
 
     def _completions(self, payload: dict[str, Any]) -> tuple[int, Any]:
@@ -170,6 +179,13 @@ class FakeOpenAI:
             return 400, {"error": {"message": "max_tokens must be at least 1, got 0.", "code": 400}}
         prompts = payload["prompt"] if isinstance(payload["prompt"], list) else [payload["prompt"]]
         choices = []
+        if self.top is not None and not payload.get("echo") and max_tokens >= 1:  # the next token's top list
+            for i, prompt in enumerate(prompts):
+                choices.append({"index": i, "text": " the", "finish_reason": "length",
+                                "logprobs": {"tokens": [" the"], "token_logprobs": [-1.5], "text_offset": [len(prompt)],
+                                             "top_logprobs": [self.top(prompt)]}})
+            return 200, {"id": "cmpl-0", "object": "text_completion", "created": 0, "model": self.model,
+                         "choices": choices}
         for i, prompt in enumerate(prompts):
             tokens, values = map(list, self.logprobs(prompt))
             if max_tokens >= 1:  # one greedy-looking token after the prompt, as a server generates it

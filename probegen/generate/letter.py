@@ -194,7 +194,8 @@ class LetterScorer(UnitScorer):
         """Per unit, rows x options: the label probabilities mapped back to the unit's options, mean over orders."""
         asks = self.asks_of(units)
         variants = [label_variants(units[a.unit].asks(), a.labels) for a in asks]
-        raw = self.backend.label_probs([a.messages for a in asks], variants, progress=progress)
+        names = [f"unit {str(units[a.unit].id)[:60]!r} (option order {a.order}, row {a.row})" for a in asks]
+        raw = self.backend.label_probs([a.messages for a in asks], variants, progress=progress, names=names)
         for a, values in zip(asks, raw):
             v = np.asarray(values, dtype=np.float64)
             if v.shape != (len(a.labels),) or not np.all(np.isfinite(v)) or np.any(v < 0):
@@ -286,8 +287,11 @@ class LocalLetters:
         return out
 
     def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]],
-                    variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False) -> list[list[float]]:
-        """Per conversation, P(label) for each label (summed over its distinct tokenisations; not renormalised)."""
+                    variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False,
+                    names: Sequence[str] | None = None) -> list[list[float]]:
+        """Per conversation, P(label) for each label (summed over its distinct tokenisations; not renormalised).
+        ``names`` (what the served backend's errors call each prompt) is not used: a softmax computed
+        here is a distribution."""
         seqs = [self.sequences(self.render(c), v) for c, v in zip(conversations, variants)]
         need: dict[tuple[int, ...], int] = {}  # input ids -> how many last rows are read
         for per_label in seqs:

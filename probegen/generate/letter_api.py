@@ -22,17 +22,21 @@
   whose variants is in the list gets 0 (``label_mass`` shows how much the labels got), and
   labels of several tokens cannot be read this way (0).
 
-A server that gives neither is one line. Every number is checked before it is used (a finite
-number <= 0, not a boolean or a string: :func:`probegen.scorers.api.prompt_tokens` for echoed
-prompts), and nothing is cached: label probabilities are read afresh each run, so a malformed
-answer is never kept.
+A server that gives neither is one line. Every number is checked before it is used: a top list's
+log-probs are numbers (not booleans or strings), an echoed prompt's a finite number <= 0
+(:func:`probegen.scorers.api.prompt_tokens`); then, per prompt, the option labels' probabilities
+must be part of one distribution (:func:`check_distribution`: each finite and <= 1, together at most
+1, within :data:`MASS_TOLERANCE`), and so must each entry of its top list (finite, <= 1). A server
+that answers a placeholder (log-prob 0.0 for every token), NaN or a log-prob > 0 is one line naming
+it, the prompt and the labels, not a run with a label mass of 10. Nothing is cached: label
+probabilities are read afresh each run, so a malformed answer is never kept.
 """
 
 from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence, TypeGuard, cast
+from typing import Any, Mapping, Sequence, TypeGuard, cast
 
 from ..errors import ProbegenError
 
@@ -42,10 +46,48 @@ TOP = 20
 BATCH = 8
 #: most token ids vLLM takes in ``logprob_token_ids``
 MAX_TOKEN_IDS = 128
+#: how far past 1 the probabilities of one prompt's option labels (or a top list's entry) may go, each
+#: and summed: a server's log-probs are float32 numbers rounded when written out, and a label's
+#: probability adds up several of them (its variants; an echoed variant's tokens), so a true
+#: distribution can come out a little over 1 (about 1e-6); 1e-3 is far above that rounding and far
+#: below what a placeholder answer gives (log-prob 0.0 for every label: a sum of 2 or more)
+MASS_TOLERANCE = 1e-3
 
 
 def _number(v: Any) -> TypeGuard[float]:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v <= 1e-4
+    """A JSON number (not a boolean); whether it is a log-prob at all is :func:`check_distribution`'s to say."""
+    return not isinstance(v, bool) and isinstance(v, (int, float))
+
+
+def _exp(logprob: float) -> float:
+    """exp, with inf for a log-prob too large for a float (the check says what is wrong with it)."""
+    return math.inf if logprob > 709 else math.exp(logprob)
+
+
+def check_distribution(probs: Mapping[str, float], server: str, prompt: str, what: str = "option labels",
+                       summed: bool = True) -> None:
+    """ProbegenError (one line naming ``server``, ``prompt`` and the offending entries) unless
+    ``probs`` (shown name -> probability: one prompt's option labels, or its top list) can be part
+    of one distribution: each a finite number <= 1, together at most 1 (unless not ``summed``: the
+    entries of a top list are checked one by one), within :data:`MASS_TOLERANCE`.
+
+    >>> check_distribution({"'A'": 0.6, "'B'": 0.3}, "http://h:8000/v1", "unit u1")
+    >>> check_distribution({"'A'": 1.0, "'B'": 1.0}, "http://h:8000/v1", "unit u1")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    probegen.errors.ProbegenError: http://h:8000/v1 answered probabilities of the option labels ...
+    for unit u1: 'A' 1, 'B' 1 (sum 2; each must be a finite number <= 1 and all together at most 1, within 0.001): ...
+    """
+    bad = {k: v for k, v in probs.items() if not (math.isfinite(v) and 0 <= v <= 1 + MASS_TOLERANCE)}
+    total = math.fsum(probs.values()) if summed and not bad else 0.0
+    if not bad and total <= 1 + MASS_TOLERANCE:
+        return
+    listed = ", ".join(f"{k} {v:.6g}" for k, v in (bad or probs).items())
+    sums = "" if bad else f"sum {total:.6g}; "
+    rule = "each must be a finite number <= 1" + (" and all together at most 1" if summed else "")
+    raise ProbegenError(f"{server} answered probabilities of the {what} that are no distribution for {prompt}: "
+                        f"{listed:.400} ({sums}{rule}, within {MASS_TOLERANCE:g}): its log-probs cannot be read as the "
+                        "model's (a placeholder 0.0, NaN, a log-prob > 0); nothing was kept")
 
 
 class ApiLetters:
@@ -91,15 +133,32 @@ class ApiLetters:
 
     # ---- what the scorer calls ------------------------------------------------------------------------
     def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]],
-                    variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False) -> list[list[float]]:
-        """Per conversation, P(label) for each label (not renormalised)."""
+                    variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False,
+                    names: Sequence[str] | None = None) -> list[list[float]]:
+        """Per conversation, P(label) for each label (not renormalised), each prompt's labels and top
+        list checked by :func:`check_distribution` before any is returned; ``names``: what an error
+        calls each prompt (its unit; default: the start of its last message)."""
         self.counters["prompts"] += len(conversations)
         if self.mode == "completions":
-            return self._completions(conversations, variants)
-        return self._chat(conversations, variants)
+            rows, tops = self._completions(conversations, variants)
+        else:
+            rows, tops = self._chat(conversations, variants)
+        for i, (row, top, vs) in enumerate(zip(rows, tops, variants)):
+            name = names[i] if names is not None else _prompt_name(conversations[i])
+            self._check({repr(v[0]): p for v, p in zip(vs, row)}, name, "option labels")
+            self._check({repr(k): _exp(v) for k, v in top.items()}, name, "first answer token's top log-probs",
+                        summed=False)
+        return rows
+
+    def _check(self, probs: dict[str, float], prompt: str, what: str, summed: bool = True) -> None:
+        """:func:`check_distribution` naming this server, its error's text masked as the client masks (the key)."""
+        try:
+            check_distribution(probs, self.endpoint.base, prompt, what, summed)
+        except ProbegenError as e:
+            raise self.client.error(str(e)) from None
 
     # ---- completions: top log-probs, the rest echo-scored ---------------------------------------------
-    def _completions(self, conversations, variants) -> list[list[float]]:
+    def _completions(self, conversations, variants) -> tuple[list[list[float]], list[dict[str, float]]]:
         from .labels import continuation
 
         texts = [self.render(c) for c in conversations]
@@ -114,7 +173,8 @@ class ApiLetters:
         # the token ids that can be read from the next-token list: one-token variants that do not merge
         wanted = [sorted({cont[0] for s in per_label for prefix, cont in s if len(cont) == 1 and prefix == plain})
                   for per_label, plain in zip(seqs, plains)]
-        tops = self._map(self._top, list(zip(texts, wanted)))
+        lists = self._map(self._top, list(zip(texts, wanted)))
+        tops = [self._ids(t) for t in lists]
         todo: dict[tuple[str, str], None] = {}
         values: dict[tuple[int, tuple[int, ...], tuple[int, ...]], float] = {}
         for i, (text, per_label, top, plain) in enumerate(zip(texts, seqs, tops, plains)):
@@ -129,10 +189,10 @@ class ApiLetters:
         echoed = self._echo(list(todo))
         out = []
         for i, (text, per_label) in enumerate(zip(texts, seqs)):
-            out.append([sum(math.exp(values[(i, *seq)] if (i, *seq) in values else echoed[(text, v)])
+            out.append([sum(_exp(values[(i, *seq)] if (i, *seq) in values else echoed[(text, v)])
                             for seq, v in s.items())
                         for s in per_label])
-        return out
+        return out, lists
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         """The prompt text, rendered here by the served model's chat template (as in process)."""
@@ -174,8 +234,8 @@ class ApiLetters:
             choices = sorted(choices, key=lambda c: c["index"])
         return choices
 
-    def _top(self, batch: list[tuple[str, list[int]]]) -> list[dict[int, float]]:
-        """Per (prompt, label token ids), token id -> log-prob of the first generated token's list."""
+    def _top(self, batch: list[tuple[str, list[int]]]) -> list[dict[str, float]]:
+        """Per (prompt, label token ids), the first generated token's top list (as the server keys it -> log-prob)."""
         texts = [t for t, _ in batch]
         payload: dict[str, Any] = {"model": self.name, "prompt": texts, "max_tokens": 1, "temperature": 0.0,
                                    "logprobs": TOP}
@@ -203,8 +263,8 @@ class ApiLetters:
                 raise
         return None
 
-    def _top_lists(self, body: Any, texts: list[str]) -> list[dict[int, float]]:
-        """The checked first-token log-prob lists of a completions answer."""
+    def _top_lists(self, body: Any, texts: list[str]) -> list[dict[str, float]]:
+        """The first-token log-prob lists of a completions answer, each log-prob checked to be a number."""
         url = f"{self.endpoint.base}/completions"
         out = []
         for i, ch in enumerate(self._choices(body, len(texts))):
@@ -213,16 +273,17 @@ class ApiLetters:
             if not isinstance(tops, list) or not tops or not isinstance(tops[0], dict):
                 raise self.client.error(f"{url} gave no top log-probs of the next token for prompt {i} (logprobs: "
                                         f"{TOP})")
-            out.append(self._ids(tops[0], url, i))
+            bad = next(((k, v) for k, v in tops[0].items() if not _number(v)), None)
+            if bad is not None:
+                raise self.client.error(f"{url}: prompt {i}'s top log-prob of {bad[0]!r:.40} is {bad[1]!r:.40}, not a "
+                                        "finite number <= 0")
+            out.append({k: float(v) for k, v in tops[0].items()})
         return out
 
-    def _ids(self, top: dict[str, Any], url: str, i: int) -> dict[int, float]:
+    def _ids(self, top: dict[str, float]) -> dict[int, float]:
         """Token id -> log-prob of one top list (keys ``token_id:N``, else token texts mapped through the tokenizer)."""
         out: dict[int, float] = {}
         for key, v in top.items():
-            if not _number(v):
-                raise self.client.error(f"{url}: prompt {i}'s top log-prob of {key!r:.40} is {v!r:.40}, not a finite "
-                                        "number <= 0")
             if key.startswith("token_id:") and key[9:].isdigit():
                 ids = [int(key[9:])]
             else:
@@ -256,7 +317,7 @@ class ApiLetters:
         return out
 
     # ---- chat/completions: the top list only --------------------------------------------------------
-    def _chat(self, conversations, variants) -> list[list[float]]:
+    def _chat(self, conversations, variants) -> tuple[list[list[float]], list[dict[str, float]]]:
         tops = self._map(lambda batch: [self._chat_top(c) for c in batch], list(conversations))
         out = []
         for top, vs in zip(tops, variants):
@@ -265,9 +326,9 @@ class ApiLetters:
                 found = [top[v] for v in dict.fromkeys(label) if v in top]
                 self.counters["from_top"] += len(found)
                 self.counters["missing"] += not found
-                row.append(sum(math.exp(x) for x in found))
+                row.append(sum(_exp(x) for x in found))
             out.append(row)
-        return out
+        return out, tops
 
     def _chat_top(self, messages: Sequence[dict[str, str]]) -> dict[str, float]:
         """Token text -> log-prob of the first answer token's top list (chat/completions)."""
@@ -297,10 +358,17 @@ class ApiLetters:
             if not isinstance(tok, str) or not _number(v):
                 raise self.client.error(f"{url}: a top log-prob entry {t!r:.60} is not a token string with a finite "
                                         "number <= 0")
-            out[tok] = max(out.get(tok, -math.inf), float(v))
+            v = float(v)
+            out[tok] = v if tok not in out or math.isnan(v) else max(out[tok], v)  # a NaN is kept for the check
         return out
 
     def close(self) -> None:
         """Close the worker threads and the chat backend (connections)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.chat.close()
+
+
+def _prompt_name(messages: Sequence[dict[str, str]]) -> str:
+    """A prompt shown in one line: the start of its last message."""
+    text = " ".join(str(messages[-1].get("content", "")).split()) if messages else ""
+    return f"the prompt {text[:60]!r}" + ("..." if len(text) > 60 else "")

@@ -494,13 +494,7 @@ def write_bias(
         if draw_bias_reliability(entry, out / d.name, title=f"Reliability: {model} on {d.name}"):
             files["reliability"] = f"{d.name}/reliability.png"
         entries.append({"name": d.name, "path": d.path, **entry, **shown_blocks(d), "files": files})
-    asked = _settings(scorer).get("method")  # generate, letter: a chat model asked, no likelihood settings apply
-    ev_block: dict[str, Any] = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
-                                "reduction": reduction if scorer.kind in LM_KINDS else None}
-    config = cfg.record()
-    if asked in ("generate", "letter"):
-        ev_block = {**ev_block, "pattern": None, "reduction": None, "method": asked}
-        config = {**config, "pattern": None}
+    ev_block, config = _applied_settings(scorer, cfg, reduction)
     results = {
         "model": model,
         "scorer": {"kind": scorer.kind, **_settings(scorer)},
@@ -521,6 +515,19 @@ def write_bias(
     write_report(results, out, model)
     log(f"wrote {out}")
     return results
+
+
+def _applied_settings(scorer, cfg: BiasConfig, reduction: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a chat
+    model asked, --method generate or letter, records its method and no likelihood setting)."""
+    asked = _settings(scorer).get("method")
+    ev_block: dict[str, Any] = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
+                                "reduction": reduction if scorer.kind in LM_KINDS else None}
+    config = cfg.record()
+    if asked in ("generate", "letter"):
+        ev_block = {**ev_block, "pattern": None, "reduction": None, "method": asked}
+        config = {**config, "pattern": None}
+    return ev_block, config
 
 
 SEEN_FILE = "ablations.jsonl"

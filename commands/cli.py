@@ -489,7 +489,7 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
                        probegen_out/datasets/coda21-clean-hard-adv-minilm-l6 --model minilm-l6 --model glove-50d
     """
     from probegen.diagnostics.command_requests import CompareRequest, run_compare_request
-    from probegen.diagnostics.compare import table
+    from probegen.diagnostics.compare import pairs_table, table
     from probegen.runner import Runner
 
     la, _, lb = labels.partition(",")
@@ -499,6 +499,8 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
     res = run_compare_request(req, runner, DEFAULT_ROOT)
     echo = runner.main_log(click.echo)
     echo(table(res))
+    if pairs_table(res):
+        echo(pairs_table(res))
     echo(f"report: {req.out_dir(DEFAULT_ROOT) / 'report.md'}")
 
 

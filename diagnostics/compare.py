@@ -59,6 +59,42 @@ def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0,
     return tasks.get(kind).unit_correctness(data, scorer, seed, progress)
 
 
+def correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+                ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
+    """One scoring, read per unit (as :func:`unit_correctness`) and per decision (unit, item, right)."""
+    from probegen import tasks
+
+    return tasks.get(kind).correctness(data, scorer, seed, progress)
+
+
+def model_pairs(per_model: dict[str, list[tuple[str, str, float]]], n_boot: int = 1000, seed: int = 0
+                ) -> list[dict[str, Any]]:
+    """Every pair of models on one set, on the decisions both made: accuracy difference (a - b) with
+    a paired cluster-bootstrap CI (whole units resampled), exact McNemar p and Holm's correction
+    over the pairs (:func:`probegen.itemstats.paired.all_pairs`).
+
+    >>> rows = model_pairs({"m1": [("u", "u#0", 1.0), ("v", "v#0", 1.0)], "m2": [("u", "u#0", 0.0), ("v", "v#0", 1.0)]},
+    ...                    n_boot=50)
+    >>> rows[0]["a"], rows[0]["b"], rows[0]["diff"], rows[0]["a_only"], rows[0]["p_mcnemar"]
+    ('m1', 'm2', 0.5, 1, 1.0)
+    """
+    from probegen.itemstats.paired import all_pairs
+
+    names = list(per_model)
+    if len(names) < 2:
+        return []
+    units: dict[str, str] = {}
+    for rows in per_model.values():
+        units.update({item: unit for unit, item, _ in rows})
+    order = list(units)
+    col = {item: j for j, item in enumerate(order)}
+    y = np.full((len(names), len(order)), np.nan)
+    for i, m in enumerate(names):
+        for _, item, right in per_model[m]:
+            y[i, col[item]] = right
+    return all_pairs(y, names, [units[i] for i in order], n_boot, seed)
+
+
 def compare(
     a: str | Path, b: str | Path, models: list[str], out: Path, labels: tuple[str, str] = ("twin", "adversarial"),
     seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print, *, runner: Runner,
@@ -82,16 +118,19 @@ def compare(
     if kind_a != kind_b:
         raise_mismatch(kind_a, kind_b)
     rows = []
+    decisions: dict[str, dict[str, list[tuple[str, str, float]]]] = {"a": {}, "b": {}}
     for m in models:
         scorer = runner.load_scorer(m)
         log(f"{m}: scoring {labels[0]} and {labels[1]}")
-        ua = unit_correctness(kind_a, da, scorer, seed)
-        ub = unit_correctness(kind_b, db, scorer, seed)
+        ua, decisions["a"][m] = correctness(kind_a, da, scorer, seed)
+        ub, decisions["b"][m] = correctness(kind_b, db, scorer, seed)
         res = paired_bootstrap(ua, ub, n_boot, seed)
         rows.append({"model": m, "used_in_construction": _reference(db) == m or _reference(da) == m, **res})
     results = {"a": {"label": labels[0], "path": str(a), "chance": _chance(kind_a, da)},
                "b": {"label": labels[1], "path": str(b), "chance": _chance(kind_b, db)},
                "kind": kind_a, "resampling_unit": tasks.get(kind_a).resampling_unit, "models": rows}
+    if len(models) > 1:  # every pair of models on each set (one model: results.json as before)
+        results["pairs"] = {side: model_pairs(decisions[side], n_boot, seed) for side in ("a", "b")}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", results)
     plot = plot_comparison(results, out / "comparison.png")
@@ -136,6 +175,24 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def pairs_table(results: dict[str, Any]) -> str:
+    """The models compared pairwise on each set (empty with one model)."""
+    lines: list[str] = []
+    for side in ("a", "b"):
+        rows = (results.get("pairs") or {}).get(side) or []
+        if not rows:
+            continue
+        lines.append(f"{results[side]['label']}: model A - model B on the same decisions "
+                     f"({len(rows)} pair(s), Holm over them)")
+        lines.append(f"{'A':<16} {'B':<16} {'decisions':>9} {'difference [95% CI]':>26} {'A only':>6} {'B only':>6} "
+                     f"{'McNemar p':>10} {'Holm p':>8}")
+        for r in rows:
+            diff = f"{r['diff']:+.3f} [{r['ci_lo']:+.3f}, {r['ci_hi']:+.3f}]"
+            lines.append(f"{r['a']:<16} {r['b']:<16} {r['items']:>9} {diff:>26} {r['a_only']:>6} {r['b_only']:>6} "
+                         f"{r['p_mcnemar']:>10.4f} {r['p_holm']:>8.4f}" + (" *" if r["significant"] else ""))
+    return "\n".join(lines)
+
+
 def render(results: dict[str, Any], plot: str) -> str:
     """report.md: the table, the chart and how to read them."""
     la, lb = results["a"]["label"], results["b"]["label"]
@@ -157,7 +214,19 @@ def render(results: dict[str, Any], plot: str) -> str:
         "A model used to build the set (reference) is expected to drop; the held-out model's drop is the honest",
         "measure of how much harder the set is.",
         "",
+        *_pairs_section(results),
     ])
+
+
+def _pairs_section(results: dict[str, Any]) -> list[str]:
+    text = pairs_table(results)
+    if not text:
+        return []
+    return ["## Models paired on each set", "",
+            "Two models on the same decisions (a WordNetQA item, a CoDA21 context): the accuracy difference with a",
+            "95% paired cluster-bootstrap CI (units resampled whole), the exact McNemar p on the decisions only one",
+            "got right, and that p Holm-adjusted over every pair of the set (* : below 0.05).", "",
+            "```", text, "```", ""]
 
 
 def plot_comparison(results: dict[str, Any], path: Path) -> Path:

@@ -201,12 +201,20 @@ class Task(ABC):
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per unit id: (summed correctness, weight) of one model (``probegen compare``)."""
+        return self.correctness(data, scorer, seed, progress)[0]
+
+    def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+                    ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
+        """One scoring of ``data`` by one model, read two ways: per unit (as :meth:`unit_correctness`)
+        and per decision (unit, item, 1.0 right or 0.0 wrong): what a paired McNemar test between two
+        models counts (``probegen compare``)."""
         from ..templating import dataset_nonce
         from . import generic
 
         settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
         rows = generic.score_rows(self, data, scorer, ["full"], settings, progress)["full"]
-        return {str(r["id"]): (float(r["correct"]), 1.0) for r in rows}
+        units = {str(r["id"]): (float(r["correct"]), 1.0) for r in rows}
+        return units, [(str(r["id"]), str(r["id"]), float(r["correct"] == 1.0)) for r in rows]
 
     def chance(self, data: Any) -> float:
         """Random-guess accuracy over the dataset's units."""

@@ -145,11 +145,19 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per group: (accuracy, 1): the paper's metric is the mean of group accuracies."""
+        return self.correctness(data, scorer, seed, progress)[0]
+
+    def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+                    ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
+        """Per group (accuracy, 1), and per context (a group's row, ``<group>#<row>``) right or wrong."""
         from ..coda21.evaluate import evaluate
         from ..templating import dataset_nonce
 
         settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
-        return {r["id"]: (r["correct"], 1.0) for r in evaluate(data, scorer, settings, progress=progress)["groups"]}
+        groups = evaluate(data, scorer, settings, progress=progress)["groups"]
+        items = [(r["id"], f"{r['id']}#{i}", float(p == g)) for r in groups
+                 for i, (p, g) in enumerate(zip(r["pred"], r["gold"]))]
+        return {r["id"]: (r["correct"], 1.0) for r in groups}, items
 
     def chance(self, data: Any) -> float:
         """Mean 1/k over groups."""

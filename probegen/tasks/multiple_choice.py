@@ -212,16 +212,24 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per concept (synset): (items right, items), across probe types."""
+        return self.correctness(data, scorer, seed, progress)[0]
+
+    def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+                    ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
+        """Per concept (items right, items), and per item (its concept, its id, right or wrong)."""
         from ..templating import dataset_nonce
         from ..wordnetqa.evaluate import evaluate_mc
 
         out: dict[str, list[float]] = {}
+        items: list[tuple[str, str, float]] = []
         settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
         for r in evaluate_mc(data, scorer, settings, progress=progress)["items"]:
-            u = out.setdefault(str(r.get("synset") or r.get("cluster") or r["id"]), [0.0, 0.0])
+            unit = str(r.get("synset") or r.get("cluster") or r["id"])
+            u = out.setdefault(unit, [0.0, 0.0])
             u[0] += float(bool(r["correct"]))
             u[1] += 1.0
-        return {k: (v[0], v[1]) for k, v in out.items()}
+            items.append((unit, str(r["id"]), float(bool(r["correct"]))))
+        return {k: (v[0], v[1]) for k, v in out.items()}, items
 
     def chance(self, data: Any) -> float:
         """Mean 1/(number of choices) over items."""

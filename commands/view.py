@@ -33,7 +33,10 @@ def default_out(runs: tuple[str, ...]) -> Path:
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --serve: address to bind.")
 @click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535),
               help="With --serve: port (0: a free one).")
-def view(runs: tuple[str, ...], out: str | None, serve: bool, host: str, port: int) -> None:
+@click.option("--items", "items_dir", type=click.Path(),
+              help="A `probegen items` output folder: each item's statistics and flags, a 'flagged' filter and "
+                   "the item map (figures tab).")
+def view(runs: tuple[str, ...], out: str | None, serve: bool, host: str, port: int, items_dir: str | None) -> None:
     """Write one self-contained HTML page showing every item of the RUNS (eval or bias folders).
 
     For each item: the query as the model saw it (the target hidden by the made-up word), each
@@ -50,6 +53,7 @@ def view(runs: tuple[str, ...], out: str | None, serve: bool, host: str, port: i
       probegen view probegen_out/runs/smollm2-135m__coda21-clean-easy
       probegen view probegen_out/runs/glove-50d__wqa probegen_out/runs/minilm-l6__wqa --out compare.html
       probegen view probegen_out/bias/minilm-l6 --out bias.html
+      probegen view RUN_A RUN_B --items items_out --out items.html   # probegen items RUN_A RUN_B --out items_out
       probegen view probegen_out/bias/minilm-l6 --serve          # http://127.0.0.1:8766/
     """
     from probegen.errors import ProbegenError
@@ -64,6 +68,10 @@ def view(runs: tuple[str, ...], out: str | None, serve: bool, host: str, port: i
         check_output_not_input(target, list(runs))
         check_file_replaceable(target)
     model = load_runs(runs, log=lambda m: click.echo(m, err=True))
+    if items_dir:
+        from probegen.view.analysis import item_stats
+
+        model["itemstats"] = item_stats(items_dir, model)
     n = len(model["items"])
     if serve:
         from probegen.view.serve import serve as run_server

@@ -9,7 +9,10 @@ The model (what the page's script reads)::
                "main": condition, "accuracy": {condition: acc}}], "notes"}],
      "items": [{"run", "set", "id", "kind" (group|options|seeds), "meta": {...},
                 "conds": {condition: {"q", "c", "s", "p", "g", "ok", "m", "tie", ...}}}],
-     "plane": [{"run", "set", "name", "x", "y", "xci", "yci"}]}
+     "plane": [{"run", "set", "name", "x", "y", "xci", "yci"}],
+     "pairs": [{"a", "b" ("run~set~condition"), "items", "diff", "ci_lo", "ci_hi", "a_only", "b_only",
+                "p_mcnemar", "p_holm", "significant"}],
+     "itemstats": {"path", "rows": [...]}  (``probegen view --items DIR``: :func:`.analysis.item_stats`)}
 
 Per condition an item carries the queries as the model saw them (``q``: the target hidden by the
 made-up word where the condition hides it), the candidates (``c``: one list shared by every row,
@@ -72,6 +75,9 @@ def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _
     if not model["runs"]:
         raise ProbegenError("no run given")
     _label_runs(model["runs"])
+    from .analysis import side_pairs
+
+    model["pairs"] = side_pairs(model)  # the compare tab's paired tests (issue 36)
     return model
 
 

@@ -84,6 +84,7 @@ TEMPLATE = """<!doctype html>
 <select id="f-rel" aria-label="relation"></select>
 <select id="f-hops" aria-label="hops"></select>
 <select id="f-dt" aria-label="distractor type"></select>
+<select id="f-flag" aria-label="item flags" hidden></select>
 <input id="f-mmin" class="num" type="number" step="any" placeholder="margin &#8805;" aria-label="margin at least">
 <input id="f-mmax" class="num" type="number" step="any" placeholder="margin &#8804;" aria-label="margin at most">
 <input id="f-q" type="search" placeholder="search words, definitions, ids (/)" aria-label="search">

@@ -9,8 +9,10 @@
   var shown = [];          // indices of the items the filters keep, in order
   var cursor = -1;         // position in `shown` of the open item
   var byKey = {};          // "run\u0000set\u0000id" -> item index
+  var IS = {};             // item id -> its rows of a `probegen items` table (view --items)
+  var byId = {};           // item ids of the page
   var DEFAULTS = {tab: "items", run: "0", set: "", cond: "", ok: "", pos: "", rel: "", hops: "", dt: "",
-                  mmin: "", mmax: "", abin: "", q: "", sort: "file", page: "0", item: "", cmp: "", cat: ""};
+                  mmin: "", mmax: "", abin: "", q: "", sort: "file", page: "0", item: "", cmp: "", cat: "", flag: ""};
 
   // ---- DOM helpers (text only) -----------------------------------------------------------------
   function el(tag, attrs) {
@@ -83,6 +85,12 @@
   }
   function accOf(e) { var k = 0; for (var i = 0; i < e.ok.length; i++) k += e.ok[i]; return e.ok.length ? k / e.ok.length : NaN; }
   function relOf(it) { return it.meta.probe !== undefined ? String(it.meta.probe) : ""; }
+  function statsOf(it) { return IS[it.id] || null; }
+  function flagsOf(it) {
+    var out = [];
+    (statsOf(it) || []).forEach(function (r) { r.flags.forEach(function (f) { if (out.indexOf(f) < 0) out.push(f); }); });
+    return out;
+  }
 
   // ---- filtering ---------------------------------------------------------------------------------
   function cmpIds() {
@@ -112,6 +120,7 @@
       if (S.rel && relOf(it) !== S.rel) continue;
       if (S.hops && String(it.meta.hops) !== S.hops) continue;
       if (S.dt && String(it.meta.distractor_type) !== S.dt) continue;
+      if (S.flag && (S.flag === "flagged") !== (flagsOf(it).length > 0)) continue;
       if (mmin !== null && !(e.m >= mmin)) continue;
       if (mmax !== null && !(e.m <= mmax)) continue;
       if (S.abin !== "" && Math.round(accOf(e) * 10) !== +S.abin) continue;
@@ -215,6 +224,8 @@
     one("f-rel", "any relation", function (it) { return it.meta.probe; }, "rel");
     one("f-hops", "any hop count", function (it) { return it.meta.hops; }, "hops");
     one("f-dt", "any distractor type", function (it) { return it.meta.distractor_type; }, "dt");
+    options($("f-flag"), [["", "flagged or not"], ["flagged", "flagged items only"], ["unflagged", "unflagged items only"]], S.flag);
+    $("f-flag").hidden = !D.itemstats;
     options($("f-sort"), [["file", "file order"], ["margin", "least confident first"], ["-margin", "most confident first"],
                           ["acc", "lowest accuracy first"], ["-acc", "highest accuracy first"], ["id", "id"]], S.sort);
     if (document.activeElement !== $("f-q")) $("f-q").value = S.q;
@@ -243,9 +254,10 @@
         var st = status(it.conds[k]);
         add(marks, el("span", {cls: "mark " + st, title: k + ": " + st, text: k[0].toUpperCase()}));
       });
-      var tr = el("tr", {cls: "row " + status(e) + (i === openIdx ? " open" : ""), "data-id": it.id, "data-status": status(e), tabindex: "0",
-                         onclick: function () { openItem(i); }},
-        el("td", {cls: "id", text: it.id}),
+      var fl = flagsOf(it);
+      var tr = el("tr", {cls: "row " + status(e) + (i === openIdx ? " open" : "") + (fl.length ? " flagged" : ""), "data-id": it.id,
+                         "data-status": status(e), tabindex: "0", onclick: function () { openItem(i); }},
+        el("td", {cls: "id", text: it.id, title: fl.length ? "flagged: " + fl.join("; ") : ""}, fl.length ? el("span", {cls: "flag", text: " \u2691"}) : null),
         el("td", {text: it.set}),
         marks,
         el("td", {cls: "num", text: fmt(accOf(e), 2)}),
@@ -286,6 +298,7 @@
       el("button", {type: "button", cls: "close", title: "close (Esc)", text: "close", onclick: function () { setState({item: ""}, true); }})));
     add(box, el("p", {cls: "meta"}, r.label + " - " + it.set + " - " + it.kind +
       Object.keys(it.meta).map(function (k) { return " - " + k + ": " + it.meta[k]; }).join("")));
+    if (statsOf(it)) add(box, statsTable(it));
     var wrap = el("div", {cls: "conds"});
     var prevC = null;
     var names = Object.keys(it.conds);
@@ -464,6 +477,49 @@
     return d;
   }
 
+  // ---- item statistics (view --items) -------------------------------------------------------------------
+  function statsTable(it) {
+    var rows = statsOf(it), fl = flagsOf(it);
+    function iv(r, k) { return fmt(r[k], 2) + (r[k + "_lo"] !== null && r[k + "_lo"] !== undefined ? " [" + fmt(r[k + "_lo"], 2) + ", " + fmt(r[k + "_hi"], 2) + "]" : ""); }
+    var t = el("table", {cls: "acc itemstats"}, el("thead", {}, el("tr", {}, ["item", "p-value", "item-rest r", "difficulty b [95%]", "discrimination a [95%]", "outfit", "flags"].map(function (h) { return el("th", {text: h}); }))));
+    add(t, el("tbody", {}, rows.map(function (r) {
+      return el("tr", {cls: r.flags.length ? "flagged" : ""}, el("td", {text: r.item}), el("td", {cls: "num", text: fmt(r.p, 2)}), el("td", {cls: "num", text: fmt(r.item_rest, 2)}),
+        el("td", {text: iv(r, "b")}), el("td", {text: iv(r, "a")}), el("td", {cls: "num", text: fmt(r.outfit, 2)}), el("td", {text: r.flags.join("; ")}));
+    })));
+    return el("section", {cls: "stats", id: "item-stats"}, el("h3", {text: "Item statistics" + (fl.length ? " - flagged: " + fl.join("; ") : "")}), t,
+      el("p", {cls: "hint", text: "from " + D.itemstats.path + " (probegen items): over every respondent of that analysis"}));
+  }
+  function openById(id) {
+    var r = +S.run, j = -1;
+    for (var i = 0; i < D.items.length; i++) if (D.items[i].id === id && (j < 0 || (D.items[i].run === r && D.items[j].run !== r))) j = i;
+    if (j < 0) return;
+    setState({tab: "items", run: String(D.items[j].run), item: itemKey(D.items[j])}, true);
+  }
+  function itemMap() {
+    var pts = D.itemstats.rows.filter(function (p) { return p.a !== null && p.b !== null && byId[p.view]; });
+    var W = 520, H = 380, P = 48, xs = [0], ys = [0];
+    pts.forEach(function (p) { xs.push(p.b); ys.push(p.a); });
+    var x0 = Math.min.apply(null, xs) - 0.3, x1 = Math.max.apply(null, xs) + 0.3, y0 = Math.min.apply(null, ys) - 0.3, y1 = Math.max.apply(null, ys) + 0.3;
+    function X(v) { return P + (v - x0) / (x1 - x0) * (W - 2 * P); }
+    function Y(v) { return H - P - (v - y0) / (y1 - y0) * (H - 2 * P); }
+    var g = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, id: "item-map", role: "img", "aria-label": "item map"});
+    g.appendChild(svg("rect", {x: P, y: P, width: W - 2 * P, height: H - 2 * P, fill: "none", stroke: "#999"}));
+    g.appendChild(svg("line", {x1: X(0), x2: X(0), y1: P, y2: H - P, stroke: "#ccc", "stroke-dasharray": "3 3"}));
+    g.appendChild(svg("line", {x1: P, x2: W - P, y1: Y(0), y2: Y(0), stroke: "#ccc", "stroke-dasharray": "3 3"}));
+    g.appendChild(svg("text", {x: W / 2, y: H - 8, "text-anchor": "middle", "font-size": 12, text: "difficulty b (IRT)"}));
+    g.appendChild(svg("text", {x: 14, y: H / 2, "text-anchor": "middle", "font-size": 12, transform: "rotate(-90 14 " + H / 2 + ")", text: "discrimination a"}));
+    [[x0, "start"], [x1, "end"]].forEach(function (v) { g.appendChild(svg("text", {x: X(v[0]) + (v[1] === "start" ? P / 4 : -P / 4), y: H - P + 14, "text-anchor": v[1], "font-size": 10, text: fmt(v[0], 1)})); });
+    pts.forEach(function (p) {
+      var bad = p.flags.length > 0;
+      var c = svg("circle", {cx: X(p.b), cy: Y(p.a), r: 5, fill: bad ? "#d62728" : "#1f77b4", "fill-opacity": 0.7, "class": "imap-point" + (bad ? " flagged" : ""),
+        tabindex: 0, "data-id": p.view, "data-item": p.item,
+        onclick: function () { openById(p.view); }, onkeydown: function (ev) { if (ev.key === "Enter") openById(p.view); }});
+      c.appendChild(svg("title", {text: p.item + ": b " + fmt(p.b, 2) + ", a " + fmt(p.a, 2) + (bad ? " - " + p.flags.join("; ") : "") + " (click to open)"}));
+      g.appendChild(c);
+    });
+    return el("div", {cls: "figure"}, g, el("p", {cls: "hint", text: pts.length + " items of " + D.itemstats.path + "; flagged in red; click a point to open its item"}));
+  }
+
   // ---- compare ----------------------------------------------------------------------------------------
   function sides() {
     var out = [];
@@ -505,6 +561,38 @@
     add(t, el("tbody", {}, el("tr", {}, el("th", {text: "A right"}), cell("both"), cell("onlyA")),
                              el("tr", {}, el("th", {text: "A wrong"}), cell("onlyB"), cell("neither"))));
     add(box, t);
+    var pr = pairOf(cs);
+    if (pr) add(box, el("p", {id: "cmp-stats", "data-diff": String(pr.diff), "data-p": String(pr.p_mcnemar), "data-holm": String(pr.p_holm),
+      text: "Accuracy A - B over the " + pr.items + " decisions both made: " + fmt(pr.diff, 3) + " [" + fmt(pr.ci_lo, 3) + ", " + fmt(pr.ci_hi, 3) +
+        "] (95% paired cluster bootstrap, an item's decisions resampled together); exact McNemar p = " + fmt(pr.p_mcnemar, 4) + " (" + pr.a_only +
+        " only A right, " + pr.b_only + " only B right); Holm-adjusted over the page's " + D.pairs.length + " pairs: " + fmt(pr.p_holm, 4) +
+        (pr.significant ? " (significant at 0.05)" : " (not significant at 0.05)")}));
+    if ((D.pairs || []).length) add(box, el("h3", {text: "Every pair on the same dataset (Holm's correction over all " + D.pairs.length + ")"}), pairsTable());
+  }
+  function sideLabel(k) {
+    var p = k.split("~"), r = D.runs[+p[0]];
+    return (r ? r.label : p[0]) + " - " + p[1] + " - " + p.slice(2).join("~");
+  }
+  function pairOf(cs) {
+    var ab = cs.split("|");
+    for (var i = 0; i < (D.pairs || []).length; i++) {
+      var p = D.pairs[i];
+      if (p.a === ab[0] && p.b === ab[1]) return p;
+      if (p.a === ab[1] && p.b === ab[0]) return {a: p.b, b: p.a, items: p.items, diff: -p.diff, ci_lo: -p.ci_hi, ci_hi: -p.ci_lo, a_only: p.b_only,
+        b_only: p.a_only, p_mcnemar: p.p_mcnemar, p_holm: p.p_holm, significant: p.significant};
+    }
+    return null;
+  }
+  function pairsTable() {
+    var t = el("table", {cls: "acc", id: "pairs-table"}, el("thead", {}, el("tr", {}, ["A", "B", "decisions", "A - B [95% CI]", "only A", "only B", "McNemar p", "Holm p"].map(function (h) { return el("th", {text: h}); }))));
+    add(t, el("tbody", {}, D.pairs.map(function (p) {
+      return el("tr", {cls: p.significant ? "significant" : ""},
+        el("td", {}, el("button", {type: "button", cls: "link", text: sideLabel(p.a), onclick: function () { setState({cmp: p.a + "|" + p.b, cat: ""}); }})),
+        el("td", {text: sideLabel(p.b)}), el("td", {cls: "num", text: String(p.items)}),
+        el("td", {text: fmt(p.diff, 3) + " [" + fmt(p.ci_lo, 3) + ", " + fmt(p.ci_hi, 3) + "]"}), el("td", {cls: "num", text: String(p.a_only)}),
+        el("td", {cls: "num", text: String(p.b_only)}), el("td", {cls: "num", text: fmt(p.p_mcnemar, 4)}), el("td", {cls: "num", text: fmt(p.p_holm, 4) + (p.significant ? " *" : "")}));
+    })));
+    return t;
   }
 
   // ---- figures: the bias plane and breakdowns ----------------------------------------------------------
@@ -512,6 +600,7 @@
     var box = clear($("figures"));
     var pts = D.plane;
     if (pts.length) add(box, el("h2", {text: "Context-word bias plane"}), plane(pts));
+    if (D.itemstats) add(box, el("h2", {text: "Item map: difficulty x discrimination"}), itemMap());
     add(box, el("h2", {text: "Accuracy per condition"}), condTable());
     var r = +S.run;
     var mc = D.items.some(function (it) { return it.run === r && it.meta.hops !== undefined; });
@@ -678,7 +767,7 @@
     });
   }
   function wire() {
-    var map = {"f-run": "run", "f-set": "set", "f-cond": "cond", "f-ok": "ok", "f-pos": "pos", "f-rel": "rel", "f-hops": "hops", "f-dt": "dt", "f-sort": "sort"};
+    var map = {"f-run": "run", "f-set": "set", "f-cond": "cond", "f-ok": "ok", "f-pos": "pos", "f-rel": "rel", "f-hops": "hops", "f-dt": "dt", "f-sort": "sort", "f-flag": "flag"};
     Object.keys(map).forEach(function (id) {
       $(id).addEventListener("change", function () {
         var ch = {}; ch[map[id]] = $(id).value;
@@ -691,7 +780,7 @@
     ["f-mmin", "f-mmax"].forEach(function (id) {
       $(id).addEventListener("change", function () { var ch = {}; ch[id === "f-mmin" ? "mmin" : "mmax"] = $(id).value; setState(ch); });
     });
-    $("reset").addEventListener("click", function () { setState({set: "", cond: "", ok: "", pos: "", rel: "", hops: "", dt: "", mmin: "", mmax: "", abin: "", q: "", sort: "file", cmp: "", cat: ""}); });
+    $("reset").addEventListener("click", function () { setState({set: "", cond: "", ok: "", pos: "", rel: "", hops: "", dt: "", mmin: "", mmax: "", abin: "", q: "", sort: "file", cmp: "", cat: "", flag: ""}); });
     $("prev").addEventListener("click", function () { setState({page: String(Math.max(0, +S.page - 1))}); });
     $("next").addEventListener("click", function () { setState({page: String(+S.page + 1)}); });
     ["items", "compare", "figures"].forEach(function (t) { $("tab-" + t).addEventListener("click", function () { setState({tab: t}, true); }); });
@@ -701,7 +790,8 @@
   function start(data) {
     var t0 = performance.now();
     D = data;
-    D.items.forEach(function (it, i) { it._text = searchText(it); byKey[it.run + "\u0000" + it.set + "\u0000" + it.id] = i; });
+    D.items.forEach(function (it, i) { it._text = searchText(it); byKey[it.run + "\u0000" + it.set + "\u0000" + it.id] = i; byId[it.id] = 1; });
+    if (D.itemstats) D.itemstats.rows.forEach(function (r) { (IS[r.view] = IS[r.view] || []).push(r); });
     readHash();
     header();
     wire();

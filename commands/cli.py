@@ -481,7 +481,9 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
     """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.
 
     Units (CoDA21 groups, WordNetQA concepts) are paired by id; the report gives both
-    accuracies and their difference with 95% CIs, and a bar chart.
+    accuracies and their difference with 95% CIs, and a bar chart. With two or more models, every
+    pair of models on each set too: the accuracy difference on the same decisions with a paired
+    cluster-bootstrap CI, the exact McNemar p and its Holm-adjusted p over the set's pairs.
 
     \b
     Examples:

@@ -46,6 +46,7 @@
   function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); return n; }
   function $(id) { return document.getElementById(id); }
   function fmt(v, d) { return (v === null || v === undefined || isNaN(v)) ? "-" : Number(v).toFixed(d === undefined ? 3 : d); }
+  function fmtP(p) { return p > 0 && p < 1e-4 ? Number(p).toExponential(1) : fmt(p, 4); }  // a p-value: a small one never reads 0
   function letter(i) { return String.fromCharCode(65 + (i % 26)) + (i >= 26 ? String(Math.floor(i / 26)) : ""); }
 
   // ---- state <-> URL fragment ---------------------------------------------------------------------
@@ -564,8 +565,8 @@
     var pr = pairOf(cs);
     if (pr) add(box, el("p", {id: "cmp-stats", "data-diff": String(pr.diff), "data-p": String(pr.p_mcnemar), "data-holm": String(pr.p_holm),
       text: "Accuracy A - B over the " + pr.items + " decisions both made: " + fmt(pr.diff, 3) + " [" + fmt(pr.ci_lo, 3) + ", " + fmt(pr.ci_hi, 3) +
-        "] (95% paired cluster bootstrap, an item's decisions resampled together); exact McNemar p = " + fmt(pr.p_mcnemar, 4) + " (" + pr.a_only +
-        " only A right, " + pr.b_only + " only B right); Holm-adjusted over the page's " + D.pairs.length + " pairs: " + fmt(pr.p_holm, 4) +
+        "] (95% paired cluster bootstrap, an item's decisions resampled together); exact McNemar p = " + fmtP(pr.p_mcnemar) + " (" + pr.a_only +
+        " only A right, " + pr.b_only + " only B right); Holm-adjusted over the page's " + D.pairs.length + " pairs: " + fmtP(pr.p_holm) +
         (pr.significant ? " (significant at 0.05)" : " (not significant at 0.05)")}));
     if ((D.pairs || []).length) add(box, el("h3", {text: "Every pair on the same dataset (Holm's correction over all " + D.pairs.length + ")"}), pairsTable());
   }
@@ -590,7 +591,7 @@
         el("td", {}, el("button", {type: "button", cls: "link", text: sideLabel(p.a), onclick: function () { setState({cmp: p.a + "|" + p.b, cat: ""}); }})),
         el("td", {text: sideLabel(p.b)}), el("td", {cls: "num", text: String(p.items)}),
         el("td", {text: fmt(p.diff, 3) + " [" + fmt(p.ci_lo, 3) + ", " + fmt(p.ci_hi, 3) + "]"}), el("td", {cls: "num", text: String(p.a_only)}),
-        el("td", {cls: "num", text: String(p.b_only)}), el("td", {cls: "num", text: fmt(p.p_mcnemar, 4)}), el("td", {cls: "num", text: fmt(p.p_holm, 4) + (p.significant ? " *" : "")}));
+        el("td", {cls: "num", text: String(p.b_only)}), el("td", {cls: "num", text: fmtP(p.p_mcnemar)}), el("td", {cls: "num", text: fmtP(p.p_holm) + (p.significant ? " *" : "")}));
     })));
     return t;
   }

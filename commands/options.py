@@ -67,7 +67,7 @@ def checked_type(option: Option) -> click.ParamType:
     """The click parameter type of ``option``: the command line's text parsed, then checked by the one
     rule the notebook calls use too (:mod:`probegen.request_options`); a bad value is click's usage
     error (exit 2) with that rule's message. Choices and ranges still show in ``--help``."""
-    if option.kind in ("choice", "dtype"):
+    if option.choices:
         return _CheckedChoice(option)
     if option.kind == "int":
         return _CheckedInt(option)

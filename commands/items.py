@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import click
 
-from .options import SEED, log
+from probegen import request_options as opts
+
+from .options import SEED, checked_type, log
 
 
 @click.command("items")
@@ -18,7 +20,7 @@ from .options import SEED, log
 @click.option("--irt", "irt_model", type=click.Choice(["1pl", "2pl", "3pl", "none"]), default="2pl", show_default=True,
               help="IRT model (3pl: guessing floor fixed at 1/k).")
 @click.option("--pairs", is_flag=True, help="Also compare every pair of respondents (pairs.csv, Holm-corrected).")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=2), default=1000, show_default=True,
+@click.option("--bootstrap", "n_boot", type=checked_type(opts.N_BOOT), default=1000, show_default=True,
               help="Bootstrap replicates (KR-20 CI, paired CIs).")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 def items(runs, out, common, irt_model, pairs, n_boot, seed) -> None:

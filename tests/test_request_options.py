@@ -140,13 +140,25 @@ def test_the_notebook_call_names_the_argument_of_a_wrong_type(command, tmp_path)
     assert not (tmp_path / "x").exists()
 
 
+def _bootstrap_params():
+    """Every command's --bootstrap (walked, so a new one is covered too)."""
+    found = []
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, (*path, name))
+        found.extend((path, p) for p in cmd.params if p.name == "n_boot")
+
+    walk(cli, ())
+    return found
+
+
 def test_bootstrap_is_bounded_everywhere_it_is_taken():
-    """compare and study score take --bootstrap too: the same bound and message."""
-    for path in (("compare",), ("study", "score")):
-        cmd = cli
-        for p in path:
-            cmd = cmd.commands[p]  # type: ignore[attr-defined]
-        param = next(p for p in cmd.params if p.name == "n_boot")
+    """eval, bias, compare, items and study score take --bootstrap: the same bound and message."""
+    params = _bootstrap_params()
+    assert {path for path, _ in params} >= {("eval",), ("bias",), ("compare",), ("items",), ("study", "score")}
+    for _, param in params:
         with pytest.raises(click.BadParameter, match=r"n_boot \(--bootstrap\) must be an integer from 2 to 100000"):
             param.type.convert("1000000000", param, None)
 

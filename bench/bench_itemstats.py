@@ -1,12 +1,17 @@
 """IRT fitters compared on simulated data (docs/itemstats.md): parameter recovery and time.
 
-probegen's own marginal-likelihood fit (probegen.itemstats.irt) against girth 0.8.0's MML estimators
-(``pip install girth==0.8.0``; not a dependency). Run: ``python bench/bench_itemstats.py [--big]``;
-``--big`` also times probegen's 2PL on 100 x 20,000 and 20 x 200,000.
+probegen's own marginal-likelihood fit (probegen.itemstats.irt) against girth 0.8.0's MML estimators,
+py-irt 0.7.1's variational (pyro SVI) 1PL/2PL and irtorch 0.5.6's MML 1PL/2PL/3PL; none is a dependency,
+each arm runs only where its package imports (``pip install girth==0.8.0`` / ``py-irt==0.7.1`` /
+``irtorch==0.5.6``). Run: ``python bench/bench_itemstats.py [--items N] [--fitters a,b] [--models 2pl]
+[--resp 20,100] [--missing 0.1] [--big]``; ``--big`` also times probegen's 2PL on 100 x 20,000 and 20 x 200,000.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import io
 import sys
 import time
 import tracemalloc
@@ -28,13 +33,69 @@ def _girth(y: np.ndarray, model: str) -> tuple[np.ndarray, np.ndarray]:
     return r["Discrimination"], r["Difficulty"]
 
 
-def compare(n_resp: int, model: str, missing: float, n_items: int = 500) -> list[str]:
+def _py_irt(y: np.ndarray, model: str) -> tuple[np.ndarray, np.ndarray]:
+    """py-irt's SVI fit with its defaults (2,000 epochs, lr 0.1, "vague" priors, LogNormal a > 0); a
+    missing cell is simply not an observation (``Dataset.from_pandas`` drops NaN cells)."""
+    import pandas as pd
+    import pyro
+    from py_irt.config import IrtConfig
+    from py_irt.dataset import Dataset
+    from py_irt.training import IrtModelTrainer
+
+    pyro.clear_param_store()
+    pyro.set_rng_seed(0)
+    data = Dataset.from_pandas(pd.DataFrame(y, columns=[f"i{j}" for j in range(y.shape[1])]))
+    trainer = IrtModelTrainer(data_path=None, config=IrtConfig(model_type=model, seed=0), dataset=data,
+                              verbose=False)
+    trainer.train()
+    p = trainer.best_params
+    order = [data.item_id_to_ix[f"i{j}"] for j in range(y.shape[1])]
+    b = np.asarray(p["diff"])[order]
+    return (np.asarray(p["disc"])[order] if model == "2pl" else np.ones_like(b)), b
+
+
+def _irtorch(y: np.ndarray, model: str, c: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """irtorch's MML with its defaults (quasi-Monte Carlo, 15 points, Adam); NaN cells are masked out of
+    the likelihood. Its 3PL estimates c; ``c`` given freezes it by hand (requires_grad off: no API for it)."""
+    import torch
+    from irtorch.estimation_algorithms import MML
+    from irtorch.models import OneParameterLogistic, ThreeParameterLogistic, TwoParameterLogistic
+
+    torch.manual_seed(0)
+    data = torch.tensor(y, dtype=torch.float32)
+    m = {"1pl": OneParameterLogistic, "2pl": TwoParameterLogistic, "3pl": ThreeParameterLogistic}[model](data=data)
+    if c is not None:
+        with torch.no_grad():
+            m.guessing_param.copy_(torch.logit(torch.tensor(c, dtype=torch.float32)))
+        m.guessing_param.requires_grad_(False)
+    with contextlib.redirect_stdout(io.StringIO()):  # irtorch prints every epoch's loss
+        m.fit(train_data=data, algorithm=MML(), device="cpu")
+    if model == "1pl":  # a fixed at 1, logit theta + d
+        return np.ones(y.shape[1]), -m.item_parameters()["d"].to_numpy()
+    p = m.item_parameters(irt_format=True)
+    return p["a1"].to_numpy(), p["b"].to_numpy()
+
+
+#: name -> (importable module, models it fits, fit(y, model, k))
+FITTERS = {
+    "probegen": ("numpy", ("1pl", "2pl", "3pl"), lambda y, model, k: fit(y, k, model)),
+    "girth": ("girth", ("1pl", "2pl", "3pl"), lambda y, model, k: _girth(y, model)),
+    "py-irt": ("py_irt", ("1pl", "2pl"), lambda y, model, k: _py_irt(y, model)),
+    "irtorch": ("irtorch", ("1pl", "2pl", "3pl"), lambda y, model, k: _irtorch(y, model)),
+    "irtorch-c-fixed": ("irtorch", ("3pl",), lambda y, model, k: _irtorch(y, model, 1 / k)),
+}
+
+
+def compare(n_resp: int, model: str, missing: float, n_items: int = 500, fitters: list[str] | None = None) -> list[str]:
     s = simulate(n_resp, n_items, model, k=4, missing=missing, seed=1)
     rows = []
-    for name, run in (("probegen", lambda: fit(s["y"], s["k"], model)), ("girth", lambda: _girth(s["y"], model))):
+    for name in fitters or list(FITTERS):
+        module, models, fitter = FITTERS[name]
+        if model not in models or importlib.util.find_spec(module) is None:
+            continue
         t = time.perf_counter()
         try:
-            out = run()
+            out = fitter(s["y"], model, s["k"])
         except Exception as e:  # noqa: BLE001 (a library that cannot fit this case is a row of the table)
             rows.append(f"| {name} | {model} | {n_resp} | {missing:.0%} | failed: {type(e).__name__} | | |")
             continue
@@ -99,11 +160,16 @@ if __name__ == "__main__":
     if "--recovery" in sys.argv:
         recovery()
         sys.exit()
-    n_items = int(sys.argv[sys.argv.index("--items") + 1]) if "--items" in sys.argv else 500
+
+    def arg(flag: str, default: str) -> str:
+        return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else default
+
+    n_items = int(arg("--items", "500"))
+    fitters = arg("--fitters", ",".join(FITTERS)).split(",")
     print("| fitter | model | respondents x items | missing | r(b) | r(a) | seconds |\n|---|---|---|---|---|---|---|")
-    for model in ("1pl", "2pl", "3pl"):
-        for n in (20, 100):
-            for miss in (0.0, 0.1):
-                print("\n".join(compare(n, model, miss, n_items)), flush=True)
+    for model in arg("--models", "1pl,2pl,3pl").split(","):
+        for n in map(int, arg("--resp", "20,100").split(",")):
+            for miss in map(float, arg("--missing", "0,0.1").split(",")):
+                print("\n".join(compare(n, model, miss, n_items, fitters)), flush=True)
     if "--big" in sys.argv:
         big()

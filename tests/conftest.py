@@ -31,7 +31,19 @@ from vllm_server import vllm, vllm_server  # noqa: E402,F401
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests that need the vLLM server run last (in file order among themselves): the server starts
-    when the first of them runs, so on a small CI machine it does not compete for the CPU with the
-    rest of the suite while it warms up and waits."""
-    items.sort(key=lambda item: "vllm" in getattr(item, "fixturenames", ()))
+    """Run alone, the tests that need the vLLM server run last (in file order among themselves): the
+    server starts when the first of them runs, so on a small machine it does not compete for the CPU
+    with the rest of the suite while it warms up.
+
+    Under ``pytest -n N --dist loadgroup`` (``make test``) the tests are grouped so that what is
+    costly to set up is set up once: every test that needs the server in one group (one server, on
+    one worker, first, with ``--no-loadscope-reorder``: its ~10 minutes overlap the rest, which the
+    other workers take), and every other test with the rest of its module (module- and session-scoped
+    fixtures such as the golden runs are built by one worker, not by each)."""
+    grouped = getattr(config.option, "dist", "no") == "loadgroup"
+    items.sort(key=lambda item: ("vllm" in getattr(item, "fixturenames", ())) != grouped)
+    if not grouped:
+        return
+    for item in items:
+        served = "vllm" in getattr(item, "fixturenames", ())
+        item.add_marker(pytest.mark.xdist_group("vllm" if served else item.nodeid.split("::")[0]))

@@ -75,7 +75,9 @@ class VllmServer:
         return [str(self.python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model_dir),
                 "--served-model-name", "smollm2", "--dtype", "float32", "--max-model-len", "2048",
                 "--gpu-memory-utilization", "0.2", "--host", "127.0.0.1", "--port", str(self.port),
-                "--api-key", self.key]
+                "--api-key", self.key,
+                # no torch.compile: starts in ~40 s instead of ~150 s (scores agree within 1e-4 nats)
+                "--enforce-eager"]
 
     def start(self) -> float:
         """Start the server and wait until it answers; its start-up seconds."""

@@ -40,7 +40,8 @@ def pytest_collection_modifyitems(config, items):
     one worker, first, with ``--no-loadscope-reorder``: its ~10 minutes overlap the rest, which the
     other workers take), and every other test with the rest of its module (module- and session-scoped
     fixtures such as the golden runs are built by one worker, not by each)."""
-    grouped = getattr(config.option, "dist", "no") == "loadgroup"
+    # xdist's workers collect with dist "no" and its own flag set (xdist.remote.setup_config)
+    grouped = bool(getattr(config.option, "loadgroup", False))
     items.sort(key=lambda item: ("vllm" in getattr(item, "fixturenames", ())) != grouped)
     if not grouped:
         return

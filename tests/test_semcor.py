@@ -159,8 +159,8 @@ def test_context_index_cache_roundtrip(tmp_path, monkeypatch, wordnet):
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("damage", [b"", b"not gzip at all", gzip.compress(b'{"format": 2, "sentences": [[1]]}'),
-                                    gzip.compress(b"[1, 2")])
+@pytest.mark.parametrize("damage", [b"", b"not gzip at all", gzip.compress(b'{"format": 2, "sentences": [[1]]}', mtime=0),
+                                    gzip.compress(b"[1, 2", mtime=0)])
 def test_corrupt_index_cache_is_rebuilt_with_a_warning(tmp_path, monkeypatch, wordnet, caplog, damage):
     wn_info, wn = wordnet
     cache = tmp_path / "cache"

@@ -55,7 +55,7 @@ demo: install
 # pytest exits 5 when it collected no tests: that must fail CI, not pass silently.
 # The served-model tests need the vLLM environment: with PROBEGEN_REQUIRE_VLLM set they fail, not skip, without it.
 test: install vllm-env
-	PROBEGEN_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q -rs -n 2 --dist loadgroup --no-loadscope-reorder --durations=25; rc=$$?; \
+	PROBEGEN_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q -rs -n 2 --dist loadscope --no-loadscope-reorder --durations=25; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 bench: install

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 
@@ -30,21 +34,57 @@ from study_page import browser  # noqa: E402,F401
 from vllm_server import vllm, vllm_server  # noqa: E402,F401
 
 
+#: under xdist, the file where the workers list the tests that need the server (set by the controller)
+SERVED_LIST = "PROBEGEN_TEST_SERVED_LIST"
+
+
+def _served(item: pytest.Item) -> bool:
+    return "vllm" in getattr(item, "fixturenames", ())
+
+
+def pytest_configure(config):
+    """Under ``pytest -n N --dist loadscope`` (``make test``), the controller names a file, before the
+    workers start, in which they list the tests that need the vLLM server (see ServedTogether)."""
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "loadscope":
+        return
+    fd, path = tempfile.mkstemp(prefix="probegen-served-", suffix=".txt")
+    os.close(fd)
+    os.environ[SERVED_LIST] = path
+    config.add_cleanup(lambda: os.path.exists(path) and os.unlink(path))
+
+
 def pytest_collection_modifyitems(config, items):
     """Run alone, the tests that need the vLLM server run last (in file order among themselves): the
     server starts when the first of them runs, so on a small machine it does not compete for the CPU
-    with the rest of the suite while it warms up.
+    with the rest of the suite while it warms up. Under xdist they run first, as one unit of work
+    (ServedTogether), so their ~10 minutes overlap the rest, which the other workers take."""
+    worker = hasattr(config, "workerinput")
+    items.sort(key=lambda item: _served(item) != worker)
+    path = os.environ.get(SERVED_LIST)
+    if worker and path:
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write("".join(item.nodeid + "\n" for item in items if _served(item)))
+        os.replace(tmp, path)  # every worker writes the same list; a reader never sees half of one
 
-    Under ``pytest -n N --dist loadgroup`` (``make test``) the tests are grouped so that what is
-    costly to set up is set up once: every test that needs the server in one group (one server, on
-    one worker, first, with ``--no-loadscope-reorder``: its ~10 minutes overlap the rest, which the
-    other workers take), and every other test with the rest of its module (module- and session-scoped
-    fixtures such as the golden runs are built by one worker, not by each)."""
-    # xdist's workers collect with dist "no" and its own flag set (xdist.remote.setup_config)
-    grouped = bool(getattr(config.option, "loadgroup", False))
-    items.sort(key=lambda item: ("vllm" in getattr(item, "fixturenames", ())) != grouped)
-    if not grouped:
-        return
-    for item in items:
-        served = "vllm" in getattr(item, "fixturenames", ())
-        item.add_marker(pytest.mark.xdist_group("vllm" if served else item.nodeid.split("::")[0]))
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` with one more scope: every test that needs the vLLM server is one unit
+    (one server, on one worker); the rest are grouped by module as loadscope does, so module- and
+    session-scoped fixtures (the golden runs, the model loads) are built by one worker, not by each.
+    (xdist's own ``--dist loadgroup`` would do this with marks, but it silently stops grouping under
+    pytest 9.2: pytest-dev/pytest-xdist#1386.)"""
+    if getattr(config.option, "dist", "no") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ServedTogether(LoadScopeScheduling):
+        served: set[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.served is None:  # read once every worker has collected (schedule() runs then)
+                self.served = set(Path(os.environ[SERVED_LIST]).read_text().splitlines())
+            return "vllm-server" if nodeid in self.served else nodeid.split("::")[0]
+
+    return ServedTogether(config, log)

@@ -33,7 +33,6 @@ from study_page import browser  # noqa: E402,F401
 # the real vLLM server of the served-model tests (tests/vllm_server.py): one per test run
 from vllm_server import vllm, vllm_server  # noqa: E402,F401
 
-
 #: under xdist, the file where the workers list the tests that need the server (set by the controller)
 SERVED_LIST = "PROBEGEN_TEST_SERVED_LIST"
 

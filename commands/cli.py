@@ -303,9 +303,12 @@ def stats(dataset: str) -> None:
 
 @cli.command()
 @click.argument("dataset", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["coda21-json", "wordnetqa-json", "lm-eval", "hf"]), default=None,
+@click.option("--format", "fmt", type=click.Choice(["coda21-json", "wordnetqa-json", "lm-eval", "hf", "eee",
+                                                    "inspect-log"]), default=None,
               help="coda21-json: the CoDA21 release schema; wordnetqa-json: WordNetQA release JSONL; lm-eval: an "
-                   "lm-evaluation-harness task folder; hf: a Hugging Face datasets folder [default: by dataset kind].")
+                   "lm-evaluation-harness task folder; hf: a Hugging Face datasets folder [default: by dataset kind]. "
+                   "Of a run folder (DATASET a `probegen eval` output): eee: Every Eval Ever aggregate + samples "
+                   "(folder); inspect-log: an inspect-ai eval log (FILE.eval).")
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None, help="WordNetQA: export one split.")
 @click.option("--seed", type=SEED, default=None,
               help="lm-eval/hf, CoDA21: seed of the definitions' column order [default: 0].")
@@ -317,7 +320,8 @@ def stats(dataset: str) -> None:
 def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, nonce: str | None,
            pattern: str | None, task: str | None, out: str) -> None:
     """Export a dataset to the original release's schema, an lm-evaluation-harness task or a
-    Hugging Face datasets folder.
+    Hugging Face datasets folder; or a run's per-item results as Every Eval Ever or an inspect-ai
+    log (docs/exchange.md).
 
     \b
     Examples:
@@ -325,6 +329,8 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
       probegen export probegen_out/datasets/wordnetqa-all --split test --out wordnetqa-test.jsonl
       probegen export probegen_out/datasets/wordnetqa-all --format lm-eval --out lm-eval-wordnetqa
       probegen export probegen_out/datasets/coda21-clean-easy --format hf --out hf-clean-easy
+      probegen export runs/glove --format eee --out eee-glove
+      probegen export runs/glove --format inspect-log --out logs/glove.eval
     """
     from probegen.diagnostics.command_requests import ExportRequest, run_export_request
 

@@ -40,12 +40,14 @@ class ExportRequest:
 
 
 def check_export_request(req: ExportRequest) -> Any:
-    """Every check of an export, once, before anything is read or written; the dataset's task."""
+    """Every check of an export, once, before anything is read or written; the dataset's task (None: a run's export)."""
     from probegen import tasks
     from probegen.exporters import check_export
     from probegen.io import check_file_replaceable, check_output_not_input, ensure_writable
 
     check_output_not_input(req.out, [req.dataset])
+    if _check_run_export(req):
+        return None
     kind = tasks.detect(req.dataset)
     if req.fmt in FOLDER_FORMATS:
         check_export(kind, req.dataset, req.fmt, req.split, req.seed, req.nonce, req.pattern)
@@ -64,11 +66,40 @@ def check_export_request(req: ExportRequest) -> Any:
     return kind
 
 
+def _check_run_export(req: ExportRequest) -> bool:
+    """Whether ``req`` exports a run (``--format eee|inspect-log``), checked; one line where a run and a
+    dataset format, or a dataset and a run format, are mixed."""
+    from probegen.exchange.export import RUN_FORMATS, is_run
+    from probegen.io import check_file_replaceable, ensure_writable
+
+    if not is_run(req.dataset):
+        if req.fmt in RUN_FORMATS:
+            raise ProbegenError(f"--format {req.fmt} exports a run folder (a `probegen eval` output with "
+                                f"results.json); {req.dataset} is not one")
+        return False
+    if req.fmt not in RUN_FORMATS:
+        raise ProbegenError(f"{req.dataset} is a run, not a dataset: export it with --format eee or inspect-log"
+                            + (f" (not {req.fmt})" if req.fmt else ""))
+    if any(v is not None for v in (req.split, req.seed, req.nonce, req.pattern, req.task)):
+        raise ProbegenError("--split, --seed, --nonce, --pattern and --task apply to datasets, not to a run's export")
+    if req.fmt == "eee":
+        ensure_writable(Path(req.out), True, [req.dataset], writer="output")
+    else:
+        if Path(req.out).suffix not in (".eval", ".json"):
+            raise ProbegenError(f"--out {req.out}: an inspect-ai log is a .eval or .json file")
+        check_file_replaceable(req.out)
+    return True
+
+
 def run_export_request(req: ExportRequest) -> str:
     """``probegen export``: check ``req`` once, write the export; the line to print."""
     from probegen.exporters import export
 
     kind = check_export_request(req)
+    if kind is None:  # a run's per-item results (checked by _check_run_export)
+        from probegen.exchange.export import write_eee, write_inspect_log
+
+        return write_eee(req.dataset, req.out) if req.fmt == "eee" else write_inspect_log(req.dataset, req.out)
     if req.fmt in FOLDER_FORMATS:
         return export(req.dataset, req.fmt, req.out, split=req.split, seed=req.seed, nonce=req.nonce,
                       pattern=req.pattern, task=req.task, kind=kind)

@@ -41,6 +41,8 @@ class Respondent:
     source: str
     dataset: str
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the dataset is unknown (another harness's results): :func:`gather` gives it the runs' dataset holding its items
+    adopt: bool = False
 
 
 @dataclass
@@ -242,8 +244,13 @@ def _study(root: Path) -> list[Respondent]:
 
 
 def read_run(path: str | Path) -> list[Respondent]:
-    """The respondents of one run or study folder (see the module doc); one error line if it is neither."""
+    """The respondents of one run or study folder (see the module doc), or of another harness's per-item
+    results (:mod:`probegen.exchange.ingest`); one error line if it is none of them."""
+    from ..exchange.ingest import is_foreign, read_foreign
+
     run = Path(path)
+    if is_foreign(run):  # lm-eval samples, an inspect-ai log, Every Eval Ever results
+        return read_foreign(run)
     recover(run)
     if not run.is_dir():
         raise ProbegenError(f"{run} is not a run folder (it does not exist)" if not run.exists()
@@ -266,12 +273,32 @@ def _name(resp: Respondent, taken: set[str]) -> str:
     return name
 
 
+def _adopt(resps: list[Respondent]) -> list[Respondent]:
+    """Give each respondent of unknown dataset (:attr:`Respondent.adopt`) the dataset of the runs whose
+    items hold all of its items; one line naming its unknown ids if no run's dataset does."""
+    items: dict[str, set[str]] = {}
+    for r in resps:
+        if not r.adopt:
+            items.setdefault(r.dataset, set()).update(r.cells)
+    for r in resps:
+        if not r.adopt or not items:
+            continue
+        home = next((d for d, its in items.items() if set(r.cells) <= its), None)
+        if home is None:
+            d, its = max(items.items(), key=lambda kv: len(kv[1] & set(r.cells)))
+            unknown = sorted(set(r.cells) - its)
+            raise ProbegenError(f"{r.source}: {len(unknown)} of {len(r.cells)} item ids are not items of {d} "
+                                f"(e.g. {', '.join(unknown[:3])}): not results on that dataset")
+        r.dataset = home
+    return resps
+
+
 def gather(runs: Sequence[str | Path], common: bool = False) -> ResponseTable:
     """The response table of ``runs``. Runs on different datasets are an error unless ``common``,
     which keeps the items every dataset shares (an error if there are none)."""
     if not runs:
         raise ProbegenError("no run given")
-    resps = [r for run in runs for r in read_run(run)]
+    resps = _adopt([r for run in runs for r in read_run(run)])
     datasets = list(dict.fromkeys(r.dataset for r in resps))
     if len(datasets) > 1:
         if not common:

@@ -1,0 +1,277 @@
+"""A ``probegen eval`` run's per-item results as Every Eval Ever or as an inspect-ai eval log.
+
+One sample per probegen item (a WordNetQA question, a CoDA21 group's row ``<group>#<row>``): the
+item id is the sample id, the chosen option's label (its text, or for CoDA21 the column's synset)
+is the answer, the key's label the target, ``correct`` the score. Each sample also carries
+probegen's own cell (``probegen_cell``: unit, correct, chosen, key, k) so that reading the export
+back (:mod:`.ingest`) gives exactly the run's item table.
+
+Every Eval Ever 0.3.0 (``every-eval-ever``) needs Python >= 3.12; its JSON schemas
+(``eee_schema/``, MIT, copied unchanged from the 0.3.0 wheel) validate the export here with
+``jsonschema``. Outputs are deterministic: the timestamps are those of the run's ``results.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProbegenError
+from ..io import atomic_dir, atomic_output_file, dumps, sha256_file, write_json, write_jsonl
+from ..version import __version__
+
+#: the Every Eval Ever schema version written (the bundled schemas' version)
+EEE_SCHEMA_VERSION = "0.3.0"
+SCHEMA_DIR = Path(__file__).with_name("eee_schema")
+RUN_FORMATS = ("eee", "inspect-log")
+
+
+def is_run(path: str | Path) -> bool:
+    """Whether ``path`` is a run folder (it holds a ``results.json``)."""
+    return Path(path, "results.json").is_file()
+
+
+def _choices(rec: dict[str, Any]) -> list[str]:
+    opts = rec.get("columns") if "rows" in rec else rec.get("choices")
+    return [str(o) for o in opts] if isinstance(opts, list) else []
+
+
+def _input(rec: dict[str, Any], kind: str, item: str) -> str:
+    """The item's prompt where the record keeps it, else a short description (runs keep no query text)."""
+    for key in ("query", "question", "text", "context"):
+        if isinstance(rec.get(key), str):
+            return str(rec[key])
+    if "rows" in rec and "#" in item:
+        row = int(item.rpartition("#")[2])
+        return f"{kind} group {rec['id']}, row {row}: {rec['rows'][row]}"
+    return f"{kind} item {item}" + (f" ({rec['synset']})" if rec.get("synset") else "")
+
+
+def run_samples(run: str | Path) -> tuple[dict[str, Any], Any, list[dict[str, Any]]]:
+    """(results.json, the run's respondent, one sample per item) of an eval run; one line if not one.
+
+    A sample: ``item``, ``cell`` (probegen's), ``input``, ``choices`` (labels), ``answer`` and ``target``
+    (labels as text; "" where none).
+    """
+    from ..itemstats.table import _read_results, _records, read_run, record_cells
+
+    run = Path(run)
+    resps = read_run(run)
+    res = _read_results(run)
+    if isinstance(res.get("datasets"), list) or len(resps) != 1:
+        raise ProbegenError(f"{run} is not a `probegen eval` run (a bias or study folder cannot be exported)")
+    resp = resps[0]
+    files = res["files"] if isinstance(res.get("files"), dict) else {}
+    name = files.get("rows") or next((n for n in ("items.jsonl", "groups.jsonl") if (run / n).is_file()), "items.jsonl")
+    kind = str((res.get("dataset") or {}).get("kind") or "probegen")
+    samples = []
+    for rec in _records(run / name, run):
+        for item, cell in record_cells(rec).items():
+            samples.append({"item": item, "cell": cell, "input": _input(rec, kind, item), "choices": _choices(rec),
+                            "answer": "" if cell["chosen"] is None else str(cell["chosen"]),
+                            "target": "" if cell["key"] is None else str(cell["key"])})
+    return res, resp, samples
+
+
+def _when(run: Path) -> datetime:
+    return datetime.fromtimestamp(int((run / "results.json").stat().st_mtime), timezone.utc)
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_") or "unknown"
+
+
+def _bench(res: dict[str, Any]) -> str:
+    path = Path(str((res.get("dataset") or {}).get("path") or "probegen"))
+    return _slug(path.name if path.is_dir() else path.stem)
+
+
+def _accuracy(res: dict[str, Any], samples: list[dict[str, Any]]) -> float:
+    acc = (res.get("metrics") or {}).get("accuracy")
+    return float(acc) if isinstance(acc, (int, float)) else sum(s["cell"]["correct"] for s in samples) / len(samples)
+
+
+def _details(res: dict[str, Any], resp: Any) -> dict[str, str]:
+    """What the import needs to rebuild the respondent (EEE's additional_details: strings only)."""
+    ds = res.get("dataset") or {}
+    return {"probegen_version": __version__, "probegen_model": resp.model, "probegen_method": resp.method,
+            "probegen_variant": resp.variant, "probegen_dataset": str(ds.get("path") or ""),
+            "probegen_kind": str(ds.get("kind") or ""),
+            "probegen_manifest_sha256": str(ds.get("manifest_sha256") or "")}
+
+
+# ---- Every Eval Ever ----------------------------------------------------------------------------
+def eee_documents(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """(folder path of the pair under the output, aggregate JSON, sample rows) of an eval run."""
+    run = Path(run)
+    res, resp, samples = run_samples(run)
+    bench = _bench(res)
+    developer, _, model = resp.model.rpartition("/")
+    developer, model = _slug(developer or "unknown"), _slug(model)
+    when = _when(run)
+    stamp = str(int(when.timestamp()))
+    # a stable uuid4-shaped name from the run's content: the same run gives the same files
+    digest = hashlib.sha256((sha256_file(run / "results.json") + dumps([s["item"] for s in samples])).encode())
+    name = str(uuid.UUID(bytes=digest.digest()[:16], version=4))
+    folder = f"data/{bench}/{developer}/{model}"
+    eval_id = f"{bench}/{developer}/{model}/{stamp}"
+    result_id = f"{bench}/accuracy"
+    details = _details(res, resp)
+    rows = []
+    for s in samples:
+        c = s["cell"]
+        rows.append({
+            "schema_version": EEE_SCHEMA_VERSION, "evaluation_id": eval_id, "model_id": resp.model,
+            "evaluation_name": bench, "evaluation_result_id": result_id, "sample_id": s["item"],
+            "sample_hash": hashlib.sha256((s["input"] + s["target"]).encode()).hexdigest(),
+            "interaction_type": "single_turn",
+            "input": {"raw": s["input"], "reference": [s["target"]], "choices": s["choices"] or None},
+            "output": {"raw": [s["answer"]]},
+            "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": s["answer"],
+                                    "extraction_method": f"probegen:{resp.method}", "is_terminal": True}],
+            "evaluation": {"score": float(c["correct"]), "is_correct": bool(c["correct"] >= 1)},
+            "metadata": {"probegen_cell": dumps(c), "unit": str(c["unit"]), "k": str(c["k"])},
+        })
+    acc = _accuracy(res, samples)
+    ci = (res.get("metrics") or {}).get("accuracy_ci")
+    uncertainty: dict[str, Any] = {"num_samples": len(samples)}
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
+        uncertainty["confidence_interval"] = {"lower": float(ci[0]), "upper": float(ci[1]), "confidence_level": 0.95,
+                                              "method": "cluster bootstrap (probegen eval)"}
+    aggregate = {
+        "schema_version": EEE_SCHEMA_VERSION, "evaluation_id": eval_id,
+        "evaluation_timestamp": when.isoformat(), "retrieved_timestamp": stamp,
+        "source_metadata": {"source_name": "probegen eval", "source_type": "evaluation_run",
+                            "source_organization_name": "probegen", "evaluator_relationship": "third_party"},
+        "eval_library": {"name": "probegen", "version": __version__},
+        "model_info": {"name": resp.model, "id": resp.model,
+                       "additional_details": {"deployment_type": "self_deployed", "model_availability": "unknown"}},
+        "evaluation_results": [{
+            "evaluation_result_id": result_id, "evaluation_name": bench,
+            "source_data": {"dataset_name": bench, "source_type": "other", "additional_details": details},
+            "metric_config": {"evaluation_description": f"probegen {details['probegen_kind']} accuracy",
+                              "metric_id": "accuracy", "metric_name": "Accuracy", "metric_kind": "accuracy",
+                              "metric_unit": "proportion", "lower_is_better": False, "score_type": "continuous",
+                              "min_score": 0, "max_score": 1},
+            "score_details": {"score": acc, "details": {"item_mean": repr(sum(r["evaluation"]["score"] for r in rows)
+                                                                          / len(rows))},
+                              "uncertainty": uncertainty},
+        }],
+        "detailed_evaluation_results": {"format": "jsonl", "file_path": f"{folder}/{name}_samples.jsonl",
+                                        "hash_algorithm": "sha256", "checksum": "", "total_rows": len(rows)},
+    }
+    return f"{folder}/{name}", aggregate, rows
+
+
+def eee_validator(which: str) -> Any:
+    """A ``jsonschema`` validator of the bundled Every Eval Ever schema ``which`` (``eval`` or
+    ``instance_level_eval``)."""
+    import jsonschema
+
+    schema = json.loads((SCHEMA_DIR / f"{which}.schema.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft7Validator(schema)
+
+
+def validate_eee(aggregate: dict[str, Any], rows: list[dict[str, Any]], where: str = "export") -> None:
+    """Check an aggregate and its samples against the Every Eval Ever schemas and each other; one line if not."""
+    for doc, which, at in [(aggregate, "eval", f"{where} (aggregate)")] + [
+            (r, "instance_level_eval", f"{where} line {i}") for i, r in enumerate(rows, 1)]:
+        err = next(iter(sorted(eee_validator(which).iter_errors(doc), key=lambda e: list(e.path))), None)
+        if err is not None:
+            path = "/".join(map(str, err.path)) or "(top)"
+            raise ProbegenError(f"{at}: not Every Eval Ever {EEE_SCHEMA_VERSION} at {path}: {err.message[:160]}")
+    ids = {r["evaluation_id"] for r in rows}
+    if ids != {aggregate["evaluation_id"]}:
+        raise ProbegenError(f"{where}: samples of {len(ids)} evaluation(s) {sorted(ids)[:2]}, aggregate "
+                            f"{aggregate['evaluation_id']!r}: mixed evaluations")
+
+
+def write_eee(run: str | Path, out: str | Path) -> str:
+    """Export the eval run ``run`` as Every Eval Ever into the folder ``out``; the one-line summary."""
+    rel, aggregate, rows = eee_documents(run)
+    with atomic_dir(out) as tmp:
+        (tmp / rel).parent.mkdir(parents=True)
+        write_jsonl(tmp / f"{rel}_samples.jsonl", rows)
+        aggregate["detailed_evaluation_results"]["checksum"] = sha256_file(tmp / f"{rel}_samples.jsonl")
+        validate_eee(aggregate, rows, str(run))
+        write_json(tmp / f"{rel}.json", aggregate)
+    return f"wrote {out} (Every Eval Ever {EEE_SCHEMA_VERSION}: {rel}.json + {len(rows)} samples)"
+
+
+# ---- inspect-ai ---------------------------------------------------------------------------------
+def inspect_log(run: str | Path) -> Any:
+    """The eval run as an inspect-ai :class:`~inspect_ai.log.EvalLog` (inspect-ai's own models)."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalSample,
+        EvalScore,
+        EvalSpec,
+    )
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput
+    from inspect_ai.scorer import Score
+
+    run = Path(run)
+    res, resp, samples = run_samples(run)
+    bench, when = _bench(res), _when(run)
+    details = _details(res, resp)
+    eval_samples = [
+        EvalSample(id=s["item"], epoch=1, input=s["input"], choices=s["choices"] or None, target=s["target"],
+                   # the message id fixed (inspect draws a random one): the same run gives the same log
+                   output=ModelOutput(model=resp.model, choices=[ChatCompletionChoice(
+                       message=ChatMessageAssistant(id=f"probegen-{i}", content=s["answer"], model=resp.model,
+                                                    source="generate"), stop_reason="stop")]),
+                   scores={"probegen": Score(value=float(s["cell"]["correct"]), answer=s["answer"])},
+                   metadata={"probegen_cell": s["cell"]})
+        for i, s in enumerate(samples)]
+    spec = EvalSpec(created=when.isoformat(), task=f"probegen/{bench}", task_id=f"probegen-{bench}",
+                    run_id=f"probegen-{int(when.timestamp())}", eval_id=f"probegen-{bench}-{int(when.timestamp())}",
+                    dataset=EvalDataset(name=bench, location=details["probegen_dataset"], samples=len(samples),
+                                        sample_ids=[s["item"] for s in samples]),
+                    model=resp.model, config=EvalConfig(), metadata=details)
+    acc = _accuracy(res, samples)
+    results = EvalResults(total_samples=len(samples), completed_samples=len(samples),
+                          scores=[EvalScore(name="probegen", scorer="probegen",
+                                            metrics={"accuracy": EvalMetric(name="accuracy", value=acc)})])
+    return EvalLog(status="success", eval=spec, results=results, samples=eval_samples)
+
+
+def write_inspect_log(run: str | Path, out: str | Path) -> str:
+    """Export the eval run ``run`` as an inspect-ai eval log file ``out`` (``.eval`` or ``.json``)."""
+    from inspect_ai.log import write_eval_log
+
+    out = Path(out)
+    if out.suffix not in (".eval", ".json"):
+        raise ProbegenError(f"--out {out}: an inspect-ai log is a .eval or .json file")
+    log = inspect_log(run)
+    with tempfile.TemporaryDirectory() as d:  # inspect writes the file itself: written aside, copied in atomically
+        tmp = Path(d) / f"log{out.suffix}"
+        write_eval_log(log, str(tmp))
+        if out.suffix == ".eval":  # a zip: its entries' dates set to the run's, not the clock's
+            _restamp_zip(tmp, _when(Path(run)))
+        with atomic_output_file(out, "wb") as fh:
+            fh.write(tmp.read_bytes())
+    return f"wrote {out} (inspect-ai eval log: {len(log.samples or [])} samples; open with `inspect view --log-dir " \
+           f"{out.parent}`)"
+
+
+def _restamp_zip(path: Path, when: datetime) -> None:
+    """Rewrite the zip ``path`` with every entry dated ``when`` (same names, data and compression)."""
+    import zipfile
+
+    stamp = max(when, datetime(1980, 1, 1, tzinfo=timezone.utc)).timetuple()[:6]
+    with zipfile.ZipFile(path) as zin:
+        entries = [(info, zin.read(info.filename)) for info in zin.infolist()]
+    with zipfile.ZipFile(path, "w") as zout:
+        for info, data in entries:
+            info.date_time = stamp
+            zout.writestr(info, data)

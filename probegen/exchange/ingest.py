@@ -1,0 +1,263 @@
+"""Other harnesses' per-item results as respondents of :mod:`probegen.itemstats` (``probegen items``).
+
+Three formats, told apart by the file:
+
+- lm-evaluation-harness ``--log_samples`` files (``samples_<task>_<time>.jsonl``) of a probegen
+  lm-eval export (:mod:`probegen.exporters`): each doc keeps probegen's ``id`` (a CoDA21 context
+  ``<group>/<row>`` is the item ``<group>#<row>``); one respondent per metric (``acc``: summed
+  log-probs, ``acc_norm``: per character), the chosen option the arg-max of the logged log-likelihoods;
+- inspect-ai eval logs (``.eval``, ``.json``), read with :func:`inspect_ai.log.read_eval_log`: a
+  sample's id is the item, its first scorer's value (through :func:`inspect_ai.scorer.value_to_float`)
+  the correctness, its ``answer`` the chosen option;
+- Every Eval Ever: an export folder, an aggregate ``.json`` or a ``*_samples.jsonl`` (its aggregate
+  beside it), both checked against the bundled schemas, the row count and the checksum.
+
+A file that probegen exported (:mod:`.export`) names its dataset and holds probegen's cells, so it
+reads back as exactly the run. Any other file's dataset is unknown: its respondent joins the runs
+whose items hold all of its item ids (:func:`probegen.itemstats.table.gather`), or the ids are unknown (one line).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProbegenError
+from ..io import iter_jsonl, sha256_file
+
+#: the Respondent type (imported lazily: itemstats.table imports this module)
+Respondent = Any
+
+
+def _respondent(model: str, method: str, variant: str, source: Path, dataset: str | None) -> Respondent:
+    from ..itemstats.table import Respondent as R
+    from ..itemstats.table import _dataset_key
+
+    return R("", model, method, variant, str(source), _dataset_key(dataset) if dataset else f"?{source}",
+             adopt=not dataset)
+
+
+def _add(resp: Respondent, item: str, cell: dict[str, Any], where: str) -> None:
+    if item in resp.cells:
+        raise ProbegenError(f"{where}: item {item} appears twice (mixed datasets or runs in one file?)")
+    resp.cells[item] = cell
+
+
+def _jsonl(path: Path) -> list[tuple[int, Any]]:
+    rows = list(iter_jsonl(path))
+    if not rows:
+        raise ProbegenError(f"{path}: empty file")
+    return rows
+
+
+# ---- lm-evaluation-harness ----------------------------------------------------------------------
+_LM_EVAL_NAME = re.compile(r"samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$")
+
+
+def _lm_eval_model(path: Path, task: str) -> str:
+    """The model lm-eval names in the results file beside the samples (its CLI writes both), else ``lm-eval``."""
+    m = _LM_EVAL_NAME.search(path.name)
+    cands = sorted(path.parent.glob(f"results_{m.group('time')}.json")) if m else []
+    for res in cands:
+        try:
+            cfg = json.loads(res.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        name = cfg.get("model_name") or (cfg.get("config") or {}).get("model_args")
+        if isinstance(name, str) and name:
+            return name
+    return "lm-eval"
+
+
+def _loglik(resp: Any, where: str) -> float:
+    v = resp[0] if isinstance(resp, list) and resp else resp
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ProbegenError(f"{where}: filtered_resps is not a list of log-likelihoods") from None
+
+
+def read_lm_eval(path: Path) -> list[Respondent]:
+    """The respondents (one per metric, ``acc`` and ``acc_norm``) of an lm-eval samples file."""
+    m = _LM_EVAL_NAME.search(path.name)
+    task = m.group("task") if m else path.stem
+    model = _lm_eval_model(path, task)
+    resps: dict[str, Respondent] = {}
+    for line, s in _jsonl(path):
+        where = f"{path} line {line}"
+        if not isinstance(s, dict) or not {"doc", "filtered_resps"} <= set(s):
+            raise ProbegenError(f"{where}: not an lm-eval --log_samples record (no doc/filtered_resps)")
+        doc = s["doc"]
+        if not isinstance(doc, dict) or "id" not in doc or not isinstance(doc.get("choices"), list):
+            raise ProbegenError(f"{where}: the doc has no probegen id and choices (not a probegen lm-eval export): "
+                                "its items cannot be matched to probegen's")
+        did = str(doc["id"])
+        group = doc.get("group")
+        item = f"{group}#{did.rpartition('/')[2]}" if group and did.startswith(f"{group}/") else did
+        choices = doc["choices"]
+        labels: list[Any] = doc["choice_synsets"] if isinstance(doc.get("choice_synsets"), list) else choices
+        lls = [_loglik(r, where) for r in s["filtered_resps"]]
+        gold = doc.get("gold")
+        if len(lls) != len(choices) or not isinstance(gold, int) or not 0 <= gold < len(choices):
+            raise ProbegenError(f"{where}: {len(lls)} log-likelihoods for {len(choices)} choices (gold {gold!r})")
+        for metric in ("acc", "acc_norm"):
+            if metric not in s:
+                continue
+            norm = [ll / max(1, len(c)) for ll, c in zip(lls, choices)] if metric == "acc_norm" else lls
+            pred = max(range(len(norm)), key=lambda i: (norm[i], -i))  # lm-eval: the first of tied choices
+            correct = float(s[metric])
+            if correct != float(pred == gold):
+                raise ProbegenError(f"{where}: {metric} {s[metric]} disagrees with the arg-max of its log-likelihoods")
+            r = resps.setdefault(metric, _respondent(model, f"lm-eval:{metric}", f"task={task}", path, None))
+            _add(r, item, {"unit": str(doc.get("cluster") or group or did), "correct": correct,
+                           "chosen": labels[pred], "key": labels[gold], "k": max(2, len(choices))}, where)
+    if not resps:
+        raise ProbegenError(f"{path}: no acc or acc_norm in its samples")
+    return list(resps.values())
+
+
+# ---- inspect-ai ---------------------------------------------------------------------------------
+def _score_value(value: Any, where: str) -> float:
+    from inspect_ai.scorer import value_to_float
+
+    try:
+        v = value_to_float()(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ProbegenError(f"{where}: score {value!r} is not a number or C/I/P/N")
+    return float(v)
+
+
+def read_inspect(path: Path) -> list[Respondent]:
+    """The respondent of an inspect-ai eval log (first epoch of each sample)."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise ProbegenError(f"{path}: reading inspect-ai logs needs inspect-ai (pip install "
+                            "'probegen[inspect]')") from None
+    try:
+        log = read_eval_log(str(path))
+    except Exception as e:  # inspect raises many kinds (zip, pydantic, JSON): all mean "not a log"
+        msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        raise ProbegenError(f"{path}: not a readable inspect-ai eval log ({msg})") from None
+    if not log.samples:
+        raise ProbegenError(f"{path}: the log holds no samples (written without samples, or not finished)")
+    meta = log.eval.metadata or {}
+    dataset = meta.get("probegen_dataset") or None
+    resp = _respondent(str(meta.get("probegen_model") or log.eval.model),
+                       str(meta.get("probegen_method") or f"inspect:{log.eval.task}"),
+                       str(meta.get("probegen_variant") or "default"), path, dataset)
+    # a .eval log stores samples by id: the dataset's order restored where the log keeps it
+    order = {str(i): n for n, i in enumerate(log.eval.dataset.sample_ids or [])}
+    for s in sorted(log.samples, key=lambda s: order.get(str(s.id), len(order))):
+        if s.epoch != 1:
+            continue
+        where = f"{path} sample {s.id}"
+        cell = (s.metadata or {}).get("probegen_cell")
+        if not (isinstance(cell, dict) and {"unit", "correct", "chosen", "key", "k"} <= set(cell)):
+            if not s.scores:
+                raise ProbegenError(f"{where}: the sample has no score")
+            score = s.scores.get("probegen") or next(iter(s.scores.values()))
+            target = s.target if isinstance(s.target, str) else (s.target[0] if s.target else None)
+            cell = {"unit": str(s.id), "correct": _score_value(score.value, where), "chosen": score.answer,
+                    "key": target, "k": max(2, len(s.choices or []))}
+        _add(resp, str(s.id), dict(cell), where)
+    return [resp]
+
+
+# ---- Every Eval Ever ----------------------------------------------------------------------------
+def _eee_pair(path: Path) -> tuple[Path, Path]:
+    """(aggregate, samples) of an EEE folder, aggregate or samples file; one line if there is not exactly one."""
+    if path.is_dir():
+        aggs = [p for p in sorted(path.rglob("*.json")) if p.with_name(f"{p.stem}_samples.jsonl").is_file()]
+        if len(aggs) != 1:
+            raise ProbegenError(f"{path}: {len(aggs)} Every Eval Ever aggregate(s) with samples in it; give one file")
+        return aggs[0], aggs[0].with_name(f"{aggs[0].stem}_samples.jsonl")
+    if path.name.endswith("_samples.jsonl"):
+        agg = path.with_name(path.name[: -len("_samples.jsonl")] + ".json")
+        if not agg.is_file():
+            raise ProbegenError(f"{path}: its Every Eval Ever aggregate {agg.name} is not beside it")
+        return agg, path
+    samples = path.with_name(f"{path.stem}_samples.jsonl")
+    if not samples.is_file():
+        raise ProbegenError(f"{path}: no per-instance samples ({samples.name}) beside it")
+    return path, samples
+
+
+def read_eee(path: Path) -> list[Respondent]:
+    """The respondents (one per evaluation result) of Every Eval Ever samples and their aggregate."""
+    from .export import validate_eee
+
+    agg_path, samples_path = _eee_pair(path)
+    try:
+        aggregate = json.loads(agg_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ProbegenError(f"{agg_path}: not JSON ({e})") from None
+    rows = [r for _, r in _jsonl(samples_path)]
+    if not isinstance(aggregate, dict) or not all(isinstance(r, dict) for r in rows):
+        raise ProbegenError(f"{agg_path}: not an Every Eval Ever aggregate and samples")
+    validate_eee(aggregate, rows, str(samples_path))
+    det = aggregate.get("detailed_evaluation_results") or {}
+    if isinstance(det.get("total_rows"), int) and det["total_rows"] != len(rows):
+        raise ProbegenError(f"{samples_path}: {len(rows)} samples, its aggregate says {det['total_rows']} (truncated?)")
+    if det.get("checksum") and det.get("hash_algorithm", "sha256") == "sha256" \
+            and det["checksum"] != sha256_file(samples_path):
+        raise ProbegenError(f"{samples_path}: its sha256 is not the aggregate's checksum (changed or truncated)")
+    results = {r.get("evaluation_result_id") or r["evaluation_name"]: r for r in aggregate["evaluation_results"]}
+    model = str(aggregate["model_info"]["id"])
+    resps: dict[str, Respondent] = {}
+    for i, row in enumerate(rows, 1):
+        where = f"{samples_path} line {i}"
+        rid = row.get("evaluation_result_id") or row["evaluation_name"]
+        if rid not in results:
+            raise ProbegenError(f"{where}: evaluation result {rid!r} is not in the aggregate")
+        if rid not in resps:
+            det_r = (results[rid]["source_data"].get("additional_details") or {})
+            resps[rid] = _respondent(str(det_r.get("probegen_model") or model),
+                                     str(det_r.get("probegen_method") or f"eee:{aggregate['eval_library']['name']}"),
+                                     str(det_r.get("probegen_variant") or f"result={rid}"), samples_path,
+                                     det_r.get("probegen_dataset") or None)
+        cell_text = (row.get("metadata") or {}).get("probegen_cell")
+        if cell_text is not None:
+            cell = json.loads(cell_text)
+        else:
+            answers = [a for a in row["answer_attribution"] if a["is_terminal"]] or row["answer_attribution"]
+            ref = row["input"]["reference"]
+            cell = {"unit": str(row["sample_id"]), "correct": float(row["evaluation"]["score"]),
+                    "chosen": answers[-1]["extracted_value"] if answers else None, "key": ref[0] if ref else None,
+                    "k": max(2, len(row["input"].get("choices") or []))}
+        _add(resps[rid], str(row["sample_id"]), cell, where)
+    return list(resps.values())
+
+
+# ---- dispatch -----------------------------------------------------------------------------------
+def is_foreign(path: str | Path) -> bool:
+    """Whether ``path`` is another harness's results (a file, or an Every Eval Ever folder) rather than a run."""
+    p = Path(path)
+    return p.is_file() or (p.is_dir() and not (p / "results.json").is_file() and (p / "data").is_dir()
+                           and not (p / "manifest.json").is_file())
+
+
+def read_foreign(path: str | Path) -> list[Respondent]:
+    """The respondents of an lm-eval samples file, an inspect-ai log or Every Eval Ever results; one line if none."""
+    p = Path(path)
+    if p.is_dir():
+        return read_eee(p)
+    name = p.name
+    if name.endswith(".eval"):
+        return read_inspect(p)
+    if name.endswith("_samples.jsonl") and not name.startswith("samples_"):
+        return read_eee(p)
+    if name.endswith(".jsonl"):
+        return read_lm_eval(p)
+    if name.endswith(".json"):
+        if p.with_name(f"{p.stem}_samples.jsonl").is_file():
+            return read_eee(p)
+        return read_inspect(p)
+    raise ProbegenError(f"{p}: not a run folder, lm-eval samples (.jsonl), inspect-ai log (.eval/.json) or "
+                        "Every Eval Ever results")
+

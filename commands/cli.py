@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from probegen import request_options as opts
+from probegen.commands.forms import form_paths, forms_option, write_forms
 from probegen.commands.options import PERMUTATIONS, SEED, add_device_options, add_wordnet_source_option
 from probegen.commands.options import checked_type as T
 from probegen.paths import DEFAULT_ROOT
@@ -191,9 +192,10 @@ def make() -> None:
               help="With --adversarial: candidates per ancestor the reference model scores.")
 @click.option("--out", type=click.Path(),
               help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
+@forms_option
 @click.pass_obj
 def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer,
-                max_contexts, seed, adversarial, against, pool_max, out) -> None:
+                max_contexts, seed, adversarial, against, pool_max, out, n_forms) -> None:
     """Generate a CoDA21 context-definition alignment dataset.
 
     \b
@@ -204,6 +206,7 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
       probegen make coda21 --adversarial --against minilm-l6   # + twin; compare with `probegen compare`
       probegen make coda21 --wordnet-source pwn31 --pos verb   # from WordNet 3.1 (SemCor through sense keys)
       probegen make coda21 --wordnet-source wn:oewn:2024 --contexts examples --noisy
+      probegen make coda21 --pos noun --context-scorer first --forms 3 --out sets/coda   # sets/coda-form1..3
     """
     from probegen.coda21 import dataset as ds_mod
     from probegen.coda21.config import Coda21Config
@@ -224,7 +227,12 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     name = f"coda21-{cfg.variant}" + (f"-adv-{_slug(against)}" if adversarial else "")
     out = Path(out) if out else DEFAULT_ROOT / "datasets" / name
     twin_out = out.with_name(out.name + "-twin")
-    for path in [out] + ([twin_out] if adversarial else []):  # every output, before any work
+    if n_forms and adversarial:
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError("--forms is not available with --adversarial; drop one of them")
+    outputs = form_paths(out, n_forms) if n_forms else [out] + ([twin_out] if adversarial else [])
+    for path in outputs:  # every output, before any work
         _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
     from probegen.runner import Runner
 
@@ -258,6 +266,10 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     else:
         ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts,
                           runner=runner)
+    if n_forms:
+        for path in write_forms(ds, "coda21", n_forms, seed, out, obj, runner, ds_mod.write, runner.main_log(_log)):
+            echo(f"wrote {path}")
+        return
     runner.write(lambda: ds_mod.write(ds, out))
     c = ds.manifest["counts"]
     echo(f"wrote {out}: "
@@ -588,6 +600,10 @@ def _register_extensions() -> None:
 
     cli.add_command(items)
     cli.add_command(subset)
+
+    from probegen.commands.forms import forms
+
+    cli.add_command(forms)
 
 
 _register_extensions()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from .forms import form_paths, forms_option, write_forms
 from .options import SEED, add_device_options, add_wordnet_source_option, log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
@@ -27,8 +28,9 @@ DEFAULT_ROOT = Path("probegen_out") / "datasets"
 @click.option("--check", "check_only", is_flag=True,
               help="Check the spec and print it as canonical JSON; build nothing.")
 @click.option("--list", "list_specs", is_flag=True, help="List the built-in specs (templates/specs/) and exit.")
+@forms_option
 @click.pass_context
-def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) -> None:
+def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, n_forms) -> None:
     """Build the probe family a spec file (YAML or JSON) declares.
 
     SPEC is a file, or the name of a built-in spec in templates/specs/. The output is a CoDA21,
@@ -42,6 +44,7 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
       probegen make spec templates/specs/coda21-3hops.yaml --set contexts.scorer=first
       probegen make spec my-probe.yaml --set concepts.pos=[verb] --seed 1 --out /tmp/my-probe
       probegen make spec my-probe.yaml --check                    # validate only
+      probegen make spec coda21-clean-hard --set contexts.scorer=first --forms 3 --out sets/c   # sets/c-form1..3
     """
     import json
 
@@ -61,6 +64,9 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
     from probegen.spec.build import build_spec, config_for, models_of
 
     config_for(s)  # generator-level checks before any work
+    if n_forms and s.shape not in ("alignment", "multiple_choice"):
+        raise ProbegenError(f"--forms makes parallel forms of alignment and multiple_choice specs; {s.name} is a "
+                            f"{s.shape} spec")
     if check_only:
         click.echo(json.dumps(s.to_dict(), indent=1, sort_keys=True, ensure_ascii=False))
         click.echo(f"sha256 {s.sha256}", err=True)
@@ -70,7 +76,8 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
 
     out_dir = Path(out) if out else DEFAULT_ROOT / s.name
     obj = ctx.obj or {}
-    ensure_writable(out_dir, replace=True, inputs=[spec_file, obj.get("wordnet"), obj.get("semcor")], writer="dataset")
+    for path in form_paths(out_dir, n_forms) if n_forms else [out_dir]:
+        ensure_writable(path, replace=True, inputs=[spec_file, obj.get("wordnet"), obj.get("semcor")], writer="dataset")
     from probegen.runner import Runner
 
     runner = Runner(runtime, log=log)  # loads the embedder and context scorer; rank 0 alone writes and speaks
@@ -84,6 +91,11 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs) 
                             f"{kinds[scorer]} model")
     built = build_spec(s, obj.get("wordnet"), obj.get("semcor"), progress=runner.progress, log=runner.main_log(log),
                        runner=runner)
+    if n_forms:
+        for path in write_forms(built.dataset, built.kind, n_forms, s.seed, out_dir, obj, runner,
+                                lambda d, p: built.task().write(d, p), runner.main_log(log)):
+            runner.main_log(click.echo)(f"wrote {path}")
+        return
     runner.write(lambda: built.write(out_dir))
     runner.main_log(click.echo)(f"wrote {out_dir} ({built.kind}; spec {s.name} sha256 {s.sha256[:12]}): "
                                 f"{built.summary()}")

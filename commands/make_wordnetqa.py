@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from .forms import form_paths, forms_option, write_forms
 from .options import SEED, add_device_options, add_wordnet_source_option, log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
@@ -95,8 +96,10 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
                    "templates/questions/<the wordnet's language>.yaml].")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
+@forms_option
 @click.pass_context
-def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversarial, against, out, **settings) -> None:
+def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversarial, against, out, n_forms,
+              **settings) -> None:
     """Generate WordNetQA multiple-choice probes (definitions, hypernymy, hyponymy, synonymy).
 
     Questions about a concept use its WordNet example sentence; 5-way items with graded
@@ -113,6 +116,7 @@ def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversar
       probegen make wordnetqa --wordnet-source pwn31 --probe definitions
       probegen make wordnetqa --wordnet-source tests/data/lmf/es-mini.xml   # Spanish questions
       probegen make wordnetqa --wordnet-source my-wordnet.xml --templates my-questions.yaml
+      probegen make wordnetqa --probe definitions --limit 600 --forms 3 --out sets/defs   # sets/defs-form1..3
     """
     from probegen.wordnetqa import dataset as ds_mod
     from probegen.wordnetqa.reference import size_table
@@ -122,8 +126,12 @@ def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversar
     name = cfg.name + (f"-adv-{against.strip('/').replace('/', '_')}" if adversarial else "")
     out_dir = Path(out) if out else DEFAULT_ROOT / name
     twin_out = out_dir.with_name(out_dir.name + "-twin")
-    for path in [out_dir] + ([twin_out] if adversarial else []):  # every output, before any work
-        _writable(path, [obj.get("wordnet"), obj.get("semcor")])
+    if n_forms and adversarial:
+        from probegen.errors import ProbegenError
+
+        raise ProbegenError("--forms is not available with --adversarial; drop one of them")
+    for path in form_paths(out_dir, n_forms) if n_forms else [out_dir] + ([twin_out] if adversarial else []):
+        _writable(path, [obj.get("wordnet"), obj.get("semcor")])  # every output, before any work
     from probegen.runner import Runner
 
     runner = Runner(runtime, log=log)  # loads the --against model; rank 0 alone writes and speaks
@@ -132,7 +140,12 @@ def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversar
     else:
         ds = ds_mod.build(cfg, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"), progress=runner.progress,
                           log=runner.main_log(log))
-    runner.write(lambda: ds_mod.write(ds, out_dir, release=release))
     echo = runner.main_log(click.echo)
+    if n_forms:
+        for path in write_forms(ds, "wordnetqa", n_forms, cfg.seed, out_dir, obj, runner,
+                                lambda d, p: ds_mod.write(d, p, release=release), runner.main_log(log)):
+            echo(f"wrote {path}")
+        return
+    runner.write(lambda: ds_mod.write(ds, out_dir, release=release))
     echo(f"wrote {out_dir}: {len(ds.items)} items")
     echo(size_table(ds.manifest["counts"]))

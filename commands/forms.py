@@ -1,0 +1,78 @@
+"""``--forms K`` of the make commands and ``probegen forms``: the CLI registers the command with
+``cli.add_command``.
+
+Only click is imported at module level; the work is :mod:`probegen.forms`. Expected failures
+raise ``ProbegenError`` so the CLI group prints one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from probegen import request_options as opts
+
+from .options import SEED, checked_type
+
+FORMS_HELP = ("Write K parallel forms instead of one set: <out>-form1 .. <out>-formK, disjoint by synset and target "
+              "lemma, matched on the difficulty strata (see docs/forms.md); `probegen forms` checks they are "
+              "equivalent.")
+
+
+def forms_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--forms K`` on a make command (its value reaches the command as ``n_forms``)."""
+    return click.option("--forms", "n_forms", type=click.IntRange(2, 20), default=None, metavar="K",
+                        help=FORMS_HELP)(command)
+
+
+def form_paths(out: Path, k: int) -> list[Path]:
+    """The K sibling folders of the forms of ``out``: ``<out>-form1`` .. ``<out>-formK``."""
+    return [out.with_name(f"{out.name}-form{i}") for i in range(1, k + 1)]
+
+
+def write_forms(ds: Any, kind: str, k: int, seed: int, out: Path, obj: dict, runner: Any,
+                write: Callable[[Any, Path], Any], log: Callable[[str], None]) -> list[Path]:
+    """Cut the built ``ds`` into ``k`` forms and write each with ``write`` (rank 0 alone); returns the folders."""
+    from probegen.forms.split import make_forms
+
+    paths = form_paths(out, k)
+    forms = make_forms(ds, kind, k, seed, [p.name for p in paths], obj.get("wordnet"), obj.get("semcor"), log)
+    for form, path in zip(forms, paths):
+        runner.write(lambda f=form, p=path: write(f, p))
+    return paths
+
+
+@click.command("forms")
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@click.option("--out", required=True, type=click.Path(), help="Output folder (written whole or not at all).")
+@click.option("--margin", type=click.FloatRange(0.001, 0.5), default=0.03, show_default=True,
+              help="Equivalence margin of the TOST (accuracy, +/-).")
+@click.option("--alpha", type=click.FloatRange(0.001, 0.2), default=0.05, show_default=True,
+              help="Level of each TOST (and of the accuracy CIs: 1 - 2 alpha is the TOST's interval).")
+@click.option("--bootstrap", "n_boot", type=checked_type(opts.N_BOOT), default=2000, show_default=True,
+              help="Cluster-bootstrap replicates (accuracy CIs).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--irt", "irt_model", type=click.Choice(["1pl", "2pl", "none"]), default="1pl", show_default=True,
+              help="IRT difficulties compared across forms (with at least 3 respondents).")
+def forms(runs, out, margin, alpha, n_boot, seed, irt_model) -> None:
+    """Are parallel forms equivalent? RUNs are `probegen eval` folders of several respondents (models,
+    methods) on the forms of one family (`make ... --forms K`).
+
+    Per respondent: accuracy on each form with cluster-bootstrap CIs (clustered by group/concept)
+    and a TOST between every pair of forms at +/- --margin (cluster-robust SE); the respondents'
+    rank correlation across forms (Kendall, Spearman); the item difficulty distributions per form
+    (p-values, IRT difficulties) compared with KS tests. Writes report.md, forms.csv,
+    equivalence.csv, difficulty.csv, summary.json and forms.png.
+
+    \b
+    Examples:
+      probegen make coda21 --hard --pos noun --context-scorer first --forms 3 --out sets/coda
+      probegen eval --model glove-50d --dataset sets/coda-form1 --out runs/glove-1   # ... every form, every model
+      probegen forms runs/glove-1 runs/glove-2 runs/glove-3 runs/minilm-1 runs/minilm-2 runs/minilm-3 --out eq
+      probegen forms runs/* --margin 0.05 --out eq-05
+    """
+    from probegen.forms.report import run_forms
+
+    click.echo(run_forms(list(runs), out, margin, alpha, n_boot, seed, None if irt_model == "none" else irt_model))

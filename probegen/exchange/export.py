@@ -92,8 +92,15 @@ def _bench(res: dict[str, Any]) -> str:
     return _slug(path.name if path.is_dir() else path.stem)
 
 
+def _headline(res: dict[str, Any]) -> dict[str, Any]:
+    """The run's overall metrics: WordNetQA's at the top of ``metrics``, CoDA21's under ``all``."""
+    m = res.get("metrics") or {}
+    return m if "accuracy" in m else (m.get("all") or {})
+
+
 def _accuracy(res: dict[str, Any], samples: list[dict[str, Any]]) -> float:
-    acc = (res.get("metrics") or {}).get("accuracy")
+    """The run's reported accuracy (CoDA21: the mean of group accuracies), else the items' mean."""
+    acc = _headline(res).get("accuracy")
     return float(acc) if isinstance(acc, (int, float)) else sum(s["cell"]["correct"] for s in samples) / len(samples)
 
 
@@ -139,7 +146,7 @@ def eee_documents(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, 
             "metadata": {"probegen_cell": dumps(c), "unit": str(c["unit"]), "k": str(c["k"])},
         })
     acc = _accuracy(res, samples)
-    ci = (res.get("metrics") or {}).get("accuracy_ci")
+    ci = _headline(res).get("accuracy_ci")
     uncertainty: dict[str, Any] = {"num_samples": len(samples)}
     if isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
         uncertainty["confidence_interval"] = {"lower": float(ci[0]), "upper": float(ci[1]), "confidence_level": 0.95,

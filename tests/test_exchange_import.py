@@ -1,0 +1,234 @@
+"""Other harnesses' per-item results in, as respondents of `probegen items`: round trips through
+Every Eval Ever and inspect-ai give the run's own item table; a real lm-eval ``--log_samples`` run
+on a probegen lm-eval export matches every item; every malformed import is one line, exit 1, and
+nothing written."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from probegen.commands.cli import cli
+
+SAMPLE = Path("/work/shared/data/wordnetqa-release-sample/definitions-train-sample.jsonl")
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(scope="module")
+def wnqa_run(tmp_path_factory) -> Path:
+    """A real `probegen eval` run: GloVe on the 40 WordNetQA release-sample definition questions."""
+    out = tmp_path_factory.mktemp("runs") / "glove"
+    r = _invoke("eval", "--model", "glove-50d", "--dataset", str(SAMPLE), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def exports(wnqa_run, tmp_path_factory) -> dict[str, Path]:
+    """The run exported as Every Eval Ever and as inspect-ai logs (.eval and .json)."""
+    d = tmp_path_factory.mktemp("exports")
+    out = {"eee": d / "eee", "eval": d / "logs" / "glove.eval", "json": d / "json" / "glove.json"}
+    for fmt, path in (("eee", out["eee"]), ("inspect-log", out["eval"]), ("inspect-log", out["json"])):
+        r = _invoke("export", str(wnqa_run), "--format", fmt, "--out", str(path))
+        assert r.exit_code == 0, r.output
+    return out
+
+
+def _table(*inputs: Path, out: Path) -> list[dict[str, str]]:
+    """`probegen items` over ``inputs``: its long table, the source column (which file) left out."""
+    r = _invoke("items", *map(str, inputs), "--irt", "none", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    with open(out / "responses.csv", newline="") as fh:
+        return [{k: v for k, v in row.items() if k != "source"} for row in csv.DictReader(fh)]
+
+
+def _eee_pair(folder: Path) -> tuple[Path, Path]:
+    (agg,) = [p for p in folder.rglob("*.json") if not p.name.startswith(".")]
+    return agg, agg.with_name(f"{agg.stem}_samples.jsonl")
+
+
+@pytest.mark.parametrize("fmt", ["eee", "eval", "json"])
+def test_round_trip_gives_the_runs_item_table(fmt, wnqa_run, exports, tmp_path):
+    want = _table(wnqa_run, out=tmp_path / "run")
+    got = _table(exports[fmt], out=tmp_path / "imported")
+    assert len(want) == 40 and got == want
+
+
+def test_run_and_its_export_are_two_respondents_on_one_dataset(wnqa_run, exports, tmp_path):
+    rows = _table(wnqa_run, exports["eee"], out=tmp_path / "both")
+    assert len({r["respondent"] for r in rows}) == 2 and len({r["dataset"] for r in rows}) == 1
+
+
+def _foreign_eee(src: Path, dst: Path, rename: dict[str, str] | None = None) -> Path:
+    """The probegen export stripped of probegen's own fields (as another harness would write it);
+    ``rename`` changes sample ids. The checksum is recomputed: the file is a valid EEE pair."""
+    agg_p, samples_p = _eee_pair(src)
+    agg = json.loads(agg_p.read_text())
+    agg["evaluation_results"][0]["source_data"].pop("additional_details")
+    rows = [json.loads(x) for x in samples_p.read_text().splitlines()]
+    for r in rows:
+        r.pop("metadata")
+        r["sample_id"] = (rename or {}).get(r["sample_id"], r["sample_id"])
+    dst.mkdir(parents=True)
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (dst / samples_p.name).write_text(text)
+    agg["detailed_evaluation_results"]["checksum"] = hashlib.sha256(text.encode()).hexdigest()
+    (dst / agg_p.name).write_text(json.dumps(agg))
+    return dst / samples_p.name
+
+
+def test_foreign_eee_maps_to_the_runs_items(wnqa_run, exports, tmp_path):
+    """Without probegen's fields, the samples join the run's dataset by item id; answers and keys by text."""
+    foreign = _foreign_eee(exports["eee"], tmp_path / "foreign")
+    rows = _table(wnqa_run, foreign, out=tmp_path / "t")
+    run_rows = [r for r in rows if r["method"] != "eee:probegen"]
+    imp = {r["item"]: r for r in rows if r["method"] == "eee:probegen"}
+    assert len(imp) == 40 and len({r["dataset"] for r in rows}) == 1
+    for r in run_rows:
+        assert (imp[r["item"]]["correct"], imp[r["item"]]["chosen"], imp[r["item"]]["key"]) == \
+            (r["correct"], r["chosen"], r["key"])
+
+
+def _refused(*inputs: Path, tmp_path: Path, message: str) -> None:
+    out = tmp_path / "out"
+    r = _invoke("items", *map(str, inputs), "--irt", "none", "--out", str(out))
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1 and message in lines[0], r.output
+    assert "Traceback" not in r.output and not out.exists()
+
+
+def _copy_eee(src: Path, dst: Path) -> tuple[Path, Path]:
+    agg, samples = _eee_pair(src)
+    dst.mkdir()
+    (dst / agg.name).write_bytes(agg.read_bytes())
+    (dst / samples.name).write_bytes(samples.read_bytes())
+    return dst / agg.name, dst / samples.name
+
+
+def test_malformed_eee_wrong_schema(wnqa_run, exports, tmp_path):
+    _, samples = _copy_eee(exports["eee"], tmp_path / "bad")
+    rows = samples.read_text().splitlines()
+    first = json.loads(rows[0])
+    del first["evaluation"]
+    samples.write_text("\n".join([json.dumps(first), *rows[1:]]) + "\n")
+    _refused(wnqa_run, samples, tmp_path=tmp_path, message="line 1: not Every Eval Ever")
+
+
+def test_malformed_eee_truncated(wnqa_run, exports, tmp_path):
+    _, samples = _copy_eee(exports["eee"], tmp_path / "cut")
+    samples.write_text("\n".join(samples.read_text().splitlines()[:-3]) + "\n")  # whole lines lost
+    _refused(wnqa_run, samples, tmp_path=tmp_path, message="37 samples, its aggregate says 40 (truncated?)")
+    data = samples.read_bytes()
+    samples.write_bytes(data[: len(data) // 2])  # cut inside a line
+    _refused(wnqa_run, samples, tmp_path=tmp_path, message=str(samples))
+
+
+def test_malformed_eee_mixed_evaluations(wnqa_run, exports, tmp_path):
+    _, samples = _copy_eee(exports["eee"], tmp_path / "mixed")
+    rows = [json.loads(x) for x in samples.read_text().splitlines()]
+    rows[5]["evaluation_id"] = "another/run/1"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _refused(wnqa_run, samples, tmp_path=tmp_path, message="mixed evaluations")
+
+
+def test_unknown_ids_are_one_line(wnqa_run, exports, tmp_path):
+    foreign = _foreign_eee(exports["eee"], tmp_path / "foreign", {"1857-def-0": "no-such-item"})
+    _refused(wnqa_run, foreign, tmp_path=tmp_path, message="1 of 40 item ids are not items of")
+
+
+def test_malformed_inspect_logs(wnqa_run, exports, tmp_path):
+    cut = tmp_path / "cut.eval"
+    data = exports["eval"].read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    _refused(wnqa_run, cut, tmp_path=tmp_path, message="not a readable inspect-ai eval log")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": "world"}))
+    _refused(wnqa_run, other, tmp_path=tmp_path, message="not a readable inspect-ai eval log")
+
+
+def test_mixed_datasets_are_one_line(wnqa_run, exports, tmp_path):
+    """A probegen export names its dataset: an export of another dataset does not join silently."""
+    agg, samples = _copy_eee(exports["eee"], tmp_path / "elsewhere")
+    a = json.loads(agg.read_text())
+    a["evaluation_results"][0]["source_data"]["additional_details"]["probegen_dataset"] = "/elsewhere/other.jsonl"
+    agg.write_text(json.dumps(a))
+    _refused(wnqa_run, samples, tmp_path=tmp_path, message="different datasets")
+
+
+# ---- a real lm-evaluation-harness run, samples written as its CLI writes them ---------------------
+_RUN_LM_EVAL = textwrap.dedent(
+    """
+    import sys, yaml
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    model, out, folder = sys.argv[1], sys.argv[2], sys.argv[3]
+    task = yaml.safe_load(open(f"{folder}/task.yaml"))["task"]
+    tracker = EvaluationTracker(output_path=out)
+    res = simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32", tasks=[task], device="cpu",
+                          batch_size=8, task_manager=TaskManager(include_path=[folder], include_defaults=False),
+                          log_samples=True, bootstrap_iters=0, limit=6, evaluation_tracker=tracker)
+    # what `lm_eval --log_samples --output_path OUT` does after evaluating (lm_eval/_cli/run.py)
+    samples = res.pop("samples")
+    tracker.save_results_aggregated(results=res, samples=samples)
+    for name in res["configs"]:
+        tracker.save_results_samples(task_name=name, samples=samples[name])
+    """
+)
+
+
+@pytest.mark.real
+def test_lm_eval_log_samples_import_every_item_matched(wnqa_run, tmp_path):
+    from probegen import models
+    from probegen.exporters import export
+
+    lm = tmp_path / "lm-task"
+    export(SAMPLE, "lm-eval", lm)
+    smollm2 = models._smollm2_dir(Path(models.resolve_model("smollm2-135m").path_or_id))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
+    p = subprocess.run([sys.executable, "-c", _RUN_LM_EVAL, str(smollm2), str(tmp_path / "lm-out"), str(lm)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (samples,) = (tmp_path / "lm-out").rglob("samples_*.jsonl")
+
+    rows = _table(wnqa_run, samples, out=tmp_path / "t")
+    run = {r["item"]: r for r in rows if r["model"] == "glove-50d"}
+    for metric in ("lm-eval:acc", "lm-eval:acc_norm"):
+        got = [r for r in rows if r["method"] == metric]
+        assert len(got) == 6  # every logged doc, matched to a probegen item of the run's dataset
+        for r in got:
+            assert r["dataset"] == run[r["item"]]["dataset"] and r["key"] == run[r["item"]]["key"]
+            assert r["unit"] == run[r["item"]]["unit"] and r["k"] == "5"
+    assert "smollm2" in next(r["model"] for r in rows if r["method"] == "lm-eval:acc").lower()
+
+    # malformed lm-eval samples, each derived from the real file: one line, exit 1, nothing written
+    lines = [json.loads(x) for x in samples.read_text().splitlines()]
+    cases = {
+        "no-id": ([{**s, "doc": {k: v for k, v in s["doc"].items() if k != "id"}} for s in lines],
+                  "not a probegen lm-eval export"),
+        "unknown": ([{**s, "doc": {**s["doc"], "id": "x" + s["doc"]["id"]}} if i == 2 else s
+                     for i, s in enumerate(lines)], "1 of 6 item ids are not items of"),
+        "twice": (lines + lines[:1], "appears twice"),
+        "schema": ([{"doc_id": 0}], "not an lm-eval --log_samples record"),
+    }
+    for name, (bad, message) in cases.items():
+        path = tmp_path / f"samples_{name}_2026-01-01T00-00-00.000000.jsonl"
+        path.write_text("".join(json.dumps(s) + "\n" for s in bad))
+        _refused(wnqa_run, path, tmp_path=tmp_path, message=message)
+    cut = tmp_path / "samples_cut_2026-01-01T00-00-00.000000.jsonl"
+    cut.write_bytes(samples.read_bytes()[:-40])
+    _refused(wnqa_run, cut, tmp_path=tmp_path, message=f"{cut}")

@@ -26,7 +26,7 @@ def _fail(msg: str, code: int = 1) -> None:
 
 
 # commands whose model scores go to the persistent score cache as they are computed
-_SCORING = {"eval", "bias", "compare"}
+_SCORING = {"eval", "bias", "compare", "contamination"}
 # commands that may score with a model (context scorer, adversarial reference, --model)
 _MAY_SCORE = {"make", "filter"}
 
@@ -600,6 +600,10 @@ def _register_extensions() -> None:
 
     cli.add_command(items)
     cli.add_command(subset)
+
+    from probegen.commands.contamination import contamination
+
+    cli.add_command(contamination)
 
     from probegen.commands.forms import forms
 

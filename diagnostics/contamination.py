@@ -1,0 +1,302 @@
+"""``probegen contamination``: is a model better on a published form than on fresh parallel forms?
+
+A model that has seen a form (its answers in training data, or tuning to it) scores higher on it
+than on equivalent forms it cannot have seen. Forms differ by chance too: each is a finite sample of
+units (CoDA21 groups, WordNetQA concepts), and forms drawn from WordNet differ in difficulty beyond
+that sampling (form-to-form spread). The test asks whether the seen form's accuracy is an outlier
+among the fresh forms' accuracies once both are accounted for:
+
+- each form's accuracy is a ratio over its units; its sampling variance ``v`` is the cluster-robust
+  (linearised ratio) variance over units, so a unit's items count together;
+- the between-form variance ``tau2`` is estimated from the fresh forms by the method of moments
+  (DerSimonian-Laird): the fresh accuracies' variance minus their mean sampling variance, floored at 0.
+  The fresh forms against each other are the null: what forms that nobody saw differ by;
+- gap = seen - mean(fresh), Var_H0(gap) = v_seen + tau2 + sum(v_fresh)/F^2 + tau2/F; the gap over its
+  standard error is referred to Student's t with Welch-Satterthwaite degrees of freedom (tau2 comes
+  from F fresh forms: F - 1 degrees of freedom), one-sided (exposure raises accuracy).
+
+:func:`gap_test` is the pure statistic (tested on simulated forms for its false-positive rate);
+:func:`run_contamination` scores the forms (the one path of ``probegen compare``) and writes the folder.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from probegen.errors import ProbegenError
+
+#: units -> (summed correctness, items) of one model on one form (:func:`probegen.diagnostics.compare.correctness`)
+Units = dict[str, tuple[float, float]]
+
+
+def form_accuracy(units: Units) -> tuple[float, float, int]:
+    """(accuracy, its cluster-robust sampling variance, number of units) of one form.
+
+    The accuracy is sum(correct) / sum(items) over units; its variance is the linearised variance of
+    that ratio with units as clusters (the sandwich estimator with the small-sample factor n/(n-1)).
+
+    >>> acc, var, n = form_accuracy({"a": (1, 1), "b": (0, 1), "c": (2, 2), "d": (0, 2)})
+    >>> acc, round(var, 5), n
+    (0.5, 0.08333, 4)
+    """
+    c = np.array([u[0] for u in units.values()], dtype=np.float64)
+    w = np.array([u[1] for u in units.values()], dtype=np.float64)
+    n = len(c)
+    acc = float(c.sum() / w.sum())
+    var = float(n / (n - 1) * np.sum((c - acc * w) ** 2) / w.sum() ** 2) if n > 1 else float("nan")
+    return acc, var, n
+
+
+def gap_test(seen: tuple[float, float], fresh: Sequence[tuple[float, float]], alpha: float = 0.05,
+             alternative: str = "greater") -> dict[str, Any]:
+    """The seen form's accuracy against the fresh forms', with form-to-form spread in the null.
+
+    ``seen`` and each of ``fresh`` are (accuracy, sampling variance) (:func:`form_accuracy`); at
+    least two fresh forms are needed to see how much forms differ. ``alternative``: ``greater``
+    (the seen form is easier for the model: exposure) or ``two-sided``.
+
+    >>> r = gap_test((0.70, 0.001), [(0.50, 0.001), (0.52, 0.001), (0.48, 0.001)])
+    >>> round(r["gap"], 3), r["p"] < 0.001, r["flagged"]
+    (0.2, True, True)
+    >>> gap_test((0.51, 0.001), [(0.50, 0.001), (0.52, 0.001), (0.48, 0.001)])["flagged"]
+    False
+    """
+    from scipy.stats import t as student_t
+
+    if len(fresh) < 2:
+        raise ProbegenError("the contamination test needs at least 2 fresh forms (the null is how fresh forms "
+                            f"differ from each other); got {len(fresh)}")
+    if alternative not in ("greater", "two-sided"):
+        raise ProbegenError(f"unknown alternative {alternative!r}; choose greater or two-sided")
+    f = len(fresh)
+    acc_s, v_s = seen
+    acc_f = np.array([a for a, _ in fresh], dtype=np.float64)
+    v_f = np.array([v for _, v in fresh], dtype=np.float64)
+    s2 = float(np.var(acc_f, ddof=1))
+    tau2 = max(0.0, s2 - float(v_f.mean()))
+    var = v_s + v_f.sum() / f**2 + tau2 * (1 + 1 / f)
+    # Welch-Satterthwaite: the tau2 part rests on F - 1 degrees of freedom, the sampling parts on many units
+    df = float("inf") if tau2 == 0 else var**2 * (f - 1) / ((1 + 1 / f) * s2) ** 2
+    se = float(np.sqrt(var))
+    gap = float(acc_s - acc_f.mean())
+    stat = gap / se if se > 0 else (0.0 if gap == 0 else float(np.sign(gap)) * float("inf"))
+    p = float(student_t.sf(stat, df)) if alternative == "greater" else float(2 * student_t.sf(abs(stat), df))
+    q = float(student_t.ppf(1 - alpha / 2, df))
+    # the smallest true gap found with 80% power at this alpha (one-sided: alpha, two-sided: alpha / 2)
+    q_test = float(student_t.ppf(1 - (alpha if alternative == "greater" else alpha / 2), df))
+    mdg = (q_test + float(student_t.ppf(0.8, df))) * se
+    return {"seen": float(acc_s), "fresh_mean": float(acc_f.mean()), "fresh": [float(a) for a in acc_f],
+            "gap": gap, "se": se, "ci": [gap - q * se, gap + q * se], "t": float(stat), "df": df, "p": p,
+            "alpha": alpha, "alternative": alternative, "flagged": bool(p < alpha),
+            "tau2": tau2, "tau": float(np.sqrt(tau2)), "fresh_sd": float(np.sqrt(s2)),
+            "sampling_se_seen": float(np.sqrt(v_s)), "min_detectable_gap": float(mdg)}
+
+
+def fresh_null(fresh: Sequence[tuple[float, float]], alpha: float = 0.05,
+               alternative: str = "greater") -> list[dict[str, Any]]:
+    """Each fresh form tested as if it were the seen one, against the other fresh forms (needs 3 or more):
+    forms nobody saw, so every flag here is a false positive.
+
+    >>> rows = fresh_null([(0.50, 0.001), (0.52, 0.001), (0.48, 0.001)])
+    >>> [r["form"] for r in rows], any(r["flagged"] for r in rows)
+    ([0, 1, 2], False)
+    """
+    if len(fresh) < 3:
+        return []
+    return [{"form": j, **gap_test(fresh[j], [x for i, x in enumerate(fresh) if i != j], alpha, alternative)}
+            for j in range(len(fresh))]
+
+
+def sentence(model: str, r: dict[str, Any]) -> str:
+    """One plain sentence (two at most) on what the gap means and what it cannot mean."""
+    pts = 100 * r["gap"]
+    lo, hi = 100 * r["ci"][0], 100 * r["ci"][1]
+    if r["flagged"]:
+        return (f"{model} scores {pts:+.1f} points on the seen form against the fresh forms' mean "
+                f"(95% CI {lo:+.1f} to {hi:+.1f}; p = {_p(r['p'])}), more than forms nobody saw differ by: "
+                "consistent with exposure to the seen form (its answers in training data, or tuning to it). "
+                "It does not prove training on it: the seen form may differ from the fresh ones in a way "
+                "their strata do not match.")
+    return (f"{model} scores {pts:+.1f} points on the seen form against the fresh forms' mean "
+            f"(95% CI {lo:+.1f} to {hi:+.1f}; p = {_p(r['p'])}), within what forms nobody saw differ by. "
+            f"This does not show the model never saw the form: exposure need not raise accuracy, and gaps "
+            f"below about {100 * r['min_detectable_gap']:.0f} points are missed more often than not "
+            "(80% power); more or larger fresh forms narrow that.")
+
+
+def _p(p: float) -> str:
+    return f"{p:.1e}" if p < 1e-4 else f"{p:.4f}"
+
+
+# ---- the command ----------------------------------------------------------------------------------
+def load_forms(seen: str | Path, fresh: Sequence[str | Path]) -> tuple[str, list[Any]]:
+    """(kind, loaded datasets: seen first) after checking they are forms of one probe: every path
+    once, one kind, and no unit (CoDA21 group, WordNetQA concept) shared between two forms."""
+    from .run_bias import load_dataset
+
+    paths = [Path(seen), *map(Path, fresh)]
+    if len(fresh) < 2:
+        raise ProbegenError("the contamination test needs at least 2 fresh forms (--fresh D2 D3 ...): the null is "
+                            f"how fresh forms differ from each other; got {len(fresh)}")
+    real = [p.resolve() for p in paths]
+    for i, j in combinations(range(len(paths)), 2):
+        if real[i] == real[j]:
+            raise ProbegenError(f"{paths[j]} is given twice (as {'--seen' if i == 0 else '--fresh'} and --fresh); "
+                                "every form must be a different dataset")
+    loaded = []
+    for p in paths:
+        if not p.exists():
+            raise ProbegenError(f"{p}: no such dataset")
+        loaded.append(load_dataset(p))
+    kinds = {k for k, _ in loaded}
+    if len(kinds) > 1:
+        detail = ", ".join(f"{p.name}: {k}" for p, (k, _) in zip(paths, loaded))
+        raise ProbegenError(f"the forms are of different kinds ({detail}); give forms of one probe")
+    kind = loaded[0][0]
+    from probegen import tasks
+
+    unit = tasks.get(kind).resampling_unit
+    ids = [set(_synsets(d)) for _, d in loaded]
+    for i, j in combinations(range(len(paths)), 2):
+        shared = ids[i] & ids[j]
+        if shared:
+            raise ProbegenError(f"{paths[i]} and {paths[j]} share {len(shared)} synset(s) (e.g. {sorted(shared)[0]}): "
+                                f"parallel forms must be disjoint ({unit}s are resampled whole)")
+    return kind, [d for _, d in loaded]
+
+
+def _synsets(data: Any) -> list[str]:
+    """The synsets a form asks about: CoDA21 groups' members, WordNetQA items' concepts (else item ids)."""
+    if hasattr(data, "groups"):
+        return [str(m.synset) for g in data.groups for m in g.items]
+    return [str(getattr(it, "synset", None) or getattr(it, "cluster", None) or it.id) for it in data.items]
+
+
+def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[str | Path], out: str | Path, *,
+                      runner: Any, alpha: float = 0.05, alternative: str = "greater", seed: int = 0,
+                      log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Score every form with every model, test the seen form's gap, write ``out`` whole or not at all
+    (report.md, summary.json, forms.csv, contamination.png); returns the summary."""
+    from probegen.io import ensure_writable
+
+    from .compare import correctness
+
+    inputs = [seen, *fresh]
+    ensure_writable(out, replace=True, inputs=inputs, writer="output")
+    kind, data = load_forms(seen, fresh)
+    names = [_name(p) for p in inputs]
+    rows = []
+    for m in models:
+        scorer = runner.load_scorer(m)
+        forms: list[dict[str, Any]] = []
+        pairs: list[tuple[float, float]] = []
+        for name, d in zip(names, data):
+            log(f"{m}: scoring {name}")
+            units, _ = correctness(kind, d, scorer, seed, progress=False)
+            acc, var, n = form_accuracy(units)
+            forms.append({"form": name, "accuracy": acc, "se": float(np.sqrt(var)), "units": n})
+            pairs.append((acc, var))
+        test = gap_test(pairs[0], pairs[1:], alpha, alternative)
+        null = fresh_null(pairs[1:], alpha, alternative)
+        rows.append({"model": m, "forms": forms, "test": test, "sentence": sentence(m, test),
+                     "fresh_null": [{"form": names[1 + r["form"]], "gap": r["gap"], "p": r["p"],
+                                     "flagged": r["flagged"]} for r in null]})
+    from probegen import tasks
+
+    summary = {"kind": kind, "unit": tasks.get(kind).resampling_unit, "seen": str(seen),
+               "fresh": [str(f) for f in fresh],
+               "alpha": alpha, "alternative": alternative, "seed": seed, "models": rows,
+               "method": "gap = seen - mean(fresh); Var = v_seen + sum(v_fresh)/F^2 + tau2 (1 + 1/F); "
+                         "v: cluster-robust ratio variance over units; tau2: fresh forms' variance minus their "
+                         "mean v (method of moments, >= 0); Student t, Welch-Satterthwaite df"}
+    _write(summary, out, inputs)
+    return summary
+
+
+def _name(p: str | Path) -> str:
+    p = Path(p)
+    return p.name if p.is_dir() else p.stem
+
+
+def _write(summary: dict[str, Any], out: str | Path, inputs: Sequence[str | Path]) -> None:
+    import csv
+
+    from probegen.io import atomic_dir, atomic_write, write_json
+
+    with atomic_dir(out) as tmp:
+        write_json(tmp / "summary.json", summary)
+        with atomic_write(tmp / "forms.csv") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(["model", "form", "role", "units", "accuracy", "se"])
+            for r in summary["models"]:
+                for i, f in enumerate(r["forms"]):
+                    w.writerow([r["model"], f["form"], "seen" if i == 0 else "fresh", f["units"],
+                                round(f["accuracy"], 6), round(f["se"], 6)])
+        plot(summary, tmp / "contamination.png")
+        with atomic_write(tmp / "report.md") as fh:
+            fh.write(render(summary))
+
+
+def table(summary: dict[str, Any]) -> str:
+    """A plain-text table: per model the seen and fresh accuracies, the gap with its CI, p and the flag."""
+    lines = [f"{'model':<24} {'seen':>7} {'fresh mean':>10} {'gap [95% CI]':>26} {'tau':>6} {'p':>9}  flag"]
+    for r in summary["models"]:
+        t = r["test"]
+        gap = f"{t['gap']:+.3f} [{t['ci'][0]:+.3f}, {t['ci'][1]:+.3f}]"
+        lines.append(f"{r['model']:<24} {t['seen']:>7.3f} {t['fresh_mean']:>10.3f} {gap:>26} {t['tau']:>6.3f} "
+                     f"{_p(t['p']):>9}  {'EXPOSED?' if t['flagged'] else '-'}")
+    return "\n".join(lines)
+
+
+def render(summary: dict[str, Any]) -> str:
+    """report.md: the table, each model's sentence, the forms, the fresh-vs-fresh null and the method."""
+    out = ["# Contamination check", "",
+           f"- seen form: `{summary['seen']}`",
+           *[f"- fresh form: `{f}`" for f in summary["fresh"]],
+           f"- {summary['kind']}, resampling unit: {summary['unit']}; alpha {summary['alpha']}, "
+           f"{summary['alternative']}", "",
+           "```", table(summary), "```", "", "![accuracy per form](contamination.png)", ""]
+    for r in summary["models"]:
+        out += [f"## {r['model']}", "", r["sentence"], "",
+                "| form | role | units | accuracy | SE |", "|---|---|---:|---:|---:|"]
+        out += [f"| {f['form']} | {'seen' if i == 0 else 'fresh'} | {f['units']} | {f['accuracy']:.3f} "
+                f"| {f['se']:.3f} |" for i, f in enumerate(r["forms"])]
+        if r["fresh_null"]:
+            out += ["", "Each fresh form tested as if seen, against the other fresh forms (no form here was seen, "
+                    "so a flag is a false positive):", "",
+                    "| form | gap | p | flagged |", "|---|---:|---:|---|"]
+            out += [f"| {n['form']} | {n['gap']:+.3f} | {_p(n['p'])} | {'yes' if n['flagged'] else 'no'} |"
+                    for n in r["fresh_null"]]
+        out.append("")
+    out += ["## Method", "", summary["method"] + ".", ""]
+    return "\n".join(out)
+
+
+def plot(summary: dict[str, Any], path: Path) -> Path:
+    """Per model: each form's accuracy with a 95% sampling interval, the seen form in red, and the
+    fresh forms' mean with the band the null allows (+/- 1.96 x the gap's SE)."""
+    from .plots import _plt, _save
+
+    plt = _plt()
+    models = summary["models"]
+    fig, ax = plt.subplots(figsize=(1.8 + 1.8 * len(models), 3.6))
+    for x, r in enumerate(models):
+        forms, t = r["forms"], r["test"]
+        k = len(forms)
+        xs = x + np.linspace(-0.3, 0.3, k)
+        for i, (xi, f) in enumerate(zip(xs, forms)):
+            ax.errorbar(xi, f["accuracy"], yerr=1.96 * f["se"], fmt="o", capsize=2,
+                        color="#c0504d" if i == 0 else "#4f6f9f", label=("seen" if i == 0 else "fresh")
+                        if x == 0 and i <= 1 else None)
+        ax.fill_between([x - 0.35, x + 0.35], t["fresh_mean"] - 1.96 * t["se"], t["fresh_mean"] + 1.96 * t["se"],
+                        color="0.85", zorder=0, label="fresh mean +/- 1.96 SE(gap)" if x == 0 else None)
+        ax.hlines(t["fresh_mean"], x - 0.35, x + 0.35, color="0.4", lw=1)
+    ax.set_xticks(range(len(models)), [r["model"] + (" *" if r["test"]["flagged"] else "") for r in models])
+    ax.set_ylabel("accuracy")
+    ax.set_title("Seen form against fresh forms (* flagged)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return _save(fig, path)

@@ -1,0 +1,212 @@
+"""Issue 37 §3, ``probegen contamination``: the seen-vs-fresh gap test (simulated forms: its false-positive
+rate and its power), the command end to end on real WordNetQA release items with a real model, and one-line
+errors with nothing written."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from probegen.diagnostics.contamination import form_accuracy, fresh_null, gap_test
+
+SAMPLES = Path("/work/shared/data/wordnetqa-release-sample")
+PROBES = ("definitions", "hypernymy", "hyponymy", "synonymy")
+WIC = Path(__file__).parent / "data" / "wic_semcor_24.jsonl"
+
+
+def _sim_form(rng: np.random.Generator, n_units: int, shift: float, tau: float, items: int = 3) -> dict:
+    """One form: n units of ``items`` items each; unit difficulties vary, the form has its own logit
+    offset ~ N(0, tau) (form-to-form spread) plus ``shift`` (a planted exposure)."""
+    offset = rng.normal(0.0, tau) + shift
+    p = 1 / (1 + np.exp(-(rng.normal(0.3, 1.0, n_units) + offset)))
+    right = rng.binomial(items, p)
+    return {f"u{i}": (float(right[i]), float(items)) for i in range(n_units)}
+
+
+def _flag_rate(fresh: int, tau: float, shift: float, sims: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    flags = 0
+    for _ in range(sims):
+        forms = [form_accuracy(_sim_form(rng, 60, shift if j == 0 else 0.0, tau))[:2] for j in range(fresh + 1)]
+        flags += gap_test(forms[0], forms[1:])["flagged"]
+    return flags / sims
+
+
+@pytest.mark.parametrize("fresh,tau", [(3, 0.1), (5, 0.3)])
+def test_no_planted_gap_rejects_at_about_alpha(fresh, tau):
+    # measured: 0.039 (3 fresh, tau 0.1) and 0.044 (5 fresh, tau 0.3) over 2,000 simulated checks each.
+    # If the true rate were 0.05, a count above 0.075 x 2,000 has probability < 1e-4 (binomial tail),
+    # so the bound fails by chance essentially never; a test that ignores form-to-form spread goes far above it
+    rate = _flag_rate(fresh, tau, 0.0, 2000, seed=11)
+    assert 0.01 <= rate <= 0.075, rate
+
+
+def test_ignoring_form_spread_would_fail_the_bound():
+    """The same simulation with tau2 forced to 0 (sampling error only): the false-positive rate the
+    form-to-form term prevents. Shows the bound above can fail."""
+    rng = np.random.default_rng(11)
+    flags = 0
+    for _ in range(1000):
+        forms = [form_accuracy(_sim_form(rng, 60, 0.0, 0.3))[:2] for _ in range(4)]
+        from scipy.stats import norm
+
+        gap = forms[0][0] - np.mean([a for a, _ in forms[1:]])
+        se = np.sqrt(forms[0][1] + sum(v for _, v in forms[1:]) / 9)
+        flags += norm.sf(gap / se) < 0.05
+    assert flags / 1000 > 0.1
+
+
+def test_planted_gap_is_detected():
+    # an exposure worth +0.8 logits (about +15 points) on the seen form, 5 fresh forms of 60 units:
+    # measured 0.76 over 500 checks (sd 0.02): the bound 0.6 is 8 sd away
+    assert _flag_rate(5, 0.1, 0.8, 500, seed=12) >= 0.6
+
+
+def test_gap_test_fields_and_two_fresh_minimum():
+    seen, fresh = (0.8, 0.002), [(0.5, 0.002), (0.55, 0.002), (0.45, 0.002)]
+    r = gap_test(seen, fresh)
+    assert r["gap"] == pytest.approx(0.3) and r["flagged"] and r["ci"][0] < 0.3 < r["ci"][1]
+    assert r["tau2"] == pytest.approx(np.var([0.5, 0.55, 0.45], ddof=1) - 0.002)
+    two = gap_test(seen, fresh, alternative="two-sided")
+    assert two["p"] == pytest.approx(2 * r["p"])
+    assert not gap_test((0.2, 0.002), fresh)["flagged"]  # harder on the seen form: not exposure
+    from probegen.errors import ProbegenError
+
+    with pytest.raises(ProbegenError, match="at least 2 fresh forms"):
+        gap_test(seen, fresh[:1])
+    assert fresh_null(fresh[:2]) == [] and len(fresh_null(fresh)) == 3
+
+
+def test_form_accuracy_is_the_cluster_robust_ratio_variance():
+    # one unit of 10 items all right and nine of 1 item all wrong: accuracy 10/19; the variance treats
+    # the big unit as one draw, so it is far above the 19 independent items' binomial variance
+    units = {"big": (10.0, 10.0), **{f"s{i}": (0.0, 1.0) for i in range(9)}}
+    acc, var, n = form_accuracy(units)
+    assert acc == pytest.approx(10 / 19) and n == 10
+    assert var > 3 * acc * (1 - acc) / 19
+
+
+# ---- the command on real items with a real model ---------------------------------------------------
+def _release_rows() -> list[dict]:
+    rows = []
+    for p in PROBES:
+        rows += [json.loads(x) for x in (SAMPLES / f"{p}-train-sample.jsonl").read_text().splitlines() if x]
+    return rows
+
+
+def _synset(row: dict) -> str:
+    return row["notes"]["gold_synset"]
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _forms(tmp: Path, k: int, seed: int = 0) -> list[Path]:
+    """k forms of the release sample's 160 items, concepts dealt round-robin (no shared synset)."""
+    rows = _release_rows()
+    concepts = sorted({_synset(r) for r in rows})
+    random.Random(seed).shuffle(concepts)
+    return [_write(tmp / f"form{i + 1}.jsonl", [r for r in rows if _synset(r) in set(concepts[i::k])])
+            for i in range(k)]
+
+
+def _invoke(args: list[str]):
+    from probegen.commands.cli import cli
+
+    return CliRunner().invoke(cli, ["contamination", *args])
+
+
+needs_sample = pytest.mark.skipif(not (SAMPLES / "definitions-train-sample.jsonl").is_file(),
+                                  reason="the WordNetQA release sample is not here")
+
+
+@needs_sample
+def test_cli_flags_a_planted_exposure_and_not_a_clean_form(tmp_path):
+    """glove-50d on the release items. Clean: form 1 of 4 as the seen form. Exposed: a seen form made of
+    the items glove-50d gets right (what a model tuned to that form shows) beside the same fresh forms."""
+    forms = _forms(tmp_path, 4)
+    clean = tmp_path / "clean"
+    r = _invoke(["--model", "glove-50d", "--seen", str(forms[0]), "--fresh", *map(str, forms[1:]), "--out", str(clean)])
+    assert r.exit_code == 0, r.output
+    s = json.loads((clean / "summary.json").read_text())
+    (m,) = s["models"]
+    assert s["kind"] == "wordnetqa" and [f["form"] for f in m["forms"]] == ["form1", "form2", "form3", "form4"]
+    assert not m["test"]["flagged"] and "within what forms nobody saw differ by" in m["sentence"]
+    assert len(m["fresh_null"]) == 3
+    assert sorted(p.name for p in clean.iterdir() if not p.name.startswith(".")) == [
+        "contamination.png", "forms.csv", "report.md", "summary.json"]
+    assert m["sentence"] in (clean / "report.md").read_text() and m["sentence"] in r.output
+
+    # the seen form: a fifth "form" of the items glove-50d got right on form 1's concepts' neighbours:
+    # score all items, keep right ones whose concept is in no fresh form
+    from probegen.diagnostics.compare import correctness
+    from probegen.diagnostics.run_bias import load_dataset
+    from probegen.runner import Runner
+
+    pool = _write(tmp_path / "pool.jsonl", [r for r in _release_rows()
+                                             if _synset(r) in {_synset(x) for x in map(json.loads, forms[0].read_text().splitlines())}])
+    kind, data = load_dataset(pool)
+    _, decisions = correctness(kind, data, Runner(log=lambda m: None).load_scorer("glove-50d"), 0, progress=False)
+    right = {item for _, item, ok in decisions if ok == 1.0}
+    assert right, "glove-50d gets none of form 1 right"
+    seen = _write(tmp_path / "tuned.jsonl", [r for r in map(json.loads, pool.read_text().splitlines()) if r["id"] in right])
+    exposed = tmp_path / "exposed"
+    r = _invoke(["--model", "glove-50d", "--seen", str(seen), "--fresh", *map(str, forms[1:]), "--out", str(exposed)])
+    assert r.exit_code == 0, r.output
+    (m,) = json.loads((exposed / "summary.json").read_text())["models"]
+    assert m["forms"][0]["accuracy"] == 1.0 and m["test"]["flagged"], m["test"]
+    assert "consistent with exposure" in m["sentence"] and "EXPOSED?" in r.output
+
+    # deterministic: the same inputs give byte-identical summary, table and report
+    again = tmp_path / "again"
+    r = _invoke(["--model", "glove-50d", "--seen", str(seen), "--fresh", str(forms[1]), "--fresh", str(forms[2]),
+                 str(forms[3]), "--out", str(again)])
+    assert r.exit_code == 0, r.output
+    for name in ("summary.json", "forms.csv", "report.md"):
+        assert (again / name).read_bytes() == (exposed / name).read_bytes()
+
+
+@needs_sample
+@pytest.mark.parametrize("case,needle", [
+    ("one_fresh", "at least 2 fresh forms"),
+    ("kinds", "different kinds"),
+    ("shared", "share"),
+    ("twice", "given twice"),
+    ("missing", "no such dataset"),
+    ("model", "unknown model"),
+])
+def test_errors_are_one_line_and_write_nothing(tmp_path, case, needle):
+    forms = _forms(tmp_path, 3)
+    fresh = [str(f) for f in forms[1:]]
+    model = "glove-50d"
+    if case == "one_fresh":
+        fresh = fresh[:1]
+    elif case == "kinds":
+        fresh = [*fresh, str(WIC)]
+    elif case == "shared":
+        fresh = [*fresh, str(_write(tmp_path / "overlap.jsonl", json_lines(forms[0])[:3]))]
+    elif case == "twice":
+        fresh = [*fresh, str(forms[1])]
+    elif case == "missing":
+        fresh = [*fresh, str(tmp_path / "nope.jsonl")]
+    elif case == "model":
+        model = "no-such-model-xyz"
+    out = tmp_path / "out"
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = _invoke(["--model", model, "--seen", str(forms[0]), "--fresh", *fresh, "--out", str(out)])
+    assert r.exit_code == 1, r.output
+    lines = [x for x in r.output.splitlines() if x.startswith("probegen: error:")]
+    assert len(lines) == 1 and needle in lines[0], r.output
+    assert "Traceback" not in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, not even a temp folder
+
+
+def json_lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x]

@@ -27,13 +27,16 @@ def items(runs, out, common, irt_model, pairs, n_boot, seed) -> None:
     """Item analysis over runs: one response table, classical statistics, IRT, flags.
 
     RUN is a `probegen eval` or `probegen bias` folder (its per-row records) or a `probegen study`
-    folder (one respondent per participant). Writes responses.csv/.parquet, items.csv,
+    folder (one respondent per participant), or another harness's per-item results: lm-eval
+    --log_samples files of a probegen lm-eval export, inspect-ai logs, Every Eval Ever samples
+    (docs/exchange.md). Writes responses.csv/.parquet, items.csv,
     distractors.csv, respondents.csv, summary.json and report.md (and pairs.csv with --pairs).
 
     \b
     Examples:
       probegen items runs/glove runs/minilm runs/bert --out probegen_out/items/wordnetqa
       probegen items runs/a runs/b --pairs --irt 3pl --out items-ab
+      probegen items runs/glove lm-out/MODEL/samples_probegen_wnqa_2026-01-01T00-00-00.jsonl logs/b.eval --out items-x
     """
     from probegen.itemstats.analyse import run_items
 

@@ -175,11 +175,11 @@ _RUN_LM_EVAL = textwrap.dedent(
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
 
-    model, out, folder = sys.argv[1], sys.argv[2], sys.argv[3]
-    task = yaml.safe_load(open(f"{folder}/task.yaml"))["task"]
+    model, out, folders = sys.argv[1], sys.argv[2], sys.argv[3:]
+    tasks = [yaml.safe_load(open(f"{f}/task.yaml"))["task"] for f in folders]
     tracker = EvaluationTracker(output_path=out)
-    res = simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32", tasks=[task], device="cpu",
-                          batch_size=8, task_manager=TaskManager(include_path=[folder], include_defaults=False),
+    res = simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32", tasks=tasks, device="cpu",
+                          batch_size=8, task_manager=TaskManager(include_path=folders, include_defaults=False),
                           log_samples=True, bootstrap_iters=0, limit=6, evaluation_tracker=tracker)
     # what `lm_eval --log_samples --output_path OUT` does after evaluating (lm_eval/_cli/run.py)
     samples = res.pop("samples")
@@ -190,20 +190,45 @@ _RUN_LM_EVAL = textwrap.dedent(
 )
 
 
+@pytest.fixture(scope="module")
+def coda_run(clean_hard_nouns, tmp_path_factory) -> Path:
+    """A real CoDA21 run (three clean-hard noun groups): items are group rows ``<group>#<row>``."""
+    from probegen.coda21.dataset import Coda21Dataset, write
+
+    ds = write(Coda21Dataset(clean_hard_nouns.groups[:3], clean_hard_nouns.manifest),
+               tmp_path_factory.mktemp("coda") / "coda-3")
+    out = ds.parent / "run"
+    r = _invoke("eval", "--model", "glove-50d", "--dataset", str(ds), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    return out
+
+
 @pytest.mark.real
-def test_lm_eval_log_samples_import_every_item_matched(wnqa_run, tmp_path):
+def test_lm_eval_log_samples_import_every_item_matched(wnqa_run, coda_run, tmp_path):
     from probegen import models
     from probegen.exporters import export
 
-    lm = tmp_path / "lm-task"
+    lm, lm_coda = tmp_path / "lm-task", tmp_path / "lm-coda"
     export(SAMPLE, "lm-eval", lm)
+    coda_ds = json.loads((coda_run / "results.json").read_text())["dataset"]["path"]
+    export(coda_ds, "lm-eval", lm_coda)
     smollm2 = models._smollm2_dir(Path(models.resolve_model("smollm2-135m").path_or_id))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
-    p = subprocess.run([sys.executable, "-c", _RUN_LM_EVAL, str(smollm2), str(tmp_path / "lm-out"), str(lm)],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    p = subprocess.run([sys.executable, "-c", _RUN_LM_EVAL, str(smollm2), str(tmp_path / "lm-out"), str(lm),
+                        str(lm_coda)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    (samples,) = (tmp_path / "lm-out").rglob("samples_*.jsonl")
+    (samples,) = (tmp_path / "lm-out").rglob("samples_probegen_definitions*.jsonl")
+    (coda_samples,) = (tmp_path / "lm-out").rglob("samples_probegen_coda*.jsonl")
+
+    # CoDA21: a context doc <group>/<i> is the run's item <group>#<i>, labelled by the columns' synsets
+    rows = _table(coda_run, coda_samples, out=tmp_path / "tc")
+    run = {r["item"]: r for r in rows if r["model"] == "glove-50d"}
+    got = [r for r in rows if r["method"] == "lm-eval:acc"]
+    assert len(got) == 6 and all("#" in r["item"] for r in got)
+    for r in got:
+        assert (r["key"], r["unit"], r["k"]) == (run[r["item"]]["key"], run[r["item"]]["unit"], run[r["item"]]["k"])
+        assert r["chosen"] in {x["key"] for x in run.values() if x["unit"] == r["unit"]}
 
     rows = _table(wnqa_run, samples, out=tmp_path / "t")
     run = {r["item"]: r for r in rows if r["model"] == "glove-50d"}

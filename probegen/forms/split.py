@@ -183,33 +183,38 @@ def _imbalance(sums: np.ndarray, n_levels: int, sd: np.ndarray, tolerance: dict[
 
 def refine(forms: list[list[Unit]], seed: int, tolerance: dict[str, float] = TOLERANCE,
            sweeps: int = 20) -> list[list[Unit]]:
-    """Pairwise swaps of units between forms, each kept only if it lowers the forms' imbalance
-    (:func:`_imbalance`) and leaves the forms disjoint; seeded, so the result is deterministic."""
+    """Moves and pairwise swaps between forms, each kept only if it lowers the forms' imbalance
+    (:func:`_imbalance`); seeded, so the result is deterministic. What moves is a connected
+    component of units that share a synset or lemma (all in one form already), so the forms stay
+    disjoint whatever moves."""
+    import networkx as nx
+
     units = [u for f in forms for u in f]
-    where = np.array([i for i, f in enumerate(forms) for _ in f])
-    x, levels, _, sd = _vectors(units)
-    k = len(forms)
-    sums = np.stack([x[where == f].sum(0) for f in range(k)])
-    keys: dict[tuple[str, str], set[int]] = {}
+    form_of = [i for i, f in enumerate(forms) for _ in f]
+    g = nx.Graph()
+    g.add_nodes_from(range(len(units)))
+    owner: dict[tuple[str, str], int] = {}
     for r, u in enumerate(units):
         for key in [("s", s) for s in u.synsets] + [("l", lem) for lem in u.lemmas]:
-            keys.setdefault(key, set()).add(r)
-    nbrs = [set().union(*(keys[("s", s)] for s in u.synsets), *(keys[("l", lem)] for lem in u.lemmas)) - {r}
-            for r, u in enumerate(units)]
-
-    def fits(r: int, f: int, leaving: int) -> bool:  # unit r may join form f once unit ``leaving`` left it
-        return all(where[o] != f or o == leaving for o in nbrs[r])
-
+            if key in owner:
+                g.add_edge(owner[key], r)
+            owner[key] = r
+    comps = sorted((sorted(c) for c in nx.connected_components(g)), key=lambda c: c[0])
+    xu, levels, _, sd = _vectors(units)
+    x = np.stack([xu[c].sum(0) for c in comps])
+    where = np.array([form_of[c[0]] for c in comps])
+    k = len(forms)
+    sums = np.stack([x[where == f].sum(0) for f in range(k)])
     rng = np.random.default_rng([seed, zlib.crc32(b"forms/refine")])
     best = _imbalance(sums, len(levels), sd, tolerance)
     for _ in range(sweeps):
         improved = False
-        for r in rng.permutation(len(units)).tolist():
+        for r in rng.permutation(len(comps)).tolist():
             a = int(where[r])
-            # a move (partner -1: form b gains r) or a swap with a unit of another form
+            # a move (partner -1: form b gains r) or a swap with a component of another form
             for o, b in [(-1, b) for b in range(k)] + [(o, int(where[o])) for o in
-                                                       rng.permutation(len(units))[:60].tolist()]:
-                if a == b or not fits(r, b, o) or (o >= 0 and not fits(o, a, r)):
+                                                       rng.permutation(len(comps))[:60].tolist()]:
+                if a == b:
                     continue
                 trial = sums.copy()
                 trial[a] += (x[o] if o >= 0 else 0) - x[r]
@@ -223,7 +228,8 @@ def refine(forms: list[list[Unit]], seed: int, tolerance: dict[str, float] = TOL
                     break
         if not improved:
             break
-    return [[u for u, w in zip(units, where) if w == f] for f in range(k)]
+    placed = {r: int(where[ci]) for ci, c in enumerate(comps) for r in c}
+    return [[u for r, u in enumerate(units) if placed[r] == f] for f in range(k)]
 
 
 def strata_table(forms: Sequence[Sequence[Unit]]) -> list[dict[str, Any]]:

@@ -179,3 +179,17 @@ def test_paired_and_holm():
 def test_gather_needs_runs():
     with pytest.raises(ProbegenError):
         gather([])
+
+
+def test_a_run_asked_under_several_option_orders_is_its_own_variant(tmp_path):
+    """A letter/generate run with --permutations: its cells are majority answers, and the respondent's
+    variant says so (the same model and method under one order is another respondent)."""
+    import json
+
+    one, rot = mc_run(tmp_path / "one", "m", [0, 1, 0, 2]), mc_run(tmp_path / "rot", "m", [0, 0, 0, 2])
+    for run, orders in ((one, 1), (rot, 4)):
+        res = json.loads((run / "results.json").read_text())
+        res["eval"]["method"], res["generation"] = "letter", {"method": "letter", "orders": orders}
+        write_json(run / "results.json", res)
+    variants = {r.source: r.variant for r in gather([one, rot]).respondents}
+    assert variants == {str(one): "mode=full", str(rot): "mode=full;orders=4 (majority)"}

@@ -187,8 +187,11 @@ def _eval_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
     cfg = res.get("eval") or {}
     scorer = res.get("scorer") or {}
     method = cfg.get("method") or ("generate" if "generation" in res else f"score:{scorer.get('kind', '?')}")
-    resp = Respondent("", str(res.get("model")), method, _variant(cfg), str(run), _dataset_key(ds.get("path"),
-                                                                                                 ds.get("kind")))
+    gen = res["generation"] if isinstance(res.get("generation"), dict) else {}
+    # asked under several option orders, a row's cell is its majority answer: a variant of its own
+    orders = f"orders={gen['orders']} (majority)" if isinstance(gen.get("orders"), int) and gen["orders"] > 1 else ""
+    resp = Respondent("", str(res.get("model")), method, _variant(cfg, orders), str(run),
+                      _dataset_key(ds.get("path"), ds.get("kind")))
     return [_fill(resp, _records(run / name, run))]
 
 

@@ -288,22 +288,30 @@ def semcor_counts(wordnet: str | None, semcor: str | None) -> dict[str, int] | N
     return {s: len(v) for s, v in index.items()}
 
 
-def _subset(ds: Any, kind: str, idx: list[int]) -> Any:
-    """The dataset of ``kind`` holding the records ``idx`` of ``ds`` (pool order), counts recomputed."""
-    keep = sorted(idx)
-    if kind == "coda21":
-        from ..coda21.dataset import counts
-
-        groups = [ds.groups[i] for i in keep]
-        return replace(ds, groups=groups, manifest={**ds.manifest, "counts": counts(groups)})
+def _counts(kind: str) -> Callable[[list], dict[str, Any]]:
+    """The manifest counts of a kind's records (its builder's own function)."""
+    from ..coda21.dataset import counts
     from ..wordnetqa.dataset import counts as wcounts
 
-    items = [ds.items[i] for i in keep]
-    c = wcounts(items)
-    for p, block in (ds.manifest.get("counts") or {}).items():  # the pool's skipped tallies stay the pool's
-        if p in c and "skipped" in block:
+    by_kind: dict[str, Callable[[list], dict[str, Any]]] = {"coda21": counts, "wordnetqa": wcounts}
+    return by_kind[kind]
+
+
+def _subset(ds: Any, kind: str, idx: list[int]) -> Any:
+    """The dataset of ``kind`` holding the records ``idx`` of ``ds`` (pool order), counts recomputed."""
+    records = [ds.records[i] for i in sorted(idx)]
+    c = _counts(kind)(records)
+    for p, block in (ds.manifest.get("counts") or {}).items():  # WordNetQA: the pool's skipped tallies stay the pool's
+        if p in c and isinstance(block, dict) and "skipped" in block:
             c[p]["pool_skipped"] = block["skipped"]
-    return replace(ds, items=items, manifest={**ds.manifest, "counts": c})
+    return replace(ds, **{ds.records_field: records}, manifest={**ds.manifest, "counts": c})
+
+
+#: per kind: the unit's name, what forms may not share, and the units of a pool
+_UNITS: dict[str, tuple[str, tuple[str, ...], Callable[[Any, Any, dict[str, int] | None], list[Unit]]]] = {
+    "coda21": ("group", ("synset", "target lemma"), coda21_units),
+    "wordnetqa": ("concept", ("concept synset", "target lemma", "definitions/synonymy gold synset"), wordnetqa_units),
+}
 
 
 def make_forms(ds: Any, kind: str, k: int, seed: int, names: Sequence[str], wordnet: str | None = None,
@@ -320,9 +328,10 @@ def make_forms(ds: Any, kind: str, k: int, seed: int, names: Sequence[str], word
         raise ProbegenError(f"--forms needs at least 2 forms, got {k}")
     graph = load_graph(wordnet)
     freq = semcor_counts(wordnet, semcor)
-    units = (coda21_units if kind == "coda21" else wordnetqa_units)(ds, graph, freq)
+    unit, disjoint, units_of = _UNITS[kind]
+    units = units_of(ds, graph, freq)
     if len(units) < 2 * k:
-        raise ProbegenError(f"--forms {k}: the pool has {len(units)} {'groups' if kind == 'coda21' else 'concepts'}, "
+        raise ProbegenError(f"--forms {k}: the pool has {len(units)} {unit}s, "
                             f"too few for {k} forms (at least {2 * k}); build a larger pool (a higher --limit, "
                             "looser criteria)")
     _bands(units)
@@ -332,13 +341,11 @@ def make_forms(ds: Any, kind: str, k: int, seed: int, names: Sequence[str], word
     sds = {key: float(np.std([u.num[key] for u in units])) for key in units[0].num}
     bad = balance_violations(table, sds)
     family = sha256_text(f"{ds.fingerprint}/{k}/{seed}")[:16]
-    log(f"forms: {len(units)} {'groups' if kind == 'coda21' else 'concepts'} in the pool -> {k} forms of "
+    log(f"forms: {len(units)} {unit}s in the pool -> {k} forms of "
         + ", ".join(str(t["units"]) for t in table) + f" ({len(dropped)} left out: they share a synset or lemma "
         "with two forms); " + ("strata within tolerance" if not bad else "OFF TOLERANCE: " + "; ".join(bad[:3])))
     block = {"family": family, "of": k, "siblings": list(names), "seed": seed,
-             "unit": "group" if kind == "coda21" else "concept",
-             "disjoint_by": ["synset", "target lemma"] if kind == "coda21" else
-             ["concept synset", "target lemma", "definitions/synonymy gold synset"],
+             "unit": unit, "disjoint_by": list(disjoint),
              "strata": {"categorical": sorted(units[0].cat), "banded": sorted(units[0].band),
                         "continuous": sorted(units[0].num), "sd": {key: round(v, 4) for key, v in sorted(sds.items())},
                         "frequency": "SemCor tagged occurrences" if freq is not None else

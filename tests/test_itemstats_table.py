@@ -118,6 +118,7 @@ def test_cli_writes_csv_and_parquet_loadable_in_pandas(tmp_path):
     assert len(items) == 8 and "b" in items[0]
     assert len(list(csv.DictReader(open(tmp_path / "o" / "pairs.csv")))) == 10
     assert (tmp_path / "o" / "item_map.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "o" / "item_fit.png").read_bytes()[:4] == b"\x89PNG"
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["respondents"] == 5 and summary["kr20"]["kr20"] is not None
 

@@ -9,7 +9,9 @@
 - ``pairs.csv`` (with ``pairs``): every pair of respondents on their shared items (paired bootstrap
   CI, exact McNemar, Holm-adjusted p);
 - ``summary.json`` and ``report.md``: counts, KR-20 with its CI, the flagged items;
-- ``item_map.png`` (with an IRT fit): difficulty x discrimination, flagged items in red, outfit as size.
+- ``item_map.png`` (with an IRT fit): difficulty x discrimination, flagged items in red, outfit as size;
+- ``item_fit.png`` (with an IRT fit): the fitted curve of the flagged items (else the worst-fitting ones)
+  against the share right among respondents binned by ability.
 """
 
 from __future__ import annotations
@@ -160,6 +162,54 @@ def draw_item_map(rows: Sequence[dict[str, Any]], path: Path) -> bool:
     return True
 
 
+def draw_item_fit(rows: Sequence[dict[str, Any]], people: Sequence[dict[str, Any]], table: ResponseTable,
+                  path: Path, most: int = 6) -> bool:
+    """``item_fit.png``: for the flagged items (else those with the worst outfit), at most ``most``, the
+    fitted item curve P(right | ability) beside the observed share right of the respondents in each
+    ability bin (up to 5 bins of equal size; the bin's size labels the point). False without an IRT fit."""
+    if not rows or "b" not in rows[0] or not people:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    from .irt import prob
+
+    y, names, items, _ = table.matrix()
+    theta = {p["respondent"]: p["theta"] for p in people}
+    th = np.array([theta.get(n, np.nan) for n in names], float)
+    order = sorted(range(len(rows)), key=lambda i: (not rows[i]["flags"], -float(rows[i]["outfit"] or 0)))[:most]
+    col = {it: i for i, it in enumerate(items)}
+    grid = np.linspace(min(-3.0, np.nanmin(th)), max(3.0, np.nanmax(th)), 121)
+    n = len(order)
+    fig, axes = plt.subplots((n + 2) // 3, min(n, 3), figsize=(3.2 * min(n, 3), 2.8 * ((n + 2) // 3)), squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    for ax, i in zip(axes.ravel(), order):
+        r = rows[i]
+        curve = prob(grid[:, None], np.array([r["a"]]), np.array([r["b"]]), np.array([r["c"]]))[:, 0]
+        ax.plot(grid, curve, color="tab:red" if r["flags"] else "tab:blue", lw=1.5)
+        ans = y[:, col[r["item"]]]
+        ok = ~np.isnan(ans) & ~np.isnan(th)
+        for chunk in np.array_split(np.argsort(th[ok]), min(5, int(ok.sum()))):
+            if len(chunk):
+                xs, ys = th[ok][chunk], ans[ok][chunk]
+                ax.scatter(xs.mean(), ys.mean(), s=14 + 6 * len(chunk), color="black", alpha=0.6)
+        ax.set_ylim(-0.05, 1.05)
+        why = r["flags"] or f"outfit {float(r['outfit'] or 0):.2f}"
+        ax.set_title(f"{str(r['item'])[:40]}\n{why[:48]}", fontsize=7)
+        ax.set_xlabel("ability", fontsize=7)
+        ax.tick_params(labelsize=7)
+    fig.suptitle("Item fit: fitted curve, observed share right per ability bin (point size: respondents)",
+                 fontsize=8)
+    fig.tight_layout()
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=110)
+    plt.close(fig)
+    return True
+
+
 def write(res: dict[str, Any], table: ResponseTable, out: str | Path, inputs: Sequence[str | Path]) -> Path:
     """The folder ``out`` (atomically: whole or not at all)."""
     ensure_writable(out, replace=True, inputs=inputs, writer="output")
@@ -176,6 +226,7 @@ def write(res: dict[str, Any], table: ResponseTable, out: str | Path, inputs: Se
 
             _write_csv(tmp / "pairs.csv", res["pairs"], PAIR_COLUMNS)
         draw_item_map(res["items"], tmp / "item_map.png")
+        draw_item_fit(res["items"], res["respondents"], table, tmp / "item_fit.png")
         write_json(tmp / "summary.json", {**res["summary"], "runs": [str(r) for r in inputs]})
         with atomic_write(tmp / "report.md") as fh:
             fh.write(render(res))

@@ -6,6 +6,7 @@ stratum). Each form is a dataset folder: the items of its concepts and the paren
 its own file hash and a ``form`` block naming the parent, the seed and its siblings.
 
     python bench/contamination_forms.py DATASET K OUTROOT [--seed 0] [--per-form N]
+    python bench/contamination_forms.py --lite FORM OUT   # one item (first variant) per question
 """
 
 from __future__ import annotations
@@ -43,7 +44,26 @@ def slice_forms(src: Path, k: int, out_root: Path, seed: int = 0, per_form: int 
     return paths
 
 
+def lite(src: Path, out: Path) -> Path:
+    """A form with one item per question (its first distractor variant): the same questions, fewer items."""
+    rows = [json.loads(line) for line in (src / "items.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    first = list({r["question_id"]: r for r in reversed(rows)}.values())[::-1]
+    manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
+    with atomic_dir(out) as tmp:
+        with atomic_write(tmp / "items.jsonl") as fh:
+            fh.writelines(json.dumps(r, sort_keys=True) + "\n" for r in first)
+        form = {**manifest.get("form", {}), "lite_of": str(src)}
+        write_json(tmp / "manifest.json", {**manifest, "name": out.name, "form": form,
+                                           "files": {"items.jsonl": sha256_file(tmp / "items.jsonl")}})
+    return out
+
+
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["--lite"]:
+        print(lite(Path(sys.argv[2]), Path(sys.argv[3])))
+        raise SystemExit
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dataset", type=Path)
     ap.add_argument("k", type=int)

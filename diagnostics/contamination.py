@@ -41,7 +41,7 @@ def form_accuracy(units: Units) -> tuple[float, float, int]:
 
     >>> acc, var, n = form_accuracy({"a": (1, 1), "b": (0, 1), "c": (2, 2), "d": (0, 2)})
     >>> acc, round(var, 5), n
-    (0.5, 0.08333, 4)
+    (0.5, 0.09259, 4)
     """
     c = np.array([u[0] for u in units.values()], dtype=np.float64)
     w = np.array([u[1] for u in units.values()], dtype=np.float64)

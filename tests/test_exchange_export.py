@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from probegen.commands.cli import cli
-from probegen.exchange.export import eee_validator, run_samples
+from probegen.exchange.eee import eee_validator
+from probegen.exchange.export import run_samples
 
 SAMPLE = Path("/work/shared/data/wordnetqa-release-sample/definitions-train-sample.jsonl")
 

@@ -14,7 +14,6 @@ Every Eval Ever 0.3.0 (``every-eval-ever``) needs Python >= 3.12; its JSON schem
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import tempfile
 import uuid
@@ -25,10 +24,9 @@ from typing import Any
 from ..errors import ProbegenError
 from ..io import atomic_dir, atomic_output_file, dumps, sha256_file, write_json, write_jsonl
 from ..version import __version__
+from .eee import EEE_SCHEMA_VERSION, validate_eee
 
 #: the Every Eval Ever schema version written (the bundled schemas' version)
-EEE_SCHEMA_VERSION = "0.3.0"
-SCHEMA_DIR = Path(__file__).with_name("eee_schema")
 RUN_FORMATS = ("eee", "inspect-log")
 
 
@@ -174,29 +172,6 @@ def eee_documents(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, 
                                         "hash_algorithm": "sha256", "checksum": "", "total_rows": len(rows)},
     }
     return f"{folder}/{name}", aggregate, rows
-
-
-def eee_validator(which: str) -> Any:
-    """A ``jsonschema`` validator of the bundled Every Eval Ever schema ``which`` (``eval`` or
-    ``instance_level_eval``)."""
-    import jsonschema
-
-    schema = json.loads((SCHEMA_DIR / f"{which}.schema.json").read_text(encoding="utf-8"))
-    return jsonschema.Draft7Validator(schema)
-
-
-def validate_eee(aggregate: dict[str, Any], rows: list[dict[str, Any]], where: str = "export") -> None:
-    """Check an aggregate and its samples against the Every Eval Ever schemas and each other; one line if not."""
-    for doc, which, at in [(aggregate, "eval", f"{where} (aggregate)")] + [
-            (r, "instance_level_eval", f"{where} line {i}") for i, r in enumerate(rows, 1)]:
-        err = next(iter(sorted(eee_validator(which).iter_errors(doc), key=lambda e: list(e.path))), None)
-        if err is not None:
-            path = "/".join(map(str, err.path)) or "(top)"
-            raise ProbegenError(f"{at}: not Every Eval Ever {EEE_SCHEMA_VERSION} at {path}: {err.message[:160]}")
-    ids = {r["evaluation_id"] for r in rows}
-    if ids != {aggregate["evaluation_id"]}:
-        raise ProbegenError(f"{where}: samples of {len(ids)} evaluation(s) {sorted(ids)[:2]}, aggregate "
-                            f"{aggregate['evaluation_id']!r}: mixed evaluations")
 
 
 def write_eee(run: str | Path, out: str | Path) -> str:

@@ -33,8 +33,8 @@ Respondent = Any
 
 
 def _respondent(model: str, method: str, variant: str, source: Path, dataset: str | None) -> Respondent:
-    from ..itemstats.table import Respondent as R
-    from ..itemstats.table import _dataset_key
+    from ..itemstats.respondent import Respondent as R
+    from ..itemstats.respondent import _dataset_key
 
     return R("", model, method, variant, str(source), _dataset_key(dataset) if dataset else f"?{source}",
              adopt=not dataset)
@@ -190,7 +190,7 @@ def _eee_pair(path: Path) -> tuple[Path, Path]:
 
 def read_eee(path: Path) -> list[Respondent]:
     """The respondents (one per evaluation result) of Every Eval Ever samples and their aggregate."""
-    from .export import validate_eee
+    from .eee import validate_eee
 
     agg_path, samples_path = _eee_pair(path)
     try:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from ..errors import ProbegenError
 from ..io import atomic_write, read_jsonl, recover, verify_output
+from .respondent import Respondent, _dataset_key
 
 #: the columns of the long table, in order
 COLUMNS = ("respondent", "model", "method", "variant", "source", "dataset", "item", "unit", "correct", "chosen",
@@ -28,21 +28,6 @@ COLUMNS = ("respondent", "model", "method", "variant", "source", "dataset", "ite
 HUMAN_METHOD = "study"
 #: the eval settings that tell two prompt variants of one model apart (seed and split aside)
 VARIANT_KEYS = ("mode", "matching", "pattern", "length_norm", "reduction", "prompts", "permutations")
-
-
-@dataclass
-class Respondent:
-    """One respondent's answers: ``cells`` maps item id -> cell dict (the table's columns but the respondent's)."""
-
-    name: str
-    model: str
-    method: str
-    variant: str
-    source: str
-    dataset: str
-    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: the dataset is unknown (another harness's results): :func:`gather` gives it the runs' dataset holding its items
-    adopt: bool = False
 
 
 @dataclass
@@ -141,13 +126,6 @@ def record_cells(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ProbegenError(f"record {rid} has no numeric 'correct'")
     return {rid: {"unit": str(rec.get("cluster") or rid), "correct": float(correct), "chosen": _label(choices, p),
                   "key": _label(choices, g), "k": max(2, k)}}
-
-
-def _dataset_key(path: Any, kind: Any = None) -> str:
-    """How runs name their dataset, comparable across runs: its real path where it exists (``kind``
-    is not part of it: a bias run's entries do not all record it)."""
-    p = str(path)
-    return os.path.realpath(p) if os.path.exists(p) else p
 
 
 def _variant(cfg: dict[str, Any], extra: str = "") -> str:

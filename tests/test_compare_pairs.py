@@ -12,7 +12,7 @@ from scipy.stats import binomtest
 
 from probegen.diagnostics.compare import model_pairs, pairs_table, render
 
-SAMPLE = Path("/work/shared/data/wordnetqa-release-sample/definitions-train-sample.jsonl")
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample" / "definitions-train-sample.jsonl"
 
 
 def test_model_pairs_three_models_holm_and_clusters():

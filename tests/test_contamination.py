@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from probegen.diagnostics.contamination import form_accuracy, fresh_null, gap_test
 
-SAMPLES = Path("/work/shared/data/wordnetqa-release-sample")
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample"
 PROBES = ("definitions", "hypernymy", "hyponymy", "synonymy")
 WIC = Path(__file__).parent / "data" / "wic_semcor_24.jsonl"
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from exchange_runs import glove_coda_run
 
 from probegen.commands.cli import cli
 from probegen.exchange.eee import eee_validator
 from probegen.exchange.export import run_samples
 
-SAMPLE = Path("/work/shared/data/wordnetqa-release-sample/definitions-train-sample.jsonl")
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample" / "definitions-train-sample.jsonl"
 
 
 def _invoke(*args: str):
@@ -31,15 +32,8 @@ def wnqa_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def coda_run(clean_hard_nouns, tmp_path_factory) -> Path:
-    """A real CoDA21 run (five clean-hard noun groups): items are group rows ``<group>#<row>``."""
-    from probegen.coda21.dataset import Coda21Dataset, write
-
-    ds = write(Coda21Dataset(clean_hard_nouns.groups[:5], clean_hard_nouns.manifest),
-               tmp_path_factory.mktemp("coda") / "coda-5")
-    out = ds.parent / "run"
-    r = _invoke("eval", "--model", "glove-50d", "--dataset", str(ds), "--out", str(out))
-    assert r.exit_code == 0, r.output
-    return out
+    """A real CoDA21 run (5 clean-hard noun groups)."""
+    return glove_coda_run(clean_hard_nouns, tmp_path_factory, 5)
 
 
 def _eee_files(folder: Path) -> tuple[dict, list[dict]]:

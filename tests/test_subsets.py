@@ -153,7 +153,7 @@ def test_on_invalid_skip_reaches_the_multiple_choice_loader(tmp_path):
     task = tasks.get("wordnetqa")
     if "on_invalid" not in inspect.signature(task.load).parameters:
         pytest.skip("the multiple-choice task's loader does not take on_invalid yet")
-    src = Path("/work/shared/data/wordnetqa-release-sample/hypernymy-train-sample.jsonl")
+    src = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample" / "hypernymy-train-sample.jsonl"
     rows = [json.loads(ln) for ln in src.read_text().splitlines()]
     rows[2]["answerKey"] = "9"
     bad = tmp_path / "hypernymy-train.jsonl"

@@ -28,3 +28,11 @@ def glove_coda_run(clean_hard_nouns, tmp_path_factory, groups: int) -> Path:
     r = invoke("eval", "--model", "glove-50d", "--dataset", str(ds), "--out", str(out))
     assert r.exit_code == 0, r.output
     return out
+
+
+def glove_wnqa_run(tmp_path_factory) -> Path:
+    """A real `probegen eval` run: GloVe on the 40 WordNetQA release-sample definition questions."""
+    out = tmp_path_factory.mktemp("runs") / "glove"
+    r = invoke("eval", "--model", "glove-50d", "--dataset", str(SAMPLE), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    return out

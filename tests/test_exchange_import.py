@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from exchange_runs import glove_coda_run
+from exchange_runs import glove_coda_run, glove_wnqa_run
 
 from probegen.commands.cli import cli
 
@@ -30,10 +30,7 @@ def _invoke(*args: str):
 @pytest.fixture(scope="module")
 def wnqa_run(tmp_path_factory) -> Path:
     """A real `probegen eval` run: GloVe on the 40 WordNetQA release-sample definition questions."""
-    out = tmp_path_factory.mktemp("runs") / "glove"
-    r = _invoke("eval", "--model", "glove-50d", "--dataset", str(SAMPLE), "--out", str(out))
-    assert r.exit_code == 0, r.output
-    return out
+    return glove_wnqa_run(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

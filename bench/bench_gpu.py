@@ -96,19 +96,23 @@ def rendered(groups) -> tuple[list[str], list[list[str]]]:
 
 
 # ---- models ----------------------------------------------------------------------------------------------
-def causal_tokenizer():
-    """The bundled SmolLM2 tokenizer."""
+def causal_tokenizer(path: str | None = None):
+    """The bundled SmolLM2 tokenizer (or the tokenizer folder ``path``: a machine without the bundle)."""
     from transformers import AutoTokenizer
 
+    if path:
+        return AutoTokenizer.from_pretrained(path)
     from probegen.models import _smollm2_dir, resolve_model
 
     return AutoTokenizer.from_pretrained(str(_smollm2_dir(Path(resolve_model("smollm2-135m").path_or_id))))
 
 
-def masked_tokenizer():
-    """bert-base-uncased's WordPiece vocabulary, from the bundled MiniLM."""
+def masked_tokenizer(vocab: str | None = None):
+    """bert-base-uncased's WordPiece vocabulary, from the bundled MiniLM (or the file ``vocab``)."""
     from transformers import BertTokenizerFast
 
+    if vocab:
+        return BertTokenizerFast(vocab=vocab)
     from probegen.models import resolve_model
 
     return BertTokenizerFast(vocab=str(Path(resolve_model("minilm-l6").path_or_id) / "vocab.txt"))
@@ -292,6 +296,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--lm-eval-batch", type=int, default=None, help="baseline batch size [default: 128; smoke: 8]")
     ap.add_argument("--cpu-smoke", action="store_true", help="tiny shapes on the CPU (automatic without CUDA)")
     ap.add_argument("--keep-budgets", action="store_true", help="reuse remembered budgets (default: search afresh)")
+    ap.add_argument("--causal-tokenizer", default=None, help="tokenizer folder [default: the bundled SmolLM2's]")
+    ap.add_argument("--masked-vocab", default=None, help="WordPiece vocab.txt [default: the bundled MiniLM's]")
+    ap.add_argument("--out", default=None, help="also write the table and the machine, commit and date as JSON")
+    ap.add_argument("--commit", default=None, help="commit to record [default: git rev-parse HEAD]")
     args = ap.parse_args(argv)
 
     import torch
@@ -331,10 +339,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         shape = shapes[name]
         t0 = time.perf_counter()
         if shape["kind"] == "causal":
-            rows, info = bench_causal(name, shape, causal_tokenizer(), q_c, c_c, args, device, dtype)
+            rows, info = bench_causal(name, shape, causal_tokenizer(args.causal_tokenizer), q_c, c_c, args, device, dtype)
             base = rows[0][1]
         else:
-            rows, info = bench_masked(name, shape, masked_tokenizer(), q_m, c_m, args, device, dtype)
+            rows, info = bench_masked(name, shape, masked_tokenizer(args.masked_vocab), q_m, c_m, args, device, dtype)
             base = None
         for i, (label, med, best, diff, budget) in enumerate(rows):
             ratio = f"{med / base:.2f}" if base else "-"
@@ -348,7 +356,32 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(f"{'':<15} ({extra}; {time.perf_counter() - t0:.0f} s in all)")
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
+    if args.out:
+        write_results(args.out, table, what=what, torch_version=torch.__version__, dtype=str(dtype), smoke=smoke,
+                      data=where, commit=args.commit)
     return table
+
+
+def write_results(path: str, table: list[dict], **meta) -> None:
+    """The table as JSON with the machine, commit and date that produced it (rendered into the docs)."""
+    import datetime
+    import json
+    import platform
+    import subprocess
+
+    commit = meta.pop("commit", None)
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                    cwd=Path(__file__).parent, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            commit = "unknown"
+    doc = {"bench": "bench_gpu", "machine": {"device": meta.pop("what"), "cpu": platform.processor() or platform.machine(),
+                                             "python": platform.python_version(), "torch": meta.pop("torch_version")},
+           "commit": commit, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           **meta, "rows": table}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

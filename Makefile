@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DATA := probegen_out/datasets
 
-.PHONY: install chromium demo test bench clean lock vllm-env lock-vllm
+.PHONY: install chromium demo test bench clean lock vllm-env lock-vllm docs
 
 install: $(VENV)/.installed chromium
 
@@ -62,6 +62,10 @@ bench: install
 	$(PY) bench/bench_causal.py
 	$(PY) bench/bench_gpu.py
 	$(PY) bench/bench_generate.py
+
+# The documentation site (mkdocs.yml, docs/): --strict fails on a broken link, anchor or snippet.
+docs: install
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) .venv-vllm probegen_out

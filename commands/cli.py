@@ -489,13 +489,17 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 @add_device_options
 @click.argument("twin", type=click.Path())
 @click.argument("other", type=click.Path())
-@click.option("--model", "models", multiple=True, required=True,
+@click.option("--model", "models", multiple=True,
               help="Model to score both sets with; repeat (reference and held-out).")
+@click.option("--run", "runs", multiple=True, type=click.Path(),
+              help="Answers made already, as respondents: a `probegen eval`/`bias` run or another harness's per-item "
+                   "file (lm-eval --log_samples, inspect-ai log, Every Eval Ever; docs/exchange.md) on TWIN or "
+                   "OTHER; repeat: each respondent needs one run on each set.")
 @click.option("--labels", default="twin,adversarial", show_default=True, help="Names of the two sets in the report.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=T(opts.N_BOOT))
 @click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
-def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
+def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out) -> None:
     """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.
 
     Units (CoDA21 groups, WordNetQA concepts) are paired by id; the report gives both
@@ -503,10 +507,16 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
     pair of models on each set too: the accuracy difference on the same decisions with a paired
     cluster-bootstrap CI, the exact McNemar p and its Holm-adjusted p over the set's pairs.
 
+    --model scores a model here; --run reads answers made already (a respondent is a model x
+    method x variant with one run on each set: placed by the dataset a run names, else by its item
+    ids) and reports them as if scored here. Give either or both.
+
     \b
     Examples:
       probegen compare probegen_out/datasets/coda21-clean-hard-adv-minilm-l6-twin \\
                        probegen_out/datasets/coda21-clean-hard-adv-minilm-l6 --model minilm-l6 --model glove-50d
+      probegen compare TWIN OTHER --run runs/glove-twin --run runs/glove-other --model minilm-l6
+      probegen compare TWIN OTHER --run eee-twin --run eee-other --run logs/m-twin.eval --run logs/m-other.eval
     """
     from probegen.diagnostics.command_requests import CompareRequest, run_compare_request
     from probegen.diagnostics.compare import pairs_table, table
@@ -514,7 +524,7 @@ def compare(runtime, twin, other, models, labels, seed, n_boot, out) -> None:
 
     la, _, lb = labels.partition(",")
     req = CompareRequest(twin=twin, other=other, models=tuple(models), labels=(la, lb or "other"), seed=seed,
-                         n_boot=n_boot, out=out)
+                         n_boot=n_boot, out=out, runs=tuple(runs))
     runner = Runner(runtime, log=_log)
     res = run_compare_request(req, runner, DEFAULT_ROOT)
     echo = runner.main_log(click.echo)

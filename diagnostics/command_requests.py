@@ -109,7 +109,8 @@ def run_export_request(req: ExportRequest) -> str:
 # ---- compare -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CompareRequest:
-    """``probegen compare``: two paired versions of a probe set scored by every model."""
+    """``probegen compare``: two paired versions of a probe set scored by every model, and the
+    answers already made in ``runs`` (probegen runs or other harnesses' per-item files, each on one set)."""
 
     twin: str
     other: str
@@ -118,6 +119,7 @@ class CompareRequest:
     seed: int = 0
     n_boot: int = 1000
     out: str | None = None
+    runs: tuple[str, ...] = ()
 
     def out_dir(self, root: Path = DEFAULT_ROOT) -> Path:
         """``out``, or ``<root>/compare/<other's name>``."""
@@ -128,27 +130,38 @@ def check_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFA
     """Every check of a comparison, once, before any work (the output, both datasets' kinds, every
     model resolved by ``runner``, which keeps it for the load); the two datasets' tasks."""
     from probegen import tasks
+    from probegen.errors import ProbegenError
     from probegen.evaluation import resolve_models
     from probegen.io import ensure_writable
 
     from .compare import raise_mismatch
 
-    ensure_writable(req.out_dir(root), True, [req.twin, req.other], writer="run")
+    if not req.models and not req.runs:
+        raise ProbegenError("give --model (scored here) or --run (answers made already), or both")
+    ensure_writable(req.out_dir(root), True, [req.twin, req.other, *req.runs], writer="run")
     kinds = tasks.detect(req.twin), tasks.detect(req.other)
     if kinds[0].name != kinds[1].name:  # two kinds cannot be paired: one line before any model loads
         raise_mismatch(kinds[0].name, kinds[1].name)
-    resolve_models(req.models, runner=runner)  # an unknown name fails in a moment
+    if req.models:
+        resolve_models(req.models, runner=runner)  # an unknown name fails in a moment
     return kinds
 
 
 def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAULT_ROOT) -> dict[str, Any]:
-    """``probegen compare``: check ``req`` once, score and write the report (whole or not at all)."""
-    from .compare import compare
+    """``probegen compare``: check ``req`` once, read ``--run``s (every bad one is one line before
+    any model loads), score and write the report (whole or not at all)."""
+    from .compare import compare, read_imported
+    from .run_bias import load_dataset
 
     kinds = check_compare_request(req, runner, root)
+    loaded = None
+    if req.runs:  # the datasets are read once here, so that a bad run fails before any scoring
+        loaded = load_dataset(req.twin, task=kinds[0]), load_dataset(req.other, task=kinds[1])
+        read_imported(list(req.runs), req.twin, req.other, loaded[0][0], (loaded[0][1], loaded[1][1]),
+                      set(req.models))
     with runner.output_dir(req.out_dir(root)) as tmp:  # written by rank 0 alone under torchrun
         return compare(req.twin, req.other, list(req.models), tmp, req.labels, req.seed, req.n_boot, runner.log,
-                       runner=runner, kinds=kinds)
+                       runner=runner, kinds=kinds, runs=list(req.runs), loaded=loaded)
 
 
 # ---- filter --------------------------------------------------------------------------------------

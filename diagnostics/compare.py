@@ -9,11 +9,13 @@ concept is not counted as up to four independent clusters. Pure analysis is in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from probegen.errors import ProbegenError
 from probegen.runner import Runner
 
 from .bias import _ci
@@ -95,16 +97,141 @@ def model_pairs(per_model: dict[str, list[tuple[str, str, float]]], n_boot: int 
     return all_pairs(y, names, [units[i] for i in order], n_boot, seed)
 
 
+# ---- answers made elsewhere (probegen runs, other harnesses' per-item files) -----------------------
+Correctness = tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]
+
+
+@dataclass
+class Imported:
+    """One respondent read from runs (``probegen compare --run``): its answers on each set, read as
+    :func:`correctness` reads a scoring."""
+
+    name: str  # its row in the report: the model, or model|method|variant where that is taken
+    model: str
+    sources: tuple[str, str]  # the run (file) on each set
+    a: Correctness
+    b: Correctness
+
+
+def item_units(kind: str, data: Any) -> dict[str, str]:
+    """Every item id of ``data`` as runs name it (:func:`probegen.itemstats.table.record_cells`) and
+    the unit :func:`correctness` counts it in, in the dataset's order: a CoDA21 row ``<group>#<row>``
+    in its group, a WordNetQA item in its concept (synset), any other kind's unit in itself."""
+    from probegen import tasks
+    from probegen.settings import Settings
+
+    task = tasks.get(kind)
+    if kind == "coda21":  # one item per row of a group (tasks/coda21.py's correctness)
+        return {f"{g.id}#{r}": str(g.id) for g in data.groups for r in range(len(g.items))}
+    if kind == "wordnetqa":  # an item in its concept (tasks/multiple_choice.py's correctness)
+        return {str(it.id): task.cluster_of(it) for it in data.items}
+    return {str(u.id): str(u.id) for u in task.units(data, "full", Settings())}  # tasks/base.py's
+
+
+def cells_correctness(layout: dict[str, str], cells: dict[str, dict[str, Any]], grouped: bool) -> Correctness:
+    """Per unit and per decision, as :func:`correctness` gives them, from one respondent's cells
+    (item id -> cell with ``correct``) on a dataset of item -> unit ``layout``: a grouped unit
+    (CoDA21) is (its rows' mean, 1), any other (items right, items).
+
+    >>> cells_correctness({"g#0": "g", "g#1": "g"}, {"g#0": {"correct": 1.0}, "g#1": {"correct": 0.0}}, True)
+    ({'g': (0.5, 1.0)}, [('g', 'g#0', 1.0), ('g', 'g#1', 0.0)])
+    """
+    sums: dict[str, list[float]] = {}
+    decisions = []
+    for item, unit in layout.items():  # the dataset's order: the order a scoring gives
+        if item not in cells:
+            continue
+        right = float(cells[item]["correct"] >= 1)
+        u = sums.setdefault(unit, [0.0, 0.0])
+        u[0] += right
+        u[1] += 1.0
+        decisions.append((unit, item, right))
+    units = {k: ((v[0] / v[1], 1.0) if grouped else (v[0], v[1])) for k, v in sums.items()}
+    return units, decisions
+
+
+def _side(r: Any, run: str, keys: tuple[str, str], data: tuple[Any, Any], layouts: tuple[dict, dict],
+          paths: tuple[str, str]) -> list[int]:
+    """Which sets (0: twin, 1: other) one respondent answered: by its dataset's path, else (a foreign
+    file that does not name it) by its export's manifest, else by its item ids; one line if none."""
+    if not r.adopt:
+        sides = [i for i in (0, 1) if r.dataset == keys[i]]
+        if not sides:
+            raise ProbegenError(f"{run} is on {r.dataset}, neither {paths[0]} nor {paths[1]}: give runs on the two "
+                                "sets compared")
+        return sides
+    if r.manifest is not None:
+        sides = [i for i in (0, 1) if (getattr(data[i], "manifest", None) or None) == r.manifest]
+        if len(sides) == 1 or keys[0] == keys[1] and sides:
+            return sides
+    ids = set(r.cells)
+    sides = [i for i in (0, 1) if ids <= set(layouts[i])]
+    if not sides:
+        unknown = sorted(ids - set(layouts[0]), key=str)
+        raise ProbegenError(f"{run}: {len(unknown)} of {len(ids)} item ids are not items of {paths[0]} "
+                            f"(e.g. {', '.join(unknown[:3])}), nor are all of them items of {paths[1]}")
+    if len(sides) == 2 and keys[0] != keys[1]:
+        raise ProbegenError(f"{run}: its item ids are items of both {paths[0]} and {paths[1]} and the file does "
+                            "not name its dataset: give a probegen run or a probegen export (EEE, inspect log)")
+    return sides
+
+
+def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data: tuple[Any, Any],
+                  taken: set[str]) -> list[Imported]:
+    """The respondents of ``runs`` (:func:`probegen.itemstats.table.read_run`: probegen eval and bias
+    runs, lm-eval samples, inspect-ai logs, Every Eval Ever results), each on twin ``a`` or other
+    ``b``, paired by model, method and variant; one line for a run on neither set, unknown ids, a
+    respondent on one set only or twice on one set. ``taken``: the names already in the report."""
+    from probegen.itemstats.respondent import _dataset_key, identity
+    from probegen.itemstats.table import read_run
+
+    paths = (str(a), str(b))
+    keys = (_dataset_key(a), _dataset_key(b))
+    layouts = (item_units(kind, data[0]), item_units(kind, data[1]))
+    grouped = kind == "coda21"  # a group's accuracy is its unit's score (the paper's mean of groups)
+    sides: dict[str, list[tuple[str, Any] | None]] = {}
+    for run in runs:
+        for r in read_run(run):
+            for i in _side(r, run, keys, data, layouts, paths):
+                slot = sides.setdefault(identity(r), [None, None])
+                if slot[i] is not None:
+                    raise ProbegenError(f"{identity(r)} answers {paths[i]} in both {slot[i][0]} and {run}: give one "
+                                        "run per respondent and set")
+                slot[i] = (run, r)
+    out = []
+    for who, slot in sides.items():
+        missing = [paths[i] for i in (0, 1) if slot[i] is None]
+        if missing:
+            have = next(s for s in slot if s is not None)
+            raise ProbegenError(f"{who} ({have[0]}) has no run on {missing[0]}: a respondent needs a run on each set")
+        (ra, resp_a), (rb, resp_b) = slot  # type: ignore[misc]
+        for i, (run, r) in enumerate(slot):  # type: ignore[arg-type]
+            unknown = sorted(set(r.cells) - set(layouts[i]), key=str)
+            if unknown:
+                raise ProbegenError(f"{run}: {len(unknown)} of {len(r.cells)} item ids are not items of {paths[i]} "
+                                    f"(e.g. {', '.join(unknown[:3])})")
+        name = resp_a.model if resp_a.model not in taken else who
+        n = 2
+        while name in taken:
+            name, n = f"{who}#{n}", n + 1
+        taken.add(name)
+        out.append(Imported(name, resp_a.model, (ra, rb), cells_correctness(layouts[0], resp_a.cells, grouped),
+                            cells_correctness(layouts[1], resp_b.cells, grouped)))
+    return out
+
+
 def compare(
     a: str | Path, b: str | Path, models: list[str], out: Path, labels: tuple[str, str] = ("twin", "adversarial"),
     seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print, *, runner: Runner,
-    kinds: tuple[Any, Any] | None = None,
+    kinds: tuple[Any, Any] | None = None, runs: list[str] | None = None, loaded: tuple[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """Score both datasets with every model, write results.json, report.md and a bar chart.
 
     ``runner`` loads the models (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
     ``kinds``: the two datasets' tasks when the caller detected them (None: detected here).
+    ``runs``: answers made already (:func:`read_imported`), rows after the models'; ``loaded``: the
+    two datasets' (kind, data) when the caller loaded them (None: loaded here).
     """
     from probegen import tasks
     from probegen.io import write_json
@@ -114,9 +241,10 @@ def compare(
     from .run_bias import load_dataset
 
     ta, tb = kinds or (None, None)
-    (kind_a, da), (kind_b, db) = load_dataset(a, task=ta), load_dataset(b, task=tb)
+    (kind_a, da), (kind_b, db) = loaded or (load_dataset(a, task=ta), load_dataset(b, task=tb))
     if kind_a != kind_b:
         raise_mismatch(kind_a, kind_b)
+    imported = read_imported(list(runs), a, b, kind_a, (da, db), set(models)) if runs else []
     rows = []
     decisions: dict[str, dict[str, list[tuple[str, str, float]]]] = {"a": {}, "b": {}}
     for m in models:
@@ -126,10 +254,16 @@ def compare(
         ub, decisions["b"][m] = correctness(kind_b, db, scorer, seed)
         res = paired_bootstrap(ua, ub, n_boot, seed)
         rows.append({"model": m, "used_in_construction": _reference(db) == m or _reference(da) == m, **res})
+    for imp in imported:
+        (ua, decisions["a"][imp.name]), (ub, decisions["b"][imp.name]) = imp.a, imp.b
+        res = paired_bootstrap(ua, ub, n_boot, seed)
+        rows.append({"model": imp.name, "used_in_construction": imp.model in (_reference(da), _reference(db)), **res})
     results = {"a": {"label": labels[0], "path": str(a), "chance": _chance(kind_a, da)},
                "b": {"label": labels[1], "path": str(b), "chance": _chance(kind_b, db)},
                "kind": kind_a, "resampling_unit": tasks.get(kind_a).resampling_unit, "models": rows}
-    if len(models) > 1:  # every pair of models on each set (one model: results.json as before)
+    if imported:  # where each imported row's answers come from
+        results["runs"] = {imp.name: {"a": imp.sources[0], "b": imp.sources[1]} for imp in imported}
+    if len(rows) > 1:  # every pair of models on each set (one model: results.json as before)
         results["pairs"] = {side: model_pairs(decisions[side], n_boot, seed) for side in ("a", "b")}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", results)
@@ -201,6 +335,8 @@ def render(results: dict[str, Any], plot: str) -> str:
         "",
         f"- {la}: `{results['a']['path']}`",
         f"- {lb}: `{results['b']['path']}`",
+        *[f"- {name}: answers read from `{src['a']}` ({la}) and `{src['b']}` ({lb}), not scored here"
+          for name, src in (results.get("runs") or {}).items()],
         f"- units paired by id and resampled whole ({results['kind']}: "
         f"{results.get('resampling_unit') or RESAMPLING_UNIT[results['kind']]}); 95% bootstrap CIs over units; "
         f"difference = {lb} - {la}; chance {results['a']['chance']:.3f} ({la}), {results['b']['chance']:.3f} ({lb}).",

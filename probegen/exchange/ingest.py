@@ -72,6 +72,25 @@ def _lm_eval_model(path: Path, task: str) -> str:
     return "lm-eval"
 
 
+def _lm_eval_export_manifest(path: Path, task: str) -> dict[str, Any] | None:
+    """The ``dataset_manifest`` of the probegen lm-eval export the samples answer, where lm-eval's
+    ``results_<time>.json`` beside them names the export's ``docs.jsonl`` (its task config's
+    ``dataset_kwargs.data_files``) and that folder's ``manifest.json`` is still there; else None."""
+    m = _LM_EVAL_NAME.search(path.name)
+    for res in sorted(path.parent.glob(f"results_{m.group('time')}.json")) if m else []:
+        try:
+            cfg = (json.loads(res.read_text(encoding="utf-8")).get("configs") or {}).get(task) or {}
+            files = (cfg.get("dataset_kwargs") or {}).get("data_files") or {}
+            docs = [Path(f) for f in (files.values() if isinstance(files, dict) else [files]) if isinstance(f, str)]
+            for d in docs:
+                mf = json.loads((d.parent / "manifest.json").read_text(encoding="utf-8"))
+                if isinstance(mf, dict) and mf.get("kind") == "export" and isinstance(mf.get("dataset_manifest"), dict):
+                    return mf["dataset_manifest"]
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
 def _loglik(resp: Any, where: str) -> float:
     v = resp[0] if isinstance(resp, list) and resp else resp
     try:
@@ -116,6 +135,9 @@ def read_lm_eval(path: Path) -> list[Respondent]:
                            "chosen": labels[pred], "key": labels[gold], "k": max(2, len(choices))}, where)
     if not resps:
         raise ProbegenError(f"{path}: no acc or acc_norm in its samples")
+    manifest = _lm_eval_export_manifest(path, task)
+    for r in resps.values():
+        r.manifest = manifest
     return list(resps.values())
 
 

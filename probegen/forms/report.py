@@ -162,36 +162,66 @@ def _forms_block(dataset: str, run: str) -> dict[str, Any]:
     return block
 
 
+def _foreign_form(r: Any) -> dict[str, Any] | None:
+    """The forms block a foreign file's respondent names through its export's manifest (lm-eval), else None."""
+    block = (r.manifest or {}).get("forms") if r.adopt else None
+    return block if isinstance(block, dict) and isinstance(block.get("form"), int) and block.get("family") else None
+
+
 def read_form_runs(runs: Sequence[str | Path]) -> tuple[list[FormRun], dict[str, Any]]:
     """Every respondent x form of ``runs`` and the family's forms block; one error line where the
-    runs are not on forms of one family, cover fewer than two forms, or repeat a respondent on a form."""
-    from ..itemstats.table import read_run
+    runs are not on forms of one family, cover fewer than two forms, or repeat a respondent on a form.
+
+    A run may be another harness's per-item results (:mod:`probegen.exchange.ingest`): a probegen
+    EEE or inspect export names its form; lm-eval samples of a probegen lm-eval export of a form are
+    identified by the export's manifest (its ``forms`` block), their ids checked against a probegen
+    run on the same form where one is given; any other file joins the given run's form holding all
+    of its item ids (:func:`probegen.itemstats.table._adopt`), or is one line."""
+    from ..itemstats.respondent import identity
+    from ..itemstats.table import _adopt, read_run
 
     if len(runs) < 2:
         raise ProbegenError("give runs on at least two forms (one run per respondent and form)")
+    read = [(str(run), r) for run in runs for r in read_run(run)]
+    _adopt([r for _, r in read if _foreign_form(r) is None])
     out: list[FormRun] = []
     family: dict[str, Any] | None = None
     seen: dict[tuple[str, int], str] = {}
-    for run in runs:
-        for r in read_run(run):
-            block = _forms_block(r.dataset, str(run))
-            if family is None:
-                family = block
-            elif block["family"] != family["family"]:
-                raise ProbegenError(f"{run} is on a form of family {block['family']} ({block.get('name')}), the "
-                                    f"first run on family {family['family']}: give runs on the forms of one "
-                                    "`--forms` build")
-            who = f"{r.model}|{r.method}|{r.variant}"
-            key = (who, int(block["form"]))
-            if key in seen:
-                raise ProbegenError(f"{run}: {who} on form {key[1]} is also in {seen[key]}; give one run per "
-                                    "respondent and form")
-            seen[key] = str(run)
-            items = list(r.cells)
-            out.append(FormRun(who, key[1], r.dataset, items, np.array([r.cells[i]["correct"] >= 1 for i in items],
-                                                                       float),
-                               [str(r.cells[i]["unit"]) for i in items], [int(r.cells[i]["k"] or 2) for i in items]))
+    by_manifest: list[tuple[str, FormRun]] = []
+    for run, r in read:
+        block = _foreign_form(r)
+        if block is None and r.adopt and r.dataset.startswith("?"):
+            raise ProbegenError(f"{run} does not name its dataset: give it with a probegen run on its form (it joins "
+                                "the form whose items hold its item ids)")
+        block = block or _forms_block(r.dataset, run)
+        if family is None:
+            family = block
+        elif block["family"] != family["family"]:
+            raise ProbegenError(f"{run} is on a form of family {block['family']} ({block.get('name')}), the "
+                                f"first run on family {family['family']}: give runs on the forms of one "
+                                "`--forms` build")
+        who = identity(r)
+        key = (who, int(block["form"]))
+        if key in seen:
+            raise ProbegenError(f"{run}: {who} on form {key[1]} is also in {seen[key]}; give one run per "
+                                "respondent and form")
+        seen[key] = run
+        items = list(r.cells)
+        siblings = block.get("siblings") or []
+        dataset = r.dataset if _foreign_form(r) is None else \
+            f"{siblings[key[1] - 1] if len(siblings) >= key[1] else f'form{key[1]}'} (named by {Path(run).name})"
+        fr = FormRun(who, key[1], dataset, items, np.array([r.cells[i]["correct"] >= 1 for i in items], float),
+                     [str(r.cells[i]["unit"]) for i in items], [int(r.cells[i]["k"] or 2) for i in items])
+        out.append(fr)
+        if _foreign_form(r) is not None:
+            by_manifest.append((run, fr))
     assert family is not None
+    for run, fr in by_manifest:  # its ids against a probegen run's items on the same form, where there is one
+        known = {i for f in out if f.form == fr.form and not any(f is g for _, g in by_manifest) for i in f.items}
+        unknown = sorted(set(fr.items) - known) if known else []
+        if unknown:
+            raise ProbegenError(f"{run}: {len(unknown)} of {len(fr.items)} item ids are not items of form {fr.form} "
+                                f"(e.g. {', '.join(unknown[:3])}): not results on that form")
     forms = sorted({f.form for f in out})
     if len(forms) < 2:
         raise ProbegenError(f"the runs cover one form ({family.get('siblings', ['?'])[forms[0] - 1]}); equivalence "

@@ -22,6 +22,9 @@ class Respondent:
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the dataset is unknown (another harness's results): :func:`gather` gives it the runs' dataset holding its items
     adopt: bool = False
+    #: the manifest of the probegen dataset a foreign file says it answered (an lm-eval export's
+    #: ``dataset_manifest``), where it says so: what ``probegen forms`` and ``compare`` identify it by
+    manifest: dict[str, Any] | None = None
 
 
 def _dataset_key(path: Any, kind: Any = None) -> str:
@@ -29,3 +32,10 @@ def _dataset_key(path: Any, kind: Any = None) -> str:
     is not part of it: a bias run's entries do not all record it)."""
     p = str(path)
     return os.path.realpath(p) if os.path.exists(p) else p
+
+
+def identity(resp: Respondent) -> str:
+    """``model|method|variant``: one respondent's name across datasets (``probegen forms``, ``compare``).
+    A foreign file's variant is left out: it names the file's task (lm-eval ``task=...``, EEE
+    ``result=...``), which differs from one dataset to the next for one model and method."""
+    return f"{resp.model}|{resp.method}" if resp.adopt else f"{resp.model}|{resp.method}|{resp.variant}"

@@ -8,7 +8,11 @@ run computes every pair. Prints pairs/s per path and concurrency, and the larges
 between the api scores and the in-process ones.
 
     OPENAI_API_KEY=... .venv/bin/python bench/bench_api.py --api-base http://127.0.0.1:8000/v1 \\
-        --model smollm2 --dataset probegen_out/datasets/coda21-clean-hard [--groups 7] [--concurrency 1 2 4 8]
+        --model smollm2 --dataset probegen_out/datasets/coda21-clean-hard [--groups 7] [--concurrency 1 2 4 8] \\
+        [--out FILE.json]
+
+The table goes to ``--out`` [bench/results/bench_api.json] with the machine, commit and date;
+``bench/render_figures.py`` renders it into docs/figures/speed.md.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from bench_causal import dataset_data  # noqa: E402
+from benchlib import write_result  # noqa: E402
 
 
 def pairs_of(path: str, n_groups: int) -> list[tuple[str, str]]:
@@ -45,6 +50,7 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=7)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--batch-size", type=int, default=None, help="prompts per request [default: the scorer's]")
+    ap.add_argument("--out", default=None, help="result JSON [default: bench/results/bench_api.json]")
     args = ap.parse_args()
 
     from probegen.models import load_scorer
@@ -55,6 +61,8 @@ def main() -> None:
     timed(local, pairs[:16])  # warm-up (first call self-checks the packed strategy)
     t, want = timed(local, pairs)
     print(f"{'in-process ' + args.local_model:32s} {len(pairs) / t:8.1f} pairs/s  ({t:.1f} s)")
+    rows = [{"path": f"in-process {args.local_model}", "concurrency": None, "pairs_per_s": round(len(pairs) / t, 2),
+             "seconds": round(t, 2), "max_abs_diff": 0.0, "requests": None}]
     for c in args.concurrency:
         api = load_scorer(args.model, api_base=args.api_base, concurrency=c, batch_size=args.batch_size, cache=False)
         timed(api, pairs[:16])
@@ -62,7 +70,13 @@ def main() -> None:
         diff = max(abs(got[p] - want[p]) for p in pairs)
         print(f"{f'api {args.model} concurrency={c}':32s} {len(pairs) / t:8.1f} pairs/s  ({t:.1f} s)  "
               f"max |api - in-process| {diff:.2g}  requests {api.stats()['requests']}")
+        rows.append({"path": f"api {args.model}", "concurrency": c, "pairs_per_s": round(len(pairs) / t, 2),
+                     "seconds": round(t, 2), "max_abs_diff": float(f"{diff:.3g}"), "requests": api.stats()["requests"]})
         api.close()
+    write_result(args.out, "bench_api", rows,
+                 config={"model": args.model, "local_model": args.local_model, "groups": args.groups,
+                         "pairs": len(pairs), "batch_size": args.batch_size, "dataset": os.path.basename(
+                             os.path.normpath(args.dataset))})
 
 
 if __name__ == "__main__":

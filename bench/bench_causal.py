@@ -15,7 +15,10 @@ rotates every round) so machine noise hits all methods alike; min and median are
 speed-ups use medians. Also prints the raw batched forward throughput (no head) and the effective
 tokens/s of (d) counted over the full pair lengths (prefix reuse can take it above 100%).
 
-    .venv/bin/python bench/bench_causal.py [--groups 4] [--repeats 3] [--threads 2]
+    .venv/bin/python bench/bench_causal.py [--groups 4] [--repeats 3] [--threads 2] [--out FILE.json]
+
+The table and speed-ups go to ``--out`` [bench/results/bench_causal.json] with the machine, commit and
+date; ``bench/render_figures.py`` renders them into docs/figures/speed.md.
 """
 
 from __future__ import annotations
@@ -116,6 +119,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="timed runs per method (alternating order)")
     ap.add_argument("--no-naive", action="store_true", help="skip the (slow) naive loop")
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--out", default=None, help="result JSON [default: bench/results/bench_causal.json]")
     args = ap.parse_args()
 
     import numpy as np
@@ -131,10 +135,12 @@ def main() -> None:
     if os.path.exists(args.dataset):
         group_q, group_c = dataset_data(args.dataset, args.groups)
         print(f"data: {len(group_q)} real groups from {args.dataset}")
+        data_desc = f"{len(group_q)} real CoDA21 groups ({os.path.basename(os.path.normpath(args.dataset))})"
     else:
         q, c = make_data(args.queries, args.candidates)
         group_q, group_c = [q], [c]
         print(f"data: synthetic CoDA21-like sentences ({args.dataset} not found)")
+        data_desc = f"synthetic CoDA21-like sentences ({args.queries} queries x {args.candidates} definitions)"
     queries = [q for qs in group_q for q in qs]
     cand_lists = [cs for qs, cs in zip(group_q, group_c) for _ in qs]
     pairs = [(q, c) for q, cs in zip(queries, cand_lists) for c in cs]
@@ -227,6 +233,19 @@ def main() -> None:
     ref = results["lm-eval"]
     diffs = {k: float(np.abs(v - ref).max()) for k, v in results.items() if k != "lm-eval"}
     print("max |score difference| vs lm-eval style: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))
+    from benchlib import write_result
+
+    table = [{"method": label.strip(), "min_s": round(min(ts), 3), "median_s": round(med[label], 3),
+              "pairs_per_s": round(n / med[label], 2)} for label, ts in times.items()]
+    speedups = {"head": med[b] / med[c], "prefix_reuse": med[c] / med[d], "vs_lm_eval": med[b] / med[d]}
+    if not args.no_naive:
+        speedups["vs_naive"] = med[keys[0]] / med[d]
+    write_result(args.out, "bench_causal", table,
+                 config={"model": "smollm2-135m", "dtype": "float32", "device": "cpu", "threads": args.threads,
+                         "batch": args.batch, "repeats": args.repeats, "data": data_desc, "pairs": n,
+                         "tokens": int(n_tokens)},
+                 speedups={k: round(v, 2) for k, v in speedups.items()},
+                 max_abs_diff_vs_lm_eval={k: float(f"{v:.3g}") for k, v in diffs.items()})
     if max(diffs.values()) > 1e-3:
         sys.exit("scores differ by more than 1e-3")
 

@@ -1,0 +1,97 @@
+"""What every bench script records beside its table: the machine, the commit and the date.
+
+A result file is JSON: ``{"bench", "machine", "commit", "date", "config", "rows", ...}``;
+``bench/render_figures.py`` turns the files in ``bench/results/`` into ``docs/figures/*.md`` and
+prints machine, commit and date under each table, so a figure from an older commit shows it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+#: CPU flags that change how fast a model runs on the CPU (the rest of /proc/cpuinfo's list is noise here)
+SPEED_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx_vnni",
+               "amx_tile", "amx_bf16", "amx_int8", "sse4_2", "neon", "asimd")
+
+
+def default_out(name: str) -> Path:
+    """``bench/results/<name>.json``: where a bench script writes when no ``--out`` is given."""
+    return RESULTS_DIR / f"{name}.json"
+
+
+def cpu_info() -> dict:
+    """CPU model, speed-relevant flags and core count (from /proc/cpuinfo where there is one)."""
+    model, flags = platform.processor() or platform.machine(), []
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "Hardware") and value.strip():
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            have = set(value.split())
+            flags = [f for f in SPEED_FLAGS if f in have]
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return {"cpu": model, "cpu_flags": flags, "cores": cores}
+
+
+def machine(gpu: str | None = None) -> dict:
+    """The machine a result comes from: CPU (model, flags, cores), GPU name (None on the CPU), Python, torch."""
+    try:
+        import torch
+
+        torch_version = torch.__version__
+        if gpu is None and torch.cuda.is_available():
+            gpu = torch.cuda.get_device_name(0)
+    except ImportError:
+        torch_version = None
+    return {**cpu_info(), "gpu": gpu, "python": platform.python_version(), "torch": torch_version}
+
+
+def commit() -> str:
+    """``git rev-parse --short HEAD``, with ``-dirty`` when the working tree has changes ("unknown" outside git)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=BENCH_DIR, check=True).stdout
+
+    try:
+        head = git("rev-parse", "--short", "HEAD").strip()
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def write_result(path: str | Path | None, bench: str, rows: list[dict], *, config: dict | None = None,
+                 machine_info: dict | None = None, commit_id: str | None = None, **extra) -> Path:
+    """Write ``rows`` with machine, commit and date to ``path`` (default ``bench/results/<bench>.json``).
+
+    Written to a temporary name and renamed, so an interrupted run leaves the old result whole.
+    Returns the path written.
+    """
+    out = Path(path) if path else default_out(bench)
+    doc = {"bench": bench, "machine": machine_info or machine(), "commit": commit_id or commit(), "date": now(),
+           "config": config or {}, **extra, "rows": rows}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    print(f"wrote {out}")
+    return out

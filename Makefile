@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DATA := probegen_out/datasets
 
-.PHONY: install chromium demo test bench clean lock vllm-env lock-vllm docs
+.PHONY: install chromium demo demo-estimate test bench clean lock vllm-env lock-vllm docs
 
 install: $(VENV)/.installed chromium
 
@@ -41,16 +41,46 @@ lock:
 
 # The study page's browser tests drive Debian's chromium (Playwright from PyPI, no browser download).
 # Without root or apt the tests skip and say why; everything else still installs.
+# Only `make test` (and `make bench`, whose viewer timings need it) installs it: `make demo` installs no
+# system package. --no-install-recommends and --no-upgrade: nothing but chromium and what it needs.
 chromium:
-	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends --no-upgrade chromium; } \
 	  || echo "chromium could not be installed: the browser tests will be skipped" >&2
 
-demo: install
+# `make demo` writes only inside this folder: .venv/, probegen_out/ (datasets, runs, the page) and, unless
+# PROBEGEN_CACHE is set, probegen's caches (WordNet, SemCor, converted weights, scores) in probegen_out/cache,
+# with matplotlib's, Hugging Face's and pip's caches beside them. `make test` keeps its own caches.
+DEMO_CACHE := $(CURDIR)/probegen_out/cache
+# The demo's steps timed cold (empty caches) on 2 busy cores, in core-minutes (minutes x 2): probegen data,
+# make coda21 --easy (context scoring), stats, eval of SmolLM2 (scoring), view; the install on its own.
+DEMO_CORE_MINUTES := 36
+INSTALL_CORE_MINUTES := 8
+DEMO_RUN := probegen_out/runs/smollm2-135m__coda21-clean-easy
+DEMO_PAGE := probegen_out/views/smollm2-135m__coda21-clean-easy.html
+demo: export PROBEGEN_CACHE := $(or $(PROBEGEN_CACHE),$(DEMO_CACHE))
+demo: export MPLCONFIGDIR := $(DEMO_CACHE)/matplotlib
+demo: export HF_HOME := $(or $(HF_HOME),$(DEMO_CACHE)/huggingface)
+demo: export PIP_CACHE_DIR := $(DEMO_CACHE)/pip
+demo: demo-estimate $(VENV)/.installed
 	$(VENV)/bin/probegen data
 	$(VENV)/bin/probegen make coda21 --easy
 	$(VENV)/bin/probegen stats $(DATA)/coda21-clean-easy
 	$(VENV)/bin/probegen eval --model smollm2-135m --dataset $(DATA)/coda21-clean-easy
-	$(VENV)/bin/probegen view probegen_out/runs/smollm2-135m__coda21-clean-easy --out probegen_out/views/smollm2-135m__coda21-clean-easy.html
+	$(VENV)/bin/probegen view $(DEMO_RUN) --out $(DEMO_PAGE)
+	@echo ""
+	@echo "make demo: done. Where to look:"
+	@echo "  the dataset:  $(DATA)/coda21-clean-easy/ (groups.jsonl, manifest.json)"
+	@echo "  the results:  $(DEMO_RUN)/results.json (groups.jsonl: every group's alignment)"
+	@echo "  the report:   $(DEMO_RUN)/report.md"
+	@echo "  the page:     $(DEMO_PAGE) (open it in a browser; it needs no server)"
+	@echo "  the caches:   $(PROBEGEN_CACHE) (a second make demo reuses them: about a minute)"
+
+# Core-minutes over the cores (at most 8 count: the models do not scale further on a CPU), rounded up.
+demo-estimate:
+	@k=$$(nproc 2>/dev/null || echo 1); n=$$k; [ $$n -gt 8 ] && n=8; m=$(DEMO_CORE_MINUTES); \
+	test -f $(VENV)/.installed || m=$$((m + $(INSTALL_CORE_MINUTES))); \
+	echo "make demo: about $$(( (m + n - 1) / n )) minutes on $$k cores with empty caches (less on a rerun); it writes only inside $(CURDIR)"
 
 # pytest exits 5 when it collected no tests: that must fail CI, not pass silently.
 # The served-model tests need the vLLM environment: with PROBEGEN_REQUIRE_VLLM set they fail, not skip, without it.
@@ -58,10 +88,24 @@ test: install vllm-env
 	PROBEGEN_REQUIRE_VLLM=1 $(VENV)/bin/pytest -q -rs -n 2 --dist loadscope --no-loadscope-reorder --durations=25; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
+# Every measured table of the docs comes from bench/results/*.json (machine, commit, date in each), rendered
+# into docs/figures/ by bench/render_figures.py. The CPU benches use their own CoDA21 builds (first SemCor
+# context: the counts do not depend on the context scorer) so that the demo's datasets are left alone.
+# bench_gpu needs CUDA (the H200 results stay otherwise); bench_api needs a server: BENCH_API_BASE=URL.
+BENCH_DATA := probegen_out/bench/datasets
 bench: install
-	$(PY) bench/bench_causal.py
-	$(PY) bench/bench_gpu.py
-	$(PY) bench/bench_generate.py
+	$(PY) bench/bench_generate.py --context-scorer first --datasets $(BENCH_DATA)
+	$(PY) bench/bench_papers.py --datasets $(BENCH_DATA)
+	$(PY) bench/bench_causal.py --dataset $(BENCH_DATA)/coda21-clean-hard --groups 2 --repeats 3
+	$(PY) bench/bench_position.py --coda21 $(BENCH_DATA)/coda21-clean-hard
+	$(PY) bench/bench_viewer.py --dataset $(BENCH_DATA)/coda21-clean-easy
+	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
+	  $(PY) bench/bench_gpu.py --dataset $(BENCH_DATA)/coda21-clean-hard --dtype bfloat16 --out bench/results/bench_gpu_local_bf16.json; \
+	else echo "bench_gpu: no CUDA here; bench/results/ keeps the GPU results it has"; fi
+	@if [ -n "$(BENCH_API_BASE)" ]; then \
+	  $(PY) bench/bench_api.py --api-base $(BENCH_API_BASE) --dataset $(BENCH_DATA)/coda21-clean-hard; \
+	else echo "bench_api: no BENCH_API_BASE given; bench/results/ keeps the served-model results it has"; fi
+	$(PY) bench/render_figures.py
 
 # The documentation site (mkdocs.yml, docs/): --strict fails on a broken link, anchor or snippet.
 docs: install

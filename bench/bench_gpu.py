@@ -363,25 +363,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 def write_results(path: str, table: list[dict], **meta) -> None:
-    """The table as JSON with the machine, commit and date that produced it (rendered into the docs)."""
-    import datetime
-    import json
-    import platform
-    import subprocess
+    """The table as JSON with the machine, commit and date that produced it (rendered into the docs).
 
-    commit = meta.pop("commit", None)
-    if not commit:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                    cwd=Path(__file__).parent, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            commit = "unknown"
-    doc = {"bench": "bench_gpu", "machine": {"device": meta.pop("what"), "cpu": platform.processor() or platform.machine(),
-                                             "python": platform.python_version(), "torch": meta.pop("torch_version")},
-           "commit": commit, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           **meta, "rows": table}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    The same format as every bench script's result (``bench/benchlib.py``), plus ``machine.device``
+    (the device it ran on, "CPU SMOKE RUN" included) and the run's dtype, smoke flag and data.
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import benchlib
+
+    what = meta.pop("what")
+    info = {**benchlib.machine(), "device": what, "torch": meta.pop("torch_version")}
+    benchlib.write_result(path, "bench_gpu", table, machine_info=info, commit_id=meta.pop("commit", None), **meta)
 
 
 if __name__ == "__main__":

@@ -87,10 +87,11 @@ def stat(block: dict | None) -> dict | None:
 
 def row_of(cfg: dict, results: dict, seconds: float) -> dict:
     """One table row from a run's ``results.json``."""
-    pos, cal = results["position"], results["calibration"]["full"]
+    pos = results["position"]
+    cal = next(iter(results["calibration"].values()))  # an eval run has one condition (full; CoDA21: context)
     m = results["metrics"]
-    acc = m.get("accuracy")
-    ci = m.get("accuracy_ci")
+    m = m if "accuracy" in m else m["all"]  # CoDA21: mean group accuracy over nouns and verbs
+    acc, ci = m["accuracy"], m.get("accuracy_ci")
     positions = pos["positions"][:5]
     pride = pos.get("pride") or {}
 
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bootstrap", type=int, default=1000, help="cluster-bootstrap replicates per run")
     ap.add_argument("--coda21", default="probegen_out/datasets/coda21-clean-hard",
                     help="a built CoDA21 set (skipped when absent)")
-    ap.add_argument("--letter-limit", type=int, default=10,
+    ap.add_argument("--letter-limit", type=int, default=5,
                     help="items of the letter rows (SmolLM2 under 5 rotations; 0 skips them)")
     ap.add_argument("--quick", action="store_true", help="one small glove-50d run (what the tests run)")
     args = ap.parse_args(argv)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import click
 
+import probegen.methods  # noqa: F401 - --method's choices are the method registry's
 from probegen import request_options as opts
 from probegen.request_options import Option
 
@@ -29,8 +30,17 @@ def _convert(ptype: click.ParamType, option: Option, value: Any, param: Any, ctx
 
 class _CheckedChoice(click.Choice):
     def __init__(self, option: Option) -> None:
-        super().__init__(option.choices)
         self.option = option
+        super().__init__(option.choices)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        """The option's values, read when shown: ``--method`` lists the registered methods (plugins too)."""
+        return self.option.allowed()
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         return _convert(self, self.option, value, param, ctx)
@@ -67,7 +77,7 @@ def checked_type(option: Option) -> click.ParamType:
     """The click parameter type of ``option``: the command line's text parsed, then checked by the one
     rule the notebook calls use too (:mod:`probegen.request_options`); a bad value is click's usage
     error (exit 2) with that rule's message. Choices and ranges still show in ``--help``."""
-    if option.choices:
+    if option.choices or option.methods_of:
         return _CheckedChoice(option)
     if option.kind == "int":
         return _CheckedInt(option)

@@ -35,13 +35,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
+from probegen import methods
 from probegen.errors import ProbegenError
 from probegen.evaluation import EvalRequest
 from probegen.paths import DEFAULT_ROOT
 from probegen.runner import Runner, Runtime
-
-#: the methods that ask a chat model instead of scoring candidates
-ASKING = ("generate", "letter")
 
 
 @dataclass
@@ -65,16 +63,16 @@ class Run:
         return cls(path, results, rows, summary)
 
 
-def check_eval_request(req: EvalRequest, runner: Runner | None = None):
+def check_eval_request(req: EvalRequest, runner: Runner):
     """Every check of an eval request, once, before any model is loaded; the dataset's task.
-    With the command's ``runner``, the model is resolved (once, kept for the load) and its kind checked too."""
+    The command's ``runner`` resolves the model (once, kept for the load) so that its kind is checked too."""
     from probegen import tasks
     from probegen.evaluation import check_eval_options
 
     from .eval_report import check_debias_share
 
     task = tasks.detect(req.dataset)
-    trained = not task.zero_shot and req.method not in ASKING
+    trained = _method(req, task).trains
     # a trained probe (word in context) loads its encoder as it is, whatever its kind: no model check
     check_eval_options(task, req.model, req.dataset, req, None if trained else runner)
     check_debias_share(req.debias_share, req.method, req.permutations or 1)
@@ -82,6 +80,13 @@ def check_eval_request(req: EvalRequest, runner: Runner | None = None):
         raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe "
                             "(see probegen bias --method trained)")
     return task
+
+
+def _method(req: EvalRequest, task: Any) -> methods.Method:
+    """The method an eval runs: the one asked, except that a kind without zero-shot ablations (word in
+    context) takes the default (``score``) as the trained probe."""
+    method = methods.get(req.method, "eval")
+    return methods.get("trained") if not task.zero_shot and not method.asks else method
 
 
 def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT,
@@ -93,7 +98,7 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
     from .eval_report import analyse_eval
 
     task = check_eval_request(req, runner)
-    if not task.zero_shot and req.method not in ASKING:  # word in context: a linear probe trained on the train split
+    if _method(req, task).trains:  # word in context: a linear probe trained on the train split
         from .trained import TrainedConfig, eval_trained
 
         out_dir = req.out_dir(root)
@@ -169,7 +174,7 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
                       given=frozenset(k for k in options if k in TASK_OPTIONS))
     runner = Runner(_runtime(device, dtype), log=_logger(log))
     method, summary = run_checked(req, runner.log, runner)
-    path = req.out_dir("-trained" if method == "trained" else "")
+    path = req.out_dir("-trained" if methods.get(method).trains else "")
     from probegen.io import read_text
 
     results = json.loads(read_text(path / "results.json", what="results file"))

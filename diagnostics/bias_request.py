@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from probegen.runner import Runner
 
 DEFAULT_OUT = Path("probegen_out") / "bias"
-#: the methods that ask a chat model each ablation with the generative prompts
-ASKING = ("generate", "letter")
 Log = Callable[[str], None]
 
 
@@ -59,6 +57,7 @@ class BiasRequest:
     given: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        import probegen.methods  # noqa: F401 - --method's choices are the method registry's
         from probegen.request_options import BIAS_OPTIONS, check_request
 
         check_request(self, BIAS_OPTIONS)  # one type and range per option, the command line's too
@@ -78,10 +77,10 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
     """The method a run uses: the one asked for, else by dataset kind (all given datasets must agree):
     a task with zero-shot ablations is measured zero-shot, one without (word-in-context) trained.
     ``kinds``: the datasets' tasks, one per dataset, when the caller detected them (None: detected here)."""
-    from probegen import tasks
+    from probegen import methods, tasks
     from probegen.errors import ProbegenError
 
-    if method in ASKING:  # every kind's units can be asked
+    if method is not None and methods.get(method, "bias").asks:  # every kind's units can be asked
         if finetune:
             raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
         return method
@@ -90,10 +89,11 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
         if any(trained_only) and not all(trained_only):
             raise ProbegenError("word-in-context datasets (measured with --method trained) and CoDA21/WordNetQA "
                                 "datasets (--method zeroshot) cannot share one run; run them separately")
-        method = "trained" if trained_only and all(trained_only) else "zeroshot"
-    if method == "zeroshot" and finetune:
+        method = methods.get("trained" if trained_only and all(trained_only) else "score").flags["bias"]
+    trains = methods.get(method, "bias").trains
+    if not trains and finetune:
         raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
-    if method == "zeroshot" and any(trained_only):
+    if not trains and any(trained_only):
         bad = next(d for d, w in zip(datasets, trained_only) if w)
         raise ProbegenError(f"{bad} is a word-in-context dataset: it has no zero-shot ablations; use --method trained")
     return method
@@ -104,7 +104,7 @@ TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "co
                 "limit", "sample", "on_invalid", "probe", "debias_share")
 
 
-def check_options(req: BiasRequest, runner: Runner | None = None) -> tuple[list[Any], str]:
+def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
     """Every check of ``req``, once, before any work (one line each): an option the user gave that applies
     to none of the datasets (e.g. --pattern with only WordNetQA sets, --folds on word-in-context pairs),
     the method, the human studies and (with the command's ``runner``, which keeps the resolution for
@@ -115,9 +115,12 @@ def check_options(req: BiasRequest, runner: Runner | None = None) -> tuple[list[
     from .run_bias import default_tasks
 
     subset_request(req.asked("limit"), req.asked("sample"))  # --limit with --sample: one line
+    from probegen import methods
     from probegen.evaluation import check_method_options
 
-    check_method_options(req.method if req.method in ASKING else "score",
+    # the method's options (bias --method trained takes those of the cloze method it is checked as)
+    asked = methods.get(req.method or "zeroshot", "bias")
+    check_method_options("score" if asked.trains else asked.name,
                          {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")},
                           "permutations": req.permutations if req.permutations != 1 else None, "prompts": req.prompts})
     from .eval_report import check_debias_share
@@ -128,23 +131,25 @@ def check_options(req: BiasRequest, runner: Runner | None = None) -> tuple[list[
     method = choose_method(req.method, req.datasets, req.finetune, kinds)
     if req.human:
         _check_human(req, method)
-    if method == "trained" and req.beside:
+    trains = methods.get(method, "bias").trains
+    if trains and req.beside:
         from probegen.errors import ProbegenError
 
         raise ProbegenError("--beside adds other runs' points to the zero-shot or generative bias plane; "
                             "it does not apply to --method trained")
-    if method != "trained" and runner is not None:
+    if not trains:
         _check_zeroshot(req, runner)
     return kinds, method
 
 
 def _check_human(req: BiasRequest, method: str) -> None:
     """A study that cannot be scored fails now, not after the model has scored everything."""
+    from probegen import methods
     from probegen.errors import ProbegenError
 
     from .human import score_study
 
-    if method == "trained":
+    if methods.get(method, "bias").trains:
         raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method "
                             "trained")
     for h in req.human:
@@ -173,14 +178,15 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Seque
 def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
     """Every option and the model (resolved by ``runner``, which keeps it for the load) checked before
     any dataset is generated or scored."""
+    from probegen import methods
     from probegen.evaluation import check_model_options, resolve_models
     from probegen.templating import coda21_patterns
 
     coda21_patterns(req.pattern)  # an unknown pattern fails now, not after scoring
-    if req.method in ASKING:  # a chat model is resolved by its backend when it loads
+    if methods.get(req.method or "zeroshot", "bias").asks:  # a chat model is resolved by its backend when it loads
         return
     # the model before the default datasets are generated: an unknown name fails in a moment
-    model_kind = resolve_models([req.model], req.scorer, runner.runtime.api(), runner)[req.model]
+    model_kind = resolve_models([req.model], req.scorer, runner=runner)[req.model]
     check_model_options(req.model, model_kind, reduction=req.asked("reduction"), pattern=req.asked("pattern"))
 
 
@@ -203,7 +209,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
                            reduction=req.reduction, batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
                            subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
-                           generate=(req.permutations, req.prompts, req.method) if req.method in ASKING else None,
+                           method=req.method or "zeroshot", asking=(req.permutations, req.prompts),
                            kinds=kinds)
         if req.beside:
             from .run_bias import add_beside
@@ -227,7 +233,9 @@ def run_checked(req: BiasRequest, log: Log, runner: Runner) -> tuple[str, str]:
     ``runner`` (a :class:`~probegen.runner.Runner`: the runtime and the torchrun process group)
     resolves and loads the model; rank 0 alone writes the report.
     """
+    from probegen import methods
+
     kinds, method = check_options(req, runner)
-    if method == "trained":
+    if methods.get(method, "bias").trains:
         return method, run_trained_request(req, log, runner, kinds or None)
     return method, run_zeroshot_request(req, log, runner, kinds or None)

@@ -32,8 +32,6 @@ from .calibration import calibration_block, plot_reliability
 from .position import cluster_of, position_block
 from .tables import accuracy_rows, fmt
 
-ORDERED_METHODS = ("letter", "generate")
-
 
 def check_debias_share(share: float | None, method: str | None, permutations: Any = None) -> None:
     """``--debias-share`` applies only to a method that shows options in an order, asked under at
@@ -52,7 +50,9 @@ def check_debias_share(share: float | None, method: str | None, permutations: An
     """
     if share is None:
         return
-    if method not in ORDERED_METHODS:
+    from probegen import methods
+
+    if method is None or not methods.get(method).ordered:
         raise ProbegenError("--debias-share applies to --method letter and --method generate (options shown in an "
                             "order); the cloze method shows none, so it has no position prior to remove (its position "
                             "statistics are reported without it)")

@@ -206,31 +206,10 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
 
             lines += _dataset(d) + generation_section(d.get("generation")) + bias_sections(d)
     lines += ["## Method", "", METHOD, ""]
-    methods = {g.get("method", "generate") for d in results["datasets"]
-               for g in (d.get("generation") or {}).values() if g}
-    if "generate" in methods:
-        lines += [GENERATE_METHOD, ""]
-    if "letter" in methods:
-        lines += [LETTER_METHOD, ""]
+    from probegen import methods
+
+    used = {g.get("method", "generate") for d in results["datasets"] for g in (d.get("generation") or {}).values() if g}
+    for m in methods.all_methods():  # each method's paragraph once, in registry order
+        if m.name in used and m.report_text:
+            lines += [m.report_text, ""]
     return "\n".join(lines)
-
-
-GENERATE_METHOD = (
-    "Generative method (`--method generate`): each unit of each condition was asked as a prompt (the "
-    "templates recorded under Scorer) and the answer parsed strictly; an answer that did not parse was "
-    "shown its error once and asked again; what was still missing was completed by a seeded random "
-    "choice of what was left. Accuracies include those random completions: the invalid rate beside them "
-    "says how much of each figure is chance. With several option orders, each row's answer is the "
-    "majority over the orders (an exact tie broken at random)."
-)
-
-
-LETTER_METHOD = (
-    "Letter method (`--method letter`): each unit of each condition was asked with the generative prompt "
-    "(the templates recorded under Scorer) and read, not parsed: the next token's probability of each "
-    "option label, renormalised over the labels (label mass: what they had before), mapped back to the "
-    "options and averaged over the orders; every row is decided by the one decision rule, so there are "
-    "no invalid answers."
-)
-
-

@@ -427,15 +427,16 @@ def run_bias(
     subset: tuple[str, int] | None = None,
     on_invalid: str = "error",
     probe: str | None = None,
-    generate: tuple[Any, ...] | None = None,
+    method: str = "zeroshot",
+    asking: tuple[Any, Any] = (1, None),
     kinds: Sequence[tasks.Task] | None = None,
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
     ``kinds``: the datasets' tasks (one per dataset) when the caller detected them (None: detected here).
 
-    ``generate`` (``--method generate``: (permutations, prompt file[, method])) asks a chat model each
-    ablation instead of scoring it (:class:`probegen.generate.GenerativeScorer`; method ``letter``:
-    the option labels' probabilities read, :class:`probegen.generate.letter.LetterScorer`).
+    ``method`` (a ``--method`` value of bias, :mod:`probegen.methods`) loads the scorer: the model's own
+    (``zeroshot``), or a chat model asked each ablation (``generate``, ``letter``; ``asking``: (permutations,
+    prompt file)), or a plugin's.
 
     ``runner`` loads the model (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
@@ -448,14 +449,11 @@ def run_bias(
         loaded = [_one_split(d, cfg.split) for d in loaded]
     if subset is not None:
         loaded = [take_subset(d, subset, cfg.seed, log) for d in loaded]
-    from probegen.evaluation import load_model_scorer
+    from probegen import methods
 
     t0 = time.perf_counter()
-    if generate is not None:
-        scorer = runner.load_generator(model, generate[0], generate[1], cfg.seed,
-                                       method=generate[2] if len(generate) > 2 else "generate")
-    else:
-        scorer = load_model_scorer(model, scorer_kind, reduction, batch_size, runner)
+    scorer = methods.get(method, "bias").load_scorer(runner, methods.ScorerRequest(
+        model, scorer_kind, reduction, batch_size, asking[0], asking[1], cfg.seed))
     log(f"model {model}: {scorer.kind} scorer ({time.perf_counter() - t0:.1f} s to load)")
     return write_bias(model, loaded, out, scorer, cfg, reduction, log, progress, skipped=skipped)
 
@@ -520,12 +518,14 @@ def write_bias(
 def _applied_settings(scorer, cfg: BiasConfig, reduction: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a chat
     model asked, --method generate or letter, records its method and no likelihood setting)."""
-    asked = _settings(scorer).get("method")
+    from probegen import methods
+
+    asked = methods.recorded(_settings(scorer).get("method"))
     ev_block: dict[str, Any] = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
                                 "reduction": reduction if scorer.kind in LM_KINDS else None}
     config = cfg.record()
-    if asked in ("generate", "letter"):
-        ev_block = {**ev_block, "pattern": None, "reduction": None, "method": asked}
+    ev_block = asked.record(ev_block)
+    if not asked.likelihood:
         config = {**config, "pattern": None}
     return ev_block, config
 

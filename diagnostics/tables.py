@@ -38,7 +38,8 @@ def accuracy_rows(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, 
 
 
 def generation_section(block: dict[str, Any] | None) -> list[str]:
-    """The report's table of the generative method's answers per condition ([] without one).
+    """The report's table of an asking method's answers per condition ([] without one): the section
+    of the method the blocks record (:meth:`probegen.methods.Method.report_section`).
 
     >>> g = {"asks": 4, "valid": 0.5, "valid_after_retry": 0.25, "partial": 0.25, "invalid": 0.0,
     ...      "invalid_rate": 0.25, "random_rows": 0.1, "orders": 1, "per_order": [0.5], "consistency": 1.0,
@@ -48,35 +49,7 @@ def generation_section(block: dict[str, Any] | None) -> list[str]:
     """
     if not block:
         return []
-    if any(g and g.get("method") == "letter" for g in block.values()):
-        return _letter_section(block)
-    lines = ["#### Generated answers", "",
-             "| condition | asks | valid | valid after retry | partial | invalid | invalid rate | rows at random | "
-             "accuracy per order | consistency |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
-    for mode, g in block.items():
-        if not g:
-            continue
-        orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
-        lines.append(f"| {mode} | {g['asks']} | {g['valid']:.1%} | {g['valid_after_retry']:.1%} | {g['partial']:.1%} | "
-                     f"{g['invalid']:.1%} | {g['invalid_rate']:.1%} | {g['random_rows']:.1%} | {orders} | "
-                     f"{g['consistency']:.3f} |")
-    return lines + [""]
+    from probegen import methods
 
-
-def _letter_section(block: dict[str, Any]) -> list[str]:
-    """The letter method's table: asks, the labels' probability mass, accuracy per order, consistency.
-
-    >>> _letter_section({"full": {"method": "letter", "asks": 40, "label_mass": 0.8176, "orders": 2,
-    ...                           "per_order": [0.25, 0.2], "consistency": 0.1}})[4]
-    '| full | 40 | 81.8% | 0.250 / 0.200 | 0.100 |'
-    """
-    lines = ["#### Letter answers", "",
-             "| condition | asks | mean label mass | accuracy per order | consistency |", "|---|---:|---:|---|---:|"]
-    for mode, g in block.items():
-        if not g:
-            continue
-        mass = f"{g['label_mass']:.1%}" if "label_mass" in g else "-"
-        orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
-        lines.append(f"| {mode} | {g['asks']} | {mass} | {orders} | {g['consistency']:.3f} |")
-    return lines + [""]
+    recorded = next((g["method"] for g in block.values() if g and methods.is_method(g.get("method"))), None)
+    return methods.recorded(recorded, "generate").report_section(block)

@@ -14,8 +14,9 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from . import methods as _methods
 from .core import as_unit_scorer
 from .errors import ProbegenError
 from .io import sha256_text, write_json, write_jsonl
@@ -27,30 +28,27 @@ if TYPE_CHECKING:
 
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
-#: the methods that ask a chat model with the generative prompts (``letter`` reads the option labels' probabilities)
-ASKING_METHODS = ("generate", "letter")
-#: options of a likelihood scorer: given with --method generate or letter, each is an error
-SCORING_ONLY = ("scorer", "reduction", "length_norm", "pattern", "pll")
+#: options of a likelihood scorer: given to a method that reads none (generate, letter), each is an error
+SCORING_ONLY = _methods.SCORING_ONLY
 
 
-def resolve_models(models: Iterable[str], scorer_kind: str | None = None,
-                   api: Mapping[str, Any] | None = None, runner: Runner | None = None) -> dict[str, str]:
-    """``{model: scorer kind}``, resolved before any dataset is built or scored (``api``: the command's
-    served-model settings, :meth:`probegen.runner.Runtime.api`). With the command's ``runner``, through
-    :meth:`~probegen.runner.Runner.resolve` (its server), so the load that follows finds the resolution.
+def resolve_models(models: Iterable[str], scorer_kind: str | None = None, *, runner: Runner) -> dict[str, str]:
+    """``{model: scorer kind}``, resolved before any dataset is built or scored, through the command's
+    ``runner`` (:meth:`~probegen.runner.Runner.resolve`: its runtime's server), so the load that
+    follows finds the resolution.
 
     An unknown name fails here in a moment (one line, naming it) rather than after a
     generation or a scoring run. A forced ``scorer_kind`` on a local directory needs no
     detection (as in :func:`probegen.models.load_scorer`).
     """
-    from .models import BUNDLED, resolve_model
+    from .models import BUNDLED
 
     out = {}
     for m in models:
         if scorer_kind and m not in BUNDLED and Path(m).expanduser().exists():
             out[m] = scorer_kind
         else:
-            out[m] = scorer_kind or (runner.resolve(m) if runner is not None else resolve_model(m, api)).kind
+            out[m] = scorer_kind or runner.resolve(m).kind
     return out
 
 
@@ -91,13 +89,7 @@ def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch
                       runner: Runner):
     """The shared scorer for ``model`` with the evaluation's settings, loaded by ``runner``
     (its runtime: device, dtype, ...)."""
-    settings: dict[str, Any] = {}
-    if batch_size:
-        settings["batch_size"] = batch_size
-    scorer = runner.load_scorer(model, scorer_kind, **settings)
-    if scorer.kind in LM_KINDS:
-        scorer = runner.load_scorer(model, scorer_kind, reduction=reduction, **settings)
-    return scorer
+    return _methods.get("score").load_scorer(runner, _methods.ScorerRequest(model, scorer_kind, reduction, batch_size))
 
 
 @dataclass(frozen=True)
@@ -183,11 +175,9 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))
     reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
-    scorer = (runner.load_generator(model, options.permutations or 1, options.prompts, options.seed,
-                                    method=options.method)
-              if options.method in ASKING_METHODS
-              else load_model_scorer(model, options.scorer, reduction, options.batch_size,
-                                     runner))  # rank 0 loads first
+    scorer = _methods.get(options.method, "eval").load_scorer(runner, _methods.ScorerRequest(
+        model, options.scorer, reduction, options.batch_size, options.permutations or 1, options.prompts,
+        options.seed))  # rank 0 loads first
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
@@ -212,11 +202,11 @@ def _generation_notes(scorer, ev, results: dict[str, Any]) -> list[str]:
     """The generative method's block of results.json (invalid answers, order effects) and its summary lines."""
     if as_unit_scorer(scorer).exchanges() is None:  # a scorer that asks no prompts
         return []
-    from .generate.metrics import summarize, summary_lines
+    from .generate.metrics import summarize
 
-    results["generation"] = summarize(ev.rows)
+    results["generation"] = block = summarize(ev.rows)
     results["files"] = {"rows": ev.rows_file, "responses": RESPONSES_FILE}
-    return summary_lines(results["generation"])
+    return _methods.recorded(block.get("method"), "generate").summary_lines(block) if block else []
 
 
 def subset_request(limit: int | None, sample: int | None) -> tuple[str, int] | None:
@@ -300,7 +290,7 @@ def _shown_notes(results: dict[str, Any], data, subset: dict[str, Any] | None) -
     from .tasks import subset_line
 
     notes = []
-    invalid = (getattr(data, "manifest", None) or {}).get("invalid")
+    invalid = data.manifest.get("invalid")
     if invalid:
         results["invalid"] = invalid
         notes += invalid_lines(invalid)
@@ -322,7 +312,7 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], asked, "eval", [dataset])
-    if runner is not None and model is not None and o.method not in ASKING_METHODS:
+    if runner is not None and model is not None and not _methods.get(o.method, "eval").asks:
         # a chat model is resolved by its backend when it loads
         model_kind = resolve_models([model], o.scorer, runner=runner)[model]
         lm_only = {k: asked[k] for k in task.lm_only_options}
@@ -350,16 +340,7 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
     Traceback (most recent call last):
     probegen.errors.ProbegenError: --permutations applies to --method generate only (and --method letter)
     """
-    if method in ASKING_METHODS:
-        bad = [k for k in SCORING_ONLY if given.get(k) is not None]
-        if bad:
-            why = ("a chat model's answer is read, not scored" if method == "generate"
-                   else "the option labels' probabilities are read")
-            raise ProbegenError(f"--{bad[0].replace('_', '-')} does not apply to --method {method}: {why}")
-        return
-    for k in ("permutations", "prompts"):
-        if given.get(k) is not None:
-            raise ProbegenError(f"--{k} applies to --method generate only (and --method letter)")
+    _methods.check_options(method, given)
 
 
 def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float],
@@ -372,11 +353,10 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
     scorer_settings = scorer.settings()
     ev_block = {**ev.config, "reduction": reduction if scorer.kind in LM_KINDS else None}
     metrics = ev.metrics
-    method = scorer_settings.get("method")
-    if method in ASKING_METHODS:
-        ev_block = {**{k: (None if k in SCORING_ONLY else v) for k, v in ev_block.items()}, "method": method}
-        if isinstance(metrics, dict) and "length_norm" in metrics:
-            metrics = {**metrics, "length_norm": None}
+    method = _methods.recorded(scorer_settings.get("method"))
+    ev_block = method.record(ev_block)
+    if not method.likelihood and isinstance(metrics, dict) and "length_norm" in metrics:
+        metrics = {**metrics, "length_norm": None}
     return {
         "model": model,
         "scorer": {"kind": scorer.kind, **scorer_settings},

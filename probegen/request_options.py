@@ -30,10 +30,19 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .errors import ProbegenError
 from .scorers import KINDS
+
+#: the method registry's ``--method`` values per command (:func:`probegen.methods.names`), set by it
+_METHOD_NAMES: Callable[[str], Sequence[str]] | None = None
+
+
+def method_choices(names: Callable[[str], Sequence[str]]) -> None:
+    """Take the ``--method`` values from the method registry (which imports this module, not the reverse)."""
+    global _METHOD_NAMES
+    _METHOD_NAMES = names
 
 
 class OptionTypeError(ProbegenError, TypeError):
@@ -67,6 +76,17 @@ class Option:
     choices: tuple[str, ...] = ()
     why: str = ""
     optional: bool = True
+    #: ``--method`` of this command: the choices are the method registry's (:func:`probegen.methods.names`)
+    methods_of: str = ""
+
+    def allowed(self) -> tuple[str, ...]:
+        """The values a choice option takes: its ``choices``, or the registered methods' of :attr:`methods_of`
+        (the method registry hands its list over when it is imported: :func:`method_choices`)."""
+        if self.methods_of:
+            if _METHOD_NAMES is None:
+                raise RuntimeError("probegen.methods is not imported: --method has no choices yet")
+            return tuple(_METHOD_NAMES(self.methods_of))
+        return self.choices
 
     @property
     def label(self) -> str:
@@ -140,9 +160,9 @@ class Option:
 
     def _check_choice(self, value: Any) -> str:
         if not isinstance(value, str):
-            raise self._type_error(f"one of {', '.join(self.choices)}", value)
-        if value not in self.choices:
-            raise OptionValueError(f"{self.label} must be one of {', '.join(self.choices)}; got {value!r}")
+            raise self._type_error(f"one of {', '.join(self.allowed())}", value)
+        if value not in self.allowed():
+            raise OptionValueError(f"{self.label} must be one of {', '.join(self.allowed())}; got {value!r}")
         return value
 
     def _check_path(self, value: Any) -> str:
@@ -239,8 +259,8 @@ PERMUTATIONS = Option("permutations", "--permutations", "permutations", 1, 100)
 PROMPTS = Option("prompts", "--prompts", "path")
 DEBIAS_SHARE = Option("debias_share", "--debias-share", "float", 0, 1, lo_open=True, hi_open=True)
 BATCH_SIZE = Option("batch_size", "--batch-size", "int", 1)
-EVAL_METHOD = Option("method", "--method", "choice", choices=("score", "generate", "letter"), optional=False)
-BIAS_METHOD = Option("method", "--method", "choice", choices=("zeroshot", "trained", "generate", "letter"))
+EVAL_METHOD = Option("method", "--method", "choice", optional=False, methods_of="eval")
+BIAS_METHOD = Option("method", "--method", "choice", methods_of="bias")
 FOLDS = Option("folds", "--folds", "int", 2, 100, why="cross-validation folds of the trained controls")
 CONTROLS = Option("controls", "--controls/--no-controls", "bool", optional=False)
 FINETUNE = Option("finetune", "--finetune", "bool", optional=False)

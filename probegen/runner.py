@@ -151,24 +151,17 @@ class Runner:
         with dist.main_first():
             return load_scorer(model, kind, store=self.models, **given)
 
-    def load_generator(self, model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0,
-                       method: str = "generate") -> Any:
-        """A :class:`~probegen.generate.GenerativeScorer` for ``model`` with the runtime's settings
-        (``--method generate``: a chat model asked, not scored), or with ``method="letter"`` a
-        :class:`~probegen.generate.letter.LetterScorer` (the same prompts, the option labels' probabilities read)."""
+    def load_asking(self, method: str, load: Callable[..., Any]) -> Any:
+        """The scorer of a method that asks a chat model (``generate``, ``letter``, :mod:`probegen.methods`):
+        ``load(**runtime settings)`` in one process, rank 0 first."""
         from .errors import ProbegenError
-        from .generate import load_generator
 
         # answers are not sharded across ranks: one process asks (a server spreads the model)
         if self.describe()["processes"] > 1:
             raise ProbegenError(f"--method {method} runs in one process: start it without torchrun "
                                 "(a model too big for one GPU is served, e.g. by vLLM, and asked with --api-base)")
         with dist.main_first():
-            if method == "letter":
-                from .generate.letter import load_letter
-
-                return load_letter(model, permutations, prompts, seed, **self.runtime.settings())
-            return load_generator(model, permutations, prompts, seed, **self.runtime.settings())
+            return load(**self.runtime.settings())
 
     def score(self, units: Sequence[Any], scorer: Any, progress: bool = True) -> list[np.ndarray]:
         """Every unit's score matrix, from one table of unique requests (:func:`core.score_units`)."""

@@ -66,7 +66,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         "per_order": per_order,
         "consistency": float(np.mean(agree)) if agree else None,
         "majority": float(np.mean([_accuracy(r) for r in gen])),
-        **({"label_mass": float(np.mean(masses))} if method == "letter" and masses else {}),
+        **({"label_mass": float(np.mean(masses))} if masses else {}),
     }
 
 
@@ -85,23 +85,9 @@ def summary_lines(block: dict[str, Any] | None) -> list[str]:
     """
     if not block:
         return []
-    if block.get("method") == "letter":  # read, not parsed: every ask is decided, so no validity shares
-        mass = (f"; mean probability mass on the option labels {block['label_mass']:.1%}" if "label_mass" in block
-                else "")
-        lines = [f"letter answers: {block['asks']} asks, each the next token's distribution over the option "
-                 f"labels{mass}"]
-    else:
-        lines = [f"generated answers: {block['asks']} asks; valid {block['valid']:.1%}, valid after one retry "
-                 f"{block['valid_after_retry']:.1%}, partial {block['partial']:.1%}, invalid {block['invalid']:.1%} "
-                 f"(invalid rate {block['invalid_rate']:.1%}; {block['random_rows']:.1%} of rows decided at random)"]
-    if block["orders"] > 1:
-        orders = ", ".join(f"{a:.3f}" for a in block["per_order"])
-        n = (f"{block['orders']}-{block['orders_max']} (accuracy per order over the first {block['orders']}, which "
-             "every unit has)" if block.get("orders_max") else f"{block['orders']}")
-        lines.append(f"option orders: {n}; accuracy per order {orders} (mean {np.mean(block['per_order']):.3f}); "
-                     f"consistency across orders {block['consistency']:.3f}; majority-answer accuracy "
-                     f"{block['majority']:.3f}")
-    return lines
+    from ..methods import recorded
+
+    return recorded(block.get("method"), "generate").summary_lines(block)
 
 
 def _accuracy(record: dict[str, Any]) -> float:

@@ -45,11 +45,6 @@ from ..io import NotAFile, check_regular, iter_jsonl, parse_json, read_text, rec
 VERSION = 1
 #: the order in which a bias run's conditions are shown where its results give none
 _ORDER = ("full", "context", "word", "definition", "choice", "label")
-#: the methods a run may record (``trained``: a probe trained on the encoder; ``generate``/``letter``: a
-#: chat model asked with the generative prompts, read as its answer or its option labels' probabilities)
-METHODS = ("score", "generate", "letter", "trained")
-#: settings of a likelihood scorer: shown for ``score`` runs only (a chat model asked has none of them)
-_SCORE_SETTINGS = ("reduction", "length_norm", "pattern")
 #: settings shown for every method, where the run records them
 _SETTINGS = ("matching", "split")
 #: keys of a multiple-choice row that are shown as the item's attributes (filters)
@@ -128,7 +123,7 @@ def load_run(run: Path, index: int,
 
 
 def run_method(results: dict[str, Any]) -> str:
-    """The method of a run (one of :data:`METHODS`) from what its results.json records: the
+    """The method of a run (a registered :mod:`probegen.methods` name) from what its results.json records: the
     ``method`` of its scorer or ``eval`` block (``generate``, ``letter``: eval and bias runs), a
     trained probe's own ``method`` text (``trained``), else the generative block's method (runs
     written before the method was recorded), else ``score``.
@@ -138,19 +133,21 @@ def run_method(results: dict[str, Any]) -> str:
     >>> run_method({"method": "frozen encoder + LogisticRegression"}), run_method({"generation": {"asks": 3}})
     ('trained', 'generate')
     """
+    from .. import methods
+
     blocks = [results.get(k) for k in ("scorer", "eval")]
     for b in blocks:
-        if isinstance(b, dict) and b.get("method") in METHODS:
+        if isinstance(b, dict) and methods.is_method(b.get("method")):
             return str(b["method"])
     top = results.get("method")
-    if isinstance(top, str):
-        return top if top in METHODS else "trained"
+    if isinstance(top, str):  # a trained probe records its own words ("frozen encoder + ...")
+        return top if methods.is_method(top) else next(m.name for m in methods.all_methods() if m.trains)
     per_set = [e.get("generation") for e in results.get("datasets") or [] if isinstance(e, dict)]
     gens = [results.get("generation")] + [g for b in per_set if isinstance(b, dict) for g in b.values()]
     for g in gens:
         if isinstance(g, dict) and g:
-            return "letter" if g.get("method") == "letter" else "generate"
-    return "score"
+            return methods.recorded(g.get("method"), "generate").name
+    return methods.recorded(None).name
 
 
 def _settings(results: dict[str, Any], method: str) -> dict[str, Any]:
@@ -159,10 +156,14 @@ def _settings(results: dict[str, Any], method: str) -> dict[str, Any]:
     applied to a chat model that was asked; the option orders of one that was."""
     ev: dict[str, Any] = results["eval"] if isinstance(results.get("eval"), dict) else {}
     scorer: dict[str, Any] = results["scorer"] if isinstance(results.get("scorer"), dict) else {}
-    keys = _SETTINGS + (_SCORE_SETTINGS if method == "score" else ())
+    from .. import methods
+
+    m = methods.recorded(method)
+    keys = _SETTINGS + m.shown_settings(ev, scorer)
     out = {k: ev[k] for k in keys if isinstance(ev.get(k), (str, int, float)) and not isinstance(ev.get(k), bool)}
-    if method in ("generate", "letter") and isinstance(scorer.get("permutations"), (str, int)):
-        out["permutations"] = scorer["permutations"]
+    for k in m.scorer_settings():
+        if isinstance(scorer.get(k), (str, int)):
+            out[k] = scorer[k]
     return out
 
 
@@ -486,8 +487,9 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
                             pattern=str(ev.get("pattern") or Settings.pattern),
                             matching=str(ev.get("matching") or "alignment"), split=ev.get("split"),
                             seed=int(ev.get("seed") or 0))
-        style = ("generate" if method in ("generate", "letter") or seeds
-                 else ("plain" if scorer_kind in ("static", "embedding") else "pattern"))
+        from .. import methods
+
+        style = "generate" if seeds else methods.recorded(method).style(scorer_kind)
         units = task.units(data, cond, settings, style)
     except NotAFile:  # a FIFO or a device inside the dataset: refused unread, as at the top
         raise

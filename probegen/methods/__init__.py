@@ -1,0 +1,146 @@
+"""The method registry: every way of asking a model, and the one place that lists them.
+
+A method (:class:`~probegen.methods.base.Method`) is how a unit is put to the model: ``score``
+(the cloze method: candidates scored by likelihood or similarity; ``--method zeroshot`` of bias),
+``letter`` (the generative prompt, the option labels' probabilities read), ``generate`` (a chat
+model asked, its answer parsed) and ``trained`` (a probe trained per condition). ``eval`` and
+``bias`` take ``--method`` from here, check its options, load its scorer and record it; reports and
+the viewer ask the method a run recorded (:func:`recorded`) for its sections and settings.
+
+Third-party methods register through the entry-point group ``probegen.methods``, as kinds do
+through ``probegen.tasks``::
+
+    [project.entry-points."probegen.methods"]
+    yesno = "my_package.method:YesNo"
+
+where the object is a :class:`Method` subclass (or an instance) with a new ``name``.
+
+>>> [m.name for m in all_methods()]
+['score', 'trained', 'generate', 'letter']
+>>> names("eval"), names("bias")
+(['score', 'generate', 'letter'], ['zeroshot', 'trained', 'generate', 'letter'])
+>>> get("zeroshot").name, get("letter").asks
+('score', True)
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any, Mapping
+
+from ..errors import ProbegenError
+from ..request_options import method_choices
+from .base import SCORING_ONLY, Method, ScorerRequest, resolve
+
+__all__ = ["ENTRY_POINT_GROUP", "SCORING_ONLY", "Method", "ScorerRequest", "all_methods", "check_options", "get",
+           "is_method", "names", "recorded", "register"]
+
+ENTRY_POINT_GROUP = "probegen.methods"
+
+_METHODS: dict[str, Method] = {}
+_state = {"builtins": False, "plugins": False}
+
+
+def register(method: Method | type[Method]) -> Method:
+    """Add a method (a :class:`Method` subclass or instance); its name must be new. Returns the instance."""
+    m = resolve(method)
+    if not isinstance(m.name, str) or not m.name:
+        raise ProbegenError(f"method {type(m).__name__} has no name")
+    if m.name in _METHODS and type(_METHODS[m.name]) is not type(m):
+        raise ProbegenError(f"method {m.name!r} is registered twice ({type(_METHODS[m.name]).__name__} and "
+                            f"{type(m).__name__})")
+    _METHODS[m.name] = m
+    return m
+
+
+def _builtins() -> None:
+    if _state["builtins"]:
+        return
+    _state["builtins"] = True
+    from .generate import GenerateMethod
+    from .letter import LetterMethod
+    from .score import ScoreMethod
+    from .trained import TrainedMethod
+
+    for m in (ScoreMethod, TrainedMethod, GenerateMethod, LetterMethod):  # the order --method lists them in
+        register(m)
+
+
+def _plugins() -> None:
+    """Register the entry points of group ``probegen.methods`` (once all of them load)."""
+    if _state["plugins"]:
+        return
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            method = resolve(ep.load())
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # a broken plugin is one clear line, never a traceback nor a silent exit
+            why = " ".join(f"{type(e).__name__}: {e}".split())
+            if isinstance(e, SystemExit):
+                why = f"it called sys.exit({e.code!r}) while being imported"
+            raise ProbegenError(f"method plugin {ep.name!r} ({ep.value}) from entry-point group {ENTRY_POINT_GROUP} "
+                                f"cannot be loaded: {why}") from None
+        try:
+            register(method)
+        except ProbegenError as e:
+            raise ProbegenError(f"method plugin {ep.name!r} ({ep.value}): {e}") from None
+    _state["plugins"] = True
+
+
+def all_methods() -> list[Method]:
+    """Every registered method (built-in first, then plugins by entry-point name)."""
+    _builtins()
+    _plugins()
+    return list(_METHODS.values())
+
+
+def names(command: str) -> list[str]:
+    """The ``--method`` values ``command`` (``eval``, ``bias``) offers, in registry order."""
+    return [f for m in all_methods() if (f := m.flag(command)) is not None]
+
+
+def get(name: str, command: str | None = None) -> Method:
+    """The method named ``name``: its registry name or a ``--method`` value (``zeroshot``); with
+    ``command``, only a value that command offers. A ProbegenError naming the choices otherwise."""
+    for m in all_methods():
+        if (command is None and m.name == name) or name in ([m.flags.get(command)] if command else m.flags.values()):
+            return m
+    known = names(command) if command else [m.name for m in all_methods()]
+    raise ProbegenError(f"unknown method {name!r}; choose from {', '.join(known)}")
+
+
+def recorded(name: Any, default: str = "score") -> Method:
+    """The method a results.json records by ``name`` (``scorer.method``, ``eval.method``, a ``generation``
+    block's ``method``); ``default`` for none or a name that is no method (a masked LM's ``pll``)."""
+    found = {m.name: m for m in all_methods()}
+    return found.get(name) if isinstance(name, str) and name in found else found[default]  # type: ignore[return-value]
+
+
+def is_method(name: Any) -> bool:
+    """Whether ``name`` is a registered method's name (what a run records)."""
+    return isinstance(name, str) and name in {m.name for m in all_methods()}
+
+
+method_choices(names)  # --method of eval and bias offers what is registered, plugins too
+
+
+def check_options(name: str, given: Mapping[str, Any]) -> Method:
+    """The method ``name`` after rejecting the options in ``given`` (None = not given) that do not
+    apply to it: likelihood options to a method that reads none, another method's own options.
+
+    >>> check_options("generate", {"reduction": "mean"})  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: --reduction does not apply to --method generate: a chat model's answer is read,
+    not scored
+    >>> check_options("score", {"permutations": 5})
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: --permutations applies to --method generate only (and --method letter)
+    """
+    owners: dict[str, list[str]] = {}
+    for m in all_methods():
+        for opt in m.options:
+            owners.setdefault(opt, []).append(m.name)
+    method = get(name)
+    method.check_options(given, owners)
+    return method

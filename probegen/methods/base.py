@@ -1,0 +1,140 @@
+"""The :class:`Method` base class: one way of asking a model about a unit (issue 38).
+
+A method says, once, what the commands, reports and the viewer otherwise compared strings for:
+its ``--method`` value per command, the options it takes and refuses, the scorer it loads, what
+it records in results.json, how the viewer rebuilds its queries, and its report sections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from ..errors import ProbegenError
+
+if TYPE_CHECKING:
+    from ..runner import Runner
+
+#: options of a likelihood scorer: given to a method that reads no likelihoods, each is an error
+SCORING_ONLY = ("scorer", "reduction", "length_norm", "pattern", "pll")
+#: settings of a likelihood scorer the viewer shows (for a method that reads likelihoods)
+SCORE_SETTINGS = ("reduction", "length_norm", "pattern")
+
+
+@dataclass(frozen=True)
+class ScorerRequest:
+    """What a method's scorer is loaded with (``probegen eval`` and ``probegen bias`` alike)."""
+
+    model: str
+    scorer: str | None = None
+    reduction: str = "sum"
+    batch_size: int | None = None
+    permutations: int | str = 1
+    prompts: str | None = None
+    seed: int = 0
+
+
+class Method:
+    """One way of asking. Subclass it, set :attr:`name` (and what differs from the cloze defaults)
+    and register it: built in (:mod:`probegen.methods`) or through the entry-point group
+    ``probegen.methods``.
+
+    The defaults are the cloze method's: the model's likelihood scorer, every likelihood option
+    taken, nothing recorded beyond the scorer's settings.
+    """
+
+    #: the registry name, recorded in results.json (``scorer.method`` / ``eval.method``) by every method
+    #: but ``score``
+    name: ClassVar[str] = ""
+    #: how reports and the viewer name it
+    title: ClassVar[str] = ""
+    #: its ``--method`` value per command (a command missing here does not offer it)
+    flags: ClassVar[Mapping[str, str]] = {}
+    #: a chat model asked with the generative prompts: its model is resolved by that backend when it
+    #: loads, its prompts and answers go to ``responses.jsonl`` and its rows carry a ``generation`` block
+    asks: ClassVar[bool] = False
+    #: options are shown in an order (PriDe's ``--debias-share`` can remove the position prior)
+    ordered: ClassVar[bool] = False
+    #: a probe trained on the encoder (``diagnostics.trained``): no zero-shot scorer is loaded
+    trains: ClassVar[bool] = False
+    #: the likelihood scorer's options (:data:`SCORING_ONLY`) apply; a method without them refuses them
+    likelihood: ClassVar[bool] = True
+    #: why a likelihood option does not apply (with ``likelihood = False``)
+    not_scored: ClassVar[str] = ""
+    #: options only this method (and others that declare them) takes
+    options: ClassVar[tuple[str, ...]] = ()
+    #: the unit style its scorer asks (``generate``); None: the scorer's own (``pattern``, ``plain``)
+    query_style: ClassVar[str | None] = None
+    #: the report's paragraph on the method ("" = none beyond the report's own)
+    report_text: ClassVar[str] = ""
+
+    def flag(self, command: str) -> str | None:
+        """Its ``--method`` value in ``command`` (None: the command does not offer it)."""
+        return self.flags.get(command)
+
+    # ---- options ------------------------------------------------------------------------------------
+    def check_options(self, given: Mapping[str, Any], owners: Mapping[str, list[str]]) -> None:
+        """One line for an option given (not None) that does not apply to this method: a likelihood
+        option to a method that reads none, or another method's option (``owners``: every method
+        option of the registry and the ``--method`` values that take it) that it does not declare."""
+        if not self.likelihood:
+            bad = [k for k in SCORING_ONLY if given.get(k) is not None]
+            if bad:
+                raise ProbegenError(f"--{bad[0].replace('_', '-')} does not apply to --method {self.name}: "
+                                    f"{self.not_scored}")
+        for k, names in owners.items():
+            if k not in self.options and given.get(k) is not None:
+                rest = f" (and --method {', --method '.join(names[1:])})" if names[1:] else ""
+                raise ProbegenError(f"--{k.replace('_', '-')} applies to --method {names[0]} only{rest}")
+
+    # ---- the scorer ---------------------------------------------------------------------------------
+    def load_scorer(self, runner: Runner, req: ScorerRequest) -> Any:
+        """The scorer this method asks with, loaded by the command's ``runner``: the model's
+        likelihood scorer (the cloze method), with the reduction for an LM."""
+        from ..scorers import LM_KINDS
+
+        settings: dict[str, Any] = {"batch_size": req.batch_size} if req.batch_size else {}
+        scorer = runner.load_scorer(req.model, req.scorer, **settings)
+        if scorer.kind in LM_KINDS:
+            scorer = runner.load_scorer(req.model, req.scorer, reduction=req.reduction, **settings)
+        return scorer
+
+    # ---- results.json -------------------------------------------------------------------------------
+    def record(self, ev_block: dict[str, Any]) -> dict[str, Any]:
+        """results.json's ``eval`` block of a run of this method: a method that reads no likelihoods
+        records the likelihood settings as null (never defaults that did not apply) and its name."""
+        if self.likelihood:
+            return ev_block if self.name == "score" else {**ev_block, "method": self.name}
+        return {**{k: (None if k in SCORING_ONLY else v) for k, v in ev_block.items()}, "method": self.name}
+
+    # ---- viewer -------------------------------------------------------------------------------------
+    def style(self, scorer_kind: str | None) -> str:
+        """The unit style the viewer rebuilds a run's queries in (as the scorer asked them)."""
+        if self.query_style:
+            return self.query_style
+        return "plain" if scorer_kind in ("static", "embedding") else "pattern"
+
+    def shown_settings(self, ev: Mapping[str, Any], scorer: Mapping[str, Any]) -> tuple[str, ...]:
+        """The ``eval`` settings the viewer shows for this method (besides matching and split)."""
+        return SCORE_SETTINGS if self.likelihood else ()
+
+    def scorer_settings(self) -> tuple[str, ...]:
+        """The scorer settings the viewer shows for this method (``permutations`` of an ordered one)."""
+        return ("permutations",) if self.ordered else ()
+
+    # ---- reports ------------------------------------------------------------------------------------
+    def summary_lines(self, block: Mapping[str, Any]) -> list[str]:
+        """The lines an evaluation summary adds for the rows' ``generation`` block ([] by default)."""
+        return []
+
+    def report_section(self, block: Mapping[str, Any]) -> list[str]:
+        """The report's table of the ``generation`` blocks per condition ([] by default)."""
+        return []
+
+
+def resolve(obj: Any) -> Method:
+    """A :class:`Method` instance from a subclass or an instance (an entry point may name either)."""
+    m = obj() if isinstance(obj, type) and issubclass(obj, Method) else obj
+    if not isinstance(m, Method):
+        raise ProbegenError(f"{obj!r} is not a probegen Method (a subclass of probegen.methods.Method)")
+    return m

@@ -1,0 +1,166 @@
+"""A third-party asking method, registered through the ``probegen.methods`` entry-point group (issue 38).
+
+The test writes a tiny external package in its own directory: a ``yesno`` method (each option
+judged on its own: the causal LM's log P(" Yes") - log P(" No") after "<query> <option> / Is
+that the right answer?"), its ``pyproject.toml`` with the entry point, and the ``*.dist-info`` an
+install of it leaves, so ``importlib.metadata`` finds the entry point with the directory on
+``PYTHONPATH`` (the venv is not touched, no probegen file is edited). ``probegen eval`` and
+``probegen bias`` then run the method on real CoDA21 and WordNetQA sets with the bundled SmolLM2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.real
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASE = ROOT.parent / "shared" / "data" / "wordnetqa-release-sample" / "definitions-train-sample.jsonl"
+METHOD = "yesno"
+
+METHOD_MODULE = '''
+"""yesno: each option judged on its own by a causal LM. A probegen method plugin."""
+
+from probegen.core import PairScorer
+from probegen.errors import ProbegenError
+from probegen.methods import Method
+
+
+class YesNoScorer(PairScorer):
+    """A (query, option) pair's score: log P(" Yes") - log P(" No") after asking whether it is right."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.kind = inner, inner.name, inner.kind
+        self.query_style, self.reduction = inner.query_style, inner.reduction
+
+    @staticmethod
+    def ask(query, option):
+        return f"{query} {option}\\nQuestion: is that the right answer? Answer:"
+
+    def score_pairs(self, pairs, progress=False):
+        asks = {p: self.ask(*p) for p in pairs}
+        got = self.inner.score_pairs([(a, w) for a in asks.values() for w in (" Yes", " No")], progress=progress)
+        return {p: got[(a, " Yes")] - got[(a, " No")] for p, a in asks.items()}
+
+    def settings(self):
+        return {**self.inner.settings(), "method": "yesno", "judge": self.ask("{query}", "{option}")}
+
+    def stats(self):
+        return self.inner.stats()
+
+
+class YesNo(Method):
+    name = "yesno"
+    title = "yes/no judgement"
+    flags = {"eval": "yesno", "bias": "yesno"}
+    report_text = "Yes/no method (`--method yesno`): each option judged on its own, scored P(Yes) against P(No)."
+
+    def load_scorer(self, runner, req):
+        inner = runner.load_scorer(req.model, req.scorer, batch_size=req.batch_size)
+        if inner.kind != "causal":
+            raise ProbegenError(f"--method yesno asks a causal LM; {req.model} is a {inner.kind} model")
+        return YesNoScorer(inner)
+'''
+
+PYPROJECT = f'''
+[project]
+name = "probegen-yesno"
+version = "0.1"
+dependencies = ["probegen"]
+
+[project.entry-points."probegen.methods"]
+{METHOD} = "yesno_method:YesNo"
+'''
+
+
+def write_plugin(root: Path) -> Path:
+    """The package directory, with the dist-info an install would write."""
+    (root / "yesno_method").mkdir(parents=True)
+    (root / "yesno_method" / "__init__.py").write_text(textwrap.dedent(METHOD_MODULE))
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    info = root / "probegen_yesno-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probegen-yesno\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[probegen.methods]\n{METHOD} = yesno_method:YesNo\n")
+    return root
+
+
+def probegen(args: list, plugin: Path, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), str(ROOT)]), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "probegen", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def plugin_and_data(clean_hard_nouns, tmp_path_factory):
+    """The plugin, a 4-group CoDA21 clean-hard noun set and the WordNetQA definition sample."""
+    from probegen.coda21.dataset import Coda21Dataset, write
+
+    if not RELEASE.is_file():
+        pytest.skip(f"{RELEASE} is not there (../shared/data)")
+    root = tmp_path_factory.mktemp("method-plugin")
+    coda = write(Coda21Dataset(clean_hard_nouns.groups[:4], clean_hard_nouns.manifest), root / "coda21")
+    return write_plugin(root / "yesno"), {"coda21": coda, "wordnetqa": RELEASE}
+
+
+CPU = ["--model", "smollm2-135m", "--device", "cpu", "--dtype", "float32"]
+
+
+def test_the_plugin_is_not_registered_in_this_process():
+    from probegen import methods
+
+    assert METHOD not in [m.name for m in methods.all_methods()]
+    assert METHOD not in methods.names("eval")
+
+
+@pytest.mark.parametrize("kind", ["coda21", "wordnetqa"])
+def test_eval_with_a_plugin_method(plugin_and_data, tmp_path, kind):
+    plugin, data = plugin_and_data
+    limit = ["--limit", 6] if kind == "wordnetqa" else []
+    r = probegen(["eval", *CPU, "--method", METHOD, "--dataset", data[kind], *limit, "--bootstrap", 50,
+                  "--out", tmp_path / "run"], plugin, tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert res["scorer"]["kind"] == "causal" and res["scorer"]["method"] == METHOD and "judge" in res["scorer"]
+    assert res["eval"]["method"] == METHOD and res["eval"]["reduction"] == "sum"  # a likelihood method: settings apply
+    assert 0.0 <= res["metrics"]["accuracy"] <= 1.0 and "accuracy" in r.stdout
+    assert not (tmp_path / "run" / "responses.jsonl").exists()  # it asks no chat prompts
+    # the viewer reads the run's method from what it recorded, in a process that knows the plugin
+    r = probegen(["view", tmp_path / "run", "--out", tmp_path / "view.html"], plugin, tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+def test_bias_with_a_plugin_method(plugin_and_data, tmp_path):
+    plugin, data = plugin_and_data
+    for kind in ("coda21", "wordnetqa"):
+        out = tmp_path / kind
+        r = probegen(["bias", *CPU, "--method", METHOD, "--dataset", data[kind], "--limit", 4, "--bootstrap", 50,
+                      "--no-controls", "--out", out], plugin, tmp_path)
+        assert r.returncode == 0, r.stderr
+        res = json.loads((out / "results.json").read_text())
+        assert res["scorer"]["method"] == METHOD and res["eval"]["method"] == METHOD
+        (entry,) = res["datasets"]
+        assert {"full", "context", "word"} <= set(entry["all"]["ablations"])
+        report = (out / "report.md").read_text()
+        assert "Yes/no method (`--method yesno`)" in report  # the method's own paragraph
+
+
+def test_plugin_method_options_are_checked(plugin_and_data, tmp_path):
+    plugin, data = plugin_and_data
+    r = probegen(["eval", *CPU, "--method", METHOD, "--dataset", data["wordnetqa"], "--permutations", 3,
+                  "--out", tmp_path / "o"], plugin, tmp_path)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        "probegen: error: --permutations applies to --method generate only (and --method letter)"]
+    r = probegen(["eval", "--help"], plugin, tmp_path)
+    assert f"[score|generate|letter|{METHOD}]" in r.stdout.replace("\n", "").replace(" ", "")
+    r = probegen(["bias", "--model", "glove-50d", "--method", METHOD, "--dataset", data["wordnetqa"], "--out",
+                  tmp_path / "g"], plugin, tmp_path)
+    assert r.returncode == 1 and "--method yesno asks a causal LM; glove-50d is a static model" in r.stderr

@@ -6,17 +6,12 @@ nothing written."""
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from exchange_runs import glove_coda_run, glove_wnqa_run
+from exchange_runs import foreign_eee, glove_coda_run, glove_wnqa_run, run_lm_eval
 
 from probegen.commands.cli import cli
 
@@ -69,27 +64,9 @@ def test_run_and_its_export_are_two_respondents_on_one_dataset(wnqa_run, exports
     assert len({r["respondent"] for r in rows}) == 2 and len({r["dataset"] for r in rows}) == 1
 
 
-def _foreign_eee(src: Path, dst: Path, rename: dict[str, str] | None = None) -> Path:
-    """The probegen export stripped of probegen's own fields (as another harness would write it);
-    ``rename`` changes sample ids. The checksum is recomputed: the file is a valid EEE pair."""
-    agg_p, samples_p = _eee_pair(src)
-    agg = json.loads(agg_p.read_text())
-    agg["evaluation_results"][0]["source_data"].pop("additional_details")
-    rows = [json.loads(x) for x in samples_p.read_text().splitlines()]
-    for r in rows:
-        r.pop("metadata")
-        r["sample_id"] = (rename or {}).get(r["sample_id"], r["sample_id"])
-    dst.mkdir(parents=True)
-    text = "".join(json.dumps(r) + "\n" for r in rows)
-    (dst / samples_p.name).write_text(text)
-    agg["detailed_evaluation_results"]["checksum"] = hashlib.sha256(text.encode()).hexdigest()
-    (dst / agg_p.name).write_text(json.dumps(agg))
-    return dst / samples_p.name
-
-
 def test_foreign_eee_maps_to_the_runs_items(wnqa_run, exports, tmp_path):
     """Without probegen's fields, the samples join the run's dataset by item id; answers and keys by text."""
-    foreign = _foreign_eee(exports["eee"], tmp_path / "foreign")
+    foreign = foreign_eee(exports["eee"], tmp_path / "foreign")
     rows = _table(wnqa_run, foreign, out=tmp_path / "t")
     run_rows = [r for r in rows if r["method"] != "eee:probegen"]
     imp = {r["item"]: r for r in rows if r["method"] == "eee:probegen"}
@@ -142,7 +119,7 @@ def test_malformed_eee_mixed_evaluations(wnqa_run, exports, tmp_path):
 
 
 def test_unknown_ids_are_one_line(wnqa_run, exports, tmp_path):
-    foreign = _foreign_eee(exports["eee"], tmp_path / "foreign", {"1857-def-0": "no-such-item"})
+    foreign = foreign_eee(exports["eee"], tmp_path / "foreign", {"1857-def-0": "no-such-item"})
     _refused(wnqa_run, foreign, tmp_path=tmp_path, message="1 of 40 item ids are not items of")
 
 
@@ -166,28 +143,6 @@ def test_mixed_datasets_are_one_line(wnqa_run, exports, tmp_path):
 
 
 # ---- a real lm-evaluation-harness run, samples written as its CLI writes them ---------------------
-_RUN_LM_EVAL = textwrap.dedent(
-    """
-    import sys, yaml
-    from lm_eval import simple_evaluate
-    from lm_eval.loggers import EvaluationTracker
-    from lm_eval.tasks import TaskManager
-
-    model, out, folders = sys.argv[1], sys.argv[2], sys.argv[3:]
-    tasks = [yaml.safe_load(open(f"{f}/task.yaml"))["task"] for f in folders]
-    tracker = EvaluationTracker(output_path=out)
-    res = simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32", tasks=tasks, device="cpu",
-                          batch_size=8, task_manager=TaskManager(include_path=folders, include_defaults=False),
-                          log_samples=True, bootstrap_iters=0, limit=6, evaluation_tracker=tracker)
-    # what `lm_eval --log_samples --output_path OUT` does after evaluating (lm_eval/_cli/run.py)
-    samples = res.pop("samples")
-    tracker.save_results_aggregated(results=res, samples=samples)
-    for name in res["configs"]:
-        tracker.save_results_samples(task_name=name, samples=samples[name])
-    """
-)
-
-
 @pytest.fixture(scope="module")
 def coda_run(clean_hard_nouns, tmp_path_factory) -> Path:
     """A real CoDA21 run (3 clean-hard noun groups)."""
@@ -196,19 +151,13 @@ def coda_run(clean_hard_nouns, tmp_path_factory) -> Path:
 
 @pytest.mark.real
 def test_lm_eval_log_samples_import_every_item_matched(wnqa_run, coda_run, tmp_path):
-    from probegen import models
     from probegen.exporters import export
 
     lm, lm_coda = tmp_path / "lm-task", tmp_path / "lm-coda"
     export(SAMPLE, "lm-eval", lm)
     coda_ds = json.loads((coda_run / "results.json").read_text())["dataset"]["path"]
     export(coda_ds, "lm-eval", lm_coda)
-    smollm2 = models._smollm2_dir(Path(models.resolve_model("smollm2-135m").path_or_id))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
-    p = subprocess.run([sys.executable, "-c", _RUN_LM_EVAL, str(smollm2), str(tmp_path / "lm-out"), str(lm),
-                        str(lm_coda)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
+    run_lm_eval([lm, lm_coda], tmp_path / "lm-out", tmp_path)
     (samples,) = (tmp_path / "lm-out").rglob("samples_probegen_definitions*.jsonl")
     (coda_samples,) = (tmp_path / "lm-out").rglob("samples_probegen_coda*.jsonl")
 

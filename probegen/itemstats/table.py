@@ -256,11 +256,14 @@ def _name(resp: Respondent, taken: set[str]) -> str:
 
 def _adopt(resps: list[Respondent]) -> list[Respondent]:
     """Give each respondent of unknown dataset (:attr:`Respondent.adopt`) the dataset of the runs whose
-    items hold all of its items; one line naming its unknown ids if no run's dataset does."""
+    items hold all of its items, and its items the runs' units (clusters); one line naming its
+    unknown ids if no run's dataset does."""
     items: dict[str, set[str]] = {}
+    units: dict[str, dict[str, str]] = {}
     for r in resps:
         if not r.adopt:
             items.setdefault(r.dataset, set()).update(r.cells)
+            units.setdefault(r.dataset, {}).update({i: c["unit"] for i, c in r.cells.items()})
     for r in resps:
         if not r.adopt or not items:
             continue
@@ -271,6 +274,8 @@ def _adopt(resps: list[Respondent]) -> list[Respondent]:
             raise ProbegenError(f"{r.source}: {len(unknown)} of {len(r.cells)} item ids are not items of {d} "
                                 f"(e.g. {', '.join(unknown[:3])}): not results on that dataset")
         r.dataset = home
+        for i, c in r.cells.items():  # the file's own unit is its sample id: the runs' cluster (group, concept)
+            c["unit"] = units[home].get(i, c["unit"])
     return resps
 
 

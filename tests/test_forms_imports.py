@@ -1,0 +1,166 @@
+"""`probegen forms` with other harnesses' per-item results as respondents: Every Eval Ever and
+inspect-ai exports of runs on the forms give the runs' own report, a file that names no dataset joins
+the form holding its items, real lm-eval ``--log_samples`` of a probegen lm-eval export of each form
+are placed by the export's manifest; every malformed import is one line, exit 1, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_checks import assert_one_line_error, run
+from exchange_runs import foreign_eee, run_lm_eval
+
+from probegen.forms.split import make_forms
+
+SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample" / "definitions-train-sample.jsonl"
+
+
+@pytest.fixture(scope="module")
+def forms(clean_hard_nouns, tmp_path_factory) -> list[Path]:
+    """Two forms of the real clean-hard noun CoDA21 set."""
+    tmp = tmp_path_factory.mktemp("forms")
+    names = ["coda-form1", "coda-form2"]
+    for ds, name in zip(make_forms(clean_hard_nouns, "coda21", 2, 0, names, log=lambda m: None), names):
+        ds.write(tmp / name)
+    return [tmp / n for n in names]
+
+
+@pytest.fixture(scope="module")
+def runs(forms) -> list[Path]:
+    """glove-50d on each form."""
+    out = []
+    for form in forms:
+        out.append(form.parent / f"glove-{form.name}")
+        code, _, err = run("eval", "--model", "glove-50d", "--dataset", form, "--out", out[-1])
+        assert code == 0, err
+    return out
+
+
+@pytest.fixture(scope="module")
+def exports(runs) -> list[Path]:
+    """The run on form 1 as Every Eval Ever, the run on form 2 as an inspect-ai log."""
+    eee, log = runs[0].parent / "eee-form1", runs[0].parent / "logs" / "glove-form2.eval"
+    assert run("export", runs[0], "--format", "eee", "--out", eee)[0] == 0
+    assert run("export", runs[1], "--format", "inspect-log", "--out", log)[0] == 0
+    return [eee, log]
+
+
+def _csv(folder: Path, name: str) -> list[str]:
+    return (folder / name).read_text().splitlines()
+
+
+def test_exports_give_the_runs_report(runs, exports, tmp_path):
+    want, got = tmp_path / "runs", tmp_path / "exports"
+    assert run("forms", *runs, "--bootstrap", 200, "--out", want)[0] == 0
+    code, stdout, err = run("forms", *exports, "--bootstrap", 200, "--out", got)
+    assert code == 0, err
+    assert "1 respondents x 2 forms" in stdout
+    for name in ("forms.csv", "equivalence.csv", "difficulty.csv", "report.md"):
+        assert _csv(got, name) == _csv(want, name), name
+
+
+def test_files_naming_no_dataset_join_their_form(runs, exports, tmp_path):
+    """EEE files stripped of probegen's fields, one per form: one respondent placed on each form by its item ids."""
+    foreign = [foreign_eee(exports[0], tmp_path / "f1")]
+    assert run("export", runs[1], "--format", "eee", "--out", tmp_path / "eee2")[0] == 0
+    foreign.append(foreign_eee(tmp_path / "eee2", tmp_path / "f2"))
+    out = tmp_path / "eq"
+    code, stdout, err = run("forms", *runs, *foreign, "--bootstrap", 200, "--out", out)
+    assert code == 0, err
+    assert "2 respondents x 2 forms" in stdout
+    rows = [r.split(",") for r in _csv(out, "forms.csv")[1:]]
+    by = {(r[0], r[1]): r[3:] for r in rows}  # respondent, form -> items, units, accuracy, CI
+    imported = [k for k in by if k[0].startswith("glove-50d|eee:")]
+    assert len(imported) == 2
+    for who, form in imported:
+        run_row = next(v for (w, f), v in by.items() if f == form and not w.startswith("glove-50d|eee:"))
+        assert by[who, form] == run_row  # the same answers: the same items, clusters, accuracy and CI
+
+
+def test_malformed_imports_are_one_line(runs, exports, forms, tmp_path):
+    out = tmp_path / "eq"
+
+    def refused(*inputs: Path, needles: tuple[str, ...]) -> None:
+        code, _, err = run("forms", *inputs, "--out", out)
+        assert_one_line_error(code, err, *needles)
+        assert not out.exists()
+
+    (agg,) = [p for p in exports[0].rglob("*.json") if not p.name.startswith(".")]
+    samples = agg.with_name(f"{agg.stem}_samples.jsonl")
+    rows = samples.read_text().splitlines()
+
+    def copy(name: str, lines: list[str], aggregate: dict | None = None) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        (d / agg.name).write_text(json.dumps(aggregate)) if aggregate else (d / agg.name).write_bytes(agg.read_bytes())
+        (d / samples.name).write_text("\n".join(lines) + "\n")
+        return d / samples.name
+
+    first = json.loads(rows[0])
+    del first["evaluation"]
+    refused(copy("schema", [json.dumps(first), *rows[1:]]), runs[1], needles=("line 1: not Every Eval Ever",))
+    refused(copy("cut", rows[:-2]), runs[1], needles=("truncated",))
+    a = json.loads(agg.read_text())
+    a["evaluation_results"][0]["source_data"]["additional_details"]["probegen_dataset"] = str(SAMPLE)
+    refused(copy("mixed", rows, a), runs[1], needles=("needs runs on forms",))  # an export of another dataset
+    unknown = foreign_eee(exports[0], tmp_path / "unknown", {json.loads(rows[0])["sample_id"]: "no-such#0"})
+    refused(*runs, unknown, needles=("1 of", "item ids are not items of"))
+    alone = foreign_eee(exports[0], tmp_path / "alone")
+    refused(alone, exports[1], needles=("of 345 item ids are not items of", "coda-form2"))  # not on a given form
+    refused(alone, foreign_eee(exports[0], tmp_path / "alone2"), needles=("does not name its dataset",))
+
+
+@pytest.mark.real
+def test_lm_eval_samples_of_form_exports(forms, runs, tmp_path):
+    """A real lm-eval run (smollm2-135m, 4 contexts of each form) on probegen lm-eval exports of the forms:
+    its samples are respondents on their forms, named by the exports' manifests."""
+    from probegen.exporters import export
+
+    folders = [tmp_path / f"lm-{f.name}" for f in forms]
+    for f, d in zip(forms, folders):
+        export(f, "lm-eval", d)
+    run_lm_eval(folders, tmp_path / "lm-out", tmp_path, limit=4)
+    samples = [next((tmp_path / "lm-out").rglob(f"samples_*form{i}_*.jsonl")) for i in (1, 2)]
+
+    out = tmp_path / "eq"
+    code, stdout, err = run("forms", *runs, *samples, "--bootstrap", 200, "--out", out)
+    assert code == 0, err
+    assert "3 respondents x 2 forms" in stdout  # glove-50d, lm-eval acc and acc_norm
+    rows = [r.split(",") for r in _csv(out, "forms.csv")[1:]]
+    lm = [r for r in rows if "|lm-eval:acc|" in r[0] + "|"]
+    assert len(lm) == 2
+    for r, path in zip(sorted(lm, key=lambda r: r[1]), samples):
+        acc = [json.loads(x)["acc"] for x in path.read_text().splitlines()]
+        assert r[2].startswith(f"coda-form{r[1]}") and int(r[3]) == len(acc) == 4
+        assert float(r[5]) == pytest.approx(sum(acc) / len(acc), abs=1e-6)
+    # the lm-eval samples alone: the manifests still name the forms
+    alone = tmp_path / "alone"
+    assert run("forms", *samples, "--bootstrap", 200, "--out", alone)[0] == 0
+
+    # malformed: unknown ids, truncated, a form's samples twice, not lm-eval records (each beside a copy
+    # of lm-eval's results file, so the export's manifest still names the form)
+    lines = [json.loads(x) for x in samples[0].read_text().splitlines()]
+    (results,) = samples[0].parent.glob("results_*.json")
+
+    def bad(name: str, text: bytes) -> Path:
+        d = tmp_path / "bad-in" / name
+        d.mkdir(parents=True)
+        (d / results.name).write_bytes(results.read_bytes())
+        (d / samples[0].name).write_bytes(text)
+        return d / samples[0].name
+
+    unknown = [{**s, "doc": {**s["doc"], "id": "x" + s["doc"]["id"]}} if i == 1 else s for i, s in enumerate(lines)]
+    cases = {bad("unknown", "".join(json.dumps(s) + "\n" for s in unknown).encode()):
+             ("1 of 4 item ids are not items of form 1",),
+             bad("schema", b'{"doc_id": 0}\n'): ("not an lm-eval --log_samples record",),
+             bad("twice", "".join(json.dumps(s) + "\n" for s in lines + lines[:1]).encode()): ("appears twice",)}
+    cut = bad("cut", samples[0].read_bytes()[:-40])
+    cases[cut] = (str(cut),)
+    for path, needles in cases.items():
+        code, _, err = run("forms", *runs, path, "--out", tmp_path / "bad")
+        assert_one_line_error(code, err, *needles)
+    code, _, err = run("forms", *runs, samples[0], samples[0], "--out", tmp_path / "bad")
+    assert_one_line_error(code, err, "one run per respondent and form")
+    assert not (tmp_path / "bad").exists()

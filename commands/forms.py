@@ -58,7 +58,9 @@ def write_forms(ds: Any, kind: str, k: int, seed: int, out: Path, obj: dict, run
               help="IRT difficulties compared across forms (with at least 3 respondents).")
 def forms(runs, out, margin, alpha, n_boot, seed, irt_model) -> None:
     """Are parallel forms equivalent? RUNs are `probegen eval` folders of several respondents (models,
-    methods) on the forms of one family (`make ... --forms K`).
+    methods) on the forms of one family (`make ... --forms K`), or other harnesses' per-item results
+    on the forms: Every Eval Ever / inspect-ai exports, lm-eval --log_samples of a form's lm-eval
+    export (placed by the export's manifest), inspect/EEE files of other tools (docs/exchange.md).
 
     Per respondent: accuracy on each form with cluster-bootstrap CIs (clustered by group/concept)
     and a TOST between every pair of forms at +/- --margin (cluster-robust SE); the respondents'
@@ -72,6 +74,8 @@ def forms(runs, out, margin, alpha, n_boot, seed, irt_model) -> None:
       probegen eval --model glove-50d --dataset sets/coda-form1 --out runs/glove-1   # ... every form, every model
       probegen forms runs/glove-1 runs/glove-2 runs/glove-3 runs/minilm-1 runs/minilm-2 runs/minilm-3 --out eq
       probegen forms runs/* --margin 0.05 --out eq-05
+      probegen forms runs/glove-1 runs/glove-2 lm-out/M/samples_probegen_coda_form1_*.jsonl \\
+                     lm-out/M/samples_probegen_coda_form2_*.jsonl logs/x-1.eval logs/x-2.eval --out eq-x
     """
     from probegen.forms.report import run_forms
 

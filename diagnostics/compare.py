@@ -123,7 +123,7 @@ def item_units(kind: str, data: Any) -> dict[str, str]:
     task = tasks.get(kind)
     if kind == "coda21":  # one item per row of a group (tasks/coda21.py's correctness)
         return {f"{g.id}#{r}": str(g.id) for g in data.groups for r in range(len(g.items))}
-    if kind == "wordnetqa":  # an item in its concept (tasks/multiple_choice.py's correctness)
+    if kind == "wordnetqa" and isinstance(task, tasks.Subsettable):  # an item in its concept (its correctness)
         return {str(it.id): task.cluster_of(it) for it in data.items}
     return {str(u.id): str(u.id) for u in task.units(data, "full", Settings())}  # tasks/base.py's
 
@@ -161,7 +161,7 @@ def _side(r: Any, run: str, keys: tuple[str, str], data: tuple[Any, Any], layout
                                 "sets compared")
         return sides
     if r.manifest is not None:
-        sides = [i for i in (0, 1) if (getattr(data[i], "manifest", None) or None) == r.manifest]
+        sides = [i for i in (0, 1) if (data[i].manifest or None) == r.manifest]
         if len(sides) == 1 or keys[0] == keys[1] and sides:
             return sides
     ids = set(r.cells)
@@ -194,18 +194,20 @@ def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data
         for r in read_run(run):
             for i in _side(r, run, keys, data, layouts, paths):
                 slot = sides.setdefault(identity(r), [None, None])
-                if slot[i] is not None:
-                    raise ProbegenError(f"{identity(r)} answers {paths[i]} in both {slot[i][0]} and {run}: give one "
+                earlier = slot[i]
+                if earlier is not None:
+                    raise ProbegenError(f"{identity(r)} answers {paths[i]} in both {earlier[0]} and {run}: give one "
                                         "run per respondent and set")
                 slot[i] = (run, r)
     out = []
     for who, slot in sides.items():
-        missing = [paths[i] for i in (0, 1) if slot[i] is None]
-        if missing:
+        pa, pb = slot
+        if pa is None or pb is None:
             have = next(s for s in slot if s is not None)
-            raise ProbegenError(f"{who} ({have[0]}) has no run on {missing[0]}: a respondent needs a run on each set")
-        (ra, resp_a), (rb, resp_b) = slot  # type: ignore[misc]
-        for i, (run, r) in enumerate(slot):  # type: ignore[arg-type]
+            raise ProbegenError(f"{who} ({have[0]}) has no run on {paths[0] if pa is None else paths[1]}: a respondent "
+                                "needs a run on each set")
+        (ra, resp_a), (rb, resp_b) = pa, pb
+        for i, (run, r) in enumerate((pa, pb)):
             unknown = sorted(set(r.cells) - set(layouts[i]), key=str)
             if unknown:
                 raise ProbegenError(f"{run}: {len(unknown)} of {len(r.cells)} item ids are not items of {paths[i]} "
@@ -289,7 +291,7 @@ def raise_mismatch(ka: str, kb: str) -> None:
 
 
 def _reference(data: Any) -> str | None:
-    adv = (getattr(data, "manifest", {}) or {}).get("adversarial") or {}
+    adv = data.manifest.get("adversarial") or {}
     return adv.get("reference_model")
 
 

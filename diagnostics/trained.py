@@ -34,7 +34,6 @@ give the SD.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -323,7 +322,7 @@ def load_datasets(paths: list[str | Path], subset: tuple[str, int] | None = None
         name = q.name if q.is_dir() else q.stem
         if subset is not None and isinstance(task, tasks.Subsettable):  # check_options took --limit/--sample only then
             ds, info = task.subset(ds, subset[0], subset[1], seed, whole="cluster")
-            ds = dataclasses.replace(ds, manifest={**ds.manifest, "subset": info})
+            ds = tasks.with_manifest(ds, {**ds.manifest, "subset": info})
             log(f"{p}: {tasks.subset_line(info)}")
         train_test(ds, name)
         out.append((name, ds))

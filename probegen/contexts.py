@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Literal, cast
+from typing import Any, Iterable, Literal, TypeVar, cast
 
 from .errors import DatasetError
 from .text import detokenize, replace_char_span
@@ -256,6 +256,21 @@ def _checked_span(text: Any, sp: Any) -> tuple[int, int]:
     if not text[a:b].strip():
         raise DatasetError(f"char_span {[a, b]} covers only white space in context {text[:60]!r}")
     return a, b
+
+
+T = TypeVar("T")
+
+
+def recorded(value: T | None, what: str) -> T:
+    """``value``: a part of a context that its source always records (a SemCor occurrence's ``ref``,
+    ``span``, ``tokens``, ``lemma`` and ``synset``); a ValueError naming ``what`` for a context without it.
+
+    >>> recorded("bank.n.01", "synset")
+    'bank.n.01'
+    """
+    if value is None:
+        raise ValueError(f"this context has no {what} (a SemCor occurrence records it)")
+    return value
 
 
 def locate(text: str, lemmas: Iterable[str], pos: str, morph) -> tuple[str, tuple[int, int]] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Sequence, cast
 
+from ..contexts import recorded
 from ..core import Unit
 from ..leaks import Morphology, leaks
 from ..scorers import CAUSAL_KINDS, LM_KINDS
@@ -53,7 +54,7 @@ def usable_occurrences(occurrences: Sequence, limit: int, morph: Morphology) -> 
 def _split(c: Context) -> tuple[str, str]:
     """(left text, target) of a context: by tokens for SemCor's, by characters for the rest."""
     if c.tokens is not None:
-        left, target, _ = split_at_span(c.tokens, c.span)
+        left, target, _ = split_at_span(c.tokens, recorded(c.span, "span"))
         return left, target
     a, b = c.char_span
     return c.text[:a].rstrip(), c.text[a:b]
@@ -66,7 +67,7 @@ def _token_view(c: Context) -> tuple[list[str], tuple[int, int]]:
     (['the', 'dogs', 'barked'], (1, 2))
     """
     if c.tokens is not None:
-        return list(c.tokens), cast("tuple[int, int]", tuple(c.span))
+        return list(c.tokens), cast("tuple[int, int]", tuple(recorded(c.span, "span")))
     a, b = c.char_span
     left = c.text[:a].split()
     return left + [c.text[a:b]] + c.text[b:].split(), (len(left), len(left) + 1)

@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import NothingBuilt
-from ..spec.schema import Spec, concept_filter
+from ..spec.schema import Spec, concept_filter, given
+
+if TYPE_CHECKING:
+    from ..runner import Runner
 
 
 def coda21_config(spec: Spec):
@@ -22,9 +25,9 @@ def coda21_config(spec: Spec):
     """
     from .config import Coda21Config
 
-    rel, hops = spec.relation.name, spec.hops[0]
+    rel, hops = given(spec.relation, "relation").name, spec.hops[0]
     paper = rel == "hyponym" and hops in (1, 2)  # the paper's variants keep their exact config
-    a, min_semcor = spec.alignment, spec.concepts.min_semcor
+    a, min_semcor = given(spec.alignment, "alignment"), spec.concepts.min_semcor or 0  # filled in by parse_spec
     cfg = Coda21Config(
         easy=paper and hops == 2,
         clean=min_semcor > 1,
@@ -50,7 +53,7 @@ def coda21_config(spec: Spec):
 
 
 def build_alignment(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
-                    log: Callable[[str], None], runner=None):
+                    log: Callable[[str], None], runner: Runner):
     """The CoDA21 dataset of an ``alignment`` spec (``runner`` loads the embedder and context scorer)."""
     from . import dataset as coda21
 

@@ -19,7 +19,6 @@ same size scored by their plain accuracy.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -192,16 +191,13 @@ def _write(task: Any, data: Any, kept_records: list[Any], out: str | Path, info:
            y: np.ndarray, rec: np.ndarray, kept: np.ndarray, check: dict[str, Any]) -> None:
     """The compact dataset, its manifest's ``compact_form`` block, and ``predictor.json`` beside its records."""
     from ..io import record_in_output, write_json
+    from ..tasks.base import with_manifest
 
     sub = task.with_records(data, kept_records)
-    manifest = {**getattr(sub, "manifest", {}), "compact_form": info}
+    manifest = {**sub.manifest, "compact_form": info}
     if "counts" in manifest:
         manifest["counts"] = task.counts(sub)
-    if dataclasses.is_dataclass(sub) and not isinstance(sub, type) and hasattr(sub, "manifest"):
-        sub = dataclasses.replace(sub, manifest=manifest)
-    else:
-        sub.manifest = manifest
-    path = task.write(sub, out)
+    path = task.write(with_manifest(sub, manifest), out)
     shown = np.isin(rec, kept)
     write_json(Path(path) / "predictor.json", {
         "how": "ability from the subset's answers with these item parameters fixed (posterior on a grid, N(0,1) "

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .schema import Spec
 
 if TYPE_CHECKING:
+    from ..runner import Runner
     from ..tasks import SpecBuildable
 
 
@@ -68,7 +69,7 @@ def models_of(spec: Spec) -> list[str]:
 
 
 def build_spec(spec: Spec, wordnet: str | None = None, semcor: str | None = None, progress: bool = True,
-               log: Callable[[str], None] = print, runner=None) -> Built:
+               log: Callable[[str], None] = print, *, runner: Runner) -> Built:
     """Generate the dataset a spec declares (see the module docstring for the mapping); ``runner``
     (a :class:`~probegen.runner.Runner`) loads any model the build scores with."""
     from .. import tasks

@@ -20,7 +20,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from ..errors import ProbegenError
 from .concepts import ConceptFilter
@@ -272,6 +272,30 @@ class Spec:
         return lo or 1, hi or lo or 1
 
 
+S = TypeVar("S")
+
+
+def given(section: S | None, name: str) -> S:
+    """A section that a checked spec of its shape has (:func:`parse_spec` fills the shape's sections with
+    their defaults); one line naming it if it is missing (a spec built by hand, not parsed).
+
+    >>> given(None, "alignment")
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: alignment: missing (the spec's shape needs this section)
+    """
+    if section is None:
+        raise ProbegenError(f"{name}: missing (the spec's shape needs this section)")
+    return section
+
+
+def hop_range(relation: Relation) -> tuple[int, int]:
+    """Both ends of ``relation.hops`` (a checked spec has both; one line if one is missing)."""
+    lo, hi = relation.hops
+    if lo is None or hi is None:
+        raise ProbegenError("relation.hops: give both ends of the hop range")
+    return lo, hi
+
+
 def concept_filter(spec: Spec, with_semcor: bool) -> ConceptFilter | None:
     """The spec's lexicographer-file/depth filter (and SemCor floor if ``with_semcor``), None if it admits all."""
     c = spec.concepts
@@ -386,41 +410,47 @@ def _check(s: Spec) -> None:
     if len(set(s.concepts.pos)) != len(s.concepts.pos):
         raise ProbegenError("concepts.pos: a part of speech is named twice")
     if s.relation is not None:
-        lo, hi = s.relation.hops
-        if lo is None or hi is None:
-            raise ProbegenError("relation.hops: give both ends of the hop range")
+        hop_range(s.relation)
     if s.shape == "alignment":
-        lo, hi = s.relation.hops
-        if lo != hi or not 1 <= lo <= ALIGNMENT_MAX_HOPS:
-            raise ProbegenError(f"relation.hops: alignment members sit 1..{ALIGNMENT_MAX_HOPS} hops from the shared "
-                                f"synset, got {lo if lo == hi else [lo, hi]}")
-        if s.relation.instances:
-            raise ProbegenError("relation.instances: applies to multiple_choice hypernymy/hyponymy only")
-        if s.alignment.k_min > s.alignment.k_max:
-            raise ProbegenError(f"alignment.k_min: {s.alignment.k_min} is larger than alignment.k_max "
-                                f"{s.alignment.k_max}")
-        if s.concepts.min_semcor < 1:
-            raise ProbegenError("concepts.min_semcor: alignment members need at least 1 SemCor context")
-        if s.templates is not None:
-            raise ProbegenError("templates: alignment items are scored with the patterns of templates/coda21.json "
-                                "(eval --pattern)")
+        _check_alignment(s)
     elif s.shape == "multiple_choice":
         _check_mc(s)
     else:
-        if s.relation is not None:
-            raise ProbegenError("relation: WiC-style pairs compare two senses of one lemma; they take no relation")
-        c = s.concepts
-        if c.lexfiles or c.depth != (None, None) or c.min_semcor:
-            raise ProbegenError("concepts: WiC-style pairs filter by part of speech only (lexfiles, depth and "
-                                "min_semcor do not apply)")
-        if s.templates is not None:
-            raise ProbegenError("templates: WiC-style pairs have no question templates")
+        _check_wic_pair(s)
     if s.shape != "alignment" and s.contexts.scorer != Contexts().scorer:
         raise ProbegenError("contexts.scorer: applies to shape alignment only")
 
 
+def _check_alignment(s: Spec) -> None:
+    rel, al, min_semcor = given(s.relation, "relation"), given(s.alignment, "alignment"), s.concepts.min_semcor
+    lo, hi = hop_range(rel)
+    if lo != hi or not 1 <= lo <= ALIGNMENT_MAX_HOPS:
+        raise ProbegenError(f"relation.hops: alignment members sit 1..{ALIGNMENT_MAX_HOPS} hops from the shared "
+                            f"synset, got {lo if lo == hi else [lo, hi]}")
+    if rel.instances:
+        raise ProbegenError("relation.instances: applies to multiple_choice hypernymy/hyponymy only")
+    if al.k_min > al.k_max:
+        raise ProbegenError(f"alignment.k_min: {al.k_min} is larger than alignment.k_max {al.k_max}")
+    if min_semcor is None or min_semcor < 1:
+        raise ProbegenError("concepts.min_semcor: alignment members need at least 1 SemCor context")
+    if s.templates is not None:
+        raise ProbegenError("templates: alignment items are scored with the patterns of templates/coda21.json "
+                            "(eval --pattern)")
+
+
+def _check_wic_pair(s: Spec) -> None:
+    if s.relation is not None:
+        raise ProbegenError("relation: WiC-style pairs compare two senses of one lemma; they take no relation")
+    c = s.concepts
+    if c.lexfiles or c.depth != (None, None) or c.min_semcor:
+        raise ProbegenError("concepts: WiC-style pairs filter by part of speech only (lexfiles, depth and "
+                            "min_semcor do not apply)")
+    if s.templates is not None:
+        raise ProbegenError("templates: WiC-style pairs have no question templates")
+
+
 def _check_mc(s: Spec) -> None:
-    mc = s.multiple_choice
+    mc = given(s.multiple_choice, "multiple_choice")
     if not mc.probe or not mc.probe.replace("-", "").replace("_", "").isalnum():
         raise ProbegenError(f"multiple_choice.probe: {mc.probe!r} is not a probe name (letters, digits, - and _)")
     if mc.dev_frac + mc.test_frac >= 1:
@@ -450,7 +480,7 @@ def _check_mc(s: Spec) -> None:
                                 "needs it)")
         _check_placeholders(s.templates)
     if s.relation is not None:
-        lo, hi = s.relation.hops
+        lo, hi = hop_range(s.relation)
         if not 1 <= lo <= hi <= MC_MAX_HOPS:
             raise ProbegenError(f"relation.hops: multiple choice answers sit 1..{MC_MAX_HOPS} hops away, got [{lo}, "
                                 f"{hi}]")

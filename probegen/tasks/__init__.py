@@ -59,7 +59,19 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
-from .base import COMMANDS, BiasAnalyses, Evaluation, Settings, Task, pick, resolve, subset_line, titles
+from .base import (
+    COMMANDS,
+    BiasAnalyses,
+    Dataset,
+    Evaluation,
+    Settings,
+    Task,
+    pick,
+    resolve,
+    subset_line,
+    titles,
+    with_manifest,
+)
 from .capabilities import (
     NEEDS,
     SUBSET_OPTIONS,
@@ -74,10 +86,10 @@ from .capabilities import (
     incapable,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "ArtefactFilters", "BiasAnalyses", "Buildable", "Evaluation", "Exportable",
+__all__ = ["ENTRY_POINT_GROUP", "ArtefactFilters", "BiasAnalyses", "Buildable", "Dataset", "Evaluation", "Exportable",
            "Filterable", "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Writable", "all_tasks",
            "check_capable", "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "incapable",
-           "pick", "register", "subset_line"]
+           "pick", "register", "subset_line", "with_manifest"]
 
 ENTRY_POINT_GROUP = "probegen.tasks"
 #: option values that ask for nothing: given explicitly, they are no error for any kind

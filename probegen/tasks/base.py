@@ -29,16 +29,65 @@ it: the library never imports ``diagnostics``, and no module is passed around.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
 
-from ..errors import ProbegenError
+from ..errors import DatasetError, ProbegenError
 from ..settings import Settings
 
 Log = Callable[[str], None]
 COMMANDS = ("eval", "bias", "export", "study", "filter")
+
+
+@runtime_checkable
+class Dataset(Protocol):
+    """What :meth:`Task.load` returns for every kind: an object with a ``manifest`` dict (how the
+    dataset was made: kind, config, seed, nonce, counts; ``{}`` for a file that has none). probegen's
+    kinds return a :class:`probegen.dataset.Dataset`; a plugin's may return any object with the
+    attribute (its records are read by its own hooks). Every kind's ``load`` is checked on return
+    (:meth:`Task.__init_subclass__`), so code that reads a loaded dataset relies on ``data.manifest``.
+    """
+
+    manifest: dict[str, Any]
+
+
+@runtime_checkable
+class Fingerprinted(Protocol):
+    """A dataset that hashes its own content (probegen's: :attr:`probegen.dataset.Dataset.fingerprint`)."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+
+def with_manifest(data: Dataset, manifest: dict[str, Any]) -> Dataset:
+    """``data`` with ``manifest`` in place of its own: a dataclass (probegen's datasets) is replaced
+    field-wise, another object is copied with the attribute set; ``data`` itself is left as it was."""
+    import copy
+    import dataclasses
+
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return dataclasses.replace(data, manifest=manifest)
+    out = copy.copy(data)
+    out.manifest = manifest
+    return out
+
+
+def _checked_load(load: Callable[..., Any]) -> Callable[..., Any]:
+    """``load`` that fails with one line when what it returns is no :class:`Dataset` (no manifest dict)."""
+
+    @functools.wraps(load)
+    def checked(self: Task, path: str | Path, *args: Any, **kwargs: Any) -> Dataset:
+        data = load(self, path, *args, **kwargs)
+        if not (isinstance(data, Dataset) and isinstance(data.manifest, dict)):
+            raise DatasetError(f"{path}: the {self.name!r} kind's load returned a {type(data).__name__} without a "
+                               "manifest dict (a loaded dataset has one: probegen.tasks.Dataset)")
+        return data
+
+    checked.__dict__["manifest_checked"] = True
+    return checked
 
 
 @dataclass
@@ -93,6 +142,14 @@ class Task(ABC):
     zero_shot: ClassVar[bool] = True
     rows_file: ClassVar[str] = "items.jsonl"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A kind's own ``load`` is wrapped so that what it returns is checked to be a :class:`Dataset`."""
+        super().__init_subclass__(**kwargs)
+        load = cls.__dict__.get("load")
+        if callable(load) and not getattr(load, "__isabstractmethod__", False) \
+                and not getattr(load, "manifest_checked", False):
+            cls.load = _checked_load(load)  # type: ignore[method-assign]
+
     def __repr__(self) -> str:
         return f"<task {self.name}>"
 
@@ -115,14 +172,14 @@ class Task(ABC):
         return kind in self.manifest_kinds() or (kind is None and (path / self.rows_file).exists())
 
     @abstractmethod
-    def load(self, path: str | Path, ablations: bool = False) -> Any:
+    def load(self, path: str | Path, ablations: bool = False) -> Dataset:
         """The dataset at ``path``, validated in full (``ablations``: every row must be one the
-        ablations can cut). It has a ``manifest`` dict."""
+        ablations can cut). It has a ``manifest`` dict (checked: :class:`Dataset`)."""
 
-    def validate(self, data: Any) -> None:
+    def validate(self, data: Dataset) -> None:
         """Checks beyond those of :meth:`load` (none by default)."""
 
-    def counts(self, data: Any) -> dict[str, Any]:
+    def counts(self, data: Dataset) -> dict[str, Any]:
         """The manifest's ``counts`` block of ``data``."""
         return {"units": len(self.units(data, self.conditions[0], Settings()))}
 
@@ -138,7 +195,7 @@ class Task(ABC):
 
     # ---- units, evaluation ------------------------------------------------------------------------
     @abstractmethod
-    def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+    def units(self, data: Dataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """The core units of ``data`` in ``condition`` (queries rendered for a scorer of query
         ``style``); the generic evaluation, ablations and comparison build on it."""
 
@@ -146,7 +203,7 @@ class Task(ABC):
         """The LM reduction to load the scorer with (a kind may need another, e.g. per-token means)."""
         return reduction
 
-    def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+    def evaluate(self, data: Dataset, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """Score and decide every unit of the full condition (``probegen eval``)."""
         from . import generic
 
@@ -176,11 +233,11 @@ class Task(ABC):
         """What the bias bootstrap resamples."""
         return self.unit_name
 
-    def select_split(self, data: Any, split: str, name: str = "the dataset") -> Any:
+    def select_split(self, data: Dataset, split: str, name: str = "the dataset") -> Dataset:
         """``data`` cut to one split (kinds without splits keep it whole; ``name`` names it in errors)."""
         return data
 
-    def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
+    def score_ablations(self, data: Dataset, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Every scored ablation's per-unit records, through one request table (``evaluator``:
         a stand-in for the kind's one-mode evaluator, for tests)."""
@@ -198,12 +255,12 @@ class Task(ABC):
         what the position and calibration blocks re-decide reordered answers with."""
         return "argmax"
 
-    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
+    def unit_correctness(self, data: Dataset, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per unit id: (summed correctness, weight) of one model (``probegen compare``)."""
         return self.correctness(data, scorer, seed, progress)[0]
 
-    def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+    def correctness(self, data: Dataset, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
         """One scoring of ``data`` by one model, read two ways: per unit (as :meth:`unit_correctness`)
         and per decision (unit, item, 1.0 right or 0.0 wrong): what a paired McNemar test between two
@@ -211,12 +268,12 @@ class Task(ABC):
         from ..templating import dataset_nonce
         from . import generic
 
-        settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
+        settings = Settings(nonce=dataset_nonce(data.manifest), seed=seed)
         rows = generic.score_rows(self, data, scorer, ["full"], settings, progress)["full"]
         units = {str(r["id"]): (float(r["correct"]), 1.0) for r in rows}
         return units, [(str(r["id"]), str(r["id"]), float(r["correct"] == 1.0)) for r in rows]
 
-    def chance(self, data: Any) -> float:
+    def chance(self, data: Dataset) -> float:
         """Random-guess accuracy over the dataset's units."""
         from . import generic
 

@@ -22,10 +22,15 @@ from __future__ import annotations
 from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from ..errors import ProbegenError
-from .base import Log, Settings, Task, pick
+from .base import Dataset, Fingerprinted, Log, Settings, Task, pick
+
+if TYPE_CHECKING:
+    from ..runner import Runner
+    from ..spec.schema import Spec
+    from ..study.design import StudyConfig
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ class Subsettable(Task):
     def accepts(self, option: str, command: str = "eval") -> bool:
         return (command in ("eval", "bias") and option in SUBSET_OPTIONS) or super().accepts(option, command)
 
-    def records(self, data: Any) -> list[Any]:
+    def records(self, data: Dataset) -> list[Any]:
         """The dataset's records (its units: groups, items, pairs) in file order."""
         recs = getattr(data, self.records_attribute, None)
         if recs is None:
@@ -61,7 +66,7 @@ class Subsettable(Task):
                                 "to a subset")
         return list(recs)
 
-    def with_records(self, data: Any, records: Sequence[Any]) -> Any:
+    def with_records(self, data: Dataset, records: Sequence[Any]) -> Dataset:
         """``data`` holding only ``records``: a dataclass container with a ``records_field`` (probegen's
         datasets) is replaced field-wise; another object (a plugin's) is copied with its
         :attr:`records_attribute` set to the records kept."""
@@ -82,7 +87,8 @@ class Subsettable(Task):
         """The cluster ``record`` belongs to, kept whole by a ``bias`` subset (default: its own id)."""
         return str(getattr(record, "id", id(record)))
 
-    def subset(self, data: Any, how: str, n: int, seed: int = 0, whole: str = "unit") -> tuple[Any, dict[str, Any]]:
+    def subset(self, data: Dataset, how: str, n: int, seed: int = 0,
+               whole: str = "unit") -> tuple[Dataset, dict[str, Any]]:
         """(``data`` cut to ``n`` units, what was taken): ``how`` ``limit`` takes the first ``n``
         (file order), ``sample`` ``n`` drawn with ``seed``; ``whole`` ``cluster`` takes whole
         clusters (:meth:`cluster_of`: what the bias bootstrap resamples) instead of single units.
@@ -108,7 +114,7 @@ class Writable(Task):
     """The kind writes a loaded dataset as a dataset directory (what a filter or a spec build leaves)."""
 
     @abstractmethod
-    def write(self, data: Any, out: str | Path) -> Path:
+    def write(self, data: Dataset, out: str | Path) -> Path:
         """Write ``data`` as a dataset directory at ``out``."""
 
 
@@ -124,7 +130,7 @@ class Buildable(Task):
     """``probegen bias`` without ``--dataset`` generates a missing default dataset of this kind."""
 
     @abstractmethod
-    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Any) -> None:
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """Generate a missing default dataset of this kind at ``path`` (``runner``: the command's
         :class:`~probegen.runner.Runner`, which loads any model the build needs)."""
 
@@ -143,7 +149,7 @@ class Exportable(Task):
 
     @abstractmethod
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
-                    pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+                    pattern: str | None) -> tuple[Dataset, list[dict[str, Any]], dict[str, Any]]:
         """(dataset, multiple-choice docs, export settings) for ``lm-eval`` and ``hf`` exports."""
 
     @abstractmethod
@@ -172,16 +178,19 @@ class Studyable(Task):
     def accepts(self, option: str, command: str = "eval") -> bool:
         return (command == "study" and option in self.study_options) or super().accepts(option, command)
 
-    def fingerprint(self, data: Any) -> str:
-        """A hash of the dataset's content (recorded in studies)."""
+    def fingerprint(self, data: Dataset) -> str:
+        """A hash of the dataset's content (recorded in studies): the dataset's own ``fingerprint``."""
+        if not isinstance(data, Fingerprinted):
+            raise ProbegenError(f"a {self.title or self.name} dataset has no fingerprint: the kind overrides "
+                                "Studyable.fingerprint")
         return data.fingerprint
 
     @abstractmethod
-    def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
+    def study_pool(self, data: Dataset, cfg: StudyConfig) -> tuple[list[Any], str, dict[str, int]]:
         """(units a study samples from, what they are called, skipped counts) for ``study make``."""
 
     @abstractmethod
-    def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+    def study_view(self, data: Dataset, unit: Any, condition: str, seed: int) -> dict[str, Any]:
         """What an annotator sees of ``unit`` (of ``data``, which says how to render it) in ``condition``
         (:mod:`probegen.study.views`)."""
 
@@ -197,20 +206,20 @@ class SpecBuildable(Writable):
     spec_shape: ClassVar[str]
 
     @abstractmethod
-    def spec_config(self, spec: Any) -> Any:
+    def spec_config(self, spec: Spec) -> Any:
         """The generator configuration of a spec of :attr:`spec_shape`."""
 
     @abstractmethod
-    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Any = None) -> Any:
+    def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Runner) -> Dataset:
         """Generate the dataset a spec declares (``runner``: the :class:`~probegen.runner.Runner` that
         loads any model the build scores with)."""
 
-    def spec_models(self, spec: Any) -> list[str]:
+    def spec_models(self, spec: Spec) -> list[str]:
         """The models a spec build loads."""
         return []
 
-    def built_summary(self, data: Any) -> str:
+    def built_summary(self, data: Dataset) -> str:
         """One line on a freshly built dataset (``probegen make spec``)."""
         return f"{len(self.units(data, 'full', Settings()))} {self.unit_name}s"
 

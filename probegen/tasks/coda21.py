@@ -8,7 +8,7 @@ dispatches to it. Datasets: a probegen directory (``groups.jsonl`` + ``manifest.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .base import Analysis, BiasAnalyses, Evaluation, Log, Settings
 from .capabilities import (
@@ -20,6 +20,10 @@ from .capabilities import (
     Studyable,
     Subsettable,
 )
+
+if TYPE_CHECKING:
+    from ..runner import Runner
+    from ..spec.schema import Spec
 
 NOTE = (
     "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
@@ -133,7 +137,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
         return offered.alignment
 
-    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Any) -> None:
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """``probegen make coda21 --easy`` into ``path``."""
         from ..coda21.config import Coda21Config
         from ..coda21.dataset import build, write
@@ -153,7 +157,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         from ..coda21.evaluate import evaluate
         from ..templating import dataset_nonce
 
-        settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
+        settings = Settings(nonce=dataset_nonce(data.manifest), seed=seed)
         groups = evaluate(data, scorer, settings, progress=progress)["groups"]
         items = [(r["id"], f"{r['id']}#{i}", float(p == g)) for r in groups
                  for i, (p, g) in enumerate(zip(r["pred"], r["gold"]))]
@@ -250,20 +254,23 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
         return align_gold(unit, seed)
 
-    def spec_config(self, spec: Any) -> Any:
+    def spec_config(self, spec: Spec) -> Any:
         from ..coda21.spec import coda21_config
 
         return coda21_config(spec)
 
-    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Any = None) -> Any:
+    def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Runner) -> Any:
         from ..coda21.spec import build_alignment
 
         return build_alignment(spec, cfg, wordnet, semcor, progress, log, runner)
 
-    def spec_models(self, spec: Any) -> list[str]:
+    def spec_models(self, spec: Spec) -> list[str]:
         """The definition embedder and the context scorer (unless contexts are taken first-come)."""
-        return [spec.alignment.embedder] + ([spec.contexts.scorer] if spec.contexts.scorer != "first" else [])
+        from ..spec.schema import given
+
+        scorer = [spec.contexts.scorer] if spec.contexts.scorer != "first" else []
+        return [given(spec.alignment, "alignment").embedder, *scorer]
 
     def built_summary(self, data: Any) -> str:
         c = data.manifest.get("counts", {})

@@ -9,7 +9,7 @@ dispatches to it. Datasets: a probegen directory (``items.jsonl`` + ``manifest.j
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ProbegenError
 from .base import Analysis, BiasAnalyses, Evaluation, Log, Settings
@@ -22,6 +22,10 @@ from .capabilities import (
     Studyable,
     Subsettable,
 )
+
+if TYPE_CHECKING:
+    from ..runner import Runner
+    from ..spec.schema import Spec
 
 ABLATIONS = {
     "full": "question and choices",
@@ -196,7 +200,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
         return offered.choice
 
-    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Any) -> None:
+    def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """``probegen make wordnetqa --probe <the name's suffix>`` into ``path``."""
         from ..wordnetqa import dataset as mcd
         from ..wordnetqa.config import WordNetQAConfig
@@ -222,7 +226,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         out: dict[str, list[float]] = {}
         items: list[tuple[str, str, float]] = []
-        settings = Settings(nonce=dataset_nonce(getattr(data, "manifest", None)), seed=seed)
+        settings = Settings(nonce=dataset_nonce(data.manifest), seed=seed)
         for r in evaluate_mc(data, scorer, settings, progress=progress)["items"]:
             unit = str(r.get("synset") or r.get("cluster") or r["id"])
             u = out.setdefault(unit, [0.0, 0.0])
@@ -297,13 +301,13 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         return mc_gold(unit, excluded_conditions(unit.probe))
 
-    def spec_config(self, spec: Any) -> Any:
+    def spec_config(self, spec: Spec) -> Any:
         from ..wordnetqa.spec import wordnetqa_config
 
         return wordnetqa_config(spec)
 
-    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Any = None) -> Any:
+    def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Runner) -> Any:
         from ..wordnetqa.spec import build_multiple_choice
 
         return build_multiple_choice(spec, cfg, wordnet, semcor, progress, log)

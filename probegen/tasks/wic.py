@@ -16,7 +16,7 @@ classifier, fine-tuning heads) are methods here, so the trained method never com
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from ..core import as_unit_scorer
 from ..errors import ProbegenError
 from .base import Evaluation, Log, Settings, resolve
 from .capabilities import SpecBuildable, Subsettable, Writable
+
+if TYPE_CHECKING:
+    from ..runner import Runner
+    from ..spec.schema import Spec
 
 #: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
 SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
@@ -338,13 +342,13 @@ class WicTask(WordInContextTask, SpecBuildable):
         c = data.manifest.get("counts", {})
         return ", ".join(f"{s}: {v['items']} {self.stats_noun}" for s, v in c.get("splits", {}).items())
 
-    def spec_config(self, spec: Any) -> Any:
+    def spec_config(self, spec: Spec) -> Any:
         from ..wordincontext.spec import wic_config
 
         return wic_config(spec)
 
-    def build_from_spec(self, spec: Any, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Any = None) -> Any:
+    def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
+                        runner: Runner) -> Any:
         from ..wordincontext.spec import build_wic_pair
 
         return build_wic_pair(spec, cfg, wordnet, semcor, progress, log)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..contexts import Context
+from ..contexts import Context, recorded
 
 POS_NAMES = {"noun": ("n",), "verb": ("v",), "both": ("n", "v")}
 
@@ -30,18 +30,18 @@ def doc(o: Context) -> str:
     >>> doc(Context.from_tokens(("A", "jury", "."), (1, 2), ref="brown1/br-a01#3"))
     'brown1/br-a01'
     """
-    return o.ref.split("#", 1)[0]
+    return recorded(o.ref, "ref").split("#", 1)[0]
 
 
 def key(o: Context) -> str:
     """An occurrence's unique key: sentence id and first token (``brown1/br-a01#3:1``)."""
-    return f"{o.ref}:{o.span[0]}"
+    return f"{o.ref}:{recorded(o.span, 'span')[0]}"
 
 
 def order(o: Context) -> tuple[str, int, int]:
     """Corpus order: document, sentence number, token position."""
-    d, _, snum = o.ref.partition("#")
-    return d, int(snum) if snum.isdigit() else -1, o.span[0]
+    d, _, snum = recorded(o.ref, "ref").partition("#")
+    return d, int(snum) if snum.isdigit() else -1, recorded(o.span, "span")[0]
 
 
 @dataclass
@@ -68,10 +68,12 @@ def occurrences(index: dict[str, list[Context]], graph, pos: tuple[str, ...], ma
             continue
         for c in index[synset]:
             stats.occurrences += 1
-            if len(c.tokens) > max_tokens:
+            tokens = recorded(c.tokens, "tokens")
+            if len(tokens) > max_tokens:
                 stats.too_long += 1
                 continue
-            out.append(Context.from_tokens(c.tokens, c.span, c.ref, c.source, c.lemma.lower(), synset))
+            out.append(Context.from_tokens(tokens, recorded(c.span, "span"), c.ref, c.source,
+                                           recorded(c.lemma, "lemma").lower(), synset))
     out.sort(key=order)
     return out
 
@@ -90,7 +92,7 @@ class LeakFilter:
         if got is None:
             from ..leaks import leaks
 
-            got = self._memo[k] = not leaks(o.text, o.char_span, o.lemma, self.morph)
+            got = self._memo[k] = not leaks(o.text, o.char_span, recorded(o.lemma, "lemma"), self.morph)
             self.stats.leak_checked += 1
             self.stats.leaky += not got
         return got

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..spec.schema import Spec
+from ..spec.schema import Spec, given
 
 
 def wic_config(spec: Spec):
     """The WiC configuration of a ``wic_pair`` spec."""
     from .wic import WicConfig
 
-    w, pos = spec.wic_pair, spec.pos_codes
+    w, pos = given(spec.wic_pair, "wic_pair"), spec.pos_codes
     return WicConfig(pos, w.prune, w.max_pairs, w.max_pairs_per_lemma, spec.contexts.max, w.max_tokens,
                      w.dev_frac, w.test_frac, spec.seed)
 

@@ -27,11 +27,11 @@ apply one half; ``none`` keeps every F pair. The manifest counts what each reaso
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any, Callable
 
-from ..contexts import Context
+from ..contexts import Context, recorded
 from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
 from .source import LeakFilter, SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
@@ -103,8 +103,8 @@ class PairStats:
     lemmas_without_pairs: int = 0
     t_candidates: int = 0
     f_candidates: int = 0
-    f_pruned: dict[str, int] | None = None
-    synset_pairs_pruned: dict[str, int] | None = None
+    f_pruned: dict[str, int] = field(default_factory=dict)
+    synset_pairs_pruned: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -120,13 +120,14 @@ def _pairs_for_lemma(ctxs: list[Context], graph, cfg: WicConfig, rng, st: PairSt
         a, b = ctxs[i], ctxs[j]
         if a.sent_id == b.sent_id:
             continue  # one sentence would give both contexts
-        if a.synset == b.synset:
+        sa, sb = recorded(a.synset, "synset"), recorded(b.synset, "synset")
+        if sa == sb:
             t_cand.append((i, j))
             continue
-        why = fine_reason(graph, a.synset, b.synset, cfg.prune)
+        why = fine_reason(graph, sa, sb, cfg.prune)
         if why:
             st.f_pruned[why] = st.f_pruned.get(why, 0) + 1
-            pruned_pairs.setdefault(tuple(sorted((a.synset, b.synset))), why)
+            pruned_pairs.setdefault((min(sa, sb), max(sa, sb)), why)
             continue
         f_cand.append((i, j))
     st.t_candidates += len(t_cand)
@@ -161,7 +162,7 @@ def _polysemous(index: dict, graph, cfg: WicConfig, src: SourceStats) -> dict[tu
     """(lemma, POS) -> its SemCor occurrences, for the lemmas seen with at least two synsets."""
     by_lemma: dict[tuple[str, str], list[Context]] = {}
     for o in occurrences(index, graph, cfg.pos, cfg.max_tokens, src):
-        by_lemma.setdefault((o.lemma, graph.pos(o.synset)), []).append(o)
+        by_lemma.setdefault((recorded(o.lemma, "lemma"), graph.pos(o.synset)), []).append(o)
     return {k: by_lemma[k] for k in sorted(by_lemma) if len({o.synset for o in by_lemma[k]}) >= 2}
 
 
@@ -223,7 +224,7 @@ def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None,
     wn_info, sc_info, graph, wn, index = load_sources(wordnet, semcor, log)
     src = SourceStats()
     by_lemma = _polysemous(index, graph, cfg, src)
-    st = PairStats(lemmas_polysemous=len(by_lemma), f_pruned={}, synset_pairs_pruned={})
+    st = PairStats(lemmas_polysemous=len(by_lemma))
     pairs = _pairs(by_lemma, graph, cfg, leak_filter(wn, src), st)
     if not pairs:
         raise NothingBuilt("no WiC pair could be built (too few polysemous lemmas in SemCor for these settings)")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ..contexts import Context
+from ..contexts import Context, recorded
 from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
 from .source import (
@@ -110,7 +110,7 @@ def _item(o: Context, graph, senses: dict, splits: dict[str, str], cfg: WsdConfi
     iid = f"wsd-{key(o)}"
     shown = [cands[i] for i in rng_for(cfg.seed, iid).permutation(len(cands)).tolist()]
     return WicItem(
-        id=iid, lemma=o.lemma, pos=pos, context=o.as_text(),
+        id=iid, lemma=recorded(o.lemma, "lemma"), pos=pos, context=o.as_text(),
         choices=tuple(graph.definition(s) for s in shown), gold=shown.index(o.synset),
         split=splits[doc(o)], unit=doc(o),
         meta={"synset": o.synset, "choice_synsets": shown, "ref": o.sent_id},

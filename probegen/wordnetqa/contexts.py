@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..contexts import locate
+from ..contexts import locate, recorded
 from ..leaks import Morphology, leaks, tokens_with_spans
 from .items import Context
 
@@ -77,7 +77,8 @@ def semcor_contexts(
         a, b = ctx.char_span
         if not 0 <= a < b <= len(ctx.text):
             continue
-        lemma = next((lem for lem in lemmas if lem.lower() == ctx.lemma.lower()), ctx.lemma)
+        own = recorded(ctx.lemma, "lemma")
+        lemma = next((lem for lem in lemmas if lem.lower() == own.lower()), own)
         if leaks(ctx.text, ctx.char_span, lemma, morph):
             if stats is not None:
                 stats.semcor_leaky += 1

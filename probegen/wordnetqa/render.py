@@ -175,7 +175,7 @@ def templates_of(data: Any) -> Templates:
     """The templates ``data`` renders its items with: a WordNetQA dataset's own, else those the
     ``manifest`` of a stand-in (records and a manifest) records."""
     got = getattr(data, "templates", None)
-    return got if isinstance(got, Templates) else Templates.of_manifest(getattr(data, "manifest", None))
+    return got if isinstance(got, Templates) else Templates.of_manifest(data.manifest)
 
 
 def fill_stem(template: dict[str, Any], sentence: str, word: str, definition: str) -> str:

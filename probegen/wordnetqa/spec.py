@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import NothingBuilt
-from ..spec.schema import Spec, concept_filter
+from ..spec.schema import Spec, concept_filter, given
 
 
 def wordnetqa_config(spec: Spec):
     """The WordNetQA configuration of a ``multiple_choice`` spec."""
     from .config import WordNetQAConfig
 
-    mc = spec.multiple_choice
+    mc = given(spec.multiple_choice, "multiple_choice")
     builtin = mc.probe in ("definitions", "hypernymy", "hyponymy", "synonymy")
     lo, hi = spec.hops if spec.relation is not None else (1, mc.isa_hops)
     return WordNetQAConfig(
@@ -32,7 +32,7 @@ def wordnetqa_config(spec: Spec):
         dev_frac=mc.dev_frac,
         test_frac=mc.test_frac,
         seed=spec.seed,
-        relation="" if builtin else spec.relation.name,
+        relation="" if builtin else given(spec.relation, "relation").name,
         min_hops=lo,
         concepts=concept_filter(spec, with_semcor=True),
     )
@@ -40,7 +40,7 @@ def wordnetqa_config(spec: Spec):
 
 def probe_templates(spec: Spec) -> dict[str, Any]:
     """A relation probe's templates in the shape of a probe of ``templates/questions/en.yaml``."""
-    t, probe = spec.templates, spec.multiple_choice.probe
+    t, probe = given(spec.templates, "templates"), given(spec.multiple_choice, "multiple_choice").probe
     return {
         "choice": t.choice,
         "templates": [{"id": f"{probe}-{i}", "stem": stem} for i, stem in enumerate(t.stems, 1)],
@@ -55,9 +55,10 @@ def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | No
     """The WordNetQA dataset of a ``multiple_choice`` spec (a relation probe's templates go into the manifest)."""
     from . import dataset as wordnetqa
 
-    own = {spec.multiple_choice.probe: probe_templates(spec)} if cfg.relation else None
+    probe = given(spec.multiple_choice, "multiple_choice").probe
+    own = {probe: probe_templates(spec)} if cfg.relation else None
     try:
         return wordnetqa.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log, probe_templates=own)
     except NothingBuilt as e:
         raise NothingBuilt(f"spec {spec.name} gives no items: no concept passes its filters with a "
-                           f"{spec.multiple_choice.probe} answer ({e})") from None
+                           f"{probe} answer ({e})") from None

@@ -33,7 +33,7 @@ class _CheckedChoice(click.Choice):
         self.option = option
         super().__init__(option.choices)
 
-    @property  # type: ignore[override]
+    @property
     def choices(self) -> tuple[str, ...]:
         """The option's values, read when shown: ``--method`` lists the registered methods (plugins too)."""
         return self.option.allowed()

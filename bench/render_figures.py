@@ -1,7 +1,8 @@
 """Render the measured tables of the docs from the bench result files: docs/figures/*.md.
 
 Reads ``bench/results/*.json`` (written by the bench scripts' ``--out``) and writes one Markdown
-file per figure (speed, gpu, papers, position, viewer), each table followed by the line naming the
+file per figure (speed, gpu, papers, position, viewer; headings at the level of the docs page that
+includes them: #### under speed/gpu, ### under papers), each table followed by the line naming the
 machine, the commit and the date of the result it came from; the docs pages include them
 (pymdownx snippets). The output depends on the result files alone (sorted, fixed formats), so
 rendering the committed results reproduces the committed figures byte for byte
@@ -97,7 +98,7 @@ def stat(s: dict | None) -> str:
 
 
 def speed(res: dict[str, dict]) -> str:
-    out = ["## Causal scoring on the CPU: where the speed comes from\n"]
+    out = ["#### Causal scoring on the CPU: where the speed comes from\n"]
     doc = res.get("bench_causal")
     if doc:
         c = doc["config"]
@@ -117,7 +118,7 @@ def speed(res: dict[str, dict]) -> str:
         out.append(provenance("bench_causal", doc))
     else:
         out.append(missing("python bench/bench_causal.py", "the CPU speed table"))
-    out.append("## A served model against the same model in process\n")
+    out.append("#### A served model against the same model in process\n")
     doc = res.get("bench_api")
     if doc:
         c = doc["config"]
@@ -139,7 +140,7 @@ def gpu(res: dict[str, dict]) -> str:
     if not docs:
         return missing("python bench/bench_gpu.py --out bench/results/bench_gpu_NAME.json", "the GPU table (needs CUDA)")
     for name, doc in docs:
-        out.append(f"## {doc['machine'].get('device', 'GPU')}, {doc.get('dtype', '')}\n")
+        out.append(f"#### {doc['machine'].get('device', 'GPU')}, {doc.get('dtype', '')}\n")
         rows, last = [], None
         for r in doc["rows"]:
             rows.append([r["shape"] if r["shape"] != last else "", r["method"], num(r["pairs_per_s"], ",.0f"),
@@ -153,12 +154,13 @@ def gpu(res: dict[str, dict]) -> str:
 
 
 def papers(res: dict[str, dict]) -> str:
-    out = ["## CoDA21 Table 1: groups and synsets beside the paper's\n"]
+    out = ["### CoDA21 Table 1: groups and synsets beside the paper's\n"]
     doc = res.get("bench_generate")
     if doc:
         c = doc["config"]
         out.append(f"`probegen make coda21` builds, seed {c.get('seed', 0)}, context scorer `{c['context_scorer']}` "
-                   "(group formation and eligibility do not depend on it); build seconds per variant.\n")
+                   "(group formation and eligibility do not depend on it); build seconds per variant, in one process: "
+                   "the first variant also pays for loading WordNet and SemCor.\n")
         out.append(table(["variant", "pos", "groups (paper)", "ratio", "synsets (paper)", "ratio", "build s"],
                          [[r["variant"], r["pos"], f"{r['groups']} ({r['paper_groups']})",
                            f"{r['groups'] / r['paper_groups']:.2f}", f"{r['synsets']} ({r['paper_synsets']})",
@@ -167,7 +169,7 @@ def papers(res: dict[str, dict]) -> str:
         out.append(provenance("bench_generate", doc))
     else:
         out.append(missing("python bench/bench_generate.py", "CoDA21 Table 1"))
-    out.append("## CoDA21 accuracy beside the paper's Table 2\n")
+    out.append("### CoDA21 accuracy beside the paper's Table 2\n")
     doc = res.get("bench_papers")
     if doc:
         c = doc["config"]

@@ -1,0 +1,111 @@
+"""The measured tables of the docs are generated, not typed: docs/figures/*.md from bench/results/*.json.
+
+Rendering the committed results must reproduce the committed figures byte for byte (a hand edit or
+a figure not re-rendered after a new result fails), every table must name the machine, commit and
+date of its result file, and the bench scripts' ``--out`` must write that provenance (bench_gpu's
+CPU smoke run on three real CoDA21 groups).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench"
+FIGURES = REPO / "docs" / "figures"
+sys.path.insert(0, str(BENCH))
+
+import benchlib  # noqa: E402
+import render_figures  # noqa: E402
+
+PROVENANCE = re.compile(r"^\*Result `bench/results/(?P<file>[\w.-]+)\.json` \(`bench/\w+\.py`\): machine (?P<machine>.+); "
+                        r"commit (?P<commit>[0-9a-f]{7,40}(-dirty)?|unknown); date (?P<date>\d{4}-\d\d-\d\dT[\d:]+\+00:00)\.\*$")
+
+
+def test_committed_figures_are_the_render_of_the_committed_results(tmp_path):
+    """bench/render_figures.py over bench/results/ writes exactly the committed docs/figures/*.md."""
+    assert render_figures.main(["--results", str(BENCH / "results"), "--out", str(tmp_path)]) == 0
+    for name in render_figures.FIGURES:
+        committed = FIGURES / f"{name}.md"
+        assert committed.is_file(), f"{committed} is missing: run `python bench/render_figures.py`"
+        assert (tmp_path / f"{name}.md").read_bytes() == committed.read_bytes(), (
+            f"docs/figures/{name}.md is not the render of bench/results/: edited by hand or stale; "
+            "run `python bench/render_figures.py` (or `make bench`)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.md" for n in render_figures.FIGURES)
+
+
+def tables_and_lines(text: str) -> list[tuple[int, str]]:
+    """(index of the line after each Markdown table, that line)."""
+    lines = text.splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("| ---"):
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            after = next((ln for ln in lines[j:] if ln.strip()), "")
+            out.append((j, after))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+@pytest.mark.parametrize("name", render_figures.FIGURES)
+def test_every_table_names_its_machine_commit_and_date(name):
+    """Each committed figure has tables, and under each one the line naming its result file's machine, commit, date."""
+    text = (FIGURES / f"{name}.md").read_text(encoding="utf-8")
+    tables = tables_and_lines(text)
+    assert tables, f"docs/figures/{name}.md has no table"
+    for _, line in tables:
+        m = PROVENANCE.match(line)
+        assert m, f"docs/figures/{name}.md: a table is not followed by its provenance line: {line!r}"
+        doc = json.loads((BENCH / "results" / f"{m['file']}.json").read_text(encoding="utf-8"))
+        assert m["commit"] == doc["commit"] and m["date"] == doc["date"]
+        assert m["machine"] == render_figures.machine_text(doc["machine"]) and m["machine"]
+
+
+def test_a_new_result_changes_its_figure_and_names_the_new_commit(tmp_path):
+    """A result from another commit shows in the figure (a stale figure is visible by its commit)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    doc = json.loads((BENCH / "results" / "bench_generate.json").read_text(encoding="utf-8"))
+    doc["commit"], doc["rows"][0]["groups"] = "abcdef1-dirty", 999
+    (results / "bench_generate.json").write_text(json.dumps(doc), encoding="utf-8")
+    text = render_figures.render(results)["papers"]
+    assert "commit abcdef1-dirty;" in text and "| 999 (" in text
+    assert "No result yet for CoDA21 accuracy against Table 2" in text  # bench_papers.json absent: said, not blank
+
+
+def test_machine_and_commit_are_recorded():
+    m = benchlib.machine()
+    assert m["cpu"] and m["cores"] >= 1 and isinstance(m["cpu_flags"], list) and m["python"] and m["torch"]
+    assert re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", benchlib.commit())
+
+
+@pytest.mark.real
+def test_bench_gpu_out_writes_rows_with_machine_commit_and_date(clean_hard_nouns, tmp_path, monkeypatch):
+    """bench_gpu.py --cpu-smoke --out: the JSON has the table, the machine, the commit and the date."""
+    from probegen.coda21.dataset import Coda21Dataset, write
+    from probegen.scorers import _budget
+
+    d = write(Coda21Dataset(clean_hard_nouns.groups[:3], dict(clean_hard_nouns.manifest)), tmp_path / "ds")
+    spec = importlib.util.spec_from_file_location("bench_gpu", BENCH / "bench_gpu.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(_budget, "START_TOKENS", _budget.START_TOKENS)
+    monkeypatch.setattr(_budget, "budget_path", _budget.budget_path)
+    out = tmp_path / "results" / "bench_gpu_smoke.json"
+    table = bench.main(["--cpu-smoke", "--dataset", str(d), "--shapes", "smollm2-135m", "--out", str(out)])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["bench"] == "bench_gpu" and doc["smoke"] is True and len(doc["rows"]) == len(table) > 0
+    assert doc["machine"]["device"].startswith("CPU") and doc["machine"]["cores"] >= 1 and doc["machine"]["cpu"]
+    assert doc["commit"] == benchlib.commit() and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]+\+00:00", doc["date"])
+    # a smoke run is no GPU figure: the gpu page says what to run instead of showing CPU numbers
+    assert "No result yet for the GPU table" in render_figures.render(out.parent)["gpu"]

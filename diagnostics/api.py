@@ -74,7 +74,7 @@ def check_eval_request(req: EvalRequest, runner: Runner):
     task = tasks.detect(req.dataset)
     trained = _method(req, task).trains
     # a trained probe (word in context) loads its encoder as it is, whatever its kind: no model check
-    check_eval_options(task, req.model, req.dataset, req, None if trained else runner)
+    check_eval_options(task, req.model, req.dataset, req, runner, check_model=not trained)
     check_debias_share(req.debias_share, req.method, req.permutations or 1)
     if trained and req.n_boot is not None:
         raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe "

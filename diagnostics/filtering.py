@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from probegen.errors import ProbegenError
-from probegen.tasks import ArtefactFilters
+from probegen.tasks import ArtefactFilters, Task
 
 from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
 
@@ -192,7 +192,7 @@ def check_holdout(holdout: float) -> None:
 
 
 def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
-                   log: Callable[[str], None] = print, task: Any = None) -> dict[str, Any]:
+                   log: Callable[[str], None] = print, task: Task | None = None) -> dict[str, Any]:
     """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the
     manifest's ``filter`` record. ``task``: the dataset's task once the caller checked it and ``s``
     (None: detected and checked here)."""

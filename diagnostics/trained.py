@@ -44,6 +44,7 @@ import numpy as np
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.scorers.spans import SpanEncoder, SpanFeatures
+from probegen.tasks import Task
 from probegen.tasks.wic import task_of
 from probegen.tasks.wsd import choice_correct  # noqa: F401 - the choice decision, importable from here as before
 
@@ -426,9 +427,9 @@ def summary_table(results: dict[str, Any]) -> str:
 # ---- probegen eval on a word-in-context dataset ---------------------------------------------------------
 def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig = TrainedConfig(),
                  log: Callable[[str], None] = print, encoder: Encoder | None = None,
-                 *, runner: Runner, task: Any = None) -> str:
+                 *, runner: Runner, task: Task) -> str:
     """``probegen eval`` on a word-in-context dataset: a linear probe on the frozen encoder, full input
-    (``task``: the dataset's, if the caller detected it).
+    (``task``: the dataset's, which the caller detected when it checked the request).
 
     Trained on the train split, tested on the test (else dev) split, one run per seed; writes
     ``results.json`` (accuracy mean/SD, the label prior) and ``items.jsonl`` (per test item, per
@@ -437,7 +438,7 @@ def eval_trained(model: str, dataset: str | Path, out: Path, cfg: TrainedConfig 
     """
     from probegen.io import write_json, write_jsonl
 
-    (name, ds), = load_datasets([dataset], cfg.subset, cfg.seed, log, [task] if task else None)
+    (name, ds), = load_datasets([dataset], cfg.subset, cfg.seed, log, [task])
     train, test, ev = train_test(ds, name)
     enc = encoder or load_encoder(model, cfg.max_length, cfg.batch_size, runner=runner)
     tr, te = features(train, "full", enc), features(test, "full", enc)

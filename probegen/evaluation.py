@@ -25,6 +25,7 @@ from .scorers import LM_KINDS
 
 if TYPE_CHECKING:
     from .runner import Runner
+    from .tasks import Task
 
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
@@ -142,7 +143,7 @@ class EvalRequest:
 def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None, *,
              runner: Runner,
              analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None,
-             task: Any = None) -> str:
+             task: Task | None = None) -> str:
     """Evaluate ``req.model`` on ``req.dataset``, write the results directory ``out``, return a summary
     table. ``task``: the dataset's task, once the caller checked every option (None: detected and checked here).
 
@@ -300,10 +301,10 @@ def _shown_notes(results: dict[str, Any], data, subset: dict[str, Any] | None) -
     return notes
 
 
-def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: EvalRequest,
-                       runner: Runner | None = None) -> None:
-    """Every option given fits the dataset's ``task``, the method and (with ``runner``, which resolves
-    ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
+def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: EvalRequest, runner: Runner,
+                       check_model: bool = True) -> None:
+    """Every option given fits the dataset's ``task``, the method and (``check_model``: ``runner``
+    resolves ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
     from . import tasks
 
     asked = o.asked()  # every option the dataset's kind is checked against (--pll, --debias-share too)
@@ -312,7 +313,7 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
     check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
     tasks.check_options([task], asked, "eval", [dataset])
-    if runner is not None and model is not None and not _methods.get(o.method, "eval").asks:
+    if check_model and model is not None and not _methods.get(o.method, "eval").asks:
         # a chat model is resolved by its backend when it loads
         model_kind = resolve_models([model], o.scorer, runner=runner)[model]
         lm_only = {k: asked[k] for k in task.lm_only_options}

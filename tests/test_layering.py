@@ -314,6 +314,33 @@ def test_the_check_sees_a_runner_made(tmp_path):
     assert _runner_made(f, "def f(runner):\n    return runner.load_scorer('m')\n") == []
 
 
+def _runner_defaults_to_none(path: Path, text: str | None = None) -> list[int]:
+    """Lines of functions whose ``runner`` parameter defaults to ``None`` (issue 38 §3: a function that takes
+    the command's runner needs it; one that defaulted to None passed None on to a build that loads models)."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            positional = a.posonlyargs + a.args
+            pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+            if any(arg.arg == "runner" and isinstance(d, ast.Constant) and d.value is None for arg, d in pairs):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_library_function_defaults_its_runner_to_none():
+    found = {str(f.relative_to(ROOT)): lines for f in _code_files() if (lines := _runner_defaults_to_none(f))}
+    assert not found, f"a `runner=None` default in the library (make it required): {found}"
+
+
+def test_the_check_sees_a_runner_default(tmp_path):
+    f = tmp_path / "m.py"
+    assert _runner_defaults_to_none(f, "def f(x, runner=None):\n    pass\n") == [1]
+    assert _runner_defaults_to_none(f, "def f(x, *, log=print, runner: 'Runner | None' = None):\n    pass\n") == [1]
+    assert _runner_defaults_to_none(f, "def f(x, runner, y=None):\n    pass\n") == []
+
+
 # ---- no module passed as an argument (issue 27 §3) ------------------------------------------------------
 def _module_lookups(path: Path, text: str | None = None) -> list[int]:
     """Lines that look a module object up by name (``sys.modules[...]``, ``sys.modules.get(...)``): the way a

@@ -306,3 +306,33 @@ def test_a_broken_plugin_is_one_line_naming_it(fresh_registry, monkeypatch, obj,
         with pytest.raises(ProbegenError) as e:
             fresh_registry.detect(DATA / "coda21_three_groups.json")
         assert str(e.value).startswith("task plugin 'mini' (mini_pkg:Mini)") and needle in str(e.value) and "\n" not in str(e.value)
+
+
+# ---- a loaded dataset has a manifest (issue 38 §3: tasks.Dataset) --------------------------------------------
+def test_a_kind_whose_load_returns_no_manifest_fails_in_one_line(tmp_path):
+    """Every kind's ``load`` is checked on return: code that reads a dataset relies on ``data.manifest``."""
+    from types import SimpleNamespace
+
+    class NoManifest(Task):
+        name = "no-manifest"
+
+        def claims(self, path):
+            return True
+
+        def load(self, path, ablations=False):
+            return SimpleNamespace(items=[])  # no manifest
+
+        def units(self, data, condition, settings, style="pattern"):
+            return []
+
+    class WithManifest(NoManifest):
+        def load(self, path, ablations=False):
+            return SimpleNamespace(items=[], manifest={"kind": "no-manifest"})
+
+    with pytest.raises(DatasetError, match=r"the 'no-manifest' kind's load returned a SimpleNamespace without a "
+                                           r"manifest dict"):
+        NoManifest().load(tmp_path)
+    data = WithManifest().load(tmp_path)
+    assert isinstance(data, tasks.Dataset) and data.manifest == {"kind": "no-manifest"}
+    built_in = tasks.detect(DATA / "coda21_three_groups.json").load(DATA / "coda21_three_groups.json")
+    assert isinstance(built_in, tasks.Dataset) and isinstance(built_in.manifest, dict)

@@ -24,12 +24,15 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbegenError
 from ..io import atomic_dir, file_hashes, write_json, write_jsonl
 from ..manifest import CANARY
 from ..version import __version__
+
+if TYPE_CHECKING:
+    from ..tasks import Task
 from .store import ANSWERS, ASSIGNMENT, GOLD, ITEMS, MANIFEST, TOKENS
 from .views import check_conditions
 from .views import study_rng as _rng
@@ -151,7 +154,7 @@ def kept_out_counts(gold: list[dict[str, Any]], conditions: tuple[str, ...]) -> 
     return out
 
 
-def build_study(dataset: str | Path, cfg: StudyConfig, task: Any = None) -> dict[str, Any]:
+def build_study(dataset: str | Path, cfg: StudyConfig, task: Task | None = None) -> dict[str, Any]:
     """Everything a study directory holds, in memory: manifest, items, assignment, gold.
 
     Tokens are not part of it: they are drawn at write time (they must be unguessable). ``task``: the

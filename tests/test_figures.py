@@ -59,8 +59,13 @@ def tables_and_lines(text: str) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("name", render_figures.FIGURES)
 def test_every_table_names_its_machine_commit_and_date(name):
-    """Each committed figure has tables, and under each one the line naming its result file's machine, commit, date."""
-    text = (FIGURES / f"{name}.md").read_text(encoding="utf-8")
+    """Each figure (committed and freshly rendered) has tables, and under each one the line naming its result
+    file's machine, commit and date."""
+    for text in ((FIGURES / f"{name}.md").read_text(encoding="utf-8"), render_figures.render(BENCH / "results")[name]):
+        check_provenance(name, text)
+
+
+def check_provenance(name: str, text: str) -> None:
     tables = tables_and_lines(text)
     assert tables, f"docs/figures/{name}.md has no table"
     for _, line in tables:

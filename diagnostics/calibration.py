@@ -138,13 +138,6 @@ def calibrate(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[st
             "reliability": reliability(conf, right, bins)}
 
 
-SOURCES = {
-    "cloze": "softmax over the candidates' scores as the run reduced them",
-    "letter": "the label distribution, mapped to options and averaged over the orders",
-    "generate": "the vote share of each option over the orders",
-}
-
-
 def calibration_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0, scores: str = "",
                       cluster: Callable[[dict[str, Any]], str] = cluster_of) -> dict[str, Any]:
     """The ``calibration`` block of one condition's records: :func:`calibrate` over all rows, and
@@ -154,7 +147,10 @@ def calibration_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, see
     rows, why = rows_of(records, cluster)
     if why or not rows:
         return {"method": method, "value": None, "reason": why or "no rows"}
-    source = SOURCES.get(method, SOURCES["generate"]) + (f" ({scores})" if scores and method == "cloze" else "")
+    from probegen import methods
+
+    shown = methods.recorded(method, "generate")  # method_of: a method's name, or the cloze method's title
+    source = shown.confidence + (f" ({scores})" if scores and not shown.ordered else "")
     out = {"method": method, "confidence": source, **calibrate(rows, n_boot, seed)}
     for key, name in (("hops", "by_hops"), ("distractor_type", "by_distractor_type")):
         values = sorted({str(r.fields[key]) for r in rows if r.fields.get(key) is not None})

@@ -92,7 +92,8 @@ def cluster_of(record: dict[str, Any]) -> str:
 
 
 def method_of(records: Sequence[dict[str, Any]]) -> str:
-    """``letter``/``generate`` (the records' ``generation.method``, or answers without it), else ``cloze``.
+    """``letter``/``generate`` (the records' ``generation.method``, or answers without it), else the
+    title of the method that scored the candidates (``cloze``).
 
     >>> method_of([{"scores": [[0, 1]]}]), method_of([{"generation": {"answers": [[0]]}}])
     ('cloze', 'generate')
@@ -101,7 +102,9 @@ def method_of(records: Sequence[dict[str, Any]]) -> str:
         gen = r.get("generation")
         if gen:
             return str(gen.get("method") or "generate")
-    return "cloze"
+    from probegen import methods
+
+    return methods.get("score").title
 
 
 def _argmax_option(uid: str, order: int, row: int, perm: np.ndarray, probs: np.ndarray) -> int:
@@ -382,7 +385,10 @@ def pride(rows: Sequence[Row], share: float = DEFAULT_SHARE, seed: int = 0, n_bo
         est, held = split_clusters([r.cluster for r in rows], share, seed)
     except ValueError as e:
         return {"value": None, "reason": str(e)}
-    floor = GENERATE_FLOOR if method == "generate" else 1e-6
+    from probegen import methods
+
+    votes = methods.recorded(method, "generate").votes
+    floor = GENERATE_FLOOR if votes else 1e-6
     est_rows = [r for r in rows if r.cluster in est]
     test = [r for r in rows if r.cluster in held]
     prior = estimator(est_rows, floor)
@@ -399,7 +405,7 @@ def pride(rows: Sequence[Row], share: float = DEFAULT_SHARE, seed: int = 0, n_bo
         return {"before": ratio(b, ones, w), "after": ratio(a, ones, w), "gain": ratio(a - b, ones, w)}
 
     first = [Row(r.unit, r.cluster, r.gold, r.perms[:1], r.probs[:1], r.chosen[:1], r.pred, r.fields) for r in test]
-    return {"share": share, "seed": seed, "floor": floor if method == "generate" else None,
+    return {"share": share, "seed": seed, "floor": floor if votes else None,
             "estimation": {"clusters": len(est), "rows": len(est_rows)},
             "heldout": {"clusters": len(held), "rows": len(test)},
             "prior": {str(n): [round(float(x), 6) for x in p] for n, p in sorted(prior.items())},
@@ -414,11 +420,14 @@ def position_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, seed: 
     rows, why = rows_of(records, cluster)
     if why or not rows:
         return {"method": method, "value": None, "reason": why or "no rows"}
+    from probegen import methods
+
+    ordered = methods.recorded(method, "generate").ordered
     out = {"method": method,
-           "order_source": ("the dataset's stored option order (cloze control: order cannot matter)"
-                            if method == "cloze" else "the option orders shown"),
+           "order_source": ("the option orders shown" if ordered
+                            else "the dataset's stored option order (cloze control: order cannot matter)"),
            **position_stats(rows, n_boot, seed)}
-    if method == "cloze":
+    if not ordered:
         out["pride"] = {"value": None,
                         "reason": "the cloze method shows no option order: there is no position prior to remove"}
     else:

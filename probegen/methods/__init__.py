@@ -112,8 +112,9 @@ def get(name: str, command: str | None = None) -> Method:
 
 def recorded(name: Any, default: str = "score") -> Method:
     """The method a results.json records by ``name`` (``scorer.method``, ``eval.method``, a ``generation``
-    block's ``method``); ``default`` for none or a name that is no method (a masked LM's ``pll``)."""
-    found = {m.name: m for m in all_methods()}
+    block's ``method``; a position block's title, ``cloze``); ``default`` for none or a name that is no
+    method (a masked LM's ``pll``)."""
+    found = {**{m.title: m for m in all_methods() if m.title}, **{m.name: m for m in all_methods()}}
     return found.get(name) if isinstance(name, str) and name in found else found[default]  # type: ignore[return-value]
 
 

@@ -67,6 +67,10 @@ class Method:
     query_style: ClassVar[str | None] = None
     #: the report's paragraph on the method ("" = none beyond the report's own)
     report_text: ClassVar[str] = ""
+    #: what a row's confidence is for this method (the calibration block says it)
+    confidence: ClassVar[str] = "softmax over the candidates' scores as the run reduced them"
+    #: its distribution is vote shares of one-hot answers: floored before PriDe divides by the prior
+    votes: ClassVar[bool] = False
 
     def flag(self, command: str) -> str | None:
         """Its ``--method`` value in ``command`` (None: the command does not offer it)."""

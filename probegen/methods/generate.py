@@ -20,6 +20,8 @@ class GenerateMethod(Method):
     not_scored = "a chat model's answer is read, not scored"
     options = ("permutations", "prompts")
     query_style = "generate"
+    confidence = "the vote share of each option over the orders"
+    votes = True
     report_text = (
         "Generative method (`--method generate`): each unit of each condition was asked as a prompt (the "
         "templates recorded under Scorer) and the answer parsed strictly; an answer that did not parse was "

@@ -10,5 +10,6 @@ class ScoreMethod(Method):
     """The model's own scorer, every likelihood option taken: the :class:`Method` defaults."""
 
     name = "score"
+    #: how position and calibration blocks name it (results.json's ``position.method``)
     title = "cloze"
     flags = {"eval": "score", "bias": "zeroshot"}

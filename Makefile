@@ -96,7 +96,7 @@ BENCH_DATA := probegen_out/bench/datasets
 bench: install
 	$(PY) bench/bench_generate.py --context-scorer first --datasets $(BENCH_DATA)
 	$(PY) bench/bench_papers.py --datasets $(BENCH_DATA)
-	$(PY) bench/bench_causal.py --dataset $(BENCH_DATA)/coda21-clean-hard --groups 2 --repeats 3
+	$(PY) bench/bench_causal.py --dataset $(BENCH_DATA)/coda21-clean-hard --groups 1 --repeats 3
 	$(PY) bench/bench_position.py --coda21 $(BENCH_DATA)/coda21-clean-hard
 	$(PY) bench/bench_viewer.py --dataset $(BENCH_DATA)/coda21-clean-easy
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \

@@ -52,9 +52,11 @@ chromium:
 # PROBEGEN_CACHE is set, probegen's caches (WordNet, SemCor, converted weights, scores) in probegen_out/cache,
 # with matplotlib's, Hugging Face's and pip's caches beside them. `make test` keeps its own caches.
 DEMO_CACHE := $(CURDIR)/probegen_out/cache
-# The demo's steps timed cold (empty caches) on 2 busy cores, in core-minutes (minutes x 2): probegen data,
-# make coda21 --easy (context scoring), stats, eval of SmolLM2 (scoring), view; the install on its own.
-DEMO_CORE_MINUTES := 36
+# The demo's steps cold (empty caches) on this project's 2-core machines, in core-minutes (minutes x 2):
+# probegen data 1.2 min (timed 2026-11-27), make coda21 --easy about 10 (definition embeddings and SmolLM2
+# context scoring), eval of SmolLM2 about 6, stats and view under 1: 19 minutes. The install (pip, from the
+# lock) is a rough 4 minutes. Scaled by the cores below; under other load it takes longer.
+DEMO_CORE_MINUTES := 38
 INSTALL_CORE_MINUTES := 8
 DEMO_RUN := probegen_out/runs/smollm2-135m__coda21-clean-easy
 DEMO_PAGE := probegen_out/views/smollm2-135m__coda21-clean-easy.html

@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchlib import write_result  # noqa: E402
+
 from probegen.coda21 import dataset as D  # noqa: E402
 from probegen.coda21.config import Coda21Config  # noqa: E402
 from probegen.coda21.reference import table1  # noqa: E402

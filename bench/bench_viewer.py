@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import machine, write_result  # noqa: E402
 from bench_position import release_dir  # noqa: E402
+from benchlib import machine, write_result  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

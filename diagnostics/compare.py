@@ -17,6 +17,7 @@ import numpy as np
 
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
+from probegen.tasks import Dataset
 
 from .bias import _ci
 from .run_bias import RESAMPLING_UNIT
@@ -52,7 +53,7 @@ def paired_bootstrap(
     }
 
 
-def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0,
+def unit_correctness(kind: str, data: Dataset, scorer: Any, seed: int = 0,
                      progress: bool = True) -> dict[str, tuple[float, float]]:
     """Per unit (CoDA21 group, WordNetQA concept): (summed correctness, items) of one model on one
     dataset of ``kind``, via its task's standard evaluator."""
@@ -61,7 +62,7 @@ def unit_correctness(kind: str, data: Any, scorer: Any, seed: int = 0,
     return tasks.get(kind).unit_correctness(data, scorer, seed, progress)
 
 
-def correctness(kind: str, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+def correctness(kind: str, data: Dataset, scorer: Any, seed: int = 0, progress: bool = True
                 ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
     """One scoring, read per unit (as :func:`unit_correctness`) and per decision (unit, item, right)."""
     from probegen import tasks
@@ -277,7 +278,7 @@ def compare(
     return results
 
 
-def _chance(kind: str, data: Any) -> float:
+def _chance(kind: str, data: Dataset) -> float:
     """Random-guess accuracy: mean 1/k over CoDA21 groups, mean 1/#choices over WordNetQA items."""
     from probegen import tasks
 
@@ -290,7 +291,7 @@ def raise_mismatch(ka: str, kb: str) -> None:
     raise ProbegenError(f"cannot compare a {ka} dataset with a {kb} dataset")
 
 
-def _reference(data: Any) -> str | None:
+def _reference(data: Dataset) -> str | None:
     adv = data.manifest.get("adversarial") or {}
     return adv.get("reference_model")
 

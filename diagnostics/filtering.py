@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from probegen.errors import ProbegenError
-from probegen.tasks import ArtefactFilters, Task
+from probegen.tasks import ArtefactFilters, Dataset, Task
 
 from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
 
@@ -232,7 +232,7 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
     return record
 
 
-def _record(path: str | Path, data: Any, s: FilterSettings, adapter: Any, held: set[str], held_ids: list[str],
+def _record(path: str | Path, data: Dataset, s: FilterSettings, adapter: Any, held: set[str], held_ids: list[str],
             res: dict[str, Any], removed: list[str], dropped: list[str], before: list, after: list) -> dict[str, Any]:
     """The manifest's ``filter`` record."""
     return {
@@ -282,7 +282,7 @@ def per_probe_predictor(views: list) -> Any:
     return predict
 
 
-def _manifest_hash(data: Any) -> str:
+def _manifest_hash(data: Dataset) -> str:
     import json
 
     from probegen.io import sha256_text

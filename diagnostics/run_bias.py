@@ -347,7 +347,7 @@ class Loaded:
     name: str
     path: str
     kind: str
-    data: Any
+    data: tasks.Dataset
     subset: dict[str, Any] | None = None  # what --limit / --sample took (Subsettable.subset)
 
     @property

@@ -25,7 +25,7 @@ from .scorers import LM_KINDS
 
 if TYPE_CHECKING:
     from .runner import Runner
-    from .tasks import Task
+    from .tasks import Dataset, Task
 
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
@@ -286,7 +286,7 @@ def invalid_lines(block: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _shown_notes(results: dict[str, Any], data, subset: dict[str, Any] | None) -> list[str]:
+def _shown_notes(results: dict[str, Any], data: Dataset, subset: dict[str, Any] | None) -> list[str]:
     """Add the skipped rows and the subset to ``results``; the lines the summary adds for them."""
     from .tasks import subset_line
 

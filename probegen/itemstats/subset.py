@@ -20,12 +20,15 @@ same size scored by their plain accuracy.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from ..errors import ProbegenError
 from .irt import IrtFit, fit, information, prob
+
+if TYPE_CHECKING:
+    from ..tasks import Dataset
 
 METHODS = ("random", "anchor", "information")
 
@@ -187,7 +190,7 @@ def run_subset(dataset: str | Path, items_dir: str | Path, size: int, method: st
     return f"kept {size} of {len(records)} records ({method}); {mae}; wrote {out}"
 
 
-def _write(task: Any, data: Any, kept_records: list[Any], out: str | Path, info: dict[str, Any], fitted: IrtFit,
+def _write(task: Any, data: Dataset, kept_records: list[Any], out: str | Path, info: dict[str, Any], fitted: IrtFit,
            y: np.ndarray, rec: np.ndarray, kept: np.ndarray, check: dict[str, Any]) -> None:
     """The compact dataset, its manifest's ``compact_form`` block, and ``predictor.json`` beside its records."""
     from ..io import record_in_output, write_json

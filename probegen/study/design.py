@@ -32,7 +32,7 @@ from ..manifest import CANARY
 from ..version import __version__
 
 if TYPE_CHECKING:
-    from ..tasks import Task
+    from ..tasks import Dataset, Task
 from .store import ANSWERS, ASSIGNMENT, GOLD, ITEMS, MANIFEST, TOKENS
 from .views import check_conditions
 from .views import study_rng as _rng
@@ -70,7 +70,7 @@ class StudyConfig:
                                 "them)")
 
 
-def sample_units(task: Any, data: Any, cfg: StudyConfig) -> tuple[list[Any], dict[str, int]]:
+def sample_units(task: Any, data: Dataset, cfg: StudyConfig) -> tuple[list[Any], dict[str, int]]:
     """The sampled dataset units (a :class:`~probegen.tasks.Task` or its name says how to pool
     them; WordNetQA: one per concept cluster) and what was left out and why."""
     from .. import tasks
@@ -86,7 +86,7 @@ def sample_units(task: Any, data: Any, cfg: StudyConfig) -> tuple[list[Any], dic
     return [pool[int(i)] for i in picks], skipped
 
 
-def _too_few(task: Any, data: Any, cfg: StudyConfig, k: int, label: str, skipped: dict[str, int]) -> str:
+def _too_few(task: Any, data: Dataset, cfg: StudyConfig, k: int, label: str, skipped: dict[str, int]) -> str:
     """Why the dataset cannot give ``cfg.n`` units, and settings that work with it (none when no
     setting does): ``--conditions full`` when only that condition can show its items (release
     files, whose rows have no question template), a smaller ``--n`` and an ``--overlap`` that fits it."""

@@ -13,10 +13,10 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..core import Outcome
-    from .base import Settings, Task
+    from .base import Dataset, Settings, Task
 
 
-def score_rows(task: "Task", data: Any, scorer: Any, conditions: Sequence[str], settings: "Settings",
+def score_rows(task: "Task", data: "Dataset", scorer: Any, conditions: Sequence[str], settings: "Settings",
                progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Per condition, every unit's record, from one scorer call over all conditions' units."""
     from ..core import as_unit_scorer, evaluate_units

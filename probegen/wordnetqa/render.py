@@ -22,13 +22,16 @@ import zlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from ..errors import DatasetError, ProbegenError
 from ..templating import QuestionTemplates, bundled_languages, question_templates
 from ..text import replace_char_span
+
+if TYPE_CHECKING:
+    from ..tasks import Dataset
 
 MODES = ("full", "context", "word", "choice")
 # The template id of an item imported from a WordNetQA release row: its stem is not one of
@@ -171,7 +174,7 @@ def default_templates() -> Templates:
     return Templates(question_templates("en"))
 
 
-def templates_of(data: Any) -> Templates:
+def templates_of(data: Dataset) -> Templates:
     """The templates ``data`` renders its items with: a WordNetQA dataset's own, else those the
     ``manifest`` of a stand-in (records and a manifest) records."""
     got = getattr(data, "templates", None)

@@ -108,11 +108,13 @@ def test_readme_first_screen_has_the_tour_and_the_bias_report() -> None:
 def _planted_build(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
     """Build a copy of docs/ with ``text`` appended to the tutorial.
 
-    The copy's API reference is a stub (mkdocstrings reads the sources beside mkdocs.yml, and the real build
-    above covers it), so the build checks what is planted: pages, links, anchors, snippets."""
+    The copy's API reference keeps its headings but not its ``:::`` directives (mkdocstrings reads the sources
+    beside mkdocs.yml, and the real build above covers it), so the build checks what is planted: pages, links,
+    anchors, snippets."""
     docs = tmp_path / "docs"
     shutil.copytree(REPO / "docs", docs)
-    (docs / "api.md").write_text("# API reference\n", encoding="utf-8")
+    api = (docs / "api.md").read_text(encoding="utf-8")  # its headings and text, without the ::: directives
+    (docs / "api.md").write_text(re.sub(r"^::: .*\n(?:    .*\n)*", "", api, flags=re.M), encoding="utf-8")
     with (docs / "tutorial.md").open("a", encoding="utf-8") as f:
         f.write("\n\n" + text + "\n")
     config = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))

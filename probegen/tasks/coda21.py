@@ -22,6 +22,7 @@ from .capabilities import (
 )
 
 if TYPE_CHECKING:
+    from ..coda21.dataset import Coda21Dataset
     from ..runner import Runner
     from ..spec.schema import Spec
 
@@ -65,7 +66,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         not ``.jsonl``."""
         return self.claims_directory(path) if path.is_dir() else path.suffix != ".jsonl"
 
-    def load(self, path: str | Path, ablations: bool = False) -> Any:
+    def load(self, path: str | Path, ablations: bool = False) -> Coda21Dataset:
         from ..coda21.dataset import load
 
         return load(path)

@@ -26,6 +26,7 @@ from .capabilities import (
 if TYPE_CHECKING:
     from ..runner import Runner
     from ..spec.schema import Spec
+    from ..wordnetqa.dataset import WordNetQADataset
 
 ABLATIONS = {
     "full": "question and choices",
@@ -89,7 +90,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         return self.claims_directory(path) if path.is_dir() else path.suffix == ".jsonl"
 
     def load(self, path: str | Path, ablations: bool = False, on_invalid: str = "error",
-             probe: str | None = None) -> Any:
+             probe: str | None = None) -> WordNetQADataset:
         """The dataset at ``path``; a release file's rows that cannot be read as their probe's
         question are an error naming ``FILE:LINE`` or, with ``on_invalid="skip"``, left out and
         recorded in ``manifest["invalid"]``; ``probe``: the probe type of a release file's rows."""

@@ -28,6 +28,7 @@ from .capabilities import SpecBuildable, Subsettable, Writable
 if TYPE_CHECKING:
     from ..runner import Runner
     from ..spec.schema import Spec
+    from ..wordincontext.dataset import WicDataset
 
 #: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
 SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
@@ -169,7 +170,7 @@ class WordInContextTask(Subsettable, Writable):
     def claims(self, path: Path) -> bool:
         return item_shape(path) == self.shape
 
-    def load(self, path: str | Path, ablations: bool = False) -> Any:
+    def load(self, path: str | Path, ablations: bool = False) -> WicDataset:
         from ..wordincontext.dataset import load
 
         return load(path)

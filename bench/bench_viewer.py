@@ -1,7 +1,8 @@
 """How fast `probegen view` pages are written, open and filter, in headless Chromium.
 
-Builds real runs (``probegen eval``/``bias``, subprocesses) on a CoDA21 set when one has been built
-(else on the WordNetQA release definitions sample), writes pages with ``probegen view`` (timed),
+Builds real runs (``probegen eval`` of glove-50d with alignment and with simple matching, and a
+glove-50d ``bias`` run; subprocesses) on a CoDA21 set when one has been built (else on the WordNetQA
+release definitions sample), writes pages with ``probegen view`` (timed),
 and opens each from disk in Debian's Chromium (Playwright, no browser download) ``--repeats``
 times: ready is the page's own ``data-ready-at`` (ms from navigation start until the page has
 drawn), a filter is timed in the page from the change event to the redrawn list ("wrong only",
@@ -85,10 +86,14 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_viewer-") as tmp:
         t = Path(tmp)
-        for model in ("glove-50d", "minilm-l6"):
-            print(f"eval {model} on {name}: {probegen('eval', '--model', model, '--dataset', str(dataset), '--device', 'cpu', '--out', str(t / model)):.1f} s")
+        # two runs to compare: glove-50d aligned one-to-one and matched simply (fast on a CPU; the page is the same
+        # for any model)
+        for run, extra in (("align", []), ("simple", ["--matching", "simple"])):
+            secs = probegen("eval", "--model", "glove-50d", "--dataset", str(dataset), "--device", "cpu", *extra,
+                            "--out", str(t / run))
+            print(f"eval glove-50d ({run}) on {name}: {secs:.1f} s")
         print(f"bias glove-50d on {name}: {probegen('bias', '--model', 'glove-50d', '--dataset', str(dataset), '--device', 'cpu', '--bootstrap', '200', '--out', str(t / 'bias')):.1f} s")
-        pages = {f"{name}: glove-50d and minilm-l6 side by side": [t / "glove-50d", t / "minilm-l6"],
+        pages = {f"{name}: two glove-50d runs (alignment, simple matching) side by side": [t / "align", t / "simple"],
                  f"{name}: glove-50d bias run (every condition)": [t / "bias"]}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])

@@ -45,11 +45,22 @@ def make_key(model: str, settings: Mapping[str, Any], query: str, candidate: str
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-class ScoreCache:
-    """A key -> float store in SQLite (``path`` defaults to ``<cache_dir>/scores.sqlite``)."""
+class SqliteStore:
+    """One SQLite table of key -> row, the machinery both caches share (:class:`ScoreCache`,
+    :class:`probegen.generate.chat.ResponseCache`): opened on first use in WAL mode with a busy timeout
+    (several processes may share the file), a damaged file moved aside with one warning and the run
+    going on with a fresh store. A subclass names its table, its value columns and what it is."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else default_path()
+    #: the table, its value columns (after ``key TEXT PRIMARY KEY``) as SQL, and their names
+    table: str = ""
+    columns_sql: str = ""
+    columns: tuple[str, ...] = ()
+    #: how the warning for a damaged file names the store, and what the run does next
+    what: str = "cache"
+    then: str = "starting a fresh one"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         # opened on first use: under torchrun only rank 0 reads or writes the cache, so the other
@@ -73,13 +84,12 @@ class ScoreCache:
             self._inode = _inode(self.path)
         return self._db
 
-    @staticmethod
-    def _setup(conn: sqlite3.Connection) -> None:
+    def _setup(self, conn: sqlite3.Connection) -> None:
         for attempt in range(20):
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL is durable across process crashes
-                conn.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value REAL NOT NULL)")
+                conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (key TEXT PRIMARY KEY, {self.columns_sql})")
                 conn.commit()
                 return
             except sqlite3.OperationalError as e:  # another process is setting up the same new file
@@ -106,43 +116,41 @@ class ScoreCache:
             self._db = None
         if opened is not None and _inode(self.path) != opened:
             return  # the file we opened was already moved aside (by another process): use the new one
-        set_aside(self.path, "score cache", error, then="starting a fresh one (its scores are computed again)",
-                  companions=("-wal", "-shm"))
+        set_aside(self.path, self.what, error, then=self.then, companions=("-wal", "-shm"))
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, float]:
-        """The cached values of those ``keys`` that are present."""
+    def get_rows(self, keys: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+        """The stored value columns of those ``keys`` that are present."""
         keys = list(dict.fromkeys(keys))
 
-        def select(conn: sqlite3.Connection) -> dict[str, float]:
-            out: dict[str, float] = {}
+        def select(conn: sqlite3.Connection) -> dict[str, tuple[Any, ...]]:
+            out: dict[str, tuple[Any, ...]] = {}
             for i in range(0, len(keys), _CHUNK):
                 part = keys[i : i + _CHUNK]
-                marks = ",".join("?" * len(part))
-                out.update(conn.execute(f"SELECT key, value FROM scores WHERE key IN ({marks})", part).fetchall())
+                rows = conn.execute(f"SELECT key, {', '.join(self.columns)} FROM {self.table} WHERE key IN "
+                                    f"({','.join('?' * len(part))})", part).fetchall()
+                out.update((r[0], tuple(r[1:])) for r in rows)
             return out
 
         with self._lock:
             return self._run(select)
 
-    def put_many(self, items: Iterable[tuple[str, float]] | Mapping[str, float]) -> None:
-        """Store ``(key, value)`` pairs and commit them (one transaction)."""
-        rows = [(k, float(v)) for k, v in (items.items() if isinstance(items, Mapping) else items)]
+    def put_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Store ``(key, *values)`` rows and commit them (one transaction)."""
         if not rows:
             return
-        bad = [k for k, v in rows if not math.isfinite(v)]
-        if bad:  # SQLite turns NaN into NULL (an IntegrityError); an infinity would poison later runs
-            raise ValueError(f"refusing to cache {len(bad)} non-finite score(s), e.g. key {bad[0]}")
+        sql = (f"INSERT OR REPLACE INTO {self.table} (key, {', '.join(self.columns)}) VALUES "
+               f"({', '.join('?' * (len(self.columns) + 1))})")
 
         def insert(conn: sqlite3.Connection) -> None:
             with conn:  # commits, or rolls back on error
-                conn.executemany("INSERT OR REPLACE INTO scores (key, value) VALUES (?, ?)", rows)
+                conn.executemany(sql, rows)
 
         with self._lock:
             self._run(insert)
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._run(lambda conn: conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0]))
+            return int(self._run(lambda conn: conn.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]))
 
     def close(self) -> None:
         """Close the connection (further use raises)."""
@@ -150,6 +158,28 @@ class ScoreCache:
             if self._db is not None:
                 self._db.close()
             self._db, self._closed = None, True
+
+
+class ScoreCache(SqliteStore):
+    """A key -> float store in SQLite (``path`` defaults to ``<cache_dir>/scores.sqlite``)."""
+
+    table, columns_sql, columns = "scores", "value REAL NOT NULL", ("value",)
+    what, then = "score cache", "starting a fresh one (its scores are computed again)"
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        super().__init__(path if path is not None else default_path())
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, float]:
+        """The cached values of those ``keys`` that are present."""
+        return {k: v[0] for k, v in self.get_rows(keys).items()}
+
+    def put_many(self, items: Iterable[tuple[str, float]] | Mapping[str, float]) -> None:
+        """Store ``(key, value)`` pairs and commit them (one transaction)."""
+        rows = [(k, float(v)) for k, v in (items.items() if isinstance(items, Mapping) else items)]
+        bad = [k for k, v in rows if not math.isfinite(v)]
+        if bad:  # SQLite turns NaN into NULL (an IntegrityError); an infinity would poison later runs
+            raise ValueError(f"refusing to cache {len(bad)} non-finite score(s), e.g. key {bad[0]}")
+        self.put_rows(rows)
 
 
 def _inode(path: Path) -> int | None:

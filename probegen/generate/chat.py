@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -36,9 +35,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ..errors import ProbegenError
-from ..paths import cache_dir, set_aside
+from ..paths import cache_dir
 from ..progress import progress_bar
-from ..score_cache import _CHUNK, ScoreCache, _inode
+from ..score_cache import SqliteStore
 
 #: bump when the way answers are made changes, so older cached answers are not reused
 CHAT_VERSION = 1
@@ -103,77 +102,24 @@ def default_path() -> Path:
     return cache_dir() / "responses.sqlite"
 
 
-class ResponseCache(ScoreCache):
-    """key -> (text, finish_reason) in SQLite (``path`` defaults to ``<cache_dir>/responses.sqlite``).
+class ResponseCache(SqliteStore):
+    """key -> (text, finish_reason) in SQLite (``path`` defaults to ``<cache_dir>/responses.sqlite``):
+    the score cache's store (:class:`~probegen.score_cache.SqliteStore`), another table."""
 
-    The score cache's machinery, another table: opened on first use in WAL mode with a busy
-    timeout (several processes may share the file), and a damaged file is moved aside with one
-    warning, the run going on with a fresh cache.
-    """
+    table, columns_sql, columns = "responses", "text TEXT NOT NULL, finish_reason TEXT", ("text", "finish_reason")
+    what, then = "response cache", "starting a fresh one (its questions are asked again)"
 
     def __init__(self, path: str | Path | None = None) -> None:
         super().__init__(path if path is not None else default_path())
 
-    @staticmethod
-    def _setup(conn: sqlite3.Connection) -> None:
-        for attempt in range(20):
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL, "
-                             "finish_reason TEXT)")
-                conn.commit()
-                return
-            except sqlite3.OperationalError as e:  # another process is setting up the same new file
-                if "locked" not in str(e) or attempt == 19:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
-
-    def _start_afresh(self, error: sqlite3.DatabaseError) -> None:
-        """Close the damaged cache and move it aside, unless another process already replaced it."""
-        opened, self._inode = self._inode, None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-        if opened is not None and _inode(self.path) != opened:
-            return
-        set_aside(self.path, "response cache", error, then="starting a fresh one (its questions are asked again)",
-                  companions=("-wal", "-shm"))
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, Response]:  # type: ignore[override]
+    def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
         """The cached answers of those ``keys`` that are present (``cached=True``)."""
-        keys = list(dict.fromkeys(keys))
+        return {k: Response(t, f, cached=True) for k, (t, f) in self.get_rows(keys).items()}
 
-        def select(conn: sqlite3.Connection) -> dict[str, Response]:
-            out: dict[str, Response] = {}
-            for i in range(0, len(keys), _CHUNK):
-                part = keys[i : i + _CHUNK]
-                rows = conn.execute("SELECT key, text, finish_reason FROM responses WHERE key IN "
-                                    f"({','.join('?' * len(part))})",
-                                    part).fetchall()
-                out.update((k, Response(t, f, cached=True)) for k, t, f in rows)
-            return out
-
-        with self._lock:
-            return self._run(select)
-
-    def put_many(self,  # type: ignore[override]
-                 items: Iterable[tuple[str, Response]] | Mapping[str, Response]) -> None:
+    def put_many(self, items: Iterable[tuple[str, Response]] | Mapping[str, Response]) -> None:
         """Store ``(key, response)`` pairs and commit them (one transaction)."""
-        rows = [(k, r.text, r.finish_reason) for k, r in (items.items() if isinstance(items, Mapping) else items)]
-        if not rows:
-            return
-
-        def insert(conn: sqlite3.Connection) -> None:
-            with conn:
-                conn.executemany("INSERT OR REPLACE INTO responses (key, text, finish_reason) VALUES (?, ?, ?)", rows)
-
-        with self._lock:
-            self._run(insert)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._run(lambda conn: conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]))
+        self.put_rows([(k, r.text, r.finish_reason)
+                       for k, r in (items.items() if isinstance(items, Mapping) else items)])
 
 
 CacheArg = bool | str | Path | ResponseCache | None

@@ -148,3 +148,19 @@ def test_bad_runs_are_one_line(pair, runs, tmp_path):
     first_id = json.loads(rows[0])["sample_id"]
     unknown = foreign_eee(eee, tmp_path / "unknown", {first_id: "no-such-item"})
     refused(twin_run, unknown, needles=("1 of", "item ids are not items of"))
+
+
+def test_coda21_run_gives_the_report_of_scoring(clean_hard_nouns, tmp_path_factory, tmp_path):
+    """CoDA21: a group's score is the mean of its rows (the paper's metric), read from the run's rows.
+    One set on both sides (as `compare SET SET`): one run answers both."""
+    from exchange_runs import glove_coda_run
+
+    coda_run = glove_coda_run(clean_hard_nouns, tmp_path_factory, 6)
+    ds = json.loads((coda_run / "results.json").read_text())["dataset"]["path"]
+    scored, read = tmp_path / "scored", tmp_path / "read"
+    assert run("compare", ds, ds, "--model", "glove-50d", "--bootstrap", 200, "--out", scored)[0] == 0
+    code, _, err = run("compare", ds, ds, "--run", coda_run, "--bootstrap", 200, "--out", read)
+    assert code == 0, err
+    assert _results(read) == _results(scored)
+    (row,) = _results(read)["models"]
+    assert row["n_units"] == 6 and 0 < row["a"]["accuracy"] < 1

@@ -69,6 +69,10 @@ class Method:
     report_text: ClassVar[str] = ""
     #: what a row's confidence is for this method (the calibration block says it)
     confidence: ClassVar[str] = "softmax over the candidates' scores as the run reduced them"
+    #: what the viewer says a row's confidence is (the title of its confidence column)
+    view_confidence: ClassVar[str] = "probability over the candidates (softmax of the log-probs)"
+    #: the method a command runs when none is asked (the viewer shows no ``--method`` for it)
+    default: ClassVar[bool] = False
     #: its distribution is vote shares of one-hot answers: floored before PriDe divides by the prior
     votes: ClassVar[bool] = False
 

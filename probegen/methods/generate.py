@@ -22,6 +22,7 @@ class GenerateMethod(Method):
     query_style = "generate"
     confidence = "the vote share of each option over the orders"
     votes = True
+    view_confidence = "share of option orders that chose it"
     report_text = (
         "Generative method (`--method generate`): each unit of each condition was asked as a prompt (the "
         "templates recorded under Scorer) and the answer parsed strictly; an answer that did not parse was "

@@ -21,6 +21,7 @@ class LetterMethod(Method):
     not_scored = "the option labels' probabilities are read"
     options = ("permutations", "prompts")
     query_style = "generate"
+    view_confidence = "probability of its option label, averaged over the option orders"
     confidence = "the label distribution, mapped to options and averaged over the orders"
     report_text = (
         "Letter method (`--method letter`): each unit of each condition was asked with the generative prompt "

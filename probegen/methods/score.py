@@ -13,3 +13,4 @@ class ScoreMethod(Method):
     #: how position and calibration blocks name it (results.json's ``position.method``)
     title = "cloze"
     flags = {"eval": "score", "bias": "zeroshot"}
+    default = True

@@ -78,7 +78,10 @@ def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _
 
 def _label_runs(runs: list[dict[str, Any]]) -> None:
     """Short distinct labels: the model, then the folder name where two runs share a model."""
-    base = [f"{r['model']}" + (f" ({r['method']})" if r.get("method") not in (None, "score") else "") for r in runs]
+    from .. import methods
+
+    base = [f"{r['model']}" + (f" ({r['method']})" if r.get("method") and not methods.recorded(r["method"]).default
+                               else "") for r in runs]
     for r, b in zip(runs, base):
         r["label"] = b if base.count(b) == 1 else f"{b} [{Path(r['path']).name}]"
 
@@ -174,7 +177,22 @@ def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
     nonce = next((b["nonce"] for b in blocks if b.get("nonce")), None)
     return {"path": str(run), "command": command, "model": str(results.get("model", "?")), "method": method,
             "scorer": scorer.get("kind"), "nonce": nonce if isinstance(nonce, str) else None,
-            "settings": _settings(results, method), "sets": [], "notes": []}
+            "settings": _settings(results, method), "asked": _asked(method, command), "sets": [], "notes": []}
+
+
+def _asked(method: str, command: str) -> dict[str, Any]:
+    """What the page needs to know of the run's method (:mod:`probegen.methods`): whether its rows are
+    already a distribution over the options, what a row's confidence is, and the ``--method`` to show
+    ("" for the default method).
+
+    >>> _asked("letter", "bias")["flag"], _asked("score", "eval")["flag"], _asked("trained", "eval")["flag"]
+    ('letter', '', 'trained')
+    """
+    from .. import methods
+
+    m = methods.recorded(method)
+    return {"distribution": m.asks, "confidence": m.view_confidence,
+            "flag": "" if m.default else (m.flag(command) or m.name)}
 
 
 def _expected_rows(*counts: Any) -> int | None:

@@ -360,7 +360,7 @@
     // what a score says about the model's confidence: a language model's log-probs normalised over
     // the candidates, the generative method's share of option orders, the letter method's label
     // probabilities (already a distribution); none for cosine scores
-    if (r.method === "generate" || r.method === "letter") return row.slice();
+    if (r.asked.distribution) return row.slice();  // the run's method says (probegen.methods)
     // the language-model kinds (probegen.scorers.LM_KINDS; "api": what older served runs recorded)
     if (["causal", "masked", "served", "api"].indexOf(r.scorer) < 0) return null;
     var max = Math.max.apply(null, row), exp = row.map(function (v) { return Math.exp(v - max); });
@@ -409,7 +409,7 @@
         el("td", {cls: "cand", text: cands ? cands[j] : "(text not recorded)"}),
         el("td", {cls: "num", text: fmt(v, 4)}),
         el("td", {cls: "num", text: String(rk[j])}),
-        conf ? el("td", {cls: "num", title: r.method === "generate" ? "share of option orders that chose it" : r.method === "letter" ? "probability of its option label, averaged over the option orders" : "probability over the candidates (softmax of the log-probs)", text: fmt(conf[j], 2)}) : null,
+        conf ? el("td", {cls: "num", title: r.asked.confidence, text: fmt(conf[j], 2)}) : null,
         el("td", {text: (gold ? "gold " : "") + (chosen ? "chosen" : "") + (e.ct ? " " + e.ct[j] : "")})));
     });
     out.push(el("table", {cls: "cands"}, el("thead", {}, el("tr", {},
@@ -760,7 +760,7 @@
       r.sets.forEach(function (s, k) {
         var accs = Object.keys(s.accuracy || {}).map(function (c) { return c + " " + fmt(s.accuracy[c], 3); }).join(", ");
         var set = Object.keys(r.settings || {}).map(function (n) { return " --" + n.replace(/_/g, "-") + " " + r.settings[n]; }).join("");
-        add(t, el("tr", {}, el("td", {text: k ? "" : r.label}), el("td", {text: k ? "" : r.command + (r.method !== "score" ? " --method " + r.method : "") + set}),
+        add(t, el("tr", {}, el("td", {text: k ? "" : r.label}), el("td", {text: k ? "" : r.command + (r.asked.flag ? " --method " + r.asked.flag : "") + set}),
           el("td", {text: s.name + " (" + s.kind + ", " + s.n + ")"}), el("td", {text: accs}),
           el("td", {cls: "path", text: k ? "" : r.path})));
       });

@@ -173,13 +173,15 @@ def papers(res: dict[str, dict]) -> str:
     doc = res.get("bench_papers")
     if doc:
         c = doc["config"]
-        out.append(f"Alignment accuracy on the builds above (seed {c.get('seed', 0)}); random: the expected accuracy "
+        out.append(f"Alignment accuracy on the builds above (seed {c.get('seed', 0)}; contexts chosen by "
+                   f"`{c.get('context_scorer')}`, where the paper's are chosen by BERT); random: the expected accuracy "
                    "of a random matching; the paper's figure is its nearest model.\n")
         out.append(table(["model here", "set", "noun", "verb", "random (noun / verb)", "paper model", "paper noun",
                           "paper verb"],
                          [[r["model"], r["set"], num(r["noun"]), num(r["verb"]),
                            f"{num(r['random_noun'])} / {num(r['random_verb'])}", r["paper_model"],
-                           num(r["paper_noun"], ".2f"), num(r["paper_verb"], ".2f")] for r in doc["rows"]],
+                           num(r["paper_noun"], ".2f").removeprefix("0"), num(r["paper_verb"], ".2f").removeprefix("0")]
+                          for r in doc["rows"]],
                          "llrrrlrr"))
         out.append(provenance("bench_papers", doc))
     else:

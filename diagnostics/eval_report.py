@@ -202,7 +202,10 @@ def position_lines(p: dict[str, Any] | None, label: str = "") -> list[str]:
         return []
     if p.get("value", 0) is None and "positions" not in p:
         return [f"position bias{label}: not measured ({p.get('reason')})"]
-    what = "cloze control, stored order" if p["method"] == "cloze" else f"{p['method']}, {p['orders']} orders"
+    from probegen import methods
+
+    ordered = methods.recorded(p["method"], "generate").ordered  # a position block names the method or its title
+    what = f"{p['method']}, {p['orders']} orders" if ordered else "cloze control, stored order"
     sel = " ".join(f"{q['position']} {fmt(q['selection_rate']['value'], None, 2)}" for q in p["positions"])
     rec = " ".join(f"{q['position']} {fmt(q['recall']['value'], None, 2)}" for q in p["positions"])
     line = f"position bias{label} ({what}): selection rate {sel}; recall {rec}; RStd {fmt(p['rstd'])}"

@@ -49,7 +49,7 @@ def cpu_info() -> dict:
 
 
 def machine(gpu: str | None = None) -> dict:
-    """The machine a result comes from: CPU (model, flags, cores), GPU name (None on the CPU), Python, torch."""
+    """The machine a result comes from: CPU (model, flags, cores, load average), GPU name (None on the CPU), Python, torch."""
     try:
         import torch
 
@@ -58,7 +58,11 @@ def machine(gpu: str | None = None) -> dict:
             gpu = torch.cuda.get_device_name(0)
     except ImportError:
         torch_version = None
-    return {**cpu_info(), "gpu": gpu, "python": platform.python_version(), "torch": torch_version}
+    try:  # other work on the machine slows CPU timings: the 1-minute load average says how busy it was
+        load = round(os.getloadavg()[0], 1)
+    except (AttributeError, OSError):
+        load = None
+    return {**cpu_info(), "load_avg": load, "gpu": gpu, "python": platform.python_version(), "torch": torch_version}
 
 
 def commit() -> str:

@@ -47,6 +47,8 @@ def machine_text(m: dict) -> str:
         cores = f", {m['cores']} cores" if m.get("cores") else ""
         flags = f" ({' '.join(m['cpu_flags'])})" if m.get("cpu_flags") else ""
         parts.append(f"CPU {cpu}{cores}{flags}")
+    if m.get("load_avg") is not None:
+        parts.append(f"load average {m['load_avg']} when written")
     for key, name in (("torch", "torch"), ("python", "Python")):
         if m.get(key):
             parts.append(f"{name} {m[key]}")

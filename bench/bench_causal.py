@@ -126,10 +126,12 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from probegen.models import load_scorer
+    from probegen.models import ModelStore, load_scorer
 
+    # one store: every scorer below shares the loaded weights, so no timed run includes loading the model
+    store = ModelStore()
     t0 = time.perf_counter()
-    scorer = load_scorer("smollm2-135m", cache=False, device="cpu", dtype="float32")
+    scorer = load_scorer("smollm2-135m", cache=False, device="cpu", dtype="float32", store=store)
     print(f"model load: {time.perf_counter() - t0:.1f} s (threads={args.threads})")
     model = scorer.model
     if os.path.exists(args.dataset):
@@ -194,7 +196,7 @@ def main() -> None:
 
     def probegen(strategy: str):
         def run() -> None:
-            s = load_scorer("smollm2-135m", cache=False, strategy=strategy, device="cpu", dtype="float32")
+            s = load_scorer("smollm2-135m", cache=False, strategy=strategy, device="cpu", dtype="float32", store=store)
             results[strategy] = np.concatenate(s.score(queries, cand_lists))  # fresh scorer: nothing memoised
         return run
 
@@ -209,7 +211,8 @@ def main() -> None:
         del methods["(a) naive loop, batch 1, full logits"]
     # warm-up: thread pools, allocator, the scorer's one-time self-check of the packed path
     for strategy in ("packed", "full"):
-        load_scorer("smollm2-135m", cache=False, strategy=strategy, device="cpu", dtype="float32").score(["Warm up."], [["a short text"]])
+        load_scorer("smollm2-135m", cache=False, strategy=strategy, device="cpu", dtype="float32",
+                    store=store).score(["Warm up."], [["a short text"]])
     with torch.inference_mode():
         model(input_ids=torch.tensor([seqs[0]]))
 

@@ -67,6 +67,15 @@ def test_planted_gap_is_detected():
     assert _flag_rate(5, 0.1, 0.8, 500, seed=12) >= 0.6
 
 
+def test_large_gap_near_ceiling_is_flagged():
+    """The real fine-tune on a `make wordnetqa --forms 4` form (docs/contamination.md): the seen form near
+    ceiling has a small sampling variance, and Welch-Satterthwaite alone gave df 0.74 and p 0.064 for a
+    +0.51 gap; the F - 1 floor flags it. Simulated power at +1.5 logits (3 fresh forms): 0.71 -> 0.91."""
+    r = gap_test((0.971, 0.012**2), [(0.543, 0.050**2), (0.423, 0.046**2), (0.431, 0.054**2)])
+    assert r["df"] >= 2 and r["flagged"] and r["p"] < 0.02, r
+    assert _flag_rate(3, 0.1, 1.5, 400, seed=13) >= 0.8  # measured 0.91 (2,000 runs); without the floor 0.71
+
+
 def test_gap_test_fields_and_two_fresh_minimum():
     seen, fresh = (0.8, 0.002), [(0.5, 0.002), (0.55, 0.002), (0.45, 0.002)]
     r = gap_test(seen, fresh)

@@ -154,14 +154,14 @@ def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAUL
     from .run_bias import load_dataset
 
     kinds = check_compare_request(req, runner, root)
-    loaded = None
-    if req.runs:  # the datasets are read once here, so that a bad run fails before any scoring
+    loaded, imported = None, None
+    if req.runs:  # the datasets and runs are read once here, so that a bad run fails before any output
         loaded = load_dataset(req.twin, task=kinds[0]), load_dataset(req.other, task=kinds[1])
-        read_imported(list(req.runs), req.twin, req.other, loaded[0][0], (loaded[0][1], loaded[1][1]),
-                      set(req.models))
+        imported = read_imported(list(req.runs), req.twin, req.other, loaded[0][0], (loaded[0][1], loaded[1][1]),
+                                 set(req.models))
     with runner.output_dir(req.out_dir(root)) as tmp:  # written by rank 0 alone under torchrun
         return compare(req.twin, req.other, list(req.models), tmp, req.labels, req.seed, req.n_boot, runner.log,
-                       runner=runner, kinds=kinds, runs=list(req.runs), loaded=loaded)
+                       runner=runner, kinds=kinds, runs=list(req.runs), loaded=loaded, imported=imported)
 
 
 # ---- filter --------------------------------------------------------------------------------------

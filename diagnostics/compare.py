@@ -227,14 +227,16 @@ def compare(
     a: str | Path, b: str | Path, models: list[str], out: Path, labels: tuple[str, str] = ("twin", "adversarial"),
     seed: int = 0, n_boot: int = 1000, log: Callable[[str], None] = print, *, runner: Runner,
     kinds: tuple[Any, Any] | None = None, runs: list[str] | None = None, loaded: tuple[Any, Any] | None = None,
+    imported: list[Imported] | None = None,
 ) -> dict[str, Any]:
     """Score both datasets with every model, write results.json, report.md and a bar chart.
 
     ``runner`` loads the models (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
     ``kinds``: the two datasets' tasks when the caller detected them (None: detected here).
-    ``runs``: answers made already (:func:`read_imported`), rows after the models'; ``loaded``: the
-    two datasets' (kind, data) when the caller loaded them (None: loaded here).
+    ``runs``: answers made already (:func:`read_imported`), rows after the models' (``imported``:
+    those read by the caller); ``loaded``: the two datasets' (kind, data) when the caller loaded
+    them (None: loaded here).
     """
     from probegen import tasks
     from probegen.io import write_json
@@ -247,7 +249,8 @@ def compare(
     (kind_a, da), (kind_b, db) = loaded or (load_dataset(a, task=ta), load_dataset(b, task=tb))
     if kind_a != kind_b:
         raise_mismatch(kind_a, kind_b)
-    imported = read_imported(list(runs), a, b, kind_a, (da, db), set(models)) if runs else []
+    if imported is None:
+        imported = read_imported(list(runs), a, b, kind_a, (da, db), set(models)) if runs else []
     rows = []
     decisions: dict[str, dict[str, list[tuple[str, str, float]]]] = {"a": {}, "b": {}}
     for m in models:

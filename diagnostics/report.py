@@ -209,6 +209,7 @@ def render_report(results: dict[str, Any], plot: str | None = "bias_plane.png") 
     from probegen import methods
 
     used = {g.get("method", "generate") for d in results["datasets"] for g in (d.get("generation") or {}).values() if g}
+    used.add((results.get("eval") or {}).get("method"))  # the method the run recorded (none: the cloze method)
     for m in methods.all_methods():  # each method's paragraph once, in registry order
         if m.name in used and m.report_text:
             lines += [m.report_text, ""]

@@ -139,6 +139,26 @@ def test_lm_eval_samples_of_form_exports(forms, runs, tmp_path):
     alone = tmp_path / "alone"
     assert run("forms", *samples, "--bootstrap", 200, "--out", alone)[0] == 0
 
+    # the same samples in `compare --run`: placed by the export's manifest, not by their ids (which a
+    # copy of the form with another manifest shares)
+    from probegen.coda21.dataset import load
+
+    copy = tmp_path / "coda-form1-copy"
+    ds = load(forms[0])
+    ds.manifest = {**ds.manifest, "note": "a copy"}
+    ds.write(copy)
+    code, _, err = run("compare", forms[0], copy, "--run", samples[0], "--out", tmp_path / "cmp")
+    assert_one_line_error(code, err, "lm-eval:acc", "has no run on", str(copy))
+    cmp = tmp_path / "cmp"
+    code, _, err = run("compare", forms[0], forms[0], "--run", runs[0], "--run", samples[0], "--bootstrap", 50,
+                       "--out", cmp)
+    assert code == 0, err
+    rows = json.loads((cmp / "results.json").read_text())["models"]
+    assert [r["model"].rpartition("|")[2] for r in rows][::2] == ["glove-50d", "lm-eval:acc_norm"] and len(rows) == 3
+    acc = [json.loads(x)["acc"] for x in samples[0].read_text().splitlines()]
+    if rows[1]["n_units"] == 1:  # the 4 contexts in one group: its score is their mean
+        assert rows[1]["a"]["accuracy"] == pytest.approx(sum(acc) / len(acc))
+
     # malformed: unknown ids, truncated, a form's samples twice, not lm-eval records (each beside a copy
     # of lm-eval's results file, so the export's manifest still names the form)
     lines = [json.loads(x) for x in samples[0].read_text().splitlines()]

@@ -116,17 +116,12 @@ class Imported:
 
 def item_units(kind: str, data: Any) -> dict[str, str]:
     """Every item id of ``data`` as runs name it (:func:`probegen.itemstats.table.record_cells`) and
-    the unit :func:`correctness` counts it in, in the dataset's order: a CoDA21 row ``<group>#<row>``
-    in its group, a WordNetQA item in its concept (synset), any other kind's unit in itself."""
+    the unit :func:`correctness` counts it in, in the dataset's order (the kind's
+    :meth:`~probegen.tasks.base.Task.item_units`: a CoDA21 row ``<group>#<row>`` in its group, a
+    WordNetQA item in its concept, any other kind's unit in itself)."""
     from probegen import tasks
-    from probegen.settings import Settings
 
-    task = tasks.get(kind)
-    if kind == "coda21":  # one item per row of a group (tasks/coda21.py's correctness)
-        return {f"{g.id}#{r}": str(g.id) for g in data.groups for r in range(len(g.items))}
-    if kind == "wordnetqa" and isinstance(task, tasks.Subsettable):  # an item in its concept (its correctness)
-        return {str(it.id): task.cluster_of(it) for it in data.items}
-    return {str(u.id): str(u.id) for u in task.units(data, "full", Settings())}  # tasks/base.py's
+    return tasks.get(kind).item_units(data)
 
 
 def cells_correctness(layout: dict[str, str], cells: dict[str, dict[str, Any]], grouped: bool) -> Correctness:
@@ -189,7 +184,9 @@ def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data
     paths = (str(a), str(b))
     keys = (_dataset_key(a), _dataset_key(b))
     layouts = (item_units(kind, data[0]), item_units(kind, data[1]))
-    grouped = kind == "coda21"  # a group's accuracy is its unit's score (the paper's mean of groups)
+    from probegen import tasks
+
+    grouped = tasks.get(kind).unit_is_mean  # a group's accuracy is its unit's score (the paper's mean of groups)
     sides: dict[str, list[tuple[str, Any] | None]] = {}
     for run in runs:
         for r in read_run(run):

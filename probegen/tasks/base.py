@@ -141,6 +141,8 @@ class Task(ABC):
     #: False: evaluated by a trained probe (``diagnostics.trained``), not by scoring
     zero_shot: ClassVar[bool] = True
     rows_file: ClassVar[str] = "items.jsonl"
+    #: a unit's score is the mean of its items (CoDA21: a group's rows), not a count of items right
+    unit_is_mean: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A kind's own ``load`` is wrapped so that what it returns is checked to be a :class:`Dataset`."""
@@ -194,6 +196,11 @@ class Task(ABC):
         holds only the options the user set."""
 
     # ---- units, evaluation ------------------------------------------------------------------------
+    def item_units(self, data: Dataset) -> dict[str, str]:
+        """Every item id of ``data`` as per-row records name it (``probegen.itemstats.table.record_cells``)
+        and the unit its correctness counts in, in dataset order (default: each unit is its own item)."""
+        return {str(u.id): str(u.id) for u in self.units(data, "full", Settings())}
+
     @abstractmethod
     def units(self, data: Dataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """The core units of ``data`` in ``condition`` (queries rendered for a scorer of query

@@ -89,6 +89,12 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         if "pattern" in given:
             coda21_patterns(given["pattern"])
 
+    unit_is_mean = True  # a group's accuracy is its rows' mean (the paper's mean over groups)
+
+    def item_units(self, data: Any) -> dict[str, str]:
+        """One item per row of a group, ``<group>#<row>``, counted in its group."""
+        return {f"{g.id}#{r}": str(g.id) for g in data.groups for r in range(len(g.items))}
+
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
         from ..coda21.evaluate import group_unit

@@ -177,6 +177,10 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         """The concept (synset) an item is about, across probe types: what the bias bootstrap resamples."""
         return str(record.synset)
 
+    def item_units(self, data: Any) -> dict[str, str]:
+        """Each item counted in its concept (the unit of this kind's correctness)."""
+        return {str(it.id): self.cluster_of(it) for it in data.items}
+
     def select_split(self, data: Any, split: str, name: str = "the dataset") -> Any:
         """The items of one split (a ProbegenError naming ``name`` if it has none)."""
         import dataclasses

@@ -177,7 +177,9 @@ def papers(res: dict[str, dict]) -> str:
         c = doc["config"]
         out.append(f"Alignment accuracy on the builds above (seed {c.get('seed', 0)}; contexts chosen by "
                    f"`{c.get('context_scorer')}`, where the paper's are chosen by BERT); random: the expected accuracy "
-                   "of a random matching; the paper's figure is its nearest model.\n")
+                   "of a random matching; the paper's figure is its nearest model. Models run: "
+                   f"{', '.join(c['models'])} (MiniLM and SmolLM2 take tens of minutes per set on 2 busy cores: "
+                   "`--models`).\n")
         out.append(table(["model here", "set", "noun", "verb", "random (noun / verb)", "paper model", "paper noun",
                           "paper verb"],
                          [[r["model"], r["set"], num(r["noun"]), num(r["verb"]),
@@ -198,7 +200,12 @@ def position(res: dict[str, dict]) -> str:
     c = doc["config"]
     out = [f"{c['bootstrap']} cluster-bootstrap replicates, seed {c['seed']}, {c['device']}; position statistics "
            "on the first 5 shown positions A-E. Cloze shows no order: its positions are the dataset's stored order "
-           "(the control).\n"]
+           "(the control)."
+           + (f" A smaller configuration than the full table: the letter rows ask only the first {c['letter_limit']} "
+              "items (SmolLM2 on a busy CPU takes about 10 s a prompt; `--letter-limit 40` asks all)."
+              if c.get("letter_limit") and c["letter_limit"] < 40 else "")
+           + (f" CoDA21 with {', '.join(c['coda21_models'])} only (`--coda21-models` adds more)."
+              if c.get("coda21_models") else "") + "\n"]
     rows = []
     for r in doc["rows"]:
         sel = " ".join(f"{x:.2f}" for x in r["selection"])

@@ -41,8 +41,8 @@ lock:
 
 # The study page's browser tests drive Debian's chromium (Playwright from PyPI, no browser download).
 # Without root or apt the tests skip and say why; everything else still installs.
-# Only `make test` (and `make bench`, whose viewer timings need it) installs it: `make demo` installs no
-# system package. --no-install-recommends and --no-upgrade: nothing but chromium and what it needs.
+# Only `make test` (and `make install`) installs it: `make demo` and `make bench` install no system package
+# (bench_viewer is skipped without it). --no-install-recommends and --no-upgrade: nothing but chromium and what it needs.
 chromium:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends --no-upgrade chromium; } \
@@ -95,12 +95,13 @@ test: install vllm-env
 # context: the counts do not depend on the context scorer) so that the demo's datasets are left alone.
 # bench_gpu needs CUDA (the H200 results stay otherwise); bench_api needs a server: BENCH_API_BASE=URL.
 BENCH_DATA := probegen_out/bench/datasets
-bench: install
+bench: $(VENV)/.installed
 	$(PY) bench/bench_generate.py --context-scorer first --datasets $(BENCH_DATA)
 	$(PY) bench/bench_papers.py --datasets $(BENCH_DATA)
 	$(PY) bench/bench_causal.py --dataset $(BENCH_DATA)/coda21-clean-hard --groups 1 --repeats 3
 	$(PY) bench/bench_position.py --coda21 $(BENCH_DATA)/coda21-clean-hard
-	$(PY) bench/bench_viewer.py --dataset $(BENCH_DATA)/coda21-clean-easy
+	@if [ -x /usr/bin/chromium ]; then $(PY) bench/bench_viewer.py --dataset $(BENCH_DATA)/coda21-clean-easy; \
+	else echo "bench_viewer: no chromium (make test installs it); bench/results/ keeps the viewer results it has"; fi
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 	  $(PY) bench/bench_gpu.py --dataset $(BENCH_DATA)/coda21-clean-hard --dtype bfloat16 --out bench/results/bench_gpu_local_bf16.json; \
 	else echo "bench_gpu: no CUDA here; bench/results/ keeps the GPU results it has"; fi

@@ -105,18 +105,20 @@ def speed(res: dict[str, dict]) -> str:
     if doc:
         c = doc["config"]
         out.append(f"{c['model']}, {c['dtype']}, {c['device']} ({c['threads']} threads); {c['data']}: {c['pairs']} "
-                   f"pairs, {c['tokens']} tokens; median of {c['repeats']} runs in rotating order.\n")
-        out.append(table(["method", "min s", "median s", "pairs/s (median)"],
-                         [[r["method"], num(r["min_s"], ".2f"), num(r["median_s"], ".2f"), num(r["pairs_per_s"], ".1f")]
-                          for r in doc["rows"]], "lrrr"))
+                   f"pairs, {c['tokens']} tokens; median of {c['repeats']} runs in rotating order."
+                   + (" A smaller configuration than the script's default of 4 groups: the naive loop takes minutes "
+                      "per run on 2 busy cores." if c["pairs"] < 100 else "") + "\n")
         s = doc["speedups"]
         names = {"head": "LM head only at scored positions (c/b)", "prefix_reuse": "prefix reuse (d/c)",
                  "vs_lm_eval": "probegen packed vs lm-eval style (d/b)", "vs_naive": "vs the naive loop (d/a)"}
-        out.append("Speed-ups (medians): " + "; ".join(f"{names[k]} {s[k]:.1f}x" for k in names if k in s) + ".\n")
+        out.append("Speed-ups (medians): " + "; ".join(f"{names[k]} {s[k]:.2f}x" for k in names if k in s) + ".\n")
         diffs = doc.get("max_abs_diff_vs_lm_eval") or {}
         if diffs:
             out.append("Max |score difference| against lm-eval style: "
                        + ", ".join(f"{k} {v:.1e}" for k, v in sorted(diffs.items())) + ".\n")
+        out.append(table(["method", "min s", "median s", "pairs/s (median)"],
+                         [[r["method"], num(r["min_s"], ".2f"), num(r["median_s"], ".2f"), num(r["pairs_per_s"], ".1f")]
+                          for r in doc["rows"]], "lrrr"))
         out.append(provenance("bench_causal", doc))
     else:
         out.append(missing("python bench/bench_causal.py", "the CPU speed table"))

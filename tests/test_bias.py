@@ -350,7 +350,8 @@ def test_compare_pairs_and_resamples_wordnetqa_concepts(monkeypatch):
 
     items, correct = concept_records()
     monkeypatch.setattr(wev, "evaluate_mc", lambda data, scorer, *a, **kw: table_evaluate_mc(correct)(data, scorer))
-    units = cmp.unit_correctness("wordnetqa", SimpleNamespace(items=items), OverlapScorer(), progress=False)
+    units = cmp.unit_correctness("wordnetqa", SimpleNamespace(items=items, manifest={}), OverlapScorer(),
+                                 progress=False)
     assert len(units) == 40 and all(n == 12 for _, n in units.values())
     res = cmp.paired_bootstrap(units, units, n_boot=2000)
     by_item = bias.bootstrap_accuracy(correct["full"].astype(float), None, n_boot=2000)["ci"]
@@ -399,7 +400,10 @@ def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
 
     write(synthetic_coda21(n_groups=20), tmp_path / "ds")
     scorer = OverlapScorer()
-    monkeypatch.setattr(probegen.evaluation, "load_model_scorer", lambda *a, **k: scorer)
+    import probegen.methods.base
+
+    # the cloze method's scorer (every command loads it through the method registry)
+    monkeypatch.setattr(probegen.methods.base.Method, "load_scorer", lambda self, runner, req: scorer)
     monkeypatch.setattr(probegen.evaluation, "resolve_models", lambda models, kind=None, api=None, runner=None: {m: "causal" for m in models})
     r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "o"),
                                       "--bootstrap", "100", "--no-controls"])

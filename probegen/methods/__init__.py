@@ -29,6 +29,7 @@ from importlib.metadata import entry_points
 from typing import Any, Mapping
 
 from ..errors import ProbegenError
+from ..plugins import load_plugins
 from ..request_options import method_choices
 from .base import SCORING_ONLY, Method, ScorerRequest, resolve
 
@@ -70,21 +71,7 @@ def _plugins() -> None:
     """Register the entry points of group ``probegen.methods`` (once all of them load)."""
     if _state["plugins"]:
         return
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            method = resolve(ep.load())
-        except KeyboardInterrupt:
-            raise
-        except BaseException as e:  # a broken plugin is one clear line, never a traceback nor a silent exit
-            why = " ".join(f"{type(e).__name__}: {e}".split())
-            if isinstance(e, SystemExit):
-                why = f"it called sys.exit({e.code!r}) while being imported"
-            raise ProbegenError(f"method plugin {ep.name!r} ({ep.value}) from entry-point group {ENTRY_POINT_GROUP} "
-                                f"cannot be loaded: {why}") from None
-        try:
-            register(method)
-        except ProbegenError as e:
-            raise ProbegenError(f"method plugin {ep.name!r} ({ep.value}): {e}") from None
+    load_plugins(entry_points(group=ENTRY_POINT_GROUP), "method", ENTRY_POINT_GROUP, resolve, register)
     _state["plugins"] = True
 
 

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
+from ..plugins import load_plugins
 from .base import (
     COMMANDS,
     BiasAnalyses,
@@ -128,23 +129,7 @@ def _plugins() -> None:
     """Register the entry points of group ``probegen.tasks`` (once all of them load)."""
     if _state["plugins"]:
         return
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            obj = ep.load()
-            task = resolve(obj)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as e:  # a broken plugin must not pass silently, nor as a traceback; nor
-            # may its sys.exit() on import end probegen (exit 0, nothing printed, nothing written)
-            why = " ".join(f"{type(e).__name__}: {e}".split())
-            if isinstance(e, SystemExit):
-                why = f"it called sys.exit({e.code!r}) while being imported"
-            raise ProbegenError(f"task plugin {ep.name!r} ({ep.value}) from entry-point group {ENTRY_POINT_GROUP} "
-                                f"cannot be loaded: {why}") from None
-        try:
-            register(task)
-        except ProbegenError as e:
-            raise ProbegenError(f"task plugin {ep.name!r} ({ep.value}): {e}") from None
+    load_plugins(entry_points(group=ENTRY_POINT_GROUP), "task", ENTRY_POINT_GROUP, resolve, register)
     _state["plugins"] = True  # a broken plugin fails every lookup, never only the first
 
 

@@ -19,7 +19,8 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
                "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy); generate: ask a chat "
                "model each ablation as a prompt and parse its answer (every kind); letter: the same prompts, read as "
                "the probability of each option label as the answer's next token (every kind) [default: trained for "
-               "word-in-context datasets, zeroshot otherwise].")
+               "word-in-context datasets, zeroshot otherwise]. Methods of installed plugins (entry-point group "
+               "probegen.methods) are among the choices; their own help is in their package.")
 
 
 @click.command("bias")

@@ -389,7 +389,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
               help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat "
                    "template, or a served model's chat endpoint with --api-base) and parse its answer; letter: the "
                    "same prompt, read as the probability of each option label (A.., yes/no) as the answer's next "
-                   "token.")
+                   "token. Methods of installed plugins (entry-point group probegen.methods) are among the choices.")
 @click.option("--permutations", type=PERMUTATIONS, default=None, metavar="N|rotations",
               help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of "
                    "the options (rotations); report accuracy per order, consistency and the majority answer's accuracy "

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_layering import _literals  # the literal strings of a comparison side, as the kind check reads them
 
 from probegen import methods
 from probegen.errors import ProbegenError
@@ -22,14 +23,6 @@ NOT_METHODS = {
     ("probegen/tasks/wic.py", "generate"): "the unit style",
     ("probegen/scorers/base.py", "score"): "the score cache's namespace of plain scores",
 }
-
-
-def _literals(node: ast.AST) -> set[str]:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return {node.value}
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return set().union(*(_literals(e) for e in node.elts)) if node.elts else set()
-    return set()
 
 
 def method_comparisons(text: str) -> list[tuple[int, str]]:

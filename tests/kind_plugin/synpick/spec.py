@@ -1,0 +1,7 @@
+"""synonym-pick's spec hooks (to be filled: issue 38 part 2)."""
+
+from probegen.tasks import Task
+
+
+class SpecHooks(Task):
+    """Nothing yet: the kind gets probegen's defaults."""

@@ -137,6 +137,13 @@ def test_eval_with_a_plugin_method(plugin_and_data, tmp_path, kind):
     # the viewer reads the run's method from what it recorded, in a process that knows the plugin
     r = probegen(["view", tmp_path / "run", "--out", tmp_path / "view.html"], plugin, tmp_path)
     assert r.returncode == 0, r.stderr
+    # without the plugin the run is not shown as the default method: one line naming the method, nothing written
+    r = probegen(["view", tmp_path / "run", "--out", tmp_path / "bare.html"], tmp_path / "no-plugin", tmp_path)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+        f"probegen: error: {tmp_path / 'run' / 'results.json'}: the run was made with --method {METHOD}, which no "
+        "installed package provides (entry-point group probegen.methods; installed: score, trained, generate, "
+        "letter): install the plugin that defines it to view this run"]
+    assert not (tmp_path / "bare.html").exists()
 
 
 def test_bias_with_a_plugin_method(plugin_and_data, tmp_path):

@@ -170,7 +170,29 @@ def _settings(results: dict[str, Any], method: str) -> dict[str, Any]:
     return out
 
 
+def missing_method(results: dict[str, Any]) -> str | None:
+    """The method a run's ``eval`` block records that no installed package provides (a plugin method
+    opened where the plugin is not installed), else None: such a run is not shown as the default method.
+
+    >>> missing_method({"eval": {"method": "yesno"}}), missing_method({"eval": {"method": "letter"}})
+    ('yesno', None)
+    """
+    from .. import methods
+
+    ev = results.get("eval")
+    name = ev.get("method") if isinstance(ev, dict) else None
+    return name if isinstance(name, str) and not methods.is_method(name) else None
+
+
 def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
+    missing = missing_method(results)
+    if missing is not None:
+        from .. import methods
+
+        raise ProbegenError(f"{run / 'results.json'}: the run was made with --method {missing}, which no installed "
+                            f"package provides (entry-point group {methods.ENTRY_POINT_GROUP}; installed: "
+                            f"{', '.join(m.name for m in methods.all_methods())}): install the plugin that defines it "
+                            "to view this run")
     method = run_method(results)
     scorer: dict[str, Any] = results["scorer"] if isinstance(results.get("scorer"), dict) else {}
     blocks: list[dict[str, Any]] = [results[k] for k in ("eval", "config") if isinstance(results.get(k), dict)]

@@ -33,9 +33,10 @@ DEFAULT_ROOT = Path("probegen_out") / "datasets"
 def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, n_forms) -> None:
     """Build the probe family a spec file (YAML or JSON) declares.
 
-    SPEC is a file, or the name of a built-in spec in templates/specs/. The output is a CoDA21,
-    WordNetQA or WiC dataset (by the spec's shape) that stats, eval, bias and export read like
-    any other; its manifest records the spec's canonical JSON and sha256.
+    SPEC is a file, or the name of a built-in spec in templates/specs/. The output is a dataset of
+    the kind that registers the spec's shape (CoDA21, WordNetQA, WiC or a plugin's) that stats,
+    eval, bias and export read like any other; its manifest records the spec's canonical JSON and
+    sha256.
 
     \b
     Examples:
@@ -62,10 +63,13 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, 
         overrides = tuple(overrides) + (f"seed={seed}",)
     s = load_spec(spec_file, overrides)
     from probegen.spec.build import build_spec, config_for, models_of
+    from probegen.spec.schema import spec_sections
 
     config_for(s)  # generator-level checks before any work
-    if n_forms and s.shape not in ("alignment", "multiple_choice"):
-        raise ProbegenError(f"--forms makes parallel forms of alignment and multiple_choice specs; {s.name} is a "
+    sections = spec_sections()
+    if n_forms and not sections[s.shape].forms:
+        with_forms = [shape for shape, sec in sections.items() if sec.forms]
+        raise ProbegenError(f"--forms makes parallel forms of {' and '.join(with_forms)} specs; {s.name} is a "
                             f"{s.shape} spec")
     if check_only:
         click.echo(json.dumps(s.to_dict(), indent=1, sort_keys=True, ensure_ascii=False))
@@ -86,7 +90,7 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, 
     scorer = s.contexts.scorer
     from probegen.scorers import LM_KINDS
 
-    if s.shape == "alignment" and scorer != "first" and kinds[scorer] not in LM_KINDS:
+    if sections[s.shape].scorer and scorer != "first" and kinds[scorer] not in LM_KINDS:
         raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a "
                             f"{kinds[scorer]} model")
     built = build_spec(s, obj.get("wordnet"), obj.get("semcor"), progress=runner.progress, log=runner.main_log(log),

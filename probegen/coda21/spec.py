@@ -1,16 +1,74 @@
-"""An ``alignment`` probe spec as a CoDA21 build: its configuration and the build
-(:mod:`probegen.spec.build` dispatches through the task).
+"""An ``alignment`` probe spec as a CoDA21 build: the spec's ``alignment`` section (its fields,
+defaults and checks, registered through :meth:`probegen.tasks.Coda21Task.spec_section`), its
+configuration and the build (:mod:`probegen.spec.build` dispatches through the task).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
-from ..errors import NothingBuilt
-from ..spec.schema import Spec, concept_filter, given
+from ..errors import NothingBuilt, ProbegenError
+from ..spec.schema import (
+    Relation,
+    Spec,
+    SpecSection,
+    concept_filter,
+    given,
+    hop_range,
+    integer,
+    number,
+    spec_field,
+    string,
+)
 
 if TYPE_CHECKING:
     from ..runner import Runner
+
+ALIGNMENT_MAX_HOPS = 4
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """CoDA21-style groups of co-related synsets: clustering and the similarity cap."""
+
+    k_min: int = spec_field(5, integer(2, 30), "smallest group")
+    k_max: int = spec_field(10, integer(2, 30), "largest group")
+    max_similarity: float = spec_field(0.8, number(-1.0, 1.0),
+                                       "cap on the cosine similarity of two definitions in a group")
+    embedder: str = spec_field("minilm-l6", string, "sentence embedder for definition clustering")
+
+
+def alignment_of(spec: Spec) -> Alignment:
+    """The ``alignment`` section of a checked spec (one line if it has none)."""
+    return spec.part(Alignment, "alignment")
+
+
+def _complete(spec: Spec) -> Spec:
+    return replace(spec, relation=spec.relation or Relation())
+
+
+def _check(s: Spec) -> None:
+    rel, al, min_semcor = given(s.relation, "relation"), alignment_of(s), s.concepts.min_semcor
+    lo, hi = hop_range(rel)
+    if lo != hi or not 1 <= lo <= ALIGNMENT_MAX_HOPS:
+        raise ProbegenError(f"relation.hops: alignment members sit 1..{ALIGNMENT_MAX_HOPS} hops from the shared "
+                            f"synset, got {lo if lo == hi else [lo, hi]}")
+    if rel.instances:
+        raise ProbegenError("relation.instances: applies to multiple_choice hypernymy/hyponymy only")
+    if al.k_min > al.k_max:
+        raise ProbegenError(f"alignment.k_min: {al.k_min} is larger than alignment.k_max {al.k_max}")
+    if min_semcor is None or min_semcor < 1:
+        raise ProbegenError("concepts.min_semcor: alignment members need at least 1 SemCor context")
+    if s.templates is not None:
+        raise ProbegenError("templates: alignment items are scored with the patterns of templates/coda21.json "
+                            "(eval --pattern)")
+
+
+#: the ``alignment`` section: 10 SemCor (or example) contexts scored per synset by ``contexts.scorer``,
+#: members with at least 5 SemCor occurrences (clean; 1 = noisy)
+SECTION = SpecSection(fields=Alignment, context_sources=("semcor", "examples"), contexts_max=10, min_semcor=5,
+                      scorer=True, forms=True, complete=_complete, check=_check)
 
 
 def coda21_config(spec: Spec):
@@ -27,7 +85,7 @@ def coda21_config(spec: Spec):
 
     rel, hops = given(spec.relation, "relation").name, spec.hops[0]
     paper = rel == "hyponym" and hops in (1, 2)  # the paper's variants keep their exact config
-    a, min_semcor = given(spec.alignment, "alignment"), spec.concepts.min_semcor or 0  # filled in by parse_spec
+    a, min_semcor = alignment_of(spec), spec.concepts.min_semcor or 0  # filled in by parse_spec
     cfg = Coda21Config(
         easy=paper and hops == 2,
         clean=min_semcor > 1,
@@ -46,8 +104,6 @@ def coda21_config(spec: Spec):
     )
     name = spec.name.removeprefix("coda21-")
     if name != cfg.variant:
-        from dataclasses import replace
-
         cfg = replace(cfg, name=name)
     return cfg
 

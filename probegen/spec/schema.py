@@ -25,107 +25,99 @@ from typing import Any, Callable, TypeVar
 from ..errors import ProbegenError
 from .concepts import ConceptFilter
 
-SHAPES = ("alignment", "multiple_choice", "wic_pair")
 POS_NAMES = {"noun": "n", "verb": "v"}
-MC_BUILTIN = ("definitions", "hypernymy", "hyponymy", "synonymy")
-#: the relation each built-in WordNetQA probe follows (definitions and synonymy follow none)
-MC_BUILTIN_RELATION = {"hypernymy": "hypernym", "hyponymy": "hyponym"}
-ALIGNMENT_MAX_HOPS = 4
-MC_MAX_HOPS = 10
-CONTEXT_SOURCES = {"alignment": ("semcor", "examples"), "multiple_choice": ("wordnet", "wordnet+semcor"),
-                   "wic_pair": ("semcor",)}
 
 
-class _Bad(Exception):
+class Bad(Exception):
     """A field's value is wrong (the message says why); turned into a ProbegenError with the field."""
 
 
-# ---- field checkers: value -> normalised value, or _Bad -------------------------------------------
-def _str(v: Any) -> str:
+# ---- field checkers: value -> normalised value, or Bad -------------------------------------------
+def string(v: Any) -> str:
     if not isinstance(v, str):
-        raise _Bad(f"expected a string, got {_kind(v)}")
+        raise Bad(f"expected a string, got {_kind(v)}")
     return v
 
 
 def _nonce(v: Any) -> str:
     """A made-up word: 2-30 ASCII letters, or "" for templates/nonce_words.json's default."""
-    v = _str(v)
+    v = string(v)
     if v and not (v.isascii() and v.isalpha() and 2 <= len(v) <= 30):
-        raise _Bad(f"a made-up word is 2-30 ASCII letters, got {v!r}")
+        raise Bad(f"a made-up word is 2-30 ASCII letters, got {v!r}")
     return v
 
 
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
+def integer(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
     def check(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise _Bad(f"expected an integer, got {_kind(v)}")
+            raise Bad(f"expected an integer, got {_kind(v)}")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise _Bad(f"{v} is out of bounds ({lo if lo is not None else '-inf'}..{hi if hi is not None else 'inf'})")
+            raise Bad(f"{v} is out of bounds ({lo if lo is not None else '-inf'}..{hi if hi is not None else 'inf'})")
         return v
     return check
 
 
-def _float(lo: float, hi: float) -> Callable[[Any], float]:
+def number(lo: float, hi: float) -> Callable[[Any], float]:
     def check(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise _Bad(f"expected a number, got {_kind(v)}")
+            raise Bad(f"expected a number, got {_kind(v)}")
         if not lo <= v <= hi:
-            raise _Bad(f"{v} is out of bounds ({lo}..{hi})")
+            raise Bad(f"{v} is out of bounds ({lo}..{hi})")
         return float(v)
     return check
 
 
-def _bool(v: Any) -> bool:
+def boolean(v: Any) -> bool:
     if not isinstance(v, bool):
-        raise _Bad(f"expected true or false, got {_kind(v)}")
+        raise Bad(f"expected true or false, got {_kind(v)}")
     return v
 
 
-def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda v: None if v is None else check(v)
 
 
-def _list(check: Callable[[Any], Any]) -> Callable[[Any], tuple]:
+def list_of(check: Callable[[Any], Any]) -> Callable[[Any], tuple]:
     def run(v: Any) -> tuple:
         if isinstance(v, (str, int, float)) and not isinstance(v, bool):
             v = [v]  # a single value stands for a list of one
         if not isinstance(v, list):
-            raise _Bad(f"expected a list, got {_kind(v)}")
+            raise Bad(f"expected a list, got {_kind(v)}")
         return tuple(check(x) for x in v)
     return run
 
 
-def _choice(options: tuple[str, ...], what: str) -> Callable[[Any], str]:
+def one_of(options: tuple[str, ...], what: str) -> Callable[[Any], str]:
     def check(v: Any) -> str:
-        if _str(v) not in options:
-            raise _Bad(f"unknown {what} {v!r}; use "
+        if string(v) not in options:
+            raise Bad(f"unknown {what} {v!r}; use "
                        f"{', '.join(options[:-1]) + ' or ' + options[-1] if len(options) > 1 else options[0]}")
         return v
     return check
 
 
-def _range(v: Any) -> tuple[int | None, int | None]:
+def int_range(v: Any) -> tuple[int | None, int | None]:
     """``[lo, hi]`` with null for an open end, or one integer for ``[n, n]``."""
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v, v]
     if not isinstance(v, list) or len(v) != 2:
-        raise _Bad(f"expected an integer or a list [lo, hi], got {_kind(v)}")
-    lo, hi = (_optional(_int(0))(x) for x in v)
+        raise Bad(f"expected an integer or a list [lo, hi], got {_kind(v)}")
+    lo, hi = (optional(integer(0))(x) for x in v)
     if lo is not None and hi is not None and lo > hi:
-        raise _Bad(f"empty range [{lo}, {hi}]")
+        raise Bad(f"empty range [{lo}, {hi}]")
     return lo, hi
 
 
 def _relation_name(v: Any) -> str:
     from ..lexicon.base import QUERYABLE
 
-    return _choice(QUERYABLE, "relation")(v)
+    return one_of(QUERYABLE, "relation")(v)
 
 
 def _lexfile(v: Any) -> str:
     from .lexfiles import LEXFILES
 
-    return _choice(LEXFILES, "lexicographer file")(v)
+    return one_of(LEXFILES, "lexicographer file")(v)
 
 
 def _kind(v: Any) -> str:
@@ -133,7 +125,7 @@ def _kind(v: Any) -> str:
             type(None): "null"}.get(type(v), type(v).__name__)
 
 
-def _f(default: Any, check: Callable[[Any], Any], doc: str = "") -> Any:
+def spec_field(default: Any, check: Callable[[Any], Any], doc: str = "") -> Any:
     """A spec field: its default, its checker and a one-line description (for the docs)."""
     if isinstance(default, (dict, list)):
         raise TypeError("use a tuple or a dataclass default")
@@ -144,79 +136,54 @@ def _section(cls: type) -> Any:
     return field(default=None, metadata={"section": cls})
 
 
+def _shape(v: Any) -> str:
+    """A registered shape (resolved when a spec is read: plugins register theirs)."""
+    return one_of(tuple(spec_sections()), "item shape")(v)
+
+
+def _context_source(v: Any) -> str:
+    """A context source some registered shape takes (:meth:`Spec` checks it against the spec's shape)."""
+    sources = tuple(dict.fromkeys(src for sec in spec_sections().values() for src in sec.context_sources))
+    return one_of(sources, "context source")(v)
+
+
 # ---- the tree -------------------------------------------------------------------------------------
+S = TypeVar("S")
+
+
 @dataclass(frozen=True)
 class Concepts:
     """Which synsets a probe is about."""
 
-    pos: tuple[str, ...] = _f(("noun",), _list(_choice(tuple(POS_NAMES), "part of speech")), "noun and/or verb")
-    depth: tuple[int | None, int | None] = _f((None, None), _range, "[min, max] hypernym depth (root = 0); null = open")
-    lexfiles: tuple[str, ...] = _f((), _list(_lexfile),
-                                   "lexicographer files (noun.artifact, verb.body, ...); empty = any")
-    min_semcor: int | None = _f(None, _optional(_int(0)),
-                                "least SemCor occurrences [default: alignment 5 SemCor occurrences (clean; 1 = noisy), "
-                                "else 0]")
+    pos: tuple[str, ...] = spec_field(("noun",), list_of(one_of(tuple(POS_NAMES), "part of speech")),
+                                      "noun and/or verb")
+    depth: tuple[int | None, int | None] = spec_field((None, None), int_range,
+                                                      "[min, max] hypernym depth (root = 0); null = open")
+    lexfiles: tuple[str, ...] = spec_field((), list_of(_lexfile),
+                                           "lexicographer files (noun.artifact, verb.body, ...); empty = any")
+    min_semcor: int | None = spec_field(None, optional(integer(0)),
+                                        "least SemCor occurrences [default: the shape's; alignment 5 (clean; "
+                                        "1 = noisy), else 0]")
 
 
 @dataclass(frozen=True)
 class Relation:
     """The relation from a concept to its answer (alignment: from the shared synset to the members)."""
 
-    name: str = _f("hyponym", _relation_name, "any relation of probegen.lexicon.QUERYABLE")
-    hops: tuple[int | None, int | None] = _f((1, 1), _range, "steps of the relation: n or [min, max]")
-    instances: bool = _f(False, _bool, "multiple choice hypernymy/hyponymy: follow instance links too")
-
-
-@dataclass(frozen=True)
-class Alignment:
-    """CoDA21-style groups of co-related synsets: clustering and the similarity cap."""
-
-    k_min: int = _f(5, _int(2, 30), "smallest group")
-    k_max: int = _f(10, _int(2, 30), "largest group")
-    max_similarity: float = _f(0.8, _float(-1.0, 1.0), "cap on the cosine similarity of two definitions in a group")
-    embedder: str = _f("minilm-l6", _str, "sentence embedder for definition clustering")
-
-
-@dataclass(frozen=True)
-class MultipleChoice:
-    """WordNetQA-style 5-way items: the probe and its distractor policy."""
-
-    probe: str = _f("definitions", _str, "definitions, hypernymy, hyponymy, synonymy, or a new name (needs templates)")
-    distractors: tuple[str, ...] = _f(("random", "sister", "isa"),
-                                      _list(_choice(("random", "sister", "isa"), "distractor type")),
-                                      "perturbations: one item per question and type")
-    sister_depth: int = _f(2, _int(1, 5), "sister family depth")
-    isa_hops: int = _f(4, _int(1, MC_MAX_HOPS),
-                       "definitions/synonymy: ISA distractors at 1..N hops (other probes: relation.hops)")
-    max_answers_per_hop: int = _f(1, _int(1), "gold answers sampled per concept and hop")
-    min_answer_depth: int = _f(2, _int(0), "noun hypernymy answers nearer the root are skipped")
-    max_concepts: int | None = _f(None, _optional(_int(1)), "a seeded sample of N concepts")
-    dev_frac: float = _f(0.1, _float(0.0, 0.99), "share of concepts in dev")
-    test_frac: float = _f(0.1, _float(0.0, 0.99), "share of concepts in test")
-
-
-@dataclass(frozen=True)
-class WicPair:
-    """WiC-style pairs (same lemma, two SemCor contexts, same sense or not)."""
-
-    prune: str = _f("wic", _choice(("wic", "supersense", "related", "none"), "prune rule"),
-                    "drop F pairs whose senses are too close")
-    max_pairs: int | None = _f(None, _optional(_int(2)), "stop once this many pairs")
-    max_pairs_per_lemma: int = _f(6, _int(2), "pairs per lemma")
-    max_tokens: int = _f(60, _int(3), "skip longer SemCor sentences")
-    dev_frac: float = _f(0.1, _float(0.0, 0.99), "share of lemmas in dev")
-    test_frac: float = _f(0.2, _float(0.0, 0.99), "share of lemmas in test")
+    name: str = spec_field("hyponym", _relation_name, "any relation of probegen.lexicon.QUERYABLE")
+    hops: tuple[int | None, int | None] = spec_field((1, 1), int_range, "steps of the relation: n or [min, max]")
+    instances: bool = spec_field(False, boolean, "multiple choice hypernymy/hyponymy: follow instance links too")
 
 
 @dataclass(frozen=True)
 class Contexts:
     """Where context sentences come from and how one is chosen."""
 
-    source: str = _f("", _choice(("semcor", "examples", "wordnet", "wordnet+semcor"), "context source"),
+    source: str = spec_field("", _context_source,
                      "alignment: semcor or examples (the synsets' own); multiple_choice: wordnet or wordnet+semcor "
                      "[default: the first]")
-    scorer: str = _f("smollm2-135m", _str, "alignment: LM that picks the clearest context, or 'first'")
-    max: int = _f(0, _int(1),
+    scorer: str = spec_field("smollm2-135m", string, "alignment: LM that picks the clearest context, or 'first'")
+    max: int = spec_field(0, integer(1),
                   "contexts per synset (alignment: scored, 10; multiple choice: used, 3) or per lemma (wic_pair: 40)")
 
 
@@ -224,35 +191,48 @@ class Contexts:
 class Templates:
     """Question templates of a new multiple-choice probe (the shape of a probe in templates/questions/en.yaml)."""
 
-    stems: tuple[str, ...] = _f((), _list(_str), "question stems with {sentence}, {word} and/or {definition}")
-    choice: str = _f("{lemma}, defined as {gloss}", _str, "a choice from its synset: {lemma}, {lemmas}, {gloss}")
-    word_stem: str = _f("", _str, "the question without its sentence (bias diagnostics), with {word}")
-    lm_query: str = _f("Question: {stem}\nAnswer:", _str, "a causal/masked LM's query around the stem")
-    plain_query: str = _f("{sentence}", _str, "an embedding scorer's query")
+    stems: tuple[str, ...] = spec_field((), list_of(string),
+                                        "question stems with {sentence}, {word} and/or {definition}")
+    choice: str = spec_field("{lemma}, defined as {gloss}", string,
+                             "a choice from its synset: {lemma}, {lemmas}, {gloss}")
+    word_stem: str = spec_field("", string, "the question without its sentence (bias diagnostics), with {word}")
+    lm_query: str = spec_field("Question: {stem}\nAnswer:", string, "a causal/masked LM's query around the stem")
+    plain_query: str = spec_field("{sentence}", string, "an embedding scorer's query")
 
 
 @dataclass(frozen=True)
 class Spec:
     """One probe family. ``path`` is where it was read from (not part of its identity)."""
 
-    name: str = _f("", _str, "dataset name (default output folder probegen_out/datasets/<name>)")
-    description: str = _f("", _str, "what the probe asks, for people")
-    shape: str = _f("", _choice(SHAPES, "item shape"), "alignment, multiple_choice or wic_pair")
-    seed: int = _f(0, _int(0), "seed of every sampled choice")
-    nonce: str = _f("", _nonce, "made-up word that stands for the hidden target in eval, bias and export "
+    name: str = spec_field("", string, "dataset name (default output folder probegen_out/datasets/<name>)")
+    description: str = spec_field("", string, "what the probe asks, for people")
+    shape: str = spec_field("", _shape, "a registered shape: alignment, multiple_choice, wic_pair or a plugin's")
+    seed: int = spec_field(0, integer(0), "seed of every sampled choice")
+    nonce: str = spec_field("", _nonce, "made-up word that stands for the hidden target in eval, bias and export "
                     "(recorded in the manifest) [default: templates/nonce_words.json]")
     concepts: Concepts = _section(Concepts)
     relation: Relation | None = _section(Relation)
-    alignment: Alignment | None = _section(Alignment)
-    multiple_choice: MultipleChoice | None = _section(MultipleChoice)
-    wic_pair: WicPair | None = _section(WicPair)
+    #: the shape's own section (its kind's :class:`SpecSection` fields), written under the shape's name
+    section: Any = field(default=None, metadata={"internal": True, "shape_sections": True})
     contexts: Contexts = _section(Contexts)
     templates: Templates | None = _section(Templates)
     path: str = field(default="", compare=False, metadata={"internal": True})
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec as plain JSON data (tuples as lists, absent sections left out, no path)."""
-        return _plain(self)
+        """The spec as plain JSON data (tuples as lists, absent sections left out, no path); the
+        shape's section sits under the shape's name, after ``relation``."""
+        out = _plain(self)
+        if self.section is not None:
+            keys = list(out)
+            at = keys.index("contexts") if "contexts" in keys else len(keys)
+            items = list(out.items())
+            out = dict(items[:at] + [(self.shape, _plain(self.section))] + items[at:])
+        return out
+
+    def part(self, cls: type[S], name: str) -> S:
+        """The shape's section as the kind's dataclass ``cls`` (``name``: the shape, for the message);
+        :func:`parse_spec` fills it with its defaults, so only a spec built by hand lacks it."""
+        return given(self.section if isinstance(self.section, cls) else None, name)
 
     def canonical(self) -> str:
         """Sorted, compact JSON: equal specs give equal strings."""
@@ -270,9 +250,6 @@ class Spec:
     def hops(self) -> tuple[int, int]:
         lo, hi = self.relation.hops if self.relation else (1, 1)
         return lo or 1, hi or lo or 1
-
-
-S = TypeVar("S")
 
 
 def given(section: S | None, name: str) -> S:
@@ -312,19 +289,68 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+# ---- the shapes' sections ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpecSection:
+    """What a kind adds to the probe spec (:meth:`probegen.tasks.SpecBuildable.spec_section`): the
+    section written under its shape's name, its defaults and its checks. probegen's schema knows no
+    shape; it asks the registered kinds (:func:`spec_sections`)::
+
+        SpecSection(fields=Alignment, context_sources=("semcor", "examples"), contexts_max=10,
+                    min_semcor=5, scorer=True, forms=True, complete=..., check=_check_alignment)
+    """
+
+    #: the section's frozen dataclass; each field a :func:`spec_field` (default, checker, doc)
+    fields: type
+    #: the ``contexts.source`` values the shape takes; the first is the default
+    context_sources: tuple[str, ...]
+    #: the default ``contexts.max``
+    contexts_max: int
+    #: the default ``concepts.min_semcor``
+    min_semcor: int = 0
+    #: ``contexts.scorer`` applies (an LM picks the clearest context)
+    scorer: bool = False
+    #: ``probegen make spec --forms`` applies (parallel forms of the built dataset)
+    forms: bool = False
+    #: more defaults once the section is filled (a spec -> the spec), e.g. a relation by probe
+    complete: Callable[[Spec], Spec] | None = None
+    #: the shape's cross-field rules: one ProbegenError naming the field it blames
+    check: Callable[[Spec], None] | None = None
+
+
+def spec_sections() -> dict[str, SpecSection]:
+    """Shape -> section of every kind a spec can build (:class:`probegen.tasks.SpecBuildable`,
+    entry-point plugins included), sorted by shape.
+
+    >>> list(spec_sections())[:3]
+    ['alignment', 'multiple_choice', 'wic_pair']
+    """
+    from .. import tasks  # lazily: the kinds import this module
+
+    found = {t.spec_shape: t.spec_section() for t in tasks.all_tasks() if isinstance(t, tasks.SpecBuildable)}
+    return dict(sorted(found.items()))
+
+
 # ---- parsing ---------------------------------------------------------------------------------------
-def _parse(cls: type, raw: Any, where: str) -> Any:
-    """An instance of the dataclass ``cls`` from a mapping, checking every key (``where`` = its path)."""
+def _parse(cls: type, raw: Any, where: str, shapes: dict[str, SpecSection] | None = None) -> Any:
+    """An instance of the dataclass ``cls`` from a mapping, checking every key (``where`` = its path).
+    ``shapes`` (the spec's top level) adds a key per registered shape: those sections are parsed where
+    ``cls`` has its ``shape_sections`` field, which holds them (shape -> section) until :func:`_complete`."""
     if not isinstance(raw, dict):
         raise ProbegenError(f"{where or 'the spec'}: expected a mapping, got {_kind(raw)}")
-    known = [f for f in fields(cls) if not f.metadata.get("internal")]
-    names = {f.name for f in known}
+    shapes = shapes or {}
+    known = [f for f in fields(cls) if not f.metadata.get("internal") or f.metadata.get("shape_sections")]
+    names = {f.name for f in known if not f.metadata.get("internal")} | set(shapes)
     for key in raw:
         if key not in names:
             raise ProbegenError(f"{_join(where, str(key))}: unknown key; {cls.__name__.lower()} takes "
                                 f"{', '.join(sorted(names))}")
     kw: dict[str, Any] = {}
     for f in known:
+        if f.metadata.get("shape_sections"):
+            kw[f.name] = {shape: _parse(sec.fields, raw[shape] if raw[shape] is not None else {}, _join(where, shape))
+                          for shape, sec in shapes.items() if shape in raw}
+            continue
         if f.name not in raw:
             continue
         path = _join(where, f.name)
@@ -333,7 +359,7 @@ def _parse(cls: type, raw: Any, where: str) -> Any:
             continue
         try:
             kw[f.name] = f.metadata["check"](raw[f.name])
-        except _Bad as e:
+        except Bad as e:
             raise ProbegenError(f"{path}: {e}") from None
     return cls(**kw)
 
@@ -355,10 +381,11 @@ def parse_spec(raw: Any, path: str = "<spec>") -> Spec:
     Traceback (most recent call last):
     probegen.errors.ProbegenError: a.yaml: relation.hops: alignment members sit 1..4 hops from the shared synset, got 7
     """
+    shapes = spec_sections()
     try:
-        spec = _parse(Spec, raw, "")
-        spec = _complete(spec)
-        _check(spec)
+        spec = _parse(Spec, raw, "", shapes)
+        spec = _complete(spec, shapes)
+        _check(spec, shapes)
     except ProbegenError as e:
         raise ProbegenError(f"{path}: {e}") from None
     return _replace(spec, path=path)
@@ -370,40 +397,32 @@ def _replace(obj: Any, **kw: Any) -> Any:
     return replace(obj, **kw)
 
 
-def _complete(s: Spec) -> Spec:
-    """Fill the sections a shape needs with their defaults (and the context defaults by shape)."""
+def _complete(s: Spec, shapes: dict[str, SpecSection]) -> Spec:
+    """Fill the section the shape needs with its defaults (and the context and SemCor defaults its
+    kind declares); a section of another shape is an error."""
     if not s.name:
         raise ProbegenError("name: missing (the dataset's name)")
     if not s.shape:
-        raise ProbegenError(f"shape: missing; use {', '.join(SHAPES)}")
+        raise ProbegenError(f"shape: missing; use {', '.join(shapes)}")
+    for other in s.section or {}:
+        if other != s.shape:
+            raise ProbegenError(f"{other}: this section belongs to shape {other}, not {s.shape}")
+    sec = shapes[s.shape]
     concepts = s.concepts or Concepts()
     if concepts.min_semcor is None:
-        concepts = _replace(concepts, min_semcor=5 if s.shape == "alignment" else 0)
-    kw: dict[str, Any] = {"concepts": concepts}
+        concepts = _replace(concepts, min_semcor=sec.min_semcor)
     ctx = s.contexts or Contexts()
-    source = ctx.source or CONTEXT_SOURCES[s.shape][0]
-    default_max = {"alignment": 10, "multiple_choice": 3, "wic_pair": 40}[s.shape]
-    kw["contexts"] = _replace(ctx, source=source, max=ctx.max or default_max)
-    if s.shape == "alignment":
-        kw["alignment"] = s.alignment or Alignment()
-        kw["relation"] = s.relation or Relation()
-    elif s.shape == "multiple_choice":
-        kw["multiple_choice"] = s.multiple_choice or MultipleChoice()
-        probe = kw["multiple_choice"].probe
-        if s.relation is None and probe in MC_BUILTIN_RELATION:
-            kw["relation"] = Relation(name=MC_BUILTIN_RELATION[probe], hops=(1, 4))
-    elif s.shape == "wic_pair":
-        kw["wic_pair"] = s.wic_pair or WicPair()
-    return _replace(s, **kw)
+    contexts = _replace(ctx, source=ctx.source or sec.context_sources[0], max=ctx.max or sec.contexts_max)
+    out = _replace(s, concepts=concepts, contexts=contexts, section=(s.section or {}).get(s.shape) or sec.fields())
+    return sec.complete(out) if sec.complete else out
 
 
-def _check(s: Spec) -> None:
-    """The rules that tie fields together (each error names the field it blames)."""
-    for other in SHAPES:
-        if other != s.shape and getattr(s, other) is not None:
-            raise ProbegenError(f"{other}: this section belongs to shape {other}, not {s.shape}")
-    if s.contexts.source not in CONTEXT_SOURCES[s.shape]:
-        raise ProbegenError(f"contexts.source: shape {s.shape} takes {' or '.join(CONTEXT_SOURCES[s.shape])}, got "
+def _check(s: Spec, shapes: dict[str, SpecSection]) -> None:
+    """The rules that tie fields together (each error names the field it blames): the generic ones,
+    then the shape's own (:attr:`SpecSection.check`)."""
+    sec = shapes[s.shape]
+    if s.contexts.source not in sec.context_sources:
+        raise ProbegenError(f"contexts.source: shape {s.shape} takes {' or '.join(sec.context_sources)}, got "
                             f"{s.contexts.source!r}")
     if not s.concepts.pos:
         raise ProbegenError("concepts.pos: name at least one part of speech")
@@ -411,82 +430,15 @@ def _check(s: Spec) -> None:
         raise ProbegenError("concepts.pos: a part of speech is named twice")
     if s.relation is not None:
         hop_range(s.relation)
-    if s.shape == "alignment":
-        _check_alignment(s)
-    elif s.shape == "multiple_choice":
-        _check_mc(s)
-    else:
-        _check_wic_pair(s)
-    if s.shape != "alignment" and s.contexts.scorer != Contexts().scorer:
-        raise ProbegenError("contexts.scorer: applies to shape alignment only")
+    if sec.check:
+        sec.check(s)
+    if not sec.scorer and s.contexts.scorer != Contexts().scorer:
+        scored = [shape for shape, other in shapes.items() if other.scorer]
+        raise ProbegenError(f"contexts.scorer: applies to shape {' and '.join(scored) or 'none'} only")
 
 
-def _check_alignment(s: Spec) -> None:
-    rel, al, min_semcor = given(s.relation, "relation"), given(s.alignment, "alignment"), s.concepts.min_semcor
-    lo, hi = hop_range(rel)
-    if lo != hi or not 1 <= lo <= ALIGNMENT_MAX_HOPS:
-        raise ProbegenError(f"relation.hops: alignment members sit 1..{ALIGNMENT_MAX_HOPS} hops from the shared "
-                            f"synset, got {lo if lo == hi else [lo, hi]}")
-    if rel.instances:
-        raise ProbegenError("relation.instances: applies to multiple_choice hypernymy/hyponymy only")
-    if al.k_min > al.k_max:
-        raise ProbegenError(f"alignment.k_min: {al.k_min} is larger than alignment.k_max {al.k_max}")
-    if min_semcor is None or min_semcor < 1:
-        raise ProbegenError("concepts.min_semcor: alignment members need at least 1 SemCor context")
-    if s.templates is not None:
-        raise ProbegenError("templates: alignment items are scored with the patterns of templates/coda21.json "
-                            "(eval --pattern)")
-
-
-def _check_wic_pair(s: Spec) -> None:
-    if s.relation is not None:
-        raise ProbegenError("relation: WiC-style pairs compare two senses of one lemma; they take no relation")
-    c = s.concepts
-    if c.lexfiles or c.depth != (None, None) or c.min_semcor:
-        raise ProbegenError("concepts: WiC-style pairs filter by part of speech only (lexfiles, depth and "
-                            "min_semcor do not apply)")
-    if s.templates is not None:
-        raise ProbegenError("templates: WiC-style pairs have no question templates")
-
-
-def _check_mc(s: Spec) -> None:
-    mc = given(s.multiple_choice, "multiple_choice")
-    if not mc.probe or not mc.probe.replace("-", "").replace("_", "").isalnum():
-        raise ProbegenError(f"multiple_choice.probe: {mc.probe!r} is not a probe name (letters, digits, - and _)")
-    if mc.dev_frac + mc.test_frac >= 1:
-        raise ProbegenError("multiple_choice.test_frac: dev_frac + test_frac must stay below 1, got "
-                            f"{mc.dev_frac + mc.test_frac}")
-    if mc.probe in MC_BUILTIN:
-        want = MC_BUILTIN_RELATION.get(mc.probe)
-        got = s.relation.name if s.relation else None
-        if got != want:
-            raise ProbegenError(f"relation.name: probe {mc.probe} follows "
-                                f"{want or 'no relation (leave relation out)'}, got {got}")
-        if s.templates is not None:
-            raise ProbegenError(f"templates: probe {mc.probe} is built in (templates/questions/); name a new probe to "
-                                "write templates")
-        if s.relation is not None and s.relation.hops[0] != 1 and mc.probe not in MC_BUILTIN_RELATION:
-            raise ProbegenError("relation.hops: applies to relation probes only")
-    else:
-        if s.relation is None:
-            raise ProbegenError(f"relation: the new probe {mc.probe!r} needs a relation (entailment, part_meronym, "
-                                "...)")
-        if s.relation.instances:
-            raise ProbegenError("relation.instances: applies to the hypernymy/hyponymy probes only")
-        if s.templates is None or not s.templates.stems:
-            raise ProbegenError(f"templates.stems: the new probe {mc.probe!r} needs at least one question stem")
-        if not s.templates.word_stem:
-            raise ProbegenError("templates.word_stem: missing (the question without its sentence, with {word}; bias "
-                                "needs it)")
-        _check_placeholders(s.templates)
-    if s.relation is not None:
-        lo, hi = hop_range(s.relation)
-        if not 1 <= lo <= hi <= MC_MAX_HOPS:
-            raise ProbegenError(f"relation.hops: multiple choice answers sit 1..{MC_MAX_HOPS} hops away, got [{lo}, "
-                                f"{hi}]")
-
-
-def _check_placeholders(t: Templates) -> None:
+def check_templates(t: Templates) -> None:
+    """Each template names only the fields it is filled with (one line naming the template otherwise)."""
     from ..templating import _check_fields
 
     allowed = {

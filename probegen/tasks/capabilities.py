@@ -29,7 +29,7 @@ from .base import Dataset, Fingerprinted, Log, Settings, Task, pick
 
 if TYPE_CHECKING:
     from ..runner import Runner
-    from ..spec.schema import Spec
+    from ..spec.schema import Spec, SpecSection
     from ..study.design import StudyConfig
 
 
@@ -200,10 +200,16 @@ class Studyable(Task):
 
 
 class SpecBuildable(Writable):
-    """A probe spec of :attr:`spec_shape` (``probegen make spec``) builds a dataset of this kind."""
+    """A probe spec of :attr:`spec_shape` (``probegen make spec``) builds a dataset of this kind; the
+    spec's section of that name, its defaults and checks are the kind's (:meth:`spec_section`)."""
 
-    #: the probe-spec shape that builds this kind (:mod:`probegen.spec.schema`)
+    #: the probe-spec shape that builds this kind (:mod:`probegen.spec.schema`), and its section's key
     spec_shape: ClassVar[str]
+
+    @abstractmethod
+    def spec_section(self) -> SpecSection:
+        """The spec's section of :attr:`spec_shape`: its fields, defaults and checks
+        (:class:`probegen.spec.schema.SpecSection`)."""
 
     @abstractmethod
     def spec_config(self, spec: Spec) -> Any:

@@ -24,7 +24,7 @@ from .capabilities import (
 if TYPE_CHECKING:
     from ..coda21.dataset import Coda21Dataset
     from ..runner import Runner
-    from ..spec.schema import Spec
+    from ..spec.schema import Spec, SpecSection
 
 NOTE = (
     "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
@@ -261,6 +261,11 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
         return align_gold(unit, seed)
 
+    def spec_section(self) -> SpecSection:
+        from ..coda21.spec import SECTION
+
+        return SECTION
+
     def spec_config(self, spec: Spec) -> Any:
         from ..coda21.spec import coda21_config
 
@@ -274,10 +279,10 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     def spec_models(self, spec: Spec) -> list[str]:
         """The definition embedder and the context scorer (unless contexts are taken first-come)."""
-        from ..spec.schema import given
+        from ..coda21.spec import alignment_of
 
         scorer = [spec.contexts.scorer] if spec.contexts.scorer != "first" else []
-        return [given(spec.alignment, "alignment").embedder, *scorer]
+        return [alignment_of(spec).embedder, *scorer]
 
     def built_summary(self, data: Any) -> str:
         c = data.manifest.get("counts", {})

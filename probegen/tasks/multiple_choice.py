@@ -25,7 +25,7 @@ from .capabilities import (
 
 if TYPE_CHECKING:
     from ..runner import Runner
-    from ..spec.schema import Spec
+    from ..spec.schema import Spec, SpecSection
     from ..wordnetqa.dataset import WordNetQADataset
 
 ABLATIONS = {
@@ -305,6 +305,11 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         from ..study.views import mc_gold
 
         return mc_gold(unit, excluded_conditions(unit.probe))
+
+    def spec_section(self) -> SpecSection:
+        from ..wordnetqa.spec import SECTION
+
+        return SECTION
 
     def spec_config(self, spec: Spec) -> Any:
         from ..wordnetqa.spec import wordnetqa_config

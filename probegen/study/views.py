@@ -14,7 +14,10 @@ target's character span (never by string search). Only the stand-in differs: peo
 (:data:`MASK`) where models see the made-up word.
 
 A view is a plain dict (JSON for the page and the CSV export); it never names a synset or the
-answer. Multiple choice: ``{"kind": "mc", "prompt", "choices", "marks"}``, ``marks`` the
+answer. The kinds build their views and golds (:meth:`probegen.tasks.Studyable.study_view`,
+``study_gold``: WordNetQA's in :mod:`probegen.wordnetqa.study`, CoDA21's in :mod:`probegen.coda21.study`,
+a plugin's in its own package); this module keeps only what is common to every kind: the conditions,
+the guidelines and the page layouts. Multiple choice: ``{"kind": "mc", "prompt", "choices", "marks"}``, ``marks`` the
 character spans of the target word in the prompt (the page highlights them; none where the
 prompt has no target word, e.g. a synonymy question, or where it is hidden). A CoDA21 group:
 ``{"kind": "align", "rows": [[left, target, right], ...], "definitions": [...]}`` where
@@ -30,16 +33,12 @@ readers (storage, CSV, server, page) ask the layout instead of comparing names.
 
 from __future__ import annotations
 
-import re
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import DatasetError, ProbegenError
-
-if TYPE_CHECKING:
-    from ..wordnetqa.render import Templates
 
 CONDITIONS = ("full", "context", "word")
 MASK = "_____"
@@ -255,133 +254,3 @@ def check_conditions(conditions: list[str]) -> list[str]:
     if len(set(conditions)) != len(conditions):
         raise ProbegenError(f"condition listed twice in {','.join(conditions)}")
     return [c for c in CONDITIONS if c in conditions]
-
-
-# ---- WordNetQA (multiple choice) -------------------------------------------------------------------
-_SPAN, _WORD = "\x00", "\x01"  # stand-ins for the target, located once the stem is filled
-
-
-def _marked(stem: str, fills: dict[str, str]) -> tuple[str, list[list[int]]]:
-    r"""``stem`` with each stand-in replaced by its text, and the character spans of those texts.
-
-    >>> _marked("In \"a \x00 saw\", \"\x01\" means:", {"\x00": "dog", "\x01": "dog"})
-    ('In "a dog saw", "dog" means:', [[6, 9], [17, 20]])
-    """
-    out, marks, pos = [], [], 0
-    for piece in re.split("([\x00\x01])", stem):
-        text = fills.get(piece, piece)
-        if piece in fills:
-            marks.append([pos, pos + len(text)])
-        out.append(text)
-        pos += len(text)
-    return "".join(out), marks
-
-
-def mc_prompt_marks(item, condition: str, templates: Templates) -> tuple[str, list[list[int]]]:
-    """The question stem of a WordNetQA item in ``condition`` (the bias diagnostics' stems, no LM
-    wrapper; ``templates``: its dataset's) and where the target word is in it (by its span, never by
-    string search): full and word show it, context hides it (no marks)."""
-    from ..wordnetqa.render import RELEASE_TEMPLATE, fill_stem, word_spans
-
-    tmpl = templates.template_by_id(item.template)
-    ctx = item.context
-    if condition == "full":
-        if tmpl is not None:
-            sentence = ctx.replaced(_SPAN) if ctx else ""
-            span_text = ctx.text[slice(*ctx.char_span)] if ctx else ""
-            prompt, marks = _marked(fill_stem(tmpl, sentence, _WORD, item.definition),
-                                    {_SPAN: span_text, _WORD: item.surface})
-            if prompt == item.question:  # else the stored question is not this template's: show it unmarked
-                return prompt, marks
-        elif item.template == RELEASE_TEMPLATE and ctx is not None:  # release stems: cut as the bias ablations cut them
-            # the spans the release reader located (every form of the word, by morphology)
-            spans = item.stem_spans or tuple(word_spans(item.question, item.surface))
-            return item.question, [list(sp) for sp in spans]
-        return item.question, []
-    if tmpl is None:
-        raise DatasetError(
-            f"item {item.id} has no known template (a release-format row?): only the full condition can be shown"
-        )
-    if condition == "word":
-        return _marked(templates.probe_spec(item.probe)["word_stem"].format(word=_WORD), {_WORD: item.surface})
-    sentence = item.context.replaced(MASK) if item.context else ""
-    return fill_stem(tmpl, sentence, MASK, item.definition), []
-
-
-def mc_view(item, condition: str, templates: Templates) -> dict[str, Any]:
-    """A WordNetQA item as shown in ``condition`` (rendered with its dataset's ``templates``): the
-    stem, the choices in the dataset's order and the target word's spans in the stem (highlighted on
-    the page)."""
-    prompt, marks = mc_prompt_marks(item, condition, templates)
-    return {"kind": "mc", "prompt": prompt, "choices": list(item.choices), "marks": marks}
-
-
-def mc_gold(item, kept_out: dict[str, str] | None = None) -> dict[str, Any]:
-    """What scoring needs of a WordNetQA item: the gold index, choice count, the hidden word, and
-    the conditions it is kept out of with why (the task's rule: those of the bias ratios that
-    measure nothing on its probe type)."""
-    gold = {
-        "kind": "mc",
-        "dataset_id": item.id,
-        "unit": item.cluster,
-        "gold": int(item.answer),
-        "n": len(item.choices),
-        "words": [[item.surface, item.word]],
-    }
-    if kept_out:
-        gold["kept_out"] = dict(kept_out)
-    return gold
-
-
-# ---- CoDA21 (alignment groups) ---------------------------------------------------------------------
-def definition_order(group_id: str, k: int, seed: int) -> list[int]:
-    """The seeded order the group's definitions are shown in (item index per position).
-
-    It depends on the study seed and the group id only, never on the rows' order.
-
-    >>> definition_order("g1", 5, 0) == definition_order("g1", 5, 0)
-    True
-    >>> sorted(definition_order("g1", 5, 0))
-    [0, 1, 2, 3, 4]
-    """
-    rng = np.random.default_rng([seed, zlib.crc32(f"study-definitions/{group_id}".encode())])
-    return [int(i) for i in rng.permutation(k)]
-
-
-def align_row(ctx, condition: str) -> list[str]:
-    """One context as ``[left, target, right]``: the word in place (full), a blank (context), the word alone (word).
-
-    >>> from probegen.coda21.items import Context
-    >>> c = Context(text="The mice saw ice.", char_span=(13, 16))
-    >>> align_row(c, "context"), align_row(c, "word")
-    (['The mice saw ', '_____', '.'], ['', 'ice', ''])
-    """
-    a, b = ctx.char_span
-    if condition == "word":
-        return ["", ctx.word, ""]
-    # the target is cut out by its character span, never found by string search
-    return [ctx.text[:a], MASK if condition == "context" else ctx.word, ctx.text[b:]]
-
-
-def align_view(group, condition: str, seed: int) -> dict[str, Any]:
-    """A CoDA21 group as shown in ``condition``: rows in stored order, definitions in a seeded order."""
-    order = definition_order(group.id, group.k, seed)
-    return {
-        "kind": "align",
-        "rows": [align_row(it.context, condition) for it in group.items],
-        "definitions": [group.items[i].definition for i in order],
-    }
-
-
-def align_gold(group, seed: int) -> dict[str, Any]:
-    """Gold of a group: for row i, the shown position of item i's definition."""
-    order = definition_order(group.id, group.k, seed)
-    where = {item: pos for pos, item in enumerate(order)}
-    return {
-        "kind": "align",
-        "dataset_id": group.id,
-        "unit": group.id,
-        "gold": [where[i] for i in range(group.k)],
-        "n": group.k,
-        "words": [[it.context.word, it.lemma.replace("_", " ")] for it in group.items],
-    }

@@ -252,12 +252,12 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return list(data.groups), "groups", {}
 
     def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
-        from ..study.views import align_view
+        from ..coda21.study import align_view
 
         return align_view(unit, condition, seed)
 
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
-        from ..study.views import align_gold
+        from ..coda21.study import align_gold
 
         return align_gold(unit, seed)
 

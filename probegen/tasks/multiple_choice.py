@@ -296,13 +296,13 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         return choice_pool(data, cfg)
 
     def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
-        from ..study.views import mc_view
         from ..wordnetqa.render import templates_of
+        from ..wordnetqa.study import mc_view
 
         return mc_view(unit, condition, templates_of(data))
 
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
-        from ..study.views import mc_gold
+        from ..wordnetqa.study import mc_gold
 
         return mc_gold(unit, excluded_conditions(unit.probe))
 

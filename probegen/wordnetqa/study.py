@@ -1,12 +1,20 @@
-"""The units a human study of a WordNetQA dataset samples from (:meth:`probegen.tasks.Studyable.study_pool`)."""
+"""A human study of a WordNetQA dataset: the units it samples from, what an annotator sees of one
+item in one condition and its gold (:class:`probegen.tasks.Studyable`'s hooks), shown with the
+``mc`` page layout (:mod:`probegen.study.views`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ProbegenError
+from ..errors import DatasetError, ProbegenError
+from ..study.views import MASK
 from ..study.views import study_rng as _rng
 from .render import templates_of
+
+if TYPE_CHECKING:
+    from .render import Templates
 
 
 def choice_pool(data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
@@ -30,3 +38,79 @@ def choice_pool(data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
     clusters = sorted(by_cluster)
     pool = [by_cluster[c][int(_rng(cfg.seed, f"study-pick/{c}").integers(len(by_cluster[c])))] for c in clusters]
     return pool, "concept clusters", skipped
+
+
+# ---- views and gold -------------------------------------------------------------------------------
+_SPAN, _WORD = "\x00", "\x01"  # stand-ins for the target, located once the stem is filled
+
+
+def _marked(stem: str, fills: dict[str, str]) -> tuple[str, list[list[int]]]:
+    r"""``stem`` with each stand-in replaced by its text, and the character spans of those texts.
+
+    >>> _marked("In \"a \x00 saw\", \"\x01\" means:", {"\x00": "dog", "\x01": "dog"})
+    ('In "a dog saw", "dog" means:', [[6, 9], [17, 20]])
+    """
+    out, marks, pos = [], [], 0
+    for piece in re.split("([\x00\x01])", stem):
+        text = fills.get(piece, piece)
+        if piece in fills:
+            marks.append([pos, pos + len(text)])
+        out.append(text)
+        pos += len(text)
+    return "".join(out), marks
+
+
+def mc_prompt_marks(item, condition: str, templates: Templates) -> tuple[str, list[list[int]]]:
+    """The question stem of a WordNetQA item in ``condition`` (the bias diagnostics' stems, no LM
+    wrapper; ``templates``: its dataset's) and where the target word is in it (by its span, never by
+    string search): full and word show it, context hides it (no marks)."""
+    from .render import RELEASE_TEMPLATE, fill_stem, word_spans
+
+    tmpl = templates.template_by_id(item.template)
+    ctx = item.context
+    if condition == "full":
+        if tmpl is not None:
+            sentence = ctx.replaced(_SPAN) if ctx else ""
+            span_text = ctx.text[slice(*ctx.char_span)] if ctx else ""
+            prompt, marks = _marked(fill_stem(tmpl, sentence, _WORD, item.definition),
+                                    {_SPAN: span_text, _WORD: item.surface})
+            if prompt == item.question:  # else the stored question is not this template's: show it unmarked
+                return prompt, marks
+        elif item.template == RELEASE_TEMPLATE and ctx is not None:  # release stems: cut as the bias ablations cut them
+            # the spans the release reader located (every form of the word, by morphology)
+            spans = item.stem_spans or tuple(word_spans(item.question, item.surface))
+            return item.question, [list(sp) for sp in spans]
+        return item.question, []
+    if tmpl is None:
+        raise DatasetError(
+            f"item {item.id} has no known template (a release-format row?): only the full condition can be shown"
+        )
+    if condition == "word":
+        return _marked(templates.probe_spec(item.probe)["word_stem"].format(word=_WORD), {_WORD: item.surface})
+    sentence = item.context.replaced(MASK) if item.context else ""
+    return fill_stem(tmpl, sentence, MASK, item.definition), []
+
+
+def mc_view(item, condition: str, templates: Templates) -> dict[str, Any]:
+    """A WordNetQA item as shown in ``condition`` (rendered with its dataset's ``templates``): the
+    stem, the choices in the dataset's order and the target word's spans in the stem (highlighted on
+    the page)."""
+    prompt, marks = mc_prompt_marks(item, condition, templates)
+    return {"kind": "mc", "prompt": prompt, "choices": list(item.choices), "marks": marks}
+
+
+def mc_gold(item, kept_out: dict[str, str] | None = None) -> dict[str, Any]:
+    """What scoring needs of a WordNetQA item: the gold index, choice count, the hidden word, and
+    the conditions it is kept out of with why (the task's rule: those of the bias ratios that
+    measure nothing on its probe type)."""
+    gold = {
+        "kind": "mc",
+        "dataset_id": item.id,
+        "unit": item.cluster,
+        "gold": int(item.answer),
+        "n": len(item.choices),
+        "words": [[item.surface, item.word]],
+    }
+    if kept_out:
+        gold["kept_out"] = dict(kept_out)
+    return gold

@@ -68,19 +68,9 @@ def release(work: Path, log: Path) -> list[dict]:
 
 
 def find_accuracy(ev: dict) -> float | None:
-    """The accuracy of a one-dataset eval results.json."""
-    for key in ("datasets", "results"):
-        v = ev.get(key)
-        if isinstance(v, list) and v:
-            v = v[0]
-        if isinstance(v, dict):
-            for k in ("accuracy", "acc"):
-                x = v.get(k)
-                if isinstance(x, dict):
-                    x = x.get("value", x.get("accuracy"))
-                if isinstance(x, (int, float)):
-                    return float(x)
-    return None
+    """The accuracy of an eval results.json (``metrics.accuracy``)."""
+    x = (ev.get("metrics") or {}).get("accuracy")
+    return float(x) if isinstance(x, (int, float)) else None
 
 
 def trained(work: Path, log: Path) -> list[dict]:

@@ -95,7 +95,12 @@ test: install vllm-env
 # context: the counts do not depend on the context scorer) so that the demo's datasets are left alone.
 # bench_gpu needs CUDA (the H200 results stay otherwise); bench_api a server: BENCH_API_BASE=URL, else its own vLLM
 # from .venv-vllm (make vllm-env).
+# BENCH_SLOW=1 adds the SmolLM2 arms (forms respondent, the fine-tuned exposure, the item grid) and the
+# 200,000-item IRT fit. BENCH_IRT_PYTHON: a Python whose environment has girth, py-irt and irtorch (none
+# is a dependency) for the IRT fitter comparison; with $(PY) only the arms it can import run.
 BENCH_DATA := probegen_out/bench/datasets
+BENCH_IRT_PYTHON ?= $(PY)
+COMMA := ,
 bench: $(VENV)/.installed
 	$(PY) bench/bench_generate.py --context-scorer first --datasets $(BENCH_DATA)
 	$(PY) bench/bench_papers.py --datasets $(BENCH_DATA)
@@ -111,6 +116,12 @@ bench: $(VENV)/.installed
 	elif [ -x .venv-vllm/bin/python ]; then \
 	  $(PY) bench/bench_api.py --serve-vllm .venv-vllm/bin/python --dataset $(BENCH_DATA)/coda21-clean-hard; \
 	else echo "bench_api: no server (BENCH_API_BASE=URL, or make vllm-env); bench/results/ keeps the served-model results it has"; fi
+	$(PY) bench/bench_contamination_sim.py
+	$(PY) bench/bench_forms.py $(if $(BENCH_SLOW),--slow)
+	$(PY) bench/bench_bias.py
+	OMP_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BENCH_IRT_PYTHON) bench/bench_itemstats.py --compare
+	OMP_NUM_THREADS=1 $(PY) bench/bench_itemstats.py --recovery --big --big-sizes 100x20000$(if $(BENCH_SLOW),$(COMMA)20x200000)
+	$(PY) bench/bench_items_grid.py $(if $(BENCH_SLOW),--slow)
 	$(PY) bench/render_figures.py
 
 # The documentation site (mkdocs.yml, docs/): --strict fails on a broken link, anchor or snippet.

@@ -45,6 +45,9 @@ def summary(results: Path) -> dict:
     """The figures of a bias run's results.json: accuracy per ablation with CIs, the gap, the ratios."""
     d = json.loads(results.read_text(encoding="utf-8"))
     ds = d["datasets"][0]
+    if "all" not in ds:  # the trained method: accuracies as mean/SD over seeds, ratios with seed SDs
+        keep = ("name", "task", "n_train", "n_test", "n_test_units", "conditions", "ratios", "side", "paper")
+        return {**{k: ds.get(k) for k in keep}, "gap": (ds.get("bootstrap") or {}).get("gap")}
     a = ds["all"]
     return {"name": ds["name"], "n_items": ds.get("n_items"), "ablations": a.get("ablations"), "gap": a.get("gap"),
             "ratios": a.get("ratios"), "seeds": a.get("seeds"), "side": a.get("side"),

@@ -7,10 +7,10 @@ test splits is within ``tolerance`` of chance or the removal budget is spent. Th
 optimistic (it is measured on the units the filter chose to keep), so ``filtering`` first sets
 aside a share of the concepts that the filter never sees and reports the controls on them.
 
-Controls (no question, no context: only what a shortcut could use):
-- WordNetQA: choice-only (the choices' text and length features; see diagnostics.baselines).
-- CoDA21: word-only (surface overlap between the target word and each definition, aligned
-  one-to-one); a group it aligns well is one whose words give their definitions away.
+Controls (no question, no context: only what a shortcut could use), by the shape of the kind's views:
+- choice views (WordNetQA): choice-only (the choices' text and length features; see diagnostics.baselines).
+- alignment views (CoDA21): word-only (surface overlap between the target word and each definition,
+  aligned one-to-one); a group it aligns well is one whose words give their definitions away.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from probegen.tasks.bias_inputs import AlignmentView, ChoiceView
 
 from . import baselines as B
 
@@ -41,13 +43,13 @@ class FilterSettings:
 
 # ---- predictors --------------------------------------------------------------------------------------------
 # A predictor maps (train units, test units, alive rows per unit, seed) to, per test unit, the correctness of
-# each of its alive rows. A unit is what splits keep whole (a WordNetQA item, a CoDA21 group); a row is what
-# can be removed (the item itself; one member of a group).
+# each of its alive rows. A unit is what splits keep whole (a choice item, an alignment group); a row is what
+# can be removed (the item itself; one row of a group).
 Predictor = Callable[[np.ndarray, np.ndarray, list, int], dict]
 
 
-def mc_predictor(views: list[B.MCView]) -> Predictor:
-    """Choice-only classifier over WordNetQA items (one row per item).
+def choice_predictor(views: list[ChoiceView]) -> Predictor:
+    """Choice-only classifier over choice items (one row per item).
 
     As in AFLite, every choice gets a fixed representation computed once (word 1-2-gram TF-IDF
     plus the length/overlap features of the choice-only control); each split only refits a
@@ -84,16 +86,13 @@ def mc_predictor(views: list[B.MCView]) -> Predictor:
     return predict
 
 
-def coda21_predictor(groups: list) -> Predictor:
-    """Word-only overlap aligner over CoDA21 groups (one row per member): which members give their definition away."""
+def alignment_predictor(groups: list[AlignmentView]) -> Predictor:
+    """Word-only overlap aligner over alignment groups (one row per member): which rows give their definition away."""
     from sklearn.linear_model import LogisticRegression
 
     from probegen.core import decide_scores
 
-    feats = []
-    for g in groups:
-        qs = [B._query_text(it, g.pos, "word") for it in g.items]
-        feats.append(np.array([[B.pair_features(q, it.definition) for it in g.items] for q in qs]))  # k x k x F
+    feats = [B.overlap_features(g, "word") for g in groups]  # k x k x F
 
     def sub(i: int, rows: np.ndarray) -> np.ndarray:
         return feats[i][np.ix_(rows, rows)]

@@ -1,19 +1,20 @@
 """Trained partial-input controls: can a small classifier solve a probe without its question?
 
-Which controls apply to which probe (see README of the bias report):
+The engines are generic to a unit shape; a kind hands them views of its units
+(:mod:`probegen.tasks.bias_inputs`). Which controls apply to which shape (see README of the bias report):
 
-- WordNetQA, ``choice-only``: per-choice features of the answer choices alone (TF-IDF of the
+- choice views (WordNetQA), ``choice-only``: per-choice features of the answer choices alone (TF-IDF of the
   choice text, length, length rank, is-longest/shortest, word overlap with the other choices);
   a LogisticRegression scores each choice as gold vs not and the item's argmax is the answer.
   Trained and tested per probe type, cross-validated with folds grouped by concept cluster.
   Answer position is deliberately *not* a feature: the evaluator may reorder choices, and the
   position prior is already the Label baseline.
-- CoDA21, ``definition-order``: CoDA21 has no "answer" a definition alone could reveal (the task
+- alignment views (CoDA21), ``definition-order``: CoDA21 has no "answer" a definition alone could reveal (the task
   pairs contexts with definitions), so the meaningful definition-only question is whether the
   stored row order leaks: a ridge regression predicts each definition's position in the gold
   order from its text and length features; ranking within the group gives a one-to-one
   assignment. Chance is 1/k; above chance means generation order correlates with definitions.
-- CoDA21, ``word-overlap`` / ``context-overlap``: surface string overlap between the target word
+- alignment views (CoDA21), ``word-overlap`` / ``context-overlap``: surface string overlap between the target word
   (lemma and surface form) or the context (target removed) and each definition (shared content
   words, shared 4-letter stems, character-trigram Jaccard), weighted by a LogisticRegression and
   aligned one-to-one. They bound how much of Bias_W / Bias_C a string matcher already explains
@@ -26,12 +27,13 @@ CI lower bound above chance.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable
+import zlib
+from typing import Any, Sequence
 
 import numpy as np
 
 from probegen.core import quantize
+from probegen.tasks.bias_inputs import AlignmentView, BiasInputs, ChoiceView
 
 from .bias import bootstrap_accuracy
 
@@ -66,56 +68,6 @@ def _rank(x: np.ndarray) -> np.ndarray:
 def _trigrams(text: str) -> set[str]:
     s = f"  {text.lower()}  "
     return {s[i : i + 3] for i in range(len(s) - 2)}
-
-
-# ---- multiple-choice items, whatever their field names ----------------------------------------
-@dataclass(frozen=True)
-class MCView:
-    """The fields of a multiple-choice item the diagnostics need."""
-
-    id: str
-    choices: tuple[str, ...]
-    answer: int
-    cluster: str
-    probe: str
-    word: str
-    sense: str
-
-
-def _get(obj: Any, names: Iterable[str], default: Any = None) -> Any:
-    for n in names:
-        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
-        if v is not None:
-            return v
-    return default
-
-
-def _text(choice: Any) -> str:
-    return choice if isinstance(choice, str) else str(_get(choice, ("text", "answer", "label"), choice))
-
-
-def mc_view(item: Any, index: int = 0) -> MCView:
-    """Read a WordNetQA item (dataclass or dict) through the common field names.
-
-    >>> v = mc_view({"id": "q1", "choices": ["a dog", "a cat"], "answer": 1, "cluster": "c1", "probe": "definitions"})
-    >>> v.answer, v.cluster, v.probe
-    (1, 'c1', 'definitions')
-    """
-    choices = tuple(_text(c) for c in _get(item, ("choices", "options", "candidates"), ()))
-    ans = _get(item, ("answer", "answer_index", "gold", "label"))
-    if isinstance(ans, str):
-        ans = choices.index(ans) if ans in choices else ord(ans.upper()) - ord("A")
-    iid = str(_get(item, ("id", "qid"), index))
-    cluster = str(_get(item, ("cluster", "cluster_id", "concept"), iid))
-    return MCView(
-        id=iid,
-        choices=choices,
-        answer=int(ans) if ans is not None else -1,
-        cluster=cluster,
-        probe=str(_get(item, ("probe", "probe_type", "relation"), "all")),
-        word=str(_get(item, ("word", "target", "lemma", "concept_word"), "")),
-        sense=str(_get(item, ("synset", "sense", "concept"), cluster)),
-    )
 
 
 # ---- shared bits ----------------------------------------------------------------------------------
@@ -182,7 +134,7 @@ def _skipped(name: str, applies_to: str, reason: str) -> dict[str, Any]:
     return {"control": name, "applies_to": applies_to, "skipped": reason}
 
 
-# ---- WordNetQA: choice-only --------------------------------------------------------------------
+# ---- choice views: choice-only -------------------------------------------------------------------------
 CHOICE_NUMERIC = ("n_chars", "n_words", "len_z", "len_rank", "is_longest", "is_shortest", "overlap_mean", "overlap_max")
 
 
@@ -215,7 +167,7 @@ def choice_numeric(choices: tuple[str, ...]) -> np.ndarray:
     )
 
 
-def _choice_rows(items: list[MCView]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def _choice_rows(items: list[ChoiceView]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     texts: list[str] = []
     numeric: list[Any] = []
     y: list[Any] = []
@@ -241,7 +193,7 @@ def _choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_tex
     return clf, clf.decision_function(_with_numeric(Xte, te_num, scaler)), list(names) + list(CHOICE_NUMERIC)
 
 
-def _sample_clusters(its: list[MCView], max_items: int, rng: np.random.Generator) -> list[MCView]:
+def _sample_clusters(its: list[ChoiceView], max_items: int, rng: np.random.Generator) -> list[ChoiceView]:
     """Whole clusters in a seeded random order until ``max_items`` items are kept."""
     sizes: dict[str, int] = {}
     for it in its:
@@ -256,7 +208,7 @@ def _sample_clusters(its: list[MCView], max_items: int, rng: np.random.Generator
 
 
 def choice_only_control(
-    items: list[MCView], n_folds: int = 5, n_boot: int = 1000, seed: int = 0, max_items: int | None = 20000
+    items: list[ChoiceView], n_folds: int = 5, n_boot: int = 1000, seed: int = 0, max_items: int | None = 20000
 ) -> list[dict[str, Any]]:
     """Choice-only accuracy per probe type, cross-validated with concept clusters kept whole.
 
@@ -303,7 +255,7 @@ def choice_only_control(
     return out
 
 
-# ---- CoDA21: definition-order and overlap controls ----------------------------------------------
+# ---- alignment views: definition-order and overlap controls -----------------------------------
 def _def_numeric(defs: list[str]) -> np.ndarray:
     lengths = np.array([len(d) for d in defs], dtype=np.float64)
     sd = lengths.std()
@@ -318,21 +270,22 @@ def _def_numeric(defs: list[str]) -> np.ndarray:
     )
 
 
-def definition_order_control(groups: list, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n_folds: int = 5, n_boot: int = 1000,
+                             seed: int = 0) -> dict[str, Any]:
     """Can definition text alone predict each definition's position in the stored gold order?
 
     Ridge regression of the relative row position on definition features; within a test group
     the predictions are ranked into a permutation. Expected: chance (1/k), since rows are stored
-    in a seeded shuffled order.
+    in a seeded shuffled order. ``applies_to``: the kind the result names.
     """
     from sklearn.linear_model import Ridge
     from sklearn.preprocessing import StandardScaler
 
-    name, applies = "definition-order", "coda21"
+    name, applies = "definition-order", applies_to
     if len({g.id for g in groups}) < 2:
         return _skipped(name, applies, "needs at least 2 groups")
-    defs = [it.definition for g in groups for it in g.items]
-    numeric = np.vstack([_def_numeric([it.definition for it in g.items]) for g in groups])
+    defs = [d for g in groups for d in g.definitions]
+    numeric = np.vstack([_def_numeric(list(g.definitions)) for g in groups])
     target = np.concatenate([np.arange(g.k) / max(g.k - 1, 1) for g in groups])
     owner = np.concatenate([[i] * g.k for i, g in enumerate(groups)])
     acc = np.zeros(len(groups))
@@ -372,14 +325,6 @@ def pair_features(query: str, definition: str) -> list[float]:
     ]
 
 
-def _query_text(item, pos: str, side: str) -> str:
-    from probegen.coda21.render import query
-
-    if side == "word":
-        return f"{item.lemma.replace('_', ' ')} {item.context.word}"
-    return query(item.context, pos, "plain", "context", "", {})  # the context with the target removed
-
-
 def pick_choice(scores: np.ndarray, rng: np.random.Generator) -> int:
     """A control classifier's answer among one item's choices, decided by the core (exact ties at random).
 
@@ -391,22 +336,29 @@ def pick_choice(scores: np.ndarray, rng: np.random.Generator) -> int:
     return int(decide_scores(np.asarray(scores)[None, :], "argmax", rng)[0])
 
 
-def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def overlap_features(view: AlignmentView, side: str) -> np.ndarray:
+    """k x k x F surface-overlap features between each row's ``side`` query and each definition."""
+    return np.array([[pair_features(q, d) for d in view.definitions] for q in view.queries[side]])
+
+
+def _id_rng(seed: int, key: str) -> np.random.Generator:
+    """A generator that depends only on the seed and a unit's key (ties decided the same in every run)."""
+    return np.random.default_rng([seed, zlib.crc32(key.encode())])
+
+
+def overlap_control(groups: Sequence[AlignmentView], side: str, applies_to: str, n_folds: int = 5,
+                    n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Align each group by learned surface overlap between ``side`` ('word' or 'context') and definitions."""
     from sklearn.linear_model import LogisticRegression
 
-    from probegen.coda21.dataset import group_rng
     from probegen.core import decide_scores
 
-    name, applies = f"{side}-overlap", "coda21"
+    name, applies = f"{side}-overlap", applies_to
     if side not in ("word", "context"):
         raise ValueError(f"side must be 'word' or 'context', not {side!r}")
     if len({g.id for g in groups}) < 2:
         return _skipped(name, applies, "needs at least 2 groups")
-    feats = []
-    for g in groups:
-        qs = [_query_text(it, g.pos, side) for it in g.items]
-        feats.append(np.array([[pair_features(q, it.definition) for it in g.items] for q in qs]))  # k x k x F
+    feats = [overlap_features(g, side) for g in groups]
     acc = np.zeros(len(groups))
     for tr, te in _folds([g.id for g in groups], n_folds):
         X = np.vstack([feats[i].reshape(-1, feats[i].shape[-1]) for i in tr])
@@ -415,7 +367,7 @@ def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 100
         for i in te:
             k = groups[i].k
             mat = clf.decision_function(feats[i].reshape(-1, feats[i].shape[-1])).reshape(k, k)
-            pred = decide_scores(mat, "alignment", group_rng(seed, groups[i].id + "/control"))
+            pred = decide_scores(mat, "alignment", _id_rng(seed, groups[i].id + "/control"))
             acc[i] = float(np.mean(pred == np.arange(k)))
     chance = float(np.mean([1.0 / g.k for g in groups]))
     what = "target word (lemma + surface form)" if side == "word" else "context with the target removed"
@@ -423,10 +375,24 @@ def overlap_control(groups: list, side: str, n_folds: int = 5, n_boot: int = 100
                    f"LogisticRegression on string overlap between the {what} and each definition")
 
 
-def coda21_controls(groups: list, n_folds: int = 5, n_boot: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
-    """The CoDA21 controls: definition-order leak check, word and context surface overlap."""
+def alignment_controls(groups: Sequence[AlignmentView], applies_to: str, n_folds: int = 5, n_boot: int = 1000,
+                       seed: int = 0) -> list[dict[str, Any]]:
+    """The alignment controls: definition-order leak check, word and context surface overlap."""
     return [
-        definition_order_control(groups, n_folds, n_boot, seed),
-        overlap_control(groups, "word", n_folds, n_boot, seed),
-        overlap_control(groups, "context", n_folds, n_boot, seed),
+        definition_order_control(groups, applies_to, n_folds, n_boot, seed),
+        overlap_control(groups, "word", applies_to, n_folds, n_boot, seed),
+        overlap_control(groups, "context", applies_to, n_folds, n_boot, seed),
     ]
+
+
+def controls(inputs: BiasInputs, applies_to: str, n_folds: int = 5, n_boot: int = 1000,
+             seed: int = 0) -> list[dict[str, Any]]:
+    """The trained controls of a kind's views (:class:`~probegen.tasks.bias_inputs.BiasInputs`): the
+    alignment controls over its alignment views (naming ``applies_to``, the kind), the choice-only
+    control over its choice views (per probe type)."""
+    out = []
+    if inputs.alignment_views:
+        out += alignment_controls(list(inputs.alignment_views), applies_to, n_folds, n_boot, seed)
+    if inputs.choice_views:
+        out += choice_only_control(list(inputs.choice_views), n_folds, n_boot, seed)
+    return out

@@ -16,13 +16,15 @@ concept cluster), outputs are plain dicts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-LABEL = "label"
-FULL = "full"
+# the tables are plain data a kind fills in the library (probegen.tasks.bias_inputs); kept importable here
+from probegen.tasks.bias_inputs import FULL, LABEL, UnitTable, unit_sums
+
+__all__ = ["FULL", "LABEL", "UnitTable", "bias_ratio", "bootstrap_accuracy", "bootstrap_bias", "fmt_ratio",
+           "fmt_scoped", "unit_sums"]
 
 
 def bias_ratio(m_part: float, m_label: float, m_full: float, min_gap: float = 0.0) -> float | None:
@@ -41,36 +43,6 @@ def bias_ratio(m_part: float, m_label: float, m_full: float, min_gap: float = 0.
     if gap <= max(min_gap, 0.0):
         return None
     return (m_part - m_label) / gap
-
-
-@dataclass
-class UnitTable:
-    """Per-unit correctness of each ablation, paired across ablations by unit.
-
-    ``correct[a][u]`` is the summed correctness of ablation ``a`` over unit ``u``'s items and
-    ``weight[u]`` their number, so an ablation's accuracy is ``sum(correct) / sum(weight)``.
-    CoDA21 uses one unit per group with weight 1 and the group's accuracy as "correctness"
-    (the paper's metric is the mean of group accuracies). The label baseline is either an
-    ablation entry ``"label"`` (CoDA21: 1/k per group) or ``label_counts``: per unit, how many
-    gold answers sit at each answer position; the label baseline then always answers the
-    position that is gold most often in the whole set.
-    """
-
-    units: list[str]
-    weight: np.ndarray
-    correct: dict[str, np.ndarray]
-    label_counts: np.ndarray | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.weight = np.asarray(self.weight, dtype=np.float64)
-        self.correct = {k: np.asarray(v, dtype=np.float64) for k, v in self.correct.items()}
-        n = len(self.units)
-        for name, v in self.correct.items():
-            if v.shape != (n,):
-                raise ValueError(f"ablation {name!r} has {v.shape} values for {n} units")
-        if self.label_counts is not None:
-            self.label_counts = np.asarray(self.label_counts, dtype=np.float64)
 
 
 def _means(table: UnitTable, w: np.ndarray) -> dict[str, np.ndarray]:
@@ -168,28 +140,6 @@ def bootstrap_accuracy(
     w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
     reps = (w @ table.correct["acc"]) / (w @ table.weight)
     return {"accuracy": float(correct.mean()), "ci": _ci(reps, alpha), "n_items": int(len(correct)), "n_units": n}
-
-
-def unit_sums(per_item: dict[str, np.ndarray], units: list, label_counts: np.ndarray | None = None) -> UnitTable:
-    """Collapse per-item correctness (items in the same order for every ablation) into per-unit sums.
-
-    ``label_counts`` (items x positions, one-hot gold positions) is summed the same way.
-
-    >>> t = unit_sums({"full": np.array([1, 0, 1]), "label": np.array([0.5, 0.5, 0.5])}, ["a", "a", "b"])
-    >>> t.units, t.weight.tolist(), t.correct["full"].tolist()
-    (['a', 'b'], [2.0, 1.0], [1.0, 1.0])
-    """
-    order: dict[Any, int] = {}
-    idx = np.array([order.setdefault(u, len(order)) for u in units], dtype=int)
-    n = len(order)
-    weight = np.bincount(idx, minlength=n).astype(np.float64)
-    correct = {k: np.bincount(idx, weights=np.asarray(v, dtype=np.float64), minlength=n) for k, v in per_item.items()}
-    lc = None
-    if label_counts is not None:
-        lc = np.zeros((n, label_counts.shape[1]))
-        np.add.at(lc, idx, label_counts)
-    return UnitTable([str(u) for u in order], weight, correct, lc)
-
 
 
 def fmt_ratio(r: dict[str, Any] | None) -> str:

@@ -1,4 +1,5 @@
-"""``probegen filter --artefacts``: AFLite over a CoDA21 or WordNetQA dataset, written as a new dataset.
+"""``probegen filter --artefacts``: AFLite over a dataset whose kind hands it choice or alignment views
+(:meth:`probegen.tasks.Filterable.artefact_inputs`: CoDA21, WordNetQA), written as a new dataset.
 
 A control measured on what AFLite kept is biased towards chance: the filter removed exactly the
 units that this classifier family got right, lucky guesses included. So before filtering, a
@@ -19,9 +20,10 @@ from typing import Any, Callable
 import numpy as np
 
 from probegen.errors import ProbegenError
-from probegen.tasks import ArtefactFilters, Dataset, Task
+from probegen.tasks import Dataset, Task
+from probegen.tasks.bias_inputs import FilterInputs
 
-from .aflite import FilterSettings, aflite, coda21_predictor, mc_predictor
+from .aflite import FilterSettings, aflite, alignment_predictor, choice_predictor
 
 
 def heldout_concepts(concepts: list[str], frac: float, seed: int) -> set[str]:
@@ -43,26 +45,25 @@ def heldout_concepts(concepts: list[str], frac: float, seed: int) -> set[str]:
 
 
 class AlignmentArtefacts:
-    """AFLite over CoDA21 groups: a word-only overlap aligner; concepts are the groups' ancestors."""
+    """AFLite over alignment views (CoDA21 groups): a word-only overlap aligner; a row is one member."""
 
-    concept_unit = "ancestor"
-    what = "word-only overlap aligner (CoDA21 members)"
-    method_note = "; a group left with fewer than k_min members is dropped"
+    def __init__(self, inputs: FilterInputs, applies_to: str) -> None:
+        self.inputs, self.applies_to = inputs, applies_to
+        self.concept_unit = inputs.concept_unit
+        self.what = f"word-only overlap aligner ({inputs.rows_name})"
+        self.method_note = "; a group left with fewer than k_min members is dropped"
 
-    def units(self, data: Any) -> list:
-        return list(data.groups)
-
-    def concept(self, unit: Any) -> str:
-        return unit.ancestor
+    def units(self) -> list:
+        return list(self.inputs.alignment_views)
 
     def rows(self, unit: Any) -> int:
-        return len(unit.items)
+        return unit.k
 
-    def setup(self, data: Any, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
+    def setup(self, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
         """(min rows, clusters, sizes, chance(alive), predictor) of the units the filter sees."""
-        min_rows = int(data.manifest.get("config", {}).get("k_min", 5))
+        min_rows = self.inputs.min_rows
         chance = lambda alive: float(np.mean([1.0 / a.sum() for a in alive if a.sum() >= min_rows]))  # noqa: E731
-        return min_rows, [g.id for g in sub], [g.k for g in sub], chance, coda21_predictor(sub)
+        return min_rows, [g.id for g in sub], [g.k for g in sub], chance, alignment_predictor(sub)
 
     def controls(self, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
                  seed: int, n_boot: int = 1000) -> list[dict[str, Any]]:
@@ -71,12 +72,13 @@ class AlignmentArtefacts:
 
         train = [i for i in train if alive[i].sum() >= min_rows]
         local = train + test
-        predict = coda21_predictor([units[i] for i in local])
+        predict = alignment_predictor([units[i] for i in local])
         got = predict(np.arange(len(train)), np.arange(len(train), len(local)),
                       [alive[i] for i in train] + [np.ones(units[i].k, dtype=bool) for i in test], seed)
         acc = np.array([got[len(train) + t].mean() for t in range(len(test))])
         chance = float(np.mean([1.0 / units[i].k for i in test]))
-        res = B._result("word-overlap", "coda21", "one-to-one alignment", acc, [units[i].ancestor for i in test],
+        concepts = self.inputs.concepts
+        res = B._result("word-overlap", self.applies_to, "one-to-one alignment", acc, [concepts[i] for i in test],
                         chance, n_boot, seed, f"word-only overlap aligner trained on {len(train)} groups, tested on "
                         f"{len(test)} held-out groups (bootstrap over {self.concept_unit}s)", n_train=len(train))
         return [{**res, "correct": acc.tolist()}]
@@ -85,37 +87,34 @@ class AlignmentArtefacts:
         """The held-out units a control was tested on (every one)."""
         return test
 
-    def kept(self, data: Any, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
+    def kept(self, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
              removed_at: list[tuple[int, int]]) -> tuple[Any, list[str], list[str]]:
         """(filtered dataset, removed rows, dropped groups): a group below ``min_rows`` members is dropped."""
-        groups = [dataclasses.replace(units[i], items=tuple(it for it, a in zip(units[i].items, alive[i]) if a))
-                  for i in rest if alive[i].sum() >= min_rows]
-        removed = [f"{units[i].id}/{units[i].items[j].synset}" for i, j in removed_at]
+        data = self.inputs.keep({i: alive[i] for i in rest if alive[i].sum() >= min_rows})
+        removed = [f"{units[i].id}/{units[i].row_ids[j]}" for i, j in removed_at]
         dropped = [units[i].id for i in rest if alive[i].sum() < min_rows]
-        return dataclasses.replace(data, groups=groups), removed, dropped
+        return data, removed, dropped
 
 
 class ChoiceArtefacts:
-    """AFLite over multiple-choice items: choice-only classifiers per probe type; concepts are synsets."""
+    """AFLite over choice views (WordNetQA items): choice-only classifiers per probe type; a row is an item."""
 
-    concept_unit = "synset"
-    what = "choice-only classifier per probe type (WordNetQA items)"
     method_note = ""
 
-    def units(self, data: Any) -> list:
-        return list(data.items)
+    def __init__(self, inputs: FilterInputs, applies_to: str) -> None:
+        self.inputs = inputs
+        self.concept_unit = inputs.concept_unit
+        self.what = f"choice-only classifier per probe type ({inputs.rows_name})"
 
-    def concept(self, unit: Any) -> str:
-        return unit.synset
+    def units(self) -> list:
+        return list(self.inputs.choice_views)
 
     def rows(self, unit: Any) -> int:
         return 1
 
-    def setup(self, data: Any, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
+    def setup(self, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
         """(min rows, clusters, sizes, chance(alive), predictor) of the items the filter sees."""
-        from . import baselines as B
-
-        views = [B.mc_view(it, i) for i, it in enumerate(sub)]
+        views = sub
         chance = lambda alive: float(np.mean([1.0 / len(v.choices)  # noqa: E731
                                               for v, a in zip(views, alive) if a[0]]))
         return 1, [v.cluster for v in views], [1] * len(views), chance, per_probe_predictor(views)
@@ -126,7 +125,7 @@ class ChoiceArtefacts:
         from . import baselines as B
 
         train = [i for i in train if alive[i].sum() >= min_rows]
-        views = [B.mc_view(it, i) for i, it in enumerate(units)]
+        views = units
         out = []
         for probe in sorted({views[i].probe for i in test}):
             tr = [views[i] for i in train if views[i].probe == probe]
@@ -134,10 +133,10 @@ class ChoiceArtefacts:
             if len({v.cluster for v in tr}) < 2 or len(tr) < 10:
                 out.append(B._skipped("choice-only", probe, f"too few training items ({len(tr)})"))
                 continue
-            out.append(self._probe_control(views, units, tr, te, seed, n_boot, probe))
+            out.append(self._probe_control(views, tr, te, seed, n_boot, probe))
         return out
 
-    def _probe_control(self, views: list, units: list, tr: list, te: list[int], seed: int, n_boot: int,
+    def _probe_control(self, views: list, tr: list, te: list[int], seed: int, n_boot: int,
                        probe: str) -> dict[str, Any]:
         from . import baselines as B
 
@@ -147,8 +146,9 @@ class ChoiceArtefacts:
         correct = np.array([float(B.pick_choice(s[owner == t], np.random.default_rng([seed, i]))
                                   == views[i].answer) for t, i in enumerate(te)])
         chance = float(np.mean([1.0 / len(views[i].choices) for i in te]))
+        concepts = self.inputs.concepts
         res = B._result("choice-only", probe, "gold choice (argmax over choices)", correct,
-                        [units[i].synset for i in te],
+                        [concepts[i] for i in te],
                         chance, n_boot, seed, "logistic regression (SGD) on choice text/length/overlap trained on "
                         f"{len(tr)} items, tested on {len(te)} held-out items (bootstrap over "
                         f"{self.concept_unit}s)", n_train=len(tr))
@@ -158,15 +158,20 @@ class ChoiceArtefacts:
         """The held-out items of the control's probe type."""
         return [i for i in test if units[i].probe == control["applies_to"]]
 
-    def kept(self, data: Any, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
+    def kept(self, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
              removed_at: list[tuple[int, int]]) -> tuple[Any, list[str], list[str]]:
         """(filtered dataset, removed items, dropped items: the same)."""
         removed = [units[i].id for i, _ in removed_at]
-        return dataclasses.replace(data, items=[units[i] for i in rest if alive[i][0]]), removed, removed
+        return self.inputs.keep({i: alive[i] for i in rest if alive[i][0]}), removed, removed
 
 
-#: the adapters a kind makes its own from (:meth:`probegen.tasks.Filterable.artefact_filter`)
-ADAPTERS = ArtefactFilters(alignment=AlignmentArtefacts, choice=ChoiceArtefacts)
+def adapter_of(inputs: FilterInputs, applies_to: str) -> AlignmentArtefacts | ChoiceArtefacts:
+    """The AFLite adapter of the shape a kind's filter inputs come in (``applies_to``: the kind)."""
+    if inputs.alignment_views:
+        return AlignmentArtefacts(inputs, applies_to)
+    if inputs.choice_views:
+        return ChoiceArtefacts(inputs, applies_to)
+    raise ProbegenError(f"the {applies_to!r} kind handed the artefact filter no units")
 
 
 def _paired(before: list[dict], after: list[dict], units: list, test: list[int], adapter: Any, seed: int) -> list[dict]:
@@ -177,8 +182,8 @@ def _paired(before: list[dict], after: list[dict], units: list, test: list[int],
         if "correct" not in b or "correct" not in a:
             continue
         te = adapter.tested(units, test, a)
-        d = bootstrap_accuracy(np.array(a["correct"]) - np.array(b["correct"]), [adapter.concept(units[i]) for i in te],
-                               seed=seed)
+        concepts = [adapter.inputs.concepts[i] for i in te]
+        d = bootstrap_accuracy(np.array(a["correct"]) - np.array(b["correct"]), concepts, seed=seed)
         a["diff"] = {"value": d["accuracy"], "ci": d["ci"]}
     for r in before + after:
         r.pop("correct", None)
@@ -203,15 +208,15 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
         task = tasks.detect(path)
     if not isinstance(task, tasks.Filterable):  # `probegen filter` checks it with its options
         raise tasks.incapable(task, "filter", path)
-    adapter = task.artefact_filter(ADAPTERS)
     data = task.load(path, ablations=True)
-    units = adapter.units(data)
-    concepts = [adapter.concept(u) for u in units]
+    adapter = adapter_of(task.artefact_inputs(data), task.name)
+    units = adapter.units()
+    concepts = list(adapter.inputs.concepts)
     held = heldout_concepts(concepts, s.holdout, s.seed)
     test = [i for i, c in enumerate(concepts) if c in held]
     rest = [i for i, c in enumerate(concepts) if c not in held]
     # the filter sees only these
-    min_rows, clusters, sizes, chance, predict = adapter.setup(data, [units[i] for i in rest])
+    min_rows, clusters, sizes, chance, predict = adapter.setup([units[i] for i in rest])
     if len(set(clusters)) < 4:
         raise ProbegenError(f"{path}: too few units ({len(set(clusters))}) to filter")
     log(f"held out {len(held)} of {len(set(concepts))} concepts ({adapter.concept_unit}s; {len(test)} units), never "
@@ -224,7 +229,7 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
     log(f"controls on the {len(test)} held-out units, trained on the rest before and after filtering")
     before = adapter.controls(units, rest, [np.ones_like(a) for a in alive], test, min_rows, s.seed)
     after = _paired(before, adapter.controls(units, rest, alive, test, min_rows, s.seed), units, test, adapter, s.seed)
-    kept, removed, dropped = adapter.kept(data, units, rest, alive, min_rows, [(rest[i], j) for i, j in res["removed"]])
+    kept, removed, dropped = adapter.kept(units, rest, alive, min_rows, [(rest[i], j) for i, j in res["removed"]])
     record = _record(path, data, s, adapter, held, [units[i].id for i in test], res, removed, dropped, before, after)
     manifest = {**data.manifest, "filter": record}
     manifest["counts"] = task.counts(kept)
@@ -263,7 +268,7 @@ def per_probe_predictor(views: list) -> Any:
     by_probe: dict[str, list[int]] = {}
     for i, v in enumerate(views):
         by_probe.setdefault(v.probe, []).append(i)
-    parts = {p: (np.array(ix), mc_predictor([views[i] for i in ix])) for p, ix in by_probe.items()}
+    parts = {p: (np.array(ix), choice_predictor([views[i] for i in ix])) for p, ix in by_probe.items()}
     local = np.zeros(len(views), dtype=int)
     probe_of = [v.probe for v in views]
     for _p, (ix, _) in parts.items():

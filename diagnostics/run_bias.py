@@ -14,9 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
-
-import numpy as np
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from probegen import tasks
 from probegen.core import as_unit_scorer
@@ -24,8 +22,9 @@ from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.scorers import LM_KINDS
 from probegen.tasks import Settings
+from probegen.tasks.bias_inputs import BiasInputs
 
-from .bias import LABEL, UnitTable, bootstrap_bias, unit_sums
+from .bias import UnitTable, bootstrap_bias
 
 DEFAULT_DATASETS = ("probegen_out/datasets/coda21-clean-easy", "probegen_out/datasets/wordnetqa-definitions")
 
@@ -105,68 +104,6 @@ class BiasConfig:
                 "debias_share": self.debias_share}
 
 
-# ---- score tables ---------------------------------------------------------------------------------
-def coda21_table(records: dict[str, list[dict[str, Any]]], pos: str | None = None) -> UnitTable:
-    """One unit per group: each ablation's group accuracy, and the analytic label accuracy 1/k."""
-    base = [r for r in records["full"] if pos is None or r["pos"] == pos]
-    ids = [r["id"] for r in base]
-    per: dict[str, np.ndarray] = {}
-    for mode, rs in records.items():
-        acc = {r["id"]: r["correct"] for r in rs}
-        per[mode] = np.array([acc[i] for i in ids])
-    per[LABEL] = np.array([1.0 / r["k"] for r in base])
-    return UnitTable(ids, np.ones(len(ids)), per)
-
-
-def _gold(record: dict[str, Any]) -> tuple[int, int]:
-    """(gold position as presented, number of choices) of a multiple-choice row (the one row layout,
-    :meth:`probegen.core.Outcome.row`: gold is an index list, one entry per row).
-
-    >>> _gold({"gold": [2], "choices": ["a", "b", "c", "d"]})
-    (2, 4)
-    """
-    return int(record["gold"][0]), len(record["choices"])
-
-
-def concept_of(record: dict[str, Any], item: Any) -> str:
-    """The concept (synset) a WordNetQA record is about: the bootstrap's resampling unit.
-
-    >>> concept_of({"synset": "dog.n.01", "cluster": "hypernymy:dog.n.01"}, None)
-    'dog.n.01'
-    >>> concept_of({"cluster": "synonymy:dog.n.01"}, {"synset": "dog.n.01"})
-    'dog.n.01'
-    """
-    from .baselines import mc_view
-
-    got = record.get("synset")
-    return str(got) if got else mc_view(item).sense
-
-
-def mc_table(
-    records: dict[str, list[dict[str, Any]]], items: list[Any], probe: str | Iterable[str] | None = None
-) -> UnitTable:
-    """One unit per concept (synset): summed per-item correctness and gold-position counts.
-
-    ``probe`` keeps the items of one probe type (or of several).
-    """
-    full = records["full"]
-    for mode, rs in records.items():
-        if len(rs) != len(full):
-            raise ProbegenError(f"ablation {mode} returned {len(rs)} items, full {len(full)}")
-        if rs and "id" in rs[0] and [r.get("id") for r in rs] != [r.get("id") for r in full]:
-            raise ProbegenError(f"ablation {mode} lists items in another order than full")
-    wanted = None if probe is None else {probe} if isinstance(probe, str) else set(probe)
-    keep = [i for i, r in enumerate(full) if wanted is None or r.get("probe", "all") in wanted]
-    golds = [_gold(full[i]) for i in keep]
-    width = max((n for _, n in golds), default=1)
-    counts = np.zeros((len(keep), width))
-    for row, (g, _) in enumerate(golds):
-        counts[row, g] = 1.0
-    per = {mode: np.array([float(bool(rs[i]["correct"])) for i in keep]) for mode, rs in records.items()}
-    units = [concept_of(full[i], items[i]) for i in keep]
-    return unit_sums(per, units, counts)
-
-
 # ---- scoring ---------------------------------------------------------------------------------------
 def settings_of(cfg: BiasConfig) -> Settings:
     """The task settings of a bias run."""
@@ -178,121 +115,54 @@ def _bias(table: UnitTable, ratios: dict[str, str], cfg: BiasConfig) -> dict[str
     return bootstrap_bias(table, ratios, n_boot=cfg.n_boot, seed=cfg.seed)
 
 
-def analyse_alignment(task, ds, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
-    """Bias table, POS subsets, controls and entropies of one scored dataset of alignment groups (a
-    context row per item against the group's definitions: CoDA21); ablations and ratios are ``task``'s."""
-    from .baselines import coda21_controls
-    from .entropy import sense_entropy
-
-    subsets = {}
-    for pos, name in (("n", "noun"), ("v", "verb")):
-        if sum(g.pos == pos for g in ds.groups) >= 2 and len({g.pos for g in ds.groups}) > 1:
-            subsets[name] = _bias(coda21_table(records, pos), task.ratios, cfg)
-    return {
-        "kind": task.name,
-        "unit": task.unit_name,
-        "resampling_unit": task.resampling_unit,
-        "n_items": sum(g.k for g in ds.groups),
-        "ablation_order": list(task.ablations),
-        "ablation_help": task.ablations,
-        "ratio_names": {k: RATIO_NAMES[k] for k in task.ratios},
-        "all": _bias(coda21_table(records), task.ratios, cfg),
-        "subsets": subsets,
-        "controls": coda21_controls(ds.groups, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else [],
-        "entropy": {
-            "sense": sense_entropy((it.lemma, it.synset) for g in ds.groups for it in g.items),
-            "label_note": "a CoDA21 row's label is its definition, i.e. its sense: see sense entropy",
-        },
-        "notes": ["M_definition is chance by construction (identical rows tie); Bias_D should be near 0."],
-    }
-
-
-def mc_bias(task, records: dict[str, list[dict[str, Any]]], items: list[Any], cfg: BiasConfig,
-            probes: list[str]) -> dict[str, Any]:
-    """Bias table over the items of ``probes``; a ratio leaves out the probe types it measures nothing
-    on (``task.excluded_ratios``), and is marked not applicable when no probe type is left."""
-    res = _bias(mc_table(records, items, probes), task.ratios, cfg)
+def _bias_over(task, inputs: BiasInputs, strata: Sequence[str] | None, cfg: BiasConfig) -> dict[str, Any]:
+    """Bias table over the records of ``strata`` (None: all); a ratio leaves out the strata it measures
+    nothing on (``task.excluded_ratios``), and is marked not applicable when no stratum is left."""
+    over = list(inputs.strata if strata is None else strata)
+    res = _bias(inputs.table(strata), task.ratios, cfg)
     for name, abl in task.ratios.items():
-        out = [p for p in probes if name in task.excluded_ratios.get(p, {})]
+        out = [p for p in over if name in task.excluded_ratios.get(p, {})]
         if not out:
             continue
-        kept = [p for p in probes if p not in out]
+        kept = [p for p in over if p not in out]
         excluded = {p: task.excluded_ratios[p][name] for p in out}
         if kept:
-            r = _bias(mc_table(records, items, kept), {name: abl}, cfg)["ratios"][name]
+            r = _bias(inputs.table(kept), {name: abl}, cfg)["ratios"][name]
         else:
             r = {"ablation": abl, "value": None, "ci": None, "not_applicable": True}
         res["ratios"][name] = {**r, "over": kept, "excluded": excluded}
     return res
 
 
-def analyse_choice(task, mc, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
-    """Bias table, probe-type subsets, the choice-only control and entropies of one scored set of
-    choice items (a question against its options, clustered by concept: WordNetQA); ablations, ratios
-    and the ratios that measure nothing on a probe type are ``task``'s."""
-    from .baselines import choice_only_control, mc_view
+def analyse(task, data, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
+    """Bias table, subsets, trained controls and entropies of one scored dataset, from what its task
+    hands over (:meth:`probegen.tasks.Task.bias_inputs`: tables, subsets, shape views, entropy
+    inputs); ablations, ratios and the ratios that measure nothing on a stratum are ``task``'s."""
+    from .baselines import controls
     from .entropy import label_entropy, sense_entropy
 
-    items = list(mc.items)
-    views = [mc_view(it, i) for i, it in enumerate(items)]
-    probes = sorted({str(r.get("probe", "all")) for r in records["full"]})
-    subsets = {p: mc_bias(task, records, items, cfg, [p]) for p in probes} if len(probes) > 1 else {}
-    worded = [v for v in views if v.word]
-    notes: list[str] = []
-    exclusions = [
-        {"probe": p, "ratio": k, "name": RATIO_NAMES[k], "reason": why}
-        for p in probes for k, why in task.excluded_ratios.get(p, {}).items() if k in task.ratios
-    ]
-    return {
+    inputs = task.bias_inputs(data, records)
+    entry: dict[str, Any] = {
         "kind": task.name,
-        "unit": "concept",
+        "unit": inputs.unit,
         "resampling_unit": task.resampling_unit,
-        "n_items": len(items),
-        "ablation_order": list(task.ablations),
-        "ablation_help": task.ablations,
-        "ratio_names": {k: RATIO_NAMES[k] for k in task.ratios},
-        "all": mc_bias(task, records, items, cfg, probes),
-        "subsets": subsets,
-        "exclusions": exclusions,
-        "controls": choice_only_control(views, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else [],
-        "entropy": {
-            "sense": sense_entropy((v.word, v.sense) for v in worded),
-            "label": label_entropy((v.word, v.choices[v.answer]) for v in worded if 0 <= v.answer < len(v.choices)),
-            "sense_note": "items carry no target word",
-            "label_note": "items carry no target word",
-        },
-        "notes": notes,
-    }
-
-
-def analyse_units(task, data, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
-    """Bias table of a kind with no analysis of its own (a plugin task): one unit per record of
-    its generic scoring (:mod:`probegen.tasks.generic`), the label baseline its chance 1/n."""
-    full = records["full"]
-    ids = [str(r["id"]) for r in full]
-    per = {}
-    for mode, rs in records.items():
-        acc = {str(r["id"]): r["correct"] for r in rs}
-        per[mode] = np.array([acc[i] for i in ids])
-    per[LABEL] = np.array([1.0 / r["n"] for r in full])
-    return {
-        "kind": task.name,
-        "unit": task.unit_name,
-        "resampling_unit": task.resampling_unit,
-        "n_items": len(ids),
+        "n_items": inputs.n_items,
         "ablation_order": list(task.ablations),
         "ablation_help": task.ablations,
         "ratio_names": {k: RATIO_NAMES.get(k, k) for k in task.ratios},
-        "all": _bias(UnitTable(ids, np.ones(len(ids)), per), task.ratios, cfg),
-        "subsets": {},
-        "controls": [],
-        "entropy": {},
-        "notes": [],
+        "all": _bias_over(task, inputs, None, cfg),
+        "subsets": {name: _bias_over(task, inputs, strata, cfg) for name, strata in inputs.subsets.items()},
     }
-
-
-#: the analyses a kind picks its own from (:meth:`probegen.tasks.Task.bias_analysis`)
-ANALYSES = tasks.BiasAnalyses(units=analyse_units, alignment=analyse_alignment, choice=analyse_choice)
+    if task.excluded_ratios:
+        entry["exclusions"] = [
+            {"probe": p, "ratio": k, "name": RATIO_NAMES[k], "reason": why}
+            for p in inputs.strata for k, why in task.excluded_ratios.get(p, {}).items() if k in task.ratios
+        ]
+    measures = {"sense": sense_entropy, "label": label_entropy}
+    entry["controls"] = controls(inputs, task.name, cfg.folds, cfg.n_boot, cfg.seed) if cfg.controls else []
+    entry["entropy"] = {**{k: measures[k](pairs) for k, pairs in inputs.entropy.items()}, **inputs.entropy_notes}
+    entry["notes"] = list(inputs.notes)
+    return entry
 
 
 # ---- datasets -------------------------------------------------------------------------------------
@@ -597,11 +467,11 @@ def shown_blocks(d: Loaded) -> dict[str, Any]:
 def measure(d: Loaded, scorer, cfg: BiasConfig, progress: bool = True,
             evaluate_mc: Callable | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """(per-ablation records, results entry) of one dataset: its task scores the ablations and
-    picks its analysis from those this module offers (:meth:`probegen.tasks.Task.bias_analysis`)."""
+    hands over what the analysis measures (:func:`analyse`)."""
     dcfg = dataset_cfg(d, cfg)
     task = d.task
     records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
-    entry = task.bias_analysis(ANALYSES)(task, d.data, records, dcfg)
+    entry = analyse(task, d.data, records, dcfg)
     from probegen.generate.metrics import summarize
 
     generation = {mode: summarize(rows) for mode, rows in records.items()}

@@ -13,6 +13,7 @@ from probegen.diagnostics import aflite as A
 from probegen.diagnostics import baselines as B
 from probegen.diagnostics import filtering as F
 from probegen.runner import Runner
+from probegen.tasks.bias_inputs import ChoiceView, choice_view
 
 # the runner every library call gets (the library makes none of its own)
 QUIET_RUNNER = Runner(log=lambda m: None)
@@ -58,7 +59,7 @@ def test_most_confusable_gives_none_when_the_cap_cannot_be_met():
 
 
 # ---- AFLite on synthetic multiple-choice items --------------------------------------------------
-def _synthetic(n: int, artefact: bool, seed: int = 0) -> list[B.MCView]:
+def _synthetic(n: int, artefact: bool, seed: int = 0) -> list[ChoiceView]:
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(300)]
     out = []
@@ -67,14 +68,14 @@ def _synthetic(n: int, artefact: bool, seed: int = 0) -> list[B.MCView]:
         ans = int(rng.integers(5))
         if artefact and i % 2 == 0:  # half the items: the gold choice gives itself away
             choices[ans] = choices[ans] + " that is especially notable"
-        out.append(B.MCView(f"q{i}", tuple(choices), ans, f"c{i // 2}", "synthetic", "", ""))
+        out.append(ChoiceView(f"q{i}", tuple(choices), ans, f"c{i // 2}", "synthetic", "", ""))
     return out
 
 
 def _filter(views, budget):
     s = A.FilterSettings(budget=budget, splits=10, step=0.2, seed=0)
     chance = lambda alive: 0.2  # noqa: E731
-    return A.aflite(A.mc_predictor(views), [1] * len(views), [v.cluster for v in views], 1, chance, s, log=lambda m: None)
+    return A.aflite(A.choice_predictor(views), [1] * len(views), [v.cluster for v in views], 1, chance, s, log=lambda m: None)
 
 
 def test_aflite_removes_a_planted_artefact():
@@ -248,8 +249,8 @@ def test_filter_holds_out_concepts_and_measures_the_controls_on_them(tmp_path, m
     assert not kept & held and kept | set(rec["removed"]) | held == {it.id for it in src.items}
 
     def control(train_items) -> float:  # the choice-only control, worked out here: trained on train_items, tested on held
-        tr = [B.mc_view(it) for it in train_items]
-        te = [(i, B.mc_view(it)) for i, it in enumerate(src.items) if it.id in held]
+        tr = [choice_view(it) for it in train_items]
+        te = [(i, choice_view(it)) for i, it in enumerate(src.items) if it.id in held]
         tr_t, tr_n, y, _ = B._choice_rows(tr)
         te_t, te_n, _, owner = B._choice_rows([v for _, v in te])
         _, s, _ = B._choice_model(tr_t, tr_n, y, te_t, te_n)

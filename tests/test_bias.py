@@ -12,12 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 from probegen import tasks
+from probegen.coda21.bias import alignment_views
 from probegen.coda21.dataset import Coda21Dataset, write
 from probegen.coda21.evaluate import evaluate
 from probegen.coda21.items import Context, Group, Item
 from probegen.diagnostics import baselines, bias, entropy, run_bias
-from probegen.diagnostics.baselines import choice_only_control, coda21_controls
+from probegen.diagnostics.baselines import alignment_controls, choice_only_control
 from probegen.diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
+from probegen.tasks.bias_inputs import choice_view
 
 
 # ---- a deterministic scorer and synthetic data --------------------------------------------------
@@ -179,7 +181,7 @@ def test_coda21_analysis_orders_ablations_sensibly():
     cfg = run_bias.BiasConfig.asked(n_boot=200, nonce="bkatuhla")
     task = tasks.get("coda21")
     records = task.score_ablations(ds, OverlapScorer(), cfg.settings, progress=False)
-    res = run_bias.analyse_alignment(task, ds, records, cfg)
+    res = run_bias.analyse(task, ds, records, cfg)
     a = res["all"]["ablations"]
     assert a["label"]["accuracy"] == pytest.approx(0.2)  # exactly 1/k
     assert a["full"]["accuracy"] > a["context"]["accuracy"] > a["definition"]["accuracy"]
@@ -206,16 +208,17 @@ def max_false_flags(n: int, alpha: float = 0.05, rate: float = 1e-6) -> int:
     return int(next(k for k in range(n + 1) if binom.sf(k, n, alpha) < rate))
 
 
-def test_coda21_controls_find_overlap():
+def test_alignment_controls_find_overlap():
     ds = synthetic_coda21(n_groups=60)
-    _, word, context = coda21_controls(ds.groups, n_boot=300)
+    _, word, context = alignment_controls(alignment_views(ds.groups), "coda21", n_boot=300)
     assert context["artefact"] and context["accuracy"] > 0.8  # contexts share a cue word with their definition
     assert word["artefact"]  # half the definitions contain the target word
 
 
 def test_definition_order_control_raises_no_false_alarm_beyond_its_rate():
     # the decision, over 30 independent null data sets (definitions stored in random order)
-    runs = [baselines.definition_order_control(synthetic_coda21(n_groups=60, seed=s).groups, n_boot=300, seed=s)
+    runs = [baselines.definition_order_control(alignment_views(synthetic_coda21(n_groups=60, seed=s).groups), "coda21",
+                                             n_boot=300, seed=s)
             for s in range(30)]
     assert sum(r["artefact"] for r in runs) <= max_false_flags(len(runs))
     # pooled accuracy: 30 x 60 groups of 5; its SE is about .005, so .03 is ~6 SE (false-failure rate < 1e-8)
@@ -230,12 +233,12 @@ def test_definition_order_control_detects_a_leaky_order():
         defs = sorted((" ".join(f"t{x}" for x in rng.integers(0, 50, rng.integers(2, 20))) for _ in range(5)), key=len)
         items = tuple(Item(f"s{g}_{i}.n.01", f"s{g}_{i}", d, Context(text=f"a s{g}_{i} b", char_span=(2, 2 + len(f"s{g}_{i}")))) for i, d in enumerate(defs))
         groups.append(Group(f"leak-{g}", "n", "r.n.01", "parent", items))
-    assert baselines.definition_order_control(groups, n_boot=300)["artefact"]
+    assert baselines.definition_order_control(alignment_views(groups), "coda21", n_boot=300)["artefact"]
 
 
 # ---- WordNetQA choice-only control ----------------------------------------------------------------
 def _views(items):
-    return [baselines.mc_view(it, i) for i, it in enumerate(items)]
+    return [choice_view(it, i) for i, it in enumerate(items)]
 
 
 def test_choice_only_control_finds_a_planted_artefact():
@@ -281,7 +284,7 @@ def test_mc_analysis_measures_what_the_records_say():
     cfg = run_bias.BiasConfig.asked(n_boot=200, nonce="bkatuhla")
     task = tasks.get("wordnetqa")
     records = task.score_ablations(mc, OverlapScorer(), cfg.settings, progress=False, evaluator=table_evaluate_mc(correct))
-    res = run_bias.analyse_choice(task, mc, records, cfg)
+    res = run_bias.analyse(task, mc, records, cfg)
 
     def label(mask):
         return np.bincount([it["answer"] for it, keep in zip(items, mask) if keep]).max() / mask.sum()

@@ -425,7 +425,7 @@ def test_synonymy_ablations_measure_nothing_and_are_left_out(small):
     cfg = run_bias.BiasConfig.asked(n_boot=200, controls=False, nonce="bkatuhla")
     task = tasks.get("wordnetqa")
     records = task.score_ablations(small, OverlapLM(), cfg.settings, progress=False)
-    res = run_bias.analyse_choice(task, small, records, cfg)
+    res = run_bias.analyse(task, small, records, cfg)
     ctx_right = [r["correct"] for r in records["context"] if r["probe"] == "synonymy"]
     assert ctx_right == [r["correct"] for r in records["full"] if r["probe"] == "synonymy"]
     s = res["subsets"]["synonymy"]["ratios"]

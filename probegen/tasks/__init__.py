@@ -31,7 +31,7 @@ What only some kinds do is a capability (:mod:`.capabilities`): an abstract subc
 - :class:`Subsettable` (``--limit``/``--sample`` of eval and bias): ``records_attribute``, or
   ``records``/``with_records``; ``cluster_of``/``cluster_name`` for bias subsets;
 - :class:`Writable` (``write``), and :class:`Filterable` (``filter --artefacts``: ``write``,
-  ``artefact_filter``);
+  ``artefact_inputs``);
 - :class:`Buildable` (``build_default``: ``bias`` generates a missing default dataset);
 - :class:`Exportable` (``export``: ``export_docs``, ``write_release``, ``export_formats``,
   ``release_format``, ``export_options``, the lm-eval and HF texts);
@@ -62,7 +62,6 @@ from ..errors import DatasetError, ProbegenError
 from ..plugins import load_plugins
 from .base import (
     COMMANDS,
-    BiasAnalyses,
     Dataset,
     Evaluation,
     Settings,
@@ -76,7 +75,6 @@ from .base import (
 from .capabilities import (
     NEEDS,
     SUBSET_OPTIONS,
-    ArtefactFilters,
     Buildable,
     Exportable,
     Filterable,
@@ -87,7 +85,7 @@ from .capabilities import (
     incapable,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "ArtefactFilters", "BiasAnalyses", "Buildable", "Dataset", "Evaluation", "Exportable",
+__all__ = ["ENTRY_POINT_GROUP", "Buildable", "Dataset", "Evaluation", "Exportable",
            "Filterable", "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Writable", "all_tasks",
            "check_capable", "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "incapable",
            "pick", "register", "subset_line", "with_manifest"]

@@ -21,10 +21,9 @@ The built-in kinds override most hooks to delegate to their own modules (``probe
 ``probegen.wordnetqa``, ``probegen.wordincontext``), which keep the logic; the task classes are only
 the dispatch.
 
-Hooks that serve ``diagnostics`` (bias analysis, AFLite filtering) receive a record of the plain
-callables diagnostics offers (:class:`BiasAnalyses`,
-:class:`~probegen.tasks.capabilities.ArtefactFilters`) and pick theirs from
-it: the library never imports ``diagnostics``, and no module is passed around.
+Hooks that serve ``diagnostics`` (bias analysis, AFLite filtering) return plain data in the shapes
+diagnostics' engines take (:mod:`probegen.tasks.bias_inputs`: tables, choice and alignment views):
+the library never imports ``diagnostics``, and a kind keeps its bias code in its own package.
 """
 
 from __future__ import annotations
@@ -33,10 +32,13 @@ import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import DatasetError, ProbegenError
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from .bias_inputs import BiasInputs
 
 Log = Callable[[str], None]
 COMMANDS = ("eval", "bias", "export", "study", "filter")
@@ -99,22 +101,6 @@ class Evaluation:
     rows: list[dict[str, Any]]
     metrics: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
-
-
-Analysis = Callable[[Any, Any, dict[str, list[dict[str, Any]]], Any], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class BiasAnalyses:
-    """The zero-shot bias analyses ``diagnostics`` offers the kinds, by the shape of their units, not
-    by kind (:meth:`Task.bias_analysis` picks one): ``analysis(task, data, records, cfg) -> results
-    entry``, reading the ablations and ratios from ``task``. ``units``: one unit per record of the
-    generic scoring; ``alignment``: groups of context rows against their definitions; ``choice``: a
-    question against its options, clustered by concept."""
-
-    units: Analysis
-    alignment: Analysis
-    choice: Analysis
 
 
 class Task(ABC):
@@ -235,6 +221,10 @@ class Task(ABC):
         """Bias ratio -> its ablation."""
         return {k: v for k, v in (("bias_c", "context"), ("bias_w", "word")) if v in self.conditions}
 
+    #: per stratum of :meth:`bias_inputs` (a probe type), the ratios that measure nothing there and why:
+    #: the bias analysis measures such a ratio over the other strata
+    excluded_ratios: ClassVar[Mapping[str, Mapping[str, str]]] = {}
+
     @property
     def resampling_unit(self) -> str:
         """What the bias bootstrap resamples."""
@@ -252,10 +242,15 @@ class Task(ABC):
 
         return generic.score_rows(self, data, scorer, [a for a in self.ablations if a != "label"], settings, progress)
 
-    def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
-        """The zero-shot bias analysis of this kind, picked from those ``diagnostics`` offers:
-        ``analysis(task, data, records, cfg) -> dataset entry`` (by default the generic one over units)."""
-        return offered.units
+    def bias_inputs(self, data: Dataset, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+        """What ``probegen bias`` measures of ``data`` scored into ``records`` (per ablation, as
+        :meth:`score_ablations` returns them): its bias table, subsets, control views and entropy
+        inputs. By default one unit per record of the generic scoring, its label baseline chance
+        1/n, and nothing else."""
+        from .bias_inputs import BiasInputs, record_table
+
+        return BiasInputs(table=lambda strata: record_table(records), unit=self.unit_name,
+                          n_items=len(records["full"]))
 
     def decision(self, settings: Settings) -> str:
         """The decision rule of this kind's units under ``settings`` (:data:`probegen.core.DECISIONS`):

@@ -20,9 +20,8 @@ failure at run time.
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from ..errors import ProbegenError
 from .base import Dataset, Fingerprinted, Log, Settings, Task, pick
@@ -31,15 +30,7 @@ if TYPE_CHECKING:
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
     from ..study.design import StudyConfig
-
-
-@dataclass(frozen=True)
-class ArtefactFilters:
-    """The AFLite adapters ``diagnostics`` offers the kinds (:meth:`Filterable.artefact_filter` picks and
-    makes one): over alignment groups and over multiple-choice items."""
-
-    alignment: Callable[[], Any]
-    choice: Callable[[], Any]
+    from .bias_inputs import FilterInputs
 
 
 #: the options of ``eval`` and ``bias`` that a :class:`Subsettable` kind takes
@@ -122,8 +113,9 @@ class Filterable(Writable):
     """``probegen filter --artefacts``: AFLite removes the units partial-input classifiers predict."""
 
     @abstractmethod
-    def artefact_filter(self, offered: ArtefactFilters) -> Any:
-        """The AFLite adapter of this kind, made by one of those ``diagnostics`` offers."""
+    def artefact_inputs(self, data: Dataset) -> FilterInputs:
+        """``data`` as AFLite reads it: its units as choice or alignment views, their concepts, and
+        how to cut the dataset to the rows the filter keeps."""
 
 
 class Buildable(Task):

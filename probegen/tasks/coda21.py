@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .base import Analysis, BiasAnalyses, Evaluation, Log, Settings
+from .base import Evaluation, Log, Settings
 from .capabilities import (
-    ArtefactFilters,
     Buildable,
     Exportable,
     Filterable,
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from ..coda21.dataset import Coda21Dataset
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
+    from .bias_inputs import BiasInputs, FilterInputs
 
 NOTE = (
     "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
@@ -141,8 +141,10 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def decision(self, settings: Settings) -> str:
         return settings.matching
 
-    def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
-        return offered.alignment
+    def bias_inputs(self, data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+        from ..coda21.bias import bias_inputs
+
+        return bias_inputs(data, records)
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """``probegen make coda21 --easy`` into ``path``."""
@@ -176,8 +178,10 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
         return float(np.mean([1.0 / g.k for g in data.groups]))
 
-    def artefact_filter(self, offered: ArtefactFilters) -> Any:
-        return offered.alignment()
+    def artefact_inputs(self, data: Any) -> FilterInputs:
+        from ..coda21.bias import filter_inputs
+
+        return filter_inputs(data)
 
     # ---- stats, export, study, spec -----------------------------------------------------------------
     def stats(self, path: str | Path, log: Log) -> str:

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ProbegenError
-from .base import Analysis, BiasAnalyses, Evaluation, Log, Settings
+from .base import Evaluation, Log, Settings
 from .capabilities import (
-    ArtefactFilters,
     Buildable,
     Exportable,
     Filterable,
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
     from ..wordnetqa.dataset import WordNetQADataset
+    from .bias_inputs import BiasInputs, FilterInputs
 
 ABLATIONS = {
     "full": "question and choices",
@@ -202,8 +202,10 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         res = evaluate_mc_modes(data, scorer, settings, modes, progress=progress)
         return {m: r["items"] for m, r in zip(modes, res)}
 
-    def bias_analysis(self, offered: BiasAnalyses) -> Analysis:
-        return offered.choice
+    def bias_inputs(self, data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+        from ..wordnetqa.bias import bias_inputs
+
+        return bias_inputs(data, records)
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """``probegen make wordnetqa --probe <the name's suffix>`` into ``path``."""
@@ -246,8 +248,10 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         return float(np.mean([1.0 / len(it.choices) for it in data.items]))
 
-    def artefact_filter(self, offered: ArtefactFilters) -> Any:
-        return offered.choice()
+    def artefact_inputs(self, data: Any) -> FilterInputs:
+        from ..wordnetqa.bias import filter_inputs
+
+        return filter_inputs(data)
 
     # ---- stats, export, study, spec -----------------------------------------------------------------
     def stats(self, path: str | Path, log: Log) -> str:

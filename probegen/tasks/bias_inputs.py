@@ -1,0 +1,229 @@
+"""What a kind hands ``probegen bias`` and ``probegen filter``: plain data in the shapes the engines take.
+
+The library never imports ``diagnostics``, so a kind does not call the bias analysis or the controls:
+it describes its scored records (:meth:`probegen.tasks.Task.bias_inputs`) and diagnostics' engines,
+generic to a unit shape, measure them:
+
+- :class:`UnitTable`: each ablation's correctness per bootstrap unit (the bias ratios' input);
+- :class:`ChoiceView`: one question against its options (the choice-only control, AFLite);
+- :class:`AlignmentView`: a group of query rows against its definitions, row i's gold being
+  definition i (the definition-order and overlap controls, AFLite's word-only aligner);
+- :class:`BiasInputs`: all of one scored dataset's: its table per stratum, named subsets, control
+  views, entropy inputs and notes.
+
+A kind keeps the code that fills them in its own package (``probegen/coda21/bias.py``,
+``probegen/wordnetqa/bias.py``, a plugin's ``bias.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+LABEL = "label"
+FULL = "full"
+
+
+@dataclass
+class UnitTable:
+    """Per-unit correctness of each ablation, paired across ablations by unit.
+
+    ``correct[a][u]`` is the summed correctness of ablation ``a`` over unit ``u``'s items and
+    ``weight[u]`` their number, so an ablation's accuracy is ``sum(correct) / sum(weight)``.
+    CoDA21 uses one unit per group with weight 1 and the group's accuracy as "correctness"
+    (the paper's metric is the mean of group accuracies). The label baseline is either an
+    ablation entry ``"label"`` (CoDA21: 1/k per group) or ``label_counts``: per unit, how many
+    gold answers sit at each answer position; the label baseline then always answers the
+    position that is gold most often in the whole set.
+    """
+
+    units: list[str]
+    weight: np.ndarray
+    correct: dict[str, np.ndarray]
+    label_counts: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.weight = np.asarray(self.weight, dtype=np.float64)
+        self.correct = {k: np.asarray(v, dtype=np.float64) for k, v in self.correct.items()}
+        n = len(self.units)
+        for name, v in self.correct.items():
+            if v.shape != (n,):
+                raise ValueError(f"ablation {name!r} has {v.shape} values for {n} units")
+        if self.label_counts is not None:
+            self.label_counts = np.asarray(self.label_counts, dtype=np.float64)
+
+
+def unit_sums(per_item: dict[str, np.ndarray], units: list, label_counts: np.ndarray | None = None) -> UnitTable:
+    """Collapse per-item correctness (items in the same order for every ablation) into per-unit sums.
+
+    ``label_counts`` (items x positions, one-hot gold positions) is summed the same way.
+
+    >>> t = unit_sums({"full": np.array([1, 0, 1]), "label": np.array([0.5, 0.5, 0.5])}, ["a", "a", "b"])
+    >>> t.units, t.weight.tolist(), t.correct["full"].tolist()
+    (['a', 'b'], [2.0, 1.0], [1.0, 1.0])
+    """
+    order: dict[Any, int] = {}
+    idx = np.array([order.setdefault(u, len(order)) for u in units], dtype=int)
+    n = len(order)
+    weight = np.bincount(idx, minlength=n).astype(np.float64)
+    correct = {k: np.bincount(idx, weights=np.asarray(v, dtype=np.float64), minlength=n) for k, v in per_item.items()}
+    lc = None
+    if label_counts is not None:
+        lc = np.zeros((n, label_counts.shape[1]))
+        np.add.at(lc, idx, label_counts)
+    return UnitTable([str(u) for u in order], weight, correct, lc)
+
+
+def record_table(records: Mapping[str, Sequence[Mapping[str, Any]]], keep: Iterable[str] | None = None) -> UnitTable:
+    """One unit per record of the generic scoring (:mod:`probegen.tasks.generic`: ``id``, ``correct``,
+    ``n`` candidates), the label baseline its chance 1/n; ``keep``: only the records with these ids.
+
+    >>> recs = {"full": [{"id": "a", "correct": 1.0, "n": 2}, {"id": "b", "correct": 0.0, "n": 4}]}
+    >>> record_table(recs).correct["label"].tolist(), record_table(recs, ["b"]).units
+    ([0.5, 0.25], ['b'])
+    """
+    wanted = None if keep is None else {str(k) for k in keep}
+    full = [r for r in records["full"] if wanted is None or str(r["id"]) in wanted]
+    ids = [str(r["id"]) for r in full]
+    per = {}
+    for mode, rs in records.items():
+        acc = {str(r["id"]): r["correct"] for r in rs}
+        per[mode] = np.array([acc[i] for i in ids])
+    per[LABEL] = np.array([1.0 / r["n"] for r in full])
+    return UnitTable(ids, np.ones(len(ids)), per)
+
+
+# ---- shape views ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChoiceView:
+    """One question against its options: what the choice-only control and AFLite read.
+
+    ``cluster``: what cross-validation keeps whole; ``probe``: the stratum a control is trained per
+    (its ``applies_to``); ``word``/``sense``: the target word and its sense (entropy; "" if none).
+    """
+
+    id: str
+    choices: tuple[str, ...]
+    answer: int
+    cluster: str
+    probe: str
+    word: str
+    sense: str
+
+
+def _get(obj: Any, names: Iterable[str], default: Any = None) -> Any:
+    for n in names:
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            return v
+    return default
+
+
+def _text(choice: Any) -> str:
+    return choice if isinstance(choice, str) else str(_get(choice, ("text", "answer", "label"), choice))
+
+
+def choice_view(item: Any, index: int = 0) -> ChoiceView:
+    """Read a multiple-choice item (dataclass or dict) through the common field names.
+
+    >>> v = choice_view({"id": "q1", "choices": ["a dog", "a cat"], "answer": 1, "cluster": "c1",
+    ...                  "probe": "definitions"})
+    >>> v.answer, v.cluster, v.probe
+    (1, 'c1', 'definitions')
+    """
+    choices = tuple(_text(c) for c in _get(item, ("choices", "options", "candidates"), ()))
+    ans = _get(item, ("answer", "answer_index", "gold", "label"))
+    if isinstance(ans, str):
+        ans = choices.index(ans) if ans in choices else ord(ans.upper()) - ord("A")
+    iid = str(_get(item, ("id", "qid"), index))
+    cluster = str(_get(item, ("cluster", "cluster_id", "concept"), iid))
+    return ChoiceView(
+        id=iid,
+        choices=choices,
+        answer=int(ans) if ans is not None else -1,
+        cluster=cluster,
+        probe=str(_get(item, ("probe", "probe_type", "relation"), "all")),
+        word=str(_get(item, ("word", "target", "lemma", "concept_word"), "")),
+        sense=str(_get(item, ("synset", "sense", "concept"), cluster)),
+    )
+
+
+@dataclass(frozen=True)
+class AlignmentView:
+    """A group of query rows against its definitions, row i's gold being definition i (stored order).
+
+    ``queries`` holds, per side a control reads (``word``: the target word; ``context``: the context
+    with the target removed), one text per row; ``cluster``: what held-out splits keep whole.
+    """
+
+    id: str
+    cluster: str
+    definitions: tuple[str, ...]
+    queries: Mapping[str, tuple[str, ...]]
+    row_ids: tuple[str, ...] = ()
+
+    @property
+    def k(self) -> int:
+        return len(self.definitions)
+
+
+# ---- what a kind hands the bias analysis ---------------------------------------------------------------
+@dataclass(frozen=True)
+class BiasInputs:
+    """One scored dataset as the generic bias analysis reads it (:meth:`probegen.tasks.Task.bias_inputs`).
+
+    ``table(strata)``: the bias table over the records of those strata (None: all records);
+    ``strata``: every stratum the records fall in (a ratio the task excludes on a stratum,
+    :attr:`probegen.tasks.Task.excluded_ratios`, is measured over the others); ``subsets``: named
+    subsets reported beside the whole set, each the strata it keeps; ``unit``/``n_items``: what a
+    unit is and how many items there are; ``choice_views``/``alignment_views``: the inputs of the
+    trained controls of that shape (empty: none); ``entropy``: ``(word, sense)`` pairs under
+    ``sense`` and ``(word, gold label)`` pairs under ``label``, measured when given, and
+    ``entropy_notes`` written beside them; ``notes``: lines for the report.
+    """
+
+    table: Callable[[Sequence[str] | None], UnitTable]
+    unit: str
+    n_items: int
+    strata: tuple[str, ...] = ()
+    subsets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    choice_views: Sequence[ChoiceView] = ()
+    alignment_views: Sequence[AlignmentView] = ()
+    entropy: Mapping[str, Sequence[tuple[str, str]]] = field(default_factory=dict)
+    entropy_notes: Mapping[str, str] = field(default_factory=dict)
+    notes: Sequence[str] = ()
+
+
+def keep_subsets(counts: Mapping[str, int], least: int = 2) -> dict[str, tuple[str, ...]]:
+    """One subset per stratum with at least ``least`` items, when the records fall in more than one
+    stratum (a lone stratum is the whole set).
+
+    >>> keep_subsets({"noun.animal": 12, "noun.plant": 1, "noun.food": 5}, least=5)
+    {'noun.animal': ('noun.animal',), 'noun.food': ('noun.food',)}
+    >>> keep_subsets({"noun.animal": 12})
+    {}
+    """
+    if len(counts) < 2:
+        return {}
+    return {s: (s,) for s in sorted(counts) if counts[s] >= least}
+
+
+# ---- what a kind hands the artefact filter -----------------------------------------------------------
+@dataclass(frozen=True)
+class FilterInputs:
+    """A loaded dataset as ``probegen filter --artefacts`` (AFLite) reads it
+    (:meth:`probegen.tasks.Filterable.artefact_inputs`): its units as views of one shape, each
+    unit's concept (what the held-out share is drawn by, named ``concept_unit``), the fewest rows a
+    unit keeps, what a row is (``rows_name``, in the filter record) and ``keep(alive)``: the dataset
+    cut to the units of ``alive`` (unit index -> its alive rows, in dataset order)."""
+
+    concepts: Sequence[str]
+    concept_unit: str
+    rows_name: str
+    keep: Callable[[Mapping[int, np.ndarray]], Any]
+    choice_views: Sequence[ChoiceView] = ()
+    alignment_views: Sequence[AlignmentView] = ()
+    min_rows: int = 1

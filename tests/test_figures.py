@@ -115,3 +115,82 @@ def test_bench_gpu_out_writes_rows_with_machine_commit_and_date(clean_hard_nouns
     assert doc["commit"] == benchlib.commit() and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]+\+00:00", doc["date"])
     # a smoke run is no GPU figure: the gpu page says what to run instead of showing CPU numbers
     assert "No result yet for the GPU table" in render_figures.render(out.parent)["gpu"]
+
+
+# ---- no typed measured table in the docs ------------------------------------------------------------------------
+
+#: a body cell that starts with a number (after bold/italic marks or a sign): ".196 [...]", "0 / 4", "+0.001", "20 x 100"
+NUMERIC_CELL = re.compile(r"^[*_\s]*[-+]?(\d|\.\d)")
+#: a table whose body cells are at least this share numeric is a measured figure; reference tables (options,
+#: formats, messages, what maps to what) score 0 and the measured ones 0.39 and above on the pages as written
+MEASURED_SHARE = 0.3
+#: measured tables still typed, by (page, first header cell), with the reason; nothing else may be
+TYPED_EXCEPTIONS = {
+    ("docs/scoring.md", "set"): "the letter method through a vLLM server's chat endpoint: needs a running server "
+                                "(no bench script regenerates it yet); the table's text names the setting",
+}
+
+
+def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
+    """(line number, header cells, body rows of cells) of every pipe table in ``text``."""
+    lines = text.splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].lstrip().startswith("|") and i + 1 < len(lines) and re.match(r"^\s*\|\s*:?-{3,}", lines[i + 1]):
+            j = i + 2
+            while j < len(lines) and lines[j].lstrip().startswith("|"):
+                j += 1
+            split = [[c.strip() for c in re.split(r"(?<!\\)\|", ln.strip().strip("|"))] for ln in lines[i:j]]
+            out.append((i + 1, split[0], split[2:]))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def typed_measured_tables(text: str) -> list[tuple[int, str, float]]:
+    """(line, first header cell, numeric share) of each table of ``text`` that looks measured."""
+    found = []
+    for line, header, body in markdown_tables(text):
+        cells = [c for row in body for c in row if c]
+        share = sum(bool(NUMERIC_CELL.match(c)) for c in cells) / max(len(cells), 1)
+        if share >= MEASURED_SHARE:
+            found.append((line, header[0], share))
+    return found
+
+
+def doc_pages() -> list[Path]:
+    return sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+
+
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_no_measured_table_is_typed_in_a_page(page):
+    """A table whose cells are mostly numbers comes from docs/figures (a ``--8<--`` include rendered from
+    bench/results/), never typed into a page, unless it is a listed exception with its reason."""
+    name = str(page.relative_to(REPO))
+    typed = [(line, head, share) for line, head, share in typed_measured_tables(page.read_text(encoding="utf-8"))
+             if (name, head) not in TYPED_EXCEPTIONS]
+    assert not typed, (f"{name}: measured tables typed by hand (line, first header, numeric share): {typed}; "
+                       "write them from a bench script's result file (bench/render_figures.py -> docs/figures/) "
+                       "and include them with --8<--")
+
+
+def test_the_typed_table_rule_tells_figures_from_reference_tables():
+    """The rule catches a planted typed figure, passes a reference table, and every exception still exists."""
+    planted = "| model | accuracy | seconds |\n|---|---:|---:|\n| glove-50d | .375 [.225, .525] | 12.5 |\n| minilm-l6 | 0.725 | 9 |\n"
+    reference = "| option | meaning |\n| --- | --- |\n| `--limit N` | the first N units |\n| `--seed` | the seed |\n"
+    assert [h for _, h, _ in typed_measured_tables("text\n\n" + planted)] == ["model"]
+    assert typed_measured_tables(reference) == []
+    for page, head in TYPED_EXCEPTIONS:
+        heads = [h for _, h, _ in typed_measured_tables((REPO / page).read_text(encoding="utf-8"))]
+        assert head in heads, f"exception ({page}, {head}) no longer matches a typed table: remove it"
+    for name in render_figures.FIGURES:  # the generated figures themselves are measured tables by the same rule
+        text = (FIGURES / f"{name}.md").read_text(encoding="utf-8")
+        assert typed_measured_tables(text) or "No result yet" in text, name
+
+
+def test_every_figure_is_included_by_a_page():
+    """Each docs/figures/X.md is shown somewhere (a --8<-- include), so a generated figure is not orphaned."""
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in doc_pages())
+    for name in render_figures.FIGURES:
+        assert f'--8<-- "docs/figures/{name}.md"' in pages, f"docs/figures/{name}.md is included by no page"

@@ -1,5 +1,6 @@
-"""Building a probe spec: each item shape maps onto an existing generator, so a spec's output is
-a CoDA21, WordNetQA or WiC dataset that ``probegen stats/eval/bias/export`` read unchanged.
+"""Building a probe spec: each item shape is a kind's (the kind registers its section,
+:meth:`probegen.tasks.SpecBuildable.spec_section`) and maps onto its generator, so a spec's output
+is a dataset of that kind that ``probegen stats/eval/bias/export`` read unchanged. Built in:
 
 - ``alignment`` -> :class:`probegen.coda21.config.Coda21Config` (members ``relation.hops`` steps of
   ``relation.name`` from a shared synset; ``min_semcor`` is the clean/noisy threshold);

@@ -3,8 +3,10 @@
 A spec declares which concepts a probe is about (part of speech, depth, lexicographer files,
 SemCor frequency), the relation and hop range that link a concept to its answer (any relation
 the WordNet graph carries), the item shape (``alignment``: CoDA21 groups; ``multiple_choice``:
-WordNetQA items; ``wic_pair``: WiC-style pairs), its contexts and, for a new multiple-choice
-probe, its question templates. Every problem is one ``ProbegenError`` line naming the file and
+WordNetQA items; ``wic_pair``: WiC-style pairs; or a plugin's), its contexts and, for a new
+multiple-choice probe, its question templates. A shape and its section are a kind's: this module
+names none of them and asks the registered kinds (:class:`SpecSection`, :func:`spec_sections`).
+Every problem is one ``ProbegenError`` line naming the file and
 the field::
 
     templates/specs/x.yaml: concepts.pos: unknown part of speech 'adverb'; use noun or verb

@@ -329,7 +329,14 @@ def spec_sections() -> dict[str, SpecSection]:
     """
     from .. import tasks  # lazily: the kinds import this module
 
-    found = {t.spec_shape: t.spec_section() for t in tasks.all_tasks() if isinstance(t, tasks.SpecBuildable)}
+    found: dict[str, SpecSection] = {}
+    taken = {f.name for f in fields(Spec)}  # a shape is a key beside the spec's own
+    for t in tasks.all_tasks():
+        if isinstance(t, tasks.SpecBuildable):
+            if t.spec_shape in found or t.spec_shape in taken:
+                raise ProbegenError(f"kind {t.name!r} registers spec shape {t.spec_shape!r}, which "
+                                    f"{'another kind registers' if t.spec_shape in found else 'is a spec key'}")
+            found[t.spec_shape] = t.spec_section()
     return dict(sorted(found.items()))
 
 

@@ -37,8 +37,8 @@ What only some kinds do is a capability (:mod:`.capabilities`): an abstract subc
   ``release_format``, ``export_options``, the lm-eval and HF texts);
 - :class:`Studyable` (``study make``: ``study_pool``, ``study_view``, ``study_gold``,
   ``study_options``, ``fingerprint``);
-- :class:`SpecBuildable` (``make spec``: ``spec_shape``, ``spec_config``, ``build_from_spec``,
-  ``spec_models``, ``built_summary``, and ``write``).
+- :class:`SpecBuildable` (``make spec``: ``spec_shape`` and its section, ``spec_section``;
+  ``spec_config``, ``build_from_spec``, ``spec_models``, ``built_summary``, and ``write``).
 
 A command that needs one checks it with the options (:func:`check_options`, :func:`check_capable`):
 ``probegen export`` on a kind that is not :class:`Exportable` is one line

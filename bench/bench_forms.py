@@ -5,9 +5,9 @@ hypernymy K = 3, WordNetQA definitions K = 4), scores each form with the bundled
 (`probegen eval`), and runs
 
 - `probegen forms` on each family: accuracy per respondent and form, the TOST of every pair of forms
-  (mean of respondents), the difficulty KS tests and Kendall's tau -> ``bench/results/bench_forms.json``;
+  (mean of respondents), the difficulty KS tests and Kendall's tau -> ``bench/results/bench_forms_<set>.json``;
 - `probegen contamination` with each form in turn as "seen" (no form was seen: every flag is a false
-  positive) -> ``bench/results/bench_contamination.json``;
+  positive) -> ``bench/results/bench_contamination_<set>.json``;
 - with ``--slow``: SmolLM2-135M as a respondent too (CoDA21 and definitions; minutes per form on a
   CPU), and the planted exposure: SmolLM2-135M fine-tuned on the definitions form 1's gold answers
   (bench/contamination_finetune.py) checked against the fresh forms
@@ -99,7 +99,7 @@ def equivalence(name: str, forms: list[Path], respondents: list[tuple[str, list[
     ks: dict[tuple[str, str, str], float] = {}
     for r in read_csv(eq / "difficulty.csv"):
         ks[(r["measure"], r["form_a"], r["form_b"])] = float(r["p"])
-    taus = {(str(r["form_a"]), str(r["form_b"])): r["kendall_tau"] for r in summary.get("ranks", [])}
+    taus = {(str(r["form_a"]), str(r["form_b"])): r.get("kendall_tau") for r in summary.get("ranks", [])}
     pairs, per_resp = [], []
     for r in read_csv(eq / "equivalence.csv"):
         key = (r["form_a"], r["form_b"])
@@ -179,20 +179,18 @@ def main(argv: list[str] | None = None) -> int:
     config = {"slow": args.slow, "sets": {n: {"title": SETS[n][0], "make": "probegen make " + " ".join(SETS[n][1])
                                               + f" --forms {SETS[n][2]}"} for n in names},
               "margin": 0.03, "alpha": 0.05}
-    eq_rows, rot_rows, timings = [], [], {}
-    for name in names:
+    for name in names:  # one result file per family, written as soon as it is measured
         t = time.perf_counter()
         forms = build(name, work, log)
         _, _, _, fast, slow = SETS[name]
         resp = fast + (slow if args.slow else [])
-        eq_rows.append(equivalence(name, forms, resp, work, log))
+        eq = equivalence(name, forms, resp, work, log)
         models = list(dict.fromkeys(m for m, _ in resp))
-        rot_rows += rotations(name, forms, models, work, log)
-        timings[name] = round(time.perf_counter() - t, 1)
-        print(f"bench_forms: {name} done in {timings[name]:.0f} s", flush=True)
-    benchlib.write_result(args.results / "bench_forms.json", "bench_forms", eq_rows, config={**config, "seconds": timings})
-    benchlib.write_result(args.results / "bench_contamination.json", "bench_forms", rot_rows,
-                          config={**config, "seconds": timings})
+        rot = rotations(name, forms, models, work, log)
+        cfg = {**config, "sets": {name: config["sets"][name]}, "seconds": round(time.perf_counter() - t, 1)}
+        benchlib.write_result(args.results / f"bench_forms_{name}.json", "bench_forms", [eq], config=cfg)
+        benchlib.write_result(args.results / f"bench_contamination_{name}.json", "bench_forms", rot, config=cfg)
+        print(f"bench_forms: {name} done in {cfg['seconds']:.0f} s", flush=True)
     if args.slow and "definitions" in names:
         t = time.perf_counter()
         rows, info = exposure(build("definitions", work, log), work, log)

@@ -14,6 +14,7 @@ hypernymy K = 3, WordNetQA definitions K = 4), scores each form with the bundled
   -> ``bench/results/bench_contamination_exposure.json``.
 
     python bench/bench_forms.py [--work probegen_out/bench/forms] [--slow] [--sets coda21,hypernymy,definitions]
+    python bench/bench_forms.py --exposure-only      # the fine-tuned exposure alone
 
 The forms are built once per work folder (seeded: a rebuild gives the same forms); the runs are redone.
 """
@@ -168,16 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow", action="store_true", help="SmolLM2 as a respondent, and the fine-tuned exposure")
     ap.add_argument("--sets", default=",".join(SETS), help="comma-separated: " + ", ".join(SETS))
     ap.add_argument("--results", type=Path, default=benchlib.RESULTS_DIR)
+    ap.add_argument("--exposure-only", action="store_true", help="only the fine-tuned exposure (implies --slow)")
     args = ap.parse_args(argv)
-    names = args.sets.split(",")
+    names = [] if args.exposure_only else args.sets.split(",")
+    args.slow = args.slow or args.exposure_only
     work = args.work
-    for sub in ("runs", "eq", "rot", "exposed"):
+    for sub in ("runs", "eq", "rot", "exposed") if names else ("exposed",):
         shutil.rmtree(work / sub, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     log = work / "bench_forms.log"
     log.write_text("", encoding="utf-8")
     config = {"slow": args.slow, "sets": {n: {"title": SETS[n][0], "make": "probegen make " + " ".join(SETS[n][1])
-                                              + f" --forms {SETS[n][2]}"} for n in names},
+                                              + f" --forms {SETS[n][2]}"} for n in SETS},
               "margin": 0.03, "alpha": 0.05}
     for name in names:  # one result file per family, written as soon as it is measured
         t = time.perf_counter()
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         benchlib.write_result(args.results / f"bench_forms_{name}.json", "bench_forms", [eq], config=cfg)
         benchlib.write_result(args.results / f"bench_contamination_{name}.json", "bench_forms", rot, config=cfg)
         print(f"bench_forms: {name} done in {cfg['seconds']:.0f} s", flush=True)
-    if args.slow and "definitions" in names:
+    if args.exposure_only or (args.slow and "definitions" in names):
         t = time.perf_counter()
         rows, info = exposure(build("definitions", work, log), work, log)
         benchlib.write_result(args.results / "bench_contamination_exposure.json", "bench_forms", rows,

@@ -262,12 +262,23 @@ def ci_text(x: float, ci: list | None, fmt: str = ".3f") -> str:
     return f"{x:{fmt}}" + (f" [{ci[0]:{fmt}}, {ci[1]:{fmt}}]" if ci else "")
 
 
+SET_ORDER = ("coda21", "hypernymy", "definitions")
+
+
+def per_set(res: dict[str, dict], prefix: str) -> list[tuple[str, dict]]:
+    """The result files ``<prefix>_<set>.json`` of bench_forms.py, in the order of SET_ORDER."""
+    found = [(k, v) for k, v in res.items() if v.get("bench") == "bench_forms" and k.startswith(prefix + "_")
+             and k[len(prefix) + 1:] in SET_ORDER]
+    return sorted(found, key=lambda kv: SET_ORDER.index(kv[0][len(prefix) + 1:]))
+
+
 def forms(res: dict[str, dict]) -> str:
-    doc = res.get("bench_forms")
-    if not doc:
+    docs = per_set(res, "bench_forms")
+    if not docs:
         return missing("python bench/bench_forms.py", "the parallel-forms tables")
     out = []
-    for row in doc["rows"]:
+    for name, doc in docs:
+        row = doc["rows"][0]
         k = row["k"]
         first = row["accuracy"][0]["forms"] if row["accuracy"] else {}
         sizes = " / ".join(f"{first[str(i)]['units']}" for i in range(1, k + 1) if str(i) in first)
@@ -294,7 +305,7 @@ def forms(res: dict[str, dict]) -> str:
                        f"equivalence at +/- {row['margin']:.2f}; the pairs meet margins from {min(met):.3f} to "
                        f"{max(met):.3f}; the mean over respondents {min(r['margin_met'] for r in row['pairs']):.3f} "
                        f"to {max(r['margin_met'] for r in row['pairs']):.3f}.\n")
-        out.append(provenance("bench_forms", doc))
+        out.append(provenance(name, doc))
     return "\n".join(out)
 
 
@@ -319,34 +330,36 @@ def model_text(m: str) -> str:
 
 
 def contamination_rotations(res: dict[str, dict]) -> str:
-    doc = res.get("bench_contamination")
-    if not doc:
+    docs = per_set(res, "bench_contamination")
+    if not docs:
         return missing("python bench/bench_forms.py", "the contamination false-positive table")
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in doc["rows"]:
-        groups.setdefault((r["title"], r["model"]), []).append(r)
-    rows, tot, tot_n, ff, ff_n = [], 0, 0, 0, 0
-    last = None
-    for (title, model), rs in groups.items():
-        flagged = sum(r["flagged"] for r in rs)
-        nulls = [f for r in rs for f in r["fresh_null"]]
-        nf = sum(f["flagged"] for f in nulls)
-        top = max(rs, key=lambda r: r["gap"])
-        mdg = [r["min_detectable_gap"] for r in rs if r.get("min_detectable_gap") is not None]
-        rows.append([f"{title} ({len(rs)} forms)" if title != last else "", model_text(model), f"{flagged} / {len(rs)}",
-                     f"{nf} / {len(nulls)}" if nulls else "-", f"{top['gap']:+.3f} (p {top['p']:.2g})",
-                     f"{min(mdg):.2f}-{max(mdg):.2f}" if mdg else "-"])
-        last = title
-        tot, tot_n, ff, ff_n = tot + flagged, tot_n + len(rs), ff + nf, ff_n + len(nulls)
-    rows.append(["all", "", f"**{tot} / {tot_n} ({tot / tot_n:.1%})**",
-                 f"**{ff} / {ff_n} ({ff / ff_n:.1%})**" if ff_n else "-", "", ""])
     out = ["Each form in turn as the \"seen\" form against the others with unexposed models: every flag is a false "
            "positive (nominal 5%). The fresh-vs-fresh tests (each fresh form against the remaining fresh forms "
            "inside a rotation; pairs recur across rotations, so they are not independent) need 3 or more fresh "
-           "forms. Minimum detectable gap: 80% power, from each rotation's summary.\n",
-           table(["forms", "model", "rotations flagged", "fresh-vs-fresh flagged", "largest gap (p)",
-                  "min detectable gap"], rows, "llrrrr"),
-           provenance("bench_contamination", doc)]
+           "forms. Minimum detectable gap: 80% power, its range over the rotations.\n"]
+    tot, tot_n, ff, ff_n = 0, 0, 0, 0
+    for name, doc in docs:
+        groups: dict[str, list[dict]] = {}
+        for r in doc["rows"]:
+            groups.setdefault(r["model"], []).append(r)
+        rows = []
+        for model, rs in groups.items():
+            flagged = sum(r["flagged"] for r in rs)
+            nulls = [f for r in rs for f in r["fresh_null"]]
+            nf = sum(f["flagged"] for f in nulls)
+            top = max(rs, key=lambda r: r["gap"])
+            mdg = [r["min_detectable_gap"] for r in rs if r.get("min_detectable_gap") is not None]
+            rows.append([model_text(model), f"{flagged} / {len(rs)}", f"{nf} / {len(nulls)}" if nulls else "-",
+                         f"{top['gap']:+.3f} (p {top['p']:.2g})", f"{min(mdg):.2f}-{max(mdg):.2f}" if mdg else "-"])
+            tot, tot_n, ff, ff_n = tot + flagged, tot_n + len(rs), ff + nf, ff_n + len(nulls)
+        title = doc["rows"][0]["title"] if doc["rows"] else name
+        k = len({r["seen_form"] for r in doc["rows"]})
+        out.append(f"**{title}, {k} forms**\n")
+        out.append(table(["model", "rotations flagged", "fresh-vs-fresh flagged", "largest gap (p)",
+                          "min detectable gap"], rows, "lrrrr"))
+        out.append(provenance(name, doc))
+    out.append(f"All families: **{tot} of {tot_n} rotations flagged ({tot / tot_n:.1%})**"
+               + (f", {ff} of {ff_n} fresh-vs-fresh tests ({ff / ff_n:.1%})" if ff_n else "") + ".\n")
     return "\n".join(out)
 
 
@@ -549,7 +562,8 @@ def items_grid(res: dict[str, dict]) -> str:
                            f"{fnum(r.get('theta'), '+.2f')} [{fnum(r.get('theta_lo'), '+.2f')}, "
                            f"{fnum(r.get('theta_hi'), '+.2f')}]"] for r in row["respondents"]], "lrr"))
         flagged = row["flagged"]
-        out.append(f"Flagged items ({len(flagged)}) with the reason:\n")
+        out.append(f"Flagged items ({len(flagged)}) with the reason"
+                   + (", the first 20 (all in the run's items.csv)" if len(flagged) > 20 else "") + ":\n")
         if flagged:
             out.append(table(["item", "k", "p", "item-rest r", "a [95% CI]", "b", "flags"],
                              [[r["item"], r["k"], fnum(r["p"], ".2f"), fnum(r["item_rest"], ".2f"),

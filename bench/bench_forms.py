@@ -111,7 +111,7 @@ def equivalence(name: str, forms: list[Path], respondents: list[tuple[str, list[
             per_resp.append({**row, "respondent": r["respondent"]})
         else:  # the mean over respondents
             pairs.append({**row, "respondent": r["respondent"], "ks_p": ks.get(("p", *key)),
-                          "ks_b": ks.get(("b", *key)), "kendall_tau": taus.get(key)})
+                          "ks_b": ks.get(("irt_b", *key)), "kendall_tau": taus.get(key)})
     return {"set": name, "title": SETS[name][0], "k": len(forms),
             "respondents": [label(m, e) for m, e in respondents], "accuracy": list(acc.values()),
             "pairs": pairs, "per_respondent": per_resp, "margin": summary["margin"],

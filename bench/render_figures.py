@@ -292,12 +292,13 @@ def forms(res: dict[str, dict]) -> str:
                          [[respondent_text(a["respondent"]),
                            *[ci_text(a["forms"][str(i)]["accuracy"], a["forms"][str(i)]["ci"]) if str(i) in a["forms"]
                              else "-" for i in range(1, k + 1)]] for a in row["accuracy"]], "l" + "r" * k))
+        irt = any(r.get("ks_b") is not None for r in row["pairs"])  # 1PL difficulties: 3+ respondents, recorded
         out.append(table(["forms", "mean-of-respondents diff", "90% CI", "margin met", "item p-values KS p",
-                          "IRT b KS p", "Kendall tau"],
+                          *(["IRT b KS p"] if irt else []), "Kendall tau"],
                          [[f"{r['form_a']} vs {r['form_b']}", f"{r['diff']:+.3f}",
                            f"[{r['ci90'][0]:+.3f}, {r['ci90'][1]:+.3f}]", f"{r['margin_met']:.3f}",
-                           num(r["ks_p"], ".2g"), num(r["ks_b"], ".2g"), num(r["kendall_tau"], ".2f")]
-                          for r in row["pairs"]], "lrrrrrr"))
+                           num(r["ks_p"], ".2g"), *([num(r["ks_b"], ".2g")] if irt else []),
+                           num(r["kendall_tau"], ".2f")] for r in row["pairs"]], "lrrrr" + "r" * irt + "r"))
         per = row["per_respondent"]
         if per:
             met = [r["margin_met"] for r in per]

@@ -41,7 +41,9 @@ def test_committed_figures_are_the_render_of_the_committed_results(tmp_path):
 
 
 def tables_and_lines(text: str) -> list[tuple[int, str]]:
-    """(index of the line after each Markdown table, that line)."""
+    """(index of the line after each Markdown table, the provenance line that covers it): the first line after
+    the table that is a provenance line or a heading, so tables of one result (a figure's accuracy and
+    pairs tables) share the line under the last of them, and a heading before any provenance fails."""
     lines = text.splitlines()
     out, i = [], 0
     while i < len(lines):
@@ -49,7 +51,7 @@ def tables_and_lines(text: str) -> list[tuple[int, str]]:
             j = i
             while j < len(lines) and lines[j].startswith("|"):
                 j += 1
-            after = next((ln for ln in lines[j:] if ln.strip()), "")
+            after = next((ln for ln in lines[j:] if ln.startswith(("*Result `", "#"))), "")
             out.append((j, after))
             i = j
         else:

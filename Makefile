@@ -52,12 +52,14 @@ chromium:
 # PROBEGEN_CACHE is set, probegen's caches (WordNet, SemCor, converted weights, scores) in probegen_out/cache,
 # with matplotlib's, Hugging Face's and pip's caches beside them. `make test` keeps its own caches.
 DEMO_CACHE := $(CURDIR)/probegen_out/cache
-# The demo's steps cold (empty caches) on this project's 2-core machines, in core-minutes (minutes x 2):
-# probegen data 1.2 min (timed 2026-11-27), make coda21 --easy about 10 (definition embeddings and SmolLM2
-# context scoring), eval of SmolLM2 about 6, stats and view under 1: 19 minutes. The install (pip, from the
-# lock) is a rough 4 minutes. Scaled by the cores below; under other load it takes longer.
-DEMO_CORE_MINUTES := 38
-INSTALL_CORE_MINUTES := 8
+# The demo's steps cold (empty caches), in core-minutes (CPU seconds / 60, so the cores divide them), measured
+# 2026-11-27 in a fresh clone (commit f478423, make demo, /proc CPU times every 30 s): probegen data 0.3;
+# make coda21 --easy 87 (13,045 definition embeddings 5, then SmolLM2 context scoring: 23,293 pairs at 0.21
+# CPU s a pair); eval of SmolLM2 on the 389 groups (22,185 pairs, the same cost a pair) about 78; stats and view
+# under 1: 166. The install from the lock took 7 minutes of wall time on 2 busy cores (pip downloads).
+# The machine was loaded (load average 10-16 on 2 cores), which inflates CPU time a little: a rough upper figure.
+DEMO_CORE_MINUTES := 166
+INSTALL_CORE_MINUTES := 14
 DEMO_RUN := probegen_out/runs/smollm2-135m__coda21-clean-easy
 DEMO_PAGE := probegen_out/views/smollm2-135m__coda21-clean-easy.html
 demo: export PROBEGEN_CACHE := $(or $(PROBEGEN_CACHE),$(DEMO_CACHE))

@@ -590,6 +590,7 @@ def items_grid(res: dict[str, dict]) -> str:
 
 
 SIZE_ROW = re.compile(r"^\S+\s+(n|v|noun|verb)\s+(\d+)\s+\S+\s+\S+\s+(\d+)\b")
+WNQA_ROW = re.compile(r"^(\S+)\s+(\d+)\s+\S+\s+\S+\s+(\d+)\s+\S+\s+\S+\s+(\d+)\b")
 
 
 def spec_size(lines: list[str]) -> tuple[str, str]:
@@ -597,7 +598,11 @@ def spec_size(lines: list[str]) -> tuple[str, str]:
     size, leaks = [], []
     for ln in lines:
         m = SIZE_ROW.match(ln.strip())
-        if ln.startswith("variant ") or not ln.strip():
+        w = WNQA_ROW.match(ln.strip())
+        if ln.startswith(("variant ", "probe ")) or not ln.strip():
+            continue
+        if w:  # WordNetQA-style: probe, questions, items, synsets (each beside the paper's)
+            size.append(f"{w[1]}: {int(w[2]):,} questions / {int(w[3]):,} items / {int(w[4]):,} synsets")
             continue
         if "visible target forms" in ln or "leak" in ln.lower():
             leaks.append(ln.split(":", 1)[-1].strip())

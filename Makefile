@@ -52,13 +52,13 @@ chromium:
 # PROBEGEN_CACHE is set, probegen's caches (WordNet, SemCor, converted weights, scores) in probegen_out/cache,
 # with matplotlib's, Hugging Face's and pip's caches beside them. `make test` keeps its own caches.
 DEMO_CACHE := $(CURDIR)/probegen_out/cache
-# The demo's steps cold (empty caches), in core-minutes (CPU seconds / 60, so the cores divide them), measured
-# 2026-11-27 in a fresh clone (commit f478423, make demo, /proc CPU times every 30 s): probegen data 0.3;
-# make coda21 --easy 87 (13,045 definition embeddings 5, then SmolLM2 context scoring: 23,293 pairs at 0.21
-# CPU s a pair); eval of SmolLM2 on the 389 groups (22,185 pairs, the same cost a pair) about 78; stats and view
-# under 1: 166. The install from the lock took 7 minutes of wall time on 2 busy cores (pip downloads).
-# The machine was loaded (load average 10-16 on 2 cores), which inflates CPU time a little: a rough upper figure.
-DEMO_CORE_MINUTES := 166
+# The demo's steps cold (empty caches) on 2 idle cores, measured 2026-11-27 (a fresh clone's make demo, then
+# the two SmolLM2 steps timed again on idle cores): probegen data 0.3 min; make coda21 --easy about 20 (13,045
+# definition embeddings about 4, grouping 1, SmolLM2 choosing contexts: 23,293 pairs at 25 pairs/s, 15); eval
+# of SmolLM2 on the 389 groups 18 (22,185 pairs at 21 pairs/s, timed on the first 421); stats and view under 1.
+# About 40 minutes, i.e. 80 core-minutes, scaled by the cores below. Under load it takes longer: the fresh
+# clone's run at load 10-16 chose contexts at 3-5 pairs/s. The install from the lock: 7 minutes (pip downloads).
+DEMO_CORE_MINUTES := 80
 INSTALL_CORE_MINUTES := 14
 DEMO_RUN := probegen_out/runs/smollm2-135m__coda21-clean-easy
 DEMO_PAGE := probegen_out/views/smollm2-135m__coda21-clean-easy.html

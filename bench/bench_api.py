@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -63,6 +64,8 @@ def main() -> None:
 
     from probegen.models import load_scorer
 
+    # a SIGTERM (make interrupted, a job killed) runs the finally below, so the server is stopped too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = None
     if args.serve_vllm:
         import tempfile

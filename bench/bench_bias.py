@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,13 +31,8 @@ MAKE = {"wic": ["wic", "--max-pairs", "1600", "--max-tokens", "40"],
 
 
 def probegen(*args: str, log: Path) -> None:
-    """Run ``probegen ARGS`` in this Python, output to ``log``; a failure stops the bench."""
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(f"$ probegen {' '.join(args)}\n")
-        fh.flush()
-        r = subprocess.run([sys.executable, "-m", "probegen", *args], stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
-    if r.returncode:
-        sys.exit(f"bench_bias: `probegen {' '.join(args)}` failed (exit {r.returncode}); see {log}")
+    """Run ``probegen ARGS`` (output to ``log``; a failure stops the bench): :func:`benchlib.run_probegen`."""
+    benchlib.run_probegen(args, log, "bench_bias")
 
 
 def summary(results: Path) -> dict:

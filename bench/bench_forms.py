@@ -51,13 +51,8 @@ FINETUNE = ["--epochs", "3", "--lr", "3e-4", "--top", "6"]
 
 
 def probegen(*args: str, log: Path) -> None:
-    """Run ``probegen ARGS`` in this Python; its output goes to ``log``; a failure stops the bench."""
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(f"$ probegen {' '.join(args)}\n")
-        fh.flush()
-        r = subprocess.run([sys.executable, "-m", "probegen", *args], stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
-    if r.returncode:
-        sys.exit(f"bench_forms: `probegen {' '.join(args)}` failed (exit {r.returncode}); see {log}")
+    """Run ``probegen ARGS`` (output to ``log``; a failure stops the bench): :func:`benchlib.run_probegen`."""
+    benchlib.run_probegen(args, log, "bench_forms")
 
 
 def read_csv(path: Path) -> list[dict]:

@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,14 +35,8 @@ PROBES = ("definitions", "hypernymy", "hyponymy", "synonymy")
 
 
 def probegen(args: list[str], log: Path, env: dict[str, str]) -> None:
-    """Run ``probegen ARGS`` in this Python, output to ``log``; a failure stops the bench."""
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(f"$ probegen {' '.join(args)}\n")
-        fh.flush()
-        r = subprocess.run([sys.executable, "-m", "probegen", *args], stdout=fh, stderr=subprocess.STDOUT, cwd=REPO,
-                           env=env)
-    if r.returncode:
-        sys.exit(f"bench_generate_served: `probegen {' '.join(args)}` failed (exit {r.returncode}); see {log}")
+    """Run ``probegen ARGS`` with ``env`` (output to ``log``; a failure stops the bench)."""
+    benchlib.run_probegen(args, log, "bench_generate_served", env)
 
 
 def row(name: str, results: Path, seconds: float) -> dict:

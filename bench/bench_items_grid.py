@@ -19,7 +19,6 @@ import argparse
 import csv
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,13 +54,8 @@ SUBSET_SIZE = 10
 
 
 def probegen(*args: str, log: Path) -> None:
-    """Run ``probegen ARGS`` in this Python, output to ``log``; a failure stops the bench."""
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(f"$ probegen {' '.join(args)}\n")
-        fh.flush()
-        r = subprocess.run([sys.executable, "-m", "probegen", *args], stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
-    if r.returncode:
-        sys.exit(f"bench_items_grid: `probegen {' '.join(args)}` failed (exit {r.returncode}); see {log}")
+    """Run ``probegen ARGS`` (output to ``log``; a failure stops the bench): :func:`benchlib.run_probegen`."""
+    benchlib.run_probegen(args, log, "bench_items_grid")
 
 
 def read_csv(path: Path) -> list[dict]:

@@ -99,3 +99,18 @@ def write_result(path: str | Path | None, bench: str, rows: list[dict], *, confi
     os.replace(tmp, out)
     print(f"wrote {out}")
     return out
+
+
+def run_probegen(args: list[str] | tuple[str, ...], log: Path, bench: str, env: dict[str, str] | None = None) -> None:
+    """Run ``probegen ARGS`` in this Python from the repository, its output appended to ``log``; a failure stops
+    the bench with one line naming the command and the log (the benches' one way of calling the CLI)."""
+    import subprocess
+    import sys
+
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"$ probegen {' '.join(args)}\n")
+        fh.flush()
+        r = subprocess.run([sys.executable, "-m", "probegen", *args], stdout=fh, stderr=subprocess.STDOUT,
+                           cwd=BENCH_DIR.parent, env=env)
+    if r.returncode:
+        sys.exit(f"{bench}: `probegen {' '.join(args)}` failed (exit {r.returncode}); see {log}")

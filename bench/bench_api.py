@@ -74,7 +74,11 @@ def main() -> None:
         from vllm_server import VllmServer
 
         server = VllmServer(Path(args.serve_vllm), Path(tempfile.mkdtemp(prefix="bench-api-vllm-")))
-        server.start()
+        try:
+            server.start()
+        except BaseException:  # interrupted while it starts: stop what was started
+            server.stop()
+            raise
         args.api_base, args.model = server.base, "smollm2"
         os.environ["OPENAI_API_KEY"] = server.key
         print(f"vLLM ({args.serve_vllm}) up at {server.base} in {server.startup_s:.0f} s")

@@ -320,23 +320,35 @@ class SpecSection:
     check: Callable[[Spec], None] | None = None
 
 
+#: the kinds a spec can build: set by the task registry when it is imported (:func:`register_kinds`), so this
+#: module, which the kinds' own spec modules import, never imports the registry back (no import cycle)
+_SPEC_KINDS: Callable[[], list[Any]] | None = None
+
+
+def register_kinds(spec_kinds: Callable[[], list[Any]]) -> None:
+    """Where :func:`spec_sections` finds the kinds (:class:`probegen.tasks.SpecBuildable`, plugins included):
+    ``probegen.tasks`` calls this once, as it is imported."""
+    global _SPEC_KINDS
+    _SPEC_KINDS = spec_kinds
+
+
 def spec_sections() -> dict[str, SpecSection]:
     """Shape -> section of every kind a spec can build (:class:`probegen.tasks.SpecBuildable`,
     entry-point plugins included), sorted by shape.
 
+    >>> import probegen.tasks  # the registry registers the kinds here
     >>> list(spec_sections())[:3]
     ['alignment', 'multiple_choice', 'wic_pair']
     """
-    from .. import tasks  # lazily: the kinds import this module
-
+    if _SPEC_KINDS is None:
+        raise ProbegenError("no spec shapes are registered: import probegen.tasks (the task registry) first")
     found: dict[str, SpecSection] = {}
     taken = {f.name for f in fields(Spec)}  # a shape is a key beside the spec's own
-    for t in tasks.all_tasks():
-        if isinstance(t, tasks.SpecBuildable):
-            if t.spec_shape in found or t.spec_shape in taken:
-                raise ProbegenError(f"kind {t.name!r} registers spec shape {t.spec_shape!r}, which "
-                                    f"{'another kind registers' if t.spec_shape in found else 'is a spec key'}")
-            found[t.spec_shape] = t.spec_section()
+    for t in _SPEC_KINDS():
+        if t.spec_shape in found or t.spec_shape in taken:
+            raise ProbegenError(f"kind {t.name!r} registers spec shape {t.spec_shape!r}, which "
+                                f"{'another kind registers' if t.spec_shape in found else 'is a spec key'}")
+        found[t.spec_shape] = t.spec_section()
     return dict(sorted(found.items()))
 
 
@@ -380,6 +392,7 @@ def _join(where: str, key: str) -> str:
 def parse_spec(raw: Any, path: str = "<spec>") -> Spec:
     """A checked :class:`Spec` from parsed YAML/JSON; every error names ``path`` and the field.
 
+    >>> import probegen.tasks  # the task registry registers the kinds' spec sections
     >>> s = parse_spec({"name": "x", "shape": "alignment", "relation": {"name": "part_meronym"}})
     >>> s.relation.name, s.hops, s.contexts.source, s.concepts.pos
     ('part_meronym', (1, 1), 'semcor', ('noun',))

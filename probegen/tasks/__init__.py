@@ -60,6 +60,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
 from ..plugins import load_plugins
+from ..spec import schema as _schema
 from .base import (
     COMMANDS,
     Dataset,
@@ -136,6 +137,14 @@ def all_tasks() -> list[Task]:
     _builtins()
     _plugins()
     return sorted(_TASKS.values(), key=lambda t: t.priority)
+
+
+def _spec_kinds() -> list[SpecBuildable]:
+    """The kinds a probe spec can build, for the spec schema (:func:`probegen.spec.schema.register_kinds`)."""
+    return [t for t in all_tasks() if isinstance(t, SpecBuildable)]
+
+
+_schema.register_kinds(_spec_kinds)
 
 
 def get(name: str) -> Task:

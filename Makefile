@@ -118,7 +118,7 @@ bench: $(VENV)/.installed
 	elif [ -x .venv-vllm/bin/python ]; then \
 	  $(PY) bench/bench_api.py --serve-vllm .venv-vllm/bin/python --dataset $(BENCH_DATA)/coda21-clean-hard; \
 	else echo "bench_api: no server (BENCH_API_BASE=URL, or make vllm-env); bench/results/ keeps the served-model results it has"; fi
-	@if [ -x .venv-vllm/bin/python ]; then $(PY) bench/bench_generate_served.py --serve-vllm .venv-vllm/bin/python --coda21-groups 40; \
+	@if [ -x .venv-vllm/bin/python ]; then $(PY) bench/bench_generate_served.py --serve-vllm .venv-vllm/bin/python --coda21-groups 20 --wordnetqa-rows 20; \
 	else echo "bench_generate_served: no .venv-vllm (make vllm-env); bench/results/ keeps the results it has"; fi
 	$(PY) bench/bench_contamination_sim.py
 	$(PY) bench/bench_forms.py $(if $(BENCH_SLOW),--slow)

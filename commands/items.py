@@ -23,7 +23,10 @@ from .options import SEED, checked_type, log
 @click.option("--bootstrap", "n_boot", type=checked_type(opts.N_BOOT), default=1000, show_default=True,
               help="Bootstrap replicates (KR-20 CI, paired CIs).")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
-def items(runs, out, common, irt_model, pairs, n_boot, seed) -> None:
+@click.option("--bank", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also save the calibration as an item bank (IRT parameters, content fingerprints and strata per "
+                   "item; dataset, model, respondents, date) for `probegen eval --adaptive FILE`.")
+def items(runs, out, common, irt_model, pairs, n_boot, seed, bank) -> None:
     """Item analysis over runs: one response table, classical statistics, IRT, flags.
 
     RUN is a `probegen eval` or `probegen bias` folder (its per-row records) or a `probegen study`
@@ -36,11 +39,13 @@ def items(runs, out, common, irt_model, pairs, n_boot, seed) -> None:
     Examples:
       probegen items runs/glove runs/minilm runs/bert --out probegen_out/items/wordnetqa
       probegen items runs/a runs/b --pairs --irt 3pl --out items-ab
+      probegen items runs/glove runs/minilm runs/bert --out items/wnqa --bank items/wnqa-bank.json
       probegen items runs/glove lm-out/MODEL/samples_probegen_wnqa_2026-01-01T00-00-00.jsonl logs/b.eval --out items-x
     """
     from probegen.itemstats.analyse import run_items
 
-    click.echo(run_items(list(runs), out, common, None if irt_model == "none" else irt_model, n_boot, seed, pairs))
+    click.echo(run_items(list(runs), out, common, None if irt_model == "none" else irt_model, n_boot, seed, pairs,
+                         bank))
 
 
 @click.command("subset")

@@ -76,6 +76,9 @@ def check_eval_request(req: EvalRequest, runner: Runner):
     # a trained probe (word in context) loads its encoder as it is, whatever its kind: no model check
     check_eval_options(task, req.model, req.dataset, req, runner, check_model=not trained)
     check_debias_share(req.debias_share, req.method, req.permutations or 1)
+    from probegen.itemstats.adaptive import check_adaptive
+
+    check_adaptive(req, task, trained)
     if trained and req.n_boot is not None:
         raise ProbegenError("--bootstrap applies to zero-shot evaluations; a word-in-context eval trains a probe "
                             "(see probegen bias --method trained)")

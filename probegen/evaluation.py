@@ -123,6 +123,11 @@ class EvalRequest:
     debias_share: float | None = None
     seed: int = 0
     batch_size: int | None = None
+    adaptive: str | None = None  # an item bank (probegen items --bank): give its items adaptively
+    budget: int | None = None
+    target_se: float | None = None
+    batch_items: int | None = None
+    randomesque: int | None = None
 
     def __post_init__(self) -> None:
         from .request_options import EVAL_OPTIONS, check_request
@@ -182,10 +187,19 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
-    ev = task.evaluate(data, scorer, settings, progress=runner.progress)
+    adaptive = None
+    if options.adaptive is not None:  # a bank's items a batch at a time, each through task.evaluate
+        from .itemstats.adaptive import administer, report_section, summary_lines
+
+        ev, adaptive = administer(task, data, scorer, settings, options, runner.log)
+    else:
+        ev = task.evaluate(data, scorer, settings, progress=runner.progress)
     timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
     results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner)
     notes = _generation_notes(scorer, ev, results) + _shown_notes(results, data, subset)
+    if adaptive is not None:
+        results["adaptive"] = adaptive
+        notes += summary_lines(adaptive)
     exchanges = as_unit_scorer(scorer).exchanges()
     with runner.output_dir(out) as tmp:  # rank 0 writes; no rank leaves before the results are in place
         write_jsonl(tmp / ev.rows_file, ev.rows)
@@ -194,6 +208,9 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
         if figures is not None and runner.is_main:
             results["plots"] = figures(results, tmp)
         notes += analyse(results, ev.rows, tmp) if analyse is not None and runner.is_main else []
+        if adaptive is not None and (tmp / "report.md").is_file():
+            with open(tmp / "report.md", "a", encoding="utf-8") as fh:
+                fh.write(report_section(adaptive))
         write_json(tmp / "results.json", results)
     runner.log(f"wrote {out}")
     return "\n".join([task.summary(model, ev.metrics), *notes])

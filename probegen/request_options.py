@@ -260,6 +260,11 @@ PROMPTS = Option("prompts", "--prompts", "path")
 DEBIAS_SHARE = Option("debias_share", "--debias-share", "float", 0, 1, lo_open=True, hi_open=True)
 BATCH_SIZE = Option("batch_size", "--batch-size", "int", 1)
 EVAL_METHOD = Option("method", "--method", "choice", optional=False, methods_of="eval")
+ADAPTIVE = Option("adaptive", "--adaptive", "path")
+BUDGET = Option("budget", "--budget", "int", 1, why="items an adaptive test gives at most")
+TARGET_SE = Option("target_se", "--target-se", "float", 0, lo_open=True, why="the ability's standard error")
+BATCH_ITEMS = Option("batch_items", "--batch-items", "int", 1)
+RANDOMESQUE = Option("randomesque", "--randomesque", "int", 1, why="records drawn among, 1 = the most informative")
 BIAS_METHOD = Option("method", "--method", "choice", methods_of="bias")
 FOLDS = Option("folds", "--folds", "int", 2, 100, why="cross-validation folds of the trained controls")
 CONTROLS = Option("controls", "--controls/--no-controls", "bool", optional=False)
@@ -273,7 +278,8 @@ DTYPE = Option("dtype", "--dtype", "dtype", choices=DTYPES, optional=False)
 #: the options of ``probegen eval`` / :func:`probegen.score`, by request field
 EVAL_OPTIONS: tuple[Option, ...] = (
     MODEL, DATASET, OUT, EVAL_METHOD, SCORER, NONCE, PATTERN, REDUCTION, MATCHING, LENGTH_NORM, SPLIT, PLL, LIMIT,
-    SAMPLE, ON_INVALID, PROBE, PERMUTATIONS, PROMPTS, N_BOOT, DEBIAS_SHARE, SEED, BATCH_SIZE)
+    SAMPLE, ON_INVALID, PROBE, PERMUTATIONS, PROMPTS, N_BOOT, DEBIAS_SHARE, SEED, BATCH_SIZE, ADAPTIVE, BUDGET,
+    TARGET_SE, BATCH_ITEMS, RANDOMESQUE)
 #: the options of ``probegen bias`` / :func:`probegen.bias`, by request field
 BIAS_OPTIONS: tuple[Option, ...] = (
     MODEL, DATASETS, OUT, SEED, N_BOOT, SCORER, NONCE, PATTERN, REDUCTION, BATCH_SIZE, FOLDS, SPLIT, CONTROLS,

@@ -47,6 +47,11 @@ BAD: dict[str, list[tuple[str, object]]] = {
     "seeds": [("0", 0)],
     "device": [("tpu", "tpu"), ("cuda:x", "cuda:x")],
     "dtype": [("float8", "float8")],
+    "adaptive": [("", "")],
+    "budget": [("0", 0), ("-2", -2)],
+    "target_se": [("0", 0), ("nan", float("nan")), ("-0.1", -0.1)],
+    "batch_items": [("0", 0)],
+    "randomesque": [("0", 0)],
 }
 #: notebook-only bad values (a type the command line cannot express): the message names the argument
 NOTEBOOK_ONLY: dict[str, list[object]] = {

@@ -234,17 +234,38 @@ def write(res: dict[str, Any], table: ResponseTable, out: str | Path, inputs: Se
 
 
 def run_items(runs: Sequence[str | Path], out: str | Path, common: bool = False, irt_model: str | None = "2pl",
-              n_boot: int = 1000, seed: int = 0, pairs: bool = False) -> str:
-    """Gather, analyse and write; returns the summary line the CLI prints."""
+              n_boot: int = 1000, seed: int = 0, pairs: bool = False, bank: str | Path | None = None) -> str:
+    """Gather, analyse and write; returns the summary line the CLI prints. ``bank``: also save the
+    calibration as an item bank there (:mod:`.bank`; built before anything is written)."""
     ensure_writable(out, replace=True, inputs=runs, writer="output")
+    if bank is not None and not irt_model:
+        raise ProbegenError("--bank needs an IRT fit (--irt 1pl, 2pl or 3pl, not none)")
     table = gather(runs, common)
     if irt_model and len(table.respondents) < 2:
         raise ProbegenError("IRT needs at least 2 respondents (give more runs, or --irt none)")
     res = analyse(table, irt_model, n_boot, seed, pairs)
+    saved = _bank(res, table, bank) if bank is not None else None
     write(res, table, out, runs)
+    if saved is not None and bank is not None:
+        from .bank import write_bank
+
+        write_bank(saved, bank)
     s = res["summary"]
     return (f"{s['respondents']} respondents x {s['items']} items; {s['flagged']} flagged; "
-            f"KR-20 {s['kr20']['kr20'] if s['kr20']['kr20'] is None else round(s['kr20']['kr20'], 3)}; wrote {out}")
+            f"KR-20 {s['kr20']['kr20'] if s['kr20']['kr20'] is None else round(s['kr20']['kr20'], 3)}; wrote {out}"
+            + (f" and the item bank {bank}" if saved is not None else ""))
+
+
+def _bank(res: dict[str, Any], table: ResponseTable, bank: str | Path) -> dict[str, Any]:
+    """The item bank of an analysis (runs on one dataset), checked before any output is written."""
+    from .bank import build_bank
+
+    datasets = list(dict.fromkeys(r.dataset for r in table.respondents))
+    if len(datasets) != 1:
+        raise ProbegenError(f"--bank: the runs are on {len(datasets)} datasets; a bank is fitted on one")
+    if Path(bank).is_dir():
+        raise ProbegenError(f"--bank {bank} is a directory; give a file name (e.g. bank.json)")
+    return build_bank(res["items"], res["summary"], [r["respondent"] for r in res["respondents"]], datasets[0])
 
 
 def load_items(folder: str | Path) -> tuple[ResponseTable, list[dict[str, Any]], dict[str, Any]]:

@@ -261,7 +261,24 @@ def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict
     for key in ("subset", "invalid"):
         if results.get(key):
             info["notes"].append(f"{key}: {_short(results[key])}")
+    if isinstance(results.get("adaptive"), dict):  # what an adaptive test gave and why, step by step
+        info["notes"] += _adaptive_notes(results["adaptive"])
     return info, items, []
+
+
+def _adaptive_notes(block: dict[str, Any]) -> list[str]:
+    """The view's lines of an adaptive run: its outcome, then each step's ability, SE and records given."""
+    from ..itemstats.adaptive import summary_lines
+
+    try:
+        lines = summary_lines(block)
+        for s in block.get("steps") or []:
+            given = ", ".join(f"{r} (information {v:.2f})" for r, v in zip(s["record_ids"], s["information"]))
+            lines.append(f"step {s['step']}: ability {s['theta_before']:.2f} (SE {s['se_before']:.3f}) -> gave {given}"
+                         f" -> ability {s['theta']:.2f} (SE {s['se']:.3f})")
+    except (KeyError, TypeError, ValueError) as e:
+        raise ProbegenError(f"results.json: the adaptive block is not one probegen writes ({e})") from None
+    return lines
 
 
 def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict[str, Any], list, list]:
@@ -440,6 +457,10 @@ def _entry(row: dict[str, Any], where: str) -> dict[str, Any]:
             e["tie"] = ties
     if isinstance(row.get("generation"), dict):
         e["gen"] = row["generation"]
+    cat = row.get("adaptive")
+    if isinstance(cat, dict):  # an adaptive run: why this unit was given
+        e["meta"].update({f"adaptive {k}": v for k, v in cat.items() if isinstance(v, (str, int, float))
+                          and not isinstance(v, bool)})
     return e
 
 

@@ -1,0 +1,300 @@
+"""Computerized adaptive testing over a calibrated item bank: the engine, free of models and files.
+
+A bank holds IRT parameters per item (``a``, ``b``, ``c``: :mod:`.irt`) and the record (a dataset
+unit: a question, a CoDA21 group) each item belongs to; a record is given whole, its items at once.
+:func:`run_cat` administers records in batches to a respondent (any function from records to
+their items' 0/1 answers: a model scored through ``probegen eval``'s path, or a row of a response
+matrix in the benchmark):
+
+- **ability**: EAP under the stated prior N(0, 1) (the ability distribution the bank was calibrated
+  with), the posterior integrated by Simpson's rule (``scipy.integrate.simpson``) on a fixed grid;
+  its SD is the standard error;
+- **selection**: each batch is chosen at the current EAP by Fisher information (a record's: the sum
+  of its items'), with content balance over the bank's strata (per dimension: part of speech, probe
+  type, hops, distractor type; the stratum furthest below its share of the bank is served first:
+  Kingsbury and Zara's constrained CAT over the dimensions' margins) and randomesque exposure control
+  (one record drawn at random among the ``randomesque`` most informative of that stratum);
+- **stopping**: at ``budget`` items (never more: a record that would pass it is not given) or when
+  the SE reaches ``target_se`` (checked after each batch), or when the bank is used up;
+- **prediction**: full-set accuracy as ``eval`` computes it (the mean over records of each record's
+  share right) = the answers given plus the bank's expected score of the rest, integrated over the
+  ability's posterior, with a 95% interval from the posterior spread and the rest's Bernoulli
+  spread, the items of one cluster (eval's: a CoDA21 group, a WordNetQA concept) taken as fully
+  correlated (a conservative bound: their errors add, not average).
+
+>>> bank = CatBank(a=np.ones(4), b=np.array([-1.0, 0.0, 0.5, 2.0]), c=np.zeros(4), record=np.arange(4))
+>>> res = run_cat(bank, CatConfig(budget=2, batch_items=1), lambda recs: {int(r): 1.0 for r in recs})
+>>> [s["records"] for s in res.steps], res.items_given
+([[1], [2]], 2)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import ProbegenError
+from .irt import prob
+
+#: the prior of every ability estimate: the N(0, 1) the bank's marginal-likelihood calibration assumed
+PRIOR_MEAN, PRIOR_SD = 0.0, 1.0
+#: the quadrature grid of the posterior (0.025 apart on [-6, 6]: finer than a 100-item test's SD)
+GRID = np.linspace(-6.0, 6.0, 481)
+Z95 = 1.959964
+#: content balance: a stratum value's count of items given may differ from its share of the bank times
+#: the items given by at most this share of the items given, plus one record (the stated tolerance)
+BALANCE_TOLERANCE = 0.10
+
+Respond = Callable[[Sequence[int]], dict[int, float]]
+
+
+@dataclass
+class CatBank:
+    """The engine's view of a bank: per item ``a``, ``b``, ``c`` and its ``record`` (index); per record
+    its ``stratum`` (a label; one stratum if None) and ``cluster`` (eval's resampling cluster; the
+    record itself if None)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    record: np.ndarray
+    stratum: list[str] | None = None
+    cluster: list[str] | None = None
+
+    @property
+    def n_records(self) -> int:
+        return int(self.record.max()) + 1 if len(self.record) else 0
+
+    def record_items(self) -> list[np.ndarray]:
+        """The item indices of each record."""
+        order = np.argsort(self.record, kind="stable")
+        bounds = np.searchsorted(self.record[order], np.arange(self.n_records + 1))
+        return [order[bounds[r]:bounds[r + 1]] for r in range(self.n_records)]
+
+
+@dataclass(frozen=True)
+class CatConfig:
+    """How a test runs: stop at ``budget`` items or at SE ``target_se`` (one at least); ``batch_items``
+    items per batch; ``randomesque``: records drawn among (1: always the most informative);
+    ``balance``: content balance over the strata; ``seed``: of the randomesque draws."""
+
+    budget: int | None = None
+    target_se: float | None = None
+    batch_items: int = 10
+    randomesque: int = 1
+    balance: bool = True
+    seed: int = 0
+
+    def check(self, bank_items: int) -> None:
+        """One line for a config the bank cannot run: no stopping rule, a budget of 0 or beyond the
+        bank, a target SE that is not a positive number."""
+        if self.budget is None and self.target_se is None:
+            raise ProbegenError("an adaptive test needs a stopping rule: --budget N items or --target-se SE")
+        if self.budget is not None and not 1 <= self.budget <= bank_items:
+            raise ProbegenError(f"--budget must be from 1 to the bank's {bank_items} items; got {self.budget}")
+        if self.target_se is not None and not (isinstance(self.target_se, (int, float))
+                                               and math.isfinite(self.target_se) and self.target_se > 0):
+            raise ProbegenError(f"--target-se must be a positive number; got {self.target_se!r}")
+        if self.batch_items < 1 or self.randomesque < 1:
+            raise ProbegenError(f"--batch-items and --randomesque must be at least 1; got {self.batch_items} and "
+                                f"{self.randomesque}")
+
+
+@dataclass
+class CatResult:
+    """A finished test: the answers (item index -> 0/1), the records given in order, every step's
+    trace, the final ability, its SE and the prediction of full-set accuracy."""
+
+    answers: dict[int, float]
+    records: list[int]
+    steps: list[dict[str, Any]]
+    theta: float
+    se: float
+    prediction: dict[str, float]
+    stopped: str
+    balance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def items_given(self) -> int:
+        return len(self.answers)
+
+
+def posterior(bank: CatBank, answers: dict[int, float]) -> np.ndarray:
+    """The ability's posterior on :data:`GRID` (normalised by Simpson's rule) given ``answers``."""
+    from scipy.integrate import simpson
+
+    log = -0.5 * ((GRID - PRIOR_MEAN) / PRIOR_SD) ** 2
+    if answers:
+        idx = np.fromiter(answers, int)
+        y = np.array([answers[i] for i in idx])
+        p = np.clip(prob(GRID[:, None], bank.a[idx][None, :], bank.b[idx][None, :], bank.c[idx][None, :]), 1e-12,
+                    1 - 1e-12)
+        log = log + (np.log(p) * y + np.log1p(-p) * (1 - y)).sum(axis=1)
+    dens = np.exp(log - log.max())
+    return dens / simpson(dens, x=GRID)
+
+
+def eap(post: np.ndarray) -> tuple[float, float]:
+    """(EAP, posterior SD) of a posterior on :data:`GRID`.
+
+    >>> t, s = eap(posterior(CatBank(np.ones(1), np.zeros(1), np.zeros(1), np.zeros(1, int)), {}))
+    >>> round(t, 6) + 0.0, round(s, 3)
+    (0.0, 1.0)
+    """
+    from scipy.integrate import simpson
+
+    mean = float(simpson(post * GRID, x=GRID))
+    return mean, float(np.sqrt(max(simpson(post * (GRID - mean) ** 2, x=GRID), 0.0)))
+
+
+def item_information(bank: CatBank, theta: float) -> np.ndarray:
+    """Fisher information of every bank item at ``theta``."""
+    p = prob(np.array([theta])[:, None], bank.a[None, :], bank.b[None, :], bank.c[None, :])[0]
+    sig = (p - bank.c) / (1 - bank.c)
+    return (bank.a * (1 - bank.c) * sig * (1 - sig)) ** 2 / np.clip(p * (1 - p), 1e-12, None)
+
+
+def _tokens(label: str) -> list[str]:
+    """The strata of a record's label, one per dimension (``pos=n;hops=2`` -> ``pos=n``, ``hops=2``)."""
+    return label.split(";") if label else ["all"]
+
+
+def _labels(bank: CatBank) -> list[str]:
+    return bank.stratum or ["all"] * bank.n_records
+
+
+def _stratum_targets(bank: CatBank, items: list[np.ndarray]) -> dict[str, float]:
+    """Each stratum's share of the bank's items (per dimension: the shares of one dimension add to 1)."""
+    total = sum(len(i) for i in items)
+    out: dict[str, float] = {}
+    for label, its in zip(_labels(bank), items):
+        for t in _tokens(label):
+            out[t] = out.get(t, 0.0) + len(its) / total
+    return out
+
+
+def pick_batch(bank: CatBank, theta: float, given: set[int], room: int, cfg: CatConfig, rng: np.random.Generator,
+               items: list[np.ndarray], counts: dict[str, int]) -> list[tuple[int, float]]:
+    """The next batch: (record, information at ``theta``) pairs, at most ``room`` items in all. Each
+    record comes from the stratum furthest below its share of the items given (``cfg.balance``;
+    strata of every dimension compete: Kingsbury and Zara's rule over the dimensions' margins), drawn
+    among the ``cfg.randomesque`` most informative records of it not given yet that fit."""
+    per_item = item_information(bank, theta)
+    info = np.array([per_item[its].sum() for its in items])
+    labels = _labels(bank) if cfg.balance else ["all"] * bank.n_records
+    targets = _stratum_targets(bank, items) if cfg.balance else {"all": 1.0}
+    counts = dict(counts)
+    n_given = sum(len(items[r]) for r in given)
+    batch: list[tuple[int, float]] = []
+    taken = set(given)
+    while room > 0:
+        free = [r for r in range(bank.n_records) if r not in taken and len(items[r]) <= room]
+        if not free:
+            break
+        open_strata = {t for r in free for t in _tokens(labels[r])}
+        need = {t: targets[t] * (n_given + 1) - counts.get(t, 0) for t in open_strata}
+        top = max(sorted(need), key=lambda t: need[t])
+        pool = sorted((r for r in free if top in _tokens(labels[r])), key=lambda r: (-info[r], r))
+        r = pool[int(rng.integers(min(cfg.randomesque, len(pool))))]
+        batch.append((r, float(info[r])))
+        taken.add(r)
+        room -= len(items[r])
+        n_given += len(items[r])
+        for t in _tokens(labels[r]):
+            counts[t] = counts.get(t, 0) + len(items[r])
+    return batch
+
+
+def predict(bank: CatBank, answers: dict[int, float], post: np.ndarray) -> dict[str, float]:
+    """Predicted full-set accuracy (mean over records of each record's share right) with a 95% interval:
+    see the module doc. Records given count as answered; the rest by the bank's P(right | ability)."""
+    from scipy.integrate import simpson
+
+    items = bank.record_items()
+    p = prob(GRID[:, None], bank.a[None, :], bank.b[None, :], bank.c[None, :])  # G x I
+    known = np.zeros(len(bank.a), bool)
+    y = np.zeros(len(bank.a))
+    for i, v in answers.items():
+        known[i], y[i] = True, v
+    exp_item = np.where(known[None, :], y[None, :], p)
+    sd_item = np.where(known[None, :], 0.0, np.sqrt(p * (1 - p)))
+    size = np.array([len(i) for i in items], float)
+    rec_mean = np.stack([exp_item[:, its].sum(axis=1) for its in items], axis=1) / size  # G x R
+    rec_sd = np.stack([sd_item[:, its].sum(axis=1) for its in items], axis=1) / size  # fully correlated items
+    clusters = bank.cluster or [str(r) for r in range(bank.n_records)]
+    names = sorted(set(clusters))
+    cl = np.array([names.index(c) for c in clusters])
+    cl_sd = np.stack([rec_sd[:, cl == k].sum(axis=1) for k in range(len(names))], axis=1)  # fully correlated
+    n = bank.n_records
+    acc = rec_mean.mean(axis=1)
+    mean = float(simpson(post * acc, x=GRID))
+    var = float(simpson(post * (acc - mean) ** 2, x=GRID) + simpson(post * (cl_sd ** 2).sum(axis=1), x=GRID) / n ** 2)
+    sd = math.sqrt(max(var, 0.0))
+    return {"accuracy": mean, "lo": max(0.0, mean - Z95 * sd), "hi": min(1.0, mean + Z95 * sd), "sd": sd}
+
+
+def balance_report(bank: CatBank, records: list[int], items: list[np.ndarray],
+                   tolerance: float = BALANCE_TOLERANCE) -> dict[str, Any]:
+    """Per stratum (each dimension's values): its share of the bank's items, the items given, the count
+    its share would give, and whether they differ by at most ``tolerance`` x items given + the
+    stratum's largest record."""
+    targets = _stratum_targets(bank, items)
+    labels = _labels(bank)
+    n = sum(len(items[r]) for r in records)
+    rows = []
+    for t, share in sorted(targets.items()):
+        got = sum(len(items[r]) for r in records if t in _tokens(labels[r]))
+        largest = max(len(items[r]) for r in range(bank.n_records) if t in _tokens(labels[r]))
+        rows.append({"stratum": t, "bank_share": share, "given": got, "expected": share * n,
+                     "within": abs(got - share * n) <= tolerance * n + largest})
+    return {"tolerance": tolerance, "rule": "|given - share x items given| <= tolerance x items given + the "
+            "stratum's largest record", "strata": rows, "all_within": all(r["within"] for r in rows)}
+
+
+def run_cat(bank: CatBank, cfg: CatConfig, respond: Respond) -> CatResult:
+    """Administer the bank to ``respond`` (see the module doc) until a stopping rule holds."""
+    cfg.check(len(bank.a))
+    items = bank.record_items()
+    rng = np.random.default_rng(cfg.seed)
+    answers: dict[int, float] = {}
+    records: list[int] = []
+    counts: dict[str, int] = {}
+    strata = _labels(bank)
+    steps: list[dict[str, Any]] = []
+    post = posterior(bank, answers)
+    theta, se = eap(post)
+    budget = cfg.budget if cfg.budget is not None else len(bank.a)
+    stopped = ""
+    while True:
+        if cfg.target_se is not None and se <= cfg.target_se:
+            stopped = f"SE {se:.3f} <= target {cfg.target_se}"
+            break
+        room = min(cfg.batch_items, budget - len(answers))
+        if room <= 0:
+            stopped = f"budget of {budget} items"
+            break
+        batch = pick_batch(bank, theta, set(records), room, cfg, rng, items, counts)
+        if not batch:
+            stopped = "bank used up" if len(records) == bank.n_records else "no record fits the rest of the budget"
+            break
+        chosen = [r for r, _ in batch]
+        got = respond(chosen)
+        for r in chosen:
+            for i in items[r]:
+                if int(i) not in got:
+                    raise ProbegenError(f"the respondent gave no answer to item {int(i)} of record {r}")
+                answers[int(i)] = float(got[int(i)])
+            for t in _tokens(strata[r]):
+                counts[t] = counts.get(t, 0) + len(items[r])
+        records += chosen
+        steps.append({"step": len(steps) + 1, "theta_before": theta, "se_before": se, "records": chosen,
+                      "information": [round(v, 6) for _, v in batch], "strata": [strata[r] for r in chosen],
+                      "right": [float(np.mean([answers[int(i)] for i in items[r]])) for r in chosen]})
+        post = posterior(bank, answers)
+        theta, se = eap(post)
+        steps[-1].update(theta=theta, se=se, items_given=len(answers))
+    return CatResult(answers, records, steps, theta, se, predict(bank, answers, post), stopped,
+                     balance_report(bank, records, items))

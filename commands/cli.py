@@ -174,7 +174,7 @@ def make() -> None:
 @click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
 @click.option("--k-min", default=5, show_default=True, help="Smallest group.")
 @click.option("--k-max", default=10, show_default=True, help="Largest group.")
-@click.option("--max-similarity", default=0.8, show_default=True,
+@click.option("--max-similarity", default=0.8, show_default=True, type=T(opts.MAX_SIMILARITY),
               help="Cap on cosine similarity of two definitions in a group.")
 @click.option("--embedder", default="minilm-l6", show_default=True,
               help="Sentence embedder for definition clustering (paper: stsb-distilbert-base).")
@@ -555,11 +555,11 @@ def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out) -> No
               help="Remove the units cheap partial-input classifiers predict most reliably (AFLite).")
 @click.option("--budget", type=click.IntRange(min=1), required=True, help="Most groups/items removed in total.")
 @click.option("--splits", default=8, show_default=True, help="Random train/test splits per round.")
-@click.option("--threshold", default=0.75, show_default=True,
+@click.option("--threshold", default=0.75, show_default=True, type=T(opts.FILTER_THRESHOLD),
               help="Remove only units predicted right at least this often.")
-@click.option("--tolerance", default=0.02, show_default=True,
+@click.option("--tolerance", default=0.02, show_default=True, type=T(opts.FILTER_TOLERANCE),
               help="Stop when the control's accuracy on a round's test splits <= chance + this.")
-@click.option("--holdout", default=0.25, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+@click.option("--holdout", default=0.25, show_default=True, type=T(opts.FILTER_HOLDOUT),
               help="Share of concepts (WordNetQA synsets, CoDA21 ancestors) held out: never filtered, the controls are "
                    "measured on them.")
 @click.option("--seed", type=SEED, default=0, show_default=True)

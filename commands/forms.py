@@ -47,9 +47,9 @@ def write_forms(ds: Any, kind: str, k: int, seed: int, out: Path, obj: dict, run
 @click.command("forms")
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Output folder (written whole or not at all).")
-@click.option("--margin", type=click.FloatRange(0.001, 0.5), default=0.03, show_default=True,
+@click.option("--margin", type=checked_type(opts.FORMS_MARGIN), default=0.03, show_default=True,
               help="Equivalence margin of the TOST (accuracy, +/-).")
-@click.option("--alpha", type=click.FloatRange(0.001, 0.2), default=0.05, show_default=True,
+@click.option("--alpha", type=checked_type(opts.FORMS_ALPHA), default=0.05, show_default=True,
               help="Level of each TOST (and of the accuracy CIs: 1 - 2 alpha is the TOST's interval).")
 @click.option("--bootstrap", "n_boot", type=checked_type(opts.N_BOOT), default=2000, show_default=True,
               help="Cluster-bootstrap replicates (accuracy CIs).")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import click
 
-from .options import SEED, add_wordnet_source_option
+from probegen import request_options as opts
+
+from .options import SEED, add_wordnet_source_option, checked_type
 from .options import log as _log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
@@ -64,8 +66,10 @@ _MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=c
 @click.option("--max-contexts-per-lemma", default=40, show_default=True, type=click.IntRange(min=2),
               help="SemCor contexts considered per lemma (seeded sample).")
 @_MAX_TOKENS
-@click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of lemmas in dev.")
-@click.option("--test-frac", default=0.2, show_default=True, type=float, help="Share of lemmas in test.")
+@click.option("--dev-frac", default=0.1, show_default=True, type=checked_type(opts.DEV_FRAC),
+              help="Share of lemmas in dev.")
+@click.option("--test-frac", default=0.2, show_default=True, type=checked_type(opts.TEST_FRAC),
+              help="Share of lemmas in test.")
 @_SEED
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wic-semcor].")
 @click.pass_obj
@@ -98,8 +102,10 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
 @click.option("--max-items", default=None, type=click.IntRange(min=1),
               help="A seeded sample of this many items [default: all].")
 @_MAX_TOKENS
-@click.option("--dev-frac", default=0.0, show_default=True, type=float, help="Share of SemCor documents in dev.")
-@click.option("--test-frac", default=0.2, show_default=True, type=float, help="Share of SemCor documents in test.")
+@click.option("--dev-frac", default=0.0, show_default=True, type=checked_type(opts.DEV_FRAC),
+              help="Share of SemCor documents in dev.")
+@click.option("--test-frac", default=0.2, show_default=True, type=checked_type(opts.TEST_FRAC),
+              help="Share of SemCor documents in test.")
 @_SEED
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wsd-semcor].")
 @click.pass_obj

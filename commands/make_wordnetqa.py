@@ -10,8 +10,10 @@ from pathlib import Path
 
 import click
 
+from probegen import request_options as opts
+
 from .forms import form_paths, forms_option, write_forms
-from .options import SEED, add_device_options, add_wordnet_source_option, log
+from .options import SEED, add_device_options, add_wordnet_source_option, checked_type, log
 
 DEFAULT_ROOT = Path("probegen_out") / "datasets"
 PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
@@ -83,8 +85,10 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
               help="Follow instance hypernymy (Paris -> city) for answers and ISA distractors.")
 @click.option("--max-concepts", "--limit", "max_concepts", default=None, type=click.IntRange(min=1),
               help="A seeded sample of N concepts that have a question of the probe(s) (quick sets).")
-@click.option("--dev-frac", default=0.1, show_default=True, type=float, help="Share of concepts in dev.")
-@click.option("--test-frac", default=0.1, show_default=True, type=float, help="Share of concepts in test.")
+@click.option("--dev-frac", default=0.1, show_default=True, type=checked_type(opts.DEV_FRAC),
+              help="Share of concepts in dev.")
+@click.option("--test-frac", default=0.1, show_default=True, type=checked_type(opts.TEST_FRAC),
+              help="Share of concepts in test.")
 @click.option("--release/--no-release", default=False, show_default=True,
               help="Also write release/<split>.jsonl in the WordNetQA release schema.")
 @click.option("--adversarial", is_flag=True,

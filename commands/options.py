@@ -156,7 +156,7 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
                           "never written anywhere."),
         click.option("--concurrency", type=click.IntRange(1, 256), default=None,
                      help="Requests in flight at once to --api-base [default: 4]."),
-        click.option("--api-timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+        click.option("--api-timeout", type=checked_type(opts.API_TIMEOUT), default=None, metavar="SECONDS",
                      help="Timeout of one request to --api-base (retried with backoff) [default: 120]."),
     ]
     for opt in reversed(options):

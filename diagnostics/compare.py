@@ -146,44 +146,63 @@ def cells_correctness(layout: dict[str, str], cells: dict[str, dict[str, Any]], 
     return units, decisions
 
 
-def _side(r: Any, run: str, keys: tuple[str, str], data: tuple[Any, Any], layouts: tuple[dict, dict],
-          paths: tuple[str, str]) -> list[int]:
-    """Which sets (0: twin, 1: other) one respondent answered: by its dataset's path, else (a foreign
-    file that does not name it) by its export's manifest, else by its item ids; one line if none."""
+def _sets(paths: tuple[str, ...]) -> str:
+    """The sets named in a message: ``A nor B`` for two, else ``any of A, B, C``."""
+    return f"neither {paths[0]} nor {paths[1]}" if len(paths) == 2 else "none of " + ", ".join(paths)
+
+
+def _side(r: Any, run: str, keys: tuple[str, ...], data: tuple[Any, ...], layouts: tuple[dict, ...],
+          paths: tuple[str, ...]) -> list[int]:
+    """Which of the sets one respondent answered: by its dataset's path, else (a foreign file that
+    does not name it) by its export's manifest, else by its item ids; one line if none."""
+    every = range(len(keys))
     if not r.adopt:
-        sides = [i for i in (0, 1) if r.dataset == keys[i]]
+        sides = [i for i in every if r.dataset == keys[i]]
         if not sides:
-            raise ProbegenError(f"{run} is on {r.dataset}, neither {paths[0]} nor {paths[1]}: give runs on the two "
-                                "sets compared")
+            raise ProbegenError(f"{run} is on {r.dataset}, {_sets(paths)}: give runs on the sets compared")
         return sides
     if r.manifest is not None:
-        sides = [i for i in (0, 1) if (data[i].manifest or None) == r.manifest]
-        if len(sides) == 1 or keys[0] == keys[1] and sides:
+        sides = [i for i in every if (data[i].manifest or None) == r.manifest]
+        if len(sides) == 1 or len(set(keys)) == 1 and sides:
             return sides
     ids = set(r.cells)
-    sides = [i for i in (0, 1) if ids <= set(layouts[i])]
+    sides = [i for i in every if ids <= set(layouts[i])]
     if not sides:
         unknown = sorted(ids - set(layouts[0]), key=str)
+        also = f"nor are all of them items of {paths[1]}" if len(paths) == 2 else "nor are all of them items of " \
+            "another set given"
         raise ProbegenError(f"{run}: {len(unknown)} of {len(ids)} item ids are not items of {paths[0]} "
-                            f"(e.g. {', '.join(unknown[:3])}), nor are all of them items of {paths[1]}")
-    if len(sides) == 2 and keys[0] != keys[1]:
-        raise ProbegenError(f"{run}: its item ids are items of both {paths[0]} and {paths[1]} and the file does "
-                            "not name its dataset: give a probegen run or a probegen export (EEE, inspect log)")
+                            f"(e.g. {', '.join(unknown[:3])}), {also}")
+    if len(sides) > 1 and len({keys[i] for i in sides}) > 1:
+        both = " and ".join(paths[i] for i in sides) if len(sides) == 2 else ", ".join(paths[i] for i in sides)
+        raise ProbegenError(f"{run}: its item ids are items of {'both ' if len(sides) == 2 else ''}{both} and the file "
+                            "does not name its dataset: give a probegen run or a probegen export (EEE, inspect log)")
     return sides
 
 
-def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data: tuple[Any, Any],
-                  taken: set[str]) -> list[Imported]:
+@dataclass
+class Answers:
+    """One respondent read from runs on each of several sets (``probegen contamination --run``)."""
+
+    name: str  # its row in the report: the model, or model|method|variant where that is taken
+    model: str
+    sources: tuple[str, ...]  # the run (file) on each set
+    sets: list[Correctness]
+
+
+def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data: tuple[Any, ...],
+                 taken: set[str]) -> list[Answers]:
     """The respondents of ``runs`` (:func:`probegen.itemstats.table.read_run`: probegen eval and bias
-    runs, lm-eval samples, inspect-ai logs, Every Eval Ever results), each on twin ``a`` or other
-    ``b``, paired by model, method and variant; one line for a run on neither set, unknown ids, a
-    respondent on one set only or twice on one set. ``taken``: the names already in the report."""
+    runs, lm-eval samples, inspect-ai logs, Every Eval Ever results), each placed on one of the sets
+    ``paths`` (loaded as ``data``) and paired across them by model, method and variant; one line for
+    a run on none of the sets, unknown ids, a respondent missing a set or twice on one set.
+    ``taken``: the names already in the report."""
     from probegen.itemstats.respondent import _dataset_key, identity
     from probegen.itemstats.table import read_run
 
-    paths = (str(a), str(b))
-    keys = (_dataset_key(a), _dataset_key(b))
-    layouts = (item_units(kind, data[0]), item_units(kind, data[1]))
+    paths = tuple(str(p) for p in paths)
+    keys = tuple(_dataset_key(p) for p in paths)
+    layouts = tuple(item_units(kind, d) for d in data)
     from probegen import tasks
 
     grouped = tasks.get(kind).unit_is_mean  # a group's accuracy is its unit's score (the paper's mean of groups)
@@ -191,7 +210,7 @@ def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data
     for run in runs:
         for r in read_run(run):
             for i in _side(r, run, keys, data, layouts, paths):
-                slot = sides.setdefault(identity(r), [None, None])
+                slot = sides.setdefault(identity(r), [None] * len(paths))
                 earlier = slot[i]
                 if earlier is not None:
                     raise ProbegenError(f"{identity(r)} answers {paths[i]} in both {earlier[0]} and {run}: give one "
@@ -199,25 +218,35 @@ def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data
                 slot[i] = (run, r)
     out = []
     for who, slot in sides.items():
-        pa, pb = slot
-        if pa is None or pb is None:
+        missing = [i for i, s in enumerate(slot) if s is None]
+        if missing:
             have = next(s for s in slot if s is not None)
-            raise ProbegenError(f"{who} ({have[0]}) has no run on {paths[0] if pa is None else paths[1]}: a respondent "
-                                "needs a run on each set")
-        (ra, resp_a), (rb, resp_b) = pa, pb
-        for i, (run, r) in enumerate((pa, pb)):
+            raise ProbegenError(f"{who} ({have[0]}) has no run on {paths[missing[0]]}: a respondent needs a run on "
+                                "each set")
+        got = [s for s in slot if s is not None]
+        for i, (run, r) in enumerate(got):
             unknown = sorted(set(r.cells) - set(layouts[i]), key=str)
             if unknown:
                 raise ProbegenError(f"{run}: {len(unknown)} of {len(r.cells)} item ids are not items of {paths[i]} "
                                     f"(e.g. {', '.join(unknown[:3])})")
-        name = resp_a.model if resp_a.model not in taken else who
+        model = got[0][1].model
+        name = model if model not in taken else who
         n = 2
         while name in taken:
             name, n = f"{who}#{n}", n + 1
         taken.add(name)
-        out.append(Imported(name, resp_a.model, (ra, rb), cells_correctness(layouts[0], resp_a.cells, grouped),
-                            cells_correctness(layouts[1], resp_b.cells, grouped)))
+        out.append(Answers(name, model, tuple(run for run, _ in got),
+                           [cells_correctness(layouts[i], r.cells, grouped) for i, (_, r) in enumerate(got)]))
     return out
+
+
+def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data: tuple[Any, Any],
+                  taken: set[str]) -> list[Imported]:
+    """The respondents of ``runs`` (:func:`read_answers`), each on twin ``a`` or other ``b``, paired by
+    model, method and variant; one line for a run on neither set, unknown ids, a respondent on one
+    set only or twice on one set. ``taken``: the names already in the report."""
+    return [Imported(x.name, x.model, (x.sources[0], x.sources[1]), x.sets[0], x.sets[1])
+            for x in read_answers(runs, (a, b), kind, data, taken)]
 
 
 def compare(

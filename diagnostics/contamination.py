@@ -93,11 +93,19 @@ def gap_test(seen: tuple[float, float], fresh: Sequence[tuple[float, float]], al
     # the smallest true gap found with 80% power at this alpha (one-sided: alpha, two-sided: alpha / 2)
     q_test = float(student_t.ppf(1 - (alpha if alternative == "greater" else alpha / 2), df))
     mdg = (q_test + float(student_t.ppf(0.8, df))) * se
-    return {"seen": float(acc_s), "fresh_mean": float(acc_f.mean()), "fresh": [float(a) for a in acc_f],
-            "gap": gap, "se": se, "ci": [gap - q * se, gap + q * se], "t": float(stat), "df": df, "p": p,
-            "alpha": alpha, "alternative": alternative, "flagged": bool(p < alpha),
-            "tau2": tau2, "tau": float(np.sqrt(tau2)), "fresh_sd": float(np.sqrt(s2)),
-            "sampling_se_seen": float(np.sqrt(v_s)), "min_detectable_gap": float(mdg)}
+    out = {"seen": float(acc_s), "fresh_mean": float(acc_f.mean()), "fresh": [float(a) for a in acc_f],
+           "gap": gap, "se": se, "ci": [gap - q * se, gap + q * se], "t": float(stat), "df": df, "p": p,
+           "alpha": alpha, "alternative": alternative, "flagged": bool(p < alpha),
+           "tau2": tau2, "tau": float(np.sqrt(tau2)), "fresh_sd": float(np.sqrt(s2)),
+           "sampling_se_seen": float(np.sqrt(v_s)), "min_detectable_gap": float(mdg)}
+    if not np.isfinite(df):  # written as null (JSON has no Infinity) with this beside it
+        out["df_note"] = ("infinite: the fresh forms differ by no more than their sampling error (tau2 = 0), so "
+                          "the gap is referred to the normal distribution")
+    if not se > 0:  # no spread anywhere: a t of +/-inf or 0 is no evidence either way
+        out.update(t=float("nan"), p=float("nan"), flagged=False, t_note="degenerate test", p_note="degenerate test",
+                   degenerate="the gap has no standard error (every form's items are answered alike and the fresh "
+                              "forms agree): the test cannot tell exposure from chance")
+    return out
 
 
 def fresh_null(fresh: Sequence[tuple[float, float]], alpha: float = 0.05,
@@ -119,6 +127,9 @@ def sentence(model: str, r: dict[str, Any]) -> str:
     """One plain sentence (two at most) on what the gap means and what it cannot mean."""
     pts = 100 * r["gap"]
     lo, hi = 100 * r["ci"][0], 100 * r["ci"][1]
+    if r.get("degenerate"):
+        return (f"{model} scores {pts:+.1f} points on the seen form against the fresh forms' mean, but the test is "
+                f"degenerate: {r['degenerate']}. Use larger forms, or forms the model answers less uniformly.")
     if r["flagged"]:
         return (f"{model} scores {pts:+.1f} points on the seen form against the fresh forms' mean "
                 f"(95% CI {lo:+.1f} to {hi:+.1f}; p = {_p(r['p'])}), more than forms nobody saw differ by: "
@@ -133,13 +144,58 @@ def sentence(model: str, r: dict[str, Any]) -> str:
 
 
 def _p(p: float) -> str:
+    if not np.isfinite(p):
+        return "degenerate"
     return f"{p:.1e}" if p < 1e-4 else f"{p:.4f}"
 
 
 # ---- the command ----------------------------------------------------------------------------------
-def load_forms(seen: str | Path, fresh: Sequence[str | Path]) -> tuple[str, list[Any]]:
-    """(kind, loaded datasets: seen first) after checking they are forms of one probe: every path
-    once, one kind, and no unit (CoDA21 group, WordNetQA concept) shared between two forms."""
+def siblings_problem(paths: Sequence[Path], data: Sequence[Any]) -> str | None:
+    """Why the datasets ``data`` (at ``paths``, the seen form first) are not sibling forms, else None.
+
+    Siblings are the forms of one ``make ... --forms K`` build: each manifest's ``forms`` block names
+    the same family, and no two are the same form. Sets made apart (another probe, another build, a
+    file with no manifest saying it is a form) differ by how they were made, and a gap between
+    them measures that as much as any exposure.
+
+    >>> from types import SimpleNamespace as NS
+    >>> forms = [NS(manifest={"forms": {"family": "f1", "form": i}}) for i in (1, 2, 3)]
+    >>> siblings_problem([Path("a"), Path("b"), Path("c")], forms) is None
+    True
+    >>> siblings_problem([Path("a"), Path("b")], [forms[0], NS(manifest={"kind": "wordnetqa"})])
+    "b is not a parallel form (its manifest has no 'forms' block), a is form 1 of family f1"
+    """
+    blocks = []
+    for d in data:
+        block = (getattr(d, "manifest", None) or {}).get("forms")
+        ok = isinstance(block, dict) and isinstance(block.get("form"), int) and isinstance(block.get("family"), str)
+        blocks.append(block if ok else None)
+
+    def what(i: int) -> str:
+        b = blocks[i]
+        return (f"{paths[i]} is form {b['form']} of family {b['family']}" if b is not None else
+                f"{paths[i]} is not a parallel form (its manifest has no 'forms' block)")
+
+    for i in range(len(paths)):
+        if blocks[i] is None:
+            return what(i) + (f", {what(0)}" if i and blocks[0] is not None else "")
+    for i in range(1, len(paths)):
+        if blocks[i]["family"] != blocks[0]["family"]:
+            return f"{what(i)}, {what(0)}"
+    forms = [b["form"] for b in blocks]
+    for i in range(1, len(paths)):
+        if forms[i] in forms[:i]:
+            twin = paths[forms.index(forms[i])]
+            return f"{paths[i]} and {twin} are both form {forms[i]} of family {blocks[0]['family']}"
+    return None
+
+
+def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = False,
+               log: Callable[[str], None] = print) -> tuple[str, list[Any], str | None]:
+    """(kind, loaded datasets: seen first, the warning ``--force`` let through or None) after checking
+    they are forms of one probe: every path once, one kind, no unit (CoDA21 group, WordNetQA
+    concept) shared between two forms, and sibling forms of one build (:func:`siblings_problem`;
+    ``force``: run anyway, with the warning in the report)."""
     from .run_bias import load_dataset
 
     paths = [Path(seen), *map(Path, fresh)]
@@ -170,7 +226,17 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path]) -> tuple[str, list
         if shared:
             raise ProbegenError(f"{paths[i]} and {paths[j]} share {len(shared)} synset(s) (e.g. {sorted(shared)[0]}): "
                                 f"parallel forms must be disjoint ({unit}s are resampled whole)")
-    return kind, [d for _, d in loaded]
+    data = [d for _, d in loaded]
+    problem = siblings_problem(paths, data)
+    warning = None
+    if problem is not None:
+        why = (f"the seen and fresh forms are not sibling forms of one `make ... --forms K` build ({problem}): "
+               "sets made apart differ by how they were made, so the gap would not measure exposure")
+        if not force:
+            raise ProbegenError(f"{why}; give forms of one build, or --force to run anyway")
+        warning = f"--force: {why}"
+        log(f"warning: {warning}")
+    return kind, data, warning
 
 
 def _synsets(data: Any) -> list[str]:
@@ -182,25 +248,42 @@ def _synsets(data: Any) -> list[str]:
 
 def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[str | Path], out: str | Path, *,
                       runner: Any, alpha: float = 0.05, alternative: str = "greater", seed: int = 0,
-                      log: Callable[[str], None] = print) -> dict[str, Any]:
+                      log: Callable[[str], None] = print, runs: Sequence[str | Path] = (),
+                      force: bool = False) -> dict[str, Any]:
     """Score every form with every model, test the seen form's gap, write ``out`` whole or not at all
-    (report.md, summary.json, forms.csv, contamination.png); returns the summary."""
+    (report.md, summary.json, forms.csv, contamination.png); returns the summary.
+
+    ``runs``: answers made already (probegen runs, lm-eval samples, inspect-ai logs, Every Eval Ever
+    results: :func:`probegen.diagnostics.compare.read_answers`), each on one of the forms; every
+    respondent in them needs a run on every form and is tested like a model. ``force``: run on
+    forms that are not siblings (:func:`siblings_problem`), with the warning in the report."""
     from probegen.io import ensure_writable
 
-    from .compare import correctness
+    from .compare import correctness, read_answers
 
+    if not models and not runs:
+        raise ProbegenError("nothing to check: give --model (scored here) or --run (answers made already)")
     inputs = [seen, *fresh]
-    ensure_writable(out, replace=True, inputs=inputs, writer="output")
-    kind, data = load_forms(seen, fresh)
+    ensure_writable(out, replace=True, inputs=[*inputs, *runs], writer="output")
+    kind, data, warning = load_forms(seen, fresh, force, log)
     names = [_name(p) for p in inputs]
-    rows = []
+    answers = read_answers([str(r) for r in runs], tuple(inputs), kind, tuple(data), set(models)) if runs else []
+    per: list[tuple[str, list[Any]]] = []  # (respondent, its units per form)
     for m in models:
         scorer = runner.load_scorer(m)
-        forms: list[dict[str, Any]] = []
-        pairs: list[tuple[float, float]] = []
+        units = []
         for name, d in zip(names, data):
             log(f"{m}: scoring {name}")
-            units, _ = correctness(kind, d, scorer, seed, progress=False)
+            units.append(correctness(kind, d, scorer, seed, progress=False)[0])
+        per.append((m, units))
+    per += [(a.name, [u for u, _ in a.sets]) for a in answers]
+    rows = []
+    for m, units_per_form in per:
+        forms: list[dict[str, Any]] = []
+        pairs: list[tuple[float, float]] = []
+        for name, units in zip(names, units_per_form):
+            if not units:
+                raise ProbegenError(f"{m} answers no item of {name}: nothing to test")
             acc, var, n = form_accuracy(units)
             forms.append({"form": name, "accuracy": acc, "se": float(np.sqrt(var)), "units": n})
             pairs.append((acc, var))
@@ -208,12 +291,16 @@ def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[s
         null = fresh_null(pairs[1:], alpha, alternative)
         rows.append({"model": m, "forms": forms, "test": test, "sentence": sentence(m, test),
                      "fresh_null": [{"form": names[1 + r["form"]], "gap": r["gap"], "p": r["p"],
-                                     "flagged": r["flagged"]} for r in null]})
+                                     "flagged": r["flagged"],
+                                     **({"p_note": "degenerate test"} if r.get("degenerate") else {})}
+                                    for r in null]})
     from probegen import tasks
 
     summary = {"kind": kind, "unit": tasks.get(kind).resampling_unit, "seen": str(seen),
                "fresh": [str(f) for f in fresh],
                "alpha": alpha, "alternative": alternative, "seed": seed, "models": rows,
+               **({"runs": {a.name: list(a.sources) for a in answers}} if answers else {}),
+               **({"warning": warning} if warning else {}),
                "method": "gap = seen - mean(fresh); Var = v_seen + sum(v_fresh)/F^2 + tau2 (1 + 1/F); "
                          "v: cluster-robust ratio variance over units; tau2: fresh forms' variance minus their "
                          "mean v (method of moments, >= 0); Student t, Welch-Satterthwaite df"}
@@ -262,7 +349,10 @@ def render(summary: dict[str, Any]) -> str:
            f"- seen form: `{summary['seen']}`",
            *[f"- fresh form: `{f}`" for f in summary["fresh"]],
            f"- {summary['kind']}, resampling unit: {summary['unit']}; alpha {summary['alpha']}, "
-           f"{summary['alternative']}", "",
+           f"{summary['alternative']}",
+           *[f"- {name}: answers from {', '.join(f'`{s}`' for s in src)}"
+             for name, src in (summary.get("runs") or {}).items()],
+           *(["", f"**Warning ({summary['warning']}).**"] if summary.get("warning") else []), "",
            "```", table(summary), "```", "", "![accuracy per form](contamination.png)", ""]
     for r in summary["models"]:
         out += [f"## {r['model']}", "", r["sentence"], "",

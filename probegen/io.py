@@ -469,15 +469,70 @@ def _verify_hashes(root: Path, files: Any, listing: str, hashed: dict[str, str] 
                                "regenerate it or restore the file")
 
 
+#: the key written beside an entry whose value was not finite: ``{"df": null, "df_not_finite": "Infinity"}``
+NOT_FINITE = "_not_finite"
+
+
+def _non_finite_name(x: float) -> str:
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every number that is not finite (NaN, +/-Infinity: JSON has none, and a strict
+    reader rejects a file holding one) replaced by ``null``; in an object, the reason is written
+    beside it as ``KEY_not_finite`` (unless the object already says why: a ``KEY_note``). Tuples
+    become lists; everything else is kept as it is. Every JSON probegen writes goes through it
+    (:func:`json_text`).
+
+    >>> finite_json({"df": float("inf"), "p": 0.5, "ci": [float("nan"), 1.0]})
+    {'df': None, 'df_not_finite': 'Infinity', 'p': 0.5, 'ci': [None, 1.0], 'ci_not_finite': {'0': 'NaN'}}
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for k, v in obj.items():
+            out[k] = finite_json(v)
+            why = _why_not_finite(v)
+            if why is not None and isinstance(k, str) and f"{k}_note" not in obj:
+                out[f"{k}{NOT_FINITE}"] = why
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def _why_not_finite(v: Any) -> Any:
+    """What :func:`finite_json` writes beside ``v``: the name of a non-finite number, or for a list
+    holding some, ``{index: name}``; None where ``v`` is neither."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return _non_finite_name(v)
+    if isinstance(v, (list, tuple)):
+        bad = {str(i): _non_finite_name(x) for i, x in enumerate(v) if isinstance(x, float) and not math.isfinite(x)}
+        return bad or None
+    return None
+
+
+def json_text(obj: Any, indent: int | None = None) -> str:
+    """The one serialiser of every JSON and JSONL probegen writes: strict JSON (a value that is not
+    finite is ``null`` with the reason beside it: :func:`finite_json`), sorted keys, UTF-8 text;
+    ``indent`` None is one line (canonical: equal objects give byte-identical text).
+
+    >>> json_text({"b": 1, "a": float("-inf")})
+    '{"a": null, "a_not_finite": "-Infinity", "b": 1}'
+    """
+    return json.dumps(finite_json(obj), sort_keys=True, ensure_ascii=False, allow_nan=False, indent=indent)
+
+
 def dumps(obj: Any) -> str:
-    """Canonical JSON (sorted keys, no NaN) so equal objects give byte-identical text."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    """Canonical JSON (sorted keys, strict: :func:`json_text`) so equal objects give byte-identical text."""
+    return json_text(obj)
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    """Atomically write pretty, key-sorted JSON."""
+    """Atomically write pretty, key-sorted, strict JSON (:func:`json_text`)."""
     with atomic_write(path) as fh:
-        fh.write(json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+        fh.write(json_text(obj, indent=2) + "\n")
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:

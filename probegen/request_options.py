@@ -273,6 +273,21 @@ SEEDS = Option("seeds", "--seeds", "int", 1, 100, why="runs per condition of the
 HUMAN = Option("human", "--human", "paths")
 BESIDE = Option("beside", "--beside", "paths")
 DEVICE = Option("device", "--device", "device", optional=False)
+API_TIMEOUT = Option("api_timeout", "--api-timeout", "float", 1, why="seconds one request to --api-base may take")
+
+# ---- the float options of the other commands: every one is finite and in range (click's FloatRange
+# lets NaN through: NaN compares false with both bounds)
+CONTAMINATION_ALPHA = Option("alpha", "--alpha", "float", 0, 0.5, lo_open=True, why="the level of the test")
+FORMS_MARGIN = Option("margin", "--margin", "float", 0.001, 0.5, why="the TOST's equivalence margin in accuracy")
+FORMS_ALPHA = Option("alpha", "--alpha", "float", 0.001, 0.2, why="the level of each one-sided test")
+FILTER_THRESHOLD = Option("threshold", "--threshold", "float", 0, 1, why="a share of the splits")
+FILTER_TOLERANCE = Option("tolerance", "--tolerance", "float", 0, 1, why="an accuracy above chance")
+FILTER_HOLDOUT = Option("holdout", "--holdout", "float", 0, 1, lo_open=True, hi_open=True,
+                        why="a share of the concepts")
+MAX_SIMILARITY = Option("max_similarity", "--max-similarity", "float", -1, 1, why="a cosine similarity")
+DEV_FRAC = Option("dev_frac", "--dev-frac", "float", 0, 1, hi_open=True, why="a share of the set")
+TEST_FRAC = Option("test_frac", "--test-frac", "float", 0, 1, hi_open=True, why="a share of the set")
+DTYPE = Option("dtype", "--dtype", "dtype", choices=DTYPES, optional=False)
 DTYPE = Option("dtype", "--dtype", "dtype", choices=DTYPES, optional=False)
 
 #: the options of ``probegen eval`` / :func:`probegen.score`, by request field

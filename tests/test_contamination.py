@@ -117,13 +117,35 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def _forms(tmp: Path, k: int, seed: int = 0) -> list[Path]:
-    """k forms of the release sample's 160 items, concepts dealt round-robin (no shared synset)."""
+def _release_forms(tmp: Path, k: int, seed: int = 0) -> list[Path]:
+    """k release files of the release sample's 160 items, concepts dealt round-robin (no shared
+    synset): disjoint, but no manifest says they are forms of one build."""
     rows = _release_rows()
     concepts = sorted({_synset(r) for r in rows})
     random.Random(seed).shuffle(concepts)
     return [_write(tmp / f"form{i + 1}.jsonl", [r for r in rows if _synset(r) in set(concepts[i::k])])
             for i in range(k)]
+
+
+def _as_form(src: Path, out: Path, form: int, k: int, family: str = "f00d") -> Path:
+    """The release file ``src`` as a dataset folder whose manifest says it is form ``form`` of ``k`` of
+    ``family`` (what `make wordnetqa --forms K` writes, without building from WordNet)."""
+    from dataclasses import replace
+
+    from probegen.diagnostics.run_bias import load_dataset
+
+    _, data = load_dataset(src)
+    block = {"family": family, "of": k, "form": form, "siblings": [f"form{i}" for i in range(1, k + 1)],
+             "name": f"form{form}"}
+    replace(data, manifest={**data.manifest, "forms": block}).write(out)
+    return out
+
+
+def _forms(tmp: Path, k: int, seed: int = 0) -> list[Path]:
+    """k sibling forms (dataset folders ``form1`` ..) of the release sample's 160 items."""
+    rel = tmp / "release"
+    rel.mkdir(exist_ok=True)
+    return [_as_form(f, tmp / f.stem, i, k) for i, f in enumerate(_release_forms(rel, k, seed), 1)]
 
 
 def _invoke(args: list[str]):
@@ -159,13 +181,15 @@ def test_cli_flags_a_planted_exposure_and_not_a_clean_form(tmp_path):
     from probegen.diagnostics.run_bias import load_dataset
     from probegen.runner import Runner
 
+    form1 = tmp_path / "release" / "form1.jsonl"
     pool = _write(tmp_path / "pool.jsonl", [r for r in _release_rows()
-                                             if _synset(r) in {_synset(x) for x in map(json.loads, forms[0].read_text().splitlines())}])
+                                             if _synset(r) in {_synset(x) for x in map(json.loads, form1.read_text().splitlines())}])
     kind, data = load_dataset(pool)
     _, decisions = correctness(kind, data, Runner(log=lambda m: None).load_scorer("glove-50d"), 0, progress=False)
     right = {item for _, item, ok in decisions if ok == 1.0}
     assert right, "glove-50d gets none of form 1 right"
-    seen = _write(tmp_path / "tuned.jsonl", [r for r in map(json.loads, pool.read_text().splitlines()) if r["id"] in right])
+    seen = _as_form(_write(tmp_path / "tuned.jsonl", [r for r in map(json.loads, pool.read_text().splitlines())
+                                                      if r["id"] in right]), tmp_path / "tuned", 1, 4)
     exposed = tmp_path / "exposed"
     r = _invoke(["--model", "glove-50d", "--seen", str(seen), "--fresh", *map(str, forms[1:]), "--out", str(exposed)])
     assert r.exit_code == 0, r.output
@@ -200,7 +224,7 @@ def test_errors_are_one_line_and_write_nothing(tmp_path, case, needle):
     elif case == "kinds":
         fresh = [*fresh, str(WIC)]
     elif case == "shared":
-        fresh = [*fresh, str(_write(tmp_path / "overlap.jsonl", json_lines(forms[0])[:3]))]
+        fresh = [*fresh, str(_write(tmp_path / "overlap.jsonl", json_lines(tmp_path / "release" / "form1.jsonl")[:3]))]
     elif case == "twice":
         fresh = [*fresh, str(forms[1])]
     elif case == "missing":
@@ -219,3 +243,110 @@ def test_errors_are_one_line_and_write_nothing(tmp_path, case, needle):
 
 def json_lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x]
+
+
+# ---- issue 46: strict JSON, degenerate tests, sibling forms, --run --------------------------------
+def _strict(text: str) -> object:
+    """``json.loads`` that refuses NaN and +/-Infinity (what a strict reader does)."""
+    def refuse(token: str) -> object:
+        raise ValueError(f"not strict JSON: {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_zero_between_form_variance_writes_strict_json(tmp_path):
+    """tau2 = 0 gives Welch-Satterthwaite df = infinity: summary.json says null with the reason (it wrote
+    ``"df": Infinity``, which a strict reader rejects); every JSON written parses strictly."""
+    forms = _forms(tmp_path, 4)  # the release forms of seed 0: glove-50d's fresh accuracies spread less than their SEs
+    out = tmp_path / "out"
+    r = _invoke(["--model", "glove-50d", "--seen", str(forms[0]), "--fresh", *map(str, forms[1:]), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    (m,) = _strict((out / "summary.json").read_text())["models"]
+    assert m["test"]["tau2"] == 0, m["test"]
+    assert m["test"]["df"] is None and "tau2 = 0" in m["test"]["df_note"]
+    for f in out.rglob("*.json"):
+        _strict(f.read_text())
+
+
+def test_zero_se_gap_test_says_it_is_degenerate():
+    """Every form answered all right or all wrong (no spread): the gap's SE is 0 and the t statistic
+    +/-inf; that is no evidence, so the test is not flagged and says it is degenerate."""
+    r = gap_test((1.0, 0.0), [(0.5, 0.0), (0.5, 0.0), (0.5, 0.0)])
+    assert r["degenerate"] and not r["flagged"] and not np.isfinite(r["p"])
+    from probegen.diagnostics.contamination import sentence
+    from probegen.io import json_text
+
+    assert "degenerate" in sentence("m", r)
+    assert _strict(json_text(r))["p"] is None and _strict(json_text(r))["p_note"] == "degenerate test"
+
+
+@needs_sample
+def test_forms_that_are_not_siblings_are_refused_and_force_warns(tmp_path):
+    """The issue's case on the real release files: a hyponymy set as seen against sibling forms of the
+    definitions items ran and said "consistent with exposure"; forms of another family, or files no
+    manifest calls forms, are refused the same way; --force runs with the warning in the report."""
+    defs = [json.loads(x) for x in (SAMPLES / "definitions-train-sample.jsonl").read_text().splitlines() if x]
+    concepts = sorted({_synset(r) for r in defs})
+    rel = tmp_path / "release"
+    rel.mkdir()
+    fresh = [_as_form(_write(rel / f"def{i}.jsonl", [r for r in defs if _synset(r) in set(concepts[i::3])]),
+                      tmp_path / f"def-form{i + 1}", i + 1, 3, family="defs") for i in range(3)]
+    hypo = _write(rel / "hyponymy.jsonl", [r for r in map(json.loads, (SAMPLES / "hyponymy-train-sample.jsonl")
+                                                          .read_text().splitlines()) if _synset(r) not in concepts])
+    other = _as_form(hypo, tmp_path / "hypo-form1", 1, 3, family="hypo")
+    for seen, needle in ((hypo, "no 'forms' block"), (other, "family hypo")):
+        out = tmp_path / "out"
+        r = _invoke(["--model", "glove-50d", "--seen", str(seen), "--fresh", *map(str, fresh[1:]), "--out", str(out)])
+        assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+        (line,) = [x for x in r.output.splitlines() if x.startswith("probegen: error:")]
+        assert "not sibling forms" in line and needle in line and "--force" in line, line
+        assert not out.exists()
+    out = tmp_path / "forced"
+    r = _invoke(["--model", "glove-50d", "--seen", str(hypo), "--fresh", *map(str, fresh[1:]), "--force",
+                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    summary = _strict((out / "summary.json").read_text())
+    assert summary["warning"].startswith("--force: the seen and fresh forms are not sibling forms")
+    assert summary["warning"] in (out / "report.md").read_text()
+
+
+@needs_sample
+def test_run_checks_a_model_known_only_by_its_results(tmp_path):
+    """--run: glove-50d's answers on each form given as a probegen run, an inspect-ai log and an
+    Every Eval Ever export (a model reachable only through its results) give the test --model gives."""
+    from cli_checks import run
+
+    forms = _forms(tmp_path, 4)
+    answers = []
+    for i, form in enumerate(forms):
+        r = tmp_path / f"run{i + 1}"
+        assert run("eval", "--model", "glove-50d", "--dataset", form, "--out", r)[0] == 0
+        if i == 1:
+            log = tmp_path / "logs" / "glove-2.eval"
+            assert run("export", r, "--format", "inspect-log", "--out", log)[0] == 0
+            r = log
+        elif i == 2:
+            assert run("export", r, "--format", "eee", "--out", tmp_path / "eee3")[0] == 0
+            r = tmp_path / "eee3"
+        answers.append(r)
+    by_model, by_run = tmp_path / "by-model", tmp_path / "by-run"
+    args = ["--seen", str(forms[0]), "--fresh", *map(str, forms[1:])]
+    r = _invoke(["--model", "glove-50d", *args, "--out", str(by_model)])
+    assert r.exit_code == 0, r.output
+    r = _invoke([*args, *[x for a in answers for x in ("--run", str(a))], "--out", str(by_run)])
+    assert r.exit_code == 0, r.output
+    (want,), got = (_strict((d / "summary.json").read_text())["models"] for d in (by_model, by_run))
+    (got,) = got
+    assert got["model"] == "glove-50d" and got["forms"] == want["forms"] and got["test"] == want["test"]
+    assert "answers from" in (by_run / "report.md").read_text()
+    # a respondent without a run on every form, and nothing to check at all: one line each
+    r = _invoke([*args, "--run", str(answers[0]), "--run", str(answers[1]), "--out", str(tmp_path / "x")])
+    assert r.exit_code == 1 and "has no run on" in r.output and not (tmp_path / "x").exists(), r.output
+    r = _invoke([*args, "--out", str(tmp_path / "x")])
+    assert r.exit_code == 1 and "give --model" in r.output and not (tmp_path / "x").exists(), r.output
+
+
+def test_alpha_that_is_not_finite_is_refused(tmp_path):
+    for bad in ("nan", "inf", "-inf"):
+        r = _invoke(["--model", "glove-50d", "--seen", "a", "--fresh", "b", "c", "--alpha", bad,
+                     "--out", str(tmp_path / "o")])
+        assert r.exit_code == 2 and "must be a finite number" in r.output, r.output

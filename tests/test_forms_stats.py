@@ -80,3 +80,47 @@ def test_cluster_se_matches_the_spread_of_cluster_means():
         ses.append(se)
         assert c == 200
     assert abs(np.mean(ses) / np.std(means) - 1) < 0.1
+
+
+def test_zero_se_tost_is_degenerate_not_equivalent(tmp_path):
+    """Issue 46: two forms a respondent gets all right have no spread; the TOST said "equivalent at
+    +/-0.000". Now it is degenerate: never equivalent, left out of the margin every test meets, marked
+    in equivalence.csv and the report, and the JSON holds no NaN."""
+    import json
+
+    from probegen.forms.report import FormRun, analyse, write
+
+    units = [str(i // 2) for i in range(20)]
+    t = tost(np.ones(20), units, np.ones(20), units)
+    assert t.degenerate and not t.equivalent and np.isnan(t.margin_met)
+    rng = np.random.default_rng(0)
+    frs = [FormRun("a|score|", f, f"form{f}", [f"i{f}-{i}" for i in range(20)], np.ones(20), units, [2] * 20)
+           for f in (1, 2)]
+    frs += [FormRun("b|score|", f, f"form{f}", [f"i{f}-{i}" for i in range(20)], (rng.random(20) < 0.5) * 1.0,
+                    units, [2] * 20) for f in (1, 2)]
+    res = analyse(frs, {"family": "x", "siblings": ["form1", "form2"]}, n_boot=50, irt_model=None)
+    deg = [e for e in res["equivalence"] if e["degenerate"]]
+    assert [e["respondent"] for e in deg] == ["a|score|"] and not deg[0]["equivalent"]
+    s = res["summary"]
+    assert s["degenerate_tests"] == 1 and s["margin_met"] > 0  # the other tests' margin, not 0.000
+    write(res, tmp_path / "out", [])
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "degenerate (SE 0)" in text and "+/- 0.000" not in text
+
+    def refuse(token: str) -> None:
+        raise ValueError(token)
+
+    json.loads((tmp_path / "out" / "summary.json").read_text(), parse_constant=refuse)
+    row = next(r for r in (tmp_path / "out" / "equivalence.csv").read_text().splitlines() if r.startswith("a|"))
+    assert row.endswith(",True")
+
+
+def test_nan_margin_and_alpha_are_refused(tmp_path):
+    from click.testing import CliRunner
+
+    from probegen.commands.cli import cli
+
+    for opt in ("--margin", "--alpha"):
+        for bad in ("nan", "inf"):
+            r = CliRunner().invoke(cli, ["forms", "a", "b", opt, bad, "--out", str(tmp_path / "o")])
+            assert r.exit_code == 2 and "must be a finite number" in r.output, r.output

@@ -29,7 +29,10 @@ from ..io import atomic_dir, atomic_write, ensure_writable, write_json
 
 FORM_COLUMNS = ("respondent", "form", "dataset", "items", "units", "accuracy", "se", "ci_lo", "ci_hi")
 EQ_COLUMNS = ("respondent", "form_a", "form_b", "diff", "se", "df", "ci90_lo", "ci90_hi", "p_lower", "p_upper",
-              "p_tost", "equivalent", "margin", "margin_met")
+              "p_tost", "equivalent", "margin", "margin_met", "degenerate")
+#: what a TOST with no standard error says (every item answered alike on both forms)
+DEGENERATE = ("degenerate: the difference has no standard error (every item answered alike on both forms), so the "
+              "test cannot conclude equivalence at any margin")
 DIFF_COLUMNS = ("measure", "form_a", "form_b", "n_a", "n_b", "mean_a", "mean_b", "ks", "p")
 #: the respondent row of the test over every respondent's mean
 ALL = "(mean of respondents)"
@@ -86,7 +89,8 @@ class Tost:
     p_upper: float  # H0: diff >= +margin
     margin: float
     alpha: float
-    margin_met: float  # the smallest margin this test would call equivalent
+    margin_met: float  # the smallest margin this test would call equivalent (NaN for a degenerate test)
+    degenerate: bool = False  # no standard error: the test says nothing (never equivalent)
 
     @property
     def p(self) -> float:
@@ -94,7 +98,7 @@ class Tost:
 
     @property
     def equivalent(self) -> bool:
-        return self.p < self.alpha
+        return not self.degenerate and self.p < self.alpha
 
 
 def tost(y_a: np.ndarray, units_a: Sequence[str], y_b: np.ndarray, units_b: Sequence[str], margin: float = 0.03,
@@ -115,21 +119,26 @@ def tost(y_a: np.ndarray, units_a: Sequence[str], y_b: np.ndarray, units_b: Sequ
 
 def tost_stats(diff: float, se: float, df: int, margin: float, alpha: float) -> Tost:
     """The TOST of a difference ``diff`` with standard error ``se`` on ``df`` degrees of freedom.
+    A standard error of 0 (every item answered alike on both forms: all right, say) is a degenerate
+    test: its p-values and the margin it meets are NaN and it never concludes equivalence (a zero
+    SE would make "equivalent at +/- 0.000" of two forms a ceiling hides).
 
     >>> t = tost_stats(0.01, 0.01, 100, 0.03, 0.05)
     >>> t.equivalent, round(t.margin_met, 3)
     (True, 0.027)
+    >>> t = tost_stats(0.0, 0.0, 100, 0.03, 0.05)
+    >>> t.degenerate, t.equivalent
+    (True, False)
     """
     from scipy import stats
 
     df = max(int(df), 1)
     tcrit = float(stats.t.ppf(1 - alpha, df))
-    if se <= 0:  # no spread at all: equal means are equivalent at any margin, others at none below them
-        p_lo = 0.0 if diff > -margin else 1.0
-        p_hi = 0.0 if diff < margin else 1.0
-    else:
-        p_lo = float(stats.t.sf((diff + margin) / se, df))
-        p_hi = float(stats.t.cdf((diff - margin) / se, df))
+    if not se > 0:
+        nan = float("nan")
+        return Tost(diff, 0.0, df, (nan, nan), nan, nan, margin, alpha, nan, degenerate=True)
+    p_lo = float(stats.t.sf((diff + margin) / se, df))
+    p_hi = float(stats.t.cdf((diff - margin) / se, df))
     return Tost(diff, se, df, (diff - tcrit * se, diff + tcrit * se), p_lo, p_hi, margin, alpha,
                 abs(diff) + tcrit * se)
 
@@ -328,7 +337,8 @@ def analyse(frs: list[FormRun], family: dict[str, Any], margin: float = 0.03, al
             t = tost(ya, ua, yb, ub, margin, alpha)
             eq.append({"respondent": who, "form_a": a, "form_b": b, "diff": t.diff, "se": t.se, "df": t.df,
                        "ci90_lo": t.ci90[0], "ci90_hi": t.ci90[1], "p_lower": t.p_lower, "p_upper": t.p_upper,
-                       "p_tost": t.p, "equivalent": t.equivalent, "margin": margin, "margin_met": t.margin_met})
+                       "p_tost": t.p, "equivalent": t.equivalent, "margin": margin, "margin_met": t.margin_met,
+                       "degenerate": t.degenerate})
     difficulty, note = _difficulty(frs, forms, irt_model)
     ranks = _ranks(acc, forms)
     per_resp = [e for e in eq if e["respondent"] != ALL]
@@ -337,8 +347,11 @@ def analyse(frs: list[FormRun], family: dict[str, Any], margin: float = 0.03, al
         "margin": margin, "alpha": alpha, "bootstrap": n_boot, "seed": seed,
         "equivalent_pairs": sum(e["equivalent"] for e in per_resp), "pairs": len(per_resp),
         "all_equivalent": all(e["equivalent"] for e in eq),
-        "margin_met": max(e["margin_met"] for e in eq),  # the smallest margin every test would pass
-        "margin_met_mean_of_respondents": max((e["margin_met"] for e in eq if e["respondent"] == ALL), default=None),
+        # the smallest margin every test would pass (degenerate tests pass none: counted apart)
+        "margin_met": max((e["margin_met"] for e in eq if not e["degenerate"]), default=None),
+        "margin_met_mean_of_respondents": max((e["margin_met"] for e in eq if e["respondent"] == ALL
+                                               and not e["degenerate"]), default=None),
+        "degenerate_tests": sum(e["degenerate"] for e in eq),
         "ranks": ranks, "difficulty_note": note,
         "difficulty_min_p": min((d["p"] for d in difficulty), default=None),
         "strata_within_tolerance": family.get("within_tolerance"),
@@ -368,7 +381,7 @@ def render(res: dict[str, Any]) -> str:
              f"{s['margin']} (alpha {s['alpha']} each side, cluster-robust SEs); accuracy CIs: 95% cluster bootstrap "
              f"({s['bootstrap']} replicates).", "",
              f"**{s['equivalent_pairs']} of {s['pairs']} respondent x form-pair TOSTs conclude equivalence at +/- "
-             f"{s['margin']}; every test (respondent means included) would pass at +/- {s['margin_met']:.3f}.**", "",
+             f"{s['margin']}; {_met(s)}.**", "",
              "## Accuracy per form", "", "| respondent | form | items | clusters | accuracy | 95% CI |",
              "|---|---|---|---|---|---|"]
     for r in res["forms"]:
@@ -378,9 +391,15 @@ def render(res: dict[str, Any]) -> str:
               "| respondent | forms | diff | 90% CI | p (TOST) | equivalent | margin met |",
               "|---|---|---|---|---|---|---|"]
     for e in res["equivalence"]:
+        if e["degenerate"]:
+            lines.append(f"| {e['respondent']} | {e['form_a']} vs {e['form_b']} | {e['diff']:+.3f} | - | - | "
+                         "degenerate (SE 0) | - |")
+            continue
         lines.append(f"| {e['respondent']} | {e['form_a']} vs {e['form_b']} | {e['diff']:+.3f} | [{e['ci90_lo']:+.3f}, "
                      f"{e['ci90_hi']:+.3f}] | {e['p_tost']:.3f} | {'yes' if e['equivalent'] else 'no'} | "
                      f"{e['margin_met']:.3f} |")
+    if s["degenerate_tests"]:
+        lines += ["", f"{s['degenerate_tests']} test(s) {DEGENERATE}."]
     lines += ["", "## Rank correlation of respondents across forms", ""]
     for r in s["ranks"]:
         if "kendall_tau" in r:
@@ -399,6 +418,15 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _met(s: dict[str, Any]) -> str:
+    """What the summary line says of the margin every test would pass."""
+    deg = s.get("degenerate_tests") or 0
+    if s["margin_met"] is None:
+        return f"every test is degenerate ({DEGENERATE})"
+    rest = f" ({deg} degenerate test(s) left out: no standard error)" if deg else ""
+    return f"every test (respondent means included) would pass at +/- {s['margin_met']:.3f}{rest}"
+
+
 def draw(res: dict[str, Any], path: Path) -> None:
     """forms.png: accuracy per form per respondent with 95% cluster-bootstrap CIs."""
     import matplotlib
@@ -414,9 +442,12 @@ def draw(res: dict[str, Any], path: Path) -> None:
         rows = {r["respondent"]: r for r in res["forms"] if r["form"] == f}
         xs = [i + (j - (len(forms) - 1) / 2) * width for i, who in enumerate(resp) if who in rows]
         ys = [rows[who]["accuracy"] for who in resp if who in rows]
-        err = [[rows[w]["accuracy"] - rows[w]["ci_lo"] for w in resp if w in rows],
-               [rows[w]["ci_hi"] - rows[w]["accuracy"] for w in resp if w in rows]]
-        ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=3, label=res["names"][f - 1])
+        # the interval drawn as it is (a percentile CI of few replicates may not hold the estimate:
+        # error bars would be negative, which matplotlib refuses)
+        lo = [rows[w]["ci_lo"] for w in resp if w in rows]
+        hi = [rows[w]["ci_hi"] for w in resp if w in rows]
+        (dots,) = ax.plot(xs, ys, "o", label=res["names"][f - 1])
+        ax.vlines(xs, lo, hi, color=dots.get_color())
     ax.set_xticks(range(len(resp)))
     ax.set_xticklabels([r.split("|")[0] + "\n" + r.split("|")[1] for r in resp], fontsize=8)
     ax.set_ylabel("accuracy (95% cluster-bootstrap CI)")
@@ -451,4 +482,4 @@ def run_forms(runs: Sequence[str | Path], out: str | Path, margin: float = 0.03,
     write(res, out, runs)
     s = res["summary"]
     return (f"{len(s['respondents'])} respondents x {len(s['forms'])} forms: {s['equivalent_pairs']} of {s['pairs']} "
-            f"TOSTs equivalent at +/- {margin}; all tests pass at +/- {s['margin_met']:.3f}; wrote {out}")
+            f"TOSTs equivalent at +/- {margin}; {_met(s)}; wrote {out}")

@@ -97,7 +97,7 @@ test: install vllm-env
 # context: the counts do not depend on the context scorer) so that the demo's datasets are left alone.
 # bench_gpu needs CUDA (the H200 results stay otherwise); bench_api a server: BENCH_API_BASE=URL, else its own vLLM
 # from .venv-vllm (make vllm-env).
-# BENCH_SLOW=1 adds the SmolLM2 arms (forms respondent, the fine-tuned exposure, the item grid) and the
+# BENCH_SLOW=1 adds the SmolLM2 arms (forms respondent, the fine-tuned exposure, the item grid, the adaptive test) and the
 # 200,000-item IRT fit. BENCH_IRT_PYTHON: a Python whose environment has girth, py-irt and irtorch (none
 # is a dependency) for the IRT fitter comparison; with $(PY) only the arms it can import run.
 BENCH_DATA := probegen_out/bench/datasets
@@ -126,6 +126,7 @@ bench: $(VENV)/.installed
 	OMP_NUM_THREADS=1 PYTHONPATH=$(CURDIR) $(BENCH_IRT_PYTHON) bench/bench_itemstats.py --compare
 	OMP_NUM_THREADS=1 $(PY) bench/bench_itemstats.py --recovery --big --big-sizes 100x20000$(if $(BENCH_SLOW),$(COMMA)20x200000)
 	$(PY) bench/bench_items_grid.py $(if $(BENCH_SLOW),--slow)
+	$(PY) bench/bench_adaptive.py $(if $(BENCH_SLOW),--smol)
 	$(PY) bench/render_figures.py
 
 # The documentation site (mkdocs.yml, docs/): --strict fails on a broken link, anchor or snippet.

@@ -115,14 +115,13 @@ def build_bank(rows: Sequence[dict[str, Any]], summary: dict[str, Any], responde
                dataset: str | Path) -> dict[str, Any]:
     """The bank of ``probegen items``' analysis (its item ``rows`` with IRT parameters, its ``summary``)
     over runs on ``dataset``; one line if the fit has no IRT model or an item is not a record of it."""
-    from .subset import record_index
-
     irt = summary.get("irt") or {}
     if not irt.get("model") or not rows or "a" not in rows[0]:
         raise ProbegenError("--bank needs an IRT fit (--irt 1pl, 2pl or 3pl, not none)")
     task, _, records, ids = load_dataset(dataset)
     item_ids = [str(r["item"]) for r in rows]
-    rec = record_index(item_ids, ids)
+    where = {r: i for i, r in enumerate(ids)}  # an item is a record, or a group's row <record>#<row>
+    rec = np.array([where.get(it, where.get(it.rsplit("#", 1)[0], -1)) for it in item_ids], dtype=int)
     if (rec < 0).any():
         missing = [i for i, r in zip(item_ids, rec) if r < 0]
         raise ProbegenError(f"--bank: {len(missing)} item(s) of the runs are not records of {dataset} "

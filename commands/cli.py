@@ -15,6 +15,7 @@ import click
 
 from probegen import request_options as opts
 from probegen.commands.forms import form_paths, forms_option, write_forms
+from probegen.commands.items import lm_eval_metric_option
 from probegen.commands.options import PERMUTATIONS, SEED, add_device_options, add_wordnet_source_option
 from probegen.commands.options import checked_type as T
 from probegen.paths import DEFAULT_ROOT
@@ -513,7 +514,8 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=T(opts.N_BOOT))
 @click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
-def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out) -> None:
+@lm_eval_metric_option
+def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out, lm_eval_metric) -> None:
     """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.
 
     Units (CoDA21 groups, WordNetQA concepts) are paired by id; the report gives both
@@ -538,7 +540,7 @@ def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out) -> No
 
     la, _, lb = labels.partition(",")
     req = CompareRequest(twin=twin, other=other, models=tuple(models), labels=(la, lb or "other"), seed=seed,
-                         n_boot=n_boot, out=out, runs=tuple(runs))
+                         n_boot=n_boot, out=out, runs=tuple(runs), lm_eval_metric=lm_eval_metric)
     runner = Runner(runtime, log=_log)
     res = run_compare_request(req, runner, DEFAULT_ROOT)
     echo = runner.main_log(click.echo)

@@ -14,6 +14,7 @@ import click
 
 from probegen import request_options as opts
 
+from .items import lm_eval_metric_option
 from .options import SEED, checked_type
 
 FORMS_HELP = ("Write K parallel forms instead of one set: <out>-form1 .. <out>-formK, disjoint by synset and target "
@@ -56,7 +57,8 @@ def write_forms(ds: Any, kind: str, k: int, seed: int, out: Path, obj: dict, run
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--irt", "irt_model", type=click.Choice(["1pl", "2pl", "none"]), default="1pl", show_default=True,
               help="IRT difficulties compared across forms (with at least 3 respondents).")
-def forms(runs, out, margin, alpha, n_boot, seed, irt_model) -> None:
+@lm_eval_metric_option
+def forms(runs, out, margin, alpha, n_boot, seed, irt_model, lm_eval_metric) -> None:
     """Are parallel forms equivalent? RUNs are `probegen eval` folders of several respondents (models,
     methods) on the forms of one family (`make ... --forms K`), or other harnesses' per-item results
     on the forms: Every Eval Ever / inspect-ai exports, lm-eval --log_samples of a form's lm-eval
@@ -79,4 +81,5 @@ def forms(runs, out, margin, alpha, n_boot, seed, irt_model) -> None:
     """
     from probegen.forms.report import run_forms
 
-    click.echo(run_forms(list(runs), out, margin, alpha, n_boot, seed, None if irt_model == "none" else irt_model))
+    click.echo(run_forms(list(runs), out, margin, alpha, n_boot, seed, None if irt_model == "none" else irt_model,
+                         lm_eval_metric))

@@ -6,11 +6,26 @@ raise ``ProbegenError`` so the CLI group prints one line and exits non-zero.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from probegen import request_options as opts
 
 from .options import SEED, checked_type, log
+
+#: how an lm-eval --log_samples file becomes respondents (probegen.exchange.ingest.LM_EVAL_METRICS)
+LM_EVAL_METRICS = ("acc", "acc_norm", "both")
+
+
+def lm_eval_metric_option(command: Any) -> Any:
+    """``--lm-eval-metric`` on a command that reads other harnesses' files (its value reaches the
+    command as ``lm_eval_metric``)."""
+    return click.option("--lm-eval-metric", "lm_eval_metric", type=click.Choice(LM_EVAL_METRICS), default="acc",
+                        show_default=True,
+                        help="An lm-eval --log_samples file is one respondent per model, scored by acc (summed "
+                             "log-probabilities) or acc_norm (per character); both: two respondents, which answer "
+                             "almost alike (not independent).")(command)
 
 
 @click.command("items")
@@ -26,7 +41,8 @@ from .options import SEED, checked_type, log
 @click.option("--bank", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also save the calibration as an item bank (IRT parameters, content fingerprints and strata per "
                    "item; dataset, model, respondents, date) for `probegen eval --adaptive FILE`.")
-def items(runs, out, common, irt_model, pairs, n_boot, seed, bank) -> None:
+@lm_eval_metric_option
+def items(runs, out, common, irt_model, pairs, n_boot, seed, bank, lm_eval_metric) -> None:
     """Item analysis over runs: one response table, classical statistics, IRT, flags.
 
     RUN is a `probegen eval` or `probegen bias` folder (its per-row records) or a `probegen study`
@@ -45,7 +61,7 @@ def items(runs, out, common, irt_model, pairs, n_boot, seed, bank) -> None:
     from probegen.itemstats.analyse import run_items
 
     click.echo(run_items(list(runs), out, common, None if irt_model == "none" else irt_model, n_boot, seed, pairs,
-                         bank))
+                         bank, lm_eval_metric))
 
 
 @click.command("subset")

@@ -120,6 +120,7 @@ class CompareRequest:
     n_boot: int = 1000
     out: str | None = None
     runs: tuple[str, ...] = ()
+    lm_eval_metric: str = "acc"  # an lm-eval file's respondent (acc, acc_norm, both)
 
     def out_dir(self, root: Path = DEFAULT_ROOT) -> Path:
         """``out``, or ``<root>/compare/<other's name>``."""
@@ -158,7 +159,7 @@ def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAUL
     if req.runs:  # the datasets and runs are read once here, so that a bad run fails before any output
         loaded = load_dataset(req.twin, task=kinds[0]), load_dataset(req.other, task=kinds[1])
         imported = read_imported(list(req.runs), req.twin, req.other, loaded[0][0], (loaded[0][1], loaded[1][1]),
-                                 set(req.models))
+                                 set(req.models), req.lm_eval_metric)
     with runner.output_dir(req.out_dir(root)) as tmp:  # written by rank 0 alone under torchrun
         return compare(req.twin, req.other, list(req.models), tmp, req.labels, req.seed, req.n_boot, runner.log,
                        runner=runner, kinds=kinds, runs=list(req.runs), loaded=loaded, imported=imported)

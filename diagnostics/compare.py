@@ -191,14 +191,17 @@ class Answers:
 
 
 def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data: tuple[Any, ...],
-                 taken: set[str]) -> list[Answers]:
+                 taken: set[str], lm_eval_metric: str = "acc") -> list[Answers]:
     """The respondents of ``runs`` (:func:`probegen.itemstats.table.read_run`: probegen eval and bias
     runs, lm-eval samples, inspect-ai logs, Every Eval Ever results), each placed on one of the sets
     ``paths`` (loaded as ``data``) and paired across them by model, method and variant; one line for
     a run on none of the sets, unknown ids, a respondent missing a set or twice on one set.
-    ``taken``: the names already in the report."""
+    ``taken``: the names already in the report. A run given twice, an item twice in a run, a
+    correctness out of range, a file whose items' content is not the set's: one line
+    (:func:`probegen.itemstats.table.read_runs`); ``lm_eval_metric``: an lm-eval file's respondent."""
     from probegen.itemstats.respondent import _dataset_key, identity
-    from probegen.itemstats.table import read_run
+    from probegen.itemstats.subset import check_records
+    from probegen.itemstats.table import read_runs
 
     paths = tuple(str(p) for p in paths)
     keys = tuple(_dataset_key(p) for p in paths)
@@ -207,15 +210,15 @@ def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data
 
     grouped = tasks.get(kind).unit_is_mean  # a group's accuracy is its unit's score (the paper's mean of groups)
     sides: dict[str, list[tuple[str, Any] | None]] = {}
-    for run in runs:
-        for r in read_run(run):
-            for i in _side(r, run, keys, data, layouts, paths):
-                slot = sides.setdefault(identity(r), [None] * len(paths))
-                earlier = slot[i]
-                if earlier is not None:
-                    raise ProbegenError(f"{identity(r)} answers {paths[i]} in both {earlier[0]} and {run}: give one "
-                                        "run per respondent and set")
-                slot[i] = (run, r)
+    for run, r in read_runs(runs, lm_eval_metric):
+        for i in _side(r, run, keys, data, layouts, paths):
+            check_records(r, kind, data[i], paths[i])
+            slot = sides.setdefault(identity(r), [None] * len(paths))
+            earlier = slot[i]
+            if earlier is not None:
+                raise ProbegenError(f"{identity(r)} answers {paths[i]} in both {earlier[0]} and {run}: give one "
+                                    "run per respondent and set")
+            slot[i] = (run, r)
     out = []
     for who, slot in sides.items():
         missing = [i for i, s in enumerate(slot) if s is None]
@@ -241,12 +244,12 @@ def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data
 
 
 def read_imported(runs: list[str], a: str | Path, b: str | Path, kind: str, data: tuple[Any, Any],
-                  taken: set[str]) -> list[Imported]:
+                  taken: set[str], lm_eval_metric: str = "acc") -> list[Imported]:
     """The respondents of ``runs`` (:func:`read_answers`), each on twin ``a`` or other ``b``, paired by
     model, method and variant; one line for a run on neither set, unknown ids, a respondent on one
     set only or twice on one set. ``taken``: the names already in the report."""
     return [Imported(x.name, x.model, (x.sources[0], x.sources[1]), x.sets[0], x.sets[1])
-            for x in read_answers(runs, (a, b), kind, data, taken)]
+            for x in read_answers(runs, (a, b), kind, data, taken, lm_eval_metric)]
 
 
 def compare(

@@ -107,7 +107,7 @@ def test_bad_runs_are_one_line(pair, runs, tmp_path):
         assert not out.exists()
 
     refused(twin_run, needles=("glove-50d", "has no run on", str(pair[1])))  # one side only
-    refused(twin_run, twin_run, adv_run, needles=("answers", "in both"))  # twice on one set
+    refused(twin_run, twin_run, adv_run, needles=("is the same run as", "given twice"))  # one run twice
     elsewhere = tmp_path / "elsewhere"
     assert run("eval", "--model", "glove-50d", "--dataset", SAMPLE, "--out", elsewhere)[0] == 0
     refused(twin_run, elsewhere, needles=("neither",))  # a run on neither set

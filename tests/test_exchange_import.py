@@ -39,9 +39,10 @@ def exports(wnqa_run, tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def _table(*inputs: Path, out: Path) -> list[dict[str, str]]:
-    """`probegen items` over ``inputs``: its long table, the source column (which file) left out."""
-    r = _invoke("items", *map(str, inputs), "--irt", "none", "--out", str(out))
+def _table(*inputs: Path, out: Path, extra: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """`probegen items` over ``inputs`` (and ``extra`` options): its long table, the source column
+    (which file) left out."""
+    r = _invoke("items", *map(str, inputs), "--irt", "none", *extra, "--out", str(out))
     assert r.exit_code == 0, r.output
     with open(out / "responses.csv", newline="") as fh:
         return [{k: v for k, v in row.items() if k != "source"} for row in csv.DictReader(fh)]
@@ -170,7 +171,7 @@ def test_lm_eval_log_samples_import_every_item_matched(wnqa_run, coda_run, tmp_p
         assert (r["key"], r["unit"], r["k"]) == (run[r["item"]]["key"], run[r["item"]]["unit"], run[r["item"]]["k"])
         assert r["chosen"] in {x["key"] for x in run.values() if x["unit"] == r["unit"]}
 
-    rows = _table(wnqa_run, samples, out=tmp_path / "t")
+    rows = _table(wnqa_run, samples, out=tmp_path / "t", extra=("--lm-eval-metric", "both"))
     run = {r["item"]: r for r in rows if r["model"] == "glove-50d"}
     for metric in ("lm-eval:acc", "lm-eval:acc_norm"):
         got = [r for r in rows if r["method"] == metric]

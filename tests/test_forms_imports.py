@@ -5,6 +5,7 @@ are placed by the export's manifest; every malformed import is one line, exit 1,
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -109,7 +110,17 @@ def test_malformed_imports_are_one_line(runs, exports, forms, tmp_path):
     refused(*runs, unknown, needles=("1 of", "item ids are not items of"))
     alone = foreign_eee(exports[0], tmp_path / "alone")
     refused(alone, exports[1], needles=("of 345 item ids are not items of", "coda-form2"))  # not on a given form
-    refused(alone, foreign_eee(exports[0], tmp_path / "alone2"), needles=("does not name its dataset",))
+    # another file naming no dataset (the same answers written with other spacing: not a byte copy,
+    # which is refused as the same run given twice)
+    alone2 = foreign_eee(exports[0], tmp_path / "alone2")
+    text = "".join(json.dumps(json.loads(x), separators=(",", ":")) + "\n" for x in alone2.read_text().splitlines())
+    alone2.write_text(text)
+    (agg2,) = [p for p in alone2.parent.glob("*.json")]
+    a2 = json.loads(agg2.read_text())
+    a2["detailed_evaluation_results"]["checksum"] = hashlib.sha256(text.encode()).hexdigest()
+    agg2.write_text(json.dumps(a2))
+    refused(alone, alone2, needles=("does not name its dataset",))
+    refused(alone, foreign_eee(exports[0], tmp_path / "alone3"), needles=("is the same run as",))
 
 
 @pytest.mark.real
@@ -127,7 +138,7 @@ def test_lm_eval_samples_of_form_exports(forms, runs, tmp_path):
     out = tmp_path / "eq"
     code, stdout, err = run("forms", *runs, *samples, "--bootstrap", 200, "--out", out)
     assert code == 0, err
-    assert "3 respondents x 2 forms" in stdout  # glove-50d, lm-eval acc and acc_norm
+    assert "2 respondents x 2 forms" in stdout  # glove-50d, lm-eval (acc: one respondent per model by default)
     rows = [r.split(",") for r in _csv(out, "forms.csv")[1:]]
     lm = [r for r in rows if "|lm-eval:acc|" in r[0] + "|"]
     assert len(lm) == 2
@@ -151,7 +162,7 @@ def test_lm_eval_samples_of_form_exports(forms, runs, tmp_path):
     assert_one_line_error(code, err, "lm-eval:acc", "has no run on", str(copy))
     cmp = tmp_path / "cmp"
     code, _, err = run("compare", forms[0], forms[0], "--run", runs[0], "--run", samples[0], "--bootstrap", 50,
-                       "--out", cmp)
+                       "--lm-eval-metric", "both", "--out", cmp)
     assert code == 0, err
     rows = json.loads((cmp / "results.json").read_text())["models"]
     assert [r["model"].rpartition("|")[2] for r in rows][::2] == ["glove-50d", "lm-eval:acc_norm"] and len(rows) == 3
@@ -182,5 +193,28 @@ def test_lm_eval_samples_of_form_exports(forms, runs, tmp_path):
         code, _, err = run("forms", *runs, path, "--out", tmp_path / "bad")
         assert_one_line_error(code, err, *needles)
     code, _, err = run("forms", *runs, samples[0], samples[0], "--out", tmp_path / "bad")
-    assert_one_line_error(code, err, "one run per respondent and form")
+    assert_one_line_error(code, err, "is the same run as", "given twice")
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_run_with_an_item_twice_is_one_line(runs, tmp_path):
+    """Issue 46: 45bb2c6 let the second row of an item silently overwrite the first."""
+    import shutil
+
+    dup = tmp_path / "dup"
+    shutil.copytree(runs[0], dup)
+    (dup / ".probegen-output.json").unlink()
+    rows_file = next(p for p in (dup / "groups.jsonl", dup / "items.jsonl") if p.is_file())
+    lines = rows_file.read_text().splitlines()
+    rows_file.write_text("\n".join([*lines, lines[0]]) + "\n")
+    code, _, err = run("forms", dup, runs[1], "--out", tmp_path / "eq")
+    assert_one_line_error(code, err, f"{rows_file} line {len(lines) + 1}", "twice")
+    assert not (tmp_path / "eq").exists()
+
+
+def test_two_bootstrap_replicates_draw(runs, tmp_path):
+    """Issue 46: `forms --bootstrap 2` was a matplotlib traceback (a percentile CI of two replicates
+    need not hold the estimate: "yerr must not contain negative values")."""
+    code, stdout, err = run("forms", *runs, "--bootstrap", 2, "--out", tmp_path / "eq")
+    assert code == 0, err
+    assert (tmp_path / "eq" / "forms.png").is_file()

@@ -4,17 +4,27 @@ Three formats, told apart by the file:
 
 - lm-evaluation-harness ``--log_samples`` files (``samples_<task>_<time>.jsonl``) of a probegen
   lm-eval export (:mod:`probegen.exporters`): each doc keeps probegen's ``id`` (a CoDA21 context
-  ``<group>/<row>`` is the item ``<group>#<row>``); one respondent per metric (``acc``: summed
-  log-probs, ``acc_norm``: per character), the chosen option the arg-max of the logged log-likelihoods;
+  ``<group>/<row>`` is the item ``<group>#<row>``); one respondent per model, scored by ``acc``
+  (summed log-probs; ``--lm-eval-metric acc_norm``: per character, ``both``: two respondents, which
+  answer almost alike and so are not independent), the chosen option the arg-max of the logged
+  log-likelihoods; samples of a probegen export whose ``results_<time>.json`` still names it are on
+  that export's dataset (many files of one export: one dataset);
 - inspect-ai eval logs (``.eval``, ``.json``), read with :func:`inspect_ai.log.read_eval_log`: a
-  sample's id is the item, its first scorer's value (through :func:`inspect_ai.scorer.value_to_float`)
-  the correctness, its ``answer`` the chosen option;
+  sample's id is the item, its first scorer's value the correctness (C/I/P/N, yes/no, true/false
+  or a number, through :func:`inspect_ai.scorer.value_to_float`: P = 0.5 is partial credit, any
+  value in [0, 1]), its ``answer`` the chosen option;
 - Every Eval Ever: an export folder, an aggregate ``.json`` or a ``*_samples.jsonl`` (its aggregate
   beside it), both checked against the bundled schemas, the row count and the checksum.
 
 A file that probegen exported (:mod:`.export`) names its dataset and holds probegen's cells, so it
 reads back as exactly the run. Any other file's dataset is unknown: its respondent joins the runs
-whose items hold all of its item ids (:func:`probegen.itemstats.table.gather`), or the ids are unknown (one line).
+whose items hold all of its item ids with the same content (options, key: each reader keeps them as
+:attr:`~probegen.itemstats.respondent.Respondent.content`), or the ids are unknown or name other
+questions (one line; :func:`probegen.itemstats.table.gather`).
+
+Every cell is checked as a run's is: correctness 0 or 1 (a foreign score in [0, 1] where the format
+documents partial credit: inspect-ai's P, an Every Eval Ever score), log-likelihoods finite
+numbers, labels and units scalars; anything else is one line naming the file and line.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProbegenError
-from ..io import iter_jsonl, sha256_file
+from ..io import iter_jsonl, json_type, parse_json, sha256_file
 
 #: the Respondent type (imported lazily: itemstats.table imports this module)
 Respondent = Any
@@ -40,10 +50,40 @@ def _respondent(model: str, method: str, variant: str, source: Path, dataset: st
              adopt=not dataset)
 
 
-def _add(resp: Respondent, item: str, cell: dict[str, Any], where: str) -> None:
+#: the metrics an lm-eval file may be read by (``--lm-eval-metric``)
+LM_EVAL_METRICS = ("acc", "acc_norm", "both")
+
+
+def _scalar(v: Any, what: str, where: str, none: bool = True) -> Any:
+    """A label or unit as a cell holds it: a string or an integer (None where ``none``); else one line."""
+    if (v is None and none) or isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    raise ProbegenError(f"{where}: {what} is {json_type(v)}, not a label")
+
+
+def _cell(cell: Any, where: str, partial: bool = False) -> dict[str, Any]:
+    """A probegen cell (``probegen_cell`` of a probegen export) checked as a run's: unit, correct
+    (0 or 1), chosen, key (labels), k (an option count >= 2); one line naming ``where`` if not."""
+    from ..itemstats.respondent import check_correct
+
+    if not (isinstance(cell, dict) and {"unit", "correct", "chosen", "key", "k"} <= set(cell)):
+        raise ProbegenError(f"{where}: probegen_cell is not a probegen cell (unit, correct, chosen, key, k)")
+    k = cell["k"]
+    if not isinstance(k, int) or isinstance(k, bool) or not 2 <= k <= 10_000:
+        raise ProbegenError(f"{where}: probegen_cell k is {str(k)[:40]!r}, not an option count")
+    return {"unit": str(_scalar(cell["unit"], "probegen_cell unit", where, none=False)),
+            "correct": check_correct(cell["correct"], where, partial),
+            "chosen": _scalar(cell["chosen"], "probegen_cell chosen", where),
+            "key": _scalar(cell["key"], "probegen_cell key", where), "k": k}
+
+
+def _add(resp: Respondent, item: str, cell: dict[str, Any], where: str, options: Any = None) -> None:
+    from ..itemstats.respondent import content
+
     if item in resp.cells:
         raise ProbegenError(f"{where}: item {item} appears twice (mixed datasets or runs in one file?)")
     resp.cells[item] = cell
+    resp.content[item] = content(cell["key"], options if isinstance(options, list) else None)
 
 
 def _jsonl(path: Path) -> list[tuple[int, Any]]:
@@ -72,10 +112,11 @@ def _lm_eval_model(path: Path, task: str) -> str:
     return "lm-eval"
 
 
-def _lm_eval_export_manifest(path: Path, task: str) -> dict[str, Any] | None:
-    """The ``dataset_manifest`` of the probegen lm-eval export the samples answer, where lm-eval's
-    ``results_<time>.json`` beside them names the export's ``docs.jsonl`` (its task config's
-    ``dataset_kwargs.data_files``) and that folder's ``manifest.json`` is still there; else None."""
+def _lm_eval_export_manifest(path: Path, task: str) -> tuple[dict[str, Any], str] | None:
+    """(the ``dataset_manifest``, the export folder) of the probegen lm-eval export the samples
+    answer, where lm-eval's ``results_<time>.json`` beside them names the export's ``docs.jsonl``
+    (its task config's ``dataset_kwargs.data_files``) and that folder's ``manifest.json`` is still
+    there; else None."""
     m = _LM_EVAL_NAME.search(path.name)
     for res in sorted(path.parent.glob(f"results_{m.group('time')}.json")) if m else []:
         try:
@@ -85,22 +126,35 @@ def _lm_eval_export_manifest(path: Path, task: str) -> dict[str, Any] | None:
             for d in docs:
                 mf = json.loads((d.parent / "manifest.json").read_text(encoding="utf-8"))
                 if isinstance(mf, dict) and mf.get("kind") == "export" and isinstance(mf.get("dataset_manifest"), dict):
-                    return mf["dataset_manifest"]
+                    return mf["dataset_manifest"], str(d.parent.resolve())
         except (OSError, ValueError, AttributeError):
             continue
     return None
 
 
 def _loglik(resp: Any, where: str) -> float:
+    """One choice's log-likelihood as lm-eval logs it (``[ll, is_greedy]``, numbers or their strings):
+    a finite number, or one line."""
     v = resp[0] if isinstance(resp, list) and resp else resp
     try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise ProbegenError(f"{where}: filtered_resps is not a list of log-likelihoods") from None
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise TypeError
+        x = float(v)
+    except (TypeError, ValueError, OverflowError):
+        x = math.nan
+    if not math.isfinite(x) or x > 1e-6:
+        raise ProbegenError(f"{where}: filtered_resps holds {str(v)[:40]!r}, not a log-likelihood (finite, <= 0)")
+    return x
 
 
-def read_lm_eval(path: Path) -> list[Respondent]:
-    """The respondents (one per metric, ``acc`` and ``acc_norm``) of an lm-eval samples file."""
+def read_lm_eval(path: Path, metric: str = "acc") -> list[Respondent]:
+    """The respondent of an lm-eval samples file scored by ``metric`` (``acc``, ``acc_norm``; ``both``:
+    one respondent per metric)."""
+    from ..itemstats.respondent import check_correct
+
+    if metric not in LM_EVAL_METRICS:
+        raise ProbegenError(f"unknown lm-eval metric {metric!r}; one of {', '.join(LM_EVAL_METRICS)}")
+    metrics = ("acc", "acc_norm") if metric == "both" else (metric,)
     m = _LM_EVAL_NAME.search(path.name)
     task = m.group("task") if m else path.stem
     model = _lm_eval_model(path, task)
@@ -113,45 +167,65 @@ def read_lm_eval(path: Path) -> list[Respondent]:
         if not isinstance(doc, dict) or "id" not in doc or not isinstance(doc.get("choices"), list):
             raise ProbegenError(f"{where}: the doc has no probegen id and choices (not a probegen lm-eval export): "
                                 "its items cannot be matched to probegen's")
-        did = str(doc["id"])
+        did = str(_scalar(doc["id"], "doc id", where, none=False))
         group = doc.get("group")
+        group = group if isinstance(group, str) else None
         item = f"{group}#{did.rpartition('/')[2]}" if group and did.startswith(f"{group}/") else did
-        choices = doc["choices"]
+        choices = [str(c) for c in doc["choices"]]
         labels: list[Any] = doc["choice_synsets"] if isinstance(doc.get("choice_synsets"), list) else choices
-        lls = [_loglik(r, where) for r in s["filtered_resps"]]
+        if len(labels) != len(choices) or not all(isinstance(x, str) for x in labels):
+            raise ProbegenError(f"{where}: choice_synsets has {len(labels)} labels for {len(choices)} choices")
+        resps_ll = s["filtered_resps"]
+        if not isinstance(resps_ll, list):
+            raise ProbegenError(f"{where}: filtered_resps is {json_type(resps_ll)}, not a list of log-likelihoods")
+        lls = [_loglik(r, where) for r in resps_ll]
         gold = doc.get("gold")
-        if len(lls) != len(choices) or not isinstance(gold, int) or not 0 <= gold < len(choices):
+        if len(lls) != len(choices) or isinstance(gold, bool) or not isinstance(gold, int) or \
+                not 0 <= gold < len(choices):
             raise ProbegenError(f"{where}: {len(lls)} log-likelihoods for {len(choices)} choices (gold {gold!r})")
-        for metric in ("acc", "acc_norm"):
-            if metric not in s:
-                continue
-            norm = [ll / max(1, len(c)) for ll, c in zip(lls, choices)] if metric == "acc_norm" else lls
+        unit = doc.get("cluster") if isinstance(doc.get("cluster"), (str, int)) else None
+        for name in metrics:
+            if name not in s:
+                raise ProbegenError(f"{where}: no {name} in the record (--lm-eval-metric names the metric read)")
+            norm = [ll / max(1, len(c)) for ll, c in zip(lls, choices)] if name == "acc_norm" else lls
             pred = max(range(len(norm)), key=lambda i: (norm[i], -i))  # lm-eval: the first of tied choices
-            correct = float(s[metric])
+            correct = check_correct(s[name], f"{where}: {name}")
             if correct != float(pred == gold):
-                raise ProbegenError(f"{where}: {metric} {s[metric]} disagrees with the arg-max of its log-likelihoods")
-            r = resps.setdefault(metric, _respondent(model, f"lm-eval:{metric}", f"task={task}", path, None))
-            _add(r, item, {"unit": str(doc.get("cluster") or group or did), "correct": correct,
-                           "chosen": labels[pred], "key": labels[gold], "k": max(2, len(choices))}, where)
-    if not resps:
-        raise ProbegenError(f"{path}: no acc or acc_norm in its samples")
-    manifest = _lm_eval_export_manifest(path, task)
+                raise ProbegenError(f"{where}: {name} {s[name]} disagrees with the arg-max of its log-likelihoods")
+            r = resps.setdefault(name, _respondent(model, f"lm-eval:{name}", f"task={task}", path, None))
+            _add(r, item, {"unit": str(unit or group or did), "correct": correct,
+                           "chosen": labels[pred], "key": labels[gold], "k": max(2, len(choices))}, where, labels)
+    export = _lm_eval_export_manifest(path, task)
     for r in resps.values():
-        r.manifest = manifest
+        r.manifest = export[0] if export else None
+        if export:  # every file of one export answers one dataset: the export's
+            r.dataset = f"?lm-eval export {export[1]}"
     return list(resps.values())
 
 
 # ---- inspect-ai ---------------------------------------------------------------------------------
+#: the score strings inspect-ai's ``value_to_float`` maps (C/I/P/N and yes/no, true/false); any other
+#: non-numeric string it turns into 0 with a warning: refused here instead
+_SCORE_WORDS = {"c", "i", "p", "n", "yes", "no", "true", "false"}
+
+
 def _score_value(value: Any, where: str) -> float:
+    """An inspect score's value as correctness: C/I/P/N, yes/no, true/false, or a number, in [0, 1]
+    (P = 0.5 is partial credit); anything else is one line."""
     from inspect_ai.scorer import value_to_float
 
-    try:
-        v = value_to_float()(value)
-    except (TypeError, ValueError):
-        v = math.nan
-    if not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ProbegenError(f"{where}: score {value!r} is not a number or C/I/P/N")
-    return float(v)
+    from ..itemstats.respondent import check_correct
+
+    ok = isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().lower() in _SCORE_WORDS)
+    if isinstance(value, str) and not ok:
+        try:
+            ok = math.isfinite(float(value))
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ProbegenError(f"{where}: score {str(value)[:60]!r} is not a number or C/I/P/N")
+    return check_correct(value_to_float()(value.strip() if isinstance(value, str) else value), f"{where}: score",
+                         partial=True)
 
 
 def read_inspect(path: Path) -> list[Respondent]:
@@ -173,6 +247,8 @@ def read_inspect(path: Path) -> list[Respondent]:
     resp = _respondent(str(meta.get("probegen_model") or log.eval.model),
                        str(meta.get("probegen_method") or f"inspect:{log.eval.task}"),
                        str(meta.get("probegen_variant") or "default"), path, dataset)
+    resp.fingerprint = meta.get("probegen_manifest_sha256") if isinstance(meta.get("probegen_manifest_sha256"), str) \
+        and dataset else None
     # a .eval log stores samples by id: the dataset's order restored where the log keeps it
     order = {str(i): n for n, i in enumerate(log.eval.dataset.sample_ids or [])}
     for s in sorted(log.samples, key=lambda s: order.get(str(s.id), len(order))):
@@ -180,14 +256,17 @@ def read_inspect(path: Path) -> list[Respondent]:
             continue
         where = f"{path} sample {s.id}"
         cell = (s.metadata or {}).get("probegen_cell")
-        if not (isinstance(cell, dict) and {"unit", "correct", "chosen", "key", "k"} <= set(cell)):
+        if cell is not None:
+            cell = _cell(cell, where)
+        else:
             if not s.scores:
                 raise ProbegenError(f"{where}: the sample has no score")
             score = s.scores.get("probegen") or next(iter(s.scores.values()))
             target = s.target if isinstance(s.target, str) else (s.target[0] if s.target else None)
-            cell = {"unit": str(s.id), "correct": _score_value(score.value, where), "chosen": score.answer,
-                    "key": target, "k": max(2, len(s.choices or []))}
-        _add(resp, str(s.id), dict(cell), where)
+            cell = {"unit": str(s.id), "correct": _score_value(score.value, where),
+                    "chosen": _scalar(score.answer, "the score's answer", where), "key": target,
+                    "k": max(2, len(s.choices or []))}
+        _add(resp, str(s.id), cell, where, s.choices)
     return [resp]
 
 
@@ -216,7 +295,7 @@ def read_eee(path: Path) -> list[Respondent]:
 
     agg_path, samples_path = _eee_pair(path)
     try:
-        aggregate = json.loads(agg_path.read_text(encoding="utf-8"))
+        aggregate = parse_json(agg_path.read_text(encoding="utf-8"), agg_path)
     except (OSError, ValueError) as e:
         raise ProbegenError(f"{agg_path}: not JSON ({e})") from None
     rows = [r for _, r in _jsonl(samples_path)]
@@ -243,16 +322,22 @@ def read_eee(path: Path) -> list[Respondent]:
                                      str(det_r.get("probegen_method") or f"eee:{aggregate['eval_library']['name']}"),
                                      str(det_r.get("probegen_variant") or f"result={rid}"), samples_path,
                                      det_r.get("probegen_dataset") or None)
+            fp = det_r.get("probegen_manifest_sha256")
+            resps[rid].fingerprint = fp if isinstance(fp, str) and fp and det_r.get("probegen_dataset") else None
         cell_text = (row.get("metadata") or {}).get("probegen_cell")
         if cell_text is not None:
-            cell = json.loads(cell_text)
+            cell = _cell(parse_json(cell_text, samples_path, i) if isinstance(cell_text, str) else cell_text, where)
         else:
+            from ..itemstats.respondent import check_correct
+
             answers = [a for a in row["answer_attribution"] if a["is_terminal"]] or row["answer_attribution"]
             ref = row["input"]["reference"]
-            cell = {"unit": str(row["sample_id"]), "correct": float(row["evaluation"]["score"]),
-                    "chosen": answers[-1]["extracted_value"] if answers else None, "key": ref[0] if ref else None,
+            cell = {"unit": str(row["sample_id"]),
+                    "correct": check_correct(row["evaluation"]["score"], f"{where}: evaluation.score", partial=True),
+                    "chosen": _scalar(answers[-1]["extracted_value"] if answers else None, "the answer", where),
+                    "key": _scalar(ref[0] if ref else None, "the reference", where),
                     "k": max(2, len(row["input"].get("choices") or []))}
-        _add(resps[rid], str(row["sample_id"]), cell, where)
+        _add(resps[rid], str(row["sample_id"]), cell, where, row["input"].get("choices"))
     return list(resps.values())
 
 
@@ -264,8 +349,9 @@ def is_foreign(path: str | Path) -> bool:
                            and not (p / "manifest.json").is_file())
 
 
-def read_foreign(path: str | Path) -> list[Respondent]:
-    """The respondents of an lm-eval samples file, an inspect-ai log or Every Eval Ever results; one line if none."""
+def read_foreign(path: str | Path, lm_eval_metric: str = "acc") -> list[Respondent]:
+    """The respondents of an lm-eval samples file (``lm_eval_metric``: ``acc``, ``acc_norm`` or ``both``),
+    an inspect-ai log or Every Eval Ever results; one line if none."""
     p = Path(path)
     if p.is_dir():
         return read_eee(p)
@@ -275,7 +361,7 @@ def read_foreign(path: str | Path) -> list[Respondent]:
     if name.endswith("_samples.jsonl") and not name.startswith("samples_"):
         return read_eee(p)
     if name.endswith(".jsonl"):
-        return read_lm_eval(p)
+        return read_lm_eval(p, lm_eval_metric)
     if name.endswith(".json"):
         if p.with_name(f"{p.stem}_samples.jsonl").is_file():
             return read_eee(p)

@@ -177,7 +177,7 @@ def _foreign_form(r: Any) -> dict[str, Any] | None:
     return block if isinstance(block, dict) and isinstance(block.get("form"), int) and block.get("family") else None
 
 
-def read_form_runs(runs: Sequence[str | Path]) -> tuple[list[FormRun], dict[str, Any]]:
+def read_form_runs(runs: Sequence[str | Path], lm_eval_metric: str = "acc") -> tuple[list[FormRun], dict[str, Any]]:
     """Every respondent x form of ``runs`` and the family's forms block; one error line where the
     runs are not on forms of one family, cover fewer than two forms, or repeat a respondent on a form.
 
@@ -185,13 +185,14 @@ def read_form_runs(runs: Sequence[str | Path]) -> tuple[list[FormRun], dict[str,
     EEE or inspect export names its form; lm-eval samples of a probegen lm-eval export of a form are
     identified by the export's manifest (its ``forms`` block), their ids checked against a probegen
     run on the same form where one is given; any other file joins the given run's form holding all
-    of its item ids (:func:`probegen.itemstats.table._adopt`), or is one line."""
+    of its item ids with the same content (:func:`probegen.itemstats.table._adopt`), or is one line;
+    so are a run given twice or a bad cell (:func:`~probegen.itemstats.table.read_runs`)."""
     from ..itemstats.respondent import identity
-    from ..itemstats.table import _adopt, read_run
+    from ..itemstats.table import _adopt, read_runs
 
     if len(runs) < 2:
         raise ProbegenError("give runs on at least two forms (one run per respondent and form)")
-    read = [(str(run), r) for run in runs for r in read_run(run)]
+    read = read_runs(runs, lm_eval_metric)  # lm_eval_metric: an lm-eval file's respondent
     _adopt([r for _, r in read if _foreign_form(r) is None])
     out: list[FormRun] = []
     family: dict[str, Any] | None = None
@@ -474,10 +475,11 @@ def write(res: dict[str, Any], out: str | Path, inputs: Sequence[str | Path]) ->
 
 
 def run_forms(runs: Sequence[str | Path], out: str | Path, margin: float = 0.03, alpha: float = 0.05,
-              n_boot: int = 2000, seed: int = 0, irt_model: str | None = "1pl") -> str:
-    """Read, analyse and write; returns the line the CLI prints."""
+              n_boot: int = 2000, seed: int = 0, irt_model: str | None = "1pl", lm_eval_metric: str = "acc") -> str:
+    """Read, analyse and write; returns the line the CLI prints (``lm_eval_metric``: an lm-eval
+    file's respondent, :func:`read_form_runs`)."""
     ensure_writable(out, replace=True, inputs=runs, writer="output")
-    frs, family = read_form_runs(runs)
+    frs, family = read_form_runs(runs, lm_eval_metric)
     res = analyse(frs, family, margin, alpha, n_boot, seed, irt_model)
     write(res, out, runs)
     s = res["summary"]

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -234,13 +233,15 @@ def write(res: dict[str, Any], table: ResponseTable, out: str | Path, inputs: Se
 
 
 def run_items(runs: Sequence[str | Path], out: str | Path, common: bool = False, irt_model: str | None = "2pl",
-              n_boot: int = 1000, seed: int = 0, pairs: bool = False, bank: str | Path | None = None) -> str:
+              n_boot: int = 1000, seed: int = 0, pairs: bool = False, bank: str | Path | None = None,
+              lm_eval_metric: str = "acc") -> str:
     """Gather, analyse and write; returns the summary line the CLI prints. ``bank``: also save the
-    calibration as an item bank there (:mod:`.bank`; built before anything is written)."""
+    calibration as an item bank there (:mod:`.bank`; built before anything is written).
+    ``lm_eval_metric``: an lm-eval file's respondent (:func:`.table.gather`)."""
     ensure_writable(out, replace=True, inputs=runs, writer="output")
     if bank is not None and not irt_model:
         raise ProbegenError("--bank needs an IRT fit (--irt 1pl, 2pl or 3pl, not none)")
-    table = gather(runs, common)
+    table = gather(runs, common, lm_eval_metric)
     if irt_model and len(table.respondents) < 2:
         raise ProbegenError("IRT needs at least 2 respondents (give more runs, or --irt none)")
     res = analyse(table, irt_model, n_boot, seed, pairs)
@@ -270,20 +271,38 @@ def _bank(res: dict[str, Any], table: ResponseTable, bank: str | Path) -> dict[s
 
 def load_items(folder: str | Path) -> tuple[ResponseTable, list[dict[str, Any]], dict[str, Any]]:
     """A ``probegen items`` folder back: its response table (from responses.csv), item rows, summary."""
+    from ..io import parse_json
+    from .respondent import check_correct
     from .table import Respondent
 
     root = Path(folder)
     if not (root / "responses.csv").is_file() or not (root / "items.csv").is_file():
         raise ProbegenError(f"{root} is not a `probegen items` folder (no responses.csv / items.csv)")
     resps: dict[str, Respondent] = {}
-    with open(root / "responses.csv", encoding="utf-8", newline="") as fh:
-        for r in csv.DictReader(fh):
-            resp = resps.setdefault(r["respondent"], Respondent(r["respondent"], r["model"], r["method"], r["variant"],
-                                                                r["source"], r["dataset"]))
-            resp.cells[r["item"]] = {"unit": r["unit"], "correct": float(r["correct"]), "chosen": r["chosen"] or None,
-                                     "key": r["key"] or None, "k": int(r["k"])}
-    with open(root / "items.csv", encoding="utf-8", newline="") as fh:
-        items = list(csv.DictReader(fh))
-    sfile = root / "summary.json"
-    summary = json.loads(sfile.read_text(encoding="utf-8")) if sfile.is_file() else {}
+    try:
+        with open(root / "responses.csv", encoding="utf-8", newline="") as fh:
+            for line, r in enumerate(csv.DictReader(fh), 2):
+                where = f"{root / 'responses.csv'} line {line}"
+                if any(r.get(c) is None for c in ("respondent", "item", "correct", "k")):
+                    raise ProbegenError(f"{where}: not a row of a `probegen items` response table")
+                resp = resps.setdefault(r["respondent"], Respondent(r["respondent"], r["model"], r["method"],
+                                                                    r["variant"], r["source"], r["dataset"]))
+                if r["item"] in resp.cells:
+                    raise ProbegenError(f"{where}: item {r['item']} of {r['respondent']} appears twice")
+                try:
+                    correct, k = float(r["correct"]), int(r["k"])
+                except ValueError:
+                    raise ProbegenError(f"{where}: correct {r['correct']!r} or k {r['k']!r} is not a number") from None
+                resp.cells[r["item"]] = {"unit": r["unit"], "correct": check_correct(correct, where, partial=True),
+                                         "chosen": r["chosen"] or None, "key": r["key"] or None, "k": max(2, k)}
+        with open(root / "items.csv", encoding="utf-8", newline="") as fh:
+            items = list(csv.DictReader(fh))
+        sfile = root / "summary.json"
+        summary = parse_json(sfile.read_text(encoding="utf-8"), sfile) if sfile.is_file() else {}
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise ProbegenError(f"{root}: a file of the `probegen items` folder cannot be read ({e})") from None
+    if not isinstance(summary, dict):
+        raise ProbegenError(f"{root / 'summary.json'}: not a `probegen items` summary (a JSON object)")
+    if not resps:
+        raise ProbegenError(f"{root / 'responses.csv'}: the response table holds no row")
     return ResponseTable(list(resps.values())), items, summary

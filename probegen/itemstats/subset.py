@@ -142,6 +142,66 @@ def _mean_or_none(vals: Sequence[float | None]) -> float | None:
     return float(np.mean(v)) if v else None
 
 
+def _record_key(record: Any) -> tuple[str, tuple[str, ...]] | None:
+    """(key text, options) of a multiple-choice record (``choices`` and ``answer``), else None."""
+    choices, answer = getattr(record, "choices", None), getattr(record, "answer", None)
+    if isinstance(choices, tuple) and isinstance(answer, int) and 0 <= answer < len(choices):
+        return str(choices[answer]), tuple(str(c) for c in choices)
+    return None
+
+
+def check_records(resp: Any, kind: str, data: Any, path: str | Path) -> None:
+    """One line naming both where a respondent placed on the dataset ``data`` (at ``path``, of task
+    ``kind``) holds an item whose content (options, key) is not the record's of that id: results on
+    another dataset that uses the same ids."""
+    from .. import tasks
+    from .respondent import content, contradiction
+
+    task = tasks.get(kind)
+    if not isinstance(task, tasks.Subsettable):  # its records cannot be listed: nothing to compare
+        return
+    known = {}
+    for r in task.records(data):
+        rk = _record_key(r)
+        if rk is not None:
+            known[str(getattr(r, "id", ""))] = content(rk[0], rk[1])
+    for item, c in resp.content.items():
+        why = contradiction(known[item], c) if item in known else None
+        if why:
+            raise ProbegenError(f"{resp.source}: its item {item} is not item {item} of {path} ({why}): results on "
+                                "another dataset that uses the same ids")
+
+
+def same_dataset(table: Any, records: Sequence[Any], rec: np.ndarray, dataset: str | Path,
+                 items_dir: str | Path) -> None:
+    """One line unless the items folder answered ``dataset``'s questions, not others of the same ids:
+    each answered item's key (as its runs wrote it) must be the record's key where the record has
+    options; where none can be compared, its runs must name ``dataset``'s path."""
+    from .respondent import _dataset_key
+
+    items = table.items
+    compared = 0
+    for r in table.respondents:
+        for i, it in enumerate(items):
+            cell = r.cells.get(it)
+            if cell is None or rec[i] < 0 or not isinstance(cell["key"], str):
+                continue
+            mine = _record_key(records[rec[i]])
+            if mine is None:
+                continue
+            key, options = mine
+            if cell["key"] == key:
+                compared += 1
+            elif cell["key"] in options or len(cell["key"]) > 2:  # a label of another question, not a letter
+                raise ProbegenError(f"{items_dir}: item {it} of {r.source} has the key {cell['key'][:60]!r}, item "
+                                    f"{it} of {dataset} {key[:60]!r}: its runs answered another dataset that uses "
+                                    "the same ids")
+    named = {r.dataset for r in table.respondents}
+    if not compared and _dataset_key(dataset) not in named:
+        raise ProbegenError(f"{items_dir}: its runs are on {', '.join(sorted(named))[:200]}, not {dataset}, and "
+                            "no item's content can be compared: give the items folder of runs on this dataset")
+
+
 def _load(dataset: str | Path) -> tuple[Any, Any]:
     from .. import tasks
 
@@ -169,6 +229,7 @@ def run_subset(dataset: str | Path, items_dir: str | Path, size: int, method: st
     rec = record_index(items, ids)
     if (rec < 0).all():
         raise ProbegenError(f"{items_dir} holds no item of {dataset} (its runs are on another dataset)")
+    same_dataset(table, records, rec, dataset, items_dir)
     answered = len(np.unique(rec[rec >= 0]))
     if size > answered:
         raise ProbegenError(f"--size {size} is larger than the set: {answered} records of {dataset} have answers "

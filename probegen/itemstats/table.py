@@ -18,8 +18,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import ProbegenError
-from ..io import atomic_write, read_jsonl, recover, verify_output
-from .respondent import Respondent, _dataset_key
+from ..io import atomic_write, iter_jsonl, read_jsonl, recover, sha256_file, verify_output
+from .respondent import Respondent, _dataset_key, check_correct, content, contradiction
 
 #: the columns of the long table, in order
 COLUMNS = ("respondent", "model", "method", "variant", "source", "dataset", "item", "unit", "correct", "chosen",
@@ -95,9 +95,11 @@ def _label(options: Sequence[Any] | None, index: Any) -> Any:
     return index
 
 
-def record_cells(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def record_cells(rec: dict[str, Any], where: str = "") -> dict[str, dict[str, Any]]:
     """The cells of one per-row record (``id``, ``gold``, ``pred``, ``correct``): one item, or for an
-    alignment group (``rows``, a gold per row) one item per row.
+    alignment group (``rows``, a gold per row) one item per row. A one-row item's ``correct`` is 0 or
+    1, a unit of several rows' the share right (in [0, 1]); anything else is one line naming
+    ``where`` (the file and line), else the record.
 
     >>> record_cells({"id": "q1", "gold": [2], "pred": [0], "correct": 0.0, "choices": ["a", "b", "c"]})["q1"]
     {'unit': 'q1', 'correct': 0.0, 'chosen': 'a', 'key': 'c', 'k': 3}
@@ -107,7 +109,10 @@ def record_cells(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     (['g#0', 'g#1'], 1.0, 'x')
     """
     rid, gold, pred = str(rec["id"]), rec.get("gold"), rec.get("pred")
-    if isinstance(gold, list) and "rows" in rec and len(gold) > 1:
+    where = where or f"record {rid}"
+    several = isinstance(gold, list) and len(gold) > 1
+    check_correct(rec.get("correct"), where, partial=several)
+    if isinstance(gold, list) and len(gold) > 1 and "rows" in rec:
         cols = rec.get("columns")
         pred = pred if isinstance(pred, list) and len(pred) == len(gold) else [None] * len(gold)
         return {f"{rid}#{r}": {"unit": rid, "correct": float(p is not None and p == g), "chosen": _label(cols, p),
@@ -121,11 +126,8 @@ def record_cells(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
         k = len(scores[0])
     else:
         k = len(choices) if isinstance(choices, list) else 2
-    correct = rec.get("correct")
-    if not isinstance(correct, (int, float)):
-        raise ProbegenError(f"record {rid} has no numeric 'correct'")
-    return {rid: {"unit": str(rec.get("cluster") or rid), "correct": float(correct), "chosen": _label(choices, p),
-                  "key": _label(choices, g), "k": max(2, k)}}
+    return {rid: {"unit": str(rec.get("cluster") or rid), "correct": float(rec["correct"]),
+                  "chosen": _label(choices, p), "key": _label(choices, g), "k": max(2, k)}}
 
 
 def _variant(cfg: dict[str, Any], extra: str = "") -> str:
@@ -152,39 +154,89 @@ def _records(path: Path, run: Path) -> list[dict[str, Any]]:
     return recs
 
 
-def _fill(resp: Respondent, recs: list[dict[str, Any]]) -> Respondent:
-    for rec in recs:
-        resp.cells.update(record_cells(rec))
+def _fill(resp: Respondent, path: Path, run: Path) -> Respondent:
+    """``resp`` with the cells of the records file ``path`` of ``run``: one line for a row that is not a
+    record, a correctness out of range, or an item id twice (naming the file and line)."""
+    if not path.is_file():
+        raise ProbegenError(f"{run} has no per-row records ({path.name}); rerun it with this probegen")
+    for line, rec in iter_jsonl(path):
+        where = f"{path} line {line}"
+        if not (isinstance(rec, dict) and "id" in rec and "correct" in rec) or isinstance(rec["id"], (dict, list)):
+            raise ProbegenError(f"{where}: not a per-row record (each row needs an id and correct)")
+        opts = rec.get("columns") if "rows" in rec else rec.get("choices")
+        for item, cell in record_cells(rec, where).items():
+            if item in resp.cells:
+                raise ProbegenError(f"{where}: item {item} appears twice in the run's records (one answer per item)")
+            resp.cells[item] = cell
+            resp.content[item] = content(cell["key"], opts)
+    if not resp.cells:
+        raise ProbegenError(f"{path}: not per-row records (the file holds none)")
     return resp
+
+
+def _inside(run: Path, rel: Any, what: str) -> Path:
+    """``run / rel`` where it lies inside the run folder; else one line, before anything is read
+    (a results.json naming ``/etc/passwd`` or ``../other/items.jsonl`` is not this run's file)."""
+    if not isinstance(rel, str) or not rel:
+        raise ProbegenError(f"{run}/results.json: {what} is {rel!r}, not a file name inside the run folder")
+    root = run.resolve()
+    path = (run / rel).resolve()
+    if path != root and root not in path.parents:
+        raise ProbegenError(f"{run}/results.json: {what} {rel!r} is outside the run folder; a run reads its own "
+                            "files only")
+    return run / rel
+
+
+def _check_files(run: Path, res: dict[str, Any]) -> None:
+    """Every file a results.json names (``files``, a bias run's per-dataset ``files``) lies inside ``run``."""
+    blocks = [("files", res.get("files"))] + [(f"datasets[{i}].files", d.get("files"))
+                                              for i, d in enumerate(res.get("datasets") or []) if isinstance(d, dict)]
+    for name, files in blocks:
+        if isinstance(files, dict):
+            for k, v in files.items():
+                if isinstance(v, str):
+                    _inside(run, v, f"{name}.{k}")
 
 
 def _eval_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
     files = res["files"] if isinstance(res.get("files"), dict) else {}
     name = files.get("rows") or next((n for n in ("items.jsonl", "groups.jsonl") if (run / n).is_file()), "items.jsonl")
-    ds = res.get("dataset") or {}
-    cfg = res.get("eval") or {}
-    scorer = res.get("scorer") or {}
-    method = cfg.get("method") or ("generate" if "generation" in res else f"score:{scorer.get('kind', '?')}")
+    rows = _inside(run, name, "files.rows")
+    ds, cfg, scorer = _obj(res.get("dataset")), _obj(res.get("eval")), _obj(res.get("scorer"))
+    method = str(cfg.get("method") or ("generate" if "generation" in res else f"score:{scorer.get('kind', '?')}"))
     gen = res["generation"] if isinstance(res.get("generation"), dict) else {}
     # asked under several option orders, a row's cell is its majority answer: a variant of its own
     orders = f"orders={gen['orders']} (majority)" if isinstance(gen.get("orders"), int) and gen["orders"] > 1 else ""
     resp = Respondent("", str(res.get("model")), method, _variant(cfg, orders), str(run),
-                      _dataset_key(ds.get("path"), ds.get("kind")))
-    return [_fill(resp, _records(run / name, run))]
+                      _dataset_key(ds.get("path"), ds.get("kind")), fingerprint=_fingerprint(ds))
+    return [_fill(resp, rows, run)]
+
+
+def _obj(v: Any) -> dict[str, Any]:
+    """A results.json block where it is an object, else empty (a hand-edited file)."""
+    return v if isinstance(v, dict) else {}
+
+
+def _fingerprint(ds: Any) -> str | None:
+    """The dataset fingerprint a results.json records (``manifest_sha256``), where it does."""
+    fp = ds.get("manifest_sha256") if isinstance(ds, dict) else None
+    return fp if isinstance(fp, str) and fp else None
 
 
 def _bias_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
     out = []
-    cfg = res.get("eval") or {}
-    scorer = res.get("scorer") or {}
+    cfg, scorer = _obj(res.get("eval")), _obj(res.get("scorer"))
     for d in res["datasets"]:
-        files = d.get("files") or {}
+        if not isinstance(d, dict):
+            raise ProbegenError(f"{run}/results.json: a datasets entry is not an object")
+        files: dict[str, Any] = d["files"] if isinstance(d.get("files"), dict) else {}
         for cond, rel in files.items():
             if not str(rel).endswith(".jsonl") or cond == "units":
                 continue
             resp = Respondent("", str(res.get("model")), f"bias:{scorer.get('kind', '?')}",
-                              _variant(cfg, f"condition={cond}"), str(run), _dataset_key(d.get("path"), d.get("kind")))
-            out.append(_fill(resp, _records(run / rel, run)))
+                              _variant(cfg, f"condition={cond}"), str(run), _dataset_key(d.get("path"), d.get("kind")),
+                              fingerprint=_fingerprint(d))
+            out.append(_fill(resp, _inside(run, rel, f"files.{cond}"), run))
     if not out:
         raise ProbegenError(f"{run} has no per-row records (its results.json lists no condition files)")
     return out
@@ -224,14 +276,15 @@ def _study(root: Path) -> list[Respondent]:
     return out
 
 
-def read_run(path: str | Path) -> list[Respondent]:
+def read_run(path: str | Path, lm_eval_metric: str = "acc") -> list[Respondent]:
     """The respondents of one run or study folder (see the module doc), or of another harness's per-item
-    results (:mod:`probegen.exchange.ingest`); one error line if it is none of them."""
+    results (:mod:`probegen.exchange.ingest`; ``lm_eval_metric``: the respondent an lm-eval file gives,
+    ``acc``, ``acc_norm`` or ``both``); one error line if it is none of them."""
     from ..exchange.ingest import is_foreign, read_foreign
 
     run = Path(path)
     if is_foreign(run):  # lm-eval samples, an inspect-ai log, Every Eval Ever results
-        return read_foreign(run)
+        return read_foreign(run, lm_eval_metric)
     recover(run)
     if not run.is_dir():
         raise ProbegenError(f"{run} is not a run folder (it does not exist)" if not run.exists()
@@ -242,6 +295,7 @@ def read_run(path: str | Path) -> list[Respondent]:
     if not (run / "results.json").is_file():
         raise ProbegenError(f"{run} is not a probegen run or study (no results.json)")
     res = _read_results(run)
+    _check_files(run, res)  # before any file it names is read
     return _bias_run(run, res) if isinstance(res.get("datasets"), list) else _eval_run(run, res)
 
 
@@ -254,45 +308,156 @@ def _name(resp: Respondent, taken: set[str]) -> str:
     return name
 
 
+def _clash(r: Respondent, known: dict[str, tuple[Any, str]]) -> tuple[str, str, str] | None:
+    """(item, why, other file) for the first item of ``r`` whose content contradicts ``known``'s
+    (item -> (content, the file that said it)); None where none does."""
+    for item, c in r.content.items():
+        if item in known and known[item][1] != r.source:  # a bias run's conditions: one file's own content
+            why = contradiction(known[item][0], c)
+            if why:
+                return item, why, known[item][1]
+    return None
+
+
+def _known(resps: Sequence[Respondent]) -> dict[str, dict[str, tuple[Any, str]]]:
+    """dataset -> item -> (content, the file that said it), first said first, over ``resps``."""
+    out: dict[str, dict[str, tuple[Any, str]]] = {}
+    for r in resps:
+        d = out.setdefault(r.dataset, {})
+        for i, c in r.content.items():
+            d.setdefault(i, (c, r.source))
+    return out
+
+
 def _adopt(resps: list[Respondent]) -> list[Respondent]:
     """Give each respondent of unknown dataset (:attr:`Respondent.adopt`) the dataset of the runs whose
-    items hold all of its items, and its items the runs' units (clusters); one line naming its
-    unknown ids if no run's dataset does."""
+    items hold all of its items with the same content (options, key: the join is on what an item
+    is, not its id), and its items the runs' units (clusters); one line naming its unknown ids if no
+    run's dataset holds them, or naming both files where the content contradicts the item its id
+    names. Then every dataset's files must agree on each item (:func:`check_content`)."""
     items: dict[str, set[str]] = {}
     units: dict[str, dict[str, str]] = {}
     for r in resps:
         if not r.adopt:
             items.setdefault(r.dataset, set()).update(r.cells)
             units.setdefault(r.dataset, {}).update({i: c["unit"] for i, c in r.cells.items()})
+    known = _known([r for r in resps if not r.adopt])
     for r in resps:
         if not r.adopt or not items:
             continue
-        home = next((d for d, its in items.items() if set(r.cells) <= its), None)
-        if home is None:
+        homes = [d for d, its in items.items() if set(r.cells) <= its]
+        if not homes:
             d, its = max(items.items(), key=lambda kv: len(kv[1] & set(r.cells)))
             unknown = sorted(set(r.cells) - its)
             raise ProbegenError(f"{r.source}: {len(unknown)} of {len(r.cells)} item ids are not items of {d} "
                                 f"(e.g. {', '.join(unknown[:3])}): not results on that dataset")
+        clashes = {d: _clash(r, known.get(d, {})) for d in homes}
+        agree = [d for d in homes if clashes[d] is None]
+        if not agree:
+            item, why, other = clashes[homes[0]]  # type: ignore[misc]
+            raise ProbegenError(f"{r.source}: its item {item} is not item {item} of {other} ({why}): results on "
+                                "another dataset that uses the same ids")
+        home = agree[0]
         r.dataset = home
         for i, c in r.cells.items():  # the file's own unit is its sample id: the runs' cluster (group, concept)
             c["unit"] = units[home].get(i, c["unit"])
+    check_content(resps)
     return resps
 
 
-def gather(runs: Sequence[str | Path], common: bool = False) -> ResponseTable:
+def check_content(resps: Sequence[Respondent]) -> None:
+    """One line naming both files where two respondents on one dataset hold different content
+    (options, key) for one item id: the same path rewritten between two runs, or a file that names
+    a dataset it does not answer."""
+    known: dict[str, dict[str, tuple[Any, str]]] = {}
+    for r in resps:
+        d = known.setdefault(r.dataset, {})
+        hit = _clash(r, d)
+        if hit:
+            item, why, other = hit
+            raise ProbegenError(f"{r.source}: its item {item} is not item {item} of {other} ({why}), although both "
+                                f"name the dataset {r.dataset}")
+        for i, c in r.content.items():
+            d.setdefault(i, (c, r.source))
+
+
+def _split_fingerprints(resps: Sequence[Respondent]) -> None:
+    """Runs naming one dataset path with different fingerprints answered different datasets (the
+    file was rewritten between them): each fingerprint becomes a dataset of its own."""
+    fps: dict[str, set[str]] = {}
+    for r in resps:
+        if r.fingerprint:
+            fps.setdefault(r.dataset, set()).add(r.fingerprint)
+    for r in resps:
+        if r.fingerprint and len(fps[r.dataset]) > 1:
+            r.dataset = f"{r.dataset} (manifest sha256 {r.fingerprint[:12]})"
+
+
+def _run_identity(run: str | Path) -> str | None:
+    """What makes two arguments one run: a run folder's results.json bytes, a file's bytes (a
+    copy is the same run); None for what does not exist (the reader says why)."""
+    p = Path(run)
+    try:
+        if p.is_dir():
+            return f"run:{sha256_file(p / 'results.json')}" if (p / "results.json").is_file() else \
+                f"dir:{p.resolve()}"
+        return f"file:{sha256_file(p)}" if p.is_file() else None
+    except (OSError, ProbegenError):
+        return None
+
+
+def read_runs(runs: Sequence[str | Path], lm_eval_metric: str = "acc") -> list[tuple[str, Respondent]]:
+    """(run, respondent) of every run (:func:`read_run`); one line where a run is given twice (by
+    two paths, or as a copy): it would count as two respondents."""
+    seen: dict[str, str] = {}
+    out: list[tuple[str, Respondent]] = []
+    for run in runs:
+        ident = _run_identity(run)
+        if ident is not None and ident in seen:
+            raise ProbegenError(f"{run} is the same run as {seen[ident]} (given twice, or a copy): it would count "
+                                "as two respondents; give each run once")
+        if ident is not None:
+            seen[ident] = str(run)
+        out += [(str(run), r) for r in read_run(run, lm_eval_metric)]
+    return out
+
+
+def _common(resps: Sequence[Respondent], datasets: Sequence[str]) -> set[str]:
+    """The items every dataset holds as the same question (ids alone do not make an item shared:
+    two datasets may number different questions alike); one line if none."""
+    by_id = [{i for r in resps if r.dataset == d for i in r.cells} for d in datasets]
+    ids = set.intersection(*by_id)
+    known = _known(resps)
+    shared, differ = set(), []
+    for i in sorted(ids):
+        said = [known[d][i] for d in datasets if i in known.get(d, {})]
+        why = next((w for a, b in zip(said, said[1:]) if (w := contradiction(a[0], b[0]))), None)
+        if why:
+            differ.append((i, why, said[0][1], said[-1][1]))
+        else:
+            shared.add(i)
+    if not shared:
+        more = (f" ({len(differ)} ids are in each but name different questions, e.g. {differ[0][0]}: {differ[0][1]} "
+                f"in {differ[0][2]} and {differ[0][3]})") if differ else ""
+        raise ProbegenError(f"--common: the runs' datasets share no item{more}")
+    return shared
+
+
+def gather(runs: Sequence[str | Path], common: bool = False, lm_eval_metric: str = "acc") -> ResponseTable:
     """The response table of ``runs``. Runs on different datasets are an error unless ``common``,
-    which keeps the items every dataset shares (an error if there are none)."""
+    which keeps the items every dataset shares as the same question (an error if there are none).
+    ``lm_eval_metric``: which respondent an lm-eval samples file gives (``acc``, ``acc_norm``, ``both``)."""
     if not runs:
         raise ProbegenError("no run given")
-    resps = _adopt([r for run in runs for r in read_run(run)])
+    resps = [r for _, r in read_runs(runs, lm_eval_metric)]
+    _split_fingerprints(resps)
+    resps = _adopt(resps)
     datasets = list(dict.fromkeys(r.dataset for r in resps))
     if len(datasets) > 1:
         if not common:
             raise ProbegenError(f"the runs are on {len(datasets)} different datasets ({', '.join(datasets[:3])}); "
                                 "give runs on one dataset, or --common to keep the items they share")
-        shared = set.intersection(*({i for r in resps if r.dataset == d for i in r.cells} for d in datasets))
-        if not shared:
-            raise ProbegenError("--common: the runs' datasets share no item")
+        shared = _common(resps, datasets)
         for r in resps:
             r.cells = {i: c for i, c in r.cells.items() if i in shared}
     taken: set[str] = set()

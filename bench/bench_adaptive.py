@@ -24,7 +24,7 @@ calibrates each set on them (the bank the evaluation uses).
   SmolLM2) against its full run on the same groups: predicted and full accuracy, pairs, wall time
   (each with a score cache of its own, so neither reads the other's scores).
 
-    python bench/bench_adaptive.py [--smol] [--coda-groups 40] [--sims 100] [--work probegen_out/bench/adaptive]
+    python bench/bench_adaptive.py [--smol] [--coda-groups 34] [--sims 100] [--work probegen_out/bench/adaptive]
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ def smol_run(dataset: Path, groups: int, work: Path, log: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smol", action="store_true", help="SmolLM2 respondents and its adaptive-vs-full run")
-    ap.add_argument("--coda-groups", type=int, default=40, help="CoDA21 groups (the first N) in the bank")
+    ap.add_argument("--coda-groups", type=int, default=34, help="CoDA21 groups (the first N) in the bank")
     ap.add_argument("--sims", type=int, default=100, help="simulated respondents per set")
     ap.add_argument("--work", type=Path, default=REPO / "probegen_out" / "bench" / "adaptive")
     ap.add_argument("--results", type=Path, default=benchlib.RESULTS_DIR)

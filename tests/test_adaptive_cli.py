@@ -67,6 +67,11 @@ def test_an_adaptive_run_is_a_run(calibrated):
     assert code == 0, err
     people = (tmp / "items-partial" / "respondents.csv").read_text(encoding="utf-8").splitlines()
     assert sorted(line.split(",")[5] for line in people[1:]) == ["20", "40"]
+    # and through an export (Every Eval Ever): the items given, as a partial respondent too
+    assert run("export", out, "--format", "eee", "--out", tmp / "eee")[0] == 0
+    code, _, err = run("items", calibrated["full"], tmp / "eee", "--out", tmp / "items-eee", "--bootstrap", 50)
+    people = (tmp / "items-eee" / "respondents.csv").read_text(encoding="utf-8").splitlines()
+    assert code == 0 and sorted(line.split(",")[5] for line in people[1:]) == ["20", "40"], err
     # the view says what was given and why
     code, _, err = run("view", out, "--out", tmp / "view.html")
     html = (tmp / "view.html").read_text(encoding="utf-8")

@@ -8,7 +8,6 @@ prints machine, commit and date under each table, so a figure from an older comm
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import subprocess
@@ -95,7 +94,9 @@ def write_result(path: str | Path | None, bench: str, rows: list[dict], *, confi
            "config": config or {}, **extra, "rows": rows}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    from probegen.io import json_text  # strict JSON: a value that is not finite is null with the reason beside it
+
+    tmp.write_text(json_text(doc, indent=1, default=str) + "\n", encoding="utf-8")
     os.replace(tmp, out)
     print(f"wrote {out}")
     return out

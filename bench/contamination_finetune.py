@@ -86,7 +86,9 @@ def finetune(form: Path, out: Path, epochs: int = 4, lr: float = 1e-4, seed: int
     tok.save_pretrained(out)
     info = {"base": "smollm2-135m", "form": str(form), "texts": len(enc), "epochs": epochs, "lr": lr, "seed": seed,
             "batch": batch, "trained": f"top {top} of {len(blocks)} blocks + final norm", "loss_on": "gold answer tokens only", "log": log}
-    (out / "exposure.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    from probegen.io import json_text
+
+    (out / "exposure.json").write_text(json_text(info, indent=1) + "\n", encoding="utf-8")
     return info
 
 

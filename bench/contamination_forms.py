@@ -16,7 +16,7 @@ import json
 import random
 from pathlib import Path
 
-from probegen.io import atomic_dir, atomic_write, sha256_file, write_json
+from probegen.io import atomic_dir, atomic_write, json_text, sha256_file, write_json
 
 
 def slice_forms(src: Path, k: int, out_root: Path, seed: int = 0, per_form: int | None = None) -> list[Path]:
@@ -35,7 +35,7 @@ def slice_forms(src: Path, k: int, out_root: Path, seed: int = 0, per_form: int 
             with atomic_write(tmp / "items.jsonl") as fh:
                 for r in rows:
                     if r["synset"] in keep_set:
-                        fh.write(json.dumps(r, sort_keys=True) + "\n")
+                        fh.write(json_text(r) + "\n")
             m = {**manifest, "name": names[i], "files": {"items.jsonl": sha256_file(tmp / "items.jsonl")},
                  "form": {"parent": str(src), "index": i + 1, "of": k, "seed": seed, "concepts": len(keep),
                           "siblings": [n for n in names if n != names[i]], "how": "concepts dealt round-robin"}}
@@ -51,7 +51,7 @@ def lite(src: Path, out: Path) -> Path:
     manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
     with atomic_dir(out) as tmp:
         with atomic_write(tmp / "items.jsonl") as fh:
-            fh.writelines(json.dumps(r, sort_keys=True) + "\n" for r in first)
+            fh.writelines(json_text(r) + "\n" for r in first)
         form = {**manifest.get("form", {}), "lite_of": str(src)}
         write_json(tmp / "manifest.json", {**manifest, "name": out.name, "form": form,
                                            "files": {"items.jsonl": sha256_file(tmp / "items.jsonl")}})

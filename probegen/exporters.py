@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .errors import ProbegenError
-from .io import atomic_dir, file_hashes, write_json, write_jsonl
+from .io import atomic_dir, check_docs_back, file_hashes, read_jsonl, write_json, write_jsonl
 from .manifest import CANARY
 from .scorers.base import boundary_split
 from .version import __version__
@@ -185,6 +185,7 @@ def write_lm_eval(docs: list[dict[str, Any]], out: Path, kind: str, source: str,
     rows = [{**d, "text": lm_eval_text(d["query"], d["choices"])} for d in docs]
     with atomic_dir(out) as tmp:
         write_jsonl(tmp / DOCS_FILE, rows)
+        check_docs_back(out, DOCS_FILE, rows, read_jsonl(tmp / DOCS_FILE))
         (tmp / TASK_YAML).write_text(task_yaml(task, str(out / DOCS_FILE), kind, source), encoding="utf-8")
         (tmp / CARD_FILE).write_text(_lm_eval_readme(task, kind, source, len(rows), settings), encoding="utf-8")
         _write_manifest(tmp, "lm-eval", manifest, settings, [DOCS_FILE, TASK_YAML, CARD_FILE], task=task)
@@ -218,6 +219,7 @@ def write_hf(docs: list[dict[str, Any]], out: Path, kind: str, source: str, mani
         for split in order:
             names.append(f"data/{split}.parquet")
             pq.write_table(pa.Table.from_pylist(by_split[split]), tmp / names[-1])
+            check_docs_back(out, names[-1], by_split[split], pq.read_table(tmp / names[-1]).to_pylist())
         m = _write_manifest(tmp, "hf", manifest, settings, names)
         (tmp / CARD_FILE).write_text(_hf_card(kind, source, order, by_split, m), encoding="utf-8")
     return out, {s: len(by_split[s]) for s in order}

@@ -112,15 +112,19 @@ def check_file_replaceable(path: str | Path) -> None:
 
 
 @contextmanager
-def atomic_output_file(path: str | Path, mode: str = "w") -> Iterator[Any]:
+def atomic_output_file(path: str | Path, mode: str = "w", check: Any = None) -> Iterator[Any]:
     """:func:`atomic_write` for a file the user named with ``--out``: an existing file is replaced
     only if probegen wrote it and it is unchanged (checked before and again just before the
-    rename), and the new file is recorded beside it so a later run may replace it in turn."""
+    rename), and the new file is recorded beside it so a later run may replace it in turn.
+    ``check``: called with the written temp file's path before the rename (an export reading
+    itself back); what it raises leaves nothing written."""
     path = Path(path)
     check_file_replaceable(path)
     with atomic_path(path) as tmp:
         with open(os.open(tmp, os.O_WRONLY | os.O_TRUNC), mode, encoding=None if "b" in mode else "utf-8") as fh:
             yield fh
+        if check is not None:
+            check(tmp)
         check_file_replaceable(path)
         # recorded before the rename: a kill in between leaves a record that matches no file, which
         # refuses (never loses) the old one
@@ -513,15 +517,17 @@ def _why_not_finite(v: Any) -> Any:
     return None
 
 
-def json_text(obj: Any, indent: int | None = None) -> str:
+def json_text(obj: Any, indent: int | None = None, default: Any = None) -> str:
     """The one serialiser of every JSON and JSONL probegen writes: strict JSON (a value that is not
     finite is ``null`` with the reason beside it: :func:`finite_json`), sorted keys, UTF-8 text;
-    ``indent`` None is one line (canonical: equal objects give byte-identical text).
+    ``indent`` None is one line (canonical: equal objects give byte-identical text); ``default``:
+    as ``json.dumps``'s, for objects JSON has no type for (e.g. ``str`` for paths).
 
     >>> json_text({"b": 1, "a": float("-inf")})
     '{"a": null, "a_not_finite": "-Infinity", "b": 1}'
     """
-    return json.dumps(finite_json(obj), sort_keys=True, ensure_ascii=False, allow_nan=False, indent=indent)
+    return json.dumps(finite_json(obj), sort_keys=True, ensure_ascii=False, allow_nan=False, indent=indent,
+                      default=default)
 
 
 def dumps(obj: Any) -> str:
@@ -543,6 +549,25 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
             fh.write(dumps(row) + "\n")
             n += 1
     return n
+
+
+def check_docs_back(out: str | Path, name: str, docs: list[dict[str, Any]], back: list[dict[str, Any]]) -> None:
+    """Refuse (one line; the export is not renamed into place) docs an export read back from its
+    file ``name`` that are not the docs it wrote: another count, or a doc whose id, choices or gold
+    differ. Every dataset export calls it before the rename (issue 46: an export that lost a
+    sample said it wrote them all).
+
+    >>> check_docs_back("x", "docs.jsonl", [{"id": "a", "choices": ["p", "q"], "gold": 1}], [])
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: x: read back, docs.jsonl holds 0 docs of 1; nothing was written
+    """
+    if len(back) != len(docs):
+        raise ProbegenError(f"{out}: read back, {name} holds {len(back)} docs of {len(docs)}; nothing was written")
+    for i, (d, b) in enumerate(zip(docs, back)):
+        for key in ("id", "choices", "gold"):
+            if d.get(key) != b.get(key):
+                raise ProbegenError(f"{out}: read back, doc {i + 1} of {name} has another {key} ({b.get(key)!r}, "
+                                    f"written {d.get(key)!r}); nothing was written")
 
 
 #: a manifest is a few KB; a bigger one is not a probegen manifest

@@ -170,7 +170,9 @@ def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, An
             model.should_save_on_this_rank = lambda is_main_process: True  # type: ignore[method-assign]
             model.save_pretrained(str(tmp))
             tok.save_pretrained(str(tmp))
-        (tmp / marker.name).write_text(json.dumps(source))
+        from .io import json_text
+
+        (tmp / marker.name).write_text(json_text(source))
         if target.exists():  # a stale copy (other GGUF size) or a half-deleted one
             shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)

@@ -89,10 +89,19 @@ def canonical_file(path: Path, subs: dict[str, str]) -> Any:
     text = re.sub(r"fingerprint=[0-9a-f]{16}", "fingerprint=<FP>", text)
     if path.suffix in (".json", ".jsonl"):
         try:
-            return _drop_volatile(json.loads(text))
+            return _drop_volatile(json.loads(text, parse_constant=_not_strict(path)))
         except ValueError:  # JSON lines (some exports name them .json)
-            return [_drop_volatile(json.loads(ln)) for ln in text.splitlines() if ln.strip()]
+            return [_drop_volatile(json.loads(ln, parse_constant=_not_strict(path))) for ln in text.splitlines()
+                    if ln.strip()]
     return text
+
+
+def _not_strict(path: Path) -> Callable[[str], Any]:
+    """``parse_constant`` that fails the run: every JSON probegen writes is strict (issue 46: no NaN
+    or Infinity, which a strict reader rejects)."""
+    def fail(token: str) -> Any:
+        raise AssertionError(f"{path}: {token} in a JSON output (a value that is not finite must be null)")
+    return fail
 
 
 def canonical_tree(root: Path, subs: dict[str, str]) -> dict[str, Any]:

@@ -128,3 +128,86 @@ def test_run_with_a_dataset_format_is_one_line(args, message, wnqa_run, tmp_path
     r = CliRunner().invoke(cli, ["export", str(wnqa_run), *args, "--out", str(out)])
     assert r.exit_code == 1 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert not out.exists()
+
+
+# ---- issue 46 §5: every export reads itself back before it is renamed into place -----------------
+@pytest.fixture(scope="module")
+def nul_run(tmp_path_factory) -> Path:
+    """glove-50d on the 40 release definition questions, one of whose ids holds a NUL byte."""
+    tmp = tmp_path_factory.mktemp("nul")
+    rows = [json.loads(x) for x in SAMPLE.read_text().splitlines() if x.strip()]
+    rows[0]["id"] += "\x00x"
+    data = tmp / "nul.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = _invoke("eval", "--model", "glove-50d", "--dataset", str(data), "--out", str(tmp / "run"))
+    assert r.exit_code == 0, r.output
+    return tmp / "run"
+
+
+def test_an_id_a_log_cannot_carry_is_refused_and_others_carry_it(nul_run, tmp_path):
+    """A NUL byte in an item id: the .eval log wrote "40 samples" and inspect-ai read 39 back. Now the
+    .eval export is one line and writes nothing; the .json log and Every Eval Ever carry the id, and
+    inspect-ai's reader gives all 40 samples back with their scores."""
+    from inspect_ai.log import read_eval_log
+
+    _, _, samples = run_samples(nul_run)
+    assert len(samples) == 40 and any("\x00" in s["item"] for s in samples)
+    out = tmp_path / "logs" / "nul.eval"
+    r = CliRunner().invoke(cli, ["export", str(nul_run), "--format", "inspect-log", "--out", str(out)])
+    assert r.exit_code == 1 and "NUL byte" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not out.exists()
+    js = tmp_path / "logs" / "nul.json"
+    r = _invoke("export", str(nul_run), "--format", "inspect-log", "--out", str(js))
+    assert r.exit_code == 0, r.output
+    back = {str(s.id): s.scores["probegen"].value for s in read_eval_log(str(js)).samples}
+    assert back == {s["item"]: s["cell"]["correct"] for s in samples}
+    r = _invoke("export", str(nul_run), "--format", "eee", "--out", str(tmp_path / "eee"))
+    assert r.exit_code == 0, r.output
+    _, rows = _eee_files(tmp_path / "eee")
+    assert [x["sample_id"] for x in rows] == [s["item"] for s in samples]
+
+
+@pytest.mark.parametrize("fmt, out", [("inspect-log", "log.eval"), ("inspect-log", "log.json"), ("eee", "eee")])
+def test_an_export_that_loses_a_sample_writes_nothing(fmt, out, wnqa_run, tmp_path, monkeypatch):
+    """The read-back check can fail: a writer that drops the last sample (or changes a score) is caught
+    before the rename, one line, nothing written."""
+    import inspect_ai.log
+
+    import probegen.exchange.export as export
+
+    if fmt == "inspect-log":
+        real = inspect_ai.log.write_eval_log
+
+        def lossy(log, path, *a, **k):
+            return real(log.model_copy(update={"samples": log.samples[:-1]}), path, *a, **k)
+
+        monkeypatch.setattr(inspect_ai.log, "write_eval_log", lossy)
+    else:
+        real_jsonl = export.write_jsonl
+        monkeypatch.setattr(export, "write_jsonl", lambda path, rows: real_jsonl(
+            path, [*rows[:-1], {**rows[-1], "evaluation": {**rows[-1]["evaluation"], "score": 0.5}}]))
+    r = CliRunner().invoke(cli, ["export", str(wnqa_run), "--format", fmt, "--out", str(tmp_path / out)])
+    assert r.exit_code == 1 and "read back" in r.output and "nothing was written" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / out).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_dataset_exports_read_themselves_back(tmp_path, monkeypatch):
+    """lm-eval, Hugging Face and the WordNetQA release JSONL: a doc lost on the way is one line, nothing written."""
+    import probegen.exporters as exporters
+    import probegen.io as pio
+
+    for fmt, out in (("lm-eval", "lm"), ("hf", "hf"), ("wordnetqa-json", "x.jsonl")):
+        r = CliRunner().invoke(cli, ["export", str(SAMPLE), "--format", fmt, "--out", str(tmp_path / out)])
+        assert r.exit_code == 0, r.output
+    real = pio.read_jsonl
+    monkeypatch.setattr(exporters, "read_jsonl", lambda p: real(p)[:-1])
+    monkeypatch.setattr(pio, "read_jsonl", lambda p: real(p)[:-1])
+    import pyarrow.parquet as pq
+
+    real_pq = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda p, *a, **k: real_pq(p, *a, **k).slice(1))
+    for fmt, out in (("lm-eval", "lm2"), ("hf", "hf2"), ("wordnetqa-json", "y.jsonl")):
+        r = CliRunner().invoke(cli, ["export", str(SAMPLE), "--format", fmt, "--out", str(tmp_path / out)])
+        assert r.exit_code == 1 and "read back" in r.output and "39 docs of 40" in r.output, (fmt, r.output)
+        assert not (tmp_path / out).exists()

@@ -6,6 +6,12 @@ is the answer, the key's label the target, ``correct`` the score. Each sample al
 probegen's own cell (``probegen_cell``: unit, correct, chosen, key, k) so that reading the export
 back (:mod:`.ingest`) gives exactly the run's item table.
 
+Every export is read back before it is renamed into place (:func:`check_read_back`): the samples
+JSONL of an Every Eval Ever export parsed again, an inspect-ai log read with inspect-ai's own
+reader; the count and each sample's score must be the run's, else nothing is written. An item id
+a format cannot carry is refused before anything is written (a NUL byte in a ``.eval`` log, whose
+samples are zip entries named by id: the ``.json`` log carries it).
+
 Every Eval Ever 0.3.0 (``every-eval-ever``) needs Python >= 3.12; its JSON schemas
 (``eee_schema/``, MIT, copied unchanged from the 0.3.0 wheel) validate the export here with
 ``jsonschema``. Outputs are deterministic: the timestamps are those of the run's ``results.json``.
@@ -22,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProbegenError
-from ..io import atomic_dir, atomic_output_file, dumps, sha256_file, write_json, write_jsonl
+from ..io import atomic_dir, atomic_output_file, dumps, read_jsonl, read_manifest, sha256_file, write_json, write_jsonl
 from ..version import __version__
 from .eee import EEE_SCHEMA_VERSION, validate_eee
 
@@ -174,8 +180,35 @@ def eee_documents(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, 
     return f"{folder}/{name}", aggregate, rows
 
 
+def check_read_back(out: str | Path, fmt: str, want: list[tuple[str, float]], got: list[tuple[str, float]]) -> None:
+    """Refuse (one line, nothing written) an export whose read-back samples ``got`` (item id, score)
+    are not the run's ``want``: another count, an item lost, added or renamed, or another score.
+
+    >>> check_read_back("x.eval", "inspect-ai log", [("a", 1.0), ("b", 0.0)], [("a", 1.0)])
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: x.eval: read back, the inspect-ai log holds 1 samples of the run's 2 (item 'b' is \
+lost); nothing was written
+    """
+    from collections import Counter
+
+    wanted, gotten = Counter(i for i, _ in want), Counter(i for i, _ in got)
+    why = None
+    if wanted != gotten:
+        lost, extra = sorted(wanted - gotten), sorted(gotten - wanted)
+        why = f"item {lost[0]!r} is lost" if lost else f"item {extra[0]!r} is not the run's"
+    else:
+        scores = dict(want)
+        bad = next((i for i, v in got if scores[i] != v), None)
+        if bad is not None:
+            why = f"item {bad!r} scores {dict(got)[bad]} where the run has {scores[bad]}"
+    if why is not None:
+        raise ProbegenError(f"{out}: read back, the {fmt} holds {len(got)} samples of the run's {len(want)} ({why}); "
+                            "nothing was written")
+
+
 def write_eee(run: str | Path, out: str | Path) -> str:
-    """Export the eval run ``run`` as Every Eval Ever into the folder ``out``; the one-line summary."""
+    """Export the eval run ``run`` as Every Eval Ever into the folder ``out``; the one-line summary.
+    The samples and the aggregate are read back before the folder is renamed into place."""
     rel, aggregate, rows = eee_documents(run)
     with atomic_dir(out) as tmp:
         (tmp / rel).parent.mkdir(parents=True)
@@ -183,6 +216,13 @@ def write_eee(run: str | Path, out: str | Path) -> str:
         aggregate["detailed_evaluation_results"]["checksum"] = sha256_file(tmp / f"{rel}_samples.jsonl")
         validate_eee(aggregate, rows, str(run))
         write_json(tmp / f"{rel}.json", aggregate)
+        back = read_jsonl(tmp / f"{rel}_samples.jsonl")
+        total = read_manifest(tmp / f"{rel}.json")["detailed_evaluation_results"]["total_rows"]
+        check_read_back(out, "Every Eval Ever samples", [(str(r["sample_id"]), r["evaluation"]["score"]) for r in rows],
+                        [(str(r["sample_id"]), r["evaluation"]["score"]) for r in back])
+        if total != len(back):
+            raise ProbegenError(f"{out}: read back, the aggregate counts {total} samples and the samples file holds "
+                                f"{len(back)}; nothing was written")
     return f"wrote {out} (Every Eval Ever {EEE_SCHEMA_VERSION}: {rel}.json + {len(rows)} samples)"
 
 
@@ -235,15 +275,44 @@ def write_inspect_log(run: str | Path, out: str | Path) -> str:
     if out.suffix not in (".eval", ".json"):
         raise ProbegenError(f"--out {out}: an inspect-ai log is a .eval or .json file")
     log = inspect_log(run)
+    if out.suffix == ".eval":
+        _check_eval_ids([str(s.id) for s in log.samples or []], out)
     with tempfile.TemporaryDirectory() as d:  # inspect writes the file itself: written aside, copied in atomically
         tmp = Path(d) / f"log{out.suffix}"
         write_eval_log(log, str(tmp))
         if out.suffix == ".eval":  # a zip: its entries' dates set to the run's, not the clock's
             _restamp_zip(tmp, _when(Path(run)))
+        _read_back_inspect(tmp, out, [(str(s.id), float(s.scores["probegen"].value)) for s in log.samples or []])
         with atomic_output_file(out, "wb") as fh:
             fh.write(tmp.read_bytes())
     return f"wrote {out} (inspect-ai eval log: {len(log.samples or [])} samples; open with `inspect view --log-dir " \
            f"{out.parent}`)"
+
+
+def _check_eval_ids(ids: list[str], out: Path) -> None:
+    """Refuse an item id a ``.eval`` log cannot carry: its samples are zip entries named by id, and
+    a NUL byte ends the name (inspect-ai then reads the log one sample short)."""
+    bad = next((i for i in ids if "\x00" in i), None)
+    if bad is not None:
+        raise ProbegenError(f"--out {out}: item id {bad!r} holds a NUL byte, which an inspect-ai .eval log cannot "
+                            "carry (its samples are zip entries named by id); export as a .json log, or --format eee")
+
+
+def _read_back_inspect(path: Path, out: Path, want: list[tuple[str, float]]) -> None:
+    """The log at ``path`` read with inspect-ai's own reader: its samples (id, score) must be ``want``."""
+    from inspect_ai.log import read_eval_log
+
+    try:
+        back = read_eval_log(str(path))
+    except Exception as e:  # noqa: BLE001 - whatever inspect-ai raises, the export is refused in one line
+        raise ProbegenError(f"{out}: inspect-ai cannot read the log back ({type(e).__name__}: {str(e)[:160]}); "
+                            "nothing was written") from None
+    got = []
+    for s in back.samples or []:
+        score = (s.scores or {}).get("probegen")
+        got.append((str(s.id), float(score.value) if score is not None and isinstance(score.value, (int, float))
+                    else float("nan")))
+    check_read_back(out, "inspect-ai log", want, got)
 
 
 def _restamp_zip(path: Path, when: datetime) -> None:

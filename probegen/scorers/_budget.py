@@ -93,13 +93,13 @@ def remembered(key: str, path: Path | None = None) -> int | None:
 
 def remember(key: str, budget: int, path: Path | None = None) -> None:
     """Store ``budget`` for ``key`` (atomic rewrite; a lost race only costs a later re-search)."""
-    from ..io import atomic_write
+    from ..io import atomic_write, json_text
 
     path = path or budget_path()
     data = _read(path)
     data[key] = int(budget)
     with atomic_write(path) as fh:
-        fh.write(json.dumps(data, indent=1, sort_keys=True))
+        fh.write(json_text(data, indent=1))
 
 
 def search(

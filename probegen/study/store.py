@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, ProbegenError
-from ..io import read_jsonl, recover, verify_files
+from ..io import json_text, read_jsonl, recover, verify_files
 from .views import CONDITIONS, layout_of
 
 MANIFEST = "manifest.json"
@@ -223,7 +223,7 @@ class AnswerLog:
                 raise AnswerError(f"item {uid} was already answered differently; the first answer is final", 409)
             record = {"annotator": annotator, "condition": a["condition"], "item": uid, "answer": answer,
                       "guess": guess, **(extra or {})}
-            line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+            line = json_text(record) + "\n"
             append_fsync(path, line)
             self._size[annotator] += len(line.encode("utf-8"))
             self.answered[annotator][uid] = record

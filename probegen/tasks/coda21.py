@@ -226,14 +226,18 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
         """The original CoDA21 release schema (one JSON file)."""
-        import json
-
         from ..coda21.dataset import export_coda21_json, load
-        from ..io import atomic_output_file
+        from ..io import atomic_output_file, check_docs_back, json_text, parse_json, read_text
 
         ds = load(path)
-        with atomic_output_file(out) as fh:
-            json.dump(export_coda21_json(ds), fh, ensure_ascii=False, indent=1, sort_keys=True)
+        doc = export_coda21_json(ds)
+
+        def read_back(tmp: Path) -> None:  # every group of each part of speech, by id, as written
+            back = parse_json(read_text(tmp), tmp)
+            check_docs_back(Path(out), Path(out).name, doc["n"] + doc["v"], back["n"] + back["v"])
+
+        with atomic_output_file(out, check=read_back) as fh:
+            fh.write(json_text(doc, indent=1))
         return f"wrote {out} ({len(ds.groups)} groups, {self.release_format})"
 
     def lm_eval_note(self) -> str:

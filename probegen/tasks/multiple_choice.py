@@ -276,11 +276,15 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
         """The WordNetQA release JSONL (optionally one split)."""
-        from ..io import atomic_output_file, dumps
+        from ..io import atomic_output_file, check_docs_back, dumps, read_jsonl
         from ..wordnetqa.dataset import export_release, load
 
         rows = export_release(load(path), split)
-        with atomic_output_file(out) as fh:
+
+        def read_back(tmp: Path) -> None:
+            check_docs_back(Path(out), Path(out).name, rows, read_jsonl(tmp))
+
+        with atomic_output_file(out, check=read_back) as fh:
             for r in rows:
                 fh.write(dumps(r) + "\n")
         return f"wrote {out} ({len(rows)} questions, {self.release_format})"

@@ -116,11 +116,11 @@ def _swap_named(data: bytes, field: int, pick: int, value) -> bytes:
     try:
         docs = [json.loads(text)]
         lines = None
-    except ValueError:
+    except (ValueError, RecursionError):
         lines = text.split("\n")
         try:
             docs = [json.loads(ln) if ln.strip() else None for ln in lines]
-        except ValueError:
+        except (ValueError, RecursionError):
             return data  # an earlier mutation broke it: leave it so
     targets = []
     for n, doc in enumerate(docs):
@@ -128,7 +128,10 @@ def _swap_named(data: bytes, field: int, pick: int, value) -> bytes:
             if path and path[-1] in FIELDS:
                 targets.append((n, path, None))
             if path and path[-1] == CELL and isinstance(_get(doc, path), str):
-                cell = json.loads(_get(doc, path))
+                try:
+                    cell = json.loads(_get(doc, path))
+                except (ValueError, RecursionError):
+                    continue
                 targets += [(n, path, sub) for sub in _json_paths(cell) if sub and sub[-1] in FIELDS]
     names = sorted({(sub or path)[-1] for _, path, sub in targets}, key=FIELDS.index)
     if not names:

@@ -393,3 +393,29 @@ def test_malformed_lm_eval_records(sets, tmp_path, case):
     (f,) = _lm_eval_files(sets["hyponymy"], tmp_path, ["org/m"], edit)
     code, _, err = _items(sets["run-hyponymy"], f, out=tmp_path / "x")
     assert_one_line_error(code, err, f"{f} line 3")
+
+
+@pytest.mark.parametrize("case", ["choices-int", "surrogate-id", "deep-results", "dataset-string"])
+def test_hand_edited_runs_found_by_fuzzing(sets, tmp_path, case):
+    """Found by tests/test_fuzz_respondents.py: an int as choices (TypeError), an id holding a lone
+    surrogate (UnicodeEncodeError writing responses.csv), a results.json nested too deep
+    (RecursionError), a dataset block that is a string (AttributeError): one line each."""
+    bad = _copy_run(sets["run-hyponymy"], tmp_path / "bad")
+    items, results = bad / "items.jsonl", bad / "results.json"
+    lines = items.read_text().splitlines()
+    if case == "choices-int":
+        items.write_text("\n".join([json.dumps({**json.loads(lines[0]), "choices": 1}), *lines[1:]]) + "\n")
+    elif case == "surrogate-id":
+        items.write_text("\n".join([lines[0].replace('"id": "hypernymy_0"', '"id": "\\udcff"'), *lines[1:]]) + "\n")
+    elif case == "deep-results":
+        results.write_text('{"model": ' + "[" * 5000 + "]" * 5000 + "}")
+    else:
+        res = json.loads(results.read_text())
+        results.write_text(json.dumps({**res, "dataset": "x", "eval": 3}))
+    code, _, err = _items(bad, out=tmp_path / "x")
+    if case == "choices-int":  # a run without option texts is still a run: its cells read by index
+        assert code == 0, err
+    elif case == "dataset-string":  # nothing names the dataset: the run is read on its own
+        assert code == 0, err
+    else:
+        assert_one_line_error(code, err, str(bad))

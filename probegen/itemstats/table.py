@@ -10,7 +10,6 @@ not answer are simply absent (missing). Every bad input is a :class:`~probegen.e
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -18,7 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import ProbegenError
-from ..io import atomic_write, iter_jsonl, read_jsonl, recover, sha256_file, verify_output
+from ..io import atomic_write, iter_jsonl, parse_json, read_jsonl, recover, sha256_file, verify_output
 from .respondent import Respondent, _dataset_key, check_correct, content, contradiction
 
 #: the columns of the long table, in order
@@ -90,7 +89,7 @@ def _label(options: Sequence[Any] | None, index: Any) -> Any:
     """An option shown the same to every respondent: its text or name where the record has it, else its index."""
     if index is None or isinstance(index, bool):
         return None
-    if options is not None and isinstance(index, int) and 0 <= index < len(options):
+    if isinstance(options, (list, tuple)) and isinstance(index, int) and 0 <= index < len(options):
         return options[index]
     return index
 
@@ -137,7 +136,7 @@ def _variant(cfg: dict[str, Any], extra: str = "") -> str:
 
 def _read_results(run: Path) -> dict[str, Any]:
     try:
-        res = json.loads((run / "results.json").read_text(encoding="utf-8"))
+        res = parse_json((run / "results.json").read_text(encoding="utf-8"), run / "results.json")
     except (OSError, ValueError) as e:
         raise ProbegenError(f"{run}/results.json cannot be read ({e})") from None
     if not isinstance(res, dict):
@@ -418,8 +417,27 @@ def read_runs(runs: Sequence[str | Path], lm_eval_metric: str = "acc") -> list[t
                                 "as two respondents; give each run once")
         if ident is not None:
             seen[ident] = str(run)
-        out += [(str(run), r) for r in read_run(run, lm_eval_metric)]
+        for r in read_run(run, lm_eval_metric):
+            _check_text(r)
+            out.append((str(run), r))
     return out
+
+
+def _check_text(r: Respondent) -> None:
+    """One line where a name, id or label of ``r`` is not text that UTF-8 can write (a lone
+    surrogate that a JSON ``\\udcff`` escape reads into)."""
+    def ok(v: Any) -> bool:
+        try:
+            str(v).encode("utf-8")
+            return True
+        except UnicodeEncodeError:
+            return False
+
+    bad = next((f for f in (r.model, r.method, r.variant, r.dataset) if not ok(f)), None) or \
+        next((i for i, c in r.cells.items() if not (ok(i) and all(ok(c[k]) for k in ("unit", "chosen", "key")))), None)
+    if bad is not None:
+        raise ProbegenError(f"{r.source}: {str(bad).encode('utf-8', 'backslashreplace').decode()[:60]!r} holds a lone "
+                            "surrogate (a \\udXXX escape), not text")
 
 
 def _common(resps: Sequence[Respondent], datasets: Sequence[str]) -> set[str]:

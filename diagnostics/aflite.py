@@ -23,6 +23,7 @@ import numpy as np
 from probegen.tasks.bias_inputs import AlignmentView, ChoiceView
 
 from . import baselines as B
+from . import fitting
 
 
 @dataclass(frozen=True)
@@ -57,23 +58,21 @@ def choice_predictor(views: list[ChoiceView]) -> Predictor:
     """
     from scipy.sparse import csr_matrix, hstack
     from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import SGDClassifier
     from sklearn.preprocessing import StandardScaler
 
     from probegen.core import decide_scores
 
     texts, numeric, y, owner = B._choice_rows(views)
-    X = hstack([TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2).fit_transform(texts),
-                csr_matrix(StandardScaler().fit_transform(numeric))]).tocsr()
+    X = fitting.quantize_features(hstack([TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2).fit_transform(texts),
+                                          csr_matrix(StandardScaler().fit_transform(numeric))]).tocsr())
     rows_of = np.split(np.arange(len(owner)), np.flatnonzero(np.diff(owner)) + 1)
 
     def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
         tr = np.concatenate([rows_of[i] for i in train])
-        # logistic loss by SGD: ~30x faster than liblinear here and no less accurate on held-out items
-        clf = SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=50, tol=None,
-                            random_state=seed % (2**31)).fit(X[tr], y[tr])
+        # a convex fit solved to its optimum (diagnostics.fitting): the same removals on every CPU
+        clf = fitting.fit(fitting.linear_classifier(), X[tr], y[tr])
         te = np.concatenate([rows_of[i] for i in test])
-        s = clf.decision_function(X[te])
+        s = fitting.scores(clf, X[te])
         out, at = {}, 0
         for i in test:
             n = len(rows_of[i])
@@ -88,8 +87,6 @@ def choice_predictor(views: list[ChoiceView]) -> Predictor:
 
 def alignment_predictor(groups: list[AlignmentView]) -> Predictor:
     """Word-only overlap aligner over alignment groups (one row per member): which rows give their definition away."""
-    from sklearn.linear_model import LogisticRegression
-
     from probegen.core import decide_scores
 
     feats = [B.overlap_features(g, "word") for g in groups]  # k x k x F
@@ -100,12 +97,12 @@ def alignment_predictor(groups: list[AlignmentView]) -> Predictor:
     def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
         X = np.vstack([sub(i, alive[i]).reshape(-1, feats[i].shape[-1]) for i in train])
         y = np.concatenate([np.eye(int(alive[i].sum()), dtype=int).ravel() for i in train])
-        clf = LogisticRegression(max_iter=1000).fit(X, y)
+        clf = fitting.fit(fitting.linear_classifier(), X, y)
         out = {}
         for i in test:
             f = sub(i, alive[i])
             k = len(f)
-            mat = clf.decision_function(f.reshape(-1, f.shape[-1])).reshape(k, k)
+            mat = fitting.scores(clf, f.reshape(-1, f.shape[-1])).reshape(k, k)
             pred = decide_scores(mat, "alignment", np.random.default_rng([seed, int(i)]))
             out[int(i)] = (pred == np.arange(k)).astype(float)
         return out

@@ -5,7 +5,7 @@ The engines are generic to a unit shape; a kind hands them views of its units
 
 - choice views (WordNetQA), ``choice-only``: per-choice features of the answer choices alone (TF-IDF of the
   choice text, length, length rank, is-longest/shortest, word overlap with the other choices);
-  a LogisticRegression scores each choice as gold vs not and the item's argmax is the answer.
+  a logistic regression (:mod:`diagnostics.fitting`) scores each choice as gold vs not and the item's argmax is the answer.
   Trained and tested per probe type, cross-validated with folds grouped by concept cluster.
   Answer position is deliberately *not* a feature: the evaluator may reorder choices, and the
   position prior is already the Label baseline.
@@ -35,6 +35,7 @@ import numpy as np
 from probegen.core import quantize
 from probegen.tasks.bias_inputs import AlignmentView, BiasInputs, ChoiceView
 
+from . import fitting
 from .bias import bootstrap_accuracy
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -182,15 +183,13 @@ def _choice_rows(items: list[ChoiceView]) -> tuple[list[str], np.ndarray, np.nda
 
 def _choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_texts: list[str], te_num: np.ndarray):
     """Fit gold-vs-not on training choices; return the model, test scores and feature names."""
-    from sklearn.linear_model import SGDClassifier
     from sklearn.preprocessing import StandardScaler
 
     (Xtr, Xte), names = _tfidf(tr_texts, te_texts)
     scaler = StandardScaler().fit(tr_num)
-    # logistic regression fitted by SGD: tens of times faster than liblinear on 100k+ choices, as accurate
-    clf = SGDClassifier(loss="log_loss", alpha=1e-5, max_iter=50, tol=None, random_state=0)
-    clf.fit(_with_numeric(Xtr, tr_num, scaler), y)
-    return clf, clf.decision_function(_with_numeric(Xte, te_num, scaler)), list(names) + list(CHOICE_NUMERIC)
+    # a convex fit solved to its optimum (diagnostics.fitting): the same decisions on every CPU
+    clf = fitting.fit(fitting.linear_classifier(), _with_numeric(Xtr, tr_num, scaler), y)
+    return clf, fitting.scores(clf, _with_numeric(Xte, te_num, scaler)), list(names) + list(CHOICE_NUMERIC)
 
 
 def _sample_clusters(its: list[ChoiceView], max_items: int, rng: np.random.Generator) -> list[ChoiceView]:
@@ -248,7 +247,7 @@ def choice_only_control(
             _result(
                 "choice-only", probe, "gold choice (argmax over choices)", correct, [it.cluster for it in its], chance,
                 n_boot, seed,
-                "logistic regression (SGD) on choice text/length/overlap; folds grouped by concept cluster",
+                "logistic regression (Newton-CG) on choice text/length/overlap; folds grouped by concept cluster",
                 top_features=top,
             )
         )
@@ -293,8 +292,9 @@ def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n
         tr_rows, te_rows = np.isin(owner, tr), np.isin(owner, te)
         (Xtr, Xte), _ = _tfidf([d for d, m in zip(defs, tr_rows) if m], [d for d, m in zip(defs, te_rows) if m])
         scaler = StandardScaler().fit(numeric[tr_rows])
-        model = Ridge(alpha=1.0).fit(_with_numeric(Xtr, numeric[tr_rows], scaler), target[tr_rows])
-        pred = model.predict(_with_numeric(Xte, numeric[te_rows], scaler))
+        # solved to a tight tolerance on quantised features (diagnostics.fitting): the same ranks on every CPU
+        model = fitting.fit(Ridge(alpha=1.0, tol=1e-10), _with_numeric(Xtr, numeric[tr_rows], scaler), target[tr_rows])
+        pred = model.predict(fitting.quantize_features(_with_numeric(Xte, numeric[te_rows], scaler)))
         te_owner = owner[te_rows]
         for i in te:
             p = quantize(pred[te_owner == i])  # equal predictions tie on every CPU
@@ -349,8 +349,6 @@ def _id_rng(seed: int, key: str) -> np.random.Generator:
 def overlap_control(groups: Sequence[AlignmentView], side: str, applies_to: str, n_folds: int = 5,
                     n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Align each group by learned surface overlap between ``side`` ('word' or 'context') and definitions."""
-    from sklearn.linear_model import LogisticRegression
-
     from probegen.core import decide_scores
 
     name, applies = f"{side}-overlap", applies_to
@@ -363,10 +361,10 @@ def overlap_control(groups: Sequence[AlignmentView], side: str, applies_to: str,
     for tr, te in _folds([g.id for g in groups], n_folds):
         X = np.vstack([feats[i].reshape(-1, feats[i].shape[-1]) for i in tr])
         y = np.concatenate([np.eye(groups[i].k, dtype=int).ravel() for i in tr])
-        clf = LogisticRegression(max_iter=1000).fit(X, y)
+        clf = fitting.fit(fitting.linear_classifier(), X, y)
         for i in te:
             k = groups[i].k
-            mat = clf.decision_function(feats[i].reshape(-1, feats[i].shape[-1])).reshape(k, k)
+            mat = fitting.scores(clf, feats[i].reshape(-1, feats[i].shape[-1])).reshape(k, k)
             pred = decide_scores(mat, "alignment", _id_rng(seed, groups[i].id + "/control"))
             acc[i] = float(np.mean(pred == np.arange(k)))
     chance = float(np.mean([1.0 / g.k for g in groups]))

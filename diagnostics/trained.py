@@ -48,6 +48,7 @@ from probegen.tasks import Task
 from probegen.tasks.wic import task_of
 from probegen.tasks.wsd import choice_correct  # noqa: F401 - the choice decision, importable from here as before
 
+from . import fitting
 from .inputs import view
 
 #: what the trained method needs of an encoder: ``vectors(rows, progress)``, ``mask``, ``dim``, ``name``
@@ -137,11 +138,11 @@ def label_correct(train: list, test: list, seed: int) -> np.ndarray:
 
 
 def _classifier(C: float, seed: int):
-    from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000, random_state=seed))
+    # convex and solved to its optimum (diagnostics.fitting): the seed changes nothing in the fit itself
+    return make_pipeline(StandardScaler(), fitting.linear_classifier(C))
 
 
 def fit_predict(train_xyg, test_xyg, task, C: float, seed: int, ids: list[str] | None = None) -> np.ndarray:
@@ -152,8 +153,8 @@ def fit_predict(train_xyg, test_xyg, task, C: float, seed: int, ids: list[str] |
     Xte, yte, gte = test_xyg
     if len(np.unique(ytr)) < 2:
         raise ProbegenError("the training split has only one label; a classifier cannot be trained")
-    clf = _classifier(C, seed).fit(Xtr, ytr)
-    return task.classifier_correct(clf, Xte, yte, gte, ids, seed)
+    clf = fitting.fit(_classifier(C, seed), Xtr, ytr)
+    return task.classifier_correct(clf, fitting.quantize_features(Xte), yte, gte, ids, seed)
 
 
 # ---- a dataset -----------------------------------------------------------------------------------

@@ -322,12 +322,27 @@ def quantize(scores: Any, digits: int = DECISION_DIGITS) -> np.ndarray:
     [1.0, 1.000001, -3.0]
     """
     m = np.asarray(scores, dtype=np.float64)
+    step = _grid_step(m, digits)
+    return m if step == 0.0 else np.round(m / step) * step
+
+
+def _grid_step(m: np.ndarray, digits: int) -> float:
     finite = m[np.isfinite(m)]
     scale = float(np.max(np.abs(finite))) if finite.size else 0.0
-    if scale == 0.0:
-        return m
-    step = 10.0 ** (np.floor(np.log10(scale)) - (digits - 1))
-    return np.round(m / step) * step
+    return 0.0 if scale == 0.0 else float(10.0 ** (np.floor(np.log10(scale)) - (digits - 1)))
+
+
+def grid_units(scores: Any, digits: int = DECISION_DIGITS) -> np.ndarray:
+    """:func:`quantize`'s grid counted in whole steps: integers (as floats), so the sums an alignment
+    compares are exact and two assignments that add up the same values tie exactly, whatever order
+    and last bits the values came with; their order is then the tie rule's, not the rounding's.
+
+    >>> a = grid_units([0.1, 0.2, 0.3]); a.tolist(), bool(a[0] + a[1] == a[2])
+    ([100000000.0, 200000000.0, 300000000.0], True)
+    """
+    m = np.asarray(scores, dtype=np.float64)
+    step = _grid_step(m, digits)
+    return m if step == 0.0 else np.round(m / step)
 
 
 def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "",
@@ -381,7 +396,8 @@ def decide_scores(matrix: np.ndarray, decision: str, rng: np.random.Generator) -
     m = np.asarray(matrix, dtype=np.float64)
     if not np.all(np.isfinite(m)):
         raise ProbegenError(f"non-finite score at row, column {tuple(int(x) for x in np.argwhere(~np.isfinite(m))[0])}")
-    m = quantize(m)  # last-bit differences are ties, decided alike on every CPU
+    # last-bit differences are ties, decided alike on every CPU; whole grid steps keep an alignment's sums exact
+    m = grid_units(m)
     if decision in ("alignment", "simple"):
         return align(m, cast(Matching, decision), seed=rng)
     if decision == "argmax":

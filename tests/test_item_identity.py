@@ -419,3 +419,16 @@ def test_hand_edited_runs_found_by_fuzzing(sets, tmp_path, case):
         assert code == 0, err
     else:
         assert_one_line_error(code, err, str(bad))
+
+
+def test_one_path_with_two_fingerprints_is_two_datasets(sets, tmp_path):
+    """Runs naming one dataset path whose fingerprints (dataset.manifest_sha256) differ answered two
+    datasets (the file was rebuilt between them): not one dataset (45bb2c6 joined them by path)."""
+    rebuilt = _copy_run(sets["run-hyponymy"], tmp_path / "rebuilt")
+    res = json.loads((rebuilt / "results.json").read_text())
+    res["dataset"]["manifest_sha256"] = "0" * 64
+    (rebuilt / "results.json").write_text(json.dumps(res))
+    code, _, err = _items(sets["run-hyponymy"], rebuilt, out=tmp_path / "x")
+    assert_one_line_error(code, err, "2 different datasets", "manifest sha256 000000000000")
+    code, out, err = _items(sets["run-hyponymy"], rebuilt, "--common", out=tmp_path / "c")  # the same questions
+    assert code == 0 and "2 respondents x 40 items" in out, err

@@ -67,7 +67,11 @@ def most_confusable(
         return None
     ok = np.asarray(similarity) <= max_similarity + 1e-9
     np.fill_diagonal(ok, True)
-    gains = swap_gains(scores)
+    # gains in whole steps of the decision grid (probegen.core.grid_units): their sums are exact, so candidates that
+    # gain the same tie on every CPU and the lower index takes them
+    from ..core import grid_units
+
+    gains = swap_gains(grid_units(scores))
     chosen: list[int] = list(required or [])
     if not chosen:
         masked = np.where(ok, gains, -np.inf)

@@ -74,12 +74,16 @@ def _pool(it, cfg, rel, render, s: AdversarialSettings, rng: np.random.Generator
 def _replace_distractors(it, pool, txt: list[str], sc: np.ndarray, cfg, settings: AdversarialSettings, kind: str):
     """The twin item ``it`` with its distractors replaced by the pool's most plausible ones to the
     reference model (as many typed and random as the twin has), or ``it`` itself when too few are valid."""
+    from ..core import grid_units
     from ..wordnetqa.evaluate import normalise
 
     sc = normalise(np.asarray(sc, dtype=np.float64), txt, settings.length_norm, kind) if txt else sc
     slots = [j for j in range(len(it.choices)) if j != it.answer]
     want_typed = sum(it.choice_meta[j].type not in ("random", "gold") for j in slots)
-    order = sorted(range(len(pool)), key=lambda k: (-sc[k], k))  # most plausible to the model first
+    # most plausible to the model first; scores on the decision grid (probegen.core.grid_units), so two candidates
+    # that differ only in another CPU's last bits tie, and a tie goes to the pool's seeded order
+    g = grid_units(sc)
+    order = sorted(range(len(pool)), key=lambda k: (-g[k], k))
     typed = [k for k in order if pool[k][1] != "random"][:want_typed]
     rand = [k for k in order if pool[k][1] == "random"][: len(slots) - len(typed)]
     picked = typed + rand

@@ -64,7 +64,10 @@ def choose(method: str, size: int, y: np.ndarray, rec: np.ndarray, n_records: in
             raise ProbegenError("--method information needs an IRT fit")
         info = information(fitted, fitted.theta).sum(axis=0)
         per = np.bincount(rec[rec >= 0], weights=info[rec >= 0], minlength=n_records)
-        return np.sort(answered[np.argsort(-per[answered], kind="stable")[:size]])
+        # on the decision grid: information that differs only in another CPU's last bits ties, and record order decides
+        from ..core import grid_units
+
+        return np.sort(answered[np.argsort(-grid_units(per[answered]), kind="stable")[:size]])
     from sklearn.cluster import KMeans
 
     r = record_matrix(y, rec, n_records)[:, answered]

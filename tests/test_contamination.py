@@ -350,3 +350,29 @@ def test_alpha_that_is_not_finite_is_refused(tmp_path):
         r = _invoke(["--model", "glove-50d", "--seen", "a", "--fresh", "b", "c", "--alpha", bad,
                      "--out", str(tmp_path / "o")])
         assert r.exit_code == 2 and "must be a finite number" in r.output, r.output
+
+
+@needs_sample
+@pytest.mark.real
+def test_run_checks_a_model_known_only_by_its_lm_eval_samples(tmp_path):
+    """--run with real lm-eval --log_samples (smollm2-135m, the first 6 docs of each form's lm-eval
+    export): the samples are placed on their forms by the exports' manifests and tested like a model."""
+    from exchange_runs import run_lm_eval
+
+    from probegen.exporters import export
+
+    forms = _forms(tmp_path, 3)
+    folders = [tmp_path / f"lm-{f.name}" for f in forms]
+    for f, d in zip(forms, folders):
+        export(f, "lm-eval", d)
+    run_lm_eval(folders, tmp_path / "lm-out", tmp_path, limit=6)
+    samples = [next((tmp_path / "lm-out").rglob(f"samples_*form{i}_*.jsonl")) for i in (1, 2, 3)]
+    out = tmp_path / "out"
+    r = _invoke(["--seen", str(forms[0]), "--fresh", *map(str, forms[1:]), *[x for s in samples for x in ("--run", str(s))],
+                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    (m,) = _strict((out / "summary.json").read_text())["models"]
+    assert "lm-eval" in m["model"] or "smollm2" in m["model"], m["model"]
+    for f, path in zip(m["forms"], samples):
+        acc = [json.loads(x)["acc"] for x in path.read_text().splitlines()]
+        assert f["accuracy"] == pytest.approx(sum(acc) / len(acc))

@@ -168,8 +168,14 @@ def test_forms_report_bad_inputs(form_runs, coda_forms, tmp_path, clean_hard_nou
     assert run("eval", "--model", "glove-50d", "--dataset", other / "o1", "--limit", 3, "--out", other_run)[0] == 0
     code, _, err = run("forms", form_runs[0], other_run, "--out", out)
     assert_one_line_error(code, err, "family")
-    # one respondent twice on a form
+    # one run given twice (issue 46: it would count as two respondents), and one respondent twice on a
+    # form through two runs
     code, _, err = run("forms", form_runs[0], form_runs[0], form_runs[3], "--out", out)
+    assert_one_line_error(code, err, "is the same run as", "given twice")
+    again = tmp_path / "again-run"
+    form1 = coda_forms[0][int(form_runs[0].name[-1]) - 1]
+    assert run("eval", "--model", "glove-50d", "--dataset", form1, "--limit", 3, "--out", again)[0] == 0
+    code, _, err = run("forms", form_runs[0], again, form_runs[3], "--out", out)
     assert_one_line_error(code, err, "one run per respondent and form")
     assert not out.exists()
 

@@ -203,20 +203,20 @@ def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data
     from probegen.itemstats.subset import check_records
     from probegen.itemstats.table import read_runs
 
-    paths = tuple(str(p) for p in paths)
-    keys = tuple(_dataset_key(p) for p in paths)
+    shown = tuple(str(p) for p in paths)
+    keys = tuple(_dataset_key(p) for p in shown)
     layouts = tuple(item_units(kind, d) for d in data)
     from probegen import tasks
 
     grouped = tasks.get(kind).unit_is_mean  # a group's accuracy is its unit's score (the paper's mean of groups)
     sides: dict[str, list[tuple[str, Any] | None]] = {}
     for run, r in read_runs(runs, lm_eval_metric):
-        for i in _side(r, run, keys, data, layouts, paths):
-            check_records(r, kind, data[i], paths[i])
-            slot = sides.setdefault(identity(r), [None] * len(paths))
+        for i in _side(r, run, keys, data, layouts, shown):
+            check_records(r, kind, data[i], shown[i])
+            slot = sides.setdefault(identity(r), [None] * len(shown))
             earlier = slot[i]
             if earlier is not None:
-                raise ProbegenError(f"{identity(r)} answers {paths[i]} in both {earlier[0]} and {run}: give one "
+                raise ProbegenError(f"{identity(r)} answers {shown[i]} in both {earlier[0]} and {run}: give one "
                                     "run per respondent and set")
             slot[i] = (run, r)
     out = []
@@ -224,13 +224,13 @@ def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data
         missing = [i for i, s in enumerate(slot) if s is None]
         if missing:
             have = next(s for s in slot if s is not None)
-            raise ProbegenError(f"{who} ({have[0]}) has no run on {paths[missing[0]]}: a respondent needs a run on "
+            raise ProbegenError(f"{who} ({have[0]}) has no run on {shown[missing[0]]}: a respondent needs a run on "
                                 "each set")
         got = [s for s in slot if s is not None]
         for i, (run, r) in enumerate(got):
             unknown = sorted(set(r.cells) - set(layouts[i]), key=str)
             if unknown:
-                raise ProbegenError(f"{run}: {len(unknown)} of {len(r.cells)} item ids are not items of {paths[i]} "
+                raise ProbegenError(f"{run}: {len(unknown)} of {len(r.cells)} item ids are not items of {shown[i]} "
                                     f"(e.g. {', '.join(unknown[:3])})")
         model = got[0][1].model
         name = model if model not in taken else who

@@ -165,7 +165,7 @@ def siblings_problem(paths: Sequence[Path], data: Sequence[Any]) -> str | None:
     >>> siblings_problem([Path("a"), Path("b")], [forms[0], NS(manifest={"kind": "wordnetqa"})])
     "b is not a parallel form (its manifest has no 'forms' block), a is form 1 of family f1"
     """
-    blocks = []
+    blocks: list[dict[str, Any] | None] = []
     for d in data:
         block = (getattr(d, "manifest", None) or {}).get("forms")
         ok = isinstance(block, dict) and isinstance(block.get("form"), int) and isinstance(block.get("family"), str)
@@ -179,14 +179,15 @@ def siblings_problem(paths: Sequence[Path], data: Sequence[Any]) -> str | None:
     for i in range(len(paths)):
         if blocks[i] is None:
             return what(i) + (f", {what(0)}" if i and blocks[0] is not None else "")
+    named = [b for b in blocks if b is not None]
     for i in range(1, len(paths)):
-        if blocks[i]["family"] != blocks[0]["family"]:
+        if named[i]["family"] != named[0]["family"]:
             return f"{what(i)}, {what(0)}"
-    forms = [b["form"] for b in blocks]
+    forms = [b["form"] for b in named]
     for i in range(1, len(paths)):
         if forms[i] in forms[:i]:
             twin = paths[forms.index(forms[i])]
-            return f"{paths[i]} and {twin} are both form {forms[i]} of family {blocks[0]['family']}"
+            return f"{paths[i]} and {twin} are both form {forms[i]} of family {named[0]['family']}"
     return None
 
 

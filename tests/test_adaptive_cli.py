@@ -170,3 +170,18 @@ def test_items_bank_without_irt_writes_nothing(calibrated):
                        "--bank", tmp / "x-bank.json")
     assert_one_line_error(code, err, "--bank needs an IRT fit")
     assert not (tmp / "x-items").exists() and not (tmp / "x-bank.json").exists()
+
+
+def test_an_asking_method_goes_through_the_same_path(calibrated):
+    """--method letter (SmolLM2 asked each question, read as its next-token label probabilities): the
+    adaptive batches go through the method's scorer, and the run keeps its generation block."""
+    out = calibrated["tmp"] / "letter"
+    code, _, err = run("eval", "--model", "smollm2-135m", "--method", "letter", "--dataset", calibrated["data"],
+                       "--adaptive", calibrated["bank"], "--budget", 4, "--batch-items", 2, "--bootstrap", 50,
+                       "--device", "cpu", "--out", out)
+    assert code == 0, err
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert res["eval"]["method"] == "letter" and res["adaptive"]["items_given"] == 4
+    assert len(res["adaptive"]["steps"]) == 2 and res["metrics"]["n_items"] == 4
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all("generation" in r and "adaptive" in r for r in rows)

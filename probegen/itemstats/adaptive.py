@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..core import UnitScorer
 from ..errors import ProbegenError
 from .bank import Bank, check_dataset, load_dataset, read_bank
 from .cat import BALANCE_TOLERANCE, PRIOR_MEAN, PRIOR_SD, Z95, CatConfig, run_cat
@@ -80,19 +81,28 @@ def _pairs(task: Any, data: Any, records: Sequence[Any], settings: Any, mode: st
     return len(request_table(task.units(sub, mode, settings)))
 
 
-class Recorder:
+class Recorder(UnitScorer):
     """The scorer of an adaptive run: scores through ``scorer`` and keeps every unit's matrix and
     account, so that the kind's evaluation of all the records given (its rows and metrics, as a full
     run computes them) is read back from what the batches scored, without scoring anything twice.
-    Any other attribute is the scorer's own."""
+    It is a :class:`~probegen.core.UnitScorer` of the scorer's name, kind, query style and reduction;
+    any other attribute is the scorer's own."""
 
     def __init__(self, scorer: Any) -> None:
         from ..core import as_unit_scorer
 
         self.inner = as_unit_scorer(scorer)
         self.scorer = scorer
+        self.name, self.kind = self.inner.name, self.inner.kind
+        self.query_style, self.reduction = self.inner.query_style, self.inner.reduction
         self.kept: dict[Any, tuple[np.ndarray, Any]] = {}
         self.replay = False
+
+    def exchanges(self) -> list[dict[str, Any]] | None:
+        return self.inner.exchanges()
+
+    def stats(self) -> dict[str, Any] | None:
+        return self.inner.stats()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.scorer, name)

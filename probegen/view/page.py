@@ -27,8 +27,11 @@ STATIC = Path(__file__).with_name("static")
 
 
 def embed_json(model: Any) -> str:
-    """``model`` as JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&`` left)."""
-    text = json.dumps(model, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """``model`` as JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&`` left); strict, as
+    every JSON probegen writes (a value that is not finite is null with the reason beside it)."""
+    from ..io import finite_json
+
+    text = json.dumps(finite_json(model), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

@@ -22,6 +22,8 @@ from probegen.paths import DEFAULT_ROOT
 
 
 def _fail(msg: str, code: int = 1) -> None:
+    # one line, whatever the message quotes (a line break inside an id or option text of an input file)
+    msg = msg.replace("\r", "\\r").replace("\n", "\\n")
     click.echo(f"probegen: error: {msg}", err=True)
     sys.exit(code)
 

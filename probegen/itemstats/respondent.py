@@ -93,11 +93,11 @@ def contradiction(a: tuple[Any, tuple[str, ...] | None], b: tuple[Any, tuple[str
     >>> contradiction(content("x", ["x", "y"]), content("A", None)) is None
     True
     >>> contradiction(content("x", ["x", "y"]), content("p", ["p", "q"]))
-    'options differ (x; y vs p; q)'
+    "options differ: 'x; y' vs 'p; q'"
     """
     (ka, oa), (kb, ob) = a, b
     if oa is not None and ob is not None and oa != ob:
-        return f"options differ ({'; '.join(oa)[:60]} vs {'; '.join(ob)[:60]})"
+        return f"options differ: {'; '.join(oa)[:60]!r} vs {'; '.join(ob)[:60]!r}"
     opts = set(oa or ()) | set(ob or ())
     if ka is None or kb is None or str(ka) == str(kb) or type(ka) is not type(kb):
         return None

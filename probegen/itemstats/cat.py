@@ -185,6 +185,7 @@ def pick_batch(bank: CatBank, theta: float, given: set[int], room: int, cfg: Cat
     per_item = item_information(bank, theta)
     info = np.array([per_item[its].sum() for its in items])
     labels = _labels(bank) if cfg.balance else ["all"] * bank.n_records
+    toks = [_tokens(label) for label in labels]
     targets = _stratum_targets(bank, items) if cfg.balance else {"all": 1.0}
     counts = dict(counts)
     n_given = sum(len(items[r]) for r in given)
@@ -194,16 +195,16 @@ def pick_batch(bank: CatBank, theta: float, given: set[int], room: int, cfg: Cat
         free = [r for r in range(bank.n_records) if r not in taken and len(items[r]) <= room]
         if not free:
             break
-        open_strata = {t for r in free for t in _tokens(labels[r])}
+        open_strata = {t for r in free for t in toks[r]}
         need = {t: targets[t] * (n_given + 1) - counts.get(t, 0) for t in open_strata}
         top = max(sorted(need), key=lambda t: need[t])
-        pool = sorted((r for r in free if top in _tokens(labels[r])), key=lambda r: (-info[r], r))
+        pool = sorted((r for r in free if top in toks[r]), key=lambda r: (-info[r], r))
         r = pool[int(rng.integers(min(cfg.randomesque, len(pool))))]
         batch.append((r, float(info[r])))
         taken.add(r)
         room -= len(items[r])
         n_given += len(items[r])
-        for t in _tokens(labels[r]):
+        for t in toks[r]:
             counts[t] = counts.get(t, 0) + len(items[r])
     return batch
 
@@ -221,14 +222,18 @@ def predict(bank: CatBank, answers: dict[int, float], post: np.ndarray) -> dict[
         known[i], y[i] = True, v
     exp_item = np.where(known[None, :], y[None, :], p)
     sd_item = np.where(known[None, :], 0.0, np.sqrt(p * (1 - p)))
-    size = np.array([len(i) for i in items], float)
-    rec_mean = np.stack([exp_item[:, its].sum(axis=1) for its in items], axis=1) / size  # G x R
-    rec_sd = np.stack([sd_item[:, its].sum(axis=1) for its in items], axis=1) / size  # fully correlated items
-    clusters = bank.cluster or [str(r) for r in range(bank.n_records)]
-    names = sorted(set(clusters))
-    cl = np.array([names.index(c) for c in clusters])
-    cl_sd = np.stack([rec_sd[:, cl == k].sum(axis=1) for k in range(len(names))], axis=1)  # fully correlated
+    from scipy.sparse import csr_matrix
+
     n = bank.n_records
+    size = np.array([len(i) for i in items], float)
+    member = csr_matrix((np.ones(len(bank.record)), (np.arange(len(bank.record)), bank.record)),
+                        shape=(len(bank.record), n))  # item x record
+    rec_mean = np.asarray(member.T.dot(exp_item.T)).T / size  # G x R
+    rec_sd = np.asarray(member.T.dot(sd_item.T)).T / size  # the items of a record fully correlated
+    clusters = bank.cluster or [str(r) for r in range(n)]
+    _, cl = np.unique(clusters, return_inverse=True)
+    in_cluster = csr_matrix((np.ones(n), (np.arange(n), cl)), shape=(n, int(cl.max()) + 1))
+    cl_sd = np.asarray(in_cluster.T.dot(rec_sd.T)).T  # the records of a cluster fully correlated
     acc = rec_mean.mean(axis=1)
     mean = float(simpson(post * acc, x=GRID))
     var = float(simpson(post * (acc - mean) ** 2, x=GRID) + simpson(post * (cl_sd ** 2).sum(axis=1), x=GRID) / n ** 2)

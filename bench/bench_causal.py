@@ -16,6 +16,13 @@ speed-ups use medians. Also prints the raw batched forward throughput (no head) 
 tokens/s of (d) counted over the full pair lengths (prefix reuse can take it above 100%).
 
     .venv/bin/python bench/bench_causal.py [--groups 4] [--repeats 3] [--threads 2] [--out FILE.json]
+    .venv/bin/python bench/bench_causal.py --against /path/to/old/checkout --rounds 3 [--out FILE.json]
+
+``--against``: no regression of float32 CPU speed. The packed-vs-lm-eval-style ratio (d/b) of this
+tree and of an older checkout, measured in the same run: each round runs this script once per tree
+(``--no-naive --repeats 1``, the old one with the old code on PYTHONPATH) in rotating order, so load
+from other work hits both alike; the ratio of the medians and the load averages are recorded
+(default out: bench/results/bench_causal_vs.json).
 
 The table and speed-ups go to ``--out`` [bench/results/bench_causal.json] with the machine, commit and
 date; ``bench/render_figures.py`` renders them into docs/figures/speed.md.
@@ -120,7 +127,11 @@ def main() -> None:
     ap.add_argument("--no-naive", action="store_true", help="skip the (slow) naive loop")
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--out", default=None, help="result JSON [default: bench/results/bench_causal.json]")
+    ap.add_argument("--against", default=None, help="an older checkout to compare d/b with (same run, rotating)")
+    ap.add_argument("--rounds", type=int, default=3, help="with --against: runs per tree")
     args = ap.parse_args()
+    if args.against:
+        return against(args)
 
     import numpy as np
     import torch
@@ -251,6 +262,48 @@ def main() -> None:
                  max_abs_diff_vs_lm_eval={k: float(f"{v:.3g}") for k, v in diffs.items()})
     if max(diffs.values()) > 1e-3:
         sys.exit("scores differ by more than 1e-3")
+
+
+def against(args) -> None:
+    """d/b of this tree and of ``args.against``, one process each per round, in rotating order."""
+    import json
+    import subprocess
+    import tempfile
+
+    from benchlib import machine, write_result
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"this tree": here, "against": os.path.abspath(args.against)}
+    extra = ["--dataset", args.dataset, "--groups", str(args.groups), "--queries", str(args.queries),
+             "--candidates", str(args.candidates), "--batch", str(args.batch), "--threads", str(args.threads)]
+    ratios: dict[str, list[float]] = {k: [] for k in trees}
+    packed: dict[str, list[float]] = {k: [] for k in trees}
+    loads = []
+    names = list(trees)
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for name in names[r % 2 :] + names[: r % 2]:
+                out = os.path.join(tmp, f"{r}-{name.replace(' ', '_')}.json")
+                env = {**os.environ, "PYTHONPATH": trees[name]}
+                subprocess.run([sys.executable, os.path.join(trees[name], "bench", "bench_causal.py"), "--no-naive",
+                                "--repeats", "1", "--out", out, *extra], check=True, env=env,
+                               cwd=trees[name], stdout=subprocess.DEVNULL)
+                with open(out, encoding="utf-8") as fh:
+                    doc = json.load(fh)
+                ratios[name].append(doc["speedups"]["vs_lm_eval"])
+                packed[name].append(next(row["pairs_per_s"] for row in doc["rows"] if row["method"].startswith("(d)")))
+                loads.append(doc["machine"].get("load_avg"))
+                print(f"round {r + 1}, {name}: d/b {ratios[name][-1]:.2f}, packed {packed[name][-1]:.1f} pairs/s "
+                      f"(load {loads[-1]})", flush=True)
+    med = {k: statistics.median(v) for k, v in ratios.items()}
+    change = med["this tree"] / med["against"] - 1
+    print(f"d/b: this tree {med['this tree']:.2f}, {args.against} {med['against']:.2f}: {100 * change:+.1f}%")
+    rows = [{"tree": k, "path": trees[k], "vs_lm_eval": ratios[k], "vs_lm_eval_median": med[k],
+             "packed_pairs_per_s": packed[k]} for k in names]
+    write_result(args.out or os.path.join(here, "bench", "results", "bench_causal_vs.json"), "bench_causal_vs", rows,
+                 config={"rounds": args.rounds, "threads": args.threads, "batch": args.batch, "against": args.against},
+                 change=round(change, 4), within_5_percent=bool(change >= -0.05), load_during=loads,
+                 machine_info=machine())
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ bundled MiniLM (masked). Data: real CoDA21 groups rendered as ``probegen eval`` 
 ``--dataset`` (a probegen CoDA21 directory or an original-schema JSON file), else a few groups
 built here with probegen's own code (clean-hard, first SemCor context; slow the first time).
 
+  llama-7b       Llama, hidden 4096, 32 layers, 32 heads, MLP 11008 (Llama-2-7B's body; SmolLM2's vocabulary)
+
 Methods (same token ids, same pairs; every score from every method):
   lm-eval style      full sequences, batches of 128 pairs (8 in the CPU smoke run) (longest first), full logits and a
                      log-softmax over the vocabulary at every position (lm-evaluation-harness's
@@ -18,11 +20,26 @@ Methods (same token ids, same pairs; every score from every method):
   packed, default    probegen's scorer with its CPU default budget (2,048 tokens, 32 rows);
                      ("user" in the budget column: the default passed explicitly);
   packed, auto       the same with the budget sized to the device (searched, see
-                     probegen/scorers/_budget.py; search time printed separately);
+                     probegen/scorers/_budget.py; search time printed separately), dense kernel
+                     (padded rows, a (B, 1, L, L) mask);
+  packed, flex       the same rows flat, without padding, through FlexAttention (a BlockMask built on
+                     the device from one per-token vector; probegen/scorers/_paths.py), auto budget;
+  lm-eval HFLM       the real lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood`` over the same model
+                     (batch as the baseline), where lm_eval is installed: a CPU test shows the
+                     lm-eval-style path gives its scores;
   full, auto         probegen's full-sequence path (LM head only at scored positions), auto budget;
   PLL / word-l2r     the masked scorer, default and auto budgets.
 Each method runs ``--repeats`` times in rotating order per model; pairs/s use the median, and
-ratios are against the lm-eval-style baseline measured in the same run.
+ratios are against the lm-eval-style baseline measured in the same run. Every row also reports the
+unique tokens one run processes (packed: prefix + candidate trie once; full and lm-eval: every
+pair's sequence), tokens/s, and the model FLOP utilisation: 2 x parameters x tokens/s over the
+card's dense peak for the run's dtype (the peak named in the row; none on a CPU). Below float32,
+every method's choices (a context's highest-scoring definition, and each group's one-to-one
+alignment) are compared with float32 packed scores of the same weights: agreement and max |diff|.
+
+The whole GPU run is one command (about 6 minutes on one H100/H200 in bfloat16):
+
+    python bench/bench_gpu.py --dataset DIR --dtype bfloat16 --out bench/results/bench_gpu_NAME.json
 
     .venv/bin/python bench/bench_gpu.py [--dataset DIR] [--dtype auto] [--repeats 3]
     .venv/bin/python bench/bench_gpu.py --cpu-smoke      # tiny shapes, seconds (automatic without CUDA)
@@ -48,7 +65,31 @@ SHAPES = {
                        num_key_value_heads=32, intermediate_size=8192, vocab_size=49152, tie_word_embeddings=True),
     "roberta-large": dict(kind="masked", hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                           intermediate_size=4096, vocab_size=50265),
+    "llama-7b": dict(kind="causal", hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                     num_key_value_heads=32, intermediate_size=11008, vocab_size=49152, tie_word_embeddings=False),
 }
+#: dense (no sparsity) peak FLOP/s by card and dtype, from NVIDIA's datasheets; float32 is the
+#: non-tensor-core peak (torch's default float32 matmul precision does not use TF32)
+PEAKS = {
+    "H200": {"bfloat16": 989e12, "float16": 989e12, "float32": 67e12},
+    "H100 PCIe": {"bfloat16": 756e12, "float16": 756e12, "float32": 51e12},
+    "H100": {"bfloat16": 989e12, "float16": 989e12, "float32": 67e12},
+    "A100": {"bfloat16": 312e12, "float16": 312e12, "float32": 19.5e12},
+}
+
+
+def peak(device_name: str, dtype: str) -> tuple[str, float] | None:
+    """(card, dense peak FLOP/s) of ``device_name`` in ``dtype``, or None for a card not in PEAKS.
+
+    >>> peak("NVIDIA H100 80GB HBM3", "bfloat16")
+    ('H100', 989000000000000.0)
+    >>> peak("NVIDIA H100 PCIe", "float32"), peak("CPU (2 threads)", "float32")
+    (('H100 PCIe', 51000000000000.0), None)
+    """
+    for card in sorted(PEAKS, key=len, reverse=True):
+        if all(part in device_name for part in card.split()) and dtype in PEAKS[card]:
+            return card, PEAKS[card][dtype]
+    return None
 SMOKE_SHAPES = {
     "smollm2-135m": dict(SHAPES["smollm2-135m"], hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                          num_key_value_heads=2, intermediate_size=128),
@@ -56,6 +97,8 @@ SMOKE_SHAPES = {
                        num_key_value_heads=4, intermediate_size=128),
     "roberta-large": dict(SHAPES["roberta-large"], hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                           intermediate_size=128),
+    "llama-7b": dict(SHAPES["llama-7b"], hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=4, intermediate_size=128),
 }
 
 
@@ -185,21 +228,65 @@ def timed_rounds(methods: dict, repeats: int, device: str) -> dict[str, list[flo
     return times
 
 
-def bench_causal(name, shape, tok, queries, cands, args, device, dtype):
+def hflm_scores(model, tok, pairs, batch: int):
+    """Scores of (query, candidate) ``pairs`` by the real lm-evaluation-harness ``HFLM.loglikelihood`` over
+    ``model`` (None when lm_eval is not installed)."""
+    try:
+        from lm_eval.api.instance import Instance
+        from lm_eval.models.huggingface import HFLM
+    except ImportError:
+        return None
+    from probegen.scorers.base import boundary_split
+
+    lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch, max_length=2048)
+    # the texts probegen scores: its boundary rule (lm-eval's, plus one space where neither side has one)
+    reqs = [Instance("loglikelihood", {}, boundary_split(q, c), i) for i, (q, c) in enumerate(pairs)]
+    return [ll for ll, _ in lm.loglikelihood(reqs, disable_tqdm=True)]
+
+
+def choices(scores, sizes) -> list[int]:
+    """Each unit's highest-scoring candidate (units of ``sizes`` candidates, concatenated)."""
+    import numpy as np
+
+    out, start = [], 0
+    for k in sizes:
+        out.append(int(np.argmax(scores[start : start + k])))
+        start += k
+    return out
+
+
+def alignments(scores, group_sizes) -> list[tuple[int, ...]]:
+    """Each group's one-to-one alignment (probegen's aligner) of its k x k block of ``scores``."""
+    import numpy as np
+
+    from probegen.aligner import align
+
+    out, start = [], 0
+    for k in group_sizes:
+        out.append(tuple(align(np.asarray(scores[start : start + k * k]).reshape(k, k)).tolist()))
+        start += k * k
+    return out
+
+
+def bench_causal(name, shape, tok, queries, cands, args, device, dtype, group_sizes=None):
     import numpy as np
 
     from probegen.scorers.causal import CausalScorer
 
     model = random_model(shape, device, dtype)
+    n_params = sum(p.numel() for p in model.parameters())
     pairs = [(q, c) for q, cs in zip(queries, cands) for c in cs]
 
-    def scorer(strategy: str, budget):
-        return CausalScorer(f"bench-{name}", model, tok, model_id=f"bench-{name}-{args.tag}", cache=False,  # noqa: F821 - called before the final `del model`
-                            strategy=strategy, max_batch_tokens=budget)
+    def scorer(strategy: str, budget, kernel: str = "dense", m=None):
+        return CausalScorer(f"bench-{name}", m if m is not None else model, tok,  # noqa: F821 - called before the final `del model`
+                            model_id=f"bench-{name}-{args.tag}", cache=False, strategy=strategy, max_batch_tokens=budget,
+                            kernel=kernel)
 
     encoded = [scorer("full", None).encode_pair(q, c) for q, c in pairs]
+    full_tokens = sum(len(p) + len(c) - 1 for p, c in encoded)
+    packed_tokens = sum(r.length for r in scorer("packed", None)._rows(encoded))
     results = {}
-    # warm-up (kernels, allocator), the one-time self-check and the budget search, timed apart
+    # warm-up (kernels, allocator, flex compilation), the one-time self-check and the budget search, timed apart
     warm = {"packed": scorer("packed", None), "full": scorer("full", None)}
     for s in warm.values():
         s.score(queries[:2], cands[:2])
@@ -209,12 +296,15 @@ def bench_causal(name, shape, tok, queries, cands, args, device, dtype):
     auto.score(queries[:2], cands[:2])
     search_s = time.perf_counter() - t
     scorer("full", "auto").score(queries[:2], cands[:2])  # its own budget: searched here, not timed
+    flex_warm = scorer("packed", "auto", "flex")
+    flex_warm.score(queries[:2], cands[:2])  # its own budget and the kernel's compilation, not timed
+    flex_warm._run("packed", encoded, "flex")  # every flat length it will meet, compiled before timing
     budget = auto.stats()
     check = warm["packed"].stats()["self_check"]
 
-    def run(strategy, budget_arg, label):
+    def run(strategy, budget_arg, label, kernel="dense"):
         def go():
-            s = scorer(strategy, budget_arg)
+            s = scorer(strategy, budget_arg, kernel)
             results[label] = np.concatenate(s.score(queries, cands))
             results[label + "|stats"] = s.stats()
         return go
@@ -224,16 +314,46 @@ def bench_causal(name, shape, tok, queries, cands, args, device, dtype):
         base: lambda: results.__setitem__(base, np.array(lm_eval_style(model, encoded, args.lm_eval_batch))),  # noqa: F821 - called before the final `del model`
         "packed, default budget": run("packed", CausalScorer.max_batch_tokens, "packed, default budget"),
         "packed, auto budget": run("packed", "auto", "packed, auto budget"),
+        "packed, flex, auto budget": run("packed", "auto", "packed, flex, auto budget", "flex"),
         "full, auto budget": run("full", "auto", "full, auto budget"),
     }
+    hflm_label = f"lm-eval {args.lm_eval_version} HFLM (batch {args.lm_eval_batch})"
+    if args.hflm and args.lm_eval_version:
+        methods[hflm_label] = lambda: results.__setitem__(
+            hflm_label, np.array(hflm_scores(model, tok, pairs, args.lm_eval_batch)))  # noqa: F821 - called before the final `del model`
+    tokens = {label: packed_tokens if label.startswith("packed") else full_tokens for label in methods}
     times = timed_rounds(methods, args.repeats, device)
     ref = results[base]
+    # below float32: every method's choices against float32 packed scores of the same weights
+    ref32 = None
+    if dtype != "float32":
+        m32 = random_model(shape, device, "float32")
+        ref32 = np.concatenate(scorer("packed", "auto", m=m32).score(queries, cands))
+        del m32
+    sizes = [len(c) for c in cands]
+    card = peak(args.device_name, dtype)
     rows = []
     for label, ts in times.items():
         st = results.get(label + "|stats", {})
         diff = float(np.abs(results[label] - ref).max())
-        rows.append((label, len(pairs) / statistics.median(ts), len(pairs) / min(ts), diff,
-                     f"{st['max_batch_tokens']} tok/{st['batch_rows']} rows ({st['budget']})" if st else f"{args.lm_eval_batch} pairs"))
+        med = statistics.median(ts)
+        row = {"pairs_per_s": len(pairs) / med, "best_pairs_per_s": len(pairs) / min(ts), "max_abs_diff": diff,
+               "budget": f"{st['max_batch_tokens']} tok/{st['batch_rows']} rows ({st['budget']})" if st
+               else f"{args.lm_eval_batch} pairs", "tokens": tokens[label], "tokens_per_s": tokens[label] / med,
+               "params": n_params, "kernel": st.get("kernel")}
+        if card:
+            row.update(peak=f"{card[0]} dense {dtype} {card[1] / 1e12:g} TFLOP/s",
+                       mfu=2 * n_params * tokens[label] / med / card[1])
+        if ref32 is not None:
+            same = [a == b for a, b in zip(choices(results[label], sizes), choices(ref32, sizes))]
+            row.update(unit_agreement=sum(same) / len(same), max_abs_diff_vs_float32=float(
+                np.abs(results[label] - ref32).max()))
+            if group_sizes and sum(k * k for k in group_sizes) == len(pairs):
+                g = [a == b for a, b in zip(alignments(results[label], group_sizes), alignments(ref32, group_sizes))]
+                row["group_agreement"] = sum(g) / len(g)
+        rows.append((label, row))
+    if args.hflm and args.lm_eval_version:  # the baseline's scores are lm-eval's (up to batch rounding)
+        print(f"{'':<15} lm-eval-style vs real HFLM: max |diff| {np.abs(results[hflm_label] - ref).max():.2g}")
     del model
     return rows, {"search_s": search_s, "searched": budget, "self_check": check, "pairs": len(pairs)}
 
@@ -247,19 +367,24 @@ def bench_masked(name, shape, tok, queries, cands, args, device, dtype):
     pairs = [(q, c) for q, cs in zip(queries, cands) for c in cs]
     results = {}
 
-    def scorer(pll: str, budget):
+    def scorer(pll: str, budget, kernel: str = "dense"):
         return MaskedScorer(f"bench-{name}", model, tok, model_id=f"bench-{name}-{args.tag}", cache=False, pll=pll,  # noqa: F821 - called before the final `del model`
-                            max_batch_tokens=budget)
+                            max_batch_tokens=budget, kernel=kernel)
 
+    n_params = sum(p.numel() for p in model.parameters())
+    jobs = [j for q, c in pairs for j in scorer("original", None)._pll_jobs(q, c)]
     scorer("original", None).score(queries[:1], cands[:1])  # warm-up
     t = time.perf_counter()
     scorer("original", "auto").score(queries[:1], cands[:1])
     search_s = time.perf_counter() - t
     scorer("word-l2r", "auto").score(queries[:1], cands[:1])  # its own budget: searched here, not timed
+    flex_warm = scorer("original", "auto", "flex")
+    flex_warm.score(queries[:1], cands[:1])
+    flex_warm._run_jobs(jobs, "flex")  # every flat length it will meet, compiled before timing
 
-    def run(pll, budget_arg, label):
+    def run(pll, budget_arg, label, kernel="dense"):
         def go():
-            s = scorer(pll, budget_arg)
+            s = scorer(pll, budget_arg, kernel)
             results[label] = np.concatenate(s.score(queries, cands))
             results[label + "|stats"] = s.stats()
         return go
@@ -267,16 +392,25 @@ def bench_masked(name, shape, tok, queries, cands, args, device, dtype):
     methods = {
         "PLL, default budget": run("original", MaskedScorer.max_batch_tokens, "PLL, default budget"),
         "PLL, auto budget": run("original", "auto", "PLL, auto budget"),
+        "PLL, flex, auto budget": run("original", "auto", "PLL, flex, auto budget", "flex"),
         "PLL word-l2r, auto budget": run("word-l2r", "auto", "PLL word-l2r, auto budget"),
     }
     times = timed_rounds(methods, args.repeats, device)
     ref = results["PLL, default budget"]
+    tokens = sum(len(j[0]) for j in jobs)  # one copy per candidate token; padding not counted
+    card = peak(args.device_name, dtype)
     rows = []
     for label, ts in times.items():
         st = results[label + "|stats"]
         diff = float(np.abs(results[label] - ref).max()) if "l2r" not in label else float("nan")
-        rows.append((label, len(pairs) / statistics.median(ts), len(pairs) / min(ts), diff,
-                     f"{st['max_batch_tokens']} tok/{st['batch_rows']} rows ({st['budget']})"))
+        med = statistics.median(ts)
+        row = {"pairs_per_s": len(pairs) / med, "best_pairs_per_s": len(pairs) / min(ts), "max_abs_diff": diff,
+               "budget": f"{st['max_batch_tokens']} tok/{st['batch_rows']} rows ({st['budget']})",
+               "tokens": tokens, "tokens_per_s": tokens / med, "params": n_params, "kernel": st.get("kernel")}
+        if card:
+            row.update(peak=f"{card[0]} dense {dtype} {card[1] / 1e12:g} TFLOP/s",
+                       mfu=2 * n_params * tokens / med / card[1])
+        rows.append((label, row))
     del model
     return rows, {"search_s": search_s, "pairs": len(pairs)}
 
@@ -300,6 +434,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--masked-vocab", default=None, help="WordPiece vocab.txt [default: the bundled MiniLM's]")
     ap.add_argument("--out", default=None, help="also write the table and the machine, commit and date as JSON")
     ap.add_argument("--commit", default=None, help="commit to record [default: git rev-parse HEAD]")
+    ap.add_argument("--no-hflm", dest="hflm", action="store_false",
+                    help="skip the real lm-eval HFLM row (it runs where lm_eval is installed)")
     args = ap.parse_args(argv)
 
     import torch
@@ -324,6 +460,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         _budget.budget_path = lambda: Path(tmp) / "batch_budgets.json"  # a fresh search, timed below
 
     what = torch.cuda.get_device_name(device) if device.startswith("cuda") else f"CPU ({torch.get_num_threads()} threads)"
+    args.device_name = what
+    try:
+        from importlib.metadata import version
+
+        args.lm_eval_version = version("lm_eval")
+    except Exception:  # not installed: the lm-eval-style path stands in for it
+        args.lm_eval_version = None
     print(f"device: {what}; torch {torch.__version__}; dtype {dtype}" + ("; CPU SMOKE RUN: tiny shapes, not GPU figures" if smoke else ""))
     groups, where = load_groups(args.dataset, None)
     causal_groups = groups[: args.groups] if args.groups else groups
@@ -334,21 +477,27 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"data: {where}: {len(causal_groups)} group(s), {len(q_c)} queries, {sum(map(len, c_c))} pairs (causal); "
           f"{min(args.masked_groups, len(groups))} group(s), {sum(map(len, c_m))} pairs (masked)")
     table: list[dict] = []
-    print(f"\n{'model shape':<15} {'method':<27} {'pairs/s':>9} {'(best)':>9} {'x lm-eval':>9} {'max|d|':>9}  budget")
+    print(f"\n{'model shape':<15} {'method':<31} {'pairs/s':>9} {'(best)':>9} {'x lm-eval':>9} {'max|d|':>9} "
+          f"{'tokens':>8} {'MFU':>6} {'agree':>6}  budget")
+    group_sizes = [len(g.items) for g in causal_groups] if limit is None else None
     for name in [s for s in args.shapes.split(",") if s]:
         shape = shapes[name]
         t0 = time.perf_counter()
         if shape["kind"] == "causal":
-            rows, info = bench_causal(name, shape, causal_tokenizer(args.causal_tokenizer), q_c, c_c, args, device, dtype)
-            base = rows[0][1]
+            rows, info = bench_causal(name, shape, causal_tokenizer(args.causal_tokenizer), q_c, c_c, args, device, dtype,
+                                      group_sizes)
+            base = rows[0][1]["pairs_per_s"]
         else:
             rows, info = bench_masked(name, shape, masked_tokenizer(args.masked_vocab), q_m, c_m, args, device, dtype)
             base = None
-        for i, (label, med, best, diff, budget) in enumerate(rows):
+        for i, (label, row) in enumerate(rows):
+            med = row["pairs_per_s"]
             ratio = f"{med / base:.2f}" if base else "-"
-            print(f"{name if i == 0 else '':<15} {label:<27} {med:>9,.0f} {best:>9,.0f} {ratio:>9} {diff:>9.2g}  {budget}")
-            table.append({"shape": name, "method": label, "pairs_per_s": med, "best_pairs_per_s": best,
-                          "vs_lm_eval": med / base if base else None, "max_abs_diff": diff, "budget": budget, **info})
+            mfu = f"{100 * row['mfu']:.1f}%" if row.get("mfu") is not None else "-"
+            agree = f"{100 * row['unit_agreement']:.1f}%" if row.get("unit_agreement") is not None else "-"
+            print(f"{name if i == 0 else '':<15} {label:<31} {med:>9,.0f} {row['best_pairs_per_s']:>9,.0f} {ratio:>9} "
+                  f"{row['max_abs_diff']:>9.2g} {row['tokens']:>8,} {mfu:>6} {agree:>6}  {row['budget']}")
+            table.append({"shape": name, "method": label, **row, "vs_lm_eval": med / base if base else None, **info})
         extra = f"budget search {info['search_s']:.1f} s"
         if "self_check" in info:
             sc = info["self_check"]

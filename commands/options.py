@@ -141,8 +141,9 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      metavar="auto|cpu|cuda|cuda:N|mps",
                      help="Where models run (auto: CUDA if available, else CPU)."),
         click.option("--dtype", type=checked_type(opts.DTYPE), default="auto", show_default=True,
-                     help="Model precision (auto: bfloat16 on GPUs that support it, else float32); part of score-cache "
-                          "keys."),
+                     help="Model precision (auto: bfloat16 on GPUs that support it, else float32; int8: dynamic int8 "
+                          "Linear layers, CPU only); below float32 on the CPU it is checked against float32 on the "
+                          "first 50 units and refused under 96% agreement; part of score-cache keys."),
         click.option("--device-map", type=click.Choice(DEVICE_MAPS), default=None,
                      help="Spread a model too big for one GPU over all GPUs (accelerate); overrides --device."),
         click.option("--max-batch-tokens", default=None, metavar="N|auto",

@@ -375,6 +375,8 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
     ev_block = method.record(ev_block)
     if not method.likelihood and isinstance(metrics, dict) and "length_norm" in metrics:
         metrics = {**metrics, "length_norm": None}
+    stats = as_unit_scorer(scorer).stats()
+    _log_scoring_path(runner, model, stats)
     return {
         "model": model,
         "scorer": {"kind": scorer.kind, **scorer_settings},
@@ -384,10 +386,19 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
         # what may differ between two runs of the same evaluation: timings, cache hits, processes
         "run": {
             "timings": timings,
-            "scorer_stats": as_unit_scorer(scorer).stats(),
+            "scorer_stats": stats,
             "distributed": runner.describe(),
         },
     }
+
+
+def _log_scoring_path(runner: Any, model: str, stats: dict[str, Any] | None) -> None:
+    """One log line: the path the scores took (attention kernel and why) and a lower precision's check."""
+    from .scorers._paths import run_note
+
+    note = run_note(stats or {})
+    if note:
+        runner.log(f"model {model}: {note}")
 
 
 def summary_table(model: str, kind: str, metrics: dict[str, Any]) -> str:

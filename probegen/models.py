@@ -530,6 +530,9 @@ def resolve_dtype(dtype: str | None, device: str) -> str:
     spec = (dtype or "auto").strip().lower()
     if spec not in DTYPES:
         raise ProbegenError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if spec == "int8" and device != "cpu":
+        raise ProbegenError(f"dtype int8 (dynamic int8 quantisation of the Linear layers) runs on the CPU only, not on "
+                            f"{device}; use --device cpu or another dtype")
     if spec != "auto":
         return spec
     if device.startswith("cuda"):
@@ -647,6 +650,11 @@ def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
     local = res.source != "hub"
     auto = AutoModelForCausalLM if kind == "causal" else AutoModelForMaskedLM
 
+    if dtype == "int8":  # the float32 model (shared with float32 runs), its Linear layers quantised in a copy
+        base, tok8 = _load_hf(res, kind, device, "float32", device_map, store)
+        key = (kind, path, dtype, device, device_map)
+        return (store or ModelStore()).memo(key, lambda: (quantize_int8(base), tok8))
+
     def load() -> tuple[Any, Any]:
         with _quiet_transformers(), _offline(local):
             tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
@@ -662,6 +670,23 @@ def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
         raise ProbegenError(f"cannot load {res.name} as a {kind} model: {str(e).splitlines()[0]}") from None
 
 
+def quantize_int8(model: Any) -> Any:
+    """A copy of ``model`` whose body's Linear layers are dynamically quantised to int8 (torch.ao); the
+    LM head stays float32 (it runs only at scored positions, and choices hinge on it)."""
+    import copy
+    import warnings
+
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    q = copy.deepcopy(model)
+    body = q.get_decoder() if hasattr(q, "get_decoder") and q.get_decoder() is not None else q.base_model
+    with warnings.catch_warnings():  # torch's deprecation notice of quantised tensors, once per layer
+        warnings.simplefilter("ignore")
+        quantize_dynamic(body, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+    return q.eval()
+
+
 def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None, store: ModelStore,
              **kw: Any):
     from .scorers.causal import CausalScorer
@@ -672,6 +697,14 @@ def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
         raise ProbegenError(f"{res.name}: a masked LM needs a fast tokenizer (word offsets)")
     model_id, extra = _identity(res)
     cls = CausalScorer if kind == "causal" else MaskedScorer
+    if dtype != "float32" and device == "cpu" and not device_map:
+        # a lower precision on the CPU is validated against float32 before its first job
+        def reference() -> Any:
+            ref_model, _ = _load_hf(res, kind, device, "float32", None, store)
+            return cls(res.name, ref_model, tok, model_id=model_id, extra_settings=extra,
+                       **{k: v for k, v in kw.items() if k not in ("cache", "max_batch_tokens")})
+
+        kw = {**kw, "precision": dtype, "reference": reference}
     return cls(res.name, model, tok, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
 
@@ -689,6 +722,8 @@ def _load_embedding(res: ResolvedModel, device: str, dtype: str, store: ModelSto
                     **kw: Any):
     from .scorers.embedding import EmbeddingScorer
 
+    if dtype == "int8":
+        raise ProbegenError(f"{res.name}: dtype int8 applies to causal and masked LMs, not sentence embedders")
     local = res.source != "hub"
 
     def load() -> Any:
@@ -794,8 +829,8 @@ _COMMON = {"batch_size", "cache", "device", "dtype", "device_map"}
 #: the settings each kind takes; others given to a kind they do not apply to are dropped (the CLI
 #: passes LM options such as ``reduction`` to every model), except a non-default ``pll``/``strategy``
 _KIND_SETTINGS = {
-    "causal": _COMMON | {"reduction", "max_batch_tokens", "prefix_reuse", "strategy"},
-    "masked": _COMMON | {"reduction", "max_batch_tokens", "pll"},
+    "causal": _COMMON | {"reduction", "max_batch_tokens", "prefix_reuse", "strategy", "kernel"},
+    "masked": _COMMON | {"reduction", "max_batch_tokens", "pll", "kernel"},
     "embedding": _COMMON,
     "static": _COMMON,
 }
@@ -873,11 +908,12 @@ def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | Non
     calls this with those settings. ``settings``:
 
     - every kind: ``batch_size``, ``cache`` (True, False, a path or a ScoreCache), ``device``
-      (auto|cpu|cuda|cuda:N|mps), ``dtype`` (auto|float32|bfloat16|float16), ``device_map``
+      (auto|cpu|cuda|cuda:N|mps), ``dtype`` (auto|float32|bfloat16|float16|int8), ``device_map``
       (``auto``, ... : accelerate; a static model always runs on the CPU with numpy);
     - LMs: ``reduction`` (``sum``/``mean``), ``max_batch_tokens`` (an int or ``auto``);
     - causal: ``strategy`` (``packed``/``full``), ``prefix_reuse``; masked: ``pll``
-      (``original``/``word-l2r``);
+      (``original``/``word-l2r``); both: ``kernel`` (``auto``/``dense``/``flex``: the attention
+      kernel of packed rows, see :mod:`probegen.scorers._paths`);
     - served models: ``api_base`` (a name that server serves is scored by it, see
       :mod:`probegen.scorers.api`), ``api_key_env``, ``concurrency``, ``api_timeout``, ``max_retries``.
 

@@ -231,7 +231,8 @@ def check_request(request: Any, options: Iterable[Option]) -> None:
 
 # ---- the table ------------------------------------------------------------------------------------------
 #: model precisions (``--dtype``)
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+#: (``int8``: dynamic int8 quantisation of an LM's Linear layers, CPU only)
+DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
 SPLITS = ("train", "dev", "test")
 
 MODEL = Option("model", "--model", "str", optional=False)

@@ -354,13 +354,17 @@ def test_bench_gpu_cpu_smoke(clean_hard_nouns, tmp_path, monkeypatch, capsys):
     table = bench.main(["--cpu-smoke", "--dataset", str(d)])
     out = capsys.readouterr().out
     assert "CPU SMOKE RUN" in out and "1 group(s)" in out
-    assert {r["shape"] for r in table} == {"smollm2-135m", "llama-1.7b", "roberta-large"}
+    assert {r["shape"] for r in table} == {"smollm2-135m", "llama-1.7b", "roberta-large", "llama-7b"}
     assert {r["method"] for r in table} == {
-        "lm-eval style (batch 8)", "packed, default budget", "packed, auto budget", "full, auto budget",
-        "PLL, default budget", "PLL, auto budget", "PLL word-l2r, auto budget",
+        "lm-eval style (batch 8)", "packed, default budget", "packed, auto budget", "packed, flex, auto budget",
+        "full, auto budget", "lm-eval 0.4.13 HFLM (batch 8)",
+        "PLL, default budget", "PLL, auto budget", "PLL, flex, auto budget", "PLL word-l2r, auto budget",
     }
     for r in table:
-        assert r["pairs_per_s"] > 0 and r["pairs"] > 0
+        assert r["pairs_per_s"] > 0 and r["pairs"] > 0 and r["tokens"] > 0 and r["tokens_per_s"] > 0
+        assert "mfu" not in r  # no named peak for a CPU
+        if r["method"].startswith("packed"):  # prefix and shared candidate tokens once
+            assert r["tokens"] < next(x["tokens"] for x in table if x["shape"] == r["shape"] and "HFLM" in x["method"])
         if "l2r" not in r["method"]:  # same scores as the reference method, up to float32 rounding
             assert r["max_abs_diff"] < 1e-3, r
         if r["method"] == "packed, auto budget":

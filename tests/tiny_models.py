@@ -93,3 +93,32 @@ def tiny_bert(path: Path, seed: int = 2, initializer_range: float = 0.02) -> str
         initializer_range=initializer_range,
     )
     return _save(BertForMaskedLM(cfg), tok, path)
+
+
+def tiny_qwen2(path: Path, seed: int = 3) -> str:
+    """A random 2-layer Qwen2 (RoPE, GQA, biased q/k/v projections) without BOS."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    tok = bpe_tokenizer(bos=False)
+    cfg = Qwen2Config(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1, eos_token_id=0, pad_token_id=0,
+    )
+    return _save(Qwen2ForCausalLM(cfg), tok, path)
+
+
+def tiny_roberta(path: Path, seed: int = 4) -> str:
+    """A random 2-layer RobertaForMaskedLM (positions counted from padding_idx + 1) with the
+    bert-base-uncased vocabulary (the tokenizer's [PAD] id 0 is the padding index)."""
+    import torch
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    tok = bert_tokenizer()
+    torch.manual_seed(seed)
+    cfg = RobertaConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=514, pad_token_id=tok.pad_token_id, initializer_range=0.5,
+    )
+    return _save(RobertaForMaskedLM(cfg), tok, path)

@@ -36,3 +36,27 @@ def row_batches(items: list, length: Callable[[Any], int], max_rows: int, max_to
     if cur:
         out.append(cur)
     return out
+
+
+def flat_batches(items: list, length: Callable[[Any], int], max_tokens: int) -> list[list]:
+    """``items`` (in order) cut into batches whose lengths SUM to at most ``max_tokens`` (no padding:
+    the batch runs as one flat sequence); an item longer than ``max_tokens`` runs alone.
+
+    >>> flat_batches([3, 4, 2, 9], lambda n: n, 8)
+    [[3, 4], [2], [9]]
+    """
+    out: list[list] = []
+    cur: list = []
+    used = 0
+    for it in items:
+        n = length(it)
+        if n <= 0:
+            continue
+        if cur and used + n > max_tokens:
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(it)
+        used += n
+    if cur:
+        out.append(cur)
+    return out

@@ -25,10 +25,22 @@ sequences; the fallback is logged as a warning and recorded in ``stats()["self_c
 
 Batches are cut by a token budget (``max_batch_tokens``): a fixed default on CPU; on CUDA the
 largest that fits, found once per model and GPU (:mod:`probegen.scorers._budget`).
+
+Packed rows run through one of two attention kernels (``kernel``, :mod:`probegen.scorers._paths`):
+``dense`` (rows padded to the batch's longest, a ``(B, 1, L, L)`` mask) or ``flex`` (the rows of
+a batch concatenated into one flat sequence without padding, the tree mask a FlexAttention
+``BlockMask`` built on the device from one per-token vector). ``auto`` (the default) measures
+both once on a large job, after the faster one passes the self-check, and remembers the pick
+per model, dtype, device and torch; the log and ``stats()["kernel"]`` say which ran. The LM head
+and log-softmax run in float32 over chunks of the scored positions.
+
+A precision below float32 on the CPU (``int8``, ``bfloat16``, ``float16``) is validated before a
+job is scored (:mod:`probegen.scorers._precision`): the first units' choices against float32.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from typing import Any, Sequence
@@ -36,8 +48,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from . import _budget
-from ._batch import pad, row_batches
+from . import _budget, _paths, _precision
+from ._batch import flat_batches, pad, row_batches
 from .base import Pair, Scorer, boundary_split
 from .spans import SpanFeatures
 
@@ -50,6 +62,8 @@ STRATEGIES = ("packed", "full")
 # model -> {strategy: self-check record} (checked once per loaded model). It stays global: keyed weakly by the
 # model object, it lives and dies with the runner's loaded model (a second runner's model is checked afresh)
 _CHECKED: "weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]]" = weakref.WeakKeyDictionary()
+# model -> the check of its lower precision against float32 (once per loaded model)
+_PRECISION: "weakref.WeakKeyDictionary[Any, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 Encoded = Sequence[tuple[tuple[int, ...], tuple[int, ...]]]
 
@@ -66,10 +80,13 @@ def rounding_tolerance(dtype: str, n_tokens: int) -> float:
     0.001
     >>> rounding_tolerance("bfloat16", 10)
     0.626
+    >>> rounding_tolerance("int8", 10)
+    0.626
     """
     if dtype == "float32":
         return 1e-3
-    eps = float(torch.finfo(getattr(torch, dtype)).eps)
+    # int8: dynamic per-batch activation scales, about bfloat16's 8 bits
+    eps = 2.0**-7 if dtype == "int8" else float(torch.finfo(getattr(torch, dtype)).eps)
     return round(1e-3 + 8 * eps * n_tokens, 6)
 
 
@@ -86,6 +103,10 @@ class CausalScorer(SpanFeatures, Scorer):
     max_row_tokens = 768
     #: real pairs compared between the fast strategy and full sequences, once per model
     self_check_pairs = 8
+    #: real pairs timed per kernel when ``kernel="auto"`` measures them
+    pick_pairs = 64
+    #: scored positions per LM-head chunk (float32 logits of chunk x vocabulary at a time)
+    head_chunk = 512
 
     def __init__(
         self,
@@ -101,15 +122,21 @@ class CausalScorer(SpanFeatures, Scorer):
         max_batch_tokens: int | str | None = None,
         device_map: str | None = None,
         extra_settings: dict[str, Any] | None = None,
+        kernel: str = "auto",
+        precision: str | None = None,
+        reference: Any = None,
     ) -> None:
         if reduction not in ("sum", "mean"):
             raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        if kernel not in _paths.KERNELS:
+            raise ValueError(f"kernel must be one of {', '.join(_paths.KERNELS)}, not {kernel!r}")
         self._in_device = model.get_input_embeddings().weight.device
         super().__init__(
             name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings,
-            device=str(self._in_device), dtype=str(model.dtype).removeprefix("torch."), device_map=device_map,
+            device=str(self._in_device), dtype=precision or str(model.dtype).removeprefix("torch."),
+            device_map=device_map,
         )
         self.model = model.eval()
         self.tok = tokenizer
@@ -129,12 +156,23 @@ class CausalScorer(SpanFeatures, Scorer):
         self._budget = _budget.Budget(self, max_batch_tokens)
         self._check_record: dict[str, Any] | None = None
         self._checked = self.strategy == "full"
+        self._init_paths(kernel, reference)
         known = _CHECKED.get(model, {}).get(self.strategy)
         if known is not None:
             self._checked = True
             self._check_record = known
             if not known["passed"]:
                 self.strategy = "full"
+
+    def _init_paths(self, kernel: str, reference: Any) -> None:
+        """The attention kernel (``auto``: picked on the first large job) and the pending check of a
+        lower precision against float32 (``reference``: a float32 scorer factory; None: nothing to check)."""
+        self.kernel = "dense" if kernel == "auto" else kernel
+        self._kernel_record: dict[str, Any] | None = None if kernel == "auto" else {"kernel": kernel, "how": "user"}
+        self._job_pairs = 0
+        self._head_w32: torch.Tensor | None = None
+        self._reference = reference
+        self._precision_record: dict[str, Any] | None = _PRECISION.get(self.model)
 
     def _feature_parts(self, max_length: int) -> tuple[Any, Any, int]:
         return self.tok, self.model, max_length
@@ -149,14 +187,19 @@ class CausalScorer(SpanFeatures, Scorer):
 
     def budget_method(self) -> str:
         """What besides model, dtype and device sets the memory of a token budget."""
-        return f"{self.strategy}|rows<={self.max_row_tokens}"
+        kernel = "" if self.strategy == "full" or self.kernel == "dense" else f"|{self.kernel}"
+        return f"{self.strategy}|rows<={self.max_row_tokens}{kernel}"
 
     def stats(self) -> dict[str, Any]:
-        """Work counters, where and how the scores ran: strategy, self-check, batch budget."""
+        """Work counters, where and how the scores ran: strategy, attention kernel, self-check, batch
+        budget, and the check of a lower precision."""
         return {
             **super().stats(),
             "strategy": self.strategy,
+            "kernel": self.kernel if self.strategy == "packed" else None,
+            "kernel_pick": self._kernel_record,
             "self_check": self._check_record,
+            "precision_check": self._precision_record,
             **self._budget.stats(),
         }
 
@@ -199,29 +242,115 @@ class CausalScorer(SpanFeatures, Scorer):
         return total / n if self.reduction == "mean" else total
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """LM-head logits (float32) of hidden states (N, H), with the model's final soft-capping if any."""
-        logits = self._head(hidden).float()
+        """LM-head logits of hidden states (N, H), computed and accumulated in float32 (a half-precision
+        head's weights are widened once), with the model's final soft-capping if any."""
+        w = self._head.weight
+        if w.dtype == torch.float32:
+            logits = self._head(hidden.float())
+        else:
+            if self._head_w32 is None:
+                self._head_w32 = w.float()
+            bias = getattr(self._head, "bias", None)
+            logits = torch.nn.functional.linear(hidden.float(), self._head_w32, None if bias is None else bias.float())
         if self._softcap:
             logits = torch.tanh(logits / self._softcap) * self._softcap
         return logits
 
     def _logprobs_at(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log P(target) from hidden states (N, H): LM head only where needed, no full log_softmax copy."""
-        logits = self._logits(hidden)
-        targets = targets.to(logits.device)
-        return logits.gather(1, targets[:, None]).squeeze(1) - torch.logsumexp(logits, dim=-1)
+        return self._position_logprobs(hidden, torch.arange(hidden.shape[0]), targets)
+
+    def _position_logprobs(self, hidden: torch.Tensor, at: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """log P(targets[j]) at position ``at[j]`` of hidden states (N, H), with the head and the
+        log-softmax run once per position, ``head_chunk`` positions at a time (float32)."""
+        at, targets = at.to(hidden.device), targets.to(hidden.device)
+        out = torch.empty(at.shape[0], dtype=torch.float32, device=hidden.device)
+        for lo in range(0, hidden.shape[0], self.head_chunk):
+            hi = min(lo + self.head_chunk, hidden.shape[0])
+            logits = self._logits(hidden[lo:hi])
+            lse = torch.logsumexp(logits, dim=-1)
+            sel = ((at >= lo) & (at < hi)).nonzero().squeeze(1)
+            k = at[sel] - lo
+            out[sel] = logits[k, targets[sel]] - lse[k]
+        return out
+
+    def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
+        """As :meth:`Scorer.score_pairs`; a lower precision is first checked against float32 on the job's
+        first units (once per model), and the job's size tells whether measuring the kernels pays."""
+        self._job_pairs = len(pairs)
+        if self._reference is not None and self._precision_record is None:
+            self._check_precision(list(pairs))
+        return super().score_pairs(pairs, progress=progress)
+
+    def _check_precision(self, pairs: list[Pair]) -> None:
+        """Refuse this scorer's precision if its choices disagree with float32's too often."""
+        record = _precision.check(self.dtype, pairs, self._score_uncached, self._reference)
+        record["cpu_bf16"] = _precision.cpu_has_bf16()
+        self._reference = None  # the float32 copy is no longer needed
+        self._precision_record = _PRECISION[self.model] = record
+        if record.get("checked"):
+            log.info("%s in %s: its choices agree with float32 on %d of %d units (max |diff| %.3g nats)",
+                     self.name, self.dtype, record["agree"], record["units"], record["max_abs_diff"])
 
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
         encoded = [self.encode_pair(q, c) for q, c in pairs]
         if not self._checked:
             self._self_check(encoded[: self.self_check_pairs])
+        if self._kernel_record is None and self.strategy == "packed":
+            self._pick_kernel(encoded)
         self._budget.ensure()
         totals = self._budget.run(lambda: self._run(self.strategy, encoded))
         return np.array([self._reduce(t, len(c)) for t, (_, c) in zip(totals, encoded)], dtype=np.float64)
 
-    def _run(self, strategy: str, encoded: Encoded) -> list[float]:
-        fn = {"packed": self._packed_scores, "full": self._full_scores}[strategy]
-        return fn(encoded)
+    def _run(self, strategy: str, encoded: Encoded, kernel: str | None = None) -> list[float]:
+        if strategy == "full":
+            return self._full_scores(encoded)
+        return self._flex_scores(encoded) if (kernel or self.kernel) == "flex" else self._packed_scores(encoded)
+
+    def _pick_key(self) -> str:
+        import json
+
+        return json.dumps([self.model_id, self.source_settings, self.kind, self.dtype, _budget.device_key(self.device),
+                           torch.__version__, "kernel"], sort_keys=True)
+
+    def _pick_kernel(self, encoded: Encoded) -> None:
+        """``kernel="auto"``: the remembered kernel, else (on a job large enough to pay for it) the faster
+        of ``dense`` and ``flex`` on real pairs, once flex matches full sequences; small jobs run ``dense``."""
+        key = self._pick_key()
+        known = _paths.remembered(key)
+        if known in _paths.KERNELS[1:]:
+            record: dict[str, Any] = {"kernel": known, "how": "remembered"}
+        elif self._job_pairs < _paths.PICK_MIN_PAIRS or not _paths.flex_available():
+            record = {"kernel": "dense", "how": f"not measured (a job of {self._job_pairs} pairs)"}
+        else:
+            record = self._measure_kernels(encoded[: self.pick_pairs])
+            _paths.remember(key, record["kernel"])
+        self.kernel = record["kernel"]
+        self._kernel_record = record
+        log.info("%s: packed scoring through the %s attention kernel (%s)", self.name, self.kernel,
+                 ", ".join(f"{k} {v}" for k, v in record.items() if k != "kernel"))
+
+    def _measure_kernels(self, sample: Encoded) -> dict[str, Any]:
+        """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles); flex counts only if it
+        matches full sequences within the dtype's rounding."""
+        check = sample[: self.self_check_pairs]
+        self._budget.ensure()
+        try:
+            fast = np.array(self._run("packed", check, "flex"))
+            slow = np.array(self._full_scores(check))
+            tol = np.array([rounding_tolerance(self.dtype, len(c)) for _, c in check])
+            if not np.all(np.abs(fast - slow) <= tol):
+                return {"kernel": "dense", "how": "measured", "flex": "fails the self-check"}
+            runs: dict[str, Any] = {k: functools.partial(self._run, "packed", sample, k) for k in ("flex", "dense")}
+            times = _paths.race(runs)
+        except Exception as e:  # no flex support in this architecture, or its kernel does not build here
+            if _budget.is_oom(e):
+                raise
+            log.warning("%s: the flex attention kernel fails here (%s); packed scoring stays dense", self.name,
+                        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200])
+            return {"kernel": "dense", "how": "measured", "flex": f"fails: {type(e).__name__}"}
+        return {"kernel": _paths.fastest(times), "how": "measured",
+                **{f"{k}_pairs_per_s": round(len(sample) / t, 1) for k, t in times.items()}}
 
     def _self_check(self, encoded: Encoded) -> None:
         """Prefix sharing relies on the model honouring custom 4D masks and position ids: compare
@@ -275,12 +404,7 @@ class CausalScorer(SpanFeatures, Scorer):
         and the LM head runs once per distinct position.
         """
         device = self._in_device
-        rows_of: dict[tuple[int, ...], list[int]] = {}
-        for i, (p, _) in enumerate(encoded):
-            rows_of.setdefault(p, []).append(i)
-        rows = []
-        for prefix, items in rows_of.items():
-            rows.extend(_pack_rows(prefix, items, encoded, self.max_row_tokens))
+        rows = self._rows(encoded)
         rows.sort(key=lambda r: r.length)
         totals = [0.0] * len(encoded)
         dtype = self._head.weight.dtype
@@ -304,13 +428,58 @@ class CausalScorer(SpanFeatures, Scorer):
             at = sorted({(b, p) for b, r in enumerate(batch) for p, _, _ in r.targets})
             index = {bp: k for k, bp in enumerate(at)}
             hb = h[torch.tensor([b for b, _ in at], device=h.device), torch.tensor([p for _, p in at], device=h.device)]
-            logits = self._logits(hb)
-            lse = torch.logsumexp(logits, dim=-1)
             flat = [(index[(b, p)], tok, item) for b, r in enumerate(batch) for p, tok, item in r.targets]
-            k = torch.tensor([f[0] for f in flat], device=logits.device)
-            t = torch.tensor([f[1] for f in flat], device=logits.device)
-            lp = (logits[k, t] - lse[k]).tolist()
+            k = torch.tensor([f[0] for f in flat])
+            t = torch.tensor([f[1] for f in flat])
+            lp = self._position_logprobs(hb, k, t).tolist()
             for (_, _, item), v in zip(flat, lp):
+                totals[item] += v
+        return totals
+
+    def _rows(self, encoded: Encoded, depth_first: bool = False) -> list["_Row"]:
+        """Packed rows of ``encoded``: one prefix and a trie of its candidates each; ``depth_first``
+        lays every trie out in depth-first order (candidates sorted), as the flex kernel's mask needs."""
+        rows_of: dict[tuple[int, ...], list[int]] = {}
+        for i, (p, _) in enumerate(encoded):
+            rows_of.setdefault(p, []).append(i)
+        rows = []
+        for prefix, items in rows_of.items():
+            if depth_first:
+                items = sorted(items, key=lambda i: encoded[i][1])
+            rows.extend(_pack_rows(prefix, items, encoded, self.max_row_tokens))
+        return rows
+
+    @torch.inference_mode()
+    def _flex_scores(self, encoded: Encoded) -> list[float]:
+        """As :meth:`_packed_scores`, through FlexAttention: the rows of a batch concatenated into one
+        flat sequence without padding (up to a multiple of the kernel's block), the tree mask a
+        BlockMask built on the device from one vector (:func:`probegen.scorers._paths.tree_block_mask`)."""
+        device = self._in_device
+        rows = self._rows(encoded, depth_first=True)
+        totals = [0.0] * len(encoded)
+        for batch in flat_batches(rows, lambda r: r.length, self.max_batch_tokens):
+            n = sum(r.length for r in batch)
+            size = _paths.padded_length(n, device.type)
+            ids = torch.full((size,), self._dummy, dtype=torch.long)
+            pos = torch.zeros(size, dtype=torch.long)
+            end = torch.arange(1, size + 1)  # padding sees only itself
+            at, tgt, items, start = [], [], [], 0
+            for r in batch:
+                ids[start : start + r.length] = torch.tensor(r.tokens)
+                pos[start : start + r.length] = torch.tensor(r.positions)
+                end[start : start + r.length] = torch.tensor(r.ends()) + start
+                for p, tok, item in r.targets:
+                    at.append(start + p)
+                    tgt.append(tok)
+                    items.append(item)
+                start += r.length
+            mask = _paths.tree_block_mask(end.to(device))
+            with _paths.attention(self.model, _paths.register()):
+                h = self._base(input_ids=ids[None].to(device), attention_mask=mask, position_ids=pos[None].to(device),
+                               use_cache=False).last_hidden_state[0]
+            uniq, k = torch.unique(torch.tensor(at), return_inverse=True)
+            lp = self._position_logprobs(h[uniq.to(h.device)], k, torch.tensor(tgt)).tolist()
+            for item, v in zip(items, lp):
                 totals[item] += v
         return totals
 
@@ -362,18 +531,45 @@ def _row_sums(logprobs: torch.Tensor, sel: torch.Tensor) -> list[float]:
 class _Row:
     """One packed sequence: a prefix followed by a trie of candidate input tokens."""
 
-    __slots__ = ("tokens", "positions", "parents", "targets", "mask")
+    __slots__ = ("tokens", "positions", "parents", "targets", "n_prefix", "_mask")
 
     def __init__(self, prefix: tuple[int, ...]) -> None:
         self.tokens = list(prefix)
         self.positions = list(range(len(prefix)))
         self.parents: list[int] = []  # per trie node: index of its parent row position
         self.targets: list[tuple[int, int, int]] = []  # (position predicting, target token, item)
-        self.mask = np.zeros((0, 0), dtype=bool)
+        self.n_prefix = len(prefix)
+        self._mask: np.ndarray | None = None
 
     @property
     def length(self) -> int:
         return len(self.tokens)
+
+    @property
+    def mask(self) -> np.ndarray:
+        """The (L, L) tree mask of the dense kernel: a node sees the prefix, its ancestors and itself."""
+        if self._mask is None:
+            n_prefix, L = self.n_prefix, self.length
+            m = np.tril(np.ones((L, L), dtype=bool))
+            m[n_prefix:, n_prefix:] = False
+            for k, parent in enumerate(self.parents):
+                node = n_prefix + k
+                if parent >= n_prefix:
+                    m[node, n_prefix:node] = m[parent, n_prefix:node]
+                m[node, node] = True
+            self._mask = m
+        return self._mask
+
+    def ends(self) -> list[int]:
+        """Per position, the exclusive end of its subtree (prefix positions: the row's end): with the
+        trie in depth-first order, ``kv`` is visible from ``q`` iff ``kv <= q < ends[kv]``."""
+        n_prefix, L = self.n_prefix, self.length
+        end = [L] * n_prefix + list(range(n_prefix + 1, L + 1))
+        for k in range(len(self.parents) - 1, -1, -1):
+            parent = self.parents[k]
+            if parent >= n_prefix:
+                end[parent] = max(end[parent], end[n_prefix + k])
+        return end
 
 
 def _pack_rows(prefix: tuple[int, ...], items: list[int], encoded, max_tokens: int) -> list[_Row]:
@@ -401,14 +597,4 @@ def _pack_rows(prefix: tuple[int, ...], items: list[int], encoded, max_tokens: i
                 row.parents.append(parent)
             row.targets.append((node, cont[t + 1], item))
             parent = node
-    for row in rows:
-        L = row.length
-        m = np.tril(np.ones((L, L), dtype=bool))
-        m[n_prefix:, n_prefix:] = False
-        for k, parent in enumerate(row.parents):  # a node sees the prefix, its ancestors and itself
-            node = n_prefix + k
-            if parent >= n_prefix:
-                m[node, n_prefix:node] = m[parent, n_prefix:node]
-            m[node, node] = True
-        row.mask = m
     return rows

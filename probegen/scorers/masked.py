@@ -12,19 +12,30 @@ multi-piece words). Words are the tokenizer's pre-tokenisation words (``word_ids
 All copies of all pairs are batched together by a token budget (a CPU default; on CUDA the
 largest that fits, see :mod:`probegen.scorers._budget`), and the MLM head runs only at the
 scored positions. ``reduction="mean"`` divides by the number of candidate tokens.
+
+The copies run through one of two attention kernels (``kernel``, :mod:`probegen.scorers._paths`):
+``dense`` pads every copy of a batch to the longest; ``flex`` concatenates them into one flat
+sequence without padding, each copy attending only to itself (a FlexAttention ``BlockMask`` built
+on the device from one segment id per token, positions restarting per copy). ``auto`` measures
+both once on a large job (flex counts only if it matches dense within float rounding) and
+remembers the pick per model, dtype, device and torch. A precision below float32 on the CPU is
+validated against float32 on the first units before a job (:mod:`probegen.scorers._precision`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from ..core import PairScorer
-from . import _budget
-from ._batch import pad, row_batches
+from . import _budget, _paths, _precision
+from ._batch import flat_batches, pad, row_batches
 from .base import Pair, Scorer, boundary_split
 from .spans import SpanFeatures
 
@@ -33,6 +44,11 @@ PLL_METHODS = {"original": "pll", "word-l2r": "pll-word-l2r"}
 
 #: (input ids, positions replaced by [MASK], positions whose original token is scored)
 Job = tuple[list[int], list[int], list[int]]
+
+log = logging.getLogger(__name__)
+
+# model -> the check of its lower precision against float32 (once per loaded model)
+_PRECISION: "weakref.WeakKeyDictionary[Any, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 
 class MaskedScorer(SpanFeatures, Scorer):
@@ -57,15 +73,21 @@ class MaskedScorer(SpanFeatures, Scorer):
         max_batch_tokens: int | str | None = None,
         device_map: str | None = None,
         extra_settings: dict[str, Any] | None = None,
+        kernel: str = "auto",
+        precision: str | None = None,
+        reference: Any = None,
     ) -> None:
         if reduction not in ("sum", "mean"):
             raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
         if pll not in PLL_METHODS:
             raise ValueError(f"pll must be one of {', '.join(PLL_METHODS)}, not {pll!r}")
+        if kernel not in _paths.KERNELS:
+            raise ValueError(f"kernel must be one of {', '.join(_paths.KERNELS)}, not {kernel!r}")
         self._in_device = model.get_input_embeddings().weight.device
         super().__init__(
             name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings,
-            device=str(self._in_device), dtype=str(model.dtype).removeprefix("torch."), device_map=device_map,
+            device=str(self._in_device), dtype=precision or str(model.dtype).removeprefix("torch."),
+            device_map=device_map,
         )
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{name}: the tokenizer has no mask token, so this is not a masked LM")
@@ -82,6 +104,19 @@ class MaskedScorer(SpanFeatures, Scorer):
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._front, self._back = self._specials()
         self._budget = _budget.Budget(self, max_batch_tokens)
+        # RoBERTa-style embeddings count positions from padding_idx + 1
+        emb: Any = getattr(self._base, "embeddings", None)
+        pad_idx = getattr(emb, "padding_idx", None)
+        self._pos_offset = int(pad_idx) + 1 if pad_idx is not None else 0
+        can_flex = self._head is not None and emb is not None
+        self.kernel = "flex" if kernel == "flex" and can_flex else "dense"
+        self._kernel_record: dict[str, Any] | None = None
+        if kernel != "auto":
+            self._kernel_record = {"kernel": self.kernel, "how": "user"}
+            if self.kernel != kernel:
+                self._kernel_record["note"] = "no separate MLM head or embeddings module: dense"
+        self._reference = reference
+        self._precision_record: dict[str, Any] | None = _PRECISION.get(model)
 
     def _extra_settings(self) -> dict[str, Any]:
         return {"reduction": self.reduction, "method": PLL_METHODS[self.pll]}
@@ -91,11 +126,23 @@ class MaskedScorer(SpanFeatures, Scorer):
 
     def budget_method(self) -> str:
         """What besides model, dtype and device sets the memory of a token budget."""
-        return f"{self.pll}|len<={self._max_len}"
+        return f"{self.pll}|len<={self._max_len}" + ("|flex" if self.kernel == "flex" else "")
 
     def stats(self) -> dict[str, Any]:
-        """Work counters, where the scores ran and the batch budget."""
-        return {**super().stats(), **self._budget.stats()}
+        """Work counters, where the scores ran, the attention kernel, the batch budget and the check of
+        a lower precision."""
+        return {**super().stats(), "kernel": self.kernel, "kernel_pick": self._kernel_record,
+                "precision_check": self._precision_record, **self._budget.stats()}
+
+    def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
+        """As :meth:`Scorer.score_pairs`; a lower precision is first checked against float32 on the job's
+        first units (once per model)."""
+        if self._reference is not None and self._precision_record is None:
+            record = _precision.check(self.dtype, list(pairs), self._score_uncached, self._reference)
+            record["cpu_bf16"] = _precision.cpu_has_bf16()
+            self._reference = None
+            self._precision_record = _PRECISION[self.model] = record
+        return super().score_pairs(pairs, progress=progress)
 
     def _specials(self) -> tuple[list[int], list[int]]:
         """The special tokens the tokenizer puts before and after a single text (e.g. [CLS], [SEP])."""
@@ -141,22 +188,106 @@ class MaskedScorer(SpanFeatures, Scorer):
     def _masked_logprobs(self, jobs: list[Job]) -> list[list[float]]:
         """For each (ids, masked positions, scored positions), the log-prob of the original token
         at each scored position when the masked positions are masked together in one copy."""
+        if self._kernel_record is None:
+            self._pick_kernel(jobs)
         self._budget.ensure()
         return self._budget.run(lambda: self._run_jobs(jobs))
 
+    def _pick_kernel(self, jobs: list[Job]) -> None:
+        """``kernel="auto"``: the remembered kernel, else (on a job of at least
+        :data:`~probegen.scorers._paths.PICK_MIN_PAIRS` copies) the faster of ``dense`` and ``flex``
+        on the first copies, flex counting only if it matches dense; small jobs run ``dense``."""
+        key = json.dumps([self.model_id, self.source_settings, self.kind, self.dtype, _budget.device_key(self.device),
+                          torch.__version__, "kernel"], sort_keys=True)
+        known = _paths.remembered(key)
+        if known in ("dense", "flex") and (known == "dense" or self._head is not None):
+            record: dict[str, Any] = {"kernel": known, "how": "remembered"}
+        elif len(jobs) < _paths.PICK_MIN_PAIRS or self._head is None or not _paths.flex_available():
+            record = {"kernel": "dense", "how": f"not measured (a job of {len(jobs)} copies)"}
+        else:
+            record = self._measure_kernels(jobs[:256])
+            _paths.remember(key, record["kernel"])
+        self.kernel = record["kernel"]
+        self._kernel_record = record
+        log.info("%s: masked copies through the %s attention kernel (%s)", self.name, self.kernel,
+                 ", ".join(f"{k} {v}" for k, v in record.items() if k != "kernel"))
+
+    def _measure_kernels(self, sample: list[Job]) -> dict[str, Any]:
+        """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles)."""
+        self._budget.ensure()
+        try:
+            fast = np.concatenate(self._run_jobs(sample[:16], "flex"))
+            slow = np.concatenate(self._run_jobs(sample[:16], "dense"))
+            if not np.allclose(fast, slow, atol=_tolerance(self.dtype), rtol=0):
+                return {"kernel": "dense", "how": "measured", "flex": "differs from dense"}
+            runs: dict[str, Any] = {k: functools.partial(self._run_jobs, sample, k) for k in ("flex", "dense")}
+            times = _paths.race(runs)
+        except Exception as e:  # no flex support in this architecture, or its kernel does not build here
+            if _budget.is_oom(e):
+                raise
+            log.warning("%s: the flex attention kernel fails here (%s); masked copies stay dense", self.name,
+                        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200])
+            return {"kernel": "dense", "how": "measured", "flex": f"fails: {type(e).__name__}"}
+        return {"kernel": _paths.fastest(times), "how": "measured",
+                **{f"{k}_copies_per_s": round(len(sample) / t, 1) for k, t in times.items()}}
+
+    def _run_jobs(self, jobs: list[Job], kernel: str | None = None) -> list[list[float]]:
+        if (kernel or self.kernel) == "flex":
+            return self._flex_jobs(jobs)
+        return self._dense_jobs(jobs)
+
+    def _masked_ids(self, job: Job) -> list[int]:
+        ids, masked_at, _ = job
+        masked = list(ids)
+        for p in masked_at:
+            masked[p] = self.tok.mask_token_id
+        return masked
+
     @torch.inference_mode()
-    def _run_jobs(self, jobs: list[Job]) -> list[list[float]]:
+    def _flex_jobs(self, jobs: list[Job]) -> list[list[float]]:
+        """As the dense kernel, with the copies of a batch concatenated into one flat sequence without
+        padding (up to a multiple of the kernel's block): a copy attends only to itself (a BlockMask
+        from one segment id per token) and its positions restart at the model's first position."""
+        out: list[list[float]] = [[] for _ in jobs]
+        device = self._in_device
+        for batch in flat_batches(list(range(len(jobs))), lambda j: len(jobs[j][0]), self.max_batch_tokens):
+            n = sum(len(jobs[j][0]) for j in batch)
+            size = _paths.padded_length(n, device.type)
+            ids = torch.full((size,), self._pad_id, dtype=torch.long)
+            pos = torch.full((size,), self._pos_offset, dtype=torch.long)
+            seg = torch.arange(size) + len(batch)  # padding: a segment of its own
+            at: list[int] = []
+            tgt: list[int] = []
+            start = 0
+            for s, j in enumerate(batch):
+                length = len(jobs[j][0])
+                ids[start : start + length] = torch.tensor(self._masked_ids(jobs[j]))
+                pos[start : start + length] = torch.arange(length) + self._pos_offset
+                seg[start : start + length] = s
+                at.extend(start + p for p in jobs[j][2])
+                tgt.extend(jobs[j][0][p] for p in jobs[j][2])
+                start += length
+            mask = _paths.segment_block_mask(seg.to(device))
+            with _paths.attention(self.model, _paths.register()):
+                h = self._base(input_ids=ids[None].to(device), attention_mask=mask, position_ids=pos[None].to(device),
+                               token_type_ids=torch.zeros_like(ids)[None].to(device)).last_hidden_state[0]
+            logits = self._head(h[torch.tensor(at, device=h.device)]).float()
+            t = torch.tensor(tgt, device=logits.device)
+            lp = (logits.gather(1, t[:, None]).squeeze(1) - torch.logsumexp(logits, -1)).tolist()
+            k = 0
+            for j in batch:
+                n_scored = len(jobs[j][2])
+                out[j] = lp[k : k + n_scored]
+                k += n_scored
+        return out
+
+    @torch.inference_mode()
+    def _dense_jobs(self, jobs: list[Job]) -> list[list[float]]:
         out: list[list[float]] = [[] for _ in jobs]
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j][0]))
         device = self._in_device
         for batch in row_batches(order, lambda j: len(jobs[j][0]), self.batch_size, self.max_batch_tokens):
-            seqs = []
-            for j in batch:
-                ids, masked_at, _ = jobs[j]
-                masked = list(ids)
-                for p in masked_at:
-                    masked[p] = self.tok.mask_token_id
-                seqs.append(masked)
+            seqs = [self._masked_ids(jobs[j]) for j in batch]
             inp, mask = pad(seqs, self._pad_id, device)
             rows = torch.tensor([r for r, j in enumerate(batch) for _ in jobs[j][2]], dtype=torch.long)
             cols = torch.tensor([p for j in batch for p in jobs[j][2]], dtype=torch.long)
@@ -244,3 +375,12 @@ class SpanRequests(PairScorer):
         :meth:`MaskedScorer.span_logprobs`)."""
         s = self.scorer
         return s._cached(list(dict.fromkeys(pairs)), s._spans_uncached, namespace="span", progress=progress)
+
+
+def _tolerance(dtype: str) -> float:
+    """Largest |flex - dense| difference (nats) of one masked token's log-prob that counts as rounding.
+
+    >>> _tolerance("float32")
+    0.001
+    """
+    return 1e-3 if dtype == "float32" else 0.1

@@ -63,8 +63,8 @@ def choice_predictor(views: list[ChoiceView]) -> Predictor:
     from probegen.core import decide_scores
 
     texts, numeric, y, owner = B._choice_rows(views)
-    X = fitting.quantize_features(hstack([TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2).fit_transform(texts),
-                                          csr_matrix(StandardScaler().fit_transform(numeric))]).tocsr())
+    tfidf = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2).fit_transform(texts)
+    X = fitting.quantize_features(hstack([tfidf, csr_matrix(StandardScaler().fit_transform(numeric))]).tocsr())
     rows_of = np.split(np.arange(len(owner)), np.flatnonzero(np.diff(owner)) + 1)
 
     def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:

@@ -5,7 +5,8 @@ The engines are generic to a unit shape; a kind hands them views of its units
 
 - choice views (WordNetQA), ``choice-only``: per-choice features of the answer choices alone (TF-IDF of the
   choice text, length, length rank, is-longest/shortest, word overlap with the other choices);
-  a logistic regression (:mod:`diagnostics.fitting`) scores each choice as gold vs not and the item's argmax is the answer.
+  a logistic regression (:mod:`diagnostics.fitting`) scores each choice as gold vs not and the
+  item's argmax is the answer.
   Trained and tested per probe type, cross-validated with folds grouped by concept cluster.
   Answer position is deliberately *not* a feature: the evaluator may reorder choices, and the
   position prior is already the Label baseline.

@@ -149,8 +149,8 @@ class ChoiceArtefacts:
         concepts = self.inputs.concepts
         res = B._result("choice-only", probe, "gold choice (argmax over choices)", correct,
                         [concepts[i] for i in te],
-                        chance, n_boot, seed, "logistic regression (Newton-CG) on choice text/length/overlap trained on "
-                        f"{len(tr)} items, tested on {len(te)} held-out items (bootstrap over "
+                        chance, n_boot, seed, "logistic regression (Newton-CG) on choice text/length/overlap "
+                        f"trained on {len(tr)} items, tested on {len(te)} held-out items (bootstrap over "
                         f"{self.concept_unit}s)", n_train=len(tr))
         return {**res, "correct": correct.tolist()}
 

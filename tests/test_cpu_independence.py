@@ -81,14 +81,15 @@ def sets(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # (name, what is perturbed, argv with {d} the sets and {o} the output). The bias run's model scores are
-# left alone: the trained controls are what this guards (a model's own decisions go through the
-# 9-digit grid of probegen.core.decide_scores, and the golden outputs show them equal across CPUs).
+# left alone there (the trained controls are what it guards); a model's own decisions are checked on
+# their own: glove-50d's CoDA21 alignments, decided on whole steps of the decision grid.
 COMMANDS = [
     ("bias controls", "features", ["bias", "--model", "glove-50d", "--dataset", "{d}/coda21", "--dataset", "{d}/wqa",
                        "--bootstrap", "50", "--out", "{o}"]),
     ("artefact filter", "features", ["filter", "{d}/wqa", "--artefacts", "--budget", "6", "--out", "{o}"]),
     ("adversarial selection", "scores", ["make", "wordnetqa", "--probe", "hypernymy", "--limit", "15", "--adversarial",
                                "--against", "glove-50d", "--out", "{o}"]),
+    ("model decisions", "scores", ["eval", "--model", "glove-50d", "--dataset", "{d}/coda21", "--out", "{o}"]),
     ("trained method", "features", ["bias", "--method", "trained", "--model", "minilm-l6", "--dataset", "{d}/wic", "--seeds", "1",
                         "--bootstrap", "50", "--out", "{o}"]),
 ]

@@ -101,7 +101,8 @@ def _decisions(x: Any) -> Any:
     if isinstance(x, dict):
         return {k: _decisions(v) for k, v in x.items()
                 if not (isinstance(v, float) and k not in ("accuracy", "chance"))
-                and k not in ("timings", "created", "date", "score", "scores", "weight", "top_features")}
+                and k not in ("timings", "created", "date", "score", "scores", "weight", "top_features",
+                              "calibration")}  # calibration: the scores themselves, not decisions
     if isinstance(x, list):
         return [_decisions(v) for v in x]
     return x

@@ -26,7 +26,7 @@ calibrates each set on them (the bank the evaluation uses).
   (each with a score cache of its own, so neither reads the other's scores; time: the model's load and the
   scoring, results.json's timings).
 
-    python bench/bench_adaptive.py [--smol] [--coda-groups 34] [--sims 100] [--work probegen_out/bench/adaptive]
+    python bench/bench_adaptive.py [--smol] [--coda-groups 34] [--sims 60] [--work probegen_out/bench/adaptive]
 """
 
 from __future__ import annotations
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smol", action="store_true", help="SmolLM2 respondents and its adaptive-vs-full run")
     ap.add_argument("--coda-groups", type=int, default=34, help="CoDA21 groups (the first N) in the bank")
-    ap.add_argument("--sims", type=int, default=100, help="simulated respondents per set")
+    ap.add_argument("--sims", type=int, default=60, help="simulated respondents per set")
     ap.add_argument("--work", type=Path, default=REPO / "probegen_out" / "bench" / "adaptive")
     ap.add_argument("--results", type=Path, default=benchlib.RESULTS_DIR)
     args = ap.parse_args(argv)

@@ -100,7 +100,7 @@ def equivalence(name: str, forms: list[Path], respondents: list[tuple[str, list[
     for r in read_csv(eq / "equivalence.csv"):
         key = (r["form_a"], r["form_b"])
         row = {"form_a": int(r["form_a"]), "form_b": int(r["form_b"]), "diff": float(r["diff"]),
-               "ci90": [float(r["ci90_lo"]), float(r["ci90_hi"])], "margin_met": float(r["margin_met"]),
+               "ci90": [float(r["ci90_lo"]), float(r["ci90_hi"])], "margin_met": float(r["margin_met"]) if r["margin_met"] not in ("", None) else None,
                "equivalent": r["equivalent"] == "True"}
         if r["respondent"] in acc:
             per_resp.append({**row, "respondent": r["respondent"]})

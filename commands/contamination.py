@@ -10,6 +10,7 @@ import click
 
 from probegen import request_options as opts
 
+from .items import lm_eval_metric_option
 from .options import SEED, add_device_options, checked_type, log
 
 
@@ -32,7 +33,9 @@ from .options import SEED, add_device_options, checked_type, log
 @click.option("--force", is_flag=True,
               help="Run on forms that are not siblings of one `make ... --forms K` build (the report says so).")
 @click.option("--out", required=True, type=click.Path(), help="Report folder (written whole or not at all).")
-def contamination(runtime, models, runs, seen, fresh, more_fresh, alpha, two_sided, seed, force, out) -> None:
+@lm_eval_metric_option
+def contamination(runtime, models, runs, seen, fresh, more_fresh, alpha, two_sided, seed, force, out,
+                  lm_eval_metric) -> None:
     """Is a model better on the published form than on fresh parallel forms?
 
     Scores every form with each model, then tests the gap seen - mean(fresh) against how much
@@ -59,7 +62,7 @@ def contamination(runtime, models, runs, seen, fresh, more_fresh, alpha, two_sid
     runner = Runner(runtime, log=log)
     res = run_contamination(list(models), seen, [*fresh, *more_fresh], out, runner=runner, alpha=alpha,
                             alternative="two-sided" if two_sided else "greater", seed=seed, log=log,
-                            runs=list(runs), force=force)
+                            runs=list(runs), force=force, lm_eval_metric=lm_eval_metric)
     click.echo(table(res))
     for r in res["models"]:
         click.echo(r["sentence"])

@@ -250,14 +250,15 @@ def _synsets(data: Any) -> list[str]:
 def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[str | Path], out: str | Path, *,
                       runner: Any, alpha: float = 0.05, alternative: str = "greater", seed: int = 0,
                       log: Callable[[str], None] = print, runs: Sequence[str | Path] = (),
-                      force: bool = False) -> dict[str, Any]:
+                      force: bool = False, lm_eval_metric: str = "acc") -> dict[str, Any]:
     """Score every form with every model, test the seen form's gap, write ``out`` whole or not at all
     (report.md, summary.json, forms.csv, contamination.png); returns the summary.
 
     ``runs``: answers made already (probegen runs, lm-eval samples, inspect-ai logs, Every Eval Ever
     results: :func:`probegen.diagnostics.compare.read_answers`), each on one of the forms; every
     respondent in them needs a run on every form and is tested like a model. ``force``: run on
-    forms that are not siblings (:func:`siblings_problem`), with the warning in the report."""
+    forms that are not siblings (:func:`siblings_problem`), with the warning in the report.
+    ``lm_eval_metric``: an lm-eval file's respondent (acc, acc_norm or both), as in ``items``."""
     from probegen.io import ensure_writable
 
     from .compare import correctness, read_answers
@@ -268,7 +269,8 @@ def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[s
     ensure_writable(out, replace=True, inputs=[*inputs, *runs], writer="output")
     kind, data, warning = load_forms(seen, fresh, force, log)
     names = [_name(p) for p in inputs]
-    answers = read_answers([str(r) for r in runs], tuple(inputs), kind, tuple(data), set(models)) if runs else []
+    answers = (read_answers([str(r) for r in runs], tuple(inputs), kind, tuple(data), set(models), lm_eval_metric)
+               if runs else [])
     per: list[tuple[str, list[Any]]] = []  # (respondent, its units per form)
     for m in models:
         scorer = runner.load_scorer(m)

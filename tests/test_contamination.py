@@ -376,3 +376,10 @@ def test_run_checks_a_model_known_only_by_its_lm_eval_samples(tmp_path):
     for f, path in zip(m["forms"], samples):
         acc = [json.loads(x)["acc"] for x in path.read_text().splitlines()]
         assert f["accuracy"] == pytest.approx(sum(acc) / len(acc))
+    # --lm-eval-metric both: the file's acc_norm is a second respondent, as in items and forms
+    out2 = tmp_path / "out-both"
+    r = _invoke(["--seen", str(forms[0]), "--fresh", *map(str, forms[1:]), *[x for s in samples for x in ("--run", str(s))],
+                 "--lm-eval-metric", "both", "--out", str(out2)])
+    assert r.exit_code == 0, r.output
+    both = _strict((out2 / "summary.json").read_text())["models"]
+    assert len(both) == 2 and any("acc_norm" in b["model"] for b in both), [b["model"] for b in both]

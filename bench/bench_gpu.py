@@ -37,7 +37,8 @@ card's dense peak for the run's dtype (the peak named in the row; none on a CPU)
 every method's choices (a context's highest-scoring definition, and each group's one-to-one
 alignment) are compared with float32 packed scores of the same weights: agreement and max |diff|.
 
-The whole GPU run is one command (about 6 minutes on one H100/H200 in bfloat16):
+The whole GPU run is one command, meant to fit in 8 minutes on one H100/H200 in bfloat16 (not yet timed on one:
+no GPU was available when the flex, HFLM, MFU and 7B parts were added; `--shapes` and `--groups` shorten it):
 
     python bench/bench_gpu.py --dataset DIR --dtype bfloat16 --out bench/results/bench_gpu_NAME.json
 

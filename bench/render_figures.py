@@ -727,23 +727,43 @@ def adaptive(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+def _loads_by_dtype(doc: dict) -> dict[str, list]:
+    """The load averages read after each timed run, by dtype (rounds ran in rotating order)."""
+    names = [r["dtype"] for r in doc["rows"]]
+    loads = doc.get("load_during") or []
+    out: dict[str, list] = {n: [] for n in names}
+    for r in range(doc["config"].get("rounds", 1)):
+        for k, n in enumerate(names[r % len(names):] + names[: r % len(names)]):
+            i = r * len(names) + k
+            if i < len(loads):
+                out[n].append(loads[i])
+    return out
+
+
 def precision_cpu(res: dict[str, dict]) -> str:
-    """bench_precision_cpu: int8 and bfloat16 on the CPU against float32, speed and choices."""
-    doc = res.get("bench_precision_cpu")
-    if not doc:
+    """bench_precision_cpu*: int8 and bfloat16 on the CPU against float32, speed and choices."""
+    docs = [(k, v) for k, v in sorted(res.items()) if v.get("bench") == "bench_precision_cpu"]
+    if not docs:
         return missing("python bench/bench_precision_cpu.py", "the CPU precision table")
-    c = doc["config"]
-    out = [f"#### {c['model']} on the CPU: lower precision against float32 ({c['groups']} CoDA21 groups)\n"]
-    rows = []
-    for r in doc["rows"]:
-        rows.append([r["dtype"], num(r["pairs_per_s"], ".2f"), num(r.get("vs_float32"), ".2f"),
-                     f"{r.get('units_agree', '-')} / {r['units']}", num(100 * r["unit_agreement"], ".1f") + "%"
-                     if r.get("unit_agreement") is not None else "-", f"{r.get('groups_agree', '-')} / {r['groups']}",
-                     num(r.get("max_abs_diff"), ".3g"), num(r.get("mean_abs_diff"), ".3g"),
-                     f"{r.get('check_agree', '-')} / {r.get('check_units', '-')}: {r.get('check_verdict', '-')}"])
-    out.append(table(["dtype", "pairs/s", "x float32", "units agreeing", "share", "groups aligned alike",
-                      "max \\|diff\\|", "mean \\|diff\\|", "run-time check (first 50 units)"], rows, "lrrrrrrrl"))
-    out.append(provenance("bench_precision_cpu", doc))
+    out = []
+    for name, doc in docs:
+        c = doc["config"]
+        out.append(f"#### {c['model']} on the CPU: lower precision against float32 ({c['groups']} CoDA21 groups, "
+                   f"{c['rounds']} round(s))\n")
+        loads = _loads_by_dtype(doc)
+        rows = []
+        for r in doc["rows"]:
+            share = "-" if r.get("unit_agreement") is None else num(100 * r["unit_agreement"], ".1f") + "%"
+            rows.append([r["dtype"], num(r["pairs_per_s"], ".2f"), num(r.get("vs_float32"), ".2f"),
+                         ", ".join(str(x) for x in loads.get(r["dtype"], [])) or "-",
+                         f"{r.get('units_agree', '-')} / {r['units']}", share,
+                         f"{r.get('groups_agree', '-')} / {r['groups']}", num(r.get("max_abs_diff"), ".3g"),
+                         num(r.get("mean_abs_diff"), ".3g"),
+                         f"{r.get('check_agree', '-')} / {r.get('check_units', '-')}: {r.get('check_verdict', '-')}"])
+        out.append(table(["dtype", "pairs/s", "x float32", "load when timed", "units agreeing", "share",
+                          "groups aligned alike", "max \\|diff\\|", "mean \\|diff\\|",
+                          "run-time check (first 50 units)"], rows, "lrrlrrrrrl"))
+        out.append(provenance(name, doc))
     return "\n".join(out)
 
 

@@ -37,7 +37,7 @@ KERNELS = ("auto", "dense", "flex")
 BLOCK = 128
 #: a job needs this many pairs before ``auto`` measures the kernels (a first flex call compiles: a
 #: minute on a loaded CPU); smaller jobs take the remembered pick, else ``dense``
-PICK_MIN_PAIRS = 2000
+PICK_MIN_PAIRS = 10_000
 
 
 def flex_available() -> bool:

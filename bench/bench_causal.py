@@ -300,7 +300,7 @@ def against(args) -> None:
     print(f"d/b: this tree {med['this tree']:.2f}, {args.against} {med['against']:.2f}: {100 * change:+.1f}%")
     rows = [{"tree": k, "path": trees[k], "vs_lm_eval": ratios[k], "vs_lm_eval_median": med[k],
              "packed_pairs_per_s": packed[k]} for k in names]
-    write_result(args.out or os.path.join(here, "bench", "results", "bench_causal_vs.json"), "bench_causal_vs", rows,
+    write_result(args.out or os.path.join(here, "bench", "results", "bench_causal_vs.json"), "bench_causal", rows,
                  config={"rounds": args.rounds, "threads": args.threads, "batch": args.batch, "against": args.against},
                  change=round(change, 4), within_5_percent=bool(change >= -0.05), load_during=loads,
                  machine_info=machine())

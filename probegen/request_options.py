@@ -289,7 +289,6 @@ MAX_SIMILARITY = Option("max_similarity", "--max-similarity", "float", -1, 1, wh
 DEV_FRAC = Option("dev_frac", "--dev-frac", "float", 0, 1, hi_open=True, why="a share of the set")
 TEST_FRAC = Option("test_frac", "--test-frac", "float", 0, 1, hi_open=True, why="a share of the set")
 DTYPE = Option("dtype", "--dtype", "dtype", choices=DTYPES, optional=False)
-DTYPE = Option("dtype", "--dtype", "dtype", choices=DTYPES, optional=False)
 
 #: the options of ``probegen eval`` / :func:`probegen.score`, by request field
 EVAL_OPTIONS: tuple[Option, ...] = (

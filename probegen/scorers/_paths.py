@@ -229,6 +229,35 @@ def fastest(times: dict[str, float]) -> str:
     return min(times, key=lambda k: times[k])
 
 
+def measure(name: str, check: Callable[[], str | None], run: Callable[[str], Any], n: int, unit: str,
+            is_oom: Callable[[BaseException], bool], what: str = "packed scoring") -> dict[str, Any]:
+    """The record of one kernel measurement: ``check()`` (flex against the reference; a reason when it
+    differs, None when it agrees), then :func:`race` of ``run(kernel)`` for both kernels over ``n`` ``unit``.
+    A flex kernel that fails to build or run leaves ``what`` on ``dense`` (an out-of-memory error is raised:
+    the caller's budget handles it).
+
+    >>> measure("m", lambda: "differs", lambda k: None, 4, "pairs", lambda e: False)
+    {'kernel': 'dense', 'how': 'measured', 'flex': 'differs'}
+    >>> measure("m", lambda: None, lambda k: None, 4, "pairs", lambda e: False)["how"]
+    'measured'
+    """
+    import functools
+
+    try:
+        problem = check()
+        if problem:
+            return {"kernel": "dense", "how": "measured", "flex": problem}
+        times = race({k: functools.partial(run, k) for k in ("flex", "dense")})
+    except Exception as e:  # no flex support in this architecture, or its kernel does not build here
+        if is_oom(e):
+            raise
+        log.warning("%s: the flex attention kernel fails here (%s); %s stays dense", name,
+                    f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200], what)
+        return {"kernel": "dense", "how": "measured", "flex": f"fails: {type(e).__name__}"}
+    speeds = {f"{k}_{unit}_per_s": round(n / t, 1) for k, t in times.items()}
+    return {"kernel": fastest(times), "how": "measured", **speeds}
+
+
 def run_note(stats: dict[str, Any]) -> str | None:
     """One line of a scorer's ``stats()``: the path its scores took (strategy, attention kernel and why)
     and the check of a lower precision; None for scorers without them.

@@ -40,7 +40,6 @@ job is scored (:mod:`probegen.scorers._precision`): the first units' choices aga
 
 from __future__ import annotations
 
-import functools
 import logging
 import weakref
 from typing import Any, Sequence
@@ -335,22 +334,15 @@ class CausalScorer(SpanFeatures, Scorer):
         matches full sequences within the dtype's rounding."""
         check = sample[: self.self_check_pairs]
         self._budget.ensure()
-        try:
+
+        def differs() -> str | None:
             fast = np.array(self._run("packed", check, "flex"))
             slow = np.array(self._full_scores(check))
             tol = np.array([rounding_tolerance(self.dtype, len(c)) for _, c in check])
-            if not np.all(np.abs(fast - slow) <= tol):
-                return {"kernel": "dense", "how": "measured", "flex": "fails the self-check"}
-            runs: dict[str, Any] = {k: functools.partial(self._run, "packed", sample, k) for k in ("flex", "dense")}
-            times = _paths.race(runs)
-        except Exception as e:  # no flex support in this architecture, or its kernel does not build here
-            if _budget.is_oom(e):
-                raise
-            log.warning("%s: the flex attention kernel fails here (%s); packed scoring stays dense", self.name,
-                        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200])
-            return {"kernel": "dense", "how": "measured", "flex": f"fails: {type(e).__name__}"}
-        return {"kernel": _paths.fastest(times), "how": "measured",
-                **{f"{k}_pairs_per_s": round(len(sample) / t, 1) for k, t in times.items()}}
+            return None if np.all(np.abs(fast - slow) <= tol) else "fails the self-check"
+
+        return _paths.measure(self.name, differs, lambda k: self._run("packed", sample, k), len(sample), "pairs",
+                              _budget.is_oom)
 
     def _self_check(self, encoded: Encoded) -> None:
         """Prefix sharing relies on the model honouring custom 4D masks and position ids: compare

@@ -24,7 +24,6 @@ validated against float32 on the first units before a job (:mod:`probegen.scorer
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import weakref
@@ -215,21 +214,14 @@ class MaskedScorer(SpanFeatures, Scorer):
     def _measure_kernels(self, sample: list[Job]) -> dict[str, Any]:
         """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles)."""
         self._budget.ensure()
-        try:
+
+        def differs() -> str | None:
             fast = np.concatenate(self._run_jobs(sample[:16], "flex"))
             slow = np.concatenate(self._run_jobs(sample[:16], "dense"))
-            if not np.allclose(fast, slow, atol=_tolerance(self.dtype), rtol=0):
-                return {"kernel": "dense", "how": "measured", "flex": "differs from dense"}
-            runs: dict[str, Any] = {k: functools.partial(self._run_jobs, sample, k) for k in ("flex", "dense")}
-            times = _paths.race(runs)
-        except Exception as e:  # no flex support in this architecture, or its kernel does not build here
-            if _budget.is_oom(e):
-                raise
-            log.warning("%s: the flex attention kernel fails here (%s); masked copies stay dense", self.name,
-                        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200])
-            return {"kernel": "dense", "how": "measured", "flex": f"fails: {type(e).__name__}"}
-        return {"kernel": _paths.fastest(times), "how": "measured",
-                **{f"{k}_copies_per_s": round(len(sample) / t, 1) for k, t in times.items()}}
+            return None if np.allclose(fast, slow, atol=_tolerance(self.dtype), rtol=0) else "differs from dense"
+
+        return _paths.measure(self.name, differs, lambda k: self._run_jobs(sample, k), len(sample), "copies",
+                              _budget.is_oom, "masked copies")
 
     def _run_jobs(self, jobs: list[Job], kernel: str | None = None) -> list[list[float]]:
         if (kernel or self.kernel) == "flex":

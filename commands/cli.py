@@ -20,10 +20,13 @@ from probegen.commands.options import PERMUTATIONS, SEED, add_device_options, ad
 from probegen.commands.options import checked_type as T
 from probegen.paths import DEFAULT_ROOT
 
+#: every character str.splitlines() breaks a line at, written as its escape in an error line
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+
 
 def _fail(msg: str, code: int = 1) -> None:
-    # one line, whatever the message quotes (a line break inside an id or option text of an input file)
-    msg = msg.replace("\r", "\\r").replace("\n", "\\n")
+    # one line, whatever the message quotes (a line break of any kind inside an id or option text of an input file)
+    msg = msg.translate(_LINE_BREAKS).rstrip()  # the line ends in text, never in blanks
     click.echo(f"probegen: error: {msg}", err=True)
     sys.exit(code)
 

@@ -280,23 +280,7 @@ def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[s
             units.append(correctness(kind, d, scorer, seed, progress=False)[0])
         per.append((m, units))
     per += [(a.name, [u for u, _ in a.sets]) for a in answers]
-    rows = []
-    for m, units_per_form in per:
-        forms: list[dict[str, Any]] = []
-        pairs: list[tuple[float, float]] = []
-        for name, units in zip(names, units_per_form):
-            if not units:
-                raise ProbegenError(f"{m} answers no item of {name}: nothing to test")
-            acc, var, n = form_accuracy(units)
-            forms.append({"form": name, "accuracy": acc, "se": float(np.sqrt(var)), "units": n})
-            pairs.append((acc, var))
-        test = gap_test(pairs[0], pairs[1:], alpha, alternative)
-        null = fresh_null(pairs[1:], alpha, alternative)
-        rows.append({"model": m, "forms": forms, "test": test, "sentence": sentence(m, test),
-                     "fresh_null": [{"form": names[1 + r["form"]], "gap": r["gap"], "p": r["p"],
-                                     "flagged": r["flagged"],
-                                     **({"p_note": "degenerate test"} if r.get("degenerate") else {})}
-                                    for r in null]})
+    rows = [_respondent_row(m, names, units_per_form, alpha, alternative) for m, units_per_form in per]
     from probegen import tasks
 
     summary = {"kind": kind, "unit": tasks.get(kind).resampling_unit, "seen": str(seen),
@@ -309,6 +293,24 @@ def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[s
                          "mean v (method of moments, >= 0); Student t, Welch-Satterthwaite df"}
     _write(summary, out, inputs)
     return summary
+
+
+def _respondent_row(m: str, names: list[str], units_per_form: list[Any], alpha: float,
+                    alternative: str) -> dict[str, Any]:
+    """One respondent's forms (accuracy, SE, units), its gap test and the fresh forms' own null tests."""
+    forms: list[dict[str, Any]] = []
+    pairs: list[tuple[float, float]] = []
+    for name, units in zip(names, units_per_form):
+        if not units:
+            raise ProbegenError(f"{m} answers no item of {name}: nothing to test")
+        acc, var, n = form_accuracy(units)
+        forms.append({"form": name, "accuracy": acc, "se": float(np.sqrt(var)), "units": n})
+        pairs.append((acc, var))
+    test = gap_test(pairs[0], pairs[1:], alpha, alternative)
+    null = fresh_null(pairs[1:], alpha, alternative)
+    return {"model": m, "forms": forms, "test": test, "sentence": sentence(m, test),
+            "fresh_null": [{"form": names[1 + r["form"]], "gap": r["gap"], "p": r["p"], "flagged": r["flagged"],
+                            **({"p_note": "degenerate test"} if r.get("degenerate") else {})} for r in null]}
 
 
 def _name(p: str | Path) -> str:

@@ -187,19 +187,11 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
-    adaptive = None
-    if options.adaptive is not None:  # a bank's items a batch at a time, each through task.evaluate
-        from .itemstats.adaptive import administer, report_section, summary_lines
-
-        ev, adaptive = administer(task, data, scorer, settings, options, runner.log)
-    else:
-        ev = task.evaluate(data, scorer, settings, progress=runner.progress)
+    ev, adaptive = _evaluate(task, data, scorer, settings, options, runner)
     timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
     results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner)
-    notes = _generation_notes(scorer, ev, results) + _shown_notes(results, data, subset)
-    if adaptive is not None:
-        results["adaptive"] = adaptive
-        notes += summary_lines(adaptive)
+    notes = _generation_notes(scorer, ev, results) + _shown_notes(results, data, subset) + _adaptive_notes(results,
+                                                                                                          adaptive)
     exchanges = as_unit_scorer(scorer).exchanges()
     with runner.output_dir(out) as tmp:  # rank 0 writes; no rank leaves before the results are in place
         write_jsonl(tmp / ev.rows_file, ev.rows)
@@ -208,12 +200,39 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
         if figures is not None and runner.is_main:
             results["plots"] = figures(results, tmp)
         notes += analyse(results, ev.rows, tmp) if analyse is not None and runner.is_main else []
-        if adaptive is not None and (tmp / "report.md").is_file():
-            with open(tmp / "report.md", "a", encoding="utf-8") as fh:
-                fh.write(report_section(adaptive))
+        _adaptive_report(tmp, adaptive)
         write_json(tmp / "results.json", results)
     runner.log(f"wrote {out}")
     return "\n".join([task.summary(model, ev.metrics), *notes])
+
+
+def _evaluate(task: Task, data: Any, scorer: Any, settings: Any, options: Any, runner: Runner) -> tuple[Any, Any]:
+    """(the task's evaluation, the adaptive block or None): the whole set, or with ``options.adaptive`` a
+    bank's items a batch at a time, each batch through ``task.evaluate``."""
+    if options.adaptive is None:
+        return task.evaluate(data, scorer, settings, progress=runner.progress), None
+    from .itemstats.adaptive import administer
+
+    return administer(task, data, scorer, settings, options, runner.log)
+
+
+def _adaptive_notes(results: dict[str, Any], adaptive: dict[str, Any] | None) -> list[str]:
+    """An adaptive run's block of results.json and its summary lines (none for a full run)."""
+    if adaptive is None:
+        return []
+    from .itemstats.adaptive import summary_lines
+
+    results["adaptive"] = adaptive
+    return summary_lines(adaptive)
+
+
+def _adaptive_report(folder: Path, adaptive: dict[str, Any] | None) -> None:
+    """An adaptive run's steps appended to the report.md that the analysis wrote (if it wrote one)."""
+    if adaptive is not None and (folder / "report.md").is_file():
+        from .itemstats.adaptive import report_section
+
+        with open(folder / "report.md", "a", encoding="utf-8") as fh:
+            fh.write(report_section(adaptive))
 
 
 def _generation_notes(scorer, ev, results: dict[str, Any]) -> list[str]:

@@ -112,3 +112,17 @@ def test_progress_in_a_log_is_plain_lines(tmp_path):
     assert "\r" not in text
     bars = [ln for ln in text.splitlines() if ln.startswith("scoring with glove-50d")]
     assert bars and "100%" in bars[-1], text
+
+
+def test_an_error_line_stays_one_line_whatever_it_quotes(capsys):
+    """Every character str.splitlines() breaks at is escaped, and no blank ends the line (the reader
+    fuzzer found a form feed-like separator and a blank value each splitting or padding the line)."""
+    import pytest as _pytest
+
+    from probegen.commands.cli import _fail
+
+    with _pytest.raises(SystemExit) as e:
+        _fail("bad id 'a\nb\x1cc\u2028d\x85e' got  ")
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and len(err.strip().splitlines()) == 1 and err.strip().splitlines()[0] == err.rstrip("\n")
+    assert "\\x1c" in err and "\\u2028" in err and err.endswith("got\n")

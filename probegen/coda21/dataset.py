@@ -438,7 +438,7 @@ def _imported_context(c: dict[str, Any]) -> Context:
     if spans:
         sp = spans[0] if isinstance(spans, list) else None
         if not (isinstance(sp, list) and len(sp) == 2 and all(type(x) is int for x in sp)):
-            shown = " ".join(str(spans)[:40].split())  # one line, however the value is spaced
+            shown = " ".join(repr(spans)[:40].split())  # one line, however the value is spaced (repr: a blank shows)
             raise DatasetError(f"'target_char_spans' must be a list of [start, end] integer pairs, got {shown}")
         a, b = sp
         if not 0 <= a < b <= len(text):

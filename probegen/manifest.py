@@ -6,7 +6,11 @@ files.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .data import DataInfo
+    from .lexicon.base import LexicalResource
 
 from .version import __version__
 
@@ -14,12 +18,12 @@ from .version import __version__
 CANARY = "PROBEGEN CANARY GUID 6f1c2a5e-8d0b-4b7e-9a43-probegen-coda21-wordnetqa"
 
 
-def data_block(wordnet, semcor=None) -> dict[str, Any]:
+def data_block(wordnet: DataInfo | LexicalResource, semcor: DataInfo | None = None) -> dict[str, Any]:
     """The data-provenance part of a manifest from located DataInfo objects (or, for the wordnet, a
     :class:`~probegen.lexicon.LexicalResource`: any but WordNet 3.0 is recorded by its ``describe()``;
     3.0 keeps the block it always had, so its datasets stay byte-identical)."""
     if hasattr(wordnet, "describe") and wordnet.source != "pwn30":
-        out = {"wordnet": wordnet.describe()}
+        out: dict[str, Any] = {"wordnet": wordnet.describe()}
     else:
         out = {"wordnet": {"version": wordnet.version, "sha256": wordnet.sha256}}
     if semcor is not None:
@@ -27,7 +31,8 @@ def data_block(wordnet, semcor=None) -> dict[str, Any]:
     return out
 
 
-def make_manifest(kind: str, config: dict, seed: int, data: dict, counts: dict, **extra: Any) -> dict:
+def make_manifest(kind: str, config: dict[str, Any], seed: int, data: dict[str, Any], counts: dict[str, Any],
+                  **extra: Any) -> dict[str, Any]:
     """Assemble a manifest dict (written as manifest.json beside the data)."""
     return {
         "kind": kind,

@@ -35,12 +35,16 @@ import tempfile
 from contextlib import closing, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from ..errors import ProbegenError
 from ..io import sha256_file
 from ..paths import cache_dir, set_aside
 from .base import LexicalResource, SynsetRecord
+
+if TYPE_CHECKING:
+    import wn
+    from wn.morphy import Morphy
 
 #: WN-LMF synset relType -> probegen relation (``similar`` is resolved by part of speech)
 FROM_LMF: dict[str, str] = {
@@ -72,19 +76,18 @@ def _data_dir(path: Path | None) -> Iterator[None]:
     its SQLite file open). ``wn`` reconnects on the next query, so a :class:`WnLexicon` still works
     in a later block.
     """
-    import wn
-    from wn import _db
+    from wn import _db, config
 
     if path is None:
         yield
         return
-    old = wn.config.database_path.parent  # not .data_directory: its getter creates the folder
-    wn.config.data_directory = path
+    old = config.database_path.parent  # not .data_directory: its getter creates the folder
+    config.data_directory = path
     pooled = path / "wn.db" in getattr(_db, "pool", {})  # an outer block's: that block closes it
     try:
         yield
     finally:
-        wn.config.data_directory = old
+        config.data_directory = old
         if not pooled:
             _close(path)
 
@@ -141,7 +144,7 @@ def check_xml(path: Path) -> None:
     from xml.parsers import expat
 
     parser = expat.ParserCreate()
-    entry: list = []  # the open <LexicalEntry>: [line, id, has a <Lemma>]
+    entry: list[object] = []  # the open <LexicalEntry>: [line, id, has a <Lemma>]
 
     def start(name: str, attrs: dict[str, str]) -> None:
         line = parser.CurrentLineNumber
@@ -284,7 +287,7 @@ class WnLexicon(LexicalResource):
         words = {wd.id: wd for wd in w.words()}  # one query, not one per sense
         lemma_of: dict[str, str] = {}
 
-        def lemma(sense) -> str:
+        def lemma(sense: wn.Sense) -> str:
             eid = getattr(sense, "_entry_id", None) or sense.word().id
             if eid not in lemma_of:
                 lemma_of[eid] = words[eid].lemma().replace(" ", "_")
@@ -326,7 +329,7 @@ class WnLexicon(LexicalResource):
         return out
 
     @cached_property
-    def _morphy(self):
+    def _morphy(self) -> Morphy:
         from wn.morphy import Morphy
 
         with _data_dir(self.db_dir):

@@ -19,10 +19,13 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbegenError
 from ..io import atomic_path
+
+if TYPE_CHECKING:
+    from ..wordnet_graph import WordNetGraph
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +85,7 @@ def synset_id(name: str, lexicon_id: str) -> str:
     return f"{lexicon_id}-{escape_id(name)}"
 
 
-def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: str = "en",
+def write_lmf(graph: WordNetGraph, path: str | Path, lexicon_id: str, label: str, language: str = "en",
               version: str = "1.0", email: str = "", license: str = "") -> Path:
     """Write ``graph`` (a :class:`~probegen.wordnet_graph.WordNetGraph`) to ``path`` as one WN-LMF lexicon.
 
@@ -106,7 +109,7 @@ def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: st
         raise ProbegenError(f"lexicon id {lexicon_id!r} must be a letter or _ followed by letters, digits, . or _")
     names = graph.synsets()  # (pos, offset) order: the reader's order is the position in the file
     sid = {n: synset_id(n, lexicon_id) for n in names}
-    entries: dict[tuple[str, str], dict] = {}
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
     synsets, dropped = [], 0
     for n in names:
         senses, lost_senses = _add_senses(graph.g, n, sid, lexicon_id, entries)
@@ -124,7 +127,7 @@ def write_lmf(graph, path: str | Path, lexicon_id: str, label: str, language: st
     return path
 
 
-def _antonyms(g, sid: dict[str, str], name: str, lemma: str) -> tuple[list[dict], int]:
+def _antonyms(g: Any, sid: dict[str, str], name: str, lemma: str) -> tuple[list[dict[str, str]], int]:
     """The antonym sense relations of ``lemma`` in synset ``name``, and how many were dropped
     (their target outside the graph)."""
     rels, dropped = [], 0
@@ -139,8 +142,8 @@ def _antonyms(g, sid: dict[str, str], name: str, lemma: str) -> tuple[list[dict]
     return rels, dropped
 
 
-def _add_senses(g, name: str, sid: dict[str, str], lexicon_id: str,
-                entries: dict[tuple[str, str], dict]) -> tuple[list[str], int]:
+def _add_senses(g: Any, name: str, sid: dict[str, str], lexicon_id: str,
+                entries: dict[tuple[str, str], dict[str, Any]]) -> tuple[list[str], int]:
     """Add synset ``name``'s senses to their lexical ``entries`` (made on first use); returns the
     sense ids (its members, in order) and how many antonym relations were dropped."""
     d = g.nodes[name]
@@ -159,7 +162,7 @@ def _add_senses(g, name: str, sid: dict[str, str], lexicon_id: str,
     return senses, dropped
 
 
-def _synset_relations(graph, name: str, sid: dict[str, str]) -> tuple[list[dict], int]:
+def _synset_relations(graph: WordNetGraph, name: str, sid: dict[str, str]) -> tuple[list[dict[str, str]], int]:
     """Synset ``name``'s relations as WN-LMF synset relations, and how many were dropped (target outside the graph)."""
     pointers = [("hypernym", p) for p in graph.parents(name)]
     pointers += [("instance_hypernym", p) for p in graph.related(name, "instance_hypernym")]
@@ -175,7 +178,7 @@ def _synset_relations(graph, name: str, sid: dict[str, str]) -> tuple[list[dict]
     return rels, dropped
 
 
-def _synset(d: dict, synset_id_: str, senses: list[str], rels: list[dict]) -> dict:
+def _synset(d: dict[str, Any], synset_id_: str, senses: list[str], rels: list[dict[str, str]]) -> dict[str, Any]:
     """One WN-LMF synset from a graph node's attributes ``d``."""
     definition = _squash(d["definition"])
     synset = {"id": synset_id_, "ili": d.get("ili", ""), "partOfSpeech": d["pos"], "members": senses,

@@ -19,9 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbegenError
 from .base import LexicalResource
+
+if TYPE_CHECKING:
+    from ..data import DataInfo
 
 #: what ``--wordnet-source`` accepts, for help texts and error messages
 SOURCE_FORMS = "pwn30, pwn31, a WNDB folder, a WN-LMF .xml/.xml.gz file, or wn:LEXICON (e.g. wn:oewn:2024)"
@@ -90,7 +94,7 @@ def _open(kind: str, value: str) -> LexicalResource:
     return _nltk_resource(info, load_wndb(info), value)
 
 
-def _nltk_resource(info, reader, path: str = "") -> LexicalResource:
+def _nltk_resource(info: DataInfo, reader: Any, path: str = "") -> LexicalResource:
     """NltkWordNet named by its version: any WordNet 3.0 copy is ``pwn30`` (its manifests stay as
     they always were), 3.1 is ``pwn31``, another version keeps the path it was given by."""
     from .wndb import NltkWordNet

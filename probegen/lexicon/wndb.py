@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, cast
 
 from .base import LexicalResource, SynsetRecord
 
@@ -27,7 +27,7 @@ _NLTK_POINTERS = (
 )
 
 
-def record_from_nltk(s) -> SynsetRecord:
+def record_from_nltk(s: Any) -> SynsetRecord:
     """A :class:`SynsetRecord` from an nltk ``Synset``."""
     pointers = sorted({(rel, t.name()) for meth, rel in _NLTK_POINTERS for t in getattr(s, meth)()})
     antonyms = sorted({(lem.name(), a.synset().name(), a.name()) for lem in s.lemmas() for a in lem.antonyms()})
@@ -49,7 +49,7 @@ class NltkWordNet(LexicalResource):
 
     location: str  # where it was found, set by probegen.lexicon.sources
 
-    def __init__(self, reader, source: str = "", label: str = "", version: str = "", sha256: str = "") -> None:
+    def __init__(self, reader: Any, source: str = "", label: str = "", version: str = "", sha256: str = "") -> None:
         self.reader = reader
         self.source, self.label, self.version, self.sha256 = source, label, version, sha256
 
@@ -67,7 +67,7 @@ class NltkWordNet(LexicalResource):
         return self._sense_keys
 
 
-class SenseKeys(Mapping):
+class SenseKeys(Mapping[str, str]):
     """``index.sense`` as a read-only mapping: sense key -> synset name.
 
     The keys are read once (a plain dict of offsets); a key becomes a synset name only when
@@ -75,7 +75,7 @@ class SenseKeys(Mapping):
     really has a sense with that key (what ``reader.lemma_from_key(key).synset()`` gives).
     """
 
-    def __init__(self, reader) -> None:
+    def __init__(self, reader: Any) -> None:
         self.reader = reader
         self._offsets: dict[str, int] = {}
         with open(Path(reader.root.path) / "index.sense", encoding="utf-8") as fh:
@@ -98,9 +98,9 @@ class SenseKeys(Mapping):
             return None
         if synset is None or not any(lem.key() == key for lem in synset.lemmas()):
             return None
-        return synset.name()
+        return cast(str, synset.name())
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]  # str only
         if key not in self._names:
             self._names[key] = self._resolve(key)
         got = self._names[key]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from probegen.tasks.wic import task_of
+from probegen.tasks import task_of
 
 from .inputs import view
 

@@ -44,9 +44,7 @@ import numpy as np
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.scorers.spans import SpanEncoder, SpanFeatures
-from probegen.tasks import Task
-from probegen.tasks.wic import task_of
-from probegen.tasks.wsd import choice_correct  # noqa: F401 - the choice decision, importable from here as before
+from probegen.tasks import Task, Trainable, all_tasks, task_of
 
 from . import fitting
 from .inputs import view
@@ -61,13 +59,6 @@ CONDITIONS = {
     "label": "no input: the training data's majority label / gold position",
 }
 RATIOS = {"bias_c": "context", "bias_w": "word"}
-
-#: the bias paper's BERT dev-set figures (Table 7), for the report and the plot
-PAPER_BERT: dict[str | None, dict[str, Any]] = {
-    "wic": {"name": "WiC (paper, BERT)", "bias_w": 0.473, "bias_c": 1.055},
-    "wsd": {"name": "WSD (paper, BERT)", "bias_w": 0.346, "bias_c": 0.874},
-}
-
 
 @dataclass(frozen=True)
 class TrainedConfig:
@@ -147,7 +138,7 @@ def _classifier(C: float, seed: int):
 
 def fit_predict(train_xyg, test_xyg, task, C: float, seed: int, ids: list[str] | None = None) -> np.ndarray:
     """Train on frozen features and return per-test-item correctness, decided as ``task`` (the items'
-    :class:`~probegen.tasks.wic.WordInContextTask`) says; ``ids`` (the test items' ids) and ``seed``
+    :class:`~probegen.tasks.Trainable`) says; ``ids`` (the test items' ids) and ``seed``
     seed the core's tie breaking."""
     Xtr, ytr, _ = train_xyg
     Xte, yte, gte = test_xyg
@@ -243,7 +234,6 @@ def measure(ds, name: str, enc: Encoder, cfg: TrainedConfig, log: Callable[[str]
     side = None
     if ratios["bias_c"]["value"] is not None and ratios["bias_w"]["value"] is not None:
         side = "context-biased" if ratios["bias_c"]["value"] > ratios["bias_w"]["value"] else "word-biased"
-    ref_key = task_of(test).paper_key
     return {
         "name": name,
         "path": ds.source,
@@ -257,7 +247,7 @@ def measure(ds, name: str, enc: Encoder, cfg: TrainedConfig, log: Callable[[str]
         "ratios": ratios,
         "bootstrap": {"gap": boot["gap"], "ablations": boot["ablations"], "unit": task_of(test).bootstrap_unit(ds)},
         "side": side,
-        "paper": PAPER_BERT.get(ref_key),
+        "paper": task_of(test).paper_bert,
         "entropy": entropies(ds.items),
         "manifest": {k: ds.manifest.get(k) for k in ("kind", "seed", "config", "source_format") if k in ds.manifest},
         "timings": {"train_and_test_s": round(time.perf_counter() - t0, 3)},
@@ -396,7 +386,7 @@ def write_trained(model: str, entries: list[dict[str, Any]], out: Path, cfg: Tra
         "config": asdict(cfg),
         "conditions": CONDITIONS,
         "datasets": [{k: v for k, v in e.items() if not k.startswith("_")} for e in entries],
-        "paper_bert": PAPER_BERT,
+        "paper_bert": {t.name: t.paper_bert for t in all_tasks() if isinstance(t, Trainable) and t.paper_bert},
         "plot": "bias_plane.png",
     }
     with runner.output_dir(out) as tmp:

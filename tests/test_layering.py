@@ -143,6 +143,9 @@ KIND_STRINGS = frozenset({"coda21", "wordnetqa", "wic", "wsd", "wordincontext", 
 NOT_KINDS = {
     ("probegen/wordincontext/wic.py", "wic"): "the WiC paper's pruning rule (--prune wic)",
     ("probegen/wordnetqa/render.py", "choice"): "the choice-only rendering mode (an ablation condition)",
+    ("probegen/coda21/task.py", "label"): "the label ablation (computed, not scored)",
+    ("probegen/wordnetqa/task.py", "label"): "the label ablation (computed, not scored)",
+    ("probegen/wordincontext/task.py", "wordincontext"): "the kind's own manifest kind, read in its own task",
 }
 # modules whose kind comparisons other issue-17 work removes: delete an entry once its module has none
 PENDING: dict[str, str] = {}

@@ -20,7 +20,7 @@ NOT_METHODS = {
     ("probegen/coda21/evaluate.py", "generate"): "the unit style a chat model is asked in (Task.units style=)",
     ("probegen/coda21/render.py", "generate"): "the unit style",
     ("probegen/wordnetqa/render.py", "generate"): "the unit style",
-    ("probegen/tasks/wic.py", "generate"): "the unit style",
+    ("probegen/wordincontext/task.py", "generate"): "the unit style",
     ("probegen/scorers/base.py", "score"): "the score cache's namespace of plain scores",
 }
 

@@ -56,7 +56,7 @@ def probe_of(allprobes: Path, study: Path) -> dict[str, str]:
 
 
 def test_synonymy_items_are_kept_out_of_context_and_word_and_counted(allprobes, study):
-    from probegen.tasks.multiple_choice import EXCLUDED_RATIOS as MC_EXCLUDED
+    from probegen.wordnetqa.task import EXCLUDED_RATIOS as MC_EXCLUDED
 
     probe = probe_of(allprobes, study)
     syn = {u for u, p in probe.items() if p == "synonymy"}

@@ -1,5 +1,5 @@
 """An ``alignment`` probe spec as a CoDA21 build: the spec's ``alignment`` section (its fields,
-defaults and checks, registered through :meth:`probegen.tasks.Coda21Task.spec_section`), its
+defaults and checks, registered through :meth:`probegen.coda21.task.Coda21Task.spec_section`), its
 configuration and the build (:mod:`probegen.spec.build` dispatches through the task).
 """
 

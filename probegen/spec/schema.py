@@ -320,31 +320,18 @@ class SpecSection:
     check: Callable[[Spec], None] | None = None
 
 
-#: the kinds a spec can build: set by the task registry when it is imported (:func:`register_kinds`), so this
-#: module, which the kinds' own spec modules import, never imports the registry back (no import cycle)
-_SPEC_KINDS: Callable[[], list[Any]] | None = None
-
-
-def register_kinds(spec_kinds: Callable[[], list[Any]]) -> None:
-    """Where :func:`spec_sections` finds the kinds (:class:`probegen.tasks.SpecBuildable`, plugins included):
-    ``probegen.tasks`` calls this once, as it is imported."""
-    global _SPEC_KINDS
-    _SPEC_KINDS = spec_kinds
-
-
 def spec_sections() -> dict[str, SpecSection]:
     """Shape -> section of every kind a spec can build (:class:`probegen.tasks.SpecBuildable`,
     entry-point plugins included), sorted by shape.
 
-    >>> import probegen.tasks  # the registry registers the kinds here
     >>> list(spec_sections())[:3]
     ['alignment', 'multiple_choice', 'wic_pair']
     """
-    if _SPEC_KINDS is None:
-        raise ProbegenError("no spec shapes are registered: import probegen.tasks (the task registry) first")
+    from ..tasks import SpecBuildable, all_tasks  # the registry imports no spec module: no cycle
+
     found: dict[str, SpecSection] = {}
     taken = {f.name for f in fields(Spec)}  # a shape is a key beside the spec's own
-    for t in _SPEC_KINDS():
+    for t in [t for t in all_tasks() if isinstance(t, SpecBuildable)]:
         if t.spec_shape in found or t.spec_shape in taken:
             raise ProbegenError(f"kind {t.name!r} registers spec shape {t.spec_shape!r}, which "
                                 f"{'another kind registers' if t.spec_shape in found else 'is a spec key'}")
@@ -392,7 +379,6 @@ def _join(where: str, key: str) -> str:
 def parse_spec(raw: Any, path: str = "<spec>") -> Spec:
     """A checked :class:`Spec` from parsed YAML/JSON; every error names ``path`` and the field.
 
-    >>> import probegen.tasks  # the task registry registers the kinds' spec sections
     >>> s = parse_spec({"name": "x", "shape": "alignment", "relation": {"name": "part_meronym"}})
     >>> s.relation.name, s.hops, s.contexts.source, s.concepts.pos
     ('part_meronym', (1, 1), 'semcor', ('noun',))

@@ -4,10 +4,10 @@
 for a dataset's :class:`~probegen.tasks.base.Task` (:func:`detect`) and let the task do what
 differs by kind; nothing outside this package compares kind strings.
 
-Built in: CoDA21 alignment (:mod:`.coda21`), multiple choice (:mod:`.multiple_choice`),
-word-in-context pairs and labels (:mod:`.wic`) and WSD (:mod:`.wsd`). Third-party kinds register
-through the Python entry-point group ``probegen.tasks``, the way pytest plugins do: a package
-declares, in its ``pyproject.toml``::
+Every kind registers through the Python entry-point group ``probegen.tasks``, the way pytest
+plugins do: the built-in ones (CoDA21 in :mod:`probegen.coda21.task`, multiple choice in
+:mod:`probegen.wordnetqa.task`, word-in-context pairs, labels and WSD in
+:mod:`probegen.wordincontext.task`) in probegen's own ``pyproject.toml``, a third party's in its::
 
     [project.entry-points."probegen.tasks"]
     synonym-pairs = "my_package.task:SynonymPairs"
@@ -60,7 +60,6 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
 from ..plugins import load_plugins
-from ..spec import schema as _schema
 from .base import (
     COMMANDS,
     Dataset,
@@ -81,22 +80,24 @@ from .capabilities import (
     Filterable,
     SpecBuildable,
     Studyable,
+    Formable,
     Subsettable,
+    Trainable,
     Writable,
     incapable,
 )
 
 __all__ = ["ENTRY_POINT_GROUP", "Buildable", "Dataset", "Evaluation", "Exportable",
-           "Filterable", "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Writable", "all_tasks",
+           "Filterable", "Formable", "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Trainable", "Writable", "all_tasks",
            "check_capable", "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "incapable",
-           "pick", "register", "subset_line", "with_manifest"]
+           "pick", "register", "subset_line", "task_of", "with_manifest"]
 
 ENTRY_POINT_GROUP = "probegen.tasks"
 #: option values that ask for nothing: given explicitly, they are no error for any kind
 NEUTRAL = {"length_norm": "none", "pll": "original", "on_invalid": "error"}
 
 _TASKS: dict[str, Task] = {}
-_state = {"builtins": False, "plugins": False}
+_state = {"plugins": False}
 
 
 def register(task: Task | type[Task]) -> Task:
@@ -111,19 +112,6 @@ def register(task: Task | type[Task]) -> Task:
     return t
 
 
-def _builtins() -> None:
-    if _state["builtins"]:
-        return
-    _state["builtins"] = True
-    from .coda21 import Coda21Task
-    from .multiple_choice import MultipleChoiceTask
-    from .wic import LabelTask, WicTask
-    from .wsd import WsdTask
-
-    for t in (WicTask, WsdTask, LabelTask, Coda21Task, MultipleChoiceTask):
-        register(t)
-
-
 def _plugins() -> None:
     """Register the entry points of group ``probegen.tasks`` (once all of them load)."""
     if _state["plugins"]:
@@ -134,17 +122,8 @@ def _plugins() -> None:
 
 def all_tasks() -> list[Task]:
     """Every registered task (built-in and plugins) in detection order."""
-    _builtins()
     _plugins()
     return sorted(_TASKS.values(), key=lambda t: t.priority)
-
-
-def _spec_kinds() -> list[SpecBuildable]:
-    """The kinds a probe spec can build, for the spec schema (:func:`probegen.spec.schema.register_kinds`)."""
-    return [t for t in all_tasks() if isinstance(t, SpecBuildable)]
-
-
-_schema.register_kinds(_spec_kinds)
 
 
 def get(name: str) -> Task:
@@ -164,6 +143,17 @@ def for_spec_shape(shape: str) -> SpecBuildable:
             return t
     raise ProbegenError(f"no dataset kind is built by spec shape {shape!r}; shapes: "
                         f"{', '.join(t.spec_shape for t in tasks)}")
+
+
+def task_of(data: Any) -> Trainable:
+    """The :class:`Trainable` kind that reads ``data`` (loaded items, or a dataset holding them), by
+    their shape (``item.task``): the first in detection order that declares it."""
+    items = data if isinstance(data, (list, tuple)) else data.items
+    shape = items[0].task if items else None
+    for t in all_tasks():
+        if isinstance(t, Trainable) and t.shape == shape:
+            return t
+    raise ProbegenError(f"no trainable dataset kind reads {shape!r} items")
 
 
 def _manifest_kind(p: Path) -> str | None:

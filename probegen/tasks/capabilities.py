@@ -14,19 +14,24 @@ failure at run time.
 - :class:`Buildable`: ``probegen bias`` generates a missing default dataset of it;
 - :class:`Exportable`: ``probegen export`` (its release format, ``lm-eval``, ``hf``);
 - :class:`Studyable`: ``probegen study make`` samples and renders it for annotators;
-- :class:`SpecBuildable`: a probe spec (``probegen make spec``) of its :attr:`~SpecBuildable.spec_shape` builds it.
+- :class:`SpecBuildable`: a probe spec (``probegen make spec``) of its :attr:`~SpecBuildable.spec_shape` builds it;
+- :class:`Formable`: ``--forms K`` cuts one build into parallel forms (:mod:`probegen.forms.split`);
+- :class:`Trainable`: the trained method (``diagnostics.trained``) fits a probe on its items.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from ..errors import ProbegenError
 from .base import Dataset, Fingerprinted, Log, Settings, Task, pick
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from ..forms.split import Unit
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
     from ..study.design import StudyConfig
@@ -220,6 +225,70 @@ class SpecBuildable(Writable):
     def built_summary(self, data: Dataset) -> str:
         """One line on a freshly built dataset (``probegen make spec``)."""
         return f"{len(self.units(data, 'full', Settings()))} {self.unit_name}s"
+
+
+class Formable(Task):
+    """``--forms K``: a built dataset is cut into parallel forms, disjoint by what :attr:`form_disjoint` names."""
+
+    #: what a form unit is (kept whole) and what two forms may not share
+    form_unit: ClassVar[str]
+    form_disjoint: ClassVar[tuple[str, ...]]
+
+    @abstractmethod
+    def form_units(self, data: Dataset, graph: Any, freq: dict[str, int] | None) -> list[Unit]:
+        """The pool's units with their strata (``freq``: SemCor counts per synset, None without SemCor)."""
+
+    @abstractmethod
+    def form_synsets(self, data: Dataset) -> list[str]:
+        """The synsets a form asks about (two forms of one probe share none)."""
+
+
+class Trainable(Task):
+    """The trained method (``diagnostics.trained``, ``diagnostics.finetune``) fits a probe on items of
+    :attr:`shape`; these hooks lay the items out, so the method never compares shapes."""
+
+    #: the items' shape (their ``task`` field): :func:`probegen.tasks.task_of` finds the kind by it
+    shape: ClassVar[str]
+    #: an item holds a second context (encoded like the first); the probe scores each candidate choice
+    second_context: ClassVar[bool] = False
+    scores_choices: ClassVar[bool] = False
+    #: the bias paper's BERT figures for this kind (the report's reference point), if it has any
+    paper_bert: ClassVar[dict[str, Any] | None] = None
+
+    @abstractmethod
+    def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
+                         vectors: Callable[[list[tuple[str, Any]]], np.ndarray]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(X, y, group) of ``items``: ``view`` gives a context's (text, span), ``vectors`` encodes rows."""
+
+    @abstractmethod
+    def prior_correct(self, train: Sequence[Any], test: Sequence[Any], seed: int) -> np.ndarray:
+        """Per test item: is the training data's prior (majority label or gold position) right?"""
+
+    @abstractmethod
+    def classifier_correct(self, clf: Any, X: np.ndarray, y: np.ndarray, groups: np.ndarray,
+                           ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
+        """Per test item: is a fitted classifier's decision right?"""
+
+    @abstractmethod
+    def gold_text(self, item: Any) -> str:
+        """The item's gold label as text (label entropy)."""
+
+    @abstractmethod
+    def sense_text(self, item: Any) -> str | None:
+        """The sense an item's gold names when its meta records no synset (None: it names none)."""
+
+    @abstractmethod
+    def head_classes(self, train: Sequence[Any]) -> list[Any] | None:
+        """The classes a fine-tuning head outputs (None: one score per choice)."""
+
+    @abstractmethod
+    def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
+        """The gold class index of ``item`` among ``classes``."""
+
+    @abstractmethod
+    def bootstrap_unit(self, data: Dataset) -> str:
+        """What the trained method's bootstrap resamples."""
 
 
 #: the capability each command needs of a dataset's kind, and what its datasets cannot be without it

@@ -4,7 +4,7 @@ artefact-filter hook).
 
 A WordNetQA unit is a concept (synset): summed per-item correctness, the label baseline the
 majority gold position. The strata are probe types: a ratio measures nothing on some
-(:data:`probegen.tasks.multiple_choice.EXCLUDED_RATIOS`), and the analysis leaves those out.
+(:data:`probegen.wordnetqa.task.EXCLUDED_RATIOS`), and the analysis leaves those out.
 """
 
 from __future__ import annotations

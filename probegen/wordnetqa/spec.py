@@ -1,5 +1,5 @@
 """A ``multiple_choice`` probe spec as a WordNetQA build: the spec's ``multiple_choice`` section (its
-fields, defaults and checks, registered through :meth:`probegen.tasks.MultipleChoiceTask.spec_section`),
+fields, defaults and checks, registered through :meth:`probegen.wordnetqa.task.MultipleChoiceTask.spec_section`),
 its configuration, a relation probe's templates and the build (:mod:`probegen.spec.build` dispatches
 through the task).
 """

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .base import Evaluation, Log, Settings
-from .capabilities import (
+from ..tasks.base import Evaluation, Log, Settings
+from ..tasks.capabilities import (
     Buildable,
     Exportable,
     Filterable,
@@ -21,10 +21,10 @@ from .capabilities import (
 )
 
 if TYPE_CHECKING:
-    from ..coda21.dataset import Coda21Dataset
+    from .dataset import Coda21Dataset
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
-    from .bias_inputs import BiasInputs, FilterInputs
+    from ..tasks.bias_inputs import BiasInputs, FilterInputs
 
 NOTE = (
     "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
@@ -67,17 +67,17 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return self.claims_directory(path) if path.is_dir() else path.suffix != ".jsonl"
 
     def load(self, path: str | Path, ablations: bool = False) -> Coda21Dataset:
-        from ..coda21.dataset import load
+        from .dataset import load
 
         return load(path)
 
     def write(self, data: Any, out: str | Path) -> Path:
-        from ..coda21.dataset import write
+        from .dataset import write
 
         return write(data, out)
 
     def counts(self, data: Any) -> dict[str, Any]:
-        from ..coda21.dataset import counts
+        from .dataset import counts
 
         return counts(data.groups)
 
@@ -97,7 +97,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
-        from ..coda21.evaluate import group_unit
+        from .evaluate import group_unit
         from ..templating import coda21_patterns
 
         patterns = coda21_patterns(settings.pattern)
@@ -105,7 +105,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """The standard task (context condition), aligned by ``settings.matching``."""
-        from ..coda21.evaluate import evaluate
+        from .evaluate import evaluate
 
         res = evaluate(data, scorer, settings, "context", progress=progress)
         config = {"nonce": settings.nonce, "pattern": settings.pattern, "matching": settings.matching,
@@ -133,7 +133,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Every scored ablation through the standard evaluator, as one request table."""
-        from ..coda21.evaluate import evaluate_modes
+        from .evaluate import evaluate_modes
 
         modes = [m for m in ABLATIONS if m != "label"]
         return {m: res["groups"] for m, res in zip(modes, evaluate_modes(data, scorer, settings, modes, progress))}
@@ -142,14 +142,14 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return settings.matching
 
     def bias_inputs(self, data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
-        from ..coda21.bias import bias_inputs
+        from .bias import bias_inputs
 
         return bias_inputs(data, records)
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """``probegen make coda21 --easy`` into ``path``."""
-        from ..coda21.config import Coda21Config
-        from ..coda21.dataset import build, write
+        from .config import Coda21Config
+        from .dataset import build, write
 
         log(f"{path} is missing: generating it (as `probegen make coda21 --easy`); this takes a while")
         write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log, runner=runner),
@@ -163,7 +163,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
         """Per group (accuracy, 1), and per context (a group's row, ``<group>#<row>``) right or wrong."""
-        from ..coda21.evaluate import evaluate
+        from .evaluate import evaluate
         from ..templating import dataset_nonce
 
         settings = Settings(nonce=dataset_nonce(data.manifest), seed=seed)
@@ -179,15 +179,15 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return float(np.mean([1.0 / g.k for g in data.groups]))
 
     def artefact_inputs(self, data: Any) -> FilterInputs:
-        from ..coda21.bias import filter_inputs
+        from .bias import filter_inputs
 
         return filter_inputs(data)
 
     # ---- stats, export, study, spec -----------------------------------------------------------------
     def stats(self, path: str | Path, log: Log) -> str:
         """Groups and synsets per POS beside the paper's Table 1, and the leak rate per POS."""
-        from ..coda21.dataset import counts, load
-        from ..coda21.reference import table1
+        from .dataset import counts, load
+        from .reference import table1
         from ..leaks import coda21_leak_rates, format_leak_rates, morphology_for
 
         ds = load(path)
@@ -213,8 +213,8 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
                     pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """One doc per context, rendered exactly as ``probegen eval --matching simple`` does."""
-        from ..coda21.dataset import load
-        from ..coda21.export import coda21_docs
+        from .dataset import load
+        from .export import coda21_docs
         from ..templating import coda21_patterns, dataset_nonce
 
         seed, pattern = seed or 0, pattern or Settings.pattern
@@ -226,7 +226,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
         """The original CoDA21 release schema (one JSON file)."""
-        from ..coda21.dataset import export_coda21_json, load
+        from .dataset import export_coda21_json, load
         from ..io import atomic_output_file, check_docs_back, json_text, parse_json, read_text
 
         ds = load(path)
@@ -260,34 +260,34 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return list(data.groups), "groups", {}
 
     def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
-        from ..coda21.study import align_view
+        from .study import align_view
 
         return align_view(unit, condition, seed)
 
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
-        from ..coda21.study import align_gold
+        from .study import align_gold
 
         return align_gold(unit, seed)
 
     def spec_section(self) -> SpecSection:
-        from ..coda21.spec import SECTION
+        from .spec import SECTION
 
         return SECTION
 
     def spec_config(self, spec: Spec) -> Any:
-        from ..coda21.spec import coda21_config
+        from .spec import coda21_config
 
         return coda21_config(spec)
 
     def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Runner) -> Any:
-        from ..coda21.spec import build_alignment
+        from .spec import build_alignment
 
         return build_alignment(spec, cfg, wordnet, semcor, progress, log, runner)
 
     def spec_models(self, spec: Spec) -> list[str]:
         """The definition embedder and the context scorer (unless contexts are taken first-come)."""
-        from ..coda21.spec import alignment_of
+        from .spec import alignment_of
 
         scorer = [spec.contexts.scorer] if spec.contexts.scorer != "first" else []
         return [alignment_of(spec).embedder, *scorer]

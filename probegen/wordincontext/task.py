@@ -2,7 +2,7 @@
 
 The item shape (:attr:`WordInContextTask.shape`, :attr:`probegen.wordincontext.items.WicItem.task`)
 decides the task: ``pair`` (WiC: two contexts, same sense or not: :class:`WicTask`), ``choice``
-(WSD: pick the sense: :class:`probegen.tasks.wsd.WsdTask`) or ``label`` (one context, one class:
+(WSD: pick the sense: :class:`WsdTask`) or ``label`` (one context, one class:
 :class:`LabelTask`). Datasets: a probegen directory (``probegen make wic`` / ``make wsd``, kind
 ``wic``/``wsd``; ``wordincontext`` for any shape), a generic word-in-context JSONL, a WiC release
 copy (TSV); reading lives in :mod:`probegen.wordincontext`.
@@ -22,13 +22,13 @@ import numpy as np
 
 from ..core import as_unit_scorer
 from ..errors import ProbegenError
-from .base import Evaluation, Log, Settings, resolve
-from .capabilities import SpecBuildable, Subsettable, Writable
+from ..tasks.base import Evaluation, Log, Settings
+from ..tasks.capabilities import SpecBuildable, Subsettable, Trainable, Writable
 
 if TYPE_CHECKING:
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
-    from ..wordincontext.dataset import WicDataset
+    from .dataset import WicDataset
 
 #: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
 SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
@@ -50,9 +50,9 @@ def row_shape(row: Any) -> str:
 def item_shape(path: Path) -> str | None:
     """``pair``/``choice``/``label`` if ``path`` is a word-in-context dataset, else None (see the module doc)."""
     from ..io import first_jsonl_row
-    from ..wordincontext.dataset import ITEMS_FILE, manifest_kind
-    from ..wordincontext.jsonl import looks_generic
-    from ..wordincontext.wic_tsv import is_wic_tsv
+    from .dataset import ITEMS_FILE, manifest_kind
+    from .jsonl import looks_generic
+    from .wic_tsv import is_wic_tsv
 
     p = Path(path)
     if p.is_dir():
@@ -84,18 +84,6 @@ def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)
 
 
-def task_of(data: Any) -> "WordInContextTask":
-    """The word-in-context task of a loaded dataset (or a list of items), by its items' shape: the
-    task class (built in, or a plugin's subclass) that first declared that :attr:`~WordInContextTask.shape`.
-    A task class has one instance (:func:`~probegen.tasks.base.resolve`), so this is the registry's.
-    Asked of the kinds' own classes, not of the registry, which imports the kinds."""
-    items = data if isinstance(data, (list, tuple)) else data.items
-    shape = items[0].task if items else None
-    if shape in WordInContextTask.readers:
-        return resolve(WordInContextTask.readers[shape])  # type: ignore[return-value]
-    raise ProbegenError(f"no word-in-context task reads {shape!r} items")
-
-
 def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: Sequence[str] | None = None,
                    seed: int = 0) -> np.ndarray:
     """Per item (group): is the gold its top-scoring choice? The argmax is the core's decision
@@ -116,29 +104,14 @@ def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: S
     return np.array(out)
 
 
-class WordInContextTask(Subsettable, Writable):
+class WordInContextTask(Subsettable, Writable, Trainable):
     """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks. Every shape
-    can be cut to a subset and written; only WiC pairs are built from a probe spec (:class:`WicTask`)."""
-
-    #: shape -> the task class that first declared it (:func:`task_of`)
-    readers: ClassVar[dict[str, type["WordInContextTask"]]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "shape" in vars(cls):
-            WordInContextTask.readers.setdefault(cls.shape, cls)
+    can be cut to a subset, written and measured by the trained method; only WiC pairs are built from a
+    probe spec (:class:`WicTask`)."""
 
     records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
-    #: the items' shape: ``pair``, ``choice`` or ``label``
-    shape: ClassVar[str]
     #: how ``probegen stats`` names the items
     stats_noun: ClassVar[str] = "items"
-    #: the row of the bias paper's BERT results this shape compares with (``diagnostics.trained``)
-    paper_key: ClassVar[str | None] = None
-    #: an item holds a second context (encoded like the first)
-    second_context: ClassVar[bool] = False
-    #: the probe scores each candidate choice of an item (one output per choice)
-    scores_choices: ClassVar[bool] = False
     kinds: ClassVar[tuple[str, ...]] = ("wordincontext",)
     priority = 10  # strict shape rules: asked before the catch-all file rules
     zero_shot = False
@@ -149,7 +122,7 @@ class WordInContextTask(Subsettable, Writable):
     def choose(self, records: Sequence[Any], keys: Sequence[Any], how: str, n: int, seed: int) -> set[Any]:
         """Per split, in proportion to its share of the keys (at least one each): the trained probe
         still has a train and a test split, and no lemma (document) is in two of them."""
-        from .base import pick
+        from ..tasks.base import pick
 
         by_split: dict[str, list[Any]] = {}
         for r, k in zip(records, keys):
@@ -171,17 +144,17 @@ class WordInContextTask(Subsettable, Writable):
         return item_shape(path) == self.shape
 
     def load(self, path: str | Path, ablations: bool = False) -> WicDataset:
-        from ..wordincontext.dataset import load
+        from .dataset import load
 
         return load(path)
 
     def write(self, data: Any, out: str | Path) -> Path:
-        from ..wordincontext.dataset import write
+        from .dataset import write
 
         return write(data, out)
 
     def counts(self, data: Any) -> dict[str, Any]:
-        from ..wordincontext.dataset import split_counts
+        from .dataset import split_counts
 
         return {"splits": split_counts(data.items), "items": len(data.items)}
 
@@ -231,7 +204,7 @@ class WordInContextTask(Subsettable, Writable):
     def stats(self, path: str | Path, log: Log) -> str:
         """Items per split with lemmas, units and labels, and the leak rate of the contexts."""
         from ..leaks import format_leak_rates, leak_rates, morphology_for
-        from ..wordincontext.dataset import load, split_counts
+        from .dataset import load, split_counts
 
         ds = load(path)
         lines = [f"{path}  (kind: {ds.kind}; {len(ds.items)} {self.stats_noun})",
@@ -300,7 +273,7 @@ class WicTask(WordInContextTask, SpecBuildable):
     shape = "pair"
     kinds = ("wic", "wordincontext")
     stats_noun = "pairs"
-    paper_key = "wic"
+    paper_bert = {"name": "WiC (paper, BERT)", "bias_w": 0.473, "bias_c": 1.055}  # Table 7, dev set
     second_context = True
     spec_shape = "wic_pair"
 
@@ -344,18 +317,18 @@ class WicTask(WordInContextTask, SpecBuildable):
         return ", ".join(f"{s}: {v['items']} {self.stats_noun}" for s, v in c.get("splits", {}).items())
 
     def spec_section(self) -> SpecSection:
-        from ..wordincontext.spec import SECTION
+        from .spec import SECTION
 
         return SECTION
 
     def spec_config(self, spec: Spec) -> Any:
-        from ..wordincontext.spec import wic_config
+        from .spec import wic_config
 
         return wic_config(spec)
 
     def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Runner) -> Any:
-        from ..wordincontext.spec import build_wic_pair
+        from .spec import build_wic_pair
 
         return build_wic_pair(spec, cfg, wordnet, semcor, progress, log)
 
@@ -365,5 +338,62 @@ class LabelTask(WordInContextTask):
 
     name = "label"
     title = "word-in-context label"
+    priority = 12
     shape = "label"
     stats_noun = "items (labelled)"
+
+
+class WsdTask(WordInContextTask):
+    """WSD items: one context, candidate sense definitions and the gold index."""
+
+    name = "wsd"
+    title = "WSD"
+    priority = 11  # after WiC pairs, before labels (detection order)
+    shape = "choice"
+    kinds = ("wsd", "wordincontext")
+    stats_noun = "items (choose the sense)"
+    paper_bert = {"name": "WSD (paper, BERT)", "bias_w": 0.346, "bias_c": 0.874}  # Table 7, dev set
+    scores_choices = True
+    # senses are listed in an order under --method letter/generate: PriDe's prior applies (WiC's yes/no has no order)
+    options = WordInContextTask.options | {"debias_share"}
+    bias_options = WordInContextTask.bias_options | {"debias_share"}
+
+    def split_labels(self, c: dict[str, Any]) -> str:
+        return f"mean choices {c['mean_choices']}"
+
+    def trained_features(self, items, view, vectors):
+        """One row per (item, choice): ``[u, d, |u-d|, u*d]``, y = is gold, group = the item's index."""
+        u = vectors([view(it.context) for it in items])
+        idx = np.array([i for i, it in enumerate(items) for _ in it.choices])
+        d = vectors([(c, None) for it in items for c in it.choices])
+        y = np.array([j == it.gold for it in items for j in range(len(it.choices))])
+        return pair_features(u[idx], d), y, idx
+
+    def prior_correct(self, train: Sequence[Any], test: Sequence[Any], seed: int) -> np.ndarray:
+        """Per test item: is the gold at the training data's most frequent gold position?"""
+        pos = int(majority([it.gold for it in train], seed))
+        return np.array([it.gold == pos for it in test])
+
+    def classifier_correct(self, clf, X, y, groups, ids=None, seed=0):
+        return choice_correct(clf.decision_function(X), groups, y, ids, seed)
+
+    def gold_text(self, item: Any) -> str:
+        return item.choices[item.gold]
+
+    def sense_text(self, item: Any) -> str | None:
+        return item.choices[item.gold]
+
+    def head_classes(self, train):
+        return None
+
+    def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
+        """A lettered choice among the item's sense definitions (the ``sense`` prompt)."""
+        from ..core import PromptUnit
+
+        fields = (("sentence", self.shown(item.context, condition, nonce)),
+                  ("word", self.named(item, condition, nonce)))
+        return PromptUnit(str(item.id), ("",), (tuple(item.choices),), "argmax", (int(item.gold),), ask="sense",
+                          fields=fields)
+
+    def gold_index(self, item, classes):
+        return int(item.gold)

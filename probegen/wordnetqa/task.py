@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ProbegenError
-from .base import Evaluation, Log, Settings
-from .capabilities import (
+from ..tasks.base import Evaluation, Log, Settings
+from ..tasks.capabilities import (
     Buildable,
     Exportable,
     Filterable,
@@ -25,8 +25,8 @@ from .capabilities import (
 if TYPE_CHECKING:
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
-    from ..wordnetqa.dataset import WordNetQADataset
-    from .bias_inputs import BiasInputs, FilterInputs
+    from .dataset import WordNetQADataset
+    from ..tasks.bias_inputs import BiasInputs, FilterInputs
 
 ABLATIONS = {
     "full": "question and choices",
@@ -94,22 +94,22 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         """The dataset at ``path``; a release file's rows that cannot be read as their probe's
         question are an error naming ``FILE:LINE`` or, with ``on_invalid="skip"``, left out and
         recorded in ``manifest["invalid"]``; ``probe``: the probe type of a release file's rows."""
-        from ..wordnetqa.dataset import load
+        from .dataset import load
 
         return load(path, ablations=ablations, on_invalid=on_invalid, probe=probe)
 
     def write(self, data: Any, out: str | Path) -> Path:
-        from ..wordnetqa.dataset import write
+        from .dataset import write
 
         return write(data, out)
 
     def counts(self, data: Any) -> dict[str, Any]:
-        from ..wordnetqa.dataset import counts
+        from .dataset import counts
 
         return counts(data.items)
 
     def fingerprint(self, data: Any) -> str:
-        from ..wordnetqa.dataset import fingerprint
+        from .dataset import fingerprint
 
         return fingerprint(data)
 
@@ -140,7 +140,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per item (of ``settings.split``): its query in ``condition`` against its choices."""
         from ..core import Unit
-        from ..wordnetqa.render import templates_of
+        from .render import templates_of
 
         items = [it for it in data.items if settings.split is None or it.split == settings.split]
         query = templates_of(data).query  # the dataset's own templates
@@ -148,7 +148,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """The full question of every item (of ``settings.split``), argmax with seeded ties."""
-        from ..wordnetqa.evaluate import evaluate_mc
+        from .evaluate import evaluate_mc
 
         res = evaluate_mc(data, scorer, settings, progress=progress)
         config = {"nonce": settings.nonce, "seed": settings.seed, "mode": "full",
@@ -156,7 +156,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         return Evaluation(self.rows_file, res["items"], res["metrics"], config)
 
     def summary(self, model: str, metrics: dict[str, Any]) -> str:
-        from ..wordnetqa.evaluate import summary
+        from .evaluate import summary
 
         return summary(model, metrics)
 
@@ -197,20 +197,20 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         modes = [m for m in ABLATIONS if m != "label"]
         if evaluator is not None:
             return {m: evaluator(data, scorer, settings, mode=m, progress=progress)["items"] for m in modes}
-        from ..wordnetqa.evaluate import evaluate_mc_modes
+        from .evaluate import evaluate_mc_modes
 
         res = evaluate_mc_modes(data, scorer, settings, modes, progress=progress)
         return {m: r["items"] for m, r in zip(modes, res)}
 
     def bias_inputs(self, data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
-        from ..wordnetqa.bias import bias_inputs
+        from .bias import bias_inputs
 
         return bias_inputs(data, records)
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """``probegen make wordnetqa --probe <the name's suffix>`` into ``path``."""
         from ..wordnetqa import dataset as mcd
-        from ..wordnetqa.config import WordNetQAConfig
+        from .config import WordNetQAConfig
 
         probe = path.name.split("-", 1)[1] if "-" in path.name else "definitions"
         log(f"{path} is missing: generating it (as `probegen make wordnetqa --probe {probe}`)")
@@ -229,7 +229,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
         """Per concept (items right, items), and per item (its concept, its id, right or wrong)."""
         from ..templating import dataset_nonce
-        from ..wordnetqa.evaluate import evaluate_mc
+        from .evaluate import evaluate_mc
 
         out: dict[str, list[float]] = {}
         items: list[tuple[str, str, float]] = []
@@ -249,7 +249,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         return float(np.mean([1.0 / len(it.choices) for it in data.items]))
 
     def artefact_inputs(self, data: Any) -> FilterInputs:
-        from ..wordnetqa.bias import filter_inputs
+        from .bias import filter_inputs
 
         return filter_inputs(data)
 
@@ -257,8 +257,8 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def stats(self, path: str | Path, log: Log) -> str:
         """Questions, items and synsets per probe beside the paper's, and the leak rate."""
         from ..leaks import format_leak_rates, morphology_for, wordnetqa_leak_rates
-        from ..wordnetqa.dataset import counts, load
-        from ..wordnetqa.reference import size_table
+        from .dataset import counts, load
+        from .reference import size_table
 
         mc = load(path)
         return "\n".join([str(path), size_table(counts(mc.items)),
@@ -267,8 +267,8 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
                     pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """One doc per item (of ``split``): the full question, where nonce and pattern play no part."""
-        from ..wordnetqa.dataset import load
-        from ..wordnetqa.export import wordnetqa_docs
+        from .dataset import load
+        from .export import wordnetqa_docs
 
         ds = load(path)
         docs = wordnetqa_docs(ds, split=split)
@@ -277,7 +277,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
         """The WordNetQA release JSONL (optionally one split)."""
         from ..io import atomic_output_file, check_docs_back, dumps, read_jsonl
-        from ..wordnetqa.dataset import export_release, load
+        from .dataset import export_release, load
 
         rows = export_release(load(path), split)
 
@@ -299,34 +299,34 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
         """One item per concept cluster (see :func:`probegen.wordnetqa.study.choice_pool`)."""
-        from ..wordnetqa.study import choice_pool
+        from .study import choice_pool
 
         return choice_pool(data, cfg)
 
     def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
-        from ..wordnetqa.render import templates_of
-        from ..wordnetqa.study import mc_view
+        from .render import templates_of
+        from .study import mc_view
 
         return mc_view(unit, condition, templates_of(data))
 
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
-        from ..wordnetqa.study import mc_gold
+        from .study import mc_gold
 
         return mc_gold(unit, excluded_conditions(unit.probe))
 
     def spec_section(self) -> SpecSection:
-        from ..wordnetqa.spec import SECTION
+        from .spec import SECTION
 
         return SECTION
 
     def spec_config(self, spec: Spec) -> Any:
-        from ..wordnetqa.spec import wordnetqa_config
+        from .spec import wordnetqa_config
 
         return wordnetqa_config(spec)
 
     def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Runner) -> Any:
-        from ..wordnetqa.spec import build_multiple_choice
+        from .spec import build_multiple_choice
 
         return build_multiple_choice(spec, cfg, wordnet, semcor, progress, log)
 

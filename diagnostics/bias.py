@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from probegen.stats.bootstrap import cluster_ci, cluster_weights, percentile_ci
+
 # the tables are plain data a kind fills in the library (probegen.tasks.bias_inputs); kept importable here
 from probegen.tasks.bias_inputs import FULL, LABEL, UnitTable, unit_sums
 
@@ -57,14 +59,6 @@ def _means(table: UnitTable, w: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def _ci(reps: np.ndarray, alpha: float) -> list[float] | None:
-    reps = reps[np.isfinite(reps)]
-    if reps.size == 0:
-        return None
-    lo, hi = np.percentile(reps, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return [float(lo), float(hi)]
-
-
 def bootstrap_bias(table: UnitTable, parts: dict[str, str], n_boot: int = 1000, seed: int = 0,
                    alpha: float = 0.05) -> dict[str, Any]:
     """Accuracies, the Full - Label gap and the bias ratios, each with a percentile bootstrap CI.
@@ -91,17 +85,15 @@ def bootstrap_bias(table: UnitTable, parts: dict[str, str], n_boot: int = 1000, 
     if n == 0:
         raise ValueError("no units to measure")
     point = {k: float(v[0]) for k, v in _means(table, np.ones((1, n))).items()}
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
-    reps = _means(table, w)
+    reps = _means(table, cluster_weights(n, n_boot, seed))
 
     gap_reps = reps[FULL] - reps[LABEL]
     gap = point[FULL] - point[LABEL]
     se = float(np.std(gap_reps, ddof=1))
-    gap_ci = _ci(gap_reps, alpha)
+    gap_ci = percentile_ci(gap_reps, alpha)
     defined = bool(gap > 0 and gap_ci is not None and gap_ci[0] > 0 and gap >= 2 * se)
 
-    ablations = {k: {"accuracy": point[k], "ci": _ci(reps[k], alpha)} for k in point}
+    ablations = {k: {"accuracy": point[k], "ci": percentile_ci(reps[k], alpha)} for k in point}
     ratios: dict[str, Any] = {}
     for name, abl in parts.items():
         if abl not in point:
@@ -112,7 +104,7 @@ def bootstrap_bias(table: UnitTable, parts: dict[str, str], n_boot: int = 1000, 
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.where(gap_reps > 0, (reps[abl] - reps[LABEL]) / gap_reps, np.nan)
         ratios[name] = {"ablation": abl, "value": bias_ratio(point[abl], point[LABEL], point[FULL]),
-                        "ci": _ci(r, alpha)}
+                        "ci": percentile_ci(r, alpha)}
     return {
         "n_units": n,
         "n_items": float(table.weight.sum()),
@@ -133,13 +125,8 @@ def bootstrap_accuracy(
     (0.75, 2)
     """
     correct = np.asarray(correct, dtype=np.float64)
-    keys = units if units is not None else list(range(len(correct)))
-    table = unit_sums({"acc": correct}, keys)
-    n = len(table.units)
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
-    reps = (w @ table.correct["acc"]) / (w @ table.weight)
-    return {"accuracy": float(correct.mean()), "ci": _ci(reps, alpha), "n_items": int(len(correct)), "n_units": n}
+    return {"accuracy": float(correct.mean()), "ci": cluster_ci(correct, units, n_boot, seed, alpha),
+            "n_items": int(len(correct)), "n_units": len(correct) if units is None else len(set(units))}
 
 
 def fmt_ratio(r: dict[str, Any] | None) -> str:

@@ -30,17 +30,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .bias import _ci
+from probegen.stats.bootstrap import cluster_weights, percentile_ci, ratio_ci
+
 from .position import (
     ALPHA,
     Row,
-    boot_weights,
     cluster_index,
     cluster_of,
     method_of,
     option_matrix,
     per_cluster,
-    ratio,
     rows_of,
 )
 
@@ -127,14 +126,14 @@ def calibrate(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[st
     right = np.array([float(r.pred == r.gold) for r in rows])
     bins = n_bins(len(rows))
     idx, names = cluster_index(rows)
-    w = boot_weights(len(names), n_boot, seed)
+    w = cluster_weights(len(names), n_boot, seed)
     row_w = w[:, idx]
     ece = float(weighted_ece(conf, right, np.ones((1, len(rows))), bins)[0])
     ones = per_cluster(np.ones(len(rows)), idx, len(names))
     return {"rows": len(rows), "clusters": len(names), "bins": bins, "accuracy": float(right.mean()),
             "mean_confidence": float(conf.mean()),
-            "ece": {"value": ece, "ci": _ci(weighted_ece(conf, right, row_w, bins), ALPHA)},
-            "brier": ratio(per_cluster(brier_rows(dists, [r.gold for r in rows]), idx, len(names)), ones, w),
+            "ece": {"value": ece, "ci": percentile_ci(weighted_ece(conf, right, row_w, bins), ALPHA)},
+            "brier": ratio_ci(per_cluster(brier_rows(dists, [r.gold for r in rows]), idx, len(names)), ones, w),
             "reliability": reliability(conf, right, bins)}
 
 

@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .bias import _ci
+from probegen.stats.bootstrap import cluster_weights, percentile_ci, ratio_ci
 
 ALPHA = 0.05
 #: generate: each order's one-hot answer is floored at this probability before the log prior
@@ -168,34 +168,12 @@ def cluster_index(rows: Sequence[Row]) -> tuple[np.ndarray, list[str]]:
     return idx, list(order)
 
 
-def boot_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
-    """Replicates x clusters multiplicities: clusters drawn with replacement (as diagnostics.bias does)."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot).astype(np.float64)
-
-
 def per_cluster(values: np.ndarray, idx: np.ndarray, n_clusters: int) -> np.ndarray:
     """Per-row values (rows x ...) summed per cluster (clusters x ...)."""
     values = np.asarray(values, dtype=np.float64)
     out = np.zeros((n_clusters,) + values.shape[1:])
     np.add.at(out, idx, values)
     return out
-
-
-def ratio(num: np.ndarray, den: np.ndarray, w: np.ndarray, alpha: float = ALPHA) -> Any:
-    """{value, ci} of sum(num)/sum(den) over clusters (per column when 2-D), CI from weights ``w``.
-
-    >>> r = ratio(np.array([1.0, 0.0, 1.0]), np.ones(3), boot_weights(3, 200, 0))
-    >>> round(r["value"], 3), r["ci"][0] <= r["value"] <= r["ci"][1]
-    (0.667, True)
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        point = num.sum(axis=0) / den.sum(axis=0)
-        reps = (w @ num) / (w @ den)
-    if np.ndim(point) == 0:
-        return {"value": None if not np.isfinite(point) else float(point), "ci": _ci(np.asarray(reps), alpha)}
-    return [{"value": None if not np.isfinite(p) else float(p), "ci": _ci(reps[:, j], alpha)}
-            for j, p in enumerate(point)]
 
 
 # ---- the statistics ----------------------------------------------------------------------------
@@ -237,7 +215,7 @@ def _rstd(recall_num: np.ndarray, recall_den: np.ndarray, w: np.ndarray) -> dict
     ok = recall_den.sum(0) > 0
     value = float(np.std(point[ok])) if ok.any() else None
     rep_std = np.array([np.std(rr[ok & np.isfinite(rr)]) if (ok & np.isfinite(rr)).any() else np.nan for rr in reps])
-    return {"value": value, "ci": _ci(rep_std, ALPHA)}
+    return {"value": value, "ci": percentile_ci(rep_std, ALPHA)}
 
 
 def position_stats(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -255,19 +233,19 @@ def position_stats(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> di
     width = max(r.n for r in rows)
     idx, names = cluster_index(rows)
     obs = {k: per_cluster(v, idx, len(names)) for k, v in _observations(rows, width).items()}
-    w = boot_weights(len(names), n_boot, seed)
-    sel, gold = ratio(obs["chosen"], obs["has"], w), ratio(obs["gold"], obs["has"], w)
-    rec = ratio(obs["right"], obs["gold"], w)
+    w = cluster_weights(len(names), n_boot, seed)
+    sel, gold = ratio_ci(obs["chosen"], obs["has"], w), ratio_ci(obs["gold"], obs["has"], w)
+    rec = ratio_ci(obs["right"], obs["gold"], w)
     positions = [{"position": LETTERS[p] if p < len(LETTERS) else str(p), "selection_rate": sel[p],
                   "gold_rate": gold[p], "recall": rec[p], "n": int(obs["has"][:, p].sum())} for p in range(width)]
     n_orders = min(len(r.perms) for r in rows)
     ones = np.ones(len(rows))
     same = np.array([float((r.chosen == r.chosen[0]).all()) for r in rows])
-    consistency = (ratio(per_cluster(same, idx, len(names)), per_cluster(ones, idx, len(names)), w) if n_orders > 1
+    consistency = (ratio_ci(per_cluster(same, idx, len(names)), per_cluster(ones, idx, len(names)), w) if n_orders > 1
                    else {"value": None, "ci": None, "reason": "one option order per unit: nothing to compare"})
     if rotations_complete(rows):
         strict = np.array([float((r.chosen == r.gold).all()) for r in rows])
-        circular = ratio(per_cluster(strict, idx, len(names)), per_cluster(ones, idx, len(names)), w)
+        circular = ratio_ci(per_cluster(strict, idx, len(names)), per_cluster(ones, idx, len(names)), w)
     else:
         circular = {"value": None, "ci": None,
                     "reason": "the orders do not include every cyclic rotation of the options (--permutations "
@@ -393,7 +371,7 @@ def pride(rows: Sequence[Row], share: float = DEFAULT_SHARE, seed: int = 0, n_bo
     test = [r for r in rows if r.cluster in held]
     prior = estimator(est_rows, floor)
     idx, names = cluster_index(test)
-    w = boot_weights(len(names), n_boot, seed)
+    w = cluster_weights(len(names), n_boot, seed)
     ones = per_cluster(np.ones(len(test)), idx, len(names))
 
     def compare(rs: list[Row]) -> dict[str, Any]:
@@ -402,7 +380,7 @@ def pride(rows: Sequence[Row], share: float = DEFAULT_SHARE, seed: int = 0, n_bo
                               [option_matrix(r, prior[r.n], floor) if r.n in prior else option_matrix(r) for r in rs],
                               decision, seed)
         b, a = per_cluster(before, idx, len(names)), per_cluster(after, idx, len(names))
-        return {"before": ratio(b, ones, w), "after": ratio(a, ones, w), "gain": ratio(a - b, ones, w)}
+        return {"before": ratio_ci(b, ones, w), "after": ratio_ci(a, ones, w), "gain": ratio_ci(a - b, ones, w)}
 
     first = [Row(r.unit, r.cluster, r.gold, r.perms[:1], r.probs[:1], r.chosen[:1], r.pred, r.fields) for r in test]
     return {"share": share, "seed": seed, "floor": floor if votes else None,

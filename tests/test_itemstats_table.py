@@ -16,8 +16,9 @@ from probegen.commands.cli import cli
 from probegen.errors import ProbegenError
 from probegen.io import file_hashes, write_json, write_jsonl
 from probegen.itemstats.classical import distractors, item_table, kr20, kr20_ci
-from probegen.itemstats.paired import all_pairs, holm, mcnemar_exact, paired_diff
+from probegen.itemstats.paired import all_pairs, mcnemar_exact, paired_diff
 from probegen.itemstats.table import gather
+from probegen.stats.significance import holm
 
 CHOICES = ["w", "x", "y", "z"]
 

@@ -26,6 +26,9 @@ import numpy as np
 
 from ..errors import ProbegenError
 from ..io import atomic_dir, atomic_write, ensure_writable, write_json
+from ..stats import significance
+from ..stats.bootstrap import cluster_ci, cluster_sums
+from ..stats.variance import ratio_variance
 
 FORM_COLUMNS = ("respondent", "form", "dataset", "items", "units", "accuracy", "se", "ci_lo", "ci_hi")
 EQ_COLUMNS = ("respondent", "form_a", "form_b", "diff", "se", "df", "ci90_lo", "ci90_hi", "p_lower", "p_upper",
@@ -40,69 +43,20 @@ ALL = "(mean of respondents)"
 
 # ---- the statistics -----------------------------------------------------------------------------
 def cluster_mean(y: np.ndarray, units: Sequence[str]) -> tuple[float, float, int]:
-    """(mean of ``y``, its cluster-robust standard error, clusters): the ratio estimator over the
-    clusters ``units`` (CR1: the sum of squared cluster residuals times C/(C-1)).
+    """(mean of ``y``, its cluster-robust CR1 standard error, clusters) over the clusters ``units``
+    (:func:`probegen.stats.variance.ratio_variance`; one cluster: a standard error of 0).
 
     >>> m, se, c = cluster_mean(np.array([1, 1, 0, 0, 1, 0.]), ["a", "a", "b", "b", "c", "c"])
     >>> round(m, 3), round(se, 3), c
     (0.5, 0.289, 3)
     """
-    s, cnt = _cluster_sums(y, units)
-    n, c = float(cnt.sum()), len(s)
-    mean = float(s.sum() / n)
-    resid = s - mean * cnt
-    se = float(np.sqrt(c / max(c - 1, 1) * (resid ** 2).sum()) / n)
-    return mean, se, c
-
-
-def _cluster_sums(y: np.ndarray, units: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster (sorted by name): the sum of ``y`` and the count."""
-    _, inv = np.unique(np.asarray(units, dtype=str), return_inverse=True)
-    return np.bincount(inv, weights=np.asarray(y, float)), np.bincount(inv).astype(float)
-
-
-def cluster_bootstrap_ci(y: np.ndarray, units: Sequence[str], n_boot: int, seed: int,
-                         level: float = 0.95) -> tuple[float, float]:
-    """Percentile CI of the mean of ``y`` resampling whole clusters ``units`` with replacement.
-
-    >>> lo, hi = cluster_bootstrap_ci(np.array([1, 1, 0, 0, 1, 0.] * 5), [str(i // 2) for i in range(30)], 500, 0)
-    >>> 0.2 < lo < 0.5 < hi < 0.8
-    True
-    """
-    s, n = _cluster_sums(y, units)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(s), size=(n_boot, len(s)))
-    means = s[idx].sum(1) / n[idx].sum(1)
-    q = (1 - level) / 2
-    return float(np.quantile(means, q)), float(np.quantile(means, 1 - q))
-
-
-@dataclass
-class Tost:
-    """A two one-sided test of ``|mean_a - mean_b| < margin`` (independent samples, clustered SEs)."""
-
-    diff: float
-    se: float
-    df: int
-    ci90: tuple[float, float]  # the 1 - 2 alpha interval of the difference (inside +/- margin: equivalent)
-    p_lower: float  # H0: diff <= -margin
-    p_upper: float  # H0: diff >= +margin
-    margin: float
-    alpha: float
-    margin_met: float  # the smallest margin this test would call equivalent (NaN for a degenerate test)
-    degenerate: bool = False  # no standard error: the test says nothing (never equivalent)
-
-    @property
-    def p(self) -> float:
-        return max(self.p_lower, self.p_upper)
-
-    @property
-    def equivalent(self) -> bool:
-        return not self.degenerate and self.p < self.alpha
+    s, cnt = cluster_sums(y, units)
+    mean, var = ratio_variance(s, cnt)
+    return mean, float(np.sqrt(var)) if len(s) > 1 else 0.0, len(s)
 
 
 def tost(y_a: np.ndarray, units_a: Sequence[str], y_b: np.ndarray, units_b: Sequence[str], margin: float = 0.03,
-         alpha: float = 0.05) -> Tost:
+         alpha: float = 0.05) -> significance.Tost:
     """TOST of equal means of two independent clustered samples at +/- ``margin``: t statistics on
     the cluster-robust SE of the difference with ``clusters_a + clusters_b - 2`` degrees of freedom.
 
@@ -114,33 +68,7 @@ def tost(y_a: np.ndarray, units_a: Sequence[str], y_b: np.ndarray, units_b: Sequ
     """
     ma, sa, ca = cluster_mean(np.asarray(y_a, float), units_a)
     mb, sb, cb = cluster_mean(np.asarray(y_b, float), units_b)
-    return tost_stats(ma - mb, float(np.hypot(sa, sb)), ca + cb - 2, margin, alpha)
-
-
-def tost_stats(diff: float, se: float, df: int, margin: float, alpha: float) -> Tost:
-    """The TOST of a difference ``diff`` with standard error ``se`` on ``df`` degrees of freedom.
-    A standard error of 0 (every item answered alike on both forms: all right, say) is a degenerate
-    test: its p-values and the margin it meets are NaN and it never concludes equivalence (a zero
-    SE would make "equivalent at +/- 0.000" of two forms a ceiling hides).
-
-    >>> t = tost_stats(0.01, 0.01, 100, 0.03, 0.05)
-    >>> t.equivalent, round(t.margin_met, 3)
-    (True, 0.027)
-    >>> t = tost_stats(0.0, 0.0, 100, 0.03, 0.05)
-    >>> t.degenerate, t.equivalent
-    (True, False)
-    """
-    from scipy import stats
-
-    df = max(int(df), 1)
-    tcrit = float(stats.t.ppf(1 - alpha, df))
-    if not se > 0:
-        nan = float("nan")
-        return Tost(diff, 0.0, df, (nan, nan), nan, nan, margin, alpha, nan, degenerate=True)
-    p_lo = float(stats.t.sf((diff + margin) / se, df))
-    p_hi = float(stats.t.cdf((diff - margin) / se, df))
-    return Tost(diff, se, df, (diff - tcrit * se, diff + tcrit * se), p_lo, p_hi, margin, alpha,
-                abs(diff) + tcrit * se)
+    return significance.tost(ma - mb, float(np.hypot(sa, sb)), ca + cb - 2, margin, alpha)
 
 
 # ---- reading the runs ---------------------------------------------------------------------------
@@ -320,7 +248,7 @@ def analyse(frs: list[FormRun], family: dict[str, Any], margin: float = 0.03, al
     for r in respondents:
         for f in sorted((f for f in frs if f.respondent == r), key=lambda f: f.form):
             m, se, c = cluster_mean(f.y, f.units)
-            lo, hi = cluster_bootstrap_ci(f.y, f.units, n_boot, seed + f.form)
+            lo, hi = cluster_ci(f.y, f.units, n_boot, seed + f.form) or [float("nan")] * 2  # None: no items
             rows.append({"respondent": r, "form": f.form, "dataset": f.dataset, "items": len(f.y), "units": c,
                          "accuracy": m, "se": se, "ci_lo": lo, "ci_hi": hi})
             acc.setdefault(r, {})[f.form] = m

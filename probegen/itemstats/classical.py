@@ -15,6 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..stats.bootstrap import cluster_weights, percentile_ci
+
 
 def rest_scores(y: np.ndarray) -> np.ndarray:
     """rest[j, i]: respondent j's accuracy on the items other than i they answered (NaN if none)."""
@@ -87,7 +89,8 @@ def kr20(y: np.ndarray) -> float | None:
 
 def kr20_ci(y: np.ndarray, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
     """KR-20 with a percentile bootstrap CI over respondents. Missing cells are filled with the item's
-    p-value (which pulls KR-20 down a little where many are missing: ``imputed`` says how many)."""
+    p-value (which pulls KR-20 down a little where many are missing: ``imputed`` says how many). A replicate
+    whose totals do not vary has no KR-20 and is left out, as :func:`kr20` says None."""
     m = np.isnan(y)
     with np.errstate(invalid="ignore"):
         p = np.nanmean(np.where(m.all(axis=0), 0.0, y), axis=0) if y.size else np.zeros(y.shape[1])
@@ -97,11 +100,12 @@ def kr20_ci(y: np.ndarray, n_boot: int = 1000, seed: int = 0, alpha: float = 0.0
                            "imputed": int(m.sum())}
     if value is None:
         return out
-    rng = np.random.default_rng(seed)
-    boots = [kr20(filled[rng.integers(0, len(filled), len(filled))]) for _ in range(n_boot)]
-    vals = np.array([b for b in boots if b is not None])
-    if len(vals):
-        out["ci"] = [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))]
+    (j, k), w = filled.shape, cluster_weights(len(filled), n_boot, seed)  # replicates x respondents
+    tot, p = filled.sum(axis=1), (w @ filled) / j  # kr20 of each resample, from its multiplicities
+    var = (w * (tot[None, :] - (w @ tot)[:, None] / j) ** 2).sum(axis=1) / (j - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reps = k / (k - 1) * (1 - (p * (1 - p)).sum(axis=1) * j / (j - 1) / np.where(var > 1e-12, var, np.nan))
+    out["ci"] = percentile_ci(reps, alpha)
     return out
 
 

@@ -13,6 +13,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..stats.bootstrap import cluster_ci
+from ..stats.significance import holm
+
 PAIR_COLUMNS = ("a", "b", "items", "acc_a", "acc_b", "diff", "ci_lo", "ci_hi", "a_only", "b_only", "p_mcnemar",
                 "p_holm", "significant")
 
@@ -29,38 +32,14 @@ def mcnemar_exact(x: np.ndarray, z: np.ndarray) -> tuple[int, int, float]:
     return b, c, (float(binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0)
 
 
-def holm(p: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (same order as ``p``).
-
-    >>> holm([0.01, 0.04, 0.03])
-    [0.03, 0.06, 0.06]
-    """
-    order = np.argsort(p, kind="stable")
-    m, out, running = len(p), [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * float(p[i])))
-        out[i] = round(running, 12)
-    return out
-
-
 def paired_diff(x: np.ndarray, z: np.ndarray, clusters: Sequence[Any] | None = None, n_boot: int = 2000,
                 seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
     """Accuracy difference (x - z) on paired items with a percentile cluster-bootstrap CI and McNemar."""
     x, z = np.asarray(x, float), np.asarray(z, float)
-    keys = list(range(len(x))) if clusters is None else list(clusters)
-    ids = {c: i for i, c in enumerate(dict.fromkeys(keys))}
-    idx = np.array([ids[c] for c in keys], dtype=int)
-    sums = np.bincount(idx, weights=x - z, minlength=len(ids))
-    counts = np.bincount(idx, minlength=len(ids)).astype(float)
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=n_boot).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boots = (w @ sums) / (w @ counts)
-    boots = boots[np.isfinite(boots)]
+    ci = cluster_ci(x - z, clusters, n_boot, seed, alpha) or [float("nan")] * 2  # None: never, items > 0
     b, c, p = mcnemar_exact(x, z)
     return {"items": len(x), "acc_a": float(x.mean()), "acc_b": float(z.mean()), "diff": float((x - z).mean()),
-            "ci_lo": float(np.quantile(boots, alpha / 2)), "ci_hi": float(np.quantile(boots, 1 - alpha / 2)),
-            "a_only": b, "b_only": c, "p_mcnemar": p}
+            "ci_lo": ci[0], "ci_hi": ci[1], "a_only": b, "b_only": c, "p_mcnemar": p}
 
 
 def all_pairs(y: np.ndarray, names: Sequence[str], units: Sequence[Any] | None = None, n_boot: int = 2000,

@@ -60,7 +60,8 @@ def side_pairs(model: dict[str, Any], n_boot: int = 1000, seed: int = 0, alpha: 
     """
     import numpy as np
 
-    from ..itemstats.paired import holm, paired_diff
+    from ..itemstats.paired import paired_diff
+    from ..stats.significance import holm
 
     sides = _sides(model)
     many = len(sides) > MAX_SIDES

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Iterable, Literal, TypeVar, cast
 
 from .errors import DatasetError
 from .text import detokenize, replace_char_span
+
+if TYPE_CHECKING:
+    from .leaks import Morphology
+    from .wordnet_graph import WordNetGraph
 
 __all__ = ["Context", "ExampleOccurrence", "Schema", "example_occurrences", "locate"]
 
@@ -273,7 +277,7 @@ def recorded(value: T | None, what: str) -> T:
     return value
 
 
-def locate(text: str, lemmas: Iterable[str], pos: str, morph) -> tuple[str, tuple[int, int]] | None:
+def locate(text: str, lemmas: Iterable[str], pos: str, morph: Morphology) -> tuple[str, tuple[int, int]] | None:
     """(lemma, char span) of the first of ``lemmas`` found as whole words in ``text``, else None.
 
     Lemmas are tried in the wordnet's order; within a lemma the first occurrence wins. The head
@@ -318,7 +322,7 @@ def ExampleOccurrence(synset: str, index: int, text: str, char_span: tuple[int, 
     return Context(text=text, char_span=char_span, source="wordnet", ref=str(index), lemma=lemma, synset=synset)
 
 
-def example_occurrences(graph, synsets: Iterable[str], morph) -> dict[str, list[Context]]:
+def example_occurrences(graph: WordNetGraph, synsets: Iterable[str], morph: Morphology) -> dict[str, list[Context]]:
     """synset -> its examples in which one of its lemmas is found (:func:`locate`), in the
     wordnet's order, as contexts (:func:`ExampleOccurrence`); synsets with none are left out.
     Whether a form of the target is still visible elsewhere in the sentence is for the caller to

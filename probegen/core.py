@@ -126,7 +126,7 @@ class Outcome:
         scores, a relative measure only): what calibration calls a cloze row's distribution."""
         m = np.asarray(self.scores, dtype=np.float64)
         e = np.exp(m - m.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        return cast(np.ndarray, e / e.sum(axis=1, keepdims=True))
 
     def confidence(self) -> np.ndarray:
         """Per row, the probability :meth:`distribution` gives the decision (``best-row``: one entry,
@@ -136,7 +136,7 @@ class Outcome:
             e = np.exp(col - col.max())
             return np.array([float((e / e.sum())[0, int(self.pred[0])])])
         d = self.distribution()
-        return d[np.arange(len(self.pred)), self.pred]
+        return cast(np.ndarray, d[np.arange(len(self.pred)), self.pred])
 
     def row(self, **fields: Any) -> dict[str, Any]:
         """The one result-row layout of every kind and method: ``id``, the kind's own ``fields``

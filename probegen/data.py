@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .errors import DataNotFound, ProbegenError
 from .io import sha256_file, sha256_text, write_json
@@ -190,11 +190,11 @@ def _sha256_of(root: Path) -> str:
     """The folder's recorded archive hash, else its (cached) content hash."""
     meta = _read_meta(root)
     if meta and meta.get("kind") == "archive":
-        return meta["sha256"]  # unpacked by us from a verified archive: trusted as is
+        return cast(str, meta["sha256"])  # unpacked by us from a verified archive: trusted as is
     files = _data_files(root)
     fp = _fingerprint(files)
     if meta and meta.get("kind") == "content" and meta.get("fingerprint") == fp:
-        return meta["sha256"]
+        return cast(str, meta["sha256"])
     sha = content_sha256(root)
     record = {"kind": "content", "sha256": sha, "fingerprint": fp}
     for p in _meta_paths(root):
@@ -358,10 +358,10 @@ def locate_semcor(path: str | None = None) -> DataInfo:
 # ---------------------------------------------------------------- loading
 
 
-def _reader_class():
+def _reader_class() -> type[Any]:
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    class WordNet30Reader(WordNetCorpusReader):
+    class WordNet30Reader(WordNetCorpusReader):  # type: ignore[misc]  # nltk has no type hints
         """nltk's reader, minus the WordNet-version mapping built at construction.
 
         nltk builds that map (for OMW) by loading nltk_data's 'wordnet', which need not be
@@ -375,7 +375,7 @@ def _reader_class():
 
 
 @lru_cache(maxsize=4)
-def _load_reader(root: str):
+def _load_reader(root: str) -> Any:
     import nltk.data
 
     # nltk >= 3.9 only opens files below nltk.data.path: admit exactly this folder
@@ -386,7 +386,7 @@ def _load_reader(root: str):
         return _reader_class()(root, None)
 
 
-def load_wordnet(path: str | None = None):
+def load_wordnet(path: str | None = None) -> Any:
     """An nltk ``WordNetCorpusReader`` on the located WordNet 3.0 (no nltk download needed).
 
     Memoised per located folder, so every caller shares one reader.
@@ -394,12 +394,12 @@ def load_wordnet(path: str | None = None):
     return _load_reader(str(locate_wordnet(path).path))
 
 
-def load_wndb(info: DataInfo):
+def load_wndb(info: DataInfo) -> Any:
     """An nltk ``WordNetCorpusReader`` on a located WNDB folder of any version (memoised per folder)."""
     return _load_reader(str(info.path))
 
 
-def synset_counts(wn) -> dict[str, int]:
+def synset_counts(wn: Any) -> dict[str, int]:
     """Synsets per part of speech (adjectives include satellites), from the reader's lemma index."""
     offsets: dict[str, set[int]] = {"n": set(), "v": set(), "a": set(), "r": set()}
     for by_pos in wn._lemma_pos_offset_map.values():  # built at load: far faster than all_synsets()

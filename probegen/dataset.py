@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Collection, Iterable, TypeVar
+from typing import Any, Callable, ClassVar, Collection, Iterable, TypeVar, cast
 
 from . import io  # its writers are looked up when called: tests interrupt them there
 from .errors import DatasetError
@@ -75,8 +75,8 @@ class Dataset:
     source: str
 
     @property
-    def records(self) -> list:
-        return getattr(self, self.records_field)
+    def records(self) -> list[Item]:
+        return cast("list[Item]", getattr(self, self.records_field))
 
     @property
     def fingerprint(self) -> str:
@@ -119,7 +119,7 @@ class Dataset:
 
     @classmethod
     def read_records(cls, path: Path, parse: Callable[[Any], Any] | None = None,
-                     rows: Iterable[tuple[int, Any]] | None = None) -> list:
+                     rows: Iterable[tuple[int, Any]] | None = None) -> list[Any]:
         """Every row of the JSONL file ``path`` (or its already read ``rows``) as a record
         (``parse``: the record class's ``from_json``); the first bad one raises a DatasetError
         prefixed ``FILE:LINE:``."""

@@ -41,7 +41,7 @@ def local_rank() -> int:
         return 0
 
 
-def _dist():
+def _dist() -> Any:
     import torch.distributed as dist
 
     return dist if dist.is_available() else None

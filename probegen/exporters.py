@@ -225,7 +225,8 @@ def write_hf(docs: list[dict[str, Any]], out: Path, kind: str, source: str, mani
     return out, {s: len(by_split[s]) for s in order}
 
 
-def _hf_card(kind: str, source: str, splits: list[str], by_split: dict[str, list], manifest: dict[str, Any]) -> str:
+def _hf_card(kind: str, source: str, splits: list[str], by_split: dict[str, list[Any]],
+             manifest: dict[str, Any]) -> str:
     files = "".join(f"  - split: {s}\n    path: data/{s}.parquet\n" for s in splits)
     counts = ", ".join(f"{s}: {len(by_split[s])}" for s in splits)
     what = _exportable(kind).hf_description()

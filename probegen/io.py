@@ -229,7 +229,7 @@ def _layout_writer(root: Path) -> str:
     """
     kind = _manifest_kind(root)
     if kind in ("study", "export"):
-        return kind
+        return str(kind)
     if kind is not None:
         return "dataset"
     return "run" if (root / "results.json").is_file() else "output"
@@ -743,7 +743,7 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_NoAliasLoader)
 
 
-class _NoAliasLoader(yaml.SafeLoader):
+class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]  # yaml has no type hints here
     """yaml's SafeLoader that raises on an alias before it is composed."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:

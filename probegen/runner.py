@@ -25,7 +25,7 @@ import contextlib
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar, cast
 
 import numpy as np
 
@@ -129,7 +129,7 @@ class Runner:
 
     def share(self, value: T) -> T:
         """Rank 0's ``value`` on every rank (``value`` itself in one process); every rank must call it."""
-        return dist.all_gather(value)[0]
+        return cast(T, dist.all_gather(value)[0])
 
     # ---- models and scoring ---------------------------------------------------------------------------
     def resolve(self, model: str) -> Any:

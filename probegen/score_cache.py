@@ -18,9 +18,11 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .paths import cache_dir, set_aside
+
+T = TypeVar("T")
 
 # SQLite limits the number of bound parameters per statement (999 in old builds).
 _CHUNK = 900
@@ -97,7 +99,7 @@ class SqliteStore:
                     raise
                 time.sleep(0.05 * (attempt + 1))
 
-    def _run(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(connection)``; if the file turns out damaged (on open or on this query), it is
         set aside and ``work`` runs once more on a fresh cache. Call with ``self._lock`` held."""
         try:

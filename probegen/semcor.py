@@ -15,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .contexts import Context
 from .data import DataInfo, load_wordnet, locate_semcor, locate_wordnet
@@ -91,7 +91,8 @@ def _words(text: str) -> list[str]:
     return [w for w in text.split("_") if w] or ([text] if text else [])
 
 
-def parse_tagfile(text: str, sent_prefix: str, resolve, stats: ParseStats | None = None) -> Iterator[Sentence]:
+def parse_tagfile(text: str, sent_prefix: str, resolve: Callable[[str], str | None],
+                  stats: ParseStats | None = None) -> Iterator[Sentence]:
     """Sentences of one tagfile's text; ``resolve(sense_key)`` returns a synset name or None."""
     stats = stats if stats is not None else ParseStats()
     snum = None
@@ -130,7 +131,7 @@ def parse_tagfile(text: str, sent_prefix: str, resolve, stats: ParseStats | None
             snum = None
 
 
-def _as_resource(wn):
+def _as_resource(wn: Any) -> LexicalResource:
     """A LexicalResource as is; an nltk reader wrapped as WNDB."""
     from .lexicon.base import LexicalResource
     from .lexicon.wndb import NltkWordNet
@@ -138,7 +139,7 @@ def _as_resource(wn):
     return wn if isinstance(wn, LexicalResource) else NltkWordNet(wn)
 
 
-def _resolver(wn):
+def _resolver(wn: Any) -> Callable[[str], str | None]:
     """sense key -> synset name (None if unknown) through the resource's ``sense_key_index()``
     (``wn``: a LexicalResource or an nltk reader). SemCor's keys are WordNet 3.0's; WordNet 3.1
     and other wordnets with sense keys map those they still have. For WNDB this equals
@@ -162,7 +163,7 @@ def tagfiles(semcor_dir: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def iter_sentences(semcor_dir: Path, wn, stats: ParseStats | None = None) -> Iterator[Sentence]:
+def iter_sentences(semcor_dir: Path, wn: Any, stats: ParseStats | None = None) -> Iterator[Sentence]:
     """Every SemCor sentence in a fixed order (corpus folder, file name, document order).
 
     Tags keep the FIRST sense of a token; proper names (``pn=``), tags without a WordNet 3.0
@@ -182,12 +183,12 @@ def iter_sentences(semcor_dir: Path, wn, stats: ParseStats | None = None) -> Ite
 # ---------------------------------------------------------------- cached index
 
 
-def _cache_path(semcor: DataInfo, wordnet) -> Path:
+def _cache_path(semcor: DataInfo, wordnet: DataInfo | LexicalResource) -> Path:
     key = sha256_text(f"{semcor.sha256}:{wordnet.sha256}:v{INDEX_FORMAT}")[:16]
     return cache_dir() / f"semcor_index-{key}.json.gz"
 
 
-def _build(semcor: DataInfo, wn) -> dict[str, Any]:
+def _build(semcor: DataInfo, wn: Any) -> dict[str, Any]:
     """Parse SemCor into the cache payload: tagged sentences once, SemCor's lemmas once, and
     per synset a flat [sentence index, start, end, lemma index, ...] list in document order."""
     stats = ParseStats()
@@ -247,7 +248,8 @@ def _to_contexts(payload: dict[str, Any]) -> dict[str, list[Context]]:
 _MEMO: dict[tuple[str, str], tuple[dict[str, list[Context]], dict[str, int]]] = {}
 
 
-def _load(semcor: DataInfo, wordnet, wn) -> tuple[dict[str, list[Context]], dict[str, int]]:
+def _load(semcor: DataInfo, wordnet: DataInfo | LexicalResource, wn: Any
+          ) -> tuple[dict[str, list[Context]], dict[str, int]]:
     """(index, parse stats) from the in-process memo, the cache file, or a fresh parse."""
     key = (semcor.sha256, wordnet.sha256)  # not wn: any reader of the same data gives the same index
     if key not in _MEMO:
@@ -262,21 +264,22 @@ def _load(semcor: DataInfo, wordnet, wn) -> tuple[dict[str, list[Context]], dict
     return _MEMO[key]
 
 
-def _wordnet_of(wordnet):
+def _wordnet_of(wordnet: DataInfo | LexicalResource) -> Any:
     """The resource (or reader) behind ``wordnet``: itself if a resource, else the DataInfo's folder."""
     from .lexicon.base import LexicalResource
 
     return wordnet if isinstance(wordnet, LexicalResource) else load_wordnet(str(wordnet.path))
 
 
-def _resolve_args(semcor: DataInfo | None, wn, wordnet: DataInfo | LexicalResource | None):
+def _resolve_args(semcor: DataInfo | None, wn: Any, wordnet: DataInfo | LexicalResource | None
+                  ) -> tuple[DataInfo, Any, DataInfo | LexicalResource]:
     semcor = semcor or locate_semcor()
     wordnet = wordnet or locate_wordnet()
     return semcor, wn, wordnet  # a missing wn is loaded only if the index must be built
 
 
 def context_index(
-    semcor: DataInfo | None = None, wn=None, wordnet: DataInfo | LexicalResource | None = None
+    semcor: DataInfo | None = None, wn: Any = None, wordnet: DataInfo | LexicalResource | None = None
 ) -> dict[str, list[Context]]:
     """synset name -> every tagged occurrence of it in SemCor, in document order, each a
     :class:`~probegen.contexts.Context` held as tokens (``source="semcor"``, ``ref`` = the
@@ -293,7 +296,8 @@ def context_index(
     return _load(semcor, wordnet, wn)[0]
 
 
-def semcor_stats(semcor: DataInfo | None = None, wn=None, wordnet: DataInfo | None = None) -> dict[str, int]:
+def semcor_stats(semcor: DataInfo | None = None, wn: Any = None,
+                 wordnet: DataInfo | LexicalResource | None = None) -> dict[str, int]:
     """Corpus figures from the cached index: parse counters (files, sentences, tokens, tagged,
     unresolved, unsensed, proper_names) plus distinct noun/verb synsets and those with >= 5 occurrences."""
     semcor, wn, wordnet = _resolve_args(semcor, wn, wordnet)

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, cast
 
 import networkx as nx
 
@@ -29,7 +29,7 @@ GRAPH_FORMAT = 4
 log = logging.getLogger(__name__)
 
 
-def build_graph(resource) -> nx.DiGraph:
+def build_graph(resource: Any) -> nx.DiGraph:
     """Build the hypernym -> hyponym DiGraph from a :class:`~probegen.lexicon.LexicalResource`
     (or an nltk WordNet reader, wrapped as WNDB), all parts of speech.
 
@@ -148,19 +148,19 @@ class WordNetGraph:
         return name in self.g
 
     def pos(self, s: str) -> str:
-        return self.g.nodes[s]["pos"]
+        return cast(str, self.g.nodes[s]["pos"])
 
     def lemmas(self, s: str) -> tuple[str, ...]:
-        return self.g.nodes[s]["lemmas"]
+        return cast("tuple[str, ...]", self.g.nodes[s]["lemmas"])
 
     def definition(self, s: str) -> str:
-        return self.g.nodes[s]["definition"]
+        return cast(str, self.g.nodes[s]["definition"])
 
     def examples(self, s: str) -> tuple[str, ...]:
-        return self.g.nodes[s]["examples"]
+        return cast("tuple[str, ...]", self.g.nodes[s]["examples"])
 
     def depth(self, s: str) -> int:
-        return self.g.nodes[s]["depth"]
+        return cast(int, self.g.nodes[s]["depth"])
 
     def synsets(self, pos: str | None = None) -> list[str]:
         """All synsets (optionally of one POS) in WordNet file order, which is deterministic."""
@@ -194,7 +194,7 @@ class WordNetGraph:
         return self._bfs(s, max_hops, lambda n: self.children(n, instances))
 
     @staticmethod
-    def _bfs(start: str, max_hops: int, step) -> dict[str, int]:
+    def _bfs(start: str, max_hops: int, step: Callable[[str], Iterable[str]]) -> dict[str, int]:
         dist: dict[str, int] = {}
         frontier = [start]
         for hop in range(1, max_hops + 1):

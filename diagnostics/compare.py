@@ -17,9 +17,9 @@ import numpy as np
 
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
+from probegen.stats.bootstrap import cluster_weights, percentile_ci
 from probegen.tasks import Dataset
 
-from .bias import _ci
 from .run_bias import RESAMPLING_UNIT
 
 
@@ -41,14 +41,14 @@ def paired_bootstrap(
     ca, wa = (np.array([a[u][i] for u in units], dtype=np.float64) for i in (0, 1))
     cb, wb = (np.array([b[u][i] for u in units], dtype=np.float64) for i in (0, 1))
     n = len(units)
-    w = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
+    w = cluster_weights(n, n_boot, seed)
     ra, rb = (w @ ca) / (w @ wa), (w @ cb) / (w @ wb)
     acc_a, acc_b = float(ca.sum() / wa.sum()), float(cb.sum() / wb.sum())
     return {
         "n_units": n,
-        "a": {"accuracy": acc_a, "ci": _ci(ra, alpha)},
-        "b": {"accuracy": acc_b, "ci": _ci(rb, alpha)},
-        "diff": {"value": acc_b - acc_a, "ci": _ci(rb - ra, alpha)},
+        "a": {"accuracy": acc_a, "ci": percentile_ci(ra, alpha)},
+        "b": {"accuracy": acc_b, "ci": percentile_ci(rb, alpha)},
+        "diff": {"value": acc_b - acc_a, "ci": percentile_ci(rb - ra, alpha)},
         "bootstrap": {"n": n_boot, "seed": seed, "alpha": alpha},
     }
 

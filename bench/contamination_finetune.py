@@ -19,7 +19,7 @@ from pathlib import Path
 
 def texts_of(form: Path) -> list[tuple[str, str]]:
     """(context, continuation) of every item's gold answer, as the causal scorer splits them."""
-    from probegen.diagnostics.run_bias import load_dataset
+    from probegen.run.run_bias import load_dataset
     from probegen.scorers.base import boundary_split
     from probegen.templating import dataset_nonce
     from probegen.wordnetqa.render import templates_of

@@ -1,6 +1,6 @@
 """``probegen bias``: the CLI registers it with ``cli.add_command(bias)``.
 
-The command fills a :class:`diagnostics.bias_request.BiasRequest` and prints what running it
+The command fills a :class:`probegen.run.bias_request.BiasRequest` and prints what running it
 returns. Heavy imports happen inside the command; expected failures raise ``ProbegenError`` so
 the CLI group prints one line and exits non-zero.
 """
@@ -111,7 +111,7 @@ def bias(ctx, runtime, **options) -> None:
     Each dataset's folder holds ablations.jsonl: per condition and item, the exact query and
     candidate texts the model scored, and the gold.
     """  # noqa: E501 (the examples are shown verbatim by --help)
-    from probegen.diagnostics.bias_request import TASK_OPTIONS, BiasRequest, run_request
+    from probegen.run.bias_request import TASK_OPTIONS, BiasRequest, run_request
     from probegen.runner import Runner
 
     obj = ctx.obj or {}

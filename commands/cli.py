@@ -293,7 +293,7 @@ def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = (),
 def _resolve(models: list[str], runner: Any) -> dict[str, str]:
     """Resolve every model a command will load before any work (an unknown name fails in a moment),
     through the command's runner (its ``--api-base`` server; it keeps each resolution for the load)."""
-    from probegen.evaluation import resolve_models
+    from probegen.run.evaluation import resolve_models
 
     return resolve_models(models, runner=runner)
 
@@ -350,7 +350,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
       probegen export runs/glove --format eee --out eee-glove
       probegen export runs/glove --format inspect-log --out logs/glove.eval
     """
-    from probegen.diagnostics.command_requests import ExportRequest, run_export_request
+    from probegen.run.command_requests import ExportRequest, run_export_request
 
     click.echo(run_export_request(ExportRequest(dataset=dataset, out=out, fmt=fmt, split=split, seed=seed, nonce=nonce,
                                                 pattern=pattern, task=task)))
@@ -454,9 +454,9 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
 def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm,
           split, out) -> None:
     """The eval command: one request of what the user set (a default is never an error), run on the
-    path :func:`probegen.score` takes too (:mod:`probegen.diagnostics.api`)."""
+    path :func:`probegen.score` takes too (:mod:`probegen.run.api`)."""
     from probegen.commands.options import option_given as _given
-    from probegen.diagnostics.api import EvalRequest, run_eval_request
+    from probegen.run.api import EvalRequest, run_eval_request
 
     req = EvalRequest(model=model, dataset=dataset, out=out, method=ctx.params.get("method") or "score", scorer=scorer,
                       nonce=nonce, pattern=pattern, reduction=_given(ctx, "reduction", reduction),
@@ -539,8 +539,8 @@ def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out, lm_ev
       probegen compare TWIN OTHER --run runs/glove-twin --run runs/glove-other --model minilm-l6
       probegen compare TWIN OTHER --run eee-twin --run eee-other --run logs/m-twin.eval --run logs/m-other.eval
     """
-    from probegen.diagnostics.command_requests import CompareRequest, run_compare_request
     from probegen.diagnostics.compare import pairs_table, table
+    from probegen.run.command_requests import CompareRequest, run_compare_request
     from probegen.runner import Runner
 
     la, _, lb = labels.partition(",")
@@ -590,7 +590,7 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
       probegen filter probegen_out/datasets/wordnetqa-hypernymy --artefacts --budget 2000
       probegen filter probegen_out/datasets/coda21-clean-easy --artefacts --budget 40 --model minilm-l6
     """
-    from probegen.diagnostics.command_requests import FilterRequest, run_filter_request
+    from probegen.run.command_requests import FilterRequest, run_filter_request
     from probegen.runner import Runner
 
     req = FilterRequest(dataset=dataset, budget=budget, splits=splits, threshold=threshold, tolerance=tolerance,

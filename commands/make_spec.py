@@ -75,8 +75,8 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, 
         click.echo(json.dumps(s.to_dict(), indent=1, sort_keys=True, ensure_ascii=False))
         click.echo(f"sha256 {s.sha256}", err=True)
         return
-    from probegen.evaluation import resolve_models
     from probegen.io import ensure_writable
+    from probegen.run.evaluation import resolve_models
 
     out_dir = Path(out) if out else DEFAULT_ROOT / s.name
     obj = ctx.obj or {}

@@ -56,7 +56,7 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
       probegen study make probegen_out/datasets/coda21-clean-easy --n 20 --annotators 2 --overlap 10
       probegen study make coda21.json --conditions full,context --n 10 --annotators 1 --overlap 0 --out my-study
     """
-    from probegen.diagnostics.command_requests import StudyRequest, run_study_request
+    from probegen.run.command_requests import StudyRequest, run_study_request
 
     req = StudyRequest(dataset=dataset, conditions=tuple(c.strip() for c in conditions.split(",") if c.strip()), n=n,
                        annotators=annotators, overlap=overlap, seed=seed, split=split, out=out)

@@ -18,6 +18,11 @@ def _err(r: dict[str, Any]) -> list[float]:
     return [v - ci[0], ci[1] - v] if ci else [0.0, 0.0]
 
 
+def beside_points(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The plane points of the other runs recorded in ``results["beside"]`` (hollow markers)."""
+    return [{**p, "marker": "s", "ms": 6} for p in results.get("beside", [])]
+
+
 def not_drawn(point: dict[str, Any]) -> str | None:
     """Why a dataset cannot be placed on the plane: 'n/a' (a ratio measures nothing on it),
     'undefined' (M_Full within noise of M_L), or None when both ratios have values.

@@ -11,16 +11,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from probegen import tasks
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.stats.bootstrap import cluster_weights, percentile_ci
 from probegen.tasks import Dataset
 
-from .run_bias import RESAMPLING_UNIT
+
+class _ResamplingUnits(Mapping[str, str]):
+    """Dataset kind -> the bootstrap resampling unit its task declares (read from the registry)."""
+
+    def __getitem__(self, kind: str) -> str:
+        return tasks.get(kind).resampling_unit
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(t.name for t in tasks.all_tasks())
+
+    def __len__(self) -> int:
+        return len(tasks.all_tasks())
+
+
+RESAMPLING_UNIT = _ResamplingUnits()
 
 
 def paired_bootstrap(
@@ -57,16 +72,12 @@ def unit_correctness(kind: str, data: Dataset, scorer: Any, seed: int = 0,
                      progress: bool = True) -> dict[str, tuple[float, float]]:
     """Per unit (CoDA21 group, WordNetQA concept): (summed correctness, items) of one model on one
     dataset of ``kind``, via its task's standard evaluator."""
-    from probegen import tasks
-
     return tasks.get(kind).unit_correctness(data, scorer, seed, progress)
 
 
 def correctness(kind: str, data: Dataset, scorer: Any, seed: int = 0, progress: bool = True
                 ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
     """One scoring, read per unit (as :func:`unit_correctness`) and per decision (unit, item, right)."""
-    from probegen import tasks
-
     return tasks.get(kind).correctness(data, scorer, seed, progress)
 
 
@@ -119,8 +130,6 @@ def item_units(kind: str, data: Any) -> dict[str, str]:
     the unit :func:`correctness` counts it in, in the dataset's order (the kind's
     :meth:`~probegen.tasks.base.Task.item_units`: a CoDA21 row ``<group>#<row>`` in its group, a
     WordNetQA item in its concept, any other kind's unit in itself)."""
-    from probegen import tasks
-
     return tasks.get(kind).item_units(data)
 
 
@@ -206,8 +215,6 @@ def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data
     shown = tuple(str(p) for p in paths)
     keys = tuple(_dataset_key(p) for p in shown)
     layouts = tuple(item_units(kind, d) for d in data)
-    from probegen import tasks
-
     grouped = tasks.get(kind).unit_is_mean  # a group's accuracy is its unit's score (the paper's mean of groups)
     sides: dict[str, list[tuple[str, Any] | None]] = {}
     for run, r in read_runs(runs, lm_eval_metric):
@@ -271,11 +278,10 @@ def compare(
     from probegen.io import write_json
 
     log = runner.main_log(log)
-
-    from .run_bias import load_dataset
-
-    ta, tb = kinds or (None, None)
-    (kind_a, da), (kind_b, db) = loaded or (load_dataset(a, task=ta), load_dataset(b, task=tb))
+    if loaded is None:
+        ta, tb = kinds or (tasks.detect(a), tasks.detect(b))
+        loaded = (ta.name, ta.load(a, ablations=True)), (tb.name, tb.load(b, ablations=True))
+    (kind_a, da), (kind_b, db) = loaded
     if kind_a != kind_b:
         raise_mismatch(kind_a, kind_b)
     if imported is None:
@@ -312,8 +318,6 @@ def compare(
 
 def _chance(kind: str, data: Dataset) -> float:
     """Random-guess accuracy: mean 1/k over CoDA21 groups, mean 1/#choices over WordNetQA items."""
-    from probegen import tasks
-
     return tasks.get(kind).chance(data)
 
 

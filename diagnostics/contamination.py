@@ -197,7 +197,7 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
     they are forms of one probe: every path once, one kind, no unit (CoDA21 group, WordNetQA
     concept) shared between two forms, and sibling forms of one build (:func:`siblings_problem`;
     ``force``: run anyway, with the warning in the report)."""
-    from .run_bias import load_dataset
+    from probegen import tasks
 
     paths = [Path(seen), *map(Path, fresh)]
     if len(fresh) < 2:
@@ -212,7 +212,8 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
     for p in paths:
         if not p.exists():
             raise ProbegenError(f"{p}: no such dataset")
-        loaded.append(load_dataset(p))
+        task = tasks.detect(p)
+        loaded.append((task.name, task.load(p, ablations=True)))
     kinds = {k for k, _ in loaded}
     if len(kinds) > 1:
         detail = ", ".join(f"{p.name}: {k}" for p, (k, _) in zip(paths, loaded))

@@ -381,12 +381,10 @@ def add_human_to_bias(out: Path, studies: list[str | Path], n_boot: int = 1000, 
     """
     from probegen.io import atomic_write, write_json
 
-    from .bias_plots import plot_bias_plane
+    from .bias_plots import beside_points, plot_bias_plane
 
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     entries = [e for e in results.get("datasets", []) if e.get("all")]
-    from .run_bias import beside_points
-
     points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in RATIOS}}
               for e in entries] + beside_points(results)
     human = []

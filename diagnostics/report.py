@@ -31,6 +31,29 @@ context-overlap controls show how much a string matcher explains. WordNetQA's ch
 is the probe paper's Choice-Only model."""
 
 
+def invalid_lines(block: dict[str, Any] | None) -> list[str]:
+    """What a loader's ``invalid`` block (rows it skipped, per reason) says to a reader ([] without one).
+
+    >>> print("\\n".join(invalid_lines({"policy": "skip", "rows": 40, "kept": 37,
+    ...     "skipped": {"no gold choice": {"count": 3, "ids": ["a", "b", "c"]}}})))
+    skipped 3 of 40 rows as invalid (--on-invalid skip): the figures cover the 37 kept rows only (3 skipped)
+      no gold choice: 3 (a, b, c)
+    """
+    if not block:
+        return []
+    if not block.get("skipped"):
+        return [f"--on-invalid {block.get('policy', 'skip')}: no row was invalid ({block.get('kept')} of "
+                f"{block.get('rows')} rows kept)"]
+    n = sum(int(v.get("count", 0)) for v in block["skipped"].values())
+    lines = [f"skipped {n} of {block.get('rows')} rows as invalid (--on-invalid {block.get('policy', 'skip')}): "
+             f"the figures cover the {block.get('kept')} kept rows only ({n} skipped)"]
+    for reason, v in block["skipped"].items():
+        ids = list(v.get("ids", []))
+        more = f", ... ({v['count'] - len(ids)} more)" if v.get("count", 0) > len(ids) else ""
+        lines.append(f"  {reason}: {v.get('count')} ({', '.join(map(str, ids))}{more})")
+    return lines
+
+
 def _acc(a: dict[str, Any] | None) -> str:
     if not a:
         return "-"
@@ -100,7 +123,6 @@ def _shown(d: dict[str, Any]) -> list[str]:
     item): the exact query and candidate texts it scored, and the gold.
     <BLANKLINE>
     """
-    from probegen.evaluation import invalid_lines
     from probegen.tasks import subset_line
 
     lines = []

@@ -2,8 +2,8 @@
 
 The command line and the notebook calls (:func:`probegen.score`, :func:`probegen.bias`) check an
 option the same way: click's parameter types are made from this table (:mod:`probegen.commands.options`)
-and the requests (:class:`probegen.evaluation.EvalRequest`,
-:class:`probegen.diagnostics.bias_request.BiasRequest`) check every field against it when they are
+and the requests (:class:`probegen.run.evaluation.EvalRequest`,
+:class:`probegen.run.bias_request.BiasRequest`) check every field against it when they are
 made, so a bad value fails before any work with the same words whichever way it came in.
 
 A wrong type is an :class:`OptionTypeError` (a ``TypeError``), a value out of range an

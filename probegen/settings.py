@@ -1,6 +1,6 @@
 """The one config of the options every command shares: :class:`Settings`.
 
-A command's request (:class:`~probegen.diagnostics.api.EvalRequest`, ``BiasRequest``, ...) mirrors
+A command's request (:class:`~probegen.run.api.EvalRequest`, ``BiasRequest``, ...) mirrors
 its command line, an option left ``None`` when the user did not give it; the checks run on that.
 Once they pass, the shared options become one :class:`Settings` (:meth:`Settings.given` fills the
 defaults, here and nowhere else), and that is what the tasks, the CoDA21 evaluator, the bias run

@@ -16,9 +16,10 @@ from probegen.coda21.bias import alignment_views
 from probegen.coda21.dataset import Coda21Dataset, write
 from probegen.coda21.evaluate import evaluate
 from probegen.coda21.items import Context, Group, Item
-from probegen.diagnostics import baselines, bias, entropy, run_bias
+from probegen.diagnostics import baselines, bias, entropy
 from probegen.diagnostics.baselines import alignment_controls, choice_only_control
 from probegen.diagnostics.bias import UnitTable, bias_ratio, bootstrap_bias, fmt_ratio, unit_sums
+from probegen.run import run_bias
 from probegen.tasks.bias_inputs import choice_view
 
 
@@ -398,7 +399,7 @@ def test_undefined_dataset_is_listed_not_plotted(tmp_path):
 
 
 def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
-    import probegen.evaluation
+    import probegen.run.evaluation
     from probegen.commands.bias import bias as bias_cmd
 
     write(synthetic_coda21(n_groups=20), tmp_path / "ds")
@@ -407,7 +408,7 @@ def test_command_runs_on_a_dataset_directory(tmp_path, monkeypatch):
 
     # the cloze method's scorer (every command loads it through the method registry)
     monkeypatch.setattr(probegen.methods.base.Method, "load_scorer", lambda self, runner, req: scorer)
-    monkeypatch.setattr(probegen.evaluation, "resolve_models", lambda models, kind=None, api=None, runner=None: {m: "causal" for m in models})
+    monkeypatch.setattr(probegen.run.evaluation, "resolve_models", lambda models, kind=None, api=None, runner=None: {m: "causal" for m in models})
     r = CliRunner().invoke(bias_cmd, ["--model", "fake", "--dataset", str(tmp_path / "ds"), "--out", str(tmp_path / "o"),
                                       "--bootstrap", "100", "--no-controls"])
     assert r.exit_code == 0, r.output

@@ -132,7 +132,7 @@ def _as_form(src: Path, out: Path, form: int, k: int, family: str = "f00d") -> P
     ``family`` (what `make wordnetqa --forms K` writes, without building from WordNet)."""
     from dataclasses import replace
 
-    from probegen.diagnostics.run_bias import load_dataset
+    from probegen.run.run_bias import load_dataset
 
     _, data = load_dataset(src)
     block = {"family": family, "of": k, "form": form, "siblings": [f"form{i}" for i in range(1, k + 1)],
@@ -178,7 +178,7 @@ def test_cli_flags_a_planted_exposure_and_not_a_clean_form(tmp_path):
     # the seen form: a fifth "form" of the items glove-50d got right on form 1's concepts' neighbours:
     # score all items, keep right ones whose concept is in no fresh form
     from probegen.diagnostics.compare import correctness
-    from probegen.diagnostics.run_bias import load_dataset
+    from probegen.run.run_bias import load_dataset
     from probegen.runner import Runner
 
     form1 = tmp_path / "release" / "form1.jsonl"

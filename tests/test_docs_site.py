@@ -66,7 +66,7 @@ def test_site_builds_strict_with_every_page(site: Path) -> None:
 
 def test_api_reference_is_generated_from_docstrings(site: Path) -> None:
     text = _text(site / "api.html")
-    for name in ("probegen.score", "probegen.bias", "probegen.diagnostics.api.Run", "probegen.tasks.Task",
+    for name in ("probegen.score", "probegen.bias", "probegen.run.api.Run", "probegen.tasks.Task",
                  "Subsettable", "SpecBuildable", "probegen.tasks.register", "probegen.scorers.Scorer",
                  "probegen.core.Unit", "ENTRY_POINT_GROUP"):
         assert name in text, name

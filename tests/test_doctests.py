@@ -30,7 +30,7 @@ MUST_HAVE_EXAMPLES = (
     "probegen.diagnostics.aflite",
     "probegen.diagnostics.report",
     "probegen.diagnostics.bias_plots",
-    "probegen.diagnostics.run_bias",
+    "probegen.run.run_bias",
 )
 MIN_TOTAL = 120  # examples across both packages (157 when written)
 

@@ -175,7 +175,7 @@ def _smollm2_path() -> Path:
 
 @pytest.mark.real
 def test_lm_eval_round_trip_equals_probegen_eval(wnqa_dir, coda_dir, tmp_path):
-    from probegen.evaluation import EvalRequest, run_eval
+    from probegen.run.evaluation import EvalRequest, run_eval
     from probegen.runner import Runner
 
     runner = Runner(log=lambda m: None)

@@ -1,6 +1,7 @@
-"""The data flows one way: the library (``probegen``) never imports ``diagnostics``, the CLI or
-click; only the CLI (``cli.py`` and ``commands/``) imports click, and only it and ``diagnostics``
-itself import ``diagnostics``."""
+"""The data flows one way: commands (``cli.py``, ``commands/``) -> the run layer (``probegen/run/``) ->
+the library (tasks, methods, scorers) -> the analyses (``diagnostics``). The library never imports
+``diagnostics``, the CLI or click, except its run layer, which hands the analyses plain data; only the
+CLI imports click; ``diagnostics`` never imports the run layer or the CLI."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # the repository's folders and the names they install as (pyproject.toml's package-dir)
-LAYERS = {"probegen.commands": "commands", "probegen.diagnostics": "diagnostics", "probegen.commands.cli": "cli"}
+LAYERS = {"probegen.commands": "commands", "probegen.diagnostics": "diagnostics", "probegen.commands.cli": "cli",
+          "probegen.run": "run"}
+RUN = ROOT / "probegen" / "run"  # the run layer: builds and runs requests, calls the analyses
 
 
 def _module_name(path: Path) -> str:
@@ -74,23 +77,24 @@ def _is_cli(path: Path) -> bool:
     return path == ROOT / "cli.py" or (ROOT / "commands") in path.parents
 
 
-# the package's facade: `probegen.score` / `probegen.bias` forward to probegen.diagnostics.api (lazily)
+# the package's facade: `probegen.score` / `probegen.bias` forward to probegen.run.api (lazily)
 FACADE = ROOT / "probegen" / "__init__.py"
 
 
 def test_library_never_imports_diagnostics_or_cli():
     # __main__ is the `python -m probegen` / `torchrun -m probegen` entry point: it runs the CLI
     files = [f for f in _package("probegen") if f.name != "__main__.py" and f != FACADE]
-    assert len(files) > 50  # the walk really finds the library
-    offenders = _offenders(files, {"diagnostics", "cli", "commands", "click"})
+    assert len(files) > 50 and any(RUN in f.parents for f in files)  # the walk really finds the library
+    offenders = _offenders([f for f in files if RUN not in f.parents], {"diagnostics", "cli", "commands", "click"})
+    offenders |= _offenders([f for f in files if RUN in f.parents], {"cli", "commands", "click"})
     assert not offenders, f"library modules import diagnostics/cli/commands/click: {offenders}"
 
 
 def test_diagnostics_never_imports_the_cli_or_click():
     files = _package("diagnostics")
     assert len(files) > 10
-    offenders = _offenders(files, {"cli", "commands", "click"})
-    assert not offenders, f"diagnostics modules import cli/commands/click: {offenders}"
+    offenders = _offenders(files, {"cli", "commands", "click", "run"})
+    assert not offenders, f"diagnostics modules import cli/commands/click or the run layer: {offenders}"
 
 
 def test_only_the_cli_imports_click():
@@ -102,9 +106,9 @@ def test_only_the_cli_imports_click():
 
 
 def test_only_the_cli_and_diagnostics_import_diagnostics():
-    files = [f for f in _code_files() if not _is_cli(f) and (ROOT / "diagnostics") not in f.parents and f != FACADE]
+    files = [f for f in _code_files() if not _is_cli(f) and (ROOT / "diagnostics") not in f.parents and RUN not in f.parents]
     offenders = _offenders(files, {"diagnostics"})
-    assert not offenders, f"modules outside cli.py, commands/ and diagnostics/ import diagnostics: {offenders}"
+    assert not offenders, f"modules outside cli.py, commands/, probegen/run/ and diagnostics/ import diagnostics: {offenders}"
 
 
 def test_the_check_sees_a_diagnostics_import(tmp_path):
@@ -117,6 +121,10 @@ def test_the_check_sees_a_diagnostics_import(tmp_path):
     assert "diagnostics" in _imported_modules_text("probegen/scoring_x.py", "from .diagnostics import report\n")
     assert "cli" in _imported_modules_text("probegen/tasks/x.py", "from ..commands.cli import main\n")
     assert "diagnostics" not in _imported_modules_text("probegen/tasks/x.py", "from ..tasks import base\n")
+    # an analysis reaching up into the run layer is seen, absolute or relative
+    assert "run" in _imported_modules_text("diagnostics/x.py", "def f():\n    from probegen.run.run_bias import Loaded\n")
+    assert "run" in _imported_modules_text("diagnostics/x.py", "from ..run import api\n")
+    assert "diagnostics" in _imported_modules_text("probegen/run/x.py", "from ..diagnostics import report\n")
 
 
 def _imported_modules_text(rel: str, text: str) -> set[str]:
@@ -272,17 +280,17 @@ def test_the_check_sees_duck_typing(tmp_path):
 
 
 def test_the_facade_reaches_only_the_notebook_api():
-    """probegen/__init__.py may import diagnostics only for score/bias, lazily (`import probegen` stays light)."""
+    """probegen/__init__.py may import the run layer only for score/bias, lazily (`import probegen` stays light)."""
     tree = ast.parse(FACADE.read_text(encoding="utf-8"))
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert all(isinstance(n, ast.ImportFrom) and n.module in ("__future__", "typing", "version") for n in top), ast.dump(top[0])
     lazy = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n not in top}
-    assert lazy == {"diagnostics.api"}, lazy
+    assert lazy == {"run.api"}, lazy
 
 
 # ---- one runner per command, made by the entry point (issue 27 §2) ------------------------------------------
 # where a Runner may be made: the commands and the notebook API (probegen.score/bias forward to it)
-RUNNER_MAKERS = {ROOT / "cli.py", ROOT / "diagnostics" / "api.py", FACADE}
+RUNNER_MAKERS = {ROOT / "cli.py", RUN / "api.py", FACADE}
 
 
 def _runner_made(path: Path, text: str | None = None) -> list[int]:

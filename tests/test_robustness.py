@@ -285,7 +285,7 @@ def test_eval_defaults_and_consistent_options_still_run(tmp_path):
 
 
 def test_bias_rejects_options_that_apply_to_none_of_its_datasets(tmp_path, monkeypatch):
-    monkeypatch.setattr("probegen.diagnostics.run_bias.run_bias", never("the bias run"))
+    monkeypatch.setattr("probegen.run.run_bias.run_bias", never("the bias run"))
     mc = mc_dir(tmp_path / "mc")
     code, _, err = run("bias", "--model", "glove-50d", "--dataset", str(mc), "--pattern", "is", "--out", str(tmp_path / "o"))
     assert_one_line_error(code, err, "--pattern applies to CoDA21")

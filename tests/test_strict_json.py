@@ -138,7 +138,7 @@ def _as_form(src: Path, out: Path, form: int, k: int) -> Path:
     """A release file as a dataset folder whose manifest calls it form ``form`` of ``k`` of one family."""
     from dataclasses import replace
 
-    from probegen.diagnostics.run_bias import load_dataset
+    from probegen.run.run_bias import load_dataset
 
     _, data = load_dataset(src)
     block = {"family": "strict", "of": k, "form": form, "siblings": [f"form{i}" for i in range(1, k + 1)]}

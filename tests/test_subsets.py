@@ -14,7 +14,7 @@ import pytest
 from cli_checks import assert_one_line_error, run
 
 from probegen import tasks
-from probegen.diagnostics import run_bias
+from probegen.run import run_bias
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -189,7 +189,7 @@ def test_ablations_jsonl_holds_exactly_the_scored_units(sets, tmp_path, monkeypa
                        "--bootstrap", 50, "--out", tmp_path / "b")
     assert code == 0, err
     assert len(scored) == 2  # one request table per dataset
-    from probegen.evaluation import load_model_scorer
+    from probegen.run.evaluation import load_model_scorer
     from probegen.runner import Runner
 
     style = load_model_scorer("glove-50d", None, "sum", None, Runner(log=lambda m: None)).query_style

@@ -317,7 +317,7 @@ def test_length_normalisation_options(small):
 
 
 def test_eval_end_to_end_with_glove(small, tmp_path):
-    from probegen.evaluation import EvalRequest, run_eval
+    from probegen.run.evaluation import EvalRequest, run_eval
     from probegen.runner import Runner
 
     sub = D.WordNetQADataset([it for it in small.items if it.split != "train"][:600], small.manifest)
@@ -411,7 +411,7 @@ class OverlapLM(ConstantScorer):
 
 
 def test_synonymy_ablations_measure_nothing_and_are_left_out(small):
-    from probegen.diagnostics import run_bias
+    from probegen.run import run_bias
 
     syn = [it for it in small.items if it.probe == "synonymy"][:100]
     other = [it for it in small.items if it.probe != "synonymy" and it.context is not None][:100]

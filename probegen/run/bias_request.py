@@ -110,20 +110,21 @@ def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
     the method, the human studies and (with the command's ``runner``, which keeps the resolution for
     the load) the model. Returns the datasets' tasks (one per dataset) and the method."""
     from probegen import tasks
-    from probegen.evaluation import subset_request
 
+    from .evaluation import subset_request
     from .run_bias import default_tasks
 
     subset_request(req.asked("limit"), req.asked("sample"))  # --limit with --sample: one line
     from probegen import methods
-    from probegen.evaluation import check_method_options
+
+    from .evaluation import check_method_options
 
     # the method's options (bias --method trained takes those of the cloze method it is checked as)
     asked = methods.get(req.method or "zeroshot", "bias")
     check_method_options("score" if asked.trains else asked.name,
                          {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")},
                           "permutations": req.permutations if req.permutations != 1 else None, "prompts": req.prompts})
-    from .eval_report import check_debias_share
+    from probegen.diagnostics.eval_report import check_debias_share
 
     check_debias_share(req.debias_share, req.method, req.permutations)  # PriDe needs options shown in several orders
     kinds = tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
@@ -145,9 +146,8 @@ def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
 def _check_human(req: BiasRequest, method: str) -> None:
     """A study that cannot be scored fails now, not after the model has scored everything."""
     from probegen import methods
+    from probegen.diagnostics.human import score_study
     from probegen.errors import ProbegenError
-
-    from .human import score_study
 
     if methods.get(method, "bias").trains:
         raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method "
@@ -159,15 +159,14 @@ def _check_human(req: BiasRequest, method: str) -> None:
 def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
     """``--method trained``: a classifier per input condition (``kinds``: the datasets' tasks, as
     :func:`check_options` found them); returns the summary to print."""
+    from probegen.diagnostics.trained import TrainedConfig, require_gpu, run_trained, summary_table
     from probegen.io import ensure_writable
-
-    from .trained import TrainedConfig, require_gpu, run_trained, summary_table
 
     if req.finetune:
         require_gpu()  # before any dataset or model is loaded
     out_dir = req.out_dir("-trained")
     ensure_writable(out_dir, replace=True, inputs=req.datasets, writer="run")
-    from probegen.evaluation import subset_request
+    from .evaluation import subset_request
 
     cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune,
                         batch_size=req.batch_size or 32, subset=subset_request(req.limit, req.sample))
@@ -179,8 +178,9 @@ def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
     """Every option and the model (resolved by ``runner``, which keeps it for the load) checked before
     any dataset is generated or scored."""
     from probegen import methods
-    from probegen.evaluation import check_model_options, resolve_models
     from probegen.templating import coda21_patterns
+
+    from .evaluation import check_model_options, resolve_models
 
     coda21_patterns(req.pattern)  # an unknown pattern fails now, not after scoring
     if methods.get(req.method or "zeroshot", "bias").asks:  # a chat model is resolved by its backend when it loads
@@ -193,9 +193,9 @@ def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
 def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
     """The zero-shot ablations (and human points) of a checked request (:func:`check_options`; ``kinds``:
     the datasets' tasks it found); returns the summary to print."""
-    from probegen.evaluation import subset_request
     from probegen.io import ensure_writable
 
+    from .evaluation import subset_request
     from .run_bias import BiasConfig, run_bias, summary_table
 
     out_dir = req.out_dir()
@@ -216,7 +216,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
 
             add_beside(tmp, list(req.beside))
         if req.human:
-            from .human import add_human_to_bias
+            from probegen.diagnostics.human import add_human_to_bias
 
             add_human_to_bias(tmp, list(req.human), n_boot=req.n_boot, seed=req.seed)
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"

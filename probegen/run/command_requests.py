@@ -1,8 +1,8 @@
 """The requests of ``probegen export``, ``compare``, ``filter`` and ``study make``: one frozen object per
 command, filled from its options, checked once by one function before any work, then run.
 
-As :class:`~probegen.diagnostics.api.EvalRequest` (``check_eval_request``/``run_eval_request``) and
-:class:`~probegen.diagnostics.bias_request.BiasRequest`: the check detects each dataset's kind once,
+As :class:`~probegen.run.api.EvalRequest` (``check_eval_request``/``run_eval_request``) and
+:class:`~probegen.run.bias_request.BiasRequest`: the check detects each dataset's kind once,
 checks every option once and resolves each model once (through the command's runner, which keeps
 the resolution for the load); the run is handed the tasks it found instead of detecting again.
 """
@@ -131,11 +131,11 @@ def check_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFA
     """Every check of a comparison, once, before any work (the output, both datasets' kinds, every
     model resolved by ``runner``, which keeps it for the load); the two datasets' tasks."""
     from probegen import tasks
+    from probegen.diagnostics.compare import raise_mismatch
     from probegen.errors import ProbegenError
-    from probegen.evaluation import resolve_models
     from probegen.io import ensure_writable
 
-    from .compare import raise_mismatch
+    from .evaluation import resolve_models
 
     if not req.models and not req.runs:
         raise ProbegenError("give --model (scored here) or --run (answers made already), or both")
@@ -151,7 +151,8 @@ def check_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFA
 def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAULT_ROOT) -> dict[str, Any]:
     """``probegen compare``: check ``req`` once, read ``--run``s (every bad one is one line before
     any model loads), score and write the report (whole or not at all)."""
-    from .compare import compare, read_imported
+    from probegen.diagnostics.compare import compare, read_imported
+
     from .run_bias import load_dataset
 
     kinds = check_compare_request(req, runner, root)
@@ -197,10 +198,10 @@ def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
     """Every check of a filter run, once, before any work (a kind that is not Filterable, the
     held-out share, every output, every model resolved by ``runner``); the dataset's task."""
     from probegen import tasks
-    from probegen.evaluation import resolve_models
+    from probegen.diagnostics.filtering import check_holdout
     from probegen.io import ensure_writable
 
-    from .filtering import check_holdout
+    from .evaluation import resolve_models
 
     (task,) = tasks.check_dataset_options([req.dataset], {}, "filter")
     check_holdout(req.holdout)
@@ -213,8 +214,8 @@ def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
 def run_filter_request(req: FilterRequest, runner: Runner, echo: Log) -> None:
     """``probegen filter``: check ``req`` once, filter (rank 0 writes), then each model's bias before/after;
     ``echo`` gets the summary lines, ``runner.log`` the progress."""
-    from .aflite import FilterSettings
-    from .filtering import filter_dataset, summary
+    from probegen.diagnostics.aflite import FilterSettings
+    from probegen.diagnostics.filtering import filter_dataset, summary
 
     task = check_filter_request(req, runner)
     src, out_dir = Path(req.dataset), req.out_dir()

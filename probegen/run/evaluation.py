@@ -16,16 +16,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from . import methods as _methods
-from .core import as_unit_scorer
-from .errors import ProbegenError
-from .io import sha256_text, write_json, write_jsonl
-from .paths import DEFAULT_ROOT, slug
-from .scorers import LM_KINDS
+from .. import methods as _methods
+from ..core import as_unit_scorer
+from ..errors import ProbegenError
+from ..io import sha256_text, write_json, write_jsonl
+from ..paths import DEFAULT_ROOT, slug
+from ..scorers import LM_KINDS
 
 if TYPE_CHECKING:
-    from .runner import Runner
-    from .tasks import Dataset, Task
+    from ..runner import Runner
+    from ..tasks import Dataset, Task
 
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
@@ -42,7 +42,7 @@ def resolve_models(models: Iterable[str], scorer_kind: str | None = None, *, run
     generation or a scoring run. A forced ``scorer_kind`` on a local directory needs no
     detection (as in :func:`probegen.models.load_scorer`).
     """
-    from .models import BUNDLED
+    from ..models import BUNDLED
 
     out = {}
     for m in models:
@@ -63,7 +63,7 @@ def check_options(kind: str, **given: Any) -> None:
     probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters;
     use --length-norm chars with --reduction sum, or --length-norm tokens
     """
-    from . import tasks
+    from .. import tasks
 
     tasks.check_options([tasks.get(kind)], given, "eval")
 
@@ -130,7 +130,7 @@ class EvalRequest:
     randomesque: int | None = None
 
     def __post_init__(self) -> None:
-        from .request_options import EVAL_OPTIONS, check_request
+        from ..request_options import EVAL_OPTIONS, check_request
 
         check_request(self, EVAL_OPTIONS)  # one type and range per option, the command line's too
 
@@ -168,8 +168,8 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     request table and rank 0 writes the results; everything but the ``run`` block (timings, work
     counters, process count) is identical to a single-process run.
     """
-    from . import tasks
-    from .templating import dataset_nonce
+    from .. import tasks
+    from ..templating import dataset_nonce
 
     model, dataset, options = req.model, req.dataset, req
     if task is None:  # a direct library call (a request is checked by api.check_eval_request)
@@ -211,7 +211,7 @@ def _evaluate(task: Task, data: Any, scorer: Any, settings: Any, options: Any, r
     bank's items a batch at a time, each batch through ``task.evaluate``."""
     if options.adaptive is None:
         return task.evaluate(data, scorer, settings, progress=runner.progress), None
-    from .itemstats.adaptive import administer
+    from ..itemstats.adaptive import administer
 
     return administer(task, data, scorer, settings, options, runner.log)
 
@@ -220,7 +220,7 @@ def _adaptive_notes(results: dict[str, Any], adaptive: dict[str, Any] | None) ->
     """An adaptive run's block of results.json and its summary lines (none for a full run)."""
     if adaptive is None:
         return []
-    from .itemstats.adaptive import summary_lines
+    from ..itemstats.adaptive import summary_lines
 
     results["adaptive"] = adaptive
     return summary_lines(adaptive)
@@ -229,7 +229,7 @@ def _adaptive_notes(results: dict[str, Any], adaptive: dict[str, Any] | None) ->
 def _adaptive_report(folder: Path, adaptive: dict[str, Any] | None) -> None:
     """An adaptive run's steps appended to the report.md that the analysis wrote (if it wrote one)."""
     if adaptive is not None and (folder / "report.md").is_file():
-        from .itemstats.adaptive import report_section
+        from ..itemstats.adaptive import report_section
 
         with open(folder / "report.md", "a", encoding="utf-8") as fh:
             fh.write(report_section(adaptive))
@@ -239,7 +239,7 @@ def _generation_notes(scorer, ev, results: dict[str, Any]) -> list[str]:
     """The generative method's block of results.json (invalid answers, order effects) and its summary lines."""
     if as_unit_scorer(scorer).exchanges() is None:  # a scorer that asks no prompts
         return []
-    from .generate.metrics import summarize
+    from ..generate.metrics import summarize
 
     results["generation"] = block = summarize(ev.rows)
     results["files"] = {"rows": ev.rows_file, "responses": RESPONSES_FILE}
@@ -293,38 +293,17 @@ def load_subset(task, path: str | Path, subset: tuple[str, int] | None, seed: in
     if split:
         data = task.select_split(data, split, str(path))
     data, info = task.subset(data, subset[0], subset[1], seed, whole)
-    from .tasks import subset_line
+    from ..tasks import subset_line
 
     log(f"{path}: {subset_line(info)}")
     return data, info
 
 
-def invalid_lines(block: dict[str, Any] | None) -> list[str]:
-    """What a loader's ``invalid`` block (rows it skipped, per reason) says to a reader ([] without one).
-
-    >>> print("\\n".join(invalid_lines({"policy": "skip", "rows": 40, "kept": 37,
-    ...     "skipped": {"no gold choice": {"count": 3, "ids": ["a", "b", "c"]}}})))
-    skipped 3 of 40 rows as invalid (--on-invalid skip): the figures cover the 37 kept rows only (3 skipped)
-      no gold choice: 3 (a, b, c)
-    """
-    if not block:
-        return []
-    if not block.get("skipped"):
-        return [f"--on-invalid {block.get('policy', 'skip')}: no row was invalid ({block.get('kept')} of "
-                f"{block.get('rows')} rows kept)"]
-    n = sum(int(v.get("count", 0)) for v in block["skipped"].values())
-    lines = [f"skipped {n} of {block.get('rows')} rows as invalid (--on-invalid {block.get('policy', 'skip')}): "
-             f"the figures cover the {block.get('kept')} kept rows only ({n} skipped)"]
-    for reason, v in block["skipped"].items():
-        ids = list(v.get("ids", []))
-        more = f", ... ({v['count'] - len(ids)} more)" if v.get("count", 0) > len(ids) else ""
-        lines.append(f"  {reason}: {v.get('count')} ({', '.join(map(str, ids))}{more})")
-    return lines
-
-
 def _shown_notes(results: dict[str, Any], data: Dataset, subset: dict[str, Any] | None) -> list[str]:
     """Add the skipped rows and the subset to ``results``; the lines the summary adds for them."""
-    from .tasks import subset_line
+    from probegen.diagnostics.report import invalid_lines
+
+    from ..tasks import subset_line
 
     notes = []
     invalid = data.manifest.get("invalid")
@@ -341,7 +320,7 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
                        check_model: bool = True) -> None:
     """Every option given fits the dataset's ``task``, the method and (``check_model``: ``runner``
     resolves ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
-    from . import tasks
+    from .. import tasks
 
     asked = o.asked()  # every option the dataset's kind is checked against (--pll, --debias-share too)
     given = {k: asked[k] for k in ("pattern", "matching", "nonce", "length_norm", "split", "reduction", "scorer",
@@ -358,7 +337,7 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
 
 def _settings(o: EvalRequest):
     """(settings, reduction) of an evaluation whose options were checked: the defaults filled in."""
-    from .tasks import Settings
+    from ..tasks import Settings
 
     settings = Settings(pattern=o.pattern or Settings.pattern, matching=o.matching or "alignment",
                         length_norm=o.length_norm or "none", split=o.split, seed=o.seed)
@@ -413,7 +392,7 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
 
 def _log_scoring_path(runner: Any, model: str, stats: dict[str, Any] | None) -> None:
     """One log line: the path the scores took (attention kernel and why) and a lower precision's check."""
-    from .scorers._paths import run_note
+    from ..scorers._paths import run_note
 
     note = run_note(stats or {})
     if note:
@@ -423,6 +402,6 @@ def _log_scoring_path(runner: Any, model: str, stats: dict[str, Any] | None) -> 
 def summary_table(model: str, kind: str, metrics: dict[str, Any]) -> str:
     """The terminal table of ``probegen eval`` for a ``kind`` dataset (its task's
     :meth:`~probegen.tasks.Task.summary`)."""
-    from . import tasks
+    from .. import tasks
 
     return tasks.get(kind).summary(model, metrics)

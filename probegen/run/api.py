@@ -4,7 +4,7 @@
 means not set, so a default is never an error) and run it through :func:`run_eval_request`: the
 options are checked once against the dataset's kind and the method, the model is loaded once by
 the command's :class:`~probegen.runner.Runner`, and the results folder is the one the CLI writes.
-:func:`bias` is ``probegen bias`` (:func:`probegen.diagnostics.run_bias.run_bias`) with the same
+:func:`bias` is ``probegen bias`` (:func:`probegen.run.run_bias.run_bias`) with the same
 defaults. Both return a :class:`Run`: the folder, ``results.json`` as a dict, the per-unit rows and
 the summary the CLI prints.
 
@@ -37,9 +37,10 @@ from typing import Any, Callable
 
 from probegen import methods
 from probegen.errors import ProbegenError
-from probegen.evaluation import EvalRequest
 from probegen.paths import DEFAULT_ROOT
 from probegen.runner import Runner, Runtime
+
+from .evaluation import EvalRequest
 
 
 @dataclass
@@ -67,9 +68,9 @@ def check_eval_request(req: EvalRequest, runner: Runner):
     """Every check of an eval request, once, before any model is loaded; the dataset's task.
     The command's ``runner`` resolves the model (once, kept for the load) so that its kind is checked too."""
     from probegen import tasks
-    from probegen.evaluation import check_eval_options
+    from probegen.diagnostics.eval_report import check_debias_share
 
-    from .eval_report import check_debias_share
+    from .evaluation import check_eval_options
 
     task = tasks.detect(req.dataset)
     trained = _method(req, task).trains
@@ -95,14 +96,14 @@ def _method(req: EvalRequest, task: Any) -> methods.Method:
 def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT,
                      figures: Callable[[dict, Path], dict[str, str]] | None = None) -> tuple[Path, str]:
     """``probegen eval``: (the results folder, the summary to print). ``figures`` adds plots to the folder."""
-    from probegen.evaluation import run_eval, subset_request
+    from probegen.diagnostics.eval_report import analyse_eval
     from probegen.io import ensure_writable
 
-    from .eval_report import analyse_eval
+    from .evaluation import run_eval, subset_request
 
     task = check_eval_request(req, runner)
     if _method(req, task).trains:  # word in context: a linear probe trained on the train split
-        from .trained import TrainedConfig, eval_trained
+        from probegen.diagnostics.trained import TrainedConfig, eval_trained
 
         out_dir = req.out_dir(root)
         ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")
@@ -162,7 +163,7 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     checks and results folder of the CLI: ``out``, default ``probegen_out/bias/<model>``, with
     ``-trained`` for the trained method). ``options`` are the CLI's options by their names
     (``n_boot``, ``limit``, ``controls=False``, ``method``...; see
-    :class:`~probegen.diagnostics.bias_request.BiasRequest`). :attr:`Run.rows` are the full
+    :class:`~probegen.run.bias_request.BiasRequest`). :attr:`Run.rows` are the full
     condition's rows of a zero-shot or asking run."""
     from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
 

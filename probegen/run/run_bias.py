@@ -14,39 +14,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from probegen import tasks
 from probegen.core import as_unit_scorer
+from probegen.diagnostics.bias import UnitTable, bootstrap_bias
 from probegen.errors import ProbegenError
 from probegen.runner import Runner
 from probegen.scorers import LM_KINDS
 from probegen.tasks import Settings
 from probegen.tasks.bias_inputs import BiasInputs
 
-from .bias import UnitTable, bootstrap_bias
-
 DEFAULT_DATASETS = ("probegen_out/datasets/coda21-clean-easy", "probegen_out/datasets/wordnetqa-definitions")
 
 # The ablations, ratios and (for choice items) the ratios that measure nothing on a probe type live
 # with each kind's task (probegen.tasks): the analyses below read them from the task they are given.
 RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
-
-
-class _ResamplingUnits(Mapping):
-    """Dataset kind -> the bootstrap resampling unit its task declares (read from the registry)."""
-
-    def __getitem__(self, kind: str) -> str:
-        return tasks.get(kind).resampling_unit
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(t.name for t in tasks.all_tasks())
-
-    def __len__(self) -> int:
-        return len(tasks.all_tasks())
-
-
-RESAMPLING_UNIT = _ResamplingUnits()
 
 
 @dataclass(frozen=True)
@@ -138,8 +121,8 @@ def analyse(task, data, records: dict[str, list[dict[str, Any]]], cfg: BiasConfi
     """Bias table, subsets, trained controls and entropies of one scored dataset, from what its task
     hands over (:meth:`probegen.tasks.Task.bias_inputs`: tables, subsets, shape views, entropy
     inputs); ablations, ratios and the ratios that measure nothing on a stratum are ``task``'s."""
-    from .baselines import controls
-    from .entropy import label_entropy, sense_entropy
+    from probegen.diagnostics.baselines import controls
+    from probegen.diagnostics.entropy import label_entropy, sense_entropy
 
     inputs = task.bias_inputs(data, records)
     entry: dict[str, Any] = {
@@ -200,7 +183,7 @@ def load_dataset(path: str | Path, on_invalid: str = "error", probe: str | None 
     (``on_invalid`` ``skip``: the loader skips and records the others; passed only then). ``task``:
     the dataset's task if the caller detected it already (None: detected here)."""
     task = task or tasks.detect(path)
-    from probegen.evaluation import reader_options
+    from .evaluation import reader_options
 
     return task.name, task.load(path, ablations=True, **reader_options(on_invalid, probe))
 
@@ -357,7 +340,7 @@ def write_bias(
         if evaluate_mc is None:  # a stand-in evaluator scores no units: there is no model input to show
             write_jsonl(out / d.name / SEEN_FILE, seen_lines(d, scorer, cfg, list(records)))
             files["units"] = f"{d.name}/{SEEN_FILE}"
-        from .eval_report import draw_bias_reliability
+        from probegen.diagnostics.eval_report import draw_bias_reliability
 
         if draw_bias_reliability(entry, out / d.name, title=f"Reliability: {model} on {d.name}"):
             files["reliability"] = f"{d.name}/reliability.png"
@@ -376,7 +359,7 @@ def write_bias(
         "timings": {"score_and_analyse_s": round(time.perf_counter() - t0, 3)},
     }
     if (exchanges := as_unit_scorer(scorer).exchanges()) is not None:  # generate/letter: every prompt and answer
-        from probegen.evaluation import RESPONSES_FILE
+        from .evaluation import RESPONSES_FILE
 
         write_jsonl(out / RESPONSES_FILE, exchanges)
         results["responses"] = RESPONSES_FILE
@@ -477,7 +460,7 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, progress: bool = True,
     generation = {mode: summarize(rows) for mode, rows in records.items()}
     if any(generation.values()):  # the generative method: invalid answers and order effects per condition
         entry = {**entry, "generation": generation}
-    from .eval_report import condition_blocks, scores_note
+    from probegen.diagnostics.eval_report import condition_blocks, scores_note
 
     kind = as_unit_scorer(scorer).kind or None
     reduction = _settings(scorer).get("reduction") if kind in LM_KINDS else None
@@ -491,10 +474,9 @@ def measure(d: Loaded, scorer, cfg: BiasConfig, progress: bool = True,
 
 def write_report(results: dict[str, Any], out: Path, model: str) -> None:
     """bias_plane.png, report.md and results.json of a finished run."""
+    from probegen.diagnostics.bias_plots import plot_bias_plane
+    from probegen.diagnostics.report import render_report
     from probegen.io import atomic_write, write_json
-
-    from .bias_plots import plot_bias_plane
-    from .report import render_report
 
     points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}}
               for e in results["datasets"] if not e.get("skipped")]
@@ -513,7 +495,7 @@ def _settings(scorer) -> dict[str, Any]:
 
 def summary_table(results: dict[str, Any]) -> str:
     """A short plain-text summary for the terminal."""
-    from .bias import fmt_ratio
+    from probegen.diagnostics.bias import fmt_ratio
 
     lines = [f"{'dataset':<28} {'M_Full':>7} {'M_L':>6}  {'Bias_C':<20} {'Bias_W':<20} partial-input"]
     for d in results["datasets"]:
@@ -534,7 +516,7 @@ def summary_table(results: dict[str, Any]) -> str:
             rates = ", ".join(f"{m} {g['invalid_rate']:.1%}" for m, g in gen.items())
             lines.append(f"{'':<28} invalid answers (completed at random): {rates}")
         lines += [f"{'':<28} {ln.strip()}" for ln in shown_notes(d)]
-        from .eval_report import bias_lines
+        from probegen.diagnostics.eval_report import bias_lines
 
         lines += [f"{'':<28} {ln}" for ln in bias_lines(d)]
     return "\n".join(lines)
@@ -542,17 +524,12 @@ def summary_table(results: dict[str, Any]) -> str:
 
 def shown_notes(d: dict[str, Any]) -> list[str]:
     """The lines on a results entry's skipped rows and subset (terminal summary and report.md)."""
-    from probegen.evaluation import invalid_lines
+    from probegen.diagnostics.report import invalid_lines
 
     return invalid_lines(d.get("invalid")) + ([tasks.subset_line(d["subset"])] if d.get("subset") else [])
 
 
 # ---- other models' points on this run's plane (probegen bias --beside) ------------------------------
-def beside_points(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The plane points of the other runs recorded in ``results["beside"]`` (hollow markers)."""
-    return [{**p, "marker": "s", "ms": 6} for p in results.get("beside", [])]
-
-
 def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
     """Redraw a finished run's bias plane with the points of other ``probegen bias`` runs (e.g.
     likelihood-scored models beside a chat model asked with ``--method generate``).
@@ -562,10 +539,9 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
     """
     import json
 
+    from probegen.diagnostics.bias import fmt_ratio
+    from probegen.diagnostics.bias_plots import beside_points, plot_bias_plane
     from probegen.io import atomic_write, read_text, write_json
-
-    from .bias import fmt_ratio
-    from .bias_plots import plot_bias_plane
 
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     beside = []

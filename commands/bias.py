@@ -11,7 +11,7 @@ import click
 
 from probegen import request_options as opts
 
-from .options import PERMUTATIONS, SEED, add_device_options, given_options, log
+from .options import SEED, MethodCommand, add_device_options, given_options, log
 from .options import checked_type as T
 
 METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
@@ -20,10 +20,10 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
                "model each ablation as a prompt and parse its answer (every kind); letter: the same prompts, read as "
                "the probability of each option label as the answer's next token (every kind) [default: trained for "
                "word-in-context datasets, zeroshot otherwise]. Methods of installed plugins (entry-point group "
-               "probegen.methods) are among the choices; their own help is in their package.")
+               "probegen.methods) are among the choices; each method's own options follow the others.")
 
 
-@click.command("bias")
+@click.command("bias", cls=MethodCommand)
 @add_device_options
 @click.option("--model", required=True, type=T(opts.MODEL),
               help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
@@ -69,12 +69,6 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
                    "prior on; accuracy before and after is reported on the rest, per condition [default: 0.05].")
 @click.option("--method", type=T(opts.BIAS_METHOD), default=None,
               help=METHOD_HELP)
-@click.option("--permutations", type=PERMUTATIONS, default=1, show_default=True, metavar="N|rotations",
-              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of "
-                   "the options (rotations) (accuracy per order, consistency, majority answer).")
-@click.option("--prompts", type=T(opts.PROMPTS), default=None, metavar="FILE",
-              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that "
-                   "file].")
 @click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")
 @click.option("--seeds", default=3, show_default=True, type=T(opts.SEEDS),
               help="--method trained: runs (seeds) per condition.")

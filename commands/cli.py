@@ -16,7 +16,7 @@ import click
 from probegen import request_options as opts
 from probegen.commands.forms import form_paths, forms_option, write_forms
 from probegen.commands.items import lm_eval_metric_option
-from probegen.commands.options import PERMUTATIONS, SEED, add_device_options, add_wordnet_source_option
+from probegen.commands.options import SEED, MethodCommand, add_device_options, add_wordnet_source_option
 from probegen.commands.options import checked_type as T
 from probegen.paths import DEFAULT_ROOT
 
@@ -357,7 +357,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
-@cli.command("eval")
+@cli.command("eval", cls=MethodCommand)
 @add_device_options
 @click.option("--model", required=True, type=T(opts.MODEL),
               help="Bundled short name (see `probegen models`), Hugging Face id or local path.")
@@ -395,14 +395,8 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
               help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat "
                    "template, or a served model's chat endpoint with --api-base) and parse its answer; letter: the "
                    "same prompt, read as the probability of each option label (A.., yes/no) as the answer's next "
-                   "token. Methods of installed plugins (entry-point group probegen.methods) are among the choices.")
-@click.option("--permutations", type=PERMUTATIONS, default=None, metavar="N|rotations",
-              help="--method generate/letter: ask each unit under N seeded option orders, or every cyclic rotation of "
-                   "the options (rotations); report accuracy per order, consistency and the majority answer's accuracy "
-                   "[default: 1].")
-@click.option("--prompts", "prompts_file", type=T(opts.PROMPTS), default=None, metavar="FILE",
-              help="--method generate: prompt templates in the shape of templates/prompts/en.yaml [default: that "
-                   "file].")
+                   "token. Methods of installed plugins (entry-point group probegen.methods) are among the choices; "
+                   "each method's own options follow the others.")
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=T(opts.N_BOOT),
               help="Bootstrap replicates of every CI (resampling CoDA21 groups, WordNetQA concepts; seeded by --seed).")
 @click.option("--debias-share", type=T(opts.DEBIAS_SHARE), default=None,
@@ -423,8 +417,8 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
 def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll,
-             length_norm, split, limit, sample, on_invalid, release_probe, method, permutations, prompts_file, n_boot,
-             debias_share, out, **adaptive) -> None:
+             length_norm, split, limit, sample, on_invalid, release_probe, method, n_boot, debias_share, out,
+             **adaptive) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -464,8 +458,8 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
                       split=split, pll=_given(ctx, "pll", ctx.params.get("pll")), limit=ctx.params.get("limit"),
                       sample=ctx.params.get("sample"),
                       on_invalid=_given(ctx, "on_invalid", ctx.params.get("on_invalid")),
-                      probe=ctx.params.get("release_probe"), permutations=ctx.params.get("permutations"),
-                      prompts=ctx.params.get("prompts_file"), n_boot=_given(ctx, "n_boot", ctx.params.get("n_boot")),
+                      probe=ctx.params.get("release_probe"), method_options=ctx.params["method_options"],
+                      n_boot=_given(ctx, "n_boot", ctx.params.get("n_boot")),
                       debias_share=ctx.params.get("debias_share"), seed=seed, batch_size=batch_size,
                       **{k: ctx.params.get(k) for k in ("adaptive", "budget", "target_se", "batch_items",
                                                         "randomesque")})

@@ -14,7 +14,7 @@ import click
 
 from probegen import request_options as opts
 
-from .items import lm_eval_metric_option
+from .items import irt_option, lm_eval_metric_option
 from .options import SEED, checked_type
 
 FORMS_HELP = ("Write K parallel forms instead of one set: <out>-form1 .. <out>-formK, disjoint by synset and target "
@@ -55,8 +55,7 @@ def write_forms(ds: Any, kind: str, k: int, seed: int, out: Path, obj: dict, run
 @click.option("--bootstrap", "n_boot", type=checked_type(opts.N_BOOT), default=2000, show_default=True,
               help="Cluster-bootstrap replicates (accuracy CIs).")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--irt", "irt_model", type=click.Choice(["1pl", "2pl", "none"]), default="1pl", show_default=True,
-              help="IRT difficulties compared across forms (with at least 3 respondents).")
+@irt_option("1pl", "IRT difficulties compared across forms (with at least 3 respondents).")
 @lm_eval_metric_option
 def forms(runs, out, margin, alpha, n_boot, seed, irt_model, lm_eval_metric) -> None:
     """Are parallel forms equivalent? RUNs are `probegen eval` folders of several respondents (models,

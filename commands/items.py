@@ -12,10 +12,23 @@ import click
 
 from probegen import request_options as opts
 
-from .options import SEED, checked_type, log
+from .options import SEED, RegistryChoice, checked_type, log
 
 #: how an lm-eval --log_samples file becomes respondents (probegen.exchange.ingest.LM_EVAL_METRICS)
 LM_EVAL_METRICS = ("acc", "acc_norm", "both")
+
+
+def irt_option(default: str, help: str) -> Any:
+    """``--irt``: an IRT fitter of the registry (:func:`probegen.itemstats.irt.fitters`: 1pl, 2pl, 3pl and the
+    entry-point group probegen.irt_fitters's) or none; it reaches the command as ``irt_model``."""
+    def names() -> list[str]:
+        from probegen.itemstats.irt import fitters
+
+        return list(fitters())
+
+    return click.option("--irt", "irt_model", type=RegistryChoice(names, "none"), default=default, show_default=True,
+                        help=f"{help} Installed fitters (entry-point group probegen.irt_fitters) are among the "
+                             "choices.")
 
 
 def lm_eval_metric_option(command: Any) -> Any:
@@ -32,8 +45,7 @@ def lm_eval_metric_option(command: Any) -> Any:
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("--out", required=True, type=click.Path(), help="Output folder (written whole or not at all).")
 @click.option("--common", is_flag=True, help="Runs on different datasets: keep the items they share.")
-@click.option("--irt", "irt_model", type=click.Choice(["1pl", "2pl", "3pl", "none"]), default="2pl", show_default=True,
-              help="IRT model (3pl: guessing floor fixed at 1/k).")
+@irt_option("2pl", "IRT model (3pl: guessing floor fixed at 1/k).")
 @click.option("--pairs", is_flag=True, help="Also compare every pair of respondents (pairs.csv, Holm-corrected).")
 @click.option("--bootstrap", "n_boot", type=checked_type(opts.N_BOOT), default=1000, show_default=True,
               help="Bootstrap replicates (KR-20 CI, paired CIs).")

@@ -14,12 +14,11 @@ from typing import Any, Callable
 
 import click
 
-import probegen.methods  # noqa: F401 - --method's choices are the method registry's
 from probegen import request_options as opts
 from probegen.request_options import Option
 
 
-def _convert(ptype: click.ParamType, option: Option, value: Any, param: Any, ctx: Any) -> Any:
+def _convert(ptype: click.ParamType[Any], option: Option, value: Any, param: Any, ctx: Any) -> Any:
     from probegen.request_options import OptionTypeError, OptionValueError
 
     try:
@@ -28,22 +27,36 @@ def _convert(ptype: click.ParamType, option: Option, value: Any, param: Any, ctx
         ptype.fail(str(e), param, ctx)
 
 
-class _CheckedChoice(click.Choice):
-    def __init__(self, option: Option) -> None:
-        self.option = option
-        super().__init__(option.choices)
+class RegistryChoice(click.Choice[str]):
+    """A choice among a registry's names, read when a value is checked or ``--help`` shown (so plugins'
+    names are among them), then ``extra`` (``none``)."""
+
+    def __init__(self, names: Callable[[], Any], *extra: str) -> None:
+        self.names, self.extra = names, extra
+        super().__init__(extra)
 
     @property
     def choices(self) -> tuple[str, ...]:
-        """The option's values, read when shown: ``--method`` lists the registered methods (plugins too)."""
-        return self.option.allowed()
+        """The registry's names now, then ``extra``."""
+        return (*self.names(), *self.extra)
 
     @choices.setter
     def choices(self, value: Any) -> None:
         pass
 
+
+class _CheckedChoice(RegistryChoice):
+    def __init__(self, option: Option) -> None:
+        self.option = option  # its values read when shown: --method lists the registered methods (plugins too)
+        super().__init__(lambda: self.resolved().choices)
+
+    def resolved(self) -> Option:
+        from probegen.methods import resolved
+
+        return resolved([self.option])[0]
+
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        return _convert(self, self.option, value, param, ctx)
+        return _convert(self, self.resolved(), value, param, ctx)
 
 
 class _CheckedInt(click.IntRange):
@@ -64,7 +77,7 @@ class _CheckedFloat(click.FloatRange):
         return _convert(self, self.option, value, param, ctx)
 
 
-class _CheckedText(click.ParamType):
+class _CheckedText(click.ParamType[Any]):
     def __init__(self, option: Option) -> None:
         self.option = option
         self.name = "N|rotations" if option.kind == "permutations" else "text"
@@ -73,7 +86,7 @@ class _CheckedText(click.ParamType):
         return _convert(self, self.option, value, param, ctx)
 
 
-def checked_type(option: Option) -> click.ParamType:
+def checked_type(option: Option) -> click.ParamType[Any]:
     """The click parameter type of ``option``: the command line's text parsed, then checked by the one
     rule the notebook calls use too (:mod:`probegen.request_options`); a bad value is click's usage
     error (exit 2) with that rule's message. Choices and ranges still show in ``--help``."""
@@ -86,12 +99,52 @@ def checked_type(option: Option) -> click.ParamType:
     return _CheckedText(option)
 
 
+class MethodCommand(click.Command):
+    """A command with ``--method`` (``eval``, ``bias``) whose parameters include every option its methods
+    declare (:attr:`probegen.methods.Method.options`, plugins' too), read from the registry when the
+    command is parsed or its ``--help`` shown; the callback gets those given as ``method_options``."""
+
+    _params: list[click.Parameter]
+    _with_methods: bool
+    _method_params: list[str]
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        """The command's own parameters, then its methods' options (added once, on first use)."""
+        if not self._with_methods:
+            from probegen.methods import get, options
+
+            self._with_methods = True
+            taken = {p.name for p in self._params}
+            for o in options(self.name):
+                if o.name not in taken:
+                    methods = [f for f in (get(n).flag(str(self.name)) for n in self._owners(o.name)) if f]
+                    self._params.append(click.Option(
+                        [o.flag], type=checked_type(o), default=None, metavar=o.metavar or None,
+                        help=f"--method {'/'.join(methods)}: {o.help}"))
+                    self._method_params.append(o.name)
+        return self._params
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._params, self._with_methods, self._method_params = value, False, []
+
+    @staticmethod
+    def _owners(option: str) -> list[str]:
+        from probegen.methods import all_methods
+
+        return [m.name for m in all_methods() if option in {o.name for o in m.options}]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """The callback run with the methods' options given gathered in ``method_options``."""
+        given = {n: ctx.params.pop(n) for n in self._method_params if n in ctx.params}
+        ctx.params["method_options"] = {k: v for k, v in given.items() if v is not None}
+        return super().invoke(ctx)
+
+
 #: every ``--seed``: a non-negative integer that numpy's and scikit-learn's seeding take (below
 #: 2**32); anything else is click's usage error (exit 2), never a traceback deep in a run
 SEED = checked_type(opts.SEED)
-#: ``--permutations`` of eval and bias (--method generate and letter): a number of option orders
-#: (1 to 100) or ``rotations`` (every cyclic rotation of the base order)
-PERMUTATIONS = checked_type(opts.PERMUTATIONS)
 
 
 def log(msg: str) -> None:
@@ -212,7 +265,7 @@ def add_wordnet_source_option(command: Callable[..., Any]) -> Callable[..., Any]
     )(wrapper)
 
 
-def option_given(ctx: click.Context, name: str, value):
+def option_given(ctx: click.Context, name: str, value: Any) -> Any:
     """``value`` if the user set option ``name`` (command line or env), else None: options are
     checked for what was asked, not for their defaults."""
     from click.core import ParameterSource

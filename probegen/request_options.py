@@ -30,19 +30,10 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from .errors import ProbegenError
 from .scorers import KINDS
-
-#: the method registry's ``--method`` values per command (:func:`probegen.methods.names`), set by it
-_METHOD_NAMES: Callable[[str], Sequence[str]] | None = None
-
-
-def method_choices(names: Callable[[str], Sequence[str]]) -> None:
-    """Take the ``--method`` values from the method registry (which imports this module, not the reverse)."""
-    global _METHOD_NAMES
-    _METHOD_NAMES = names
 
 
 class OptionTypeError(ProbegenError, TypeError):
@@ -76,17 +67,13 @@ class Option:
     choices: tuple[str, ...] = ()
     why: str = ""
     optional: bool = True
-    #: ``--method`` of this command: the choices are the method registry's (:func:`probegen.methods.names`)
+    #: ``--method`` of this command: the choices are the method registry's, filled in where the option is
+    #: checked (:func:`probegen.methods.resolved`; this module does not import the registry)
     methods_of: str = ""
-
-    def allowed(self) -> tuple[str, ...]:
-        """The values a choice option takes: its ``choices``, or the registered methods' of :attr:`methods_of`
-        (the method registry hands its list over when it is imported: :func:`method_choices`)."""
-        if self.methods_of:
-            if _METHOD_NAMES is None:
-                raise RuntimeError("probegen.methods is not imported: --method has no choices yet")
-            return tuple(_METHOD_NAMES(self.methods_of))
-        return self.choices
+    #: what ``--help`` says of it (a method's own option: :attr:`probegen.methods.Method.options`)
+    help: str = ""
+    #: how ``--help`` names its value ("" = click's default for the type)
+    metavar: str = ""
 
     @property
     def label(self) -> str:
@@ -160,9 +147,9 @@ class Option:
 
     def _check_choice(self, value: Any) -> str:
         if not isinstance(value, str):
-            raise self._type_error(f"one of {', '.join(self.allowed())}", value)
-        if value not in self.allowed():
-            raise OptionValueError(f"{self.label} must be one of {', '.join(self.allowed())}; got {value!r}")
+            raise self._type_error(f"one of {', '.join(self.choices)}", value)
+        if value not in self.choices:
+            raise OptionValueError(f"{self.label} must be one of {', '.join(self.choices)}; got {value!r}")
         return value
 
     def _check_path(self, value: Any) -> str:
@@ -182,7 +169,7 @@ class Option:
 
     def _check_permutations(self, value: Any) -> int | str:
         if value == "rotations":
-            return value
+            return "rotations"
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._type_error("a number of option orders or 'rotations'", value)
         self._check_range(value, "a number of option orders")
@@ -256,8 +243,13 @@ LIMIT = Option("limit", "--limit", "int", 1)
 SAMPLE = Option("sample", "--sample", "int", 1)
 ON_INVALID = Option("on_invalid", "--on-invalid", "choice", choices=("error", "skip"))
 PROBE = Option("probe", "--probe", "str")
-PERMUTATIONS = Option("permutations", "--permutations", "permutations", 1, 100)
-PROMPTS = Option("prompts", "--prompts", "path")
+#: the options the asking methods (``generate``, ``letter``) declare (:attr:`probegen.methods.Method.options`)
+PERMUTATIONS = Option("permutations", "--permutations", "permutations", 1, 100, metavar="N|rotations",
+                      help="ask each unit under N seeded option orders, or every cyclic rotation of the options "
+                           "(rotations); report accuracy per order, consistency and the majority answer's accuracy "
+                           "[default: 1].")
+PROMPTS = Option("prompts", "--prompts", "path", metavar="FILE",
+                 help="prompt templates in the shape of templates/prompts/en.yaml [default: that file].")
 DEBIAS_SHARE = Option("debias_share", "--debias-share", "float", 0, 1, lo_open=True, hi_open=True)
 BATCH_SIZE = Option("batch_size", "--batch-size", "int", 1)
 EVAL_METHOD = Option("method", "--method", "choice", optional=False, methods_of="eval")
@@ -290,7 +282,8 @@ DEV_FRAC = Option("dev_frac", "--dev-frac", "float", 0, 1, hi_open=True, why="a 
 TEST_FRAC = Option("test_frac", "--test-frac", "float", 0, 1, hi_open=True, why="a share of the set")
 DTYPE = Option("dtype", "--dtype", "dtype", choices=DTYPES, optional=False)
 
-#: the options of ``probegen eval`` / :func:`probegen.score`, by request field
+#: the options of ``probegen eval`` / :func:`probegen.score`, by request field (and the built-in methods' own,
+#: which a request holds in ``method_options``)
 EVAL_OPTIONS: tuple[Option, ...] = (
     MODEL, DATASET, OUT, EVAL_METHOD, SCORER, NONCE, PATTERN, REDUCTION, MATCHING, LENGTH_NORM, SPLIT, PLL, LIMIT,
     SAMPLE, ON_INVALID, PROBE, PERMUTATIONS, PROMPTS, N_BOOT, DEBIAS_SHARE, SEED, BATCH_SIZE, ADAPTIVE, BUDGET,
@@ -298,7 +291,6 @@ EVAL_OPTIONS: tuple[Option, ...] = (
 #: the options of ``probegen bias`` / :func:`probegen.bias`, by request field
 BIAS_OPTIONS: tuple[Option, ...] = (
     MODEL, DATASETS, OUT, SEED, N_BOOT, SCORER, NONCE, PATTERN, REDUCTION, BATCH_SIZE, FOLDS, SPLIT, CONTROLS,
-    DEBIAS_SHARE, BIAS_METHOD, FINETUNE, SEEDS, HUMAN, BESIDE, LIMIT, SAMPLE, ON_INVALID, PROBE,
-    Option("permutations", "--permutations", "permutations", 1, 100, optional=False), PROMPTS)
+    DEBIAS_SHARE, BIAS_METHOD, FINETUNE, SEEDS, HUMAN, BESIDE, LIMIT, SAMPLE, ON_INVALID, PROBE, PERMUTATIONS, PROMPTS)
 #: the runtime options both notebook calls take beside the request's
 RUNTIME_OPTIONS: tuple[Option, ...] = (DEVICE, DTYPE)

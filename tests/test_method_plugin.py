@@ -31,14 +31,20 @@ METHOD_MODULE = '''
 from probegen.core import PairScorer
 from probegen.errors import ProbegenError
 from probegen.methods import Method
+from probegen.request_options import Option
+
+#: the method's own option: the pair of answer words it reads (declared once; probegen does the rest)
+WORDS = Option("judge_words", "--judge-words", "choice", choices=("yes-no", "true-false"), metavar="WORDS",
+               help="the answer words read: P(Yes) against P(No), or P(True) against P(False) [default: yes-no]")
 
 
 class YesNoScorer(PairScorer):
     """A (query, option) pair's score: log P(" Yes") - log P(" No") after asking whether it is right."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, words="yes-no"):
         self.inner, self.name, self.kind = inner, inner.name, inner.kind
         self.query_style, self.reduction = inner.query_style, inner.reduction
+        self.words = tuple(" " + w.capitalize() for w in words.split("-"))
 
     @staticmethod
     def ask(query, option):
@@ -46,11 +52,13 @@ class YesNoScorer(PairScorer):
 
     def score_pairs(self, pairs, progress=False):
         asks = {p: self.ask(*p) for p in pairs}
-        got = self.inner.score_pairs([(a, w) for a in asks.values() for w in (" Yes", " No")], progress=progress)
-        return {p: got[(a, " Yes")] - got[(a, " No")] for p, a in asks.items()}
+        yes, no = self.words
+        got = self.inner.score_pairs([(a, w) for a in asks.values() for w in self.words], progress=progress)
+        return {p: got[(a, yes)] - got[(a, no)] for p, a in asks.items()}
 
     def settings(self):
-        return {**self.inner.settings(), "method": "yesno", "judge": self.ask("{query}", "{option}")}
+        return {**self.inner.settings(), "method": "yesno", "judge": self.ask("{query}", "{option}"),
+                "words": list(self.words)}
 
     def stats(self):
         return self.inner.stats()
@@ -61,12 +69,13 @@ class YesNo(Method):
     title = "yes/no judgement"
     flags = {"eval": "yesno", "bias": "yesno"}
     report_text = "Yes/no method (`--method yesno`): each option judged on its own, scored P(Yes) against P(No)."
+    options = (WORDS,)
 
     def load_scorer(self, runner, req):
         inner = runner.load_scorer(req.model, req.scorer, batch_size=req.batch_size)
         if inner.kind != "causal":
             raise ProbegenError(f"--method yesno asks a causal LM; {req.model} is a {inner.kind} model")
-        return YesNoScorer(inner)
+        return YesNoScorer(inner, req.options.get("judge_words", "yes-no"))
 '''
 
 PYPROJECT = f'''
@@ -172,3 +181,57 @@ def test_plugin_method_options_are_checked(plugin_and_data, tmp_path):
     r = probegen(["bias", "--model", "glove-50d", "--method", METHOD, "--dataset", data["wordnetqa"], "--out",
                   tmp_path / "g"], plugin, tmp_path)
     assert r.returncode == 1 and "--method yesno asks a causal LM; glove-50d is a static model" in r.stderr
+
+
+NOTEBOOK = """
+import json, sys, probegen
+try:
+    run = probegen.score("smollm2-135m", sys.argv[1], out=sys.argv[2], method="yesno", judge_words=sys.argv[3],
+                         limit=4, n_boot=50, device="cpu", dtype="float32")
+except ValueError as e:
+    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+else:
+    print(json.dumps({"eval": run.results["eval"], "scorer": run.results["scorer"]}))
+"""
+
+
+def test_a_plugin_method_option_end_to_end(plugin_and_data, tmp_path):
+    """The plugin declares ``judge_words`` once (WORDS): the command line offers and checks ``--judge-words``,
+    the notebook call takes ``judge_words=``, the method's scorer gets it and results.json records it."""
+    plugin, data = plugin_and_data
+    r = probegen(["eval", "--help"], plugin, tmp_path)
+    assert "--judge-words WORDS" in r.stdout and "--method yesno: the answer words read" in " ".join(r.stdout.split())
+    r = probegen(["eval", *CPU, "--method", METHOD, "--dataset", data["wordnetqa"], "--judge-words", "true-false",
+                  "--limit", 4, "--bootstrap", 50, "--out", tmp_path / "cli"], plugin, tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "cli" / "results.json").read_text())
+    assert res["eval"]["method_options"] == {"judge_words": "true-false"}
+    assert res["scorer"]["words"] == [" True", " False"]  # the option reached the method's scorer
+    r = subprocess.run([sys.executable, "-c", NOTEBOOK, str(data["wordnetqa"]), str(tmp_path / "nb"), "true-false"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), str(ROOT)]), "HF_HUB_OFFLINE": "1",
+                            "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr
+    nb = json.loads(r.stdout.strip().splitlines()[-1])
+    assert nb["eval"] == res["eval"] and nb["scorer"]["words"] == [" True", " False"]  # the command line's run
+    # a bad value: one line naming the option, exit 2 (the notebook call: a ValueError with the same words)
+    message = "judge_words (--judge-words) must be one of yes-no, true-false; got 'maybe'"
+    r = probegen(["eval", *CPU, "--method", METHOD, "--dataset", data["wordnetqa"], "--judge-words", "maybe",
+                  "--out", tmp_path / "bad"], plugin, tmp_path)
+    assert r.returncode == 2 and message in " ".join(r.stderr.split()) and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-c", NOTEBOOK, str(data["wordnetqa"]), str(tmp_path / "bad"), "maybe"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), str(ROOT)])})
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"error": f"OptionValueError: {message}"}
+    assert not (tmp_path / "bad").exists()
+    # the option with another method is an error, not ignored
+    for command in ("eval", "bias"):
+        r = probegen([command, "--model", "glove-50d", "--dataset", data["wordnetqa"], "--judge-words", "yes-no",
+                      "--out", tmp_path / "other"], plugin, tmp_path)
+        assert r.returncode == 1 and r.stderr.strip().splitlines() == [
+            "probegen: error: --judge-words applies to --method yesno only"], r.stderr
+    r = probegen(["bias", *CPU, "--method", METHOD, "--dataset", data["wordnetqa"], "--judge-words", "true-false",
+                  "--limit", 2, "--bootstrap", 50, "--no-controls", "--out", tmp_path / "bias"], plugin, tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "bias" / "results.json").read_text())
+    assert res["eval"]["method_options"] == {"judge_words": "true-false"} and res["scorer"]["words"][0] == " True"

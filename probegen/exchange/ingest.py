@@ -22,6 +22,15 @@ whose items hold all of its item ids with the same content (options, key: each r
 :attr:`~probegen.itemstats.respondent.Respondent.content`), or the ids are unknown or name other
 questions (one line; :func:`probegen.itemstats.table.gather`).
 
+Other formats register through the entry-point group ``probegen.import_formats`` (:func:`formats`)::
+
+    [project.entry-points."probegen.import_formats"]
+    helm = "my_package.helm:FORMAT"
+
+where the object is an :class:`ImportFormat`: its ``name``, ``claims(path)`` (whether a file or
+folder is in the format; installed formats are asked before the built-in ones) and ``read(path,
+lm_eval_metric=...)`` (its respondents, made with :func:`respondent`).
+
 Every cell is checked as a run's is: correctness 0 or 1 (a foreign score in [0, 1] where the format
 documents partial credit: inspect-ai's P, an Every Eval Ever score), log-likelihoods finite
 numbers, labels and units scalars; anything else is one line naming the file and line.
@@ -29,11 +38,13 @@ numbers, labels and units scalars; anything else is one line naming the file and
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import ProbegenError
 from ..io import iter_jsonl, json_type, parse_json, sha256_file
@@ -42,11 +53,12 @@ from ..io import iter_jsonl, json_type, parse_json, sha256_file
 Respondent = Any
 
 
-def _respondent(model: str, method: str, variant: str, source: Path, dataset: str | None) -> Respondent:
+def respondent(model: str, method: str, variant: str, source: Path, dataset: str | None) -> Respondent:
+    """An empty respondent of a file ``source`` (``dataset`` None: unknown, its items matched to the runs')."""
     from ..itemstats.respondent import Respondent as R
-    from ..itemstats.respondent import _dataset_key
+    from ..itemstats.respondent import dataset_key
 
-    return R("", model, method, variant, str(source), _dataset_key(dataset) if dataset else f"?{source}",
+    return R("", model, method, variant, str(source), dataset_key(dataset) if dataset else f"?{source}",
              adopt=not dataset)
 
 
@@ -77,7 +89,9 @@ def _cell(cell: Any, where: str, partial: bool = False) -> dict[str, Any]:
             "key": _scalar(cell["key"], "probegen_cell key", where), "k": k}
 
 
-def _add(resp: Respondent, item: str, cell: dict[str, Any], where: str, options: Any = None) -> None:
+def add_cell(resp: Respondent, item: str, cell: dict[str, Any], where: str, options: Any = None) -> None:
+    """Give ``resp`` its answer ``cell`` (unit, correct, chosen, key, k) to ``item`` (``options``: the item's
+    option labels, where the file has them); an item answered twice is one line naming ``where``."""
     from ..itemstats.respondent import content
 
     if item in resp.cells:
@@ -192,8 +206,8 @@ def read_lm_eval(path: Path, metric: str = "acc") -> list[Respondent]:
             correct = check_correct(s[name], f"{where}: {name}")
             if correct != float(pred == gold):
                 raise ProbegenError(f"{where}: {name} {s[name]} disagrees with the arg-max of its log-likelihoods")
-            r = resps.setdefault(name, _respondent(model, f"lm-eval:{name}", f"task={task}", path, None))
-            _add(r, item, {"unit": str(unit or group or did), "correct": correct,
+            r = resps.setdefault(name, respondent(model, f"lm-eval:{name}", f"task={task}", path, None))
+            add_cell(r, item, {"unit": str(unit or group or did), "correct": correct,
                            "chosen": labels[pred], "key": labels[gold], "k": max(2, len(choices))}, where, labels)
     export = _lm_eval_export_manifest(path, task)
     for r in resps.values():
@@ -228,7 +242,7 @@ def _score_value(value: Any, where: str) -> float:
                          partial=True)
 
 
-def read_inspect(path: Path) -> list[Respondent]:
+def read_inspect(path: Path, **settings: Any) -> list[Respondent]:
     """The respondent of an inspect-ai eval log (first epoch of each sample)."""
     try:
         from inspect_ai.log import read_eval_log
@@ -244,7 +258,7 @@ def read_inspect(path: Path) -> list[Respondent]:
         raise ProbegenError(f"{path}: the log holds no samples (written without samples, or not finished)")
     meta = log.eval.metadata or {}
     dataset = meta.get("probegen_dataset") or None
-    resp = _respondent(str(meta.get("probegen_model") or log.eval.model),
+    resp = respondent(str(meta.get("probegen_model") or log.eval.model),
                        str(meta.get("probegen_method") or f"inspect:{log.eval.task}"),
                        str(meta.get("probegen_variant") or "default"), path, dataset)
     resp.fingerprint = meta.get("probegen_manifest_sha256") if isinstance(meta.get("probegen_manifest_sha256"), str) \
@@ -266,7 +280,7 @@ def read_inspect(path: Path) -> list[Respondent]:
             cell = {"unit": str(s.id), "correct": _score_value(score.value, where),
                     "chosen": _scalar(score.answer, "the score's answer", where), "key": target,
                     "k": max(2, len(s.choices or []))}
-        _add(resp, str(s.id), cell, where, s.choices)
+        add_cell(resp, str(s.id), cell, where, s.choices)
     return [resp]
 
 
@@ -289,7 +303,7 @@ def _eee_pair(path: Path) -> tuple[Path, Path]:
     return path, samples
 
 
-def read_eee(path: Path) -> list[Respondent]:
+def read_eee(path: Path, **settings: Any) -> list[Respondent]:
     """The respondents (one per evaluation result) of Every Eval Ever samples and their aggregate."""
     from .eee import validate_eee
 
@@ -318,7 +332,7 @@ def read_eee(path: Path) -> list[Respondent]:
             raise ProbegenError(f"{where}: evaluation result {rid!r} is not in the aggregate")
         if rid not in resps:
             det_r = (results[rid]["source_data"].get("additional_details") or {})
-            resps[rid] = _respondent(str(det_r.get("probegen_model") or model),
+            resps[rid] = respondent(str(det_r.get("probegen_model") or model),
                                      str(det_r.get("probegen_method") or f"eee:{aggregate['eval_library']['name']}"),
                                      str(det_r.get("probegen_variant") or f"result={rid}"), samples_path,
                                      det_r.get("probegen_dataset") or None)
@@ -337,35 +351,73 @@ def read_eee(path: Path) -> list[Respondent]:
                     "chosen": _scalar(answers[-1]["extracted_value"] if answers else None, "the answer", where),
                     "key": _scalar(ref[0] if ref else None, "the reference", where),
                     "k": max(2, len(row["input"].get("choices") or []))}
-        _add(resps[rid], str(row["sample_id"]), cell, where, row["input"].get("choices"))
+        add_cell(resps[rid], str(row["sample_id"]), cell, where, row["input"].get("choices"))
     return list(resps.values())
 
 
-# ---- dispatch -----------------------------------------------------------------------------------
+# ---- the registry -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ImportFormat:
+    """One format of other harnesses' per-item results: ``claims(path)`` whether a file or folder is in
+    it, ``read(path, lm_eval_metric=...)`` its respondents (one line for anything it cannot use)."""
+
+    name: str
+    claims: Callable[[Path], bool]
+    read: Callable[..., list[Respondent]]
+
+
+def _eee_dir(p: Path) -> bool:
+    return p.is_dir() and not (p / "results.json").is_file() and (p / "data").is_dir() \
+        and not (p / "manifest.json").is_file()
+
+
+#: the built-in formats, asked in this order (after the installed ones)
+BUILTIN_FORMATS = (
+    ImportFormat("eee", lambda p: _eee_dir(p) or (p.name.endswith("_samples.jsonl") and not p.name.startswith(
+        "samples_")) or (p.suffix == ".json" and p.with_name(f"{p.stem}_samples.jsonl").is_file()), read_eee),
+    ImportFormat("inspect", lambda p: p.suffix in (".eval", ".json"), read_inspect),
+    ImportFormat("lm-eval", lambda p: p.suffix == ".jsonl",
+                 lambda p, lm_eval_metric="acc": read_lm_eval(p, lm_eval_metric)),
+)
+#: the entry-point group of third-party import formats (:func:`formats`)
+FORMAT_GROUP = "probegen.import_formats"
+
+
+@functools.cache
+def formats() -> tuple[ImportFormat, ...]:
+    """The import formats in the order a file is offered to them: the entry points of :data:`FORMAT_GROUP`
+    (by name), then :data:`BUILTIN_FORMATS`.
+
+    >>> [f.name for f in formats()][-3:]
+    ['eee', 'inspect', 'lm-eval']
+    """
+    from importlib.metadata import entry_points
+
+    from ..plugins import load_plugins
+
+    found: list[ImportFormat] = []
+
+    def add(fmt: Any) -> None:
+        if not isinstance(fmt, ImportFormat) or fmt.name in {f.name for f in (*found, *BUILTIN_FORMATS)}:
+            raise ProbegenError(f"{fmt!r} is not a probegen.exchange.ingest.ImportFormat of a new name")
+        found.append(fmt)
+
+    load_plugins(entry_points(group=FORMAT_GROUP), "import format", FORMAT_GROUP, lambda obj: obj, add)
+    return (*found, *BUILTIN_FORMATS)
+
+
 def is_foreign(path: str | Path) -> bool:
-    """Whether ``path`` is another harness's results (a file, or an Every Eval Ever folder) rather than a run."""
+    """Whether ``path`` is another harness's results (a file, or a folder a format claims) rather than a run."""
     p = Path(path)
-    return p.is_file() or (p.is_dir() and not (p / "results.json").is_file() and (p / "data").is_dir()
-                           and not (p / "manifest.json").is_file())
+    return p.is_file() or (p.is_dir() and any(f.claims(p) for f in formats()))
 
 
 def read_foreign(path: str | Path, lm_eval_metric: str = "acc") -> list[Respondent]:
-    """The respondents of an lm-eval samples file (``lm_eval_metric``: ``acc``, ``acc_norm`` or ``both``),
-    an inspect-ai log or Every Eval Ever results; one line if none."""
+    """The respondents of ``path`` read by the first format that claims it (an lm-eval samples file:
+    ``lm_eval_metric`` ``acc``, ``acc_norm`` or ``both``); one line if none does."""
     p = Path(path)
-    if p.is_dir():
-        return read_eee(p)
-    name = p.name
-    if name.endswith(".eval"):
-        return read_inspect(p)
-    if name.endswith("_samples.jsonl") and not name.startswith("samples_"):
-        return read_eee(p)
-    if name.endswith(".jsonl"):
-        return read_lm_eval(p, lm_eval_metric)
-    if name.endswith(".json"):
-        if p.with_name(f"{p.stem}_samples.jsonl").is_file():
-            return read_eee(p)
-        return read_inspect(p)
-    raise ProbegenError(f"{p}: not a run folder, lm-eval samples (.jsonl), inspect-ai log (.eval/.json) or "
-                        "Every Eval Ever results")
-
+    fmt = next((f for f in formats() if f.claims(p)), None)
+    if fmt is None:
+        raise ProbegenError(f"{p}: not a run folder, lm-eval samples (.jsonl), inspect-ai log (.eval/.json) or "
+                            "Every Eval Ever results")
+    return fmt.read(p, lm_eval_metric=lm_eval_metric)

@@ -12,14 +12,25 @@ its gradient (Fisher's identity).
 
 Intervals: items from the expected information with the fitted abilities' posteriors (plus the
 priors), respondents from the posterior (EAP +- 1.96 SD).
+
+Other fitters register through the entry-point group ``probegen.irt_fitters`` (:func:`fitters`)::
+
+    [project.entry-points."probegen.irt_fitters"]
+    pyirt-2pl = "my_package.irt:fit"
+
+where ``fit(y, k)`` takes the 0/1 matrix (respondents x items, NaN = missing) and the option count of
+each item and returns an :class:`IrtFit`; ``probegen items --irt pyirt-2pl`` (and ``forms``) then fit with it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import functools
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 import numpy as np
+
+from ..errors import ProbegenError
 
 MODELS = ("1pl", "2pl", "3pl")
 PRIOR_A = (1.0, 1.5)
@@ -64,7 +75,7 @@ class IrtFit:
 
 def prob(theta: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """The item characteristic curve (numpy, broadcasting)."""
-    return c + (1 - c) / (1 + np.exp(-a * (theta - b)))
+    return np.asarray(c + (1 - c) / (1 + np.exp(-a * (theta - b))))
 
 
 def _grid(n: int = 41) -> tuple[np.ndarray, np.ndarray]:
@@ -113,17 +124,59 @@ def _start_a(y: np.ndarray) -> np.ndarray:
     from .classical import item_table
 
     r = np.clip(np.nan_to_num(item_table(y)["item_rest"], nan=0.3), -0.9, 0.9)
-    return 1.7 * r / np.sqrt(1 - r ** 2)
+    return np.asarray(1.7 * r / np.sqrt(1 - r ** 2))
+
+
+#: the entry-point group of third-party IRT fitters (:func:`fitters`)
+FITTER_GROUP = "probegen.irt_fitters"
+#: a fitter: (0/1 matrix, options per item or None) -> the fit
+Fitter = Callable[[np.ndarray, "np.ndarray | None"], IrtFit]
+
+
+@functools.cache
+def fitters() -> dict[str, Fitter]:
+    """The IRT fitters by name: the built-in :data:`MODELS` (:func:`fit`), then the entry points of
+    :data:`FITTER_GROUP` by name (a name taken already is one error line).
+
+    >>> list(fitters())[:3]
+    ['1pl', '2pl', '3pl']
+    """
+    from importlib.metadata import entry_points
+
+    from ..plugins import load_plugins
+
+    found: dict[str, Fitter] = {m: functools.partial(fit, model=m) for m in MODELS}
+
+    def add(name: str, f: Any) -> None:
+        if name in found or not callable(f):
+            raise ProbegenError(f"{'the name is taken' if name in found else 'not a function'}: an IRT fitter is a "
+                                f"new name for a function (y, k) -> probegen.itemstats.irt.IrtFit")
+        found[name] = f
+
+    for ep in sorted(entry_points(group=FITTER_GROUP), key=lambda e: e.name):
+        load_plugins([ep], "IRT fitter", FITTER_GROUP, lambda obj: obj, functools.partial(add, ep.name))
+    return found
 
 
 def fit(y: np.ndarray, k: np.ndarray | None = None, model: str = "2pl", max_iter: int = 500,
         quad: int = 41) -> IrtFit:
     """Fit ``model`` to the 0/1 matrix ``y`` (respondents x items, NaN = missing); ``k``: options per
-    item (3PL's floor 1/k; default 2). L-BFGS on the exact marginal log-posterior."""
+    item (3PL's floor 1/k; default 2). L-BFGS on the exact marginal log-posterior; a fitter of another
+    name (:func:`fitters`: a plugin's) fits instead. An unknown name is one line naming the fitters.
+
+    >>> fit(np.ones((2, 2)), model="4pl")
+    Traceback (most recent call last):
+    probegen.errors.ProbegenError: unknown IRT model '4pl'; choose from 1pl, 2pl, 3pl
+    """
     from scipy.optimize import minimize
 
     if model not in MODELS:
-        raise ValueError(f"unknown IRT model {model!r}")
+        if model not in fitters():
+            raise ProbegenError(f"unknown IRT model {model!r}; choose from {', '.join(fitters())}")
+        fitted = fitters()[model](y, k)
+        if not isinstance(fitted, IrtFit):
+            raise ProbegenError(f"IRT fitter {model!r} returned {type(fitted).__name__}, not an IrtFit")
+        return replace(fitted, model=model)  # recorded by the name it is fitted again by (a bank, subset)
     y = np.asarray(y, float)
     n_items = y.shape[1]
     kk = np.full(n_items, 2.0) if k is None else np.asarray(k, float)
@@ -228,7 +281,8 @@ def information(fitted: IrtFit, theta: np.ndarray) -> np.ndarray:
     t = np.asarray(theta, float)[:, None]
     p = prob(t, fitted.a[None, :], fitted.b[None, :], fitted.c[None, :])
     sig = (p - fitted.c[None, :]) / (1 - fitted.c[None, :])
-    return (fitted.a[None, :] * (1 - fitted.c[None, :]) * sig * (1 - sig)) ** 2 / np.clip(p * (1 - p), 1e-12, None)
+    return np.asarray((fitted.a[None, :] * (1 - fitted.c[None, :]) * sig * (1 - sig)) ** 2
+                      / np.clip(p * (1 - p), 1e-12, None))
 
 
 def simulate(n_resp: int, n_items: int, model: str = "2pl", k: int = 4, missing: float = 0.1,

@@ -25,16 +25,17 @@ where the object is a :class:`Method` subclass (or an instance) with a new ``nam
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib.metadata import entry_points
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..errors import ProbegenError
 from ..plugins import load_plugins
-from ..request_options import method_choices
+from ..request_options import BIAS_OPTIONS, EVAL_OPTIONS, Option
 from .base import SCORING_ONLY, Method, ScorerRequest, resolve
 
 __all__ = ["ENTRY_POINT_GROUP", "SCORING_ONLY", "Method", "ScorerRequest", "all_methods", "check_options", "get",
-           "is_method", "names", "recorded", "register"]
+           "is_method", "method_options", "names", "options", "recorded", "register", "resolved"]
 
 ENTRY_POINT_GROUP = "probegen.methods"
 
@@ -47,6 +48,11 @@ def register(method: Method | type[Method]) -> Method:
     m = resolve(method)
     if not isinstance(m.name, str) or not m.name:
         raise ProbegenError(f"method {type(m).__name__} has no name")
+    known = {**{o.name: o for o in (*EVAL_OPTIONS, *BIAS_OPTIONS)}, **_declared()}
+    for o in m.options:
+        if not isinstance(o, Option) or known.get(o.name, o) != o:
+            raise ProbegenError(f"method {m.name!r}: its option {getattr(o, 'name', o)!r} is not a "
+                                "probegen.request_options.Option of a new name (a command's or another method's)")
     if m.name in _METHODS and type(_METHODS[m.name]) is not type(m):
         raise ProbegenError(f"method {m.name!r} is registered twice ({type(_METHODS[m.name]).__name__} and "
                             f"{type(m).__name__})")
@@ -110,7 +116,52 @@ def is_method(name: Any) -> bool:
     return isinstance(name, str) and name in {m.name for m in all_methods()}
 
 
-method_choices(names)  # --method of eval and bias offers what is registered, plugins too
+def _declared() -> dict[str, Option]:
+    return {o.name: o for m in _METHODS.values() for o in m.options}
+
+
+def options(command: str | None = None) -> list[Option]:
+    """Every method's own option (:attr:`Method.options`) once, in registry order; with ``command``, those
+    of the methods it offers (what ``--help`` of ``eval`` / ``bias`` lists).
+
+    >>> [o.flag for o in options("eval")]
+    ['--permutations', '--prompts']
+    """
+    found = {o.name: o for m in all_methods() if command is None or m.flag(command) for o in m.options}
+    return list(found.values())
+
+
+def resolved(table: Iterable[Option]) -> list[Option]:
+    """``table`` with ``--method``'s choices (an option's ``methods_of``) filled in from the registry, plugins
+    too: what a request and the command line check against.
+
+    >>> from probegen.request_options import BIAS_OPTIONS
+    >>> [o.choices for o in resolved(BIAS_OPTIONS) if o.name == "method"]
+    [('zeroshot', 'trained', 'generate', 'letter')]
+    """
+    return [replace(o, choices=tuple(names(o.methods_of))) if o.methods_of else o for o in table]
+
+
+def method_options(given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` (a request's ``method_options``) checked by the declaring option's type and range, None
+    values left out; a name no method declares is a TypeError naming those that exist.
+
+    >>> method_options({"permutations": 3, "prompts": None})
+    {'permutations': 3}
+    >>> method_options({"permutations": 0})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    probegen.request_options.OptionValueError: permutations (--permutations) must be a number of option orders ...
+    >>> method_options({"temperature": 0.5})
+    Traceback (most recent call last):
+    TypeError: no method takes the option 'temperature'; method options: permutations, prompts
+    """
+    table = {o.name: o for o in options()}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"method_options must be a mapping of option names to values; got {given!r}")
+    for k in given:
+        if k not in table:
+            raise TypeError(f"no method takes the option {k!r}; method options: {', '.join(table) or 'none'}")
+    return {k: table[k].check(v) for k, v in given.items() if v is not None}
 
 
 def check_options(name: str, given: Mapping[str, Any]) -> Method:
@@ -128,7 +179,7 @@ def check_options(name: str, given: Mapping[str, Any]) -> Method:
     owners: dict[str, list[str]] = {}
     for m in all_methods():
         for opt in m.options:
-            owners.setdefault(opt, []).append(m.name)
+            owners.setdefault(opt.name, []).append(m.name)
     method = get(name)
     method.check_options(given, owners)
     return method

@@ -7,10 +7,11 @@ it records in results.json, how the viewer rebuilds its queries, and its report 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..errors import ProbegenError
+from ..request_options import Option
 
 if TYPE_CHECKING:
     from ..runner import Runner
@@ -23,15 +24,15 @@ SCORE_SETTINGS = ("reduction", "length_norm", "pattern")
 
 @dataclass(frozen=True)
 class ScorerRequest:
-    """What a method's scorer is loaded with (``probegen eval`` and ``probegen bias`` alike)."""
+    """What a method's scorer is loaded with (``probegen eval`` and ``probegen bias`` alike), made by
+    keyword; ``options``: the method's own options the user gave (:attr:`Method.options`), by name."""
 
     model: str
     scorer: str | None = None
     reduction: str = "sum"
     batch_size: int | None = None
-    permutations: int | str = 1
-    prompts: str | None = None
     seed: int = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Method:
@@ -61,8 +62,12 @@ class Method:
     likelihood: ClassVar[bool] = True
     #: why a likelihood option does not apply (with ``likelihood = False``)
     not_scored: ClassVar[str] = ""
-    #: options only this method (and others that declare them) takes
-    options: ClassVar[tuple[str, ...]] = ()
+    #: the options only this method (and others that declare the same) takes, each with its flag, type,
+    #: range and help (:class:`~probegen.request_options.Option`), as an inspect-ai solver's parameters are
+    #: its configuration: ``eval`` and ``bias`` offer each as its flag (``--help`` shows it), the notebook
+    #: calls take it by name, a request checks it, :meth:`load_scorer` gets the given ones in
+    #: ``ScorerRequest.options`` and results.json records them (``eval.method_options``)
+    options: ClassVar[tuple[Option, ...]] = ()
     #: the unit style its scorer asks (``generate``); None: the scorer's own (``pattern``, ``plain``)
     query_style: ClassVar[str | None] = None
     #: the report's paragraph on the method ("" = none beyond the report's own)
@@ -91,7 +96,7 @@ class Method:
                 raise ProbegenError(f"--{bad[0].replace('_', '-')} does not apply to --method {self.name}: "
                                     f"{self.not_scored}")
         for k, names in owners.items():
-            if k not in self.options and given.get(k) is not None:
+            if k not in {o.name for o in self.options} and given.get(k) is not None:
                 rest = f" (and --method {', --method '.join(names[1:])})" if names[1:] else ""
                 raise ProbegenError(f"--{k.replace('_', '-')} applies to --method {names[0]} only{rest}")
 
@@ -108,12 +113,14 @@ class Method:
         return scorer
 
     # ---- results.json -------------------------------------------------------------------------------
-    def record(self, ev_block: dict[str, Any]) -> dict[str, Any]:
+    def record(self, ev_block: dict[str, Any], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """results.json's ``eval`` block of a run of this method: a method that reads no likelihoods
-        records the likelihood settings as null (never defaults that did not apply) and its name."""
+        records the likelihood settings as null (never defaults that did not apply) and its name; the
+        method's own ``options`` given (none: no key) as ``method_options``."""
+        given = {"method_options": dict(options)} if options else {}
         if self.likelihood:
-            return ev_block if self.name == "score" else {**ev_block, "method": self.name}
-        return {**{k: (None if k in SCORING_ONLY else v) for k, v in ev_block.items()}, "method": self.name}
+            return {**ev_block, **given} if self.name == "score" else {**ev_block, "method": self.name, **given}
+        return {**{k: (None if k in SCORING_ONLY else v) for k, v in ev_block.items()}, "method": self.name, **given}
 
     # ---- viewer -------------------------------------------------------------------------------------
     def style(self, scorer_kind: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..request_options import PERMUTATIONS, PROMPTS
 from .base import Method, ScorerRequest
 
 
@@ -18,7 +19,7 @@ class GenerateMethod(Method):
     ordered = True
     likelihood = False
     not_scored = "a chat model's answer is read, not scored"
-    options = ("permutations", "prompts")
+    options = (PERMUTATIONS, PROMPTS)
     query_style = "generate"
     confidence = "the vote share of each option over the orders"
     votes = True
@@ -36,7 +37,7 @@ class GenerateMethod(Method):
         from ..generate import load_generator
 
         return runner.load_asking(self.name, lambda **settings: load_generator(
-            req.model, req.permutations or 1, req.prompts, req.seed, **settings))
+            req.model, req.options.get("permutations") or 1, req.options.get("prompts"), req.seed, **settings))
 
     def summary_lines(self, block: Mapping[str, Any]) -> list[str]:
         """The evaluation summary's line on the parsed answers (validity shares) and the option orders.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..request_options import PERMUTATIONS, PROMPTS
 from .base import Method, ScorerRequest
 from .generate import order_lines
 
@@ -19,7 +20,7 @@ class LetterMethod(Method):
     ordered = True
     likelihood = False
     not_scored = "the option labels' probabilities are read"
-    options = ("permutations", "prompts")
+    options = (PERMUTATIONS, PROMPTS)
     query_style = "generate"
     view_confidence = "probability of its option label, averaged over the option orders"
     confidence = "the label distribution, mapped to options and averaged over the orders"
@@ -35,7 +36,7 @@ class LetterMethod(Method):
         from ..generate.letter import load_letter
 
         return runner.load_asking(self.name, lambda **settings: load_letter(
-            req.model, req.permutations or 1, req.prompts, req.seed, **settings))
+            req.model, req.options.get("permutations") or 1, req.options.get("prompts"), req.seed, **settings))
 
     def summary_lines(self, block: Mapping[str, Any]) -> list[str]:
         """Read, not parsed: every ask is decided, so no validity shares.

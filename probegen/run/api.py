@@ -76,7 +76,7 @@ def check_eval_request(req: EvalRequest, runner: Runner):
     trained = _method(req, task).trains
     # a trained probe (word in context) loads its encoder as it is, whatever its kind: no model check
     check_eval_options(task, req.model, req.dataset, req, runner, check_model=not trained)
-    check_debias_share(req.debias_share, req.method, req.permutations or 1)
+    check_debias_share(req.debias_share, req.method, req.method_options.get("permutations", 1))
     from probegen.itemstats.adaptive import check_adaptive
 
     check_adaptive(req, task, trained)
@@ -137,6 +137,19 @@ def _logger(log: Callable[[str], None] | None) -> Callable[[str], None]:
     return log or (lambda m: None)
 
 
+def _keywords(call: str, request: type, options: dict[str, Any], fixed: set[str]) -> dict[str, Any]:
+    """The notebook call's ``options`` as keywords of ``request``: a method's own option (``permutations=3``,
+    a plugin's) goes into ``method_options``; a name of neither is a TypeError naming the choices."""
+    own = {o.name for o in methods.options()}
+    names = {f.name for f in fields(request)} - fixed - {"method_options"}
+    wrong = sorted(set(options) - names - own)
+    if wrong:
+        raise TypeError(f"probegen.{call}() got unknown options {', '.join(wrong)}; choose from "
+                        f"{', '.join(sorted(names | own))}")
+    return {**{k: v for k, v in options.items() if k in names},
+            "method_options": {k: v for k, v in options.items() if k in own}}
+
+
 def score(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
           log: Callable[[str], None] | None = None, **options: Any) -> Run:
     """``probegen eval --model MODEL --dataset DATASET`` as a function: the same checks, the same
@@ -144,13 +157,9 @@ def score(model: str, dataset: str | Path, out: str | Path | None = None, *, dev
     :class:`Run`. ``options`` are the CLI's options by their names (``limit=20``, ``method="letter"``,
     ``reduction="mean"``, ``n_boot=2000``...); one that does not apply is a ProbegenError, as on the
     command line. ``log`` gets the progress lines (default: none)."""
-    names = {f.name for f in fields(EvalRequest)} - {"model", "dataset", "out"}
-    wrong = sorted(set(options) - names)
-    if wrong:
-        raise TypeError(f"probegen.score() got unknown options {', '.join(wrong)}; choose from "
-                        f"{', '.join(sorted(names))}")
     # every option checked by the command line's rule (probegen.request_options) before any work
-    req = EvalRequest(model=model, dataset=dataset, out=out, **options)  # type: ignore[arg-type]
+    req = EvalRequest(model=model, dataset=dataset, out=out,
+                      **_keywords("score", EvalRequest, options, {"model", "dataset", "out"}))
     runner = Runner(_runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
                     log=_logger(log))
     path, summary = run_eval_request(req, runner)
@@ -165,16 +174,12 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     (``n_boot``, ``limit``, ``controls=False``, ``method``...; see
     :class:`~probegen.run.bias_request.BiasRequest`). :attr:`Run.rows` are the full
     condition's rows of a zero-shot or asking run."""
-    from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
-
-    names = {f.name for f in fields(BiasRequest)} - {"model", "datasets", "out", "given", "wordnet", "semcor"}
-    wrong = sorted(set(options) - names)
-    if wrong:
-        raise TypeError(f"probegen.bias() got unknown options {', '.join(wrong)}; choose from "
-                        f"{', '.join(sorted(names))}")
     from probegen.request_options import DATASET
 
-    req = BiasRequest(model=model, datasets=(DATASET.check(dataset),), out=out, **options,  # type: ignore[arg-type]
+    from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
+
+    kw = _keywords("bias", BiasRequest, options, {"model", "datasets", "out", "given", "wordnet", "semcor"})
+    req = BiasRequest(model=model, datasets=(DATASET.check(dataset),), out=out, **kw,
                       given=frozenset(k for k in options if k in TASK_OPTIONS))
     runner = Runner(_runtime(device, dtype), log=_logger(log))
     method, summary = run_checked(req, runner.log, runner)

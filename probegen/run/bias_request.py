@@ -7,9 +7,9 @@ the zero-shot or trained run, the human points) happens here, without click.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 if TYPE_CHECKING:
     from probegen.runner import Runner
@@ -50,17 +50,18 @@ class BiasRequest:
     sample: int | None = None
     on_invalid: str = "error"
     probe: str | None = None
-    permutations: int | str = 1
-    prompts: str | None = None
     wordnet: str | None = None
     semcor: str | None = None
     given: frozenset[str] = frozenset()
+    #: the method's own options by name (:attr:`probegen.methods.Method.options`: ``permutations``, ...)
+    method_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        import probegen.methods  # noqa: F401 - --method's choices are the method registry's
+        from probegen.methods import method_options, resolved
         from probegen.request_options import BIAS_OPTIONS, check_request
 
-        check_request(self, BIAS_OPTIONS)  # one type and range per option, the command line's too
+        check_request(self, resolved(BIAS_OPTIONS))  # one type and range per option, the command line's too
+        object.__setattr__(self, "method_options", method_options(self.method_options))
 
     def asked(self, name: str):
         """The value of option ``name`` if the user set it, else None."""
@@ -122,11 +123,11 @@ def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
     # the method's options (bias --method trained takes those of the cloze method it is checked as)
     asked = methods.get(req.method or "zeroshot", "bias")
     check_method_options("score" if asked.trains else asked.name,
-                         {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")},
-                          "permutations": req.permutations if req.permutations != 1 else None, "prompts": req.prompts})
+                         {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")}, **req.method_options})
     from probegen.diagnostics.eval_report import check_debias_share
 
-    check_debias_share(req.debias_share, req.method, req.permutations)  # PriDe needs options shown in several orders
+    # PriDe needs options shown in several orders
+    check_debias_share(req.debias_share, req.method, req.method_options.get("permutations", 1))
     kinds = tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
                                         default_tasks=default_tasks())
     method = choose_method(req.method, req.datasets, req.finetune, kinds)
@@ -209,7 +210,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
                            reduction=req.reduction, batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
                            subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
-                           method=req.method or "zeroshot", asking=(req.permutations, req.prompts),
+                           method=req.method or "zeroshot", method_options=req.method_options,
                            kinds=kinds)
         if req.beside:
             from .run_bias import add_beside

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .. import methods as _methods
 from ..core import as_unit_scorer
@@ -90,7 +90,8 @@ def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch
                       runner: Runner):
     """The shared scorer for ``model`` with the evaluation's settings, loaded by ``runner``
     (its runtime: device, dtype, ...)."""
-    return _methods.get("score").load_scorer(runner, _methods.ScorerRequest(model, scorer_kind, reduction, batch_size))
+    return _methods.get("score").load_scorer(runner, _methods.ScorerRequest(
+        model=model, scorer=scorer_kind, reduction=reduction, batch_size=batch_size))
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,6 @@ class EvalRequest:
     sample: int | None = None
     on_invalid: str | None = None
     probe: str | None = None  # a release file's probe type (multiple choice)
-    permutations: int | str | None = None  # --method generate/letter: option orders per unit (or "rotations")
-    prompts: str | None = None  # --method generate/letter: a prompt template file
     n_boot: int | None = None
     debias_share: float | None = None
     seed: int = 0
@@ -128,11 +127,14 @@ class EvalRequest:
     target_se: float | None = None
     batch_items: int | None = None
     randomesque: int | None = None
+    #: the method's own options by name (:attr:`probegen.methods.Method.options`: ``permutations``, ...)
+    method_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from ..request_options import EVAL_OPTIONS, check_request
 
-        check_request(self, EVAL_OPTIONS)  # one type and range per option, the command line's too
+        check_request(self, _methods.resolved(EVAL_OPTIONS))  # one type and range per option, the command line's too
+        object.__setattr__(self, "method_options", _methods.method_options(self.method_options))
 
     def asked(self) -> dict[str, Any]:
         """The options the dataset's kind is checked against (names as the CLI's, with ``_``)."""
@@ -182,14 +184,14 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
     scorer = _methods.get(options.method, "eval").load_scorer(runner, _methods.ScorerRequest(
-        model, options.scorer, reduction, options.batch_size, options.permutations or 1, options.prompts,
-        options.seed))  # rank 0 loads first
+        model=model, scorer=options.scorer, reduction=reduction, batch_size=options.batch_size, seed=options.seed,
+        options=options.method_options))  # rank 0 loads first
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
     ev, adaptive = _evaluate(task, data, scorer, settings, options, runner)
     timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
-    results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner)
+    results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner, options.method_options)
     notes = _generation_notes(scorer, ev, results) + _shown_notes(results, data, subset) + _adaptive_notes(results,
                                                                                                           adaptive)
     exchanges = as_unit_scorer(scorer).exchanges()
@@ -326,7 +328,7 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
     given = {k: asked[k] for k in ("pattern", "matching", "nonce", "length_norm", "split", "reduction", "scorer",
                                    "limit", "sample", "on_invalid", "probe")}
     subset_request(o.limit, o.sample)  # both at once: one line before anything is loaded
-    check_method_options(o.method, {**given, "permutations": o.permutations, "prompts": o.prompts})
+    check_method_options(o.method, {**given, **o.method_options})
     tasks.check_options([task], asked, "eval", [dataset])
     if check_model and model is not None and not _methods.get(o.method, "eval").asks:
         # a chat model is resolved by its backend when it loads
@@ -360,7 +362,7 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
 
 
 def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float],
-             runner) -> dict[str, Any]:
+             runner, method_options: Mapping[str, Any]) -> dict[str, Any]:
     """results.json of an evaluation. A chat model asked (``--method generate`` or ``letter``, its
     scorer's ``method``) is not scored by likelihood: the ``eval`` block records the method, and the
     likelihood scorer's settings (:data:`SCORING_ONLY`: reduction, length normalisation, query
@@ -370,7 +372,7 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
     ev_block = {**ev.config, "reduction": reduction if scorer.kind in LM_KINDS else None}
     metrics = ev.metrics
     method = _methods.recorded(scorer_settings.get("method"))
-    ev_block = method.record(ev_block)
+    ev_block = method.record(ev_block, method_options)
     if not method.likelihood and isinstance(metrics, dict) and "length_norm" in metrics:
         metrics = {**metrics, "length_norm": None}
     stats = as_unit_scorer(scorer).stats()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from probegen import tasks
 from probegen.core import as_unit_scorer
@@ -281,15 +281,15 @@ def run_bias(
     on_invalid: str = "error",
     probe: str | None = None,
     method: str = "zeroshot",
-    asking: tuple[Any, Any] = (1, None),
+    method_options: Mapping[str, Any] | None = None,
     kinds: Sequence[tasks.Task] | None = None,
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
     ``kinds``: the datasets' tasks (one per dataset) when the caller detected them (None: detected here).
 
     ``method`` (a ``--method`` value of bias, :mod:`probegen.methods`) loads the scorer: the model's own
-    (``zeroshot``), or a chat model asked each ablation (``generate``, ``letter``; ``asking``: (permutations,
-    prompt file)), or a plugin's.
+    (``zeroshot``), or a chat model asked each ablation (``generate``, ``letter``), or a plugin's, with
+    ``method_options`` (its own options given: :attr:`probegen.methods.Method.options`).
 
     ``runner`` loads the model (its runtime); under ``torchrun`` every rank scores a share and
     only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
@@ -306,9 +306,11 @@ def run_bias(
 
     t0 = time.perf_counter()
     scorer = methods.get(method, "bias").load_scorer(runner, methods.ScorerRequest(
-        model, scorer_kind, reduction, batch_size, asking[0], asking[1], cfg.seed))
+        model=model, scorer=scorer_kind, reduction=reduction, batch_size=batch_size, seed=cfg.seed,
+        options=method_options or {}))
     log(f"model {model}: {scorer.kind} scorer ({time.perf_counter() - t0:.1f} s to load)")
-    return write_bias(model, loaded, out, scorer, cfg, reduction, log, progress, skipped=skipped)
+    return write_bias(model, loaded, out, scorer, cfg, reduction, log, progress, skipped=skipped,
+                      method_options=method_options)
 
 
 def write_bias(
@@ -322,8 +324,10 @@ def write_bias(
     progress: bool = True,
     evaluate_mc: Callable | None = None,
     skipped: Sequence[dict[str, Any]] = (),
+    method_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score every ablation of every loaded dataset, then write results.json, report.md and the plot.
+    """Score every ablation of every loaded dataset, then write results.json, report.md and the plot
+    (``method_options``: the method's own options given, recorded).
 
     ``evaluate_mc`` replaces ``probegen.wordnetqa.evaluate.evaluate_mc`` (tests, stand-ins).
     """
@@ -345,7 +349,7 @@ def write_bias(
         if draw_bias_reliability(entry, out / d.name, title=f"Reliability: {model} on {d.name}"):
             files["reliability"] = f"{d.name}/reliability.png"
         entries.append({"name": d.name, "path": d.path, **entry, **shown_blocks(d), "files": files})
-    ev_block, config = _applied_settings(scorer, cfg, reduction)
+    ev_block, config = _applied_settings(scorer, cfg, reduction, method_options)
     results = {
         "model": model,
         "scorer": {"kind": scorer.kind, **_settings(scorer)},
@@ -368,7 +372,8 @@ def write_bias(
     return results
 
 
-def _applied_settings(scorer, cfg: BiasConfig, reduction: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _applied_settings(scorer, cfg: BiasConfig, reduction: str,
+                      method_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a chat
     model asked, --method generate or letter, records its method and no likelihood setting)."""
     from probegen import methods
@@ -377,7 +382,7 @@ def _applied_settings(scorer, cfg: BiasConfig, reduction: str) -> tuple[dict[str
     ev_block: dict[str, Any] = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
                                 "reduction": reduction if scorer.kind in LM_KINDS else None}
     config = cfg.record()
-    ev_block = asked.record(ev_block)
+    ev_block = asked.record(ev_block, method_options)
     if not asked.likelihood:
         config = {**config, "pattern": None}
     return ev_block, config

@@ -62,7 +62,7 @@ def choice_predictor(views: list[ChoiceView]) -> Predictor:
 
     from probegen.core import decide_scores
 
-    texts, numeric, y, owner = B._choice_rows(views)
+    texts, numeric, y, owner = B.choice_rows(views)
     tfidf = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2).fit_transform(texts)
     X = fitting.quantize_features(hstack([tfidf, csr_matrix(StandardScaler().fit_transform(numeric))]).tocsr())
     rows_of = np.split(np.arange(len(owner)), np.flatnonzero(np.diff(owner)) + 1)

@@ -113,8 +113,9 @@ def _with_numeric(sparse, numeric: np.ndarray, scaler):
     return dense if sparse is None else hstack([sparse, dense]).tocsr()
 
 
-def _result(name: str, applies_to: str, target: str, correct: np.ndarray, units: list | None, chance: float,
-            n_boot: int, seed: int, note: str, **extra: Any) -> dict[str, Any]:
+def control_result(name: str, applies_to: str, target: str, correct: np.ndarray, units: list | None,
+                   chance: float, n_boot: int, seed: int, note: str, **extra: Any) -> dict[str, Any]:
+    """A control's results entry: its accuracy with a bootstrap CI over ``units``, and chance."""
     boot = bootstrap_accuracy(correct, units, n_boot=n_boot, seed=seed)
     ci = boot["ci"]
     return {
@@ -132,7 +133,8 @@ def _result(name: str, applies_to: str, target: str, correct: np.ndarray, units:
     }
 
 
-def _skipped(name: str, applies_to: str, reason: str) -> dict[str, Any]:
+def skipped_control(name: str, applies_to: str, reason: str) -> dict[str, Any]:
+    """The results entry of a control that could not run, and why."""
     return {"control": name, "applies_to": applies_to, "skipped": reason}
 
 
@@ -169,7 +171,8 @@ def choice_numeric(choices: tuple[str, ...]) -> np.ndarray:
     )
 
 
-def _choice_rows(items: list[ChoiceView]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def choice_rows(items: list[ChoiceView]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """(choice texts, numeric features, gold-or-not, owning item's index): one row per choice of ``items``."""
     texts: list[str] = []
     numeric: list[Any] = []
     y: list[Any] = []
@@ -182,7 +185,7 @@ def _choice_rows(items: list[ChoiceView]) -> tuple[list[str], np.ndarray, np.nda
     return texts, np.vstack(numeric), np.array(y, dtype=int), np.array(owner)
 
 
-def _choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_texts: list[str], te_num: np.ndarray):
+def choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_texts: list[str], te_num: np.ndarray):
     """Fit gold-vs-not on training choices; return the model, test scores and feature names."""
     from sklearn.preprocessing import StandardScaler
 
@@ -223,13 +226,13 @@ def choice_only_control(
             its = _sample_clusters(its, max_items, rng)
         n_clusters = len({it.cluster for it in its})
         if n_clusters < 2 or len(its) < 10:
-            out.append(_skipped("choice-only", probe, f"too few items ({len(its)}) or clusters ({n_clusters})"))
+            out.append(skipped_control("choice-only", probe, f"too few items ({len(its)}) or clusters ({n_clusters})"))
             continue
-        texts, numeric, y, owner = _choice_rows(its)
+        texts, numeric, y, owner = choice_rows(its)
         correct = np.zeros(len(its))
         for f, (tr, te) in enumerate(_folds([it.cluster for it in its], n_folds)):
             tr_rows, te_rows = np.isin(owner, tr), np.isin(owner, te)
-            _, s, _ = _choice_model(
+            _, s, _ = choice_model(
                 [t for t, m in zip(texts, tr_rows) if m], numeric[tr_rows], y[tr_rows],
                 [t for t, m in zip(texts, te_rows) if m], numeric[te_rows],
             )
@@ -238,14 +241,14 @@ def choice_only_control(
                 pick = pick_choice(s[te_owner == i], np.random.default_rng([seed, f, int(i)]))
                 correct[i] = float(pick == its[i].answer)
         chance = float(np.mean([1.0 / len(it.choices) for it in its]))
-        clf, _, names = _choice_model(texts, numeric, y, texts[:2], numeric[:2])  # all items: for inspection
+        clf, _, names = choice_model(texts, numeric, y, texts[:2], numeric[:2])  # all items: for inspection
         coef = clf.coef_[0]
         # equal weights (features that always co-occur) in name order: a sort's order of ties differs between CPUs
         q = quantize(coef)
         top = [{"feature": names[j], "weight": round(float(coef[j]), 3)}
                for j in sorted(range(len(coef)), key=lambda j: (-q[j], names[j]))[:6]]
         out.append(
-            _result(
+            control_result(
                 "choice-only", probe, "gold choice (argmax over choices)", correct, [it.cluster for it in its], chance,
                 n_boot, seed,
                 "logistic regression (Newton-CG) on choice text/length/overlap; folds grouped by concept cluster",
@@ -283,7 +286,7 @@ def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n
 
     name, applies = "definition-order", applies_to
     if len({g.id for g in groups}) < 2:
-        return _skipped(name, applies, "needs at least 2 groups")
+        return skipped_control(name, applies, "needs at least 2 groups")
     defs = [d for g in groups for d in g.definitions]
     numeric = np.vstack([_def_numeric(list(g.definitions)) for g in groups])
     target = np.concatenate([np.arange(g.k) / max(g.k - 1, 1) for g in groups])
@@ -305,7 +308,7 @@ def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n
             pos[order] = np.arange(len(p))
             acc[i] = float(np.mean(pos == np.arange(len(p))))
     chance = float(np.mean([1.0 / g.k for g in groups]))
-    return _result(name, applies, "position in the gold (stored row) order", acc, None, chance, n_boot, seed,
+    return control_result(name, applies, "position in the gold (stored row) order", acc, None, chance, n_boot, seed,
                    "Ridge on definition text/length; leak check of the stored row order")
 
 
@@ -356,7 +359,7 @@ def overlap_control(groups: Sequence[AlignmentView], side: str, applies_to: str,
     if side not in ("word", "context"):
         raise ValueError(f"side must be 'word' or 'context', not {side!r}")
     if len({g.id for g in groups}) < 2:
-        return _skipped(name, applies, "needs at least 2 groups")
+        return skipped_control(name, applies, "needs at least 2 groups")
     feats = [overlap_features(g, side) for g in groups]
     acc = np.zeros(len(groups))
     for tr, te in _folds([g.id for g in groups], n_folds):
@@ -370,7 +373,7 @@ def overlap_control(groups: Sequence[AlignmentView], side: str, applies_to: str,
             acc[i] = float(np.mean(pred == np.arange(k)))
     chance = float(np.mean([1.0 / g.k for g in groups]))
     what = "target word (lemma + surface form)" if side == "word" else "context with the target removed"
-    return _result(name, applies, "one-to-one alignment", acc, None, chance, n_boot, seed,
+    return control_result(name, applies, "one-to-one alignment", acc, None, chance, n_boot, seed,
                    f"LogisticRegression on string overlap between the {what} and each definition")
 
 

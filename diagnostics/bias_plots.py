@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .plots import _plt, _save
+from .plots import pyplot, save_png
 
 
 def _err(r: dict[str, Any]) -> list[float]:
@@ -54,7 +54,7 @@ def plot_bias_plane(points: list[dict[str, Any]], out: Path, title: str = "") ->
     ...     print(plot_bias_plane(pts, Path(d) / "plane.png").read_bytes()[:4])
     b'\x89PNG'
     """
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.6, 5.0))
     drawn: list[Any] = []
     undefined: list[Any] = []
@@ -93,4 +93,4 @@ def plot_bias_plane(points: list[dict[str, Any]], out: Path, title: str = "") ->
     if not_applicable:
         fig.text(0.01, -0.06, "n/a (ratio measures nothing on this probe): " + ", ".join(not_applicable), fontsize=8,
                  ha="left")
-    return _save(fig, out)
+    return save_png(fig, out)

@@ -168,9 +168,9 @@ def plot_reliability(blocks: dict[str, dict[str, Any]], out: Path, title: str = 
     ...     print(plot_reliability(b, Path(d) / "r.png").read_bytes()[:4])
     b'\\x89PNG'
     """
-    from .plots import _plt, _save
+    from .plots import pyplot, save_png
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 5.0))
     ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
     for i, (name, b) in enumerate(blocks.items()):
@@ -187,4 +187,4 @@ def plot_reliability(blocks: dict[str, dict[str, Any]], out: Path, title: str = 
     ax.set_ylabel("accuracy")
     ax.set_title(title or "Reliability diagram (equal-mass bins)")
     ax.legend(loc="upper left", fontsize=8)
-    return _save(fig, out)
+    return save_png(fig, out)

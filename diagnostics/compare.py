@@ -208,12 +208,12 @@ def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data
     ``taken``: the names already in the report. A run given twice, an item twice in a run, a
     correctness out of range, a file whose items' content is not the set's: one line
     (:func:`probegen.itemstats.table.read_runs`); ``lm_eval_metric``: an lm-eval file's respondent."""
-    from probegen.itemstats.respondent import _dataset_key, identity
+    from probegen.itemstats.respondent import dataset_key, identity
     from probegen.itemstats.subset import check_records
     from probegen.itemstats.table import read_runs
 
     shown = tuple(str(p) for p in paths)
-    keys = tuple(_dataset_key(p) for p in shown)
+    keys = tuple(dataset_key(p) for p in shown)
     layouts = tuple(item_units(kind, d) for d in data)
     grouped = tasks.get(kind).unit_is_mean  # a group's accuracy is its unit's score (the paper's mean of groups)
     sides: dict[str, list[tuple[str, Any] | None]] = {}
@@ -274,7 +274,6 @@ def compare(
     those read by the caller); ``loaded``: the two datasets' (kind, data) when the caller loaded
     them (None: loaded here).
     """
-    from probegen import tasks
     from probegen.io import write_json
 
     log = runner.main_log(log)
@@ -406,9 +405,9 @@ def _pairs_section(results: dict[str, Any]) -> list[str]:
 
 def plot_comparison(results: dict[str, Any], path: Path) -> Path:
     """Grouped bars: each model's accuracy on both sets with CI whiskers."""
-    from .plots import _plt, _save
+    from .plots import pyplot, save_png
 
-    plt = _plt()
+    plt = pyplot()
     models = results["models"]
     x = np.arange(len(models))
     fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(models), 3.6))
@@ -424,4 +423,4 @@ def plot_comparison(results: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("accuracy")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_ylim(0, max(0.05, max(max(m["a"]["accuracy"], m["b"]["accuracy"]) for m in models) * 1.3))
-    return _save(fig, path)
+    return save_png(fig, path)

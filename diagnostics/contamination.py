@@ -379,9 +379,9 @@ def render(summary: dict[str, Any]) -> str:
 def plot(summary: dict[str, Any], path: Path) -> Path:
     """Per model: each form's accuracy with a 95% sampling interval, the seen form in red, and the
     fresh forms' mean with the band the null allows (+/- 1.96 x the gap's SE)."""
-    from .plots import _plt, _save
+    from .plots import pyplot, save_png
 
-    plt = _plt()
+    plt = pyplot()
     models = summary["models"]
     fig, ax = plt.subplots(figsize=(1.8 + 1.8 * len(models), 3.6))
     for x, r in enumerate(models):
@@ -399,4 +399,4 @@ def plot(summary: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("accuracy")
     ax.set_title("Seen form against fresh forms (* flagged)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    return _save(fig, path)
+    return save_png(fig, path)

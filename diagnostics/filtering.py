@@ -78,9 +78,10 @@ class AlignmentArtefacts:
         acc = np.array([got[len(train) + t].mean() for t in range(len(test))])
         chance = float(np.mean([1.0 / units[i].k for i in test]))
         concepts = self.inputs.concepts
-        res = B._result("word-overlap", self.applies_to, "one-to-one alignment", acc, [concepts[i] for i in test],
-                        chance, n_boot, seed, f"word-only overlap aligner trained on {len(train)} groups, tested on "
-                        f"{len(test)} held-out groups (bootstrap over {self.concept_unit}s)", n_train=len(train))
+        res = B.control_result("word-overlap", self.applies_to, "one-to-one alignment", acc,
+                               [concepts[i] for i in test], chance, n_boot, seed,
+                               f"word-only overlap aligner trained on {len(train)} groups, tested on "
+                               f"{len(test)} held-out groups (bootstrap over {self.concept_unit}s)", n_train=len(train))
         return [{**res, "correct": acc.tolist()}]
 
     def tested(self, units: list, test: list[int], control: dict[str, Any]) -> list[int]:
@@ -131,7 +132,7 @@ class ChoiceArtefacts:
             tr = [views[i] for i in train if views[i].probe == probe]
             te = [i for i in test if views[i].probe == probe]
             if len({v.cluster for v in tr}) < 2 or len(tr) < 10:
-                out.append(B._skipped("choice-only", probe, f"too few training items ({len(tr)})"))
+                out.append(B.skipped_control("choice-only", probe, f"too few training items ({len(tr)})"))
                 continue
             out.append(self._probe_control(views, tr, te, seed, n_boot, probe))
         return out
@@ -140,14 +141,14 @@ class ChoiceArtefacts:
                        probe: str) -> dict[str, Any]:
         from . import baselines as B
 
-        tr_texts, tr_num, y, _ = B._choice_rows(tr)
-        te_texts, te_num, _, owner = B._choice_rows([views[i] for i in te])
-        _, s, _ = B._choice_model(tr_texts, tr_num, y, te_texts, te_num)
+        tr_texts, tr_num, y, _ = B.choice_rows(tr)
+        te_texts, te_num, _, owner = B.choice_rows([views[i] for i in te])
+        _, s, _ = B.choice_model(tr_texts, tr_num, y, te_texts, te_num)
         correct = np.array([float(B.pick_choice(s[owner == t], np.random.default_rng([seed, i]))
                                   == views[i].answer) for t, i in enumerate(te)])
         chance = float(np.mean([1.0 / len(views[i].choices) for i in te]))
         concepts = self.inputs.concepts
-        res = B._result("choice-only", probe, "gold choice (argmax over choices)", correct,
+        res = B.control_result("choice-only", probe, "gold choice (argmax over choices)", correct,
                         [concepts[i] for i in te],
                         chance, n_boot, seed, "logistic regression (Newton-CG) on choice text/length/overlap "
                         f"trained on {len(tr)} items, tested on {len(te)} held-out items (bootstrap over "

@@ -14,7 +14,7 @@ import numpy as np
 
 from probegen.errors import ProbegenError
 
-from .plots import _plt, _save
+from .plots import pyplot, save_png
 
 TYPE_ORDER = ("random", "sister", "isa")
 
@@ -45,7 +45,7 @@ def plot_hops_heatmap(metrics: dict[str, Any], path: Path, title: str = "") -> P
     grid = metrics.get("by_hops_distractor") or {}
     if not grid:
         raise ProbegenError("no hops x distractor breakdown in these metrics (not a WordNetQA evaluation?)")
-    plt = _plt()
+    plt = pyplot()
     probes = list(grid)
     fig, axes = plt.subplots(1, len(probes), figsize=(3.4 * len(probes) + 1.0, 3.8), squeeze=False,
                              layout="constrained")
@@ -68,4 +68,4 @@ def plot_hops_heatmap(metrics: dict[str, Any], path: Path, title: str = "") -> P
     fig.colorbar(im, ax=list(axes[0]), label="accuracy", shrink=0.85)
     if title:
         fig.suptitle(title, fontsize=11)
-    return _save(fig, Path(path))
+    return save_png(fig, Path(path))

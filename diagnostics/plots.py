@@ -9,7 +9,8 @@ import numpy as np
 from probegen.errors import ProbegenError
 
 
-def _plt():
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display on servers
@@ -18,13 +19,13 @@ def _plt():
     return plt
 
 
-def _save(fig, path: Path, user_named: bool = False) -> Path:
+def save_png(fig, path: Path, user_named: bool = False) -> Path:
     """Write ``fig`` as PNG; a file the user named with --out replaces only a figure probegen wrote."""
     from probegen.io import atomic_output_file, atomic_write
 
     with (atomic_output_file if user_named else atomic_write)(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=130, bbox_inches="tight")
-    _plt().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -95,7 +96,7 @@ def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None =
     if rec is None:
         raise ProbegenError(f"group {group_id!r} not found in {rows_file}")
     m, k = group_matrix(rec, rows_file)
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(1.0 + 0.7 * k, 0.8 + 0.6 * k))
     im = ax.imshow(m, cmap="viridis")
     fig.colorbar(im, ax=ax, label="score")
@@ -108,7 +109,7 @@ def plot_group_matrix(run: Path, group_id: str | None = None, out: Path | None =
     ax.set_ylabel("context of (target hidden)")
     ax.set_title(f"{rec['id']}  accuracy {rec['correct']:.2f}\nred box: predicted; white ring: gold")
     if out is not None:
-        return _save(fig, out, user_named=True)
-    path = _save(fig, run / f"group-{rec['id']}.png")
+        return save_png(fig, out, user_named=True)
+    path = save_png(fig, run / f"group-{rec['id']}.png")
     record_in_output(run, path.name)  # a later eval may still replace the run
     return path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .plots import _plt, _save
+from .plots import pyplot, save_png
 
 METHOD = """\
 The bias paper's method (Liu, McCarthy & Korhonen): one model per input condition, trained on
@@ -111,7 +111,7 @@ def render_trained_report(results: dict[str, Any]) -> str:
 
 def plot_trained_plane(datasets: list[dict[str, Any]], out: Path, title: str = "") -> Path:
     """Measured datasets (filled, 95% CI bars) and the paper's BERT points (hollow) on the bias plane."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.8, 5.2))
     lo, hi = -0.1, 1.3
     refs: dict[str, Any] = {}
@@ -149,4 +149,4 @@ def plot_trained_plane(datasets: list[dict[str, Any]], out: Path, title: str = "
     if undefined:
         fig.text(0.01, -0.02, "undefined (M_Full within noise of M_Label): " + ", ".join(undefined), fontsize=8,
                  ha="left")
-    return _save(fig, out)
+    return save_png(fig, out)

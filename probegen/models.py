@@ -158,7 +158,7 @@ def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, An
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        with _quiet_transformers(), _gguf_progress():
+        with quiet_transformers(), _gguf_progress():
             tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
             # the weights are already de-quantised; drop the GGUF quantizer so they can be saved
@@ -400,7 +400,7 @@ def resolve_model(name: str, api: Mapping[str, Any] | None = None, store: ModelS
         return served
     if name in store.resolved:
         return store.resolved[name]
-    ep = _endpoint(_api_settings(api or {}))
+    ep = api_endpoint(_api_settings(api or {}))
     if ep is not None:
         try:
             return _resolve_local(name, store)
@@ -560,7 +560,7 @@ def parse_batch_tokens(value: int | str | None) -> int | str | None:
     return n
 
 
-def _placement(settings: dict[str, Any]) -> tuple[str, str, str | None]:
+def resolve_placement(settings: dict[str, Any]) -> tuple[str, str, str | None]:
     """(device, dtype, device_map) resolved from load_scorer settings."""
     device_map = settings.get("device_map")
     if device_map is not None and device_map not in DEVICE_MAPS:
@@ -578,7 +578,7 @@ def _map_input_device() -> str:
 
 # ---- loading ----------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """Silence transformers' per-load progress bars and warnings."""
     try:
         from transformers.utils import logging as tlog
@@ -596,7 +596,7 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _offline(enabled: bool) -> Iterator[None]:
+def offline_hub(enabled: bool) -> Iterator[None]:
     """HF_HUB_OFFLINE=1 while loading local files, so nothing tries the network."""
     old = os.environ.get("HF_HUB_OFFLINE")
     if enabled:
@@ -621,7 +621,7 @@ def _fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _identity(res: ResolvedModel) -> tuple[str, dict[str, Any]]:
+def model_identity(res: ResolvedModel) -> tuple[str, dict[str, Any]]:
     """(model id for settings, source settings) of a resolved model."""
     if res.source == "bundled":
         spec = BUNDLED[res.name]
@@ -633,7 +633,7 @@ def _identity(res: ResolvedModel) -> tuple[str, dict[str, Any]]:
     return res.name, {}
 
 
-def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None,
+def load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None,
              store: ModelStore | None = None) -> tuple[Any, Any]:
     """(model, tokenizer) for a causal or masked LM, on ``device`` (or spread by ``device_map``) in ``dtype``
     (once per ``store``: the runner's loaded models)."""
@@ -651,12 +651,12 @@ def _load_hf(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
     auto = AutoModelForCausalLM if kind == "causal" else AutoModelForMaskedLM
 
     if dtype == "int8":  # the float32 model (shared with float32 runs), its Linear layers quantised in a copy
-        base, tok8 = _load_hf(res, kind, device, "float32", device_map, store)
+        base, tok8 = load_hf(res, kind, device, "float32", device_map, store)
         key = (kind, path, dtype, device, device_map)
         return (store or ModelStore()).memo(key, lambda: (quantize_int8(base), tok8))
 
     def load() -> tuple[Any, Any]:
-        with _quiet_transformers(), _offline(local):
+        with quiet_transformers(), offline_hub(local):
             tok = AutoTokenizer.from_pretrained(path, local_files_only=local)
             placement = {"device_map": device_map} if device_map else {}
             model = auto.from_pretrained(path, dtype=getattr(torch, dtype), local_files_only=local, **placement)
@@ -692,15 +692,15 @@ def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
     from .scorers.causal import CausalScorer
     from .scorers.masked import MaskedScorer
 
-    model, tok = _load_hf(res, kind, device, dtype, device_map, store)
+    model, tok = load_hf(res, kind, device, dtype, device_map, store)
     if kind == "masked" and not getattr(tok, "is_fast", False):
         raise ProbegenError(f"{res.name}: a masked LM needs a fast tokenizer (word offsets)")
-    model_id, extra = _identity(res)
+    model_id, extra = model_identity(res)
     cls = CausalScorer if kind == "causal" else MaskedScorer
     if dtype != "float32" and device == "cpu" and not device_map:
         # a lower precision on the CPU is validated against float32 before its first job
         def reference() -> Any:
-            ref_model, _ = _load_hf(res, kind, device, "float32", None, store)
+            ref_model, _ = load_hf(res, kind, device, "float32", None, store)
             return cls(res.name, ref_model, tok, model_id=model_id, extra_settings=extra,
                        **{k: v for k, v in kw.items() if k not in ("cache", "max_batch_tokens")})
 
@@ -729,7 +729,7 @@ def _load_embedding(res: ResolvedModel, device: str, dtype: str, store: ModelSto
     def load() -> Any:
         import torch
 
-        with _quiet_transformers(), _offline(local):
+        with quiet_transformers(), offline_hub(local):
             from sentence_transformers import SentenceTransformer
 
             model_kwargs: dict[str, Any] = {"dtype": getattr(torch, dtype)}
@@ -742,7 +742,7 @@ def _load_embedding(res: ResolvedModel, device: str, dtype: str, store: ModelSto
     except (OSError, ValueError, KeyError, ImportError) as e:
         raise ProbegenError(f"cannot load {res.name} as a sentence-transformers model: "
                             f"{str(e).splitlines()[0]}") from None
-    model_id, extra = _identity(res)
+    model_id, extra = model_identity(res)
     return EmbeddingScorer(res.name, model, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
 
@@ -766,7 +766,7 @@ def _load_static(res: ResolvedModel, store: ModelStore, **kw: Any):
         return vectors, vocab
 
     vectors, vocab = store.memo(("static", res.path_or_id), load)
-    model_id, extra = _identity(res)
+    model_id, extra = model_identity(res)
     return StaticScorer(res.name, vectors, vocab, model_id=model_id, extra_settings=extra, **kw)
 
 
@@ -850,10 +850,10 @@ def check_api(api_base: str, **settings: Any) -> None:
 
     ``settings``: ``api_key_env``, ``api_timeout``, ``max_retries``.
     """
-    _served_models(_endpoint(_api_settings({"api_base": api_base, **settings})))
+    _served_models(api_endpoint(_api_settings({"api_base": api_base, **settings})))
 
 
-def _endpoint(settings: dict[str, Any]) -> Any:
+def api_endpoint(settings: dict[str, Any]) -> Any:
     """The :class:`~probegen.scorers.http.Endpoint` of ``settings`` (None without ``api_base``)."""
     if not settings.get("api_base"):
         return None
@@ -872,7 +872,7 @@ def _served_models(endpoint: Any, store: ModelStore | None = None) -> dict[str, 
 
 def _resolve_served(name: str, settings: Mapping[str, Any], store: ModelStore) -> ResolvedModel | None:
     """``name`` on the server of ``settings`` (``api_base`` ...) if it serves it, else None."""
-    ep = _endpoint(_api_settings(settings))
+    ep = api_endpoint(_api_settings(settings))
     if ep is None or name not in _served_models(ep, store):
         return None
     return ResolvedModel(name, SERVED, ep.base, "api")
@@ -893,7 +893,7 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], 
     if wrong:
         raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {res.name}, served by {res.path_or_id} (the "
                             "server decides)")
-    ep = _endpoint(_api_settings(settings))
+    ep = api_endpoint(_api_settings(settings))
     return ApiScorer(res.name, ep, _served_models(ep, store)[res.name], reduction=settings.get("reduction") or "sum",
                      batch_size=settings.get("batch_size"), concurrency=settings.get("concurrency"),
                      cache=settings.get("cache"))
@@ -956,5 +956,5 @@ def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | Non
     if kind == "static":
         resolve_dtype(placement["dtype"], "cpu")  # validated, but numpy on the CPU does the work
         return _load_static(res, store, **merged)
-    device, dtype, device_map = _placement(placement)
+    device, dtype, device_map = resolve_placement(placement)
     return _LOADERS[kind](res, device=device, dtype=dtype, store=store, device_map=device_map, **merged)

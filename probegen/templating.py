@@ -188,18 +188,18 @@ def _check_probe_block(block: Any, where: str) -> None:
         if (not isinstance(t, dict) or not isinstance(t.get("id"), str) or not t["id"]
                 or not isinstance(t.get("stem"), str)):
             raise ProbegenError(f"{where}.templates[{i}]: needs a non-empty string 'id' and a string 'stem'")
-        _check_fields(t["stem"], _FIELDS["stem"], f"{where}.templates[{i}].stem")
+        check_fields(t["stem"], _FIELDS["stem"], f"{where}.templates[{i}].stem")
     for key in ("choice", "word_stem", "lm_query", "plain_query"):
         if not isinstance(block[key], str):
             raise ProbegenError(f"{where}.{key}: must be a string")
-        _check_fields(block[key], _FIELDS[key], f"{where}.{key}")
+        check_fields(block[key], _FIELDS[key], f"{where}.{key}")
 
 
-def _check_fields(text: str, allowed: Collection[str], where: str) -> None:
+def check_fields(text: str, allowed: Collection[str], where: str) -> None:
     """Fail now on a placeholder that filling in would crash on (or fill in oddly): an unknown name
     (``{0}``, ``{word.x}``, ``{word[0]}``), a format spec (``{word:d}``) or a conversion (``{word!r}``).
 
-    >>> _check_fields("In {sentence}, {word:d} means", ("sentence", "word"),
+    >>> check_fields("In {sentence}, {word:d} means", ("sentence", "word"),
     ...               "q.yaml: probes.x.templates[0].stem")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     probegen.errors.ProbegenError: q.yaml: probes.x.templates[0].stem: placeholder {word:d} takes no format spec or

@@ -66,10 +66,10 @@ class SmolLM2Logprobs:
     def __init__(self) -> None:
         import torch
 
-        from probegen.models import _load_hf, resolve_model
+        from probegen.models import load_hf, resolve_model
 
         self.torch = torch
-        self.model, self.tok = _load_hf(resolve_model("smollm2-135m"), "causal", "cpu", "float32", None)
+        self.model, self.tok = load_hf(resolve_model("smollm2-135m"), "causal", "cpu", "float32", None)
         self._bytes = _bytes_to_unicode()
         self._lock = threading.Lock()
         self.calls = 0

@@ -251,9 +251,9 @@ def test_filter_holds_out_concepts_and_measures_the_controls_on_them(tmp_path, m
     def control(train_items) -> float:  # the choice-only control, worked out here: trained on train_items, tested on held
         tr = [choice_view(it) for it in train_items]
         te = [(i, choice_view(it)) for i, it in enumerate(src.items) if it.id in held]
-        tr_t, tr_n, y, _ = B._choice_rows(tr)
-        te_t, te_n, _, owner = B._choice_rows([v for _, v in te])
-        _, s, _ = B._choice_model(tr_t, tr_n, y, te_t, te_n)
+        tr_t, tr_n, y, _ = B.choice_rows(tr)
+        te_t, te_n, _, owner = B.choice_rows([v for _, v in te])
+        _, s, _ = B.choice_model(tr_t, tr_n, y, te_t, te_n)
         return float(np.mean([argmax_random_ties(s[owner == t], seed=np.random.default_rng([0, i])) == v.answer
                               for t, (i, v) in enumerate(te)]))
 

@@ -63,11 +63,11 @@ def run_samples(run: str | Path) -> tuple[dict[str, Any], Any, list[dict[str, An
     A sample: ``item``, ``cell`` (probegen's), ``input``, ``choices`` (labels), ``answer`` and ``target``
     (labels as text; "" where none).
     """
-    from ..itemstats.table import _read_results, _records, read_run, record_cells
+    from ..itemstats.table import condition_records, read_results, read_run, record_cells
 
     run = Path(run)
     resps = read_run(run)
-    res = _read_results(run)
+    res = read_results(run)
     if isinstance(res.get("datasets"), list) or len(resps) != 1:
         raise ProbegenError(f"{run} is not a `probegen eval` run (a bias or study folder cannot be exported)")
     resp = resps[0]
@@ -75,7 +75,7 @@ def run_samples(run: str | Path) -> tuple[dict[str, Any], Any, list[dict[str, An
     name = files.get("rows") or next((n for n in ("items.jsonl", "groups.jsonl") if (run / n).is_file()), "items.jsonl")
     kind = str((res.get("dataset") or {}).get("kind") or "probegen")
     samples = []
-    for rec in _records(run / name, run):
+    for rec in condition_records(run / name, run):
         for item, cell in record_cells(rec).items():
             samples.append({"item": item, "cell": cell, "input": _input(rec, kind, item), "choices": _choices(rec),
                             "answer": "" if cell["chosen"] is None else str(cell["chosen"]),

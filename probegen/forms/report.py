@@ -113,15 +113,15 @@ def read_form_runs(runs: Sequence[str | Path], lm_eval_metric: str = "acc") -> t
     EEE or inspect export names its form; lm-eval samples of a probegen lm-eval export of a form are
     identified by the export's manifest (its ``forms`` block), their ids checked against a probegen
     run on the same form where one is given; any other file joins the given run's form holding all
-    of its item ids with the same content (:func:`probegen.itemstats.table._adopt`), or is one line;
+    of its item ids with the same content (:func:`probegen.itemstats.table.adopt_datasets`), or is one line;
     so are a run given twice or a bad cell (:func:`~probegen.itemstats.table.read_runs`)."""
     from ..itemstats.respondent import identity
-    from ..itemstats.table import _adopt, read_runs
+    from ..itemstats.table import adopt_datasets, read_runs
 
     if len(runs) < 2:
         raise ProbegenError("give runs on at least two forms (one run per respondent and form)")
     read = read_runs(runs, lm_eval_metric)  # lm_eval_metric: an lm-eval file's respondent
-    _adopt([r for _, r in read if _foreign_form(r) is None])
+    adopt_datasets([r for _, r in read if _foreign_form(r) is None])
     out: list[FormRun] = []
     family: dict[str, Any] | None = None
     seen: dict[tuple[str, int], str] = {}

@@ -133,7 +133,7 @@ def _open_cache(cache: CacheArg) -> ResponseCache | None:
     return cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
 
 
-def _conversation(conv: Conversation) -> list[dict[str, str]]:
+def plain_conversation(conv: Conversation) -> list[dict[str, str]]:
     """``conv`` as plain ``{"role", "content"}`` dicts (what is hashed and sent)."""
     if isinstance(conv, (str, bytes)) or not conv:
         raise ValueError(f"a conversation is a non-empty list of messages, not {conv!r:.80}")
@@ -181,7 +181,7 @@ class _CachedChat:
         rest asked (each distinct conversation once) and committed as the answers arrive."""
         if int(max_tokens) < 1:
             raise ProbegenError(f"max_tokens must be at least 1, not {max_tokens}")
-        convs = [_conversation(c) for c in conversations]
+        convs = [plain_conversation(c) for c in conversations]
         ident = self.identity()
         keys = [response_key(ident, c, max_tokens, seed, self.temperature) for c in convs]
         found = self._cache.get_many(keys) if self._cache is not None else {}
@@ -277,7 +277,7 @@ class LocalChat(_CachedChat):
     def encode(self, conversation: Conversation) -> list[int]:
         """Token ids of ``conversation`` rendered by the chat template, ending in the assistant's turn."""
         try:
-            text = self.tokenizer.apply_chat_template(_conversation(conversation), tokenize=False,
+            text = self.tokenizer.apply_chat_template(plain_conversation(conversation), tokenize=False,
                                                       add_generation_prompt=True)
         except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
             raise ProbegenError(f"{self.name}: its chat template refused the conversation ({type(e).__name__}: "
@@ -298,7 +298,7 @@ class LocalChat(_CachedChat):
         """One ``generate`` call on left-padded ``batch``."""
         import torch
 
-        from ..models import _quiet_transformers
+        from ..models import quiet_transformers
 
         width = max(len(x) for x in batch)
         dev = self.model.device
@@ -309,7 +309,7 @@ class LocalChat(_CachedChat):
             how: dict[str, Any] = {"do_sample": True, "temperature": self.temperature, "top_k": 0, "top_p": 1.0}
         else:
             how = {"do_sample": False}
-        with torch.inference_mode(), _quiet_transformers():
+        with torch.inference_mode(), quiet_transformers():
             out = self.model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_tokens,
                                       pad_token_id=self._pad, **how)
         self.counters["generate_calls"] += 1
@@ -439,7 +439,7 @@ def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatMo
     local: ``device``, ``dtype``, ``device_map``, ``batch_size``; served: ``api_key_env``,
     ``concurrency``, ``api_timeout``, ``max_retries``. Errors are one-line ProbegenErrors.
     """
-    from ..models import API_SETTINGS, _endpoint, resolve_model
+    from ..models import API_SETTINGS, api_endpoint, resolve_model
     from ..scorers.api import served_models
 
     known = (*LOCAL_SETTINGS, *SHARED_SETTINGS, *(k for k in API_SETTINGS if k != "api_base"))
@@ -450,7 +450,7 @@ def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatMo
     api = {k: v for k, v in given.items() if k in API_SETTINGS}
     shared = {k: v for k, v in given.items() if k in SHARED_SETTINGS}
     if api_base:
-        ep = _endpoint({"api_base": api_base, **api})
+        ep = api_endpoint({"api_base": api_base, **api})
         served = served_models(ep)
         if name not in served:
             raise ProbegenError(f"{ep.base} serves no model {name!r} (it serves: "
@@ -473,13 +473,13 @@ def _api_chat(name: str, ep: Any, info: Mapping[str, Any], given: dict[str, Any]
 
 def _local_chat(res: Any, local: dict[str, Any], shared: dict[str, Any]) -> LocalChat:
     """A LocalChat of a resolved causal model; a tokenizer without a chat template fails before the weights load."""
-    from ..models import _identity, _load_hf, _placement
+    from ..models import load_hf, model_identity, resolve_placement
 
-    device, dtype, device_map = _placement(local)
+    device, dtype, device_map = resolve_placement(local)
     if res.source != "bundled" and not res.path_or_id.endswith(".gguf"):
         _check_template(res)
-    model, tok = _load_hf(res, "causal", device, dtype, device_map)
-    model_id, source = _identity(res)
+    model, tok = load_hf(res, "causal", device, dtype, device_map)
+    model_id, source = model_identity(res)
     return LocalChat(res.name, model, tok, model_id=model_id, source=source, device=device_map or device, dtype=dtype,
                      batch_size=local.get("batch_size"), **shared)
 
@@ -488,11 +488,11 @@ def _check_template(res: Any) -> None:
     """Raise the no-chat-template error if the tokenizer of ``res`` defines none (loads the tokenizer only)."""
     from transformers import AutoTokenizer
 
-    from ..models import _offline, _quiet_transformers
+    from ..models import offline_hub, quiet_transformers
 
     local = res.source != "hub"
     try:
-        with _quiet_transformers(), _offline(local):
+        with quiet_transformers(), offline_hub(local):
             tok = AutoTokenizer.from_pretrained(res.path_or_id, local_files_only=local)
     except (OSError, ValueError, KeyError, ImportError) as e:
         why = str(e).splitlines()[0] if str(e) else type(e).__name__

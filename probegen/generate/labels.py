@@ -35,10 +35,10 @@ def continuation(tokenizer: Any, prompt: str, variant: str) -> tuple[tuple[int, 
 def render_prompt(tokenizer: Any, name: str, messages: Sequence[dict[str, str]]) -> str:
     """The prompt text: ``messages`` through ``tokenizer``'s chat template with the assistant's turn
     opened (``name``: the model, for the error line)."""
-    from .chat import _conversation
+    from .chat import plain_conversation
 
     try:
-        return tokenizer.apply_chat_template(_conversation(messages), tokenize=False, add_generation_prompt=True)
+        return tokenizer.apply_chat_template(plain_conversation(messages), tokenize=False, add_generation_prompt=True)
     except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
         raise ProbegenError(f"{name}: its chat template refused the conversation ({type(e).__name__}: "
                             f"{' '.join(str(e).split())[:200]})") from None

@@ -63,7 +63,7 @@ import numpy as np
 from ..core import UnitScorer, prompt_fields
 from ..errors import ProbegenError
 from .labels import continuation, label_variants, render_prompt
-from .scorer import _key, check_permutations, option_orders
+from .scorer import check_permutations, option_orders, unit_key
 
 __all__ = ["LetterScorer", "LocalLetters", "continuation", "label_variants", "load_letter", "matching_messages"]
 
@@ -96,7 +96,7 @@ def matching_messages(prompts: Any, text: str, number: int, k: int, options: Seq
                       fields: dict[str, str]) -> list[dict[str, str]]:
     """The messages that ask which of the lettered ``options`` fits one CoDA21 context (the
     ``letter-matching`` block of the prompt file)."""
-    from .prompts import _check_fields, _one_line, _tidy, letters
+    from .prompts import check_prompt_fields, letters, one_line, tidy
 
     block = prompts.data.get(MATCHING_BLOCK)
     if not isinstance(block, dict):
@@ -105,17 +105,17 @@ def matching_messages(prompts: Any, text: str, number: int, k: int, options: Seq
     for key, allowed in _MATCHING_FIELDS.items():
         if not isinstance(block.get(key), str):
             raise ProbegenError(f"{prompts.file}: {MATCHING_BLOCK}.{key}: missing or not a string")
-        _check_fields(block[key], allowed, f"{prompts.file}: {MATCHING_BLOCK}.{key}")
-    show = lambda t: _one_line(t) or prompts.data["empty"]  # noqa: E731
+        check_prompt_fields(block[key], allowed, f"{prompts.file}: {MATCHING_BLOCK}.{key}")
+    show = lambda t: one_line(t) or prompts.data["empty"]  # noqa: E731
     labs = letters(len(options))
-    nonce = _one_line(fields.get("nonce", ""))
+    nonce = one_line(fields.get("nonce", ""))
     values = {"text": show(text), "number": number, "k": k, "n_options": len(options),
               "last_letter": labs[-1] if labs else "A",
               "options": "\n".join(block["option"].format(letter=lab, text=show(t)) for lab, t in zip(labs, options)),
               "nonce_note": block["nonce_note"].format(nonce=nonce) if nonce else "",
               "nonce": show(fields.get("nonce", "")), "word": show(fields.get("word", ""))}
     out = [{"role": "system", "content": prompts.data["system"]}] if prompts.data["system"] else []
-    return out + [{"role": "user", "content": _tidy(block["user"].format(**values))}]
+    return out + [{"role": "user", "content": tidy(block["user"].format(**values))}]
 
 
 class LetterScorer(UnitScorer):
@@ -153,7 +153,7 @@ class LetterScorer(UnitScorer):
 
     def detail(self, unit: Any) -> dict[str, Any] | None:
         """What each option order gave for ``unit`` (the last call that asked it): see the module doc."""
-        return self._details.get(_key(unit))
+        return self._details.get(unit_key(unit))
 
     def exchanges(self) -> list[dict[str, Any]]:
         """Every ask so far (messages, option order, labels, probabilities, label mass), in ask order."""
@@ -238,7 +238,7 @@ class LetterScorer(UnitScorer):
                 m += back / len(orders)
                 rng = np.random.default_rng([self.seed, zlib.crc32(f"{u.id}/order/{o}/letter".encode())])
                 answers.append([int(x) for x in decide_scores(back, u.decision, rng)])
-            self._details[_key(u)] = {"method": "letter", "orders": [perms[o] for o in orders], "probs": probs,
+            self._details[unit_key(u)] = {"method": "letter", "orders": [perms[o] for o in orders], "probs": probs,
                                       "label_mass": mass,
                                       "answers": answers, "status": ["valid"] * len(orders),
                                       "random_rows": [[] for _ in orders]}
@@ -319,7 +319,7 @@ class LocalLetters:
         """log P(token | x[:len(x) - from_end]) for every (x, from_end, token) in ``wanted``."""
         import torch
 
-        from ..models import _quiet_transformers
+        from ..models import quiet_transformers
         from ..progress import progress_bar
 
         by_input: dict[tuple[int, ...], list[tuple[int, int]]] = {}
@@ -339,7 +339,7 @@ class LocalLetters:
                 ids = torch.tensor([[pad] * (width - len(x)) + list(x) for x in batch], device=dev)
                 mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in batch], device=dev)
                 pos = (mask.cumsum(-1) - 1).clamp(min=0)
-                with torch.inference_mode(), _quiet_transformers():
+                with torch.inference_mode(), quiet_transformers():
                     logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False,
                                         logits_to_keep=keep).logits
                 lp = torch.log_softmax(logits[:, -keep:, :].float(), dim=-1)

@@ -117,13 +117,13 @@ class ApiLetters:
         """The served model's tokenizer with a chat template, if one can be loaded here (else None: chat mode)."""
         from transformers import AutoTokenizer
 
-        from ..models import _offline, _quiet_transformers
+        from ..models import offline_hub, quiet_transformers
 
         for where in (self.chat.info.get("root"), self.name):
             if not isinstance(where, str) or not where:
                 continue
             try:
-                with _quiet_transformers(), _offline(True):
+                with quiet_transformers(), offline_hub(True):
                     tok = AutoTokenizer.from_pretrained(where, local_files_only=True)
             except Exception:  # noqa: BLE001 - not a local model: try the next, else chat mode
                 continue

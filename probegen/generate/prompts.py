@@ -144,7 +144,7 @@ class PromptTemplates:
         block = self._block(q)
         values = self._values(q)
         values.update(_FILL[q.ask](self, q, block))
-        return _tidy(block["user"].format(**values))
+        return tidy(block["user"].format(**values))
 
     def retry(self, q: Question, error: str) -> str:
         """The user message sent after an answer that could not be read: it shows ``error`` and asks again.
@@ -154,8 +154,8 @@ class PromptTemplates:
         'Your answer could not be read: no option letter found. Answer with the letter only (A to C).'
         """
         values = self._values(q)
-        values["error"] = _one_line(error).rstrip(".") or "no answer"
-        return _tidy(self._block(q)["retry"].format(**values))
+        values["error"] = one_line(error).rstrip(".") or "no answer"
+        return tidy(self._block(q)["retry"].format(**values))
 
     def record(self) -> dict[str, str]:
         """What results.json and the manifest record about the prompts: ``{"file", "sha256"}``."""
@@ -168,7 +168,7 @@ class PromptTemplates:
         return self.data[q.ask]
 
     def _text(self, text: str) -> str:
-        return _one_line(text) or self.data["empty"]
+        return one_line(text) or self.data["empty"]
 
     def _options(self, q: Question, block: dict[str, str]) -> str:
         return "\n".join(block["option"].format(letter=lab, text=self._text(t))
@@ -194,7 +194,7 @@ class PromptTemplates:
 
 
 def _fill_matching(t: PromptTemplates, q: Question, block: dict[str, str]) -> dict[str, str]:
-    nonce = _one_line(q.fields.get("nonce", ""))
+    nonce = one_line(q.fields.get("nonce", ""))
     return {
         "rows": "\n".join(block["row"].format(number=i + 1, text=t._text(r)) for i, r in enumerate(q.rows)),
         "options": t._options(q, block),
@@ -203,7 +203,7 @@ def _fill_matching(t: PromptTemplates, q: Question, block: dict[str, str]) -> di
 
 
 def _fill_choice(t: PromptTemplates, q: Question, block: dict[str, str]) -> dict[str, str]:
-    question = _one_line(q.rows[0]) if q.rows else ""
+    question = one_line(q.rows[0]) if q.rows else ""
     return {"options": t._options(q, block), "question": question or block["no_question"]}
 
 
@@ -220,12 +220,13 @@ def _example(k: int, n: int) -> str:
     return "\n".join(lines) or "1: A"
 
 
-def _tidy(text: str) -> str:
+def tidy(text: str) -> str:
     """No trailing spaces (an empty optional part leaves one), no leading or trailing blank lines."""
     return "\n".join(line.rstrip() for line in text.splitlines()).strip()
 
 
-def _one_line(text: Any) -> str:
+def one_line(text: Any) -> str:
+    """``text`` on one line, runs of whitespace as one space (None as empty)."""
     return " ".join(str(text or "").split())
 
 
@@ -280,7 +281,7 @@ def _parse(raw: bytes, name: str) -> dict[str, Any]:
         if not isinstance(data.get(key), str):
             raise ProbegenError(f"{name}: missing {key!r} (a string)" if key not in data
                                 else f"{name}: {key}: must be a string")
-        _check_fields(data[key], (), f"{name}: {key}")
+        check_prompt_fields(data[key], (), f"{name}: {key}")
     for ask, keys in _SCHEMA.items():
         block = data.get(ask)
         if not isinstance(block, dict):
@@ -291,11 +292,11 @@ def _parse(raw: bytes, name: str) -> dict[str, Any]:
                 raise ProbegenError(f"{name}: missing {ask}.{key}")
             if not isinstance(block[key], str):
                 raise ProbegenError(f"{name}: {ask}.{key}: must be a string")
-            _check_fields(block[key], allowed, f"{name}: {ask}.{key}")
+            check_prompt_fields(block[key], allowed, f"{name}: {ask}.{key}")
     return data
 
 
-def _check_fields(text: str, allowed: tuple[str, ...], where: str) -> None:
+def check_prompt_fields(text: str, allowed: tuple[str, ...], where: str) -> None:
     """Fail now, naming the placeholder, on what ``text.format(...)`` would crash on later."""
     try:
         parts = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(text) if f is not None]

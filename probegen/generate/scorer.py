@@ -188,7 +188,7 @@ class GenerativeScorer(UnitScorer):
         ``orders`` (per order, ``perm`` with ``perm[p]`` the option index shown at position p) and
         ``probs`` (per order, rows x shown positions: 1.0 at the position answered, rows completed
         at random as they were completed)."""
-        return self._details.get(_key(unit))
+        return self._details.get(unit_key(unit))
 
     def exchanges(self) -> list[dict[str, Any]]:
         """Every exchange with the model so far, in ask order (``responses.jsonl``)."""
@@ -288,7 +288,7 @@ class GenerativeScorer(UnitScorer):
             for a in mine:
                 for r, j in enumerate(a.answer):
                     mats[i][r, j] += 1.0 / len(mine)
-            self._details[_key(u)] = {"method": "generate", "answers": [a.answer for a in mine],
+            self._details[unit_key(u)] = {"method": "generate", "answers": [a.answer for a in mine],
                                       "status": [a.status for a in mine], "random_rows": [a.random_rows for a in mine],
                                       "orders": [a.perm.tolist() for a in mine], "probs": [_one_hot(a) for a in mine]}
         return [np.round(m, 12) for m in mats]
@@ -304,6 +304,6 @@ def _one_hot(a: _Ask) -> list[list[float]]:
     return out
 
 
-def _key(unit: Any) -> tuple[Any, ...]:
+def unit_key(unit: Any) -> tuple[Any, ...]:
     """A unit's identity for :meth:`GenerativeScorer.detail` (ids repeat across conditions; the content does not)."""
     return (unit.id, unit.queries, unit.candidates, unit.asks(), tuple(prompt_fields(unit).items()))

@@ -35,7 +35,7 @@ class Respondent:
     fingerprint: str | None = None
 
 
-def _dataset_key(path: Any, kind: Any = None) -> str:
+def dataset_key(path: Any, kind: Any = None) -> str:
     """How runs name their dataset, comparable across runs: its real path where it exists (``kind``
     is not part of it: a bias run's entries do not all record it)."""
     p = str(path)

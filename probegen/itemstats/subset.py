@@ -180,7 +180,7 @@ def same_dataset(table: Any, records: Sequence[Any], rec: np.ndarray, dataset: s
     """One line unless the items folder answered ``dataset``'s questions, not others of the same ids:
     each answered item's key (as its runs wrote it) must be the record's key where the record has
     options; where none can be compared, its runs must name ``dataset``'s path."""
-    from .respondent import _dataset_key
+    from .respondent import dataset_key
 
     items = table.items
     compared = 0
@@ -200,7 +200,7 @@ def same_dataset(table: Any, records: Sequence[Any], rec: np.ndarray, dataset: s
                                     f"{it} of {dataset} {key[:60]!r}: its runs answered another dataset that uses "
                                     "the same ids")
     named = {r.dataset for r in table.respondents}
-    if not compared and _dataset_key(dataset) not in named:
+    if not compared and dataset_key(dataset) not in named:
         raise ProbegenError(f"{items_dir}: its runs are on {', '.join(sorted(named))[:200]}, not {dataset}, and "
                             "no item's content can be compared: give the items folder of runs on this dataset")
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ProbegenError
 from ..io import atomic_write, iter_jsonl, parse_json, read_jsonl, recover, sha256_file, verify_output
-from .respondent import Respondent, _dataset_key, check_correct, content, contradiction
+from .respondent import Respondent, check_correct, content, contradiction, dataset_key
 
 #: the columns of the long table, in order
 COLUMNS = ("respondent", "model", "method", "variant", "source", "dataset", "item", "unit", "correct", "chosen",
@@ -134,7 +134,8 @@ def _variant(cfg: dict[str, Any], extra: str = "") -> str:
     return ";".join([*parts, *([extra] if extra else [])]) or "default"
 
 
-def _read_results(run: Path) -> dict[str, Any]:
+def read_results(run: Path) -> dict[str, Any]:
+    """A run folder's results.json as a dict; one error line if it cannot be read or is not one."""
     try:
         res = parse_json((run / "results.json").read_text(encoding="utf-8"), run / "results.json")
     except (OSError, ValueError) as e:
@@ -144,7 +145,8 @@ def _read_results(run: Path) -> dict[str, Any]:
     return res
 
 
-def _records(path: Path, run: Path) -> list[dict[str, Any]]:
+def condition_records(path: Path, run: Path) -> list[dict[str, Any]]:
+    """The per-row records file ``path`` of ``run``; one error line if it is missing or not records."""
     if not path.is_file():
         raise ProbegenError(f"{run} has no per-row records ({path.name}); rerun it with this probegen")
     recs = read_jsonl(path)
@@ -207,7 +209,7 @@ def _eval_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
     # asked under several option orders, a row's cell is its majority answer: a variant of its own
     orders = f"orders={gen['orders']} (majority)" if isinstance(gen.get("orders"), int) and gen["orders"] > 1 else ""
     resp = Respondent("", str(res.get("model")), method, _variant(cfg, orders), str(run),
-                      _dataset_key(ds.get("path"), ds.get("kind")), fingerprint=_fingerprint(ds))
+                      dataset_key(ds.get("path"), ds.get("kind")), fingerprint=_fingerprint(ds))
     return [_fill(resp, rows, run)]
 
 
@@ -233,7 +235,7 @@ def _bias_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
             if not str(rel).endswith(".jsonl") or cond == "units":
                 continue
             resp = Respondent("", str(res.get("model")), f"bias:{scorer.get('kind', '?')}",
-                              _variant(cfg, f"condition={cond}"), str(run), _dataset_key(d.get("path"), d.get("kind")),
+                              _variant(cfg, f"condition={cond}"), str(run), dataset_key(d.get("path"), d.get("kind")),
                               fingerprint=_fingerprint(d))
             out.append(_fill(resp, _inside(run, rel, f"files.{cond}"), run))
     if not out:
@@ -263,7 +265,7 @@ def _study(root: Path) -> list[Respondent]:
         if not answers:
             continue
         resp = Respondent("", "human", HUMAN_METHOD, f"condition={a['condition']}", str(root),
-                          _dataset_key(ds.get("path"), ds.get("kind")))
+                          dataset_key(ds.get("path"), ds.get("kind")))
         for uid, rec in answers.items():
             if uid not in gold:
                 raise ProbegenError(f"answers of {aid} in {root} name item {uid}, which the study's gold does not have")
@@ -293,7 +295,7 @@ def read_run(path: str | Path, lm_eval_metric: str = "acc") -> list[Respondent]:
         return _study(run)
     if not (run / "results.json").is_file():
         raise ProbegenError(f"{run} is not a probegen run or study (no results.json)")
-    res = _read_results(run)
+    res = read_results(run)
     _check_files(run, res)  # before any file it names is read
     return _bias_run(run, res) if isinstance(res.get("datasets"), list) else _eval_run(run, res)
 
@@ -328,7 +330,7 @@ def _known(resps: Sequence[Respondent]) -> dict[str, dict[str, tuple[Any, str]]]
     return out
 
 
-def _adopt(resps: list[Respondent]) -> list[Respondent]:
+def adopt_datasets(resps: list[Respondent]) -> list[Respondent]:
     """Give each respondent of unknown dataset (:attr:`Respondent.adopt`) the dataset of the runs whose
     items hold all of its items with the same content (options, key: the join is on what an item
     is, not its id), and its items the runs' units (clusters); one line naming its unknown ids if no
@@ -469,7 +471,7 @@ def gather(runs: Sequence[str | Path], common: bool = False, lm_eval_metric: str
         raise ProbegenError("no run given")
     resps = [r for _, r in read_runs(runs, lm_eval_metric)]
     _split_fingerprints(resps)
-    resps = _adopt(resps)
+    resps = adopt_datasets(resps)
     datasets = list(dict.fromkeys(r.dataset for r in resps))
     if len(datasets) > 1:
         if not common:

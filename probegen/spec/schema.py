@@ -447,7 +447,7 @@ def _check(s: Spec, shapes: dict[str, SpecSection]) -> None:
 
 def check_templates(t: Templates) -> None:
     """Each template names only the fields it is filled with (one line naming the template otherwise)."""
-    from ..templating import _check_fields
+    from ..templating import check_fields
 
     allowed = {
         "stems": {"sentence", "word", "definition"}, "choice": {"lemma", "lemmas", "gloss"},
@@ -457,7 +457,7 @@ def check_templates(t: Templates) -> None:
         values = getattr(t, name)
         for i, text in enumerate(values if isinstance(values, tuple) else (values,)):
             where = f"templates.{name}" + (f"[{i}]" if isinstance(values, tuple) else "")
-            _check_fields(text, sorted(ok), where)  # an unknown name, a format spec or a conversion
+            check_fields(text, sorted(ok), where)  # an unknown name, a format spec or a conversion
 
 
 # ---- files ------------------------------------------------------------------------------------------

@@ -40,13 +40,18 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar, cast
 from urllib.parse import urlparse
 
 from .errors import ModelNotFound, ProbegenError
 from .paths import cache_dir
 from .request_options import DTYPES  # the one list of precisions (re-exported)
 from .scorers import CAUSAL_KINDS, SERVED
+
+if TYPE_CHECKING:
+    from .scorers.base import Scorer
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ def _converted_gguf(gguf: Path, target: Path) -> Path:
 
     def valid() -> bool:
         try:
-            return json.loads(marker.read_text()).get("size") == stat.st_size
+            return bool(json.loads(marker.read_text()).get("size") == stat.st_size)
         except (OSError, json.JSONDecodeError):
             return False
 
@@ -197,14 +202,14 @@ def _gguf_progress() -> Iterator[None]:
         return progress_bar(iterable, desc="de-quantising GGUF tensors", unit="tensor")
 
     old = getattr(gguf_utils, "tqdm", None)
-    gguf_utils.tqdm = bar
+    gguf_utils.tqdm = bar  # type: ignore[attr-defined]  # transformers imports tqdm there, unexported
     try:
         yield
     finally:
         if old is None:
-            del gguf_utils.tqdm
+            del gguf_utils.tqdm  # type: ignore[attr-defined]  # as above
         else:
-            gguf_utils.tqdm = old
+            gguf_utils.tqdm = old  # type: ignore[attr-defined]  # as above
 
 
 def _glove_vocab(data_dir: Path, rows: int) -> list[str]:
@@ -375,16 +380,16 @@ class ModelStore:
     """
 
     resolved: dict[str, ResolvedModel] = field(default_factory=dict)
-    loaded: dict[tuple, Any] = field(default_factory=dict)
+    loaded: dict[tuple[object, ...], Any] = field(default_factory=dict)
     served: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = field(default_factory=dict)
     lock: Any = field(default_factory=threading.Lock, repr=False)  # a load happens once across threads
 
-    def memo(self, key: tuple, load: Callable[[], Any]) -> Any:
+    def memo(self, key: tuple[object, ...], load: Callable[[], T]) -> T:
         """``load()``, called once per ``key``: later calls get the same object."""
         with self.lock:
             if key not in self.loaded:
                 self.loaded[key] = load()
-            return self.loaded[key]
+            return cast(T, self.loaded[key])
 
 
 def resolve_model(name: str, api: Mapping[str, Any] | None = None, store: ModelStore | None = None) -> ResolvedModel:
@@ -586,13 +591,13 @@ def quiet_transformers() -> Iterator[None]:
         yield
         return
     level = tlog.get_verbosity()
-    tlog.set_verbosity_error()
-    tlog.disable_progress_bar()
+    tlog.set_verbosity_error()  # type: ignore[no-untyped-call]  # transformers leaves these unannotated
+    tlog.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         yield
     finally:
         tlog.set_verbosity(level)
-        tlog.enable_progress_bar()
+        tlog.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 @contextlib.contextmanager
@@ -683,12 +688,12 @@ def quantize_int8(model: Any) -> Any:
     body = q.get_decoder() if hasattr(q, "get_decoder") and q.get_decoder() is not None else q.base_model
     with warnings.catch_warnings():  # torch's deprecation notice of quantised tensors, once per layer
         warnings.simplefilter("ignore")
-        quantize_dynamic(body, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        quantize_dynamic(body, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)  # type: ignore[no-untyped-call]
     return q.eval()
 
 
 def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map: str | None, store: ModelStore,
-             **kw: Any):
+             **kw: Any) -> Scorer:
     from .scorers.causal import CausalScorer
     from .scorers.masked import MaskedScorer
 
@@ -709,17 +714,17 @@ def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
 
 
 def _load_causal(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
-                 **kw: Any):
+                 **kw: Any) -> Scorer:
     return _load_lm(res, "causal", device, dtype, device_map, store, **kw)
 
 
 def _load_masked(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
-                 **kw: Any):
+                 **kw: Any) -> Scorer:
     return _load_lm(res, "masked", device, dtype, device_map, store, **kw)
 
 
 def _load_embedding(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
-                    **kw: Any):
+                    **kw: Any) -> Scorer:
     from .scorers.embedding import EmbeddingScorer
 
     if dtype == "int8":
@@ -746,7 +751,7 @@ def _load_embedding(res: ResolvedModel, device: str, dtype: str, store: ModelSto
     return EmbeddingScorer(res.name, model, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
 
 
-def _load_static(res: ResolvedModel, store: ModelStore, **kw: Any):
+def _load_static(res: ResolvedModel, store: ModelStore, **kw: Any) -> Scorer:
     from .scorers.static import StaticScorer
 
     def load() -> tuple[Any, dict[str, int]]:
@@ -818,7 +823,7 @@ def _read_text_vectors_cache(d: Path) -> tuple[Any, list[str]] | None:
         return None
 
 
-_LOADERS: dict[str, Callable[..., Any]] = {
+_LOADERS: dict[str, Callable[..., Scorer]] = {
     "causal": _load_causal,
     "masked": _load_masked,
     "embedding": _load_embedding,
@@ -878,7 +883,7 @@ def _resolve_served(name: str, settings: Mapping[str, Any], store: ModelStore) -
     return ResolvedModel(name, SERVED, ep.base, "api")
 
 
-def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], store: ModelStore):
+def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], store: ModelStore) -> Scorer:
     """The :class:`~probegen.scorers.api.ApiScorer` of a served model; options of local models are errors."""
     from .scorers.api import ApiScorer
 
@@ -899,7 +904,8 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], 
                      cache=settings.get("cache"))
 
 
-def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | None = None, **settings: Any):
+def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | None = None,
+                **settings: Any) -> Scorer:
     """A :class:`~probegen.scorers.base.Scorer` for model ``name``.
 
     ``scorer`` forces the kind (``causal``, ``masked``, ``embedding``, ``static``); otherwise it

@@ -25,12 +25,15 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbegenError
 from ..io import atomic_output_file, read_text
 from .store import AnswerError, AnswerLog, Study, check_answer, first_answers, study_writer
 from .views import LETTERS, instructions, layout_of
+
+if TYPE_CHECKING:
+    from _csv import Reader
 
 COLUMNS = ["annotator", "condition", "item", "kind", "instructions", "prompt", "options", "answer", "guess"]
 MAX_ERRORS_SHOWN = 5
@@ -151,7 +154,7 @@ def import_csv(study: Study, path: str | Path) -> dict[str, int]:
 
 
 def _check_rows(study: Study, log: AnswerLog, path: Path,
-                reader) -> tuple[list[tuple[str, str, Any, Any]], dict[str, int], list[str]]:
+                reader: Reader) -> tuple[list[tuple[str, str, Any, Any]], dict[str, int], list[str]]:
     """Read and check every row: (answers to store, counts, error messages with line numbers)."""
     try:
         header = [h.strip().lower() for h in next(reader)]
@@ -189,13 +192,13 @@ def _check_rows(study: Study, log: AnswerLog, path: Path,
             counts["blank"] += 1
         elif got == "stored":
             counts["already_stored"] += 1
-        elif got != "repeat":
+        elif isinstance(got, tuple):  # not "repeat"
             todo.append(got)
     return todo, counts, errors
 
 
 def _check_row(study: Study, log: AnswerLog, cell: dict[str, str], has_condition: bool,
-               seen: dict[tuple[str, str], tuple[Any, Any]]):
+               seen: dict[tuple[str, str], tuple[Any, Any]]) -> tuple[str, str, Any, Any] | str | None:
     """One row: None (blank answer), "repeat" (same as an earlier row), "stored" (already stored
     identically) or (annotator, item, answer, guess) to store; raises AnswerError."""
     aid, uid, text = cell["annotator"], cell["item"], cell["answer"]

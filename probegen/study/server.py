@@ -26,10 +26,14 @@ import logging
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .store import AnswerError, AnswerLog, Study, load_study, study_writer
 from .views import guide_key, instructions
+
+if TYPE_CHECKING:
+    from flask import Flask, Request, Response
+    from flask.typing import ResponseReturnValue
 
 STATIC = Path(__file__).with_name("static")
 _TOKEN_IN_PATH = re.compile(r"(/a/|/api/)[^/\s?#'\"]+", re.IGNORECASE)
@@ -55,7 +59,7 @@ class RedactTokens(logging.Filter):
 _REDACT = RedactTokens()
 
 
-def create_app(study: Study | str | Path):
+def create_app(study: Study | str | Path) -> Flask:
     """The Flask app serving ``study`` (a Study or its directory)."""
     from flask import Flask, jsonify, request, send_from_directory
 
@@ -79,25 +83,25 @@ def create_app(study: Study | str | Path):
     app.after_request(_security_headers)
 
     @app.get("/")
-    def root():
+    def root() -> str:
         return ("<!doctype html><title>probegen study</title>"
                 "<p>Open the link you were given (it ends in your token).</p>")
 
     @app.get("/a/<token>")
-    def page(token: str):
+    def page(token: str) -> ResponseReturnValue:
         if annotator_of(token) is None:
             return _fail("unknown annotator token", 403, page=True)
         return send_from_directory(STATIC, "index.html")
 
     @app.get("/api/<token>/state")
-    def state(token: str):
+    def state(token: str) -> ResponseReturnValue:
         aid = annotator_of(token)
         if aid is None:
             return _fail("unknown annotator token", 403)
         return jsonify(annotator_state(study, log, aid))
 
     @app.post("/api/<token>/answer")
-    def answer(token: str):
+    def answer(token: str) -> ResponseReturnValue:
         aid = annotator_of(token)
         if aid is None:
             return _fail("unknown annotator token", 403)
@@ -107,7 +111,7 @@ def create_app(study: Study | str | Path):
     return app
 
 
-def _store_answer(study: Study, log: AnswerLog, aid: str, body: Any):
+def _store_answer(study: Study, log: AnswerLog, aid: str, body: Any) -> ResponseReturnValue:
     """The response to one answer POSTed by annotator ``aid`` (stored and fsynced before a 200)."""
     from flask import jsonify
 
@@ -129,7 +133,7 @@ def _store_answer(study: Study, log: AnswerLog, aid: str, body: Any):
                     "answered": len(log.answered[aid]), "total": len(study.annotators[aid]["items"])})
 
 
-def _security_headers(resp):
+def _security_headers(resp: Response) -> Response:
     """No caching, no sniffing, no referrer (the token is in the URL), nothing from elsewhere."""
     resp.headers["Cache-Control"] = "no-store"
     resp.headers["X-Content-Type-Options"] = "nosniff"
@@ -174,7 +178,7 @@ def error_page(status: int) -> str:
             f'{status})</p></section></main></body></html>\n')
 
 
-def _fail(msg: str, status: int, page: bool = False):
+def _fail(msg: str, status: int, page: bool = False) -> ResponseReturnValue:
     """An error response: JSON ``{"error": msg}``, or with ``page`` for a browser the readable page."""
     from flask import jsonify
 
@@ -185,24 +189,24 @@ def _fail(msg: str, status: int, page: bool = False):
     return resp
 
 
-def _json_errors(app) -> None:
+def _json_errors(app: Flask) -> None:
     """Every error, HTTP or a bug, answered as JSON, or to a browser off the API as the readable
     page (never Flask's own HTML page)."""
     from flask import request
     from werkzeug.exceptions import HTTPException
 
     @app.errorhandler(HTTPException)
-    def http_error(e: HTTPException):
+    def http_error(e: HTTPException) -> ResponseReturnValue:
         msgs = {404: "not found", 405: "method not allowed", 413: "request body too large"}
         return _fail(msgs.get(e.code or 500, (e.name or "error").lower()), e.code or 500, page=True)
 
     @app.errorhandler(Exception)
-    def bug(e: Exception):  # handled here, Flask logs no traceback with the path (and token) in it
+    def bug(e: Exception) -> ResponseReturnValue:  # handled here: Flask logs no traceback with the path (token)
         app.logger.error("internal error in %s %s: %s: %s", request.method, request.endpoint, type(e).__name__, e)
         return _fail("internal server error; the answer was not stored, try again", 500, page=True)
 
 
-def parse_body(request) -> Any:
+def parse_body(request: Request) -> Any:
     """The request's JSON body, or None if it is not JSON (wrong type, undecodable, nested too deeply)."""
     if not request.is_json:
         return None
@@ -230,7 +234,8 @@ def annotator_state(study: Study, log: AnswerLog, aid: str) -> dict[str, Any]:
     }
 
 
-def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, announce=print) -> None:
+def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765,
+          announce: Callable[[str], object] = print) -> None:
     """Run the app until interrupted (werkzeug's threaded server; fine for a handful of annotators).
 
     Holds the study's writer lock while it runs (``study import`` and a second server are

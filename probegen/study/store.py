@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import DatasetError, ProbegenError
 from ..io import json_text, read_jsonl, recover, verify_files
@@ -78,7 +78,7 @@ class Study:
 
     def view(self, annotator: str, uid: str) -> dict[str, Any]:
         """The view of item ``uid`` in ``annotator``'s condition."""
-        return self.items[(self.annotators[annotator]["condition"], uid)]["view"]
+        return cast("dict[str, Any]", self.items[(self.annotators[annotator]["condition"], uid)]["view"])
 
     def tokens(self) -> dict[str, str]:
         """Annotator id -> secret URL token."""

@@ -34,7 +34,7 @@ readers (storage, CSV, server, page) ask the layout instead of comparing names.
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -122,10 +122,10 @@ class Choices(Layout):
         text = view["prompt"]
         for a, b in sorted(view.get("marks") or [], reverse=True):
             text = f"{text[:a]}[{text[a:b]}]{text[b:]}"
-        return text
+        return cast(str, text)
 
     def options(self, view: dict[str, Any]) -> list[str]:
-        return view["choices"]
+        return cast("list[str]", view["choices"])
 
     def plain(self, view: dict[str, Any]) -> bool:
         return not view.get("marks")
@@ -163,7 +163,7 @@ class Matching(Layout):
                          for r, (left, mid, right) in enumerate(view["rows"]))
 
     def options(self, view: dict[str, Any]) -> list[str]:
-        return view["definitions"]
+        return cast("list[str]", view["definitions"])
 
     def check(self, view: dict[str, Any], answer: Any) -> tuple[Any, int]:
         k = len(view["rows"])

@@ -37,18 +37,18 @@ def form_accuracy(units: Units) -> tuple[float, float, int]:
     """(accuracy, its cluster-robust sampling variance, number of units) of one form.
 
     The accuracy is sum(correct) / sum(items) over units; its variance is the linearised variance of
-    that ratio with units as clusters (the sandwich estimator with the small-sample factor n/(n-1)).
+    that ratio with units as clusters (the sandwich estimator with the small-sample factor n/(n-1), from
+    statsmodels: :func:`probegen.stats.variance.ratio_variance`).
 
     >>> acc, var, n = form_accuracy({"a": (1, 1), "b": (0, 1), "c": (2, 2), "d": (0, 2)})
     >>> acc, round(var, 5), n
     (0.5, 0.09259, 4)
     """
-    c = np.array([u[0] for u in units.values()], dtype=np.float64)
-    w = np.array([u[1] for u in units.values()], dtype=np.float64)
-    n = len(c)
-    acc = float(c.sum() / w.sum())
-    var = float(n / (n - 1) * np.sum((c - acc * w) ** 2) / w.sum() ** 2) if n > 1 else float("nan")
-    return acc, var, n
+    from probegen.stats.variance import ratio_variance
+
+    sums, counts = np.array(list(units.values()), dtype=np.float64).reshape(-1, 2).T
+    acc, var = ratio_variance(sums, counts)
+    return acc, var, len(units)
 
 
 def gap_test(seen: tuple[float, float], fresh: Sequence[tuple[float, float]], alpha: float = 0.05,
@@ -67,6 +67,8 @@ def gap_test(seen: tuple[float, float], fresh: Sequence[tuple[float, float]], al
     """
     from scipy.stats import t as student_t
 
+    from probegen.stats.significance import satterthwaite_df
+
     if len(fresh) < 2:
         raise ProbegenError("the contamination test needs at least 2 fresh forms (the null is how fresh forms "
                             f"differ from each other); got {len(fresh)}")
@@ -84,7 +86,8 @@ def gap_test(seen: tuple[float, float], fresh: Sequence[tuple[float, float]], al
     # form's sampling variance is under the fresh forms' (a form near ceiling, which is what exposure makes),
     # and a 0.5 gap over 3 fresh forms then read p 0.06. Simulated false-positive rate unchanged (0.026-0.050
     # with 3 or 5 fresh forms); power at a planted +1.5 logit 0.71 -> 0.91 (3 fresh forms, tau 0.1).
-    df = float("inf") if tau2 == 0 else max(f - 1.0, var**2 * (f - 1) / ((1 + 1 / f) * s2) ** 2)
+    df = float("inf") if tau2 == 0 else max(f - 1.0, satterthwaite_df([(1 + 1 / f) * s2, var - (1 + 1 / f) * s2],
+                                                                      [f - 1, float("inf")]))
     se = float(np.sqrt(var))
     gap = float(acc_s - acc_f.mean())
     stat = gap / se if se > 0 else (0.0 if gap == 0 else float(np.sign(gap)) * float("inf"))
@@ -197,7 +200,7 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
     they are forms of one probe: every path once, one kind, no unit (CoDA21 group, WordNetQA
     concept) shared between two forms, and sibling forms of one build (:func:`siblings_problem`;
     ``force``: run anyway, with the warning in the report)."""
-    from probegen import tasks
+    from .run_bias import load_dataset
 
     paths = [Path(seen), *map(Path, fresh)]
     if len(fresh) < 2:
@@ -212,8 +215,7 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
     for p in paths:
         if not p.exists():
             raise ProbegenError(f"{p}: no such dataset")
-        task = tasks.detect(p)
-        loaded.append((task.name, task.load(p, ablations=True)))
+        loaded.append(load_dataset(p))
     kinds = {k for k, _ in loaded}
     if len(kinds) > 1:
         detail = ", ".join(f"{p.name}: {k}" for p, (k, _) in zip(paths, loaded))
@@ -379,9 +381,9 @@ def render(summary: dict[str, Any]) -> str:
 def plot(summary: dict[str, Any], path: Path) -> Path:
     """Per model: each form's accuracy with a 95% sampling interval, the seen form in red, and the
     fresh forms' mean with the band the null allows (+/- 1.96 x the gap's SE)."""
-    from .plots import pyplot, save_png
+    from .plots import _plt, _save
 
-    plt = pyplot()
+    plt = _plt()
     models = summary["models"]
     fig, ax = plt.subplots(figsize=(1.8 + 1.8 * len(models), 3.6))
     for x, r in enumerate(models):
@@ -399,4 +401,4 @@ def plot(summary: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("accuracy")
     ax.set_title("Seen form against fresh forms (* flagged)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    return save_png(fig, path)
+    return _save(fig, path)

@@ -200,7 +200,7 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
     they are forms of one probe: every path once, one kind, no unit (CoDA21 group, WordNetQA
     concept) shared between two forms, and sibling forms of one build (:func:`siblings_problem`;
     ``force``: run anyway, with the warning in the report)."""
-    from .run_bias import load_dataset
+    from probegen import tasks
 
     paths = [Path(seen), *map(Path, fresh)]
     if len(fresh) < 2:
@@ -215,7 +215,8 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
     for p in paths:
         if not p.exists():
             raise ProbegenError(f"{p}: no such dataset")
-        loaded.append(load_dataset(p))
+        task = tasks.detect(p)
+        loaded.append((task.name, task.load(p, ablations=True)))
     kinds = {k for k, _ in loaded}
     if len(kinds) > 1:
         detail = ", ".join(f"{p.name}: {k}" for p, (k, _) in zip(paths, loaded))
@@ -381,9 +382,9 @@ def render(summary: dict[str, Any]) -> str:
 def plot(summary: dict[str, Any], path: Path) -> Path:
     """Per model: each form's accuracy with a 95% sampling interval, the seen form in red, and the
     fresh forms' mean with the band the null allows (+/- 1.96 x the gap's SE)."""
-    from .plots import _plt, _save
+    from .plots import pyplot, save_png
 
-    plt = _plt()
+    plt = pyplot()
     models = summary["models"]
     fig, ax = plt.subplots(figsize=(1.8 + 1.8 * len(models), 3.6))
     for x, r in enumerate(models):
@@ -401,4 +402,4 @@ def plot(summary: dict[str, Any], path: Path) -> Path:
     ax.set_ylabel("accuracy")
     ax.set_title("Seen form against fresh forms (* flagged)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    return _save(fig, path)
+    return save_png(fig, path)

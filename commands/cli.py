@@ -16,7 +16,7 @@ import click
 from probegen import request_options as opts
 from probegen.commands.forms import form_paths, forms_option, write_forms
 from probegen.commands.items import lm_eval_metric_option
-from probegen.commands.options import SEED, MethodCommand, add_device_options, add_wordnet_source_option
+from probegen.commands.options import SEED, MethodCommand, add_device_options, add_wordnet_source_option, log
 from probegen.commands.options import checked_type as T
 from probegen.paths import DEFAULT_ROOT
 
@@ -73,10 +73,6 @@ class _Group(click.Group):
         cmd = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
         takes = cmd is not None and any(p.name == "on_invalid" for p in cmd.params)
         return SKIP_HINT if isinstance(e, SkippableRowError) and takes else ""
-
-
-def _log(msg: str) -> None:
-    click.echo(msg, err=True)
 
 
 def _slug(name: str) -> str:
@@ -242,7 +238,7 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
         _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
     from probegen.runner import Runner
 
-    runner = Runner(runtime, log=_log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
+    runner = Runner(runtime, log=log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
     # every model named fails now if unknown, not after the groups and contexts are built (kept for the loads)
     kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else [])
                      + ([against] if adversarial else []), runner)
@@ -262,7 +258,7 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
         from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True,
-                                     _log, runner=runner)
+                                     log, runner=runner)
         runner.write(lambda: ds_mod.write(twin, twin_out))
         a = ds.manifest["adversarial"]
         echo(f"wrote {twin_out} (twin)")
@@ -270,10 +266,10 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
              f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> "
              f"{a['reference_errors']['adversarial']}")
     else:
-        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=_log, contexts=contexts,
+        ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=log, contexts=contexts,
                           runner=runner)
     if n_forms:
-        for path in write_forms(ds, "coda21", n_forms, seed, out, obj, runner, ds_mod.write, runner.main_log(_log)):
+        for path in write_forms(ds, "coda21", n_forms, seed, out, obj, runner, ds_mod.write, runner.main_log(log)):
             echo(f"wrote {path}")
         return
     runner.write(lambda: ds_mod.write(ds, out))
@@ -316,7 +312,7 @@ def stats(dataset: str) -> None:
     """
     from probegen import tasks
 
-    click.echo(tasks.detect(dataset).stats(dataset, _log))
+    click.echo(tasks.detect(dataset).stats(dataset, log))
 
 
 @cli.command()
@@ -440,7 +436,7 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
     from probegen.runner import Runner
 
     # --pll is a method setting of the evaluated (masked) model: part of the runtime every load gets
-    runner = Runner(runtime.with_scorer(pll=None if pll == "original" else pll), log=_log)
+    runner = Runner(runtime.with_scorer(pll=None if pll == "original" else pll), log=log)
     _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm,
           split, out)
 
@@ -540,7 +536,7 @@ def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out, lm_ev
     la, _, lb = labels.partition(",")
     req = CompareRequest(twin=twin, other=other, models=tuple(models), labels=(la, lb or "other"), seed=seed,
                          n_boot=n_boot, out=out, runs=tuple(runs), lm_eval_metric=lm_eval_metric)
-    runner = Runner(runtime, log=_log)
+    runner = Runner(runtime, log=log)
     res = run_compare_request(req, runner, DEFAULT_ROOT)
     echo = runner.main_log(click.echo)
     echo(table(res))
@@ -590,7 +586,7 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
     req = FilterRequest(dataset=dataset, budget=budget, splits=splits, threshold=threshold, tolerance=tolerance,
                         holdout=holdout, seed=seed, models=tuple(models), out=out, wordnet=obj["wordnet"],
                         semcor=obj["semcor"])
-    runner = Runner(runtime, log=_log)
+    runner = Runner(runtime, log=log)
     run_filter_request(req, runner, runner.main_log(click.echo))
 
 

@@ -147,9 +147,9 @@ class MethodCommand(click.Command):
 SEED = checked_type(opts.SEED)
 
 
-def log(msg: str) -> None:
-    """Progress and notes: to stderr, so stdout holds only a command's results."""
-    click.echo(msg, err=True)
+#: progress and notes: to stderr, so stdout holds only a command's results (click's own writer, handed to the
+#: library as its log: the library calls click, not back into the commands)
+log: Callable[[str], None] = functools.partial(click.echo, err=True)
 
 
 def _takes_runtime(command: Callable[..., Any]) -> bool:

@@ -48,6 +48,7 @@ def test_a_planted_runtime_cycle_is_found(tmp_path, monkeypatch):
             del sys.modules[m]
     assert found["partial"] == ["plantedpkg.b -> plantedpkg.a"]
     assert found["scc"] == [["plantedpkg.a", "plantedpkg.b"]] and found["failed"] == []
+    assert found["edges"] == 3  # a -> b, b -> a, c -> d (by importlib); d's lazy import never ran
 
 
 def test_layers_and_imports_that_point_up():

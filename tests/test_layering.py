@@ -6,7 +6,10 @@ CLI imports click; ``diagnostics`` never imports the run layer or the CLI."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -373,3 +376,43 @@ def test_the_check_sees_a_module_lookup(tmp_path):
     assert _module_lookups(f, "import sys\n\ndef f(task):\n    return task.pick(sys.modules[__name__])\n") == [4]
     assert _module_lookups(f, "import sys\nm = sys.modules.get('x')\n") == [2]
     assert _module_lookups(f, "def f(task, offered):\n    return task.pick(offered)\n") == []
+
+
+# ---- kinds asked through capabilities, no import cycle at run time (issue 49 §1) -----------------------------
+# the counters are tools/audit.py's (tests/test_audit.py plants an example for each)
+sys.path.insert(0, str(ROOT / "tools"))
+import audit  # noqa: E402
+
+# where a kind may be named in a dict's keys or probed: the registry and capabilities, and each kind's own folder
+KIND_HOMES = ("probegen/tasks/", "probegen/coda21/", "probegen/wordnetqa/", "probegen/wordincontext/")
+
+
+def _outside_kind_homes(check) -> dict[str, list]:
+    return {rel: found for rel, text in audit.library_files(ROOT).items()
+            if not rel.startswith(KIND_HOMES) and (found := check(text))}
+
+
+def test_no_dispatch_dict_keyed_on_kinds():
+    found = _outside_kind_homes(audit.kind_dispatch)
+    assert not found, f"dicts keyed on a kind or lists of kinds outside the kind's folder (ask a capability): {found}"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 49: probegen/run/run_bias.py reads getattr(d.data, 'manifest', None)")
+def test_no_dataset_is_probed_by_hasattr():
+    found = _outside_kind_homes(audit.dataset_probes)
+    assert not found, f"hasattr/getattr probes on a dataset (ask the kind through a capability): {found}"
+
+
+def test_no_import_cycle_at_run_time():
+    """Every library module imported in a fresh interpreter under an import hook: no module imports one that
+    is still being initialised, and the imports seen form no cycle."""
+    found = audit.runtime_cycles(ROOT, audit.library_files(ROOT))
+    assert "error" not in found and found["edges"] > 300, found  # the hook saw the library's imports
+    assert not found["failed"], found["failed"]
+    assert not found["partial"] and not found["scc"], f"runtime import cycles: {found['partial']} {found['scc']}"
+
+
+def test_the_checks_see_kind_dispatch_probes_and_cycles():
+    assert audit.kind_dispatch("RUN = {'coda21': a, 'wordnetqa': b}\nKINDS = ['wic', 'wsd']\n") == [1, 2]
+    assert audit.dataset_probes("if hasattr(data, 'groups'):\n    pass\n") == [1]
+    assert "probegen/forms/split.py" not in KIND_HOMES and "probegen/coda21/spec.py".startswith(KIND_HOMES)

@@ -18,15 +18,6 @@ from probegen import request_options as opts
 from probegen.request_options import Option
 
 
-def _convert(ptype: click.ParamType[Any], option: Option, value: Any, param: Any, ctx: Any) -> Any:
-    from probegen.request_options import OptionTypeError, OptionValueError
-
-    try:
-        return option.parse(value)
-    except (OptionTypeError, OptionValueError) as e:
-        ptype.fail(str(e), param, ctx)
-
-
 class RegistryChoice(click.Choice[str]):
     """A choice among a registry's names, read when a value is checked or ``--help`` shown (so plugins'
     names are among them), then ``extra`` (``none``)."""
@@ -45,45 +36,50 @@ class RegistryChoice(click.Choice[str]):
         pass
 
 
-class _CheckedChoice(RegistryChoice):
+class _Checked(click.ParamType[Any]):
+    """A value checked by its option's own rule (:meth:`probegen.request_options.Option.parse`)."""
+
+    option: Option
+
+    def checked(self) -> Option:
+        return self.option
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from probegen.request_options import OptionTypeError, OptionValueError
+
+        try:
+            return self.checked().parse(value)
+        except (OptionTypeError, OptionValueError) as e:
+            self.fail(str(e), param, ctx)
+
+
+class _CheckedChoice(_Checked, RegistryChoice):
     def __init__(self, option: Option) -> None:
         self.option = option  # its values read when shown: --method lists the registered methods (plugins too)
-        super().__init__(lambda: self.resolved().choices)
+        super().__init__(lambda: self.checked().choices)
 
-    def resolved(self) -> Option:
+    def checked(self) -> Option:
         from probegen.methods import resolved
 
         return resolved([self.option])[0]
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        return _convert(self, self.resolved(), value, param, ctx)
 
-
-class _CheckedInt(click.IntRange):
+class _CheckedInt(_Checked, click.IntRange):
     def __init__(self, option: Option) -> None:
         super().__init__(None if option.lo is None else int(option.lo), None if option.hi is None else int(option.hi))
         self.option = option
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        return _convert(self, self.option, value, param, ctx)
 
-
-class _CheckedFloat(click.FloatRange):
+class _CheckedFloat(_Checked, click.FloatRange):
     def __init__(self, option: Option) -> None:
         super().__init__(option.lo, option.hi, min_open=option.lo_open, max_open=option.hi_open)
         self.option = option
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        return _convert(self, self.option, value, param, ctx)
 
-
-class _CheckedText(click.ParamType[Any]):
+class _CheckedText(_Checked):
     def __init__(self, option: Option) -> None:
         self.option = option
         self.name = "N|rotations" if option.kind == "permutations" else "text"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        return _convert(self, self.option, value, param, ctx)
 
 
 def checked_type(option: Option) -> click.ParamType[Any]:
@@ -112,28 +108,21 @@ class MethodCommand(click.Command):
     def params(self) -> list[click.Parameter]:
         """The command's own parameters, then its methods' options (added once, on first use)."""
         if not self._with_methods:
-            from probegen.methods import get, options
+            from probegen.methods import all_methods, options
 
             self._with_methods = True
             taken = {p.name for p in self._params}
             for o in options(self.name):
                 if o.name not in taken:
-                    methods = [f for f in (get(n).flag(str(self.name)) for n in self._owners(o.name)) if f]
-                    self._params.append(click.Option(
-                        [o.flag], type=checked_type(o), default=None, metavar=o.metavar or None,
-                        help=f"--method {'/'.join(methods)}: {o.help}"))
+                    flags = [f for m in all_methods() if o in m.options and (f := m.flag(str(self.name)))]
+                    self._params.append(click.Option([o.flag], type=checked_type(o), metavar=o.metavar or None,
+                                                     help=f"--method {'/'.join(flags)}: {o.help}"))
                     self._method_params.append(o.name)
         return self._params
 
     @params.setter
     def params(self, value: list[click.Parameter]) -> None:
         self._params, self._with_methods, self._method_params = value, False, []
-
-    @staticmethod
-    def _owners(option: str) -> list[str]:
-        from probegen.methods import all_methods
-
-        return [m.name for m in all_methods() if option in {o.name for o in m.options}]
 
     def invoke(self, ctx: click.Context) -> Any:
         """The callback run with the methods' options given gathered in ``method_options``."""

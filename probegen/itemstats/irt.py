@@ -127,9 +127,8 @@ def _start_a(y: np.ndarray) -> np.ndarray:
     return np.asarray(1.7 * r / np.sqrt(1 - r ** 2))
 
 
-#: the entry-point group of third-party IRT fitters (:func:`fitters`)
 FITTER_GROUP = "probegen.irt_fitters"
-#: a fitter: (0/1 matrix, options per item or None) -> the fit
+#: a fitter (:func:`fitters`): (0/1 matrix, options per item or None) -> the fit
 Fitter = Callable[[np.ndarray, "np.ndarray | None"], IrtFit]
 
 
@@ -149,8 +148,7 @@ def fitters() -> dict[str, Fitter]:
 
     def add(name: str, f: Any) -> None:
         if name in found or not callable(f):
-            raise ProbegenError(f"{'the name is taken' if name in found else 'not a function'}: an IRT fitter is a "
-                                f"new name for a function (y, k) -> probegen.itemstats.irt.IrtFit")
+            raise ProbegenError("an IRT fitter is a new name for a function (y, k) -> probegen.itemstats.irt.IrtFit")
         found[name] = f
 
     for ep in sorted(entry_points(group=FITTER_GROUP), key=lambda e: e.name):

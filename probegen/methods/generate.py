@@ -33,10 +33,14 @@ class GenerateMethod(Method):
         "majority over the orders (an exact tie broken at random)."
     )
 
-    def load_scorer(self, runner: Any, req: ScorerRequest) -> Any:
+    def loader(self) -> Any:
+        """What loads its scorer: ``(model, permutations, prompts, seed, **runtime settings)``."""
         from ..generate import load_generator
 
-        return runner.load_asking(self.name, lambda **settings: load_generator(
+        return load_generator
+
+    def load_scorer(self, runner: Any, req: ScorerRequest) -> Any:
+        return runner.load_asking(self.name, lambda **settings: self.loader()(
             req.model, req.options.get("permutations") or 1, req.options.get("prompts"), req.seed, **settings))
 
     def summary_lines(self, block: Mapping[str, Any]) -> list[str]:

@@ -5,23 +5,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..request_options import PERMUTATIONS, PROMPTS
-from .base import Method, ScorerRequest
-from .generate import order_lines
+from .generate import GenerateMethod, order_lines
 
 
-class LetterMethod(Method):
-    """The generative prompts, the option labels' probabilities read: every ask is decided."""
+class LetterMethod(GenerateMethod):
+    """The generative prompts (options and all), the option labels' probabilities read: every ask is decided."""
 
     name = "letter"
     title = "letter"
     flags = {"eval": "letter", "bias": "letter"}
-    asks = True
-    ordered = True
-    likelihood = False
     not_scored = "the option labels' probabilities are read"
-    options = (PERMUTATIONS, PROMPTS)
-    query_style = "generate"
+    votes = False
     view_confidence = "probability of its option label, averaged over the option orders"
     confidence = "the label distribution, mapped to options and averaged over the orders"
     report_text = (
@@ -32,11 +26,10 @@ class LetterMethod(Method):
         "no invalid answers."
     )
 
-    def load_scorer(self, runner: Any, req: ScorerRequest) -> Any:
+    def loader(self) -> Any:
         from ..generate.letter import load_letter
 
-        return runner.load_asking(self.name, lambda **settings: load_letter(
-            req.model, req.options.get("permutations") or 1, req.options.get("prompts"), req.seed, **settings))
+        return load_letter
 
     def summary_lines(self, block: Mapping[str, Any]) -> list[str]:
         """Read, not parsed: every ask is decided, so no validity shares.

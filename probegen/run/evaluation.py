@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
-#: options of a likelihood scorer: given to a method that reads none (generate, letter), each is an error
-SCORING_ONLY = _methods.SCORING_ONLY
 
 
 def resolve_models(models: Iterable[str], scorer_kind: str | None = None, *, runner: Runner) -> dict[str, str]:
@@ -347,17 +345,7 @@ def _settings(o: EvalRequest):
 
 
 def check_method_options(method: str, given: dict[str, Any]) -> None:
-    """Reject options of the other method: a likelihood scorer's with ``generate``, the generative
-    method's (``permutations``, ``prompts``) without it (``None`` = not given).
-
-    >>> check_method_options("generate", {"reduction": "mean"})  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    probegen.errors.ProbegenError: --reduction does not apply to --method generate: a chat model's answer is read,
-    not scored
-    >>> check_method_options("score", {"permutations": 5})
-    Traceback (most recent call last):
-    probegen.errors.ProbegenError: --permutations applies to --method generate only (and --method letter)
-    """
+    """Reject the options in ``given`` that do not apply to ``method`` (:func:`probegen.methods.check_options`)."""
     _methods.check_options(method, given)
 
 
@@ -365,7 +353,7 @@ def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction:
              runner, method_options: Mapping[str, Any]) -> dict[str, Any]:
     """results.json of an evaluation. A chat model asked (``--method generate`` or ``letter``, its
     scorer's ``method``) is not scored by likelihood: the ``eval`` block records the method, and the
-    likelihood scorer's settings (:data:`SCORING_ONLY`: reduction, length normalisation, query
+    likelihood scorer's settings (:data:`probegen.methods.SCORING_ONLY`: reduction, length normalisation, query
     pattern) as null, in the metrics too, rather than defaults that did not apply."""
     manifest_sha = sha256_text(json.dumps(data.manifest, sort_keys=True))
     scorer_settings = scorer.settings()

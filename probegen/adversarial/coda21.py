@@ -14,7 +14,7 @@ clean = enough SemCor contexts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -25,6 +25,11 @@ from ..coda21.render import query
 from ..runner import Runner
 from ..templating import coda21_patterns, default_nonce
 from .confusable import alignment_errors, most_confusable
+
+if TYPE_CHECKING:
+    from ..coda21.config import Coda21Config
+    from ..scorers.base import Scorer
+    from ..wordnet_graph import WordNetGraph
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,8 @@ def _pools(p: D.Plan, pool_max: int) -> dict[str, list[str]]:
     return pools
 
 
-def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: dict[str, Context], graph, scorer,
-                 progress: bool, runner: Runner) -> dict[str, np.ndarray]:
+def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: dict[str, Context], graph: WordNetGraph,
+                 scorer: Scorer, progress: bool, runner: Runner) -> dict[str, np.ndarray]:
     """The reference model's context x definition matrix over each ancestor's whole pool, in one request table."""
     from ..core import Unit
 
@@ -63,8 +68,8 @@ def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: di
     return dict(zip(pools, runner.score(units, scorer, progress=progress)))
 
 
-def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, vectors, cfg,
-                  used: set[str]) -> tuple[dict, tuple | None]:
+def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, vectors: Callable[[list[str]], Any],
+                  cfg: Coda21Config, used: set[str]) -> tuple[dict[str, Any], tuple[str, ...] | None]:
     """(decision record, members or None if dropped) of one group: the most confusable valid set
     of the twin's size among the free pool members, else the twin's still-free members."""
     free = [i for i, m in enumerate(pool) if m not in used]
@@ -91,7 +96,7 @@ def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, v
 
 
 def _choose_groups(p: D.Plan, pools: dict[str, list[str]],
-                   mats: dict[str, np.ndarray]) -> tuple[list[SynsetGroup], list[str], list[dict]]:
+                   mats: dict[str, np.ndarray]) -> tuple[list[SynsetGroup], list[str], list[dict[str, Any]]]:
     """(adversarial groups, their ids, one decision per twin group), group by group in generation order.
 
     An adversarial group keeps its twin's id, so results pair up group by group.
@@ -112,7 +117,8 @@ def _choose_groups(p: D.Plan, pools: dict[str, list[str]],
     return groups, ids, decisions
 
 
-def _record(settings: AdversarialSettings, ref, groups: list[SynsetGroup], decisions: list[dict]) -> dict:
+def _record(settings: AdversarialSettings, ref: Scorer, groups: list[SynsetGroup],
+            decisions: list[dict[str, Any]]) -> dict[str, Any]:
     """The manifest's ``adversarial`` block: method, reference model and what changed."""
     return {
         "reference_model": settings.against,
@@ -133,7 +139,7 @@ def _record(settings: AdversarialSettings, ref, groups: list[SynsetGroup], decis
 
 
 def build_adversarial(
-    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
+    cfg: Coda21Config, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
     progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner,
 ) -> tuple[D.Coda21Dataset, D.Coda21Dataset]:
     """(adversarial dataset, non-adversarial twin) for one CoDA21 configuration.

@@ -11,6 +11,8 @@ then the largest summed swap gain with the members so far, never breaking the si
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
@@ -25,7 +27,7 @@ def swap_gains(m: np.ndarray) -> np.ndarray:
     d = np.diag(m)
     g = m + m.T - d[:, None] - d[None, :]
     np.fill_diagonal(g, 0.0)
-    return g
+    return cast(np.ndarray, g)
 
 
 def alignment_errors(m: np.ndarray) -> int:

@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..runner import Runner
 from ..templating import default_nonce
 from ..wordnetqa import dataset as D
-from ..wordnetqa.items import ChoiceMeta
+from ..wordnetqa.items import ChoiceMeta, MCItem
+
+if TYPE_CHECKING:
+    from ..scorers.base import Scorer
+    from ..wordnetqa.config import WordNetQAConfig
+    from ..wordnetqa.distractors import Relations
+
+Candidate = tuple[str, str, int | None]  # (synset, distractor type, distance)
 
 
 @dataclass(frozen=True)
@@ -36,14 +43,15 @@ def _key(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _pool(it, cfg, rel, render, s: AdversarialSettings, rng: np.random.Generator) -> list[tuple[str, str, int | None]]:
+def _pool(it: MCItem, cfg: WordNetQAConfig, rel: Relations, render: Callable[[str], str], s: AdversarialSettings,
+          rng: np.random.Generator) -> list[Candidate]:
     """Valid candidates ``(synset, type, distance)`` for one item: its family's typed ones, then random."""
     sister = rel.candidates("definitions", it.synset, "sister", cfg.max_hops, cfg.sister_depth)
     isa_all = rel.candidates("definitions", it.synset, "isa", cfg.max_hops, cfg.sister_depth)
     related = set(sister) | set(isa_all)
     family = {"sister": sister, "isa": D.isa_family(it.probe, isa_all)}.get(it.distractor_type, {})
     texts = {_key(it.choices[it.answer])}
-    out: list[tuple[str, str, int | None]] = []
+    out: list[Candidate] = []
 
     def take(x: str, t: str, d: int | None) -> bool:
         k = _key(render(x))
@@ -71,7 +79,8 @@ def _pool(it, cfg, rel, render, s: AdversarialSettings, rng: np.random.Generator
     return out
 
 
-def _replace_distractors(it, pool, txt: list[str], sc: np.ndarray, cfg, settings: AdversarialSettings, kind: str):
+def _replace_distractors(it: MCItem, pool: list[Candidate], txt: list[str], sc: np.ndarray, cfg: WordNetQAConfig,
+                         settings: AdversarialSettings, kind: str) -> MCItem:
     """The twin item ``it`` with its distractors replaced by the pool's most plausible ones to the
     reference model (as many typed and random as the twin has), or ``it`` itself when too few are valid."""
     from ..core import grid_units
@@ -95,14 +104,15 @@ def _replace_distractors(it, pool, txt: list[str], sc: np.ndarray, cfg, settings
     for slot, k in zip(slots, [picked[i] for i in perm]):
         choices[slot] = txt[k]
         meta[slot] = ChoiceMeta(*pool[k])
-    d = [m.distance for m, s in zip(meta, range(len(meta))) if s != it.answer and m.type != "random"]
+    d = [m.distance for s, m in enumerate(meta) if s != it.answer and m.type != "random" and m.distance is not None]
     new = dataclasses.replace(it, choices=tuple(choices), choice_meta=tuple(meta),
                               distractor_hops=min(d) if d else None)
     new.check()
     return new
 
 
-def _score_candidates(twin, pools, renderers, ref, progress: bool,
+def _score_candidates(twin: D.WordNetQADataset, pools: list[list[Candidate]],
+                      renderers: dict[str, Callable[[str], str]], ref: Scorer, progress: bool,
                       runner: Runner) -> tuple[list[list[str]], list[np.ndarray]]:
     """(candidate texts, the reference model's scores of them) per twin item, as one request table."""
     from ..core import Unit
@@ -116,7 +126,7 @@ def _score_candidates(twin, pools, renderers, ref, progress: bool,
 
 
 def build_adversarial(
-    cfg, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
+    cfg: WordNetQAConfig, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
     progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner,
 ) -> tuple[D.WordNetQADataset, D.WordNetQADataset]:
     """(adversarial dataset, non-adversarial twin) for one WordNetQA configuration.

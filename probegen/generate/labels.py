@@ -3,7 +3,7 @@ served backend, :mod:`probegen.generate.letter` and :mod:`probegen.generate.lett
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 from ..errors import ProbegenError
 
@@ -38,7 +38,8 @@ def render_prompt(tokenizer: Any, name: str, messages: Sequence[dict[str, str]])
     from .chat import plain_conversation
 
     try:
-        return tokenizer.apply_chat_template(plain_conversation(messages), tokenize=False, add_generation_prompt=True)
+        return cast(str, tokenizer.apply_chat_template(plain_conversation(messages), tokenize=False,
+                                                      add_generation_prompt=True))
     except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
         raise ProbegenError(f"{name}: its chat template refused the conversation ({type(e).__name__}: "
                             f"{' '.join(str(e).split())[:200]})") from None

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any, Sequence, cast
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -106,7 +106,7 @@ def matching_messages(prompts: Any, text: str, number: int, k: int, options: Seq
         if not isinstance(block.get(key), str):
             raise ProbegenError(f"{prompts.file}: {MATCHING_BLOCK}.{key}: missing or not a string")
         check_prompt_fields(block[key], allowed, f"{prompts.file}: {MATCHING_BLOCK}.{key}")
-    show = lambda t: one_line(t) or prompts.data["empty"]  # noqa: E731
+    show: Callable[[str], str] = lambda t: one_line(t) or prompts.data["empty"]  # noqa: E731
     labs = letters(len(options))
     nonce = one_line(fields.get("nonce", ""))
     values = {"text": show(text), "number": number, "k": k, "n_options": len(options),
@@ -265,7 +265,7 @@ class LocalLetters:
 
     def identity(self) -> dict[str, Any]:
         """The chat backend's identity (model, source, dtype, chat template hash)."""
-        return self.chat.identity()
+        return cast("dict[str, Any]", self.chat.identity())
 
     def stats(self) -> dict[str, Any]:
         """Prompts read, forward calls, distinct token sequences run."""

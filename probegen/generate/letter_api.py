@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence, TypeGuard, cast
+from typing import Any, Callable, Mapping, Sequence, TypeGuard, cast
 
 from ..errors import ProbegenError
 
@@ -158,7 +158,8 @@ class ApiLetters:
             raise self.client.error(str(e)) from None
 
     # ---- completions: top log-probs, the rest echo-scored ---------------------------------------------
-    def _completions(self, conversations, variants) -> tuple[list[list[float]], list[dict[str, float]]]:
+    def _completions(self, conversations: Sequence[Sequence[dict[str, str]]],
+                     variants: Sequence[Sequence[tuple[str, ...]]]) -> tuple[list[list[float]], list[dict[str, float]]]:
         from .labels import continuation
 
         texts = [self.render(c) for c in conversations]
@@ -200,7 +201,7 @@ class ApiLetters:
 
         return render_prompt(self.tokenizer, self.name, messages)
 
-    def _map(self, fn, items: list[Any]) -> list[Any]:
+    def _map(self, fn: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any]:
         """``fn`` over batches of ``items`` (BATCH at a time, up to the concurrency in flight), flattened."""
         batches = [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
         return [x for part in self._pool.map(fn, batches) for x in part]
@@ -317,7 +318,8 @@ class ApiLetters:
         return out
 
     # ---- chat/completions: the top list only --------------------------------------------------------
-    def _chat(self, conversations, variants) -> tuple[list[list[float]], list[dict[str, float]]]:
+    def _chat(self, conversations: Sequence[Sequence[dict[str, str]]],
+              variants: Sequence[Sequence[tuple[str, ...]]]) -> tuple[list[list[float]], list[dict[str, float]]]:
         tops = self._map(lambda batch: [self._chat_top(c) for c in batch], list(conversations))
         out = []
         for top, vs in zip(tops, variants):

@@ -35,7 +35,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from ..errors import ProbegenError
 
@@ -165,7 +165,7 @@ class PromptTemplates:
     def _block(self, q: Question) -> dict[str, str]:
         if q.ask not in ASKS:
             raise ProbegenError(f"unknown question kind {q.ask!r}: use one of {', '.join(ASKS)}")
-        return self.data[q.ask]
+        return cast("dict[str, str]", self.data[q.ask])
 
     def _text(self, text: str) -> str:
         return one_line(text) or self.data["empty"]
@@ -208,8 +208,9 @@ def _fill_choice(t: PromptTemplates, q: Question, block: dict[str, str]) -> dict
 
 
 # what each ask fills in besides the shared placeholders (a table, not comparisons of kind names)
-_FILL = {"matching": _fill_matching, "choice": _fill_choice,
-         "sense": lambda t, q, block: {"options": t._options(q, block)}, "yes-no": lambda t, q, block: {}}
+_FILL: dict[str, Callable[[PromptTemplates, Question, dict[str, str]], dict[str, str]]] = {
+    "matching": _fill_matching, "choice": _fill_choice,
+    "sense": lambda t, q, block: {"options": t._options(q, block)}, "yes-no": lambda t, q, block: {}}
 
 
 def _example(k: int, n: int) -> str:

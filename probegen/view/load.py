@@ -233,7 +233,8 @@ def _check_rows(path: Path, got: int, want: int | None, res_file: Path) -> None:
                             "(interrupted, or its files were changed); run it again")
 
 
-def _eval_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict[str, Any], list, list]:
+def _eval_run(run: Path, index: int, results: dict[str, Any],
+              log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     info = _info(run, results, "eval")
     ds = results["dataset"]
     kind = str(ds.get("kind", "?"))
@@ -281,7 +282,8 @@ def _adaptive_notes(block: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _bias_run(run: Path, index: int, results: dict[str, Any], log) -> tuple[dict[str, Any], list, list]:
+def _bias_run(run: Path, index: int, results: dict[str, Any],
+              log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     info = _info(run, results, "bias")
     items: list[dict[str, Any]] = []
     plane: list[dict[str, Any]] = []

@@ -281,7 +281,7 @@ class _NoBar:
         pass
 
 
-def _progress_bar(total: int, desc: str, enabled: bool):
+def _progress_bar(total: int, desc: str, enabled: bool) -> Any:
     if not enabled:
         return _NoBar()
     from ..progress import progress_bar

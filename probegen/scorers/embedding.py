@@ -101,4 +101,4 @@ class EmbeddingScorer(SpanFeatures, Scorer, TextEmbedder):
         row = {t: i for i, t in enumerate(texts)}
         q = vecs[[row[p[0]] for p in pairs]]
         c = vecs[[row[p[1]] for p in pairs]]
-        return np.einsum("ij,ij->i", q, c)
+        return np.asarray(np.einsum("ij,ij->i", q, c))

@@ -61,7 +61,7 @@ class SpanEncoder:
         a0, b0 = max(0, span[0] - room), min(len(text), span[1] + room)
         return text[a0:b0], (span[0] - a0, span[1] - a0)
 
-    def batch(self, rows: Sequence[Row], grad: bool = False):
+    def batch(self, rows: Sequence[Row], grad: bool = False) -> Any:
         """Hidden-state vectors (a torch tensor, rows x hidden) of (text, span) rows; span None = mean over the text."""
         import torch
 
@@ -103,7 +103,7 @@ class SpanEncoder:
                            disable=not progress or not batches or not dist.is_main())
 
         def encode(chunk: list[Row]) -> np.ndarray:
-            vecs = self.batch(chunk).cpu().numpy().astype(np.float32)
+            vecs: np.ndarray = self.batch(chunk).cpu().numpy().astype(np.float32)
             bar.update(1)
             return vecs
 

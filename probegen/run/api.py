@@ -35,9 +35,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from probegen import methods
+from probegen import methods, tasks
 from probegen.errors import ProbegenError
+from probegen.io import ensure_writable, read_text
 from probegen.paths import DEFAULT_ROOT
+from probegen.request_options import DATASET, DEVICE, DTYPE, OptionTypeError
 from probegen.runner import Runner, Runtime
 
 from .evaluation import EvalRequest
@@ -54,8 +56,6 @@ class Run:
 
     @classmethod
     def read(cls, path: Path, summary: str) -> "Run":
-        from probegen.io import read_text
-
         results = json.loads(read_text(path / "results.json", what="results file"))
         rows_file = (results.get("files") or {}).get("rows") or next(
             (n for n in ("groups.jsonl", "items.jsonl") if (path / n).exists()), None)
@@ -67,7 +67,6 @@ class Run:
 def check_eval_request(req: EvalRequest, runner: Runner):
     """Every check of an eval request, once, before any model is loaded; the dataset's task.
     The command's ``runner`` resolves the model (once, kept for the load) so that its kind is checked too."""
-    from probegen import tasks
     from probegen.diagnostics.eval_report import check_debias_share
 
     from .evaluation import check_eval_options
@@ -97,7 +96,6 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
                      figures: Callable[[dict, Path], dict[str, str]] | None = None) -> tuple[Path, str]:
     """``probegen eval``: (the results folder, the summary to print). ``figures`` adds plots to the folder."""
     from probegen.diagnostics.eval_report import analyse_eval
-    from probegen.io import ensure_writable
 
     from .evaluation import run_eval, subset_request
 
@@ -123,7 +121,6 @@ def _runtime(device: str, dtype: str) -> Runtime:
     """The runtime of a notebook call, ``--device``/``--dtype`` checked as the command line checks them
     (the same rule, then the device's availability) before any work."""
     from probegen.models import resolve_device
-    from probegen.request_options import DEVICE, DTYPE
 
     resolve_device(DEVICE.check(device))
     return Runtime(device, DTYPE.check(dtype))
@@ -131,8 +128,6 @@ def _runtime(device: str, dtype: str) -> Runtime:
 
 def _logger(log: Callable[[str], None] | None) -> Callable[[str], None]:
     if log is not None and not callable(log):
-        from probegen.request_options import OptionTypeError
-
         raise OptionTypeError(f"log must be a function of one string, or None; got {log!r}")
     return log or (lambda m: None)
 
@@ -174,7 +169,6 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     (``n_boot``, ``limit``, ``controls=False``, ``method``...; see
     :class:`~probegen.run.bias_request.BiasRequest`). :attr:`Run.rows` are the full
     condition's rows of a zero-shot or asking run."""
-    from probegen.request_options import DATASET
 
     from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
 
@@ -184,8 +178,6 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     runner = Runner(_runtime(device, dtype), log=_logger(log))
     method, summary = run_checked(req, runner.log, runner)
     path = req.out_dir("-trained" if methods.get(method).trains else "")
-    from probegen.io import read_text
-
     results = json.loads(read_text(path / "results.json", what="results file"))
     full = path / results["datasets"][0]["name"] / "full.jsonl" if results.get("datasets") else None
     rows = [json.loads(x) for x in read_text(full, what="rows file").splitlines()] if full and full.exists() else []

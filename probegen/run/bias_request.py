@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from probegen import methods, tasks
+from probegen.errors import ProbegenError
+from probegen.io import ensure_writable
+from probegen.methods import method_options, resolved
+from probegen.request_options import BIAS_OPTIONS, check_request
+from probegen.templating import coda21_patterns
+
 if TYPE_CHECKING:
     from probegen.runner import Runner
 
@@ -57,9 +64,6 @@ class BiasRequest:
     method_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from probegen.methods import method_options, resolved
-        from probegen.request_options import BIAS_OPTIONS, check_request
-
         check_request(self, resolved(BIAS_OPTIONS))  # one type and range per option, the command line's too
         object.__setattr__(self, "method_options", method_options(self.method_options))
 
@@ -78,9 +82,6 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
     """The method a run uses: the one asked for, else by dataset kind (all given datasets must agree):
     a task with zero-shot ablations is measured zero-shot, one without (word-in-context) trained.
     ``kinds``: the datasets' tasks, one per dataset, when the caller detected them (None: detected here)."""
-    from probegen import methods, tasks
-    from probegen.errors import ProbegenError
-
     if method is not None and methods.get(method, "bias").asks:  # every kind's units can be asked
         if finetune:
             raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
@@ -110,13 +111,11 @@ def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
     to none of the datasets (e.g. --pattern with only WordNetQA sets, --folds on word-in-context pairs),
     the method, the human studies and (with the command's ``runner``, which keeps the resolution for
     the load) the model. Returns the datasets' tasks (one per dataset) and the method."""
-    from probegen import tasks
 
     from .evaluation import subset_request
     from .run_bias import default_tasks
 
     subset_request(req.asked("limit"), req.asked("sample"))  # --limit with --sample: one line
-    from probegen import methods
 
     from .evaluation import check_method_options
 
@@ -135,8 +134,6 @@ def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
         _check_human(req, method)
     trains = methods.get(method, "bias").trains
     if trains and req.beside:
-        from probegen.errors import ProbegenError
-
         raise ProbegenError("--beside adds other runs' points to the zero-shot or generative bias plane; "
                             "it does not apply to --method trained")
     if not trains:
@@ -146,9 +143,7 @@ def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
 
 def _check_human(req: BiasRequest, method: str) -> None:
     """A study that cannot be scored fails now, not after the model has scored everything."""
-    from probegen import methods
     from probegen.diagnostics.human import score_study
-    from probegen.errors import ProbegenError
 
     if methods.get(method, "bias").trains:
         raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method "
@@ -161,7 +156,6 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Seque
     """``--method trained``: a classifier per input condition (``kinds``: the datasets' tasks, as
     :func:`check_options` found them); returns the summary to print."""
     from probegen.diagnostics.trained import TrainedConfig, require_gpu, run_trained, summary_table
-    from probegen.io import ensure_writable
 
     if req.finetune:
         require_gpu()  # before any dataset or model is loaded
@@ -178,8 +172,6 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Seque
 def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
     """Every option and the model (resolved by ``runner``, which keeps it for the load) checked before
     any dataset is generated or scored."""
-    from probegen import methods
-    from probegen.templating import coda21_patterns
 
     from .evaluation import check_model_options, resolve_models
 
@@ -194,7 +186,6 @@ def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
 def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
     """The zero-shot ablations (and human points) of a checked request (:func:`check_options`; ``kinds``:
     the datasets' tasks it found); returns the summary to print."""
-    from probegen.io import ensure_writable
 
     from .evaluation import subset_request
     from .run_bias import BiasConfig, run_bias, summary_table
@@ -234,8 +225,6 @@ def run_checked(req: BiasRequest, log: Log, runner: Runner) -> tuple[str, str]:
     ``runner`` (a :class:`~probegen.runner.Runner`: the runtime and the torchrun process group)
     resolves and loads the model; rank 0 alone writes the report.
     """
-    from probegen import methods
-
     kinds, method = check_options(req, runner)
     if methods.get(method, "bias").trains:
         return method, run_trained_request(req, log, runner, kinds or None)

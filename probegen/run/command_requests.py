@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from probegen import tasks
 from probegen.errors import ProbegenError
+from probegen.io import check_file_replaceable, check_output_not_input, ensure_writable
 from probegen.paths import DEFAULT_ROOT, slug
 
 if TYPE_CHECKING:
@@ -41,9 +43,7 @@ class ExportRequest:
 
 def check_export_request(req: ExportRequest) -> Any:
     """Every check of an export, once, before anything is read or written; the dataset's task (None: a run's export)."""
-    from probegen import tasks
     from probegen.exporters import check_export
-    from probegen.io import check_file_replaceable, check_output_not_input, ensure_writable
 
     check_output_not_input(req.out, [req.dataset])
     if _check_run_export(req):
@@ -70,7 +70,6 @@ def _check_run_export(req: ExportRequest) -> bool:
     """Whether ``req`` exports a run (``--format eee|inspect-log``), checked; one line where a run and a
     dataset format, or a dataset and a run format, are mixed."""
     from probegen.exchange.export import RUN_FORMATS, is_run
-    from probegen.io import check_file_replaceable, ensure_writable
 
     if not is_run(req.dataset):
         if req.fmt in RUN_FORMATS:
@@ -130,10 +129,7 @@ class CompareRequest:
 def check_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAULT_ROOT) -> tuple[Any, Any]:
     """Every check of a comparison, once, before any work (the output, both datasets' kinds, every
     model resolved by ``runner``, which keeps it for the load); the two datasets' tasks."""
-    from probegen import tasks
     from probegen.diagnostics.compare import raise_mismatch
-    from probegen.errors import ProbegenError
-    from probegen.io import ensure_writable
 
     from .evaluation import resolve_models
 
@@ -197,9 +193,7 @@ class FilterRequest:
 def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
     """Every check of a filter run, once, before any work (a kind that is not Filterable, the
     held-out share, every output, every model resolved by ``runner``); the dataset's task."""
-    from probegen import tasks
     from probegen.diagnostics.filtering import check_holdout
-    from probegen.io import ensure_writable
 
     from .evaluation import resolve_models
 
@@ -263,9 +257,6 @@ class StudyRequest:
 def check_study_request(req: StudyRequest, root: Path) -> Any:
     """Every check of a study, once, before anything is written (a kind that is not Studyable, an
     option it does not take, an output that exists); the dataset's task."""
-    from probegen import tasks
-    from probegen.io import ensure_writable
-
     (task,) = tasks.check_dataset_options([req.dataset], {"split": req.split}, "study")
     out_dir = req.out_dir(root)
     if out_dir.exists():

@@ -224,8 +224,11 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
     kind = loaded[0][0]
     from probegen import tasks
 
-    unit = tasks.get(kind).resampling_unit
-    ids = [set(_synsets(d)) for _, d in loaded]
+    task = tasks.get(kind)
+    unit = task.resampling_unit
+    # the synsets a form asks about (a kind that cannot be cut into forms: its items' ids)
+    ids = [set(task.form_synsets(d) if isinstance(task, tasks.Formable) else (str(it.id) for it in d.items))
+           for _, d in loaded]
     for i, j in combinations(range(len(paths)), 2):
         shared = ids[i] & ids[j]
         if shared:
@@ -242,13 +245,6 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
         warning = f"--force: {why}"
         log(f"warning: {warning}")
     return kind, data, warning
-
-
-def _synsets(data: Any) -> list[str]:
-    """The synsets a form asks about: CoDA21 groups' members, WordNetQA items' concepts (else item ids)."""
-    if hasattr(data, "groups"):
-        return [str(m.synset) for g in data.groups for m in g.items]
-    return [str(getattr(it, "synset", None) or getattr(it, "cluster", None) or it.id) for it in data.items]
 
 
 def run_contamination(models: Sequence[str], seen: str | Path, fresh: Sequence[str | Path], out: str | Path, *,

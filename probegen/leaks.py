@@ -218,33 +218,6 @@ def record_leak_rates(records, morph: Morphology | None = None) -> dict[str, dic
     return leak_rates(((r.pos, c.text, c.char_span, lemma) for r in records for c, lemma in r.targets()), morph)
 
 
-def coda21_leak_rates(ds, morph: Morphology | None = None) -> dict[str, dict]:
-    """``leak_rates`` of a CoDA21 dataset's contexts, per POS, with each item's recorded lemma.
-
-    A file in the original release's schema records no lemma (import guesses the synset
-    name's head, "fan" for "buffs" of fan.n.03), so there the lemma is the synset's lemma the
-    hidden word is a form of.
-    """
-    morph = morph or default_morphology()
-    if ds.manifest.get("source_format") != "coda21-json":
-        return record_leak_rates(ds.groups, morph)
-    from .wordnet_graph import load_graph
-
-    graph = load_graph()
-
-    def lemma_of(it) -> str:
-        lemmas = graph.lemmas(it.synset) if it.synset in graph else ()
-        return surface_lemma(it.context.surface, lemmas, morph) or it.lemma
-
-    return leak_rates([(g.pos, it.context.text, it.context.char_span, lemma_of(it))
-                       for g in ds.groups for it in g.items], morph)
-
-
-def wordnetqa_leak_rates(items, morph: Morphology | None = None) -> dict[str, dict]:
-    """``leak_rates`` of the distinct contexts of WordNetQA items (``word`` is the located lemma)."""
-    return record_leak_rates(items, morph)
-
-
 def format_leak_rates(rates: dict[str, dict]) -> str:
     """One line for ``probegen stats``.
 

@@ -57,7 +57,7 @@ def _outside(ctx) -> str:
 
 
 def test_no_generated_context_shows_the_target(clean_hard_nouns):
-    from probegen.leaks import coda21_leak_rates
+    from probegen.coda21.contexts import leak_rates_of as coda21_leak_rates
 
     n = sum(g.k for g in clean_hard_nouns.groups)
     assert coda21_leak_rates(clean_hard_nouns) == {"n": {"contexts": n, "leaky": 0, "rate": 0.0}}

@@ -98,10 +98,11 @@ def test_wordnetqa_forms_by_cli(tmp_path):
 def test_balance_check_catches_an_unbalanced_split(clean_hard_nouns):
     """The tolerance check is not vacuous: forms cut by group id order (no stratification) of the same
     pool break it on some stratum."""
-    from probegen.forms.split import _bands, coda21_units, semcor_counts
+    from probegen.forms.split import _bands, semcor_counts
+    from probegen.tasks import get
     from probegen.wordnet_graph import load_graph
 
-    units = coda21_units(clean_hard_nouns, load_graph(), semcor_counts(None, None))
+    units = get("coda21").form_units(clean_hard_nouns, load_graph(), semcor_counts(None, None))
     _bands(units)
     units.sort(key=lambda u: u.num["depth"])  # a depth-sorted cut: the forms differ in depth
     cut = [units[len(units) * j // K: len(units) * (j + 1) // K] for j in range(K)]

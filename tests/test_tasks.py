@@ -11,12 +11,11 @@ import pytest
 from cli_checks import assert_one_line_error, never, run
 
 from probegen import tasks
-from probegen.errors import DatasetError, ProbegenError
-from probegen.tasks import Task
 from probegen.coda21.task import Coda21Task
-from probegen.wordnetqa.task import MultipleChoiceTask
-from probegen.tasks import task_of
+from probegen.errors import DatasetError, ProbegenError
+from probegen.tasks import Task, task_of
 from probegen.wordincontext.task import LabelTask, WicTask, WsdTask, item_shape
+from probegen.wordnetqa.task import MultipleChoiceTask
 
 DATA = Path(__file__).parent / "data"
 PAIR = {"id": "p1", "lemma": "bank", "pos": "n", "context": "They sat on the bank of the river.", "span": [16, 20],

@@ -20,17 +20,18 @@ or another variant sharing synsets, recomputes nothing.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Sequence, cast
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from ..contexts import recorded
 from ..core import Unit
-from ..leaks import Morphology, leaks
+from ..leaks import Morphology, default_morphology, leak_rates, leaks, record_leak_rates, surface_lemma
 from ..scorers import CAUSAL_KINDS, LM_KINDS
 from ..text import split_at_span
-from .items import Context
+from .items import Context, Member
 
 if TYPE_CHECKING:
     from ..runner import Runner
+    from .dataset import Coda21Dataset
 
 # With no left context (the target opens the sentence) a causal LM has nothing to condition on;
 # a sentence-start cue keeps such contexts comparable instead of unscoreable.
@@ -128,3 +129,25 @@ def choose_contexts(
     for o in runner.evaluate(units, requests, progress=progress):
         out[o.id] = candidates[o.id][int(o.pred[0])]
     return out
+
+
+def leak_rates_of(ds: Coda21Dataset, morph: Morphology | None = None) -> dict[str, dict[str, Any]]:
+    """``leak_rates`` of a CoDA21 dataset's contexts, per POS, with each item's recorded lemma.
+
+    A file in the original release's schema records no lemma (import guesses the synset
+    name's head, "fan" for "buffs" of fan.n.03), so there the lemma is the synset's lemma the
+    hidden word is a form of.
+    """
+    morph = morph or default_morphology()
+    if ds.manifest.get("source_format") != "coda21-json":
+        return record_leak_rates(ds.groups, morph)
+    from ..wordnet_graph import load_graph
+
+    graph = load_graph()
+
+    def lemma_of(it: Member) -> str:
+        lemmas = graph.lemmas(it.synset) if it.synset in graph else ()
+        return surface_lemma(it.context.surface, lemmas, morph) or it.lemma
+
+    return leak_rates([(g.pos, it.context.text, it.context.char_span, lemma_of(it))
+                       for g in ds.groups for it in g.items], morph)

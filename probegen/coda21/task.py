@@ -15,16 +15,18 @@ from ..tasks.capabilities import (
     Buildable,
     Exportable,
     Filterable,
+    Formable,
     SpecBuildable,
     Studyable,
     Subsettable,
 )
 
 if TYPE_CHECKING:
-    from .dataset import Coda21Dataset
+    from ..forms.split import Unit as FormUnit
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
     from ..tasks.bias_inputs import BiasInputs, FilterInputs
+    from .dataset import Coda21Dataset
 
 NOTE = (
     "One doc per CoDA21 context; the choices are its group's definitions in probegen's seeded "
@@ -42,7 +44,7 @@ ABLATIONS = {
 RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
 
 
-class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable):
+class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable, Formable):
     """CoDA21 alignment groups (see the module doc): every capability."""
 
     records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
@@ -59,6 +61,8 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     export_formats = ("coda21-json", "lm-eval", "hf")
     release_format = "coda21-json"
     spec_shape = "alignment"
+    default_dataset = "coda21-clean-easy"  # ``probegen bias`` without --dataset
+    form_unit, form_disjoint = "group", ("synset", "target lemma")
 
     # ---- detection, reading, writing ---------------------------------------------------------------
     def claims(self, path: Path) -> bool:
@@ -97,8 +101,8 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
-        from .evaluate import group_unit
         from ..templating import coda21_patterns
+        from .evaluate import group_unit
 
         patterns = coda21_patterns(settings.pattern)
         return [group_unit(g, style, settings, condition, patterns) for g in data.groups]
@@ -163,8 +167,8 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
         """Per group (accuracy, 1), and per context (a group's row, ``<group>#<row>``) right or wrong."""
-        from .evaluate import evaluate
         from ..templating import dataset_nonce
+        from .evaluate import evaluate
 
         settings = Settings(nonce=dataset_nonce(data.manifest), seed=seed)
         groups = evaluate(data, scorer, settings, progress=progress)["groups"]
@@ -183,12 +187,34 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
         return filter_inputs(data)
 
+    def form_units(self, data: Any, graph: Any, freq: dict[str, int] | None) -> list[FormUnit]:
+        """One unit per group: strata pos, size (k), ancestor depth, members' median log SemCor
+        frequency, members' mean gloss length."""
+        import numpy as np
+
+        from ..forms.split import Unit, depth_of, lemma_key, word_count
+
+        out = []
+        for i, g in enumerate(data.groups):
+            num = {"size": float(g.k), "depth": depth_of(graph, g.ancestor),
+                   "gloss_len": float(np.mean([word_count(it.definition) for it in g.items]))}
+            if freq is not None:
+                num["log_freq"] = float(np.median([np.log1p(freq.get(it.synset, 0)) for it in g.items]))
+            out.append(Unit(g.id, [i], frozenset(it.synset for it in g.items),
+                            frozenset(lemma_key(it.lemma) for it in g.items), {"pos": g.pos}, num))
+        return out
+
+    def form_synsets(self, data: Any) -> list[str]:
+        """Every group member's synset."""
+        return [str(m.synset) for g in data.groups for m in g.items]
+
     # ---- stats, export, study, spec -----------------------------------------------------------------
     def stats(self, path: str | Path, log: Log) -> str:
         """Groups and synsets per POS beside the paper's Table 1, and the leak rate per POS."""
+        from ..leaks import format_leak_rates, morphology_for
+        from .contexts import leak_rates_of
         from .dataset import counts, load
         from .reference import table1
-        from ..leaks import coda21_leak_rates, format_leak_rates, morphology_for
 
         ds = load(path)
         variant = ds.manifest.get("config", {}).get("variant")
@@ -207,15 +233,15 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
             else:
                 lines.append(f"{str(variant):<12} {pos:<5} {c['groups']:>7} {'-':>6} {'-':>6}   "
                              f"{c['unique_synsets']:>8} {'-':>6} {'-':>6}")
-        lines.append(format_leak_rates(coda21_leak_rates(ds, morphology_for(ds.manifest, log))))
+        lines.append(format_leak_rates(leak_rates_of(ds, morphology_for(ds.manifest, log))))
         return "\n".join(lines)
 
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
                     pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """One doc per context, rendered exactly as ``probegen eval --matching simple`` does."""
+        from ..templating import coda21_patterns, dataset_nonce
         from .dataset import load
         from .export import coda21_docs
-        from ..templating import coda21_patterns, dataset_nonce
 
         seed, pattern = seed or 0, pattern or Settings.pattern
         coda21_patterns(pattern)  # a malformed pattern fails before the dataset is read
@@ -226,8 +252,8 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     def write_release(self, path: str | Path, out: str | Path, split: str | None) -> str:
         """The original CoDA21 release schema (one JSON file)."""
-        from .dataset import export_coda21_json, load
         from ..io import atomic_output_file, check_docs_back, json_text, parse_json, read_text
+        from .dataset import export_coda21_json, load
 
         ds = load(path)
         doc = export_coda21_json(ds)

@@ -21,19 +21,21 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from ..errors import ProbegenError
 from ..io import sha256_text
 
+if TYPE_CHECKING:
+    from ..tasks import Formable
+
 #: the stated tolerance: per stratum level, two forms' shares of units differ by at most ``share``;
 #: per continuous stratum, two forms' means differ by at most ``sd`` pooled (unit-level) standard deviations
 TOLERANCE = {"share": 0.05, "sd": 0.15}
 #: numeric strata cut into tercile bands for the assignment cells
 BANDED = ("depth", "log_freq", "size")
-KINDS = ("coda21", "wordnetqa")
 
 
 @dataclass
@@ -52,55 +54,19 @@ class Unit:
         return tuple(self.cat[k] for k in sorted(self.cat)) + tuple(self.band[k] for k in sorted(self.band))
 
 
-def _lemma(word: str) -> str:
+def lemma_key(word: str) -> str:
     return " ".join(word.replace("_", " ").split()).casefold()
 
 
-def _words(text: str) -> float:
+def word_count(text: str) -> float:
     return float(len(text.split()))
 
 
-def _depth(graph: Any, s: str) -> float:
+def depth_of(graph: Any, s: str) -> float:
     try:
         return float(graph.depth(s))
     except Exception:  # a synset the graph lacks (an imported set): no depth, the pool's mean fills it
         return float("nan")
-
-
-def coda21_units(ds: Any, graph: Any, freq: dict[str, int] | None) -> list[Unit]:
-    """One unit per CoDA21 group: strata pos, size (k), ancestor depth, members' median log SemCor
-    frequency, members' mean gloss length."""
-    out = []
-    for i, g in enumerate(ds.groups):
-        num = {"size": float(g.k), "depth": _depth(graph, g.ancestor),
-               "gloss_len": float(np.mean([_words(it.definition) for it in g.items]))}
-        if freq is not None:
-            num["log_freq"] = float(np.median([np.log1p(freq.get(it.synset, 0)) for it in g.items]))
-        out.append(Unit(g.id, [i], frozenset(it.synset for it in g.items),
-                        frozenset(_lemma(it.lemma) for it in g.items), {"pos": g.pos}, num))
-    return out
-
-
-def wordnetqa_units(ds: Any, graph: Any, freq: dict[str, int] | None) -> list[Unit]:
-    """One unit per WordNetQA concept (every item about it): strata pos, probe and distractor-type
-    profile, concept depth, log SemCor frequency, gloss length, mean hops, items."""
-    by: dict[str, list[int]] = {}
-    for i, it in enumerate(ds.items):
-        by.setdefault(it.synset, []).append(i)
-    out = []
-    for concept, idx in by.items():
-        its = [ds.items[i] for i in idx]
-        profile = "+".join(sorted({it.probe for it in its})) + "|" + "+".join(sorted({it.distractor_type
-                                                                                      for it in its}))
-        num = {"size": float(len(its)), "depth": _depth(graph, concept),
-               "hops": float(np.mean([it.hops for it in its])), "gloss_len": _words(its[0].definition or "")}
-        if freq is not None:
-            num["log_freq"] = float(np.log1p(freq.get(concept, 0)))
-        # the concept is asked about: it and its word may not recur; ISA answers (general hypernyms) may
-        synsets = {concept} | {it.gold_synset for it in its if it.probe in ("definitions", "synonymy")}
-        out.append(Unit(concept, idx, frozenset(synsets), frozenset(_lemma(it.word) for it in its),
-                        {"pos": its[0].pos, "profile": profile}, num))
-    return out
 
 
 def _bands(units: list[Unit]) -> None:
@@ -288,48 +254,34 @@ def semcor_counts(wordnet: str | None, semcor: str | None) -> dict[str, int] | N
     return {s: len(v) for s, v in index.items()}
 
 
-def _counts(kind: str) -> Callable[[list], dict[str, Any]]:
-    """The manifest counts of a kind's records (its builder's own function)."""
-    from ..coda21.dataset import counts
-    from ..wordnetqa.dataset import counts as wcounts
-
-    by_kind: dict[str, Callable[[list], dict[str, Any]]] = {"coda21": counts, "wordnetqa": wcounts}
-    return by_kind[kind]
-
-
-def _subset(ds: Any, kind: str, idx: list[int]) -> Any:
-    """The dataset of ``kind`` holding the records ``idx`` of ``ds`` (pool order), counts recomputed."""
+def _subset(ds: Any, task: Formable, idx: list[int]) -> Any:
+    """The dataset of ``task``'s kind holding the records ``idx`` of ``ds`` (pool order), counts recomputed."""
     records = [ds.records[i] for i in sorted(idx)]
-    c = _counts(kind)(records)
+    c = task.counts(replace(ds, **{ds.records_field: records}))
     for p, block in (ds.manifest.get("counts") or {}).items():  # WordNetQA: the pool's skipped tallies stay the pool's
         if p in c and isinstance(block, dict) and "skipped" in block:
             c[p]["pool_skipped"] = block["skipped"]
     return replace(ds, **{ds.records_field: records}, manifest={**ds.manifest, "counts": c})
 
 
-#: per kind: the unit's name, what forms may not share, and the units of a pool
-_UNITS: dict[str, tuple[str, tuple[str, ...], Callable[[Any, Any, dict[str, int] | None], list[Unit]]]] = {
-    "coda21": ("group", ("synset", "target lemma"), coda21_units),
-    "wordnetqa": ("concept", ("concept synset", "target lemma", "definitions/synonymy gold synset"), wordnetqa_units),
-}
-
-
 def make_forms(ds: Any, kind: str, k: int, seed: int, names: Sequence[str], wordnet: str | None = None,
                semcor: str | None = None, log: Callable[[str], None] = print) -> list[Any]:
-    """``k`` parallel forms of the built dataset ``ds`` (``kind``: coda21 or wordnetqa), each a
-    dataset of that kind whose manifest has a ``forms`` block: the family id, its number, its
-    siblings (``names``: the forms' folder names), the strata per form, the tolerance and whether
-    the forms meet it."""
+    """``k`` parallel forms of the built dataset ``ds`` (``kind``: a :class:`~probegen.tasks.Formable`
+    kind's name), each a dataset of that kind whose manifest has a ``forms`` block: the family id, its
+    number, its siblings (``names``: the forms' folder names), the strata per form, the tolerance and
+    whether the forms meet it."""
+    from .. import tasks
     from ..wordnet_graph import load_graph
 
-    if kind not in KINDS:
-        raise ProbegenError(f"--forms makes parallel forms of CoDA21 and WordNetQA sets; this build is {kind}")
+    task = tasks.get(kind)
+    if not isinstance(task, tasks.Formable):
+        raise tasks.incapable(task, "forms")
     if k < 2:
         raise ProbegenError(f"--forms needs at least 2 forms, got {k}")
     graph = load_graph(wordnet)
     freq = semcor_counts(wordnet, semcor)
-    unit, disjoint, units_of = _UNITS[kind]
-    units = units_of(ds, graph, freq)
+    unit, disjoint = task.form_unit, task.form_disjoint
+    units = task.form_units(ds, graph, freq)
     if len(units) < 2 * k:
         raise ProbegenError(f"--forms {k}: the pool has {len(units)} {unit}s, "
                             f"too few for {k} forms (at least {2 * k}); build a larger pool (a higher --limit, "
@@ -355,7 +307,7 @@ def make_forms(ds: Any, kind: str, k: int, seed: int, names: Sequence[str], word
                       "fingerprint": ds.fingerprint}}
     out = []
     for i, units_i in enumerate(forms, 1):
-        sub = _subset(ds, kind, [r for u in units_i for r in u.records])
+        sub = _subset(ds, task, [r for u in units_i for r in u.records])
         sub.manifest["forms"] = {**block, "form": i, "name": names[i - 1]}
         out.append(sub)
     return out

@@ -25,8 +25,6 @@ from probegen.scorers import LM_KINDS
 from probegen.tasks import Settings
 from probegen.tasks.bias_inputs import BiasInputs
 
-DEFAULT_DATASETS = ("probegen_out/datasets/coda21-clean-easy", "probegen_out/datasets/wordnetqa-definitions")
-
 # The ablations, ratios and (for choice items) the ratios that measure nothing on a probe type live
 # with each kind's task (probegen.tasks): the analyses below read them from the task they are given.
 RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
@@ -156,10 +154,15 @@ def default_task(path: Path) -> tasks.Buildable | None:
                 None)
 
 
+def default_datasets() -> list[str]:
+    """What a ``probegen bias`` run without ``--dataset`` measures: each :class:`~probegen.tasks.Buildable`
+    kind's default dataset (generated when missing), in detection order."""
+    return [f"probegen_out/datasets/{t.default_dataset}" for t in tasks.all_tasks() if isinstance(t, tasks.Buildable)]
+
+
 def default_tasks() -> list:
-    """The tasks of :data:`DEFAULT_DATASETS`: what a ``probegen bias`` run without ``--dataset``
-    measures (options are checked against them)."""
-    return [t for t in (default_task(Path(d)) for d in DEFAULT_DATASETS) if t is not None]
+    """The tasks of :func:`default_datasets` (options are checked against them)."""
+    return [t for t in (default_task(Path(d)) for d in default_datasets()) if t is not None]
 
 
 def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Callable[[str], None],
@@ -227,7 +230,7 @@ def prepare_datasets(
     explicitly must exist. ``kinds``: their tasks (one per dataset) if the caller detected them.
     """
     loaded, skipped = [], []
-    paths = [Path(d) for d in (datasets or DEFAULT_DATASETS)]
+    paths = [Path(d) for d in (datasets or default_datasets())]
     for p, task in zip(paths, kinds if datasets and kinds else [None] * len(paths)):
         try:
             if not datasets:

@@ -78,17 +78,17 @@ from .capabilities import (
     Buildable,
     Exportable,
     Filterable,
+    Formable,
     SpecBuildable,
     Studyable,
-    Formable,
     Subsettable,
     Trainable,
     Writable,
     incapable,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "Buildable", "Dataset", "Evaluation", "Exportable",
-           "Filterable", "Formable", "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Trainable", "Writable", "all_tasks",
+__all__ = ["ENTRY_POINT_GROUP", "Buildable", "Dataset", "Evaluation", "Exportable", "Filterable", "Formable",
+           "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Trainable", "Writable", "all_tasks",
            "check_capable", "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "incapable",
            "pick", "register", "subset_line", "task_of", "with_manifest"]
 

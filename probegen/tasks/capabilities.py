@@ -126,6 +126,9 @@ class Filterable(Writable):
 class Buildable(Task):
     """``probegen bias`` without ``--dataset`` generates a missing default dataset of this kind."""
 
+    #: the default dataset's folder name (under ``probegen_out/datasets``), which :meth:`build_default` makes
+    default_dataset: ClassVar[str]
+
     @abstractmethod
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """Generate a missing default dataset of this kind at ``path`` (``runner``: the command's
@@ -297,6 +300,7 @@ NEEDS: dict[str, tuple[type[Task], str]] = {
     "study": (Studyable, "made into a study"),
     "filter": (Filterable, "filtered"),
     "spec": (SpecBuildable, "built from a probe spec"),
+    "forms": (Formable, "cut into parallel forms"),
 }
 
 

@@ -17,16 +17,18 @@ from ..tasks.capabilities import (
     Buildable,
     Exportable,
     Filterable,
+    Formable,
     SpecBuildable,
     Studyable,
     Subsettable,
 )
 
 if TYPE_CHECKING:
+    from ..forms.split import Unit as FormUnit
     from ..runner import Runner
     from ..spec.schema import Spec, SpecSection
-    from .dataset import WordNetQADataset
     from ..tasks.bias_inputs import BiasInputs, FilterInputs
+    from .dataset import WordNetQADataset
 
 ABLATIONS = {
     "full": "question and choices",
@@ -63,7 +65,7 @@ def excluded_conditions(probe: str) -> dict[str, str]:
 RESAMPLING_UNIT = "concept (synset): all items about one synset, across probe types and perturbations"
 
 
-class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable):
+class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable, Formable):
     """Multiple-choice questions (see the module doc): every capability."""
 
     records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
@@ -83,6 +85,8 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     export_formats = ("wordnetqa-json", "lm-eval", "hf")
     release_format = "wordnetqa-json"
     spec_shape = "multiple_choice"
+    default_dataset = "wordnetqa-definitions"  # ``probegen bias`` without --dataset
+    form_unit, form_disjoint = "concept", ("concept synset", "target lemma", "definitions/synonymy gold synset")
 
     # ---- detection, reading, writing ---------------------------------------------------------------
     def claims(self, path: Path) -> bool:
@@ -209,7 +213,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
         """``probegen make wordnetqa --probe <the name's suffix>`` into ``path``."""
-        from ..wordnetqa import dataset as mcd
+        from . import dataset as mcd
         from .config import WordNetQAConfig
 
         probe = path.name.split("-", 1)[1] if "-" in path.name else "definitions"
@@ -253,16 +257,45 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         return filter_inputs(data)
 
+    def form_units(self, data: Any, graph: Any, freq: dict[str, int] | None) -> list[FormUnit]:
+        """One unit per concept (every item about it): strata pos, probe and distractor-type profile,
+        concept depth, log SemCor frequency, gloss length, mean hops, items."""
+        import numpy as np
+
+        from ..forms.split import Unit, depth_of, lemma_key, word_count
+
+        by: dict[str, list[int]] = {}
+        for i, it in enumerate(data.items):
+            by.setdefault(it.synset, []).append(i)
+        out = []
+        for concept, idx in by.items():
+            its = [data.items[i] for i in idx]
+            profile = "+".join(sorted({it.probe for it in its})) + "|" + "+".join(sorted({it.distractor_type
+                                                                                          for it in its}))
+            num = {"size": float(len(its)), "depth": depth_of(graph, concept),
+                   "hops": float(np.mean([it.hops for it in its])), "gloss_len": word_count(its[0].definition or "")}
+            if freq is not None:
+                num["log_freq"] = float(np.log1p(freq.get(concept, 0)))
+            # the concept is asked about: it and its word may not recur; ISA answers (general hypernyms) may
+            synsets = {concept} | {it.gold_synset for it in its if it.probe in ("definitions", "synonymy")}
+            out.append(Unit(concept, idx, frozenset(synsets), frozenset(lemma_key(it.word) for it in its),
+                            {"pos": its[0].pos, "profile": profile}, num))
+        return out
+
+    def form_synsets(self, data: Any) -> list[str]:
+        """Every item's concept synset."""
+        return [str(it.synset or it.cluster or it.id) for it in data.items]
+
     # ---- stats, export, study, spec -----------------------------------------------------------------
     def stats(self, path: str | Path, log: Log) -> str:
         """Questions, items and synsets per probe beside the paper's, and the leak rate."""
-        from ..leaks import format_leak_rates, morphology_for, wordnetqa_leak_rates
+        from ..leaks import format_leak_rates, morphology_for, record_leak_rates
         from .dataset import counts, load
         from .reference import size_table
 
         mc = load(path)
         return "\n".join([str(path), size_table(counts(mc.items)),
-                          format_leak_rates(wordnetqa_leak_rates(mc.items, morphology_for(mc.manifest, log)))])
+                          format_leak_rates(record_leak_rates(mc.items, morphology_for(mc.manifest, log)))])
 
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
                     pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:

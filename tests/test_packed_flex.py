@@ -195,3 +195,40 @@ def test_auto_keeps_dense_when_flex_fails_the_check(causal_models, tmp_path, mon
     s = load_scorer(causal_models["qwen2"], cache=False, device="cpu")
     s.score_pairs([(q, c) for q in ("Definition of bkatuhla is", "It is") for c in ("a dog", "a small animal")])
     assert s.stats()["kernel"] == "dense" and s.stats()["kernel_pick"]["flex"] == "fails the self-check"
+
+
+# ---- feeding ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["causal", "masked"])
+def test_feed_worker_packs_ahead_with_identical_scores(kind, causal_models, masked_models, monkeypatch):
+    """With ``feed_worker`` (on CUDA by default) every batch is laid out in the worker thread one batch
+    ahead, and the scores are bit-identical to packing inline, for both kernels."""
+    import threading
+
+    from probegen.models import load_scorer
+
+    path = causal_models["llama"] if kind == "causal" else masked_models["bert"]
+    s = load_scorer(path, cache=False, device="cpu")
+    s.max_batch_tokens = 200  # many batches
+    prepares = {"dense": "_dense_batch", "flex": "_flex_batch"}
+    seen: list[str] = []
+    for name in prepares.values():
+        original = getattr(type(s), name)
+
+        def spy(*args, _original=original, **kwargs):
+            seen.append(threading.current_thread().name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(type(s), name, spy)
+    work = mixed_pairs(int(s.model.config.vocab_size)) if kind == "causal" else _masked_jobs(s)
+    run = (lambda k: np.array(s._run("packed", work, k))) if kind == "causal" else (
+        lambda k: np.concatenate(s._run_jobs(work, k)))
+    for kernel in prepares:
+        s.feed_worker = False
+        inline = run(kernel)
+        assert seen and all(t == threading.current_thread().name for t in seen)
+        seen.clear()
+        s.feed_worker = True
+        ahead = run(kernel)
+        assert len(seen) >= 2 and all(t.startswith("probegen-feed") for t in seen), seen
+        seen.clear()
+        np.testing.assert_array_equal(ahead, inline)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -60,3 +61,57 @@ def flat_batches(items: list, length: Callable[[Any], int], max_tokens: int) -> 
     if cur:
         out.append(cur)
     return out
+
+
+HostBatch = tuple[dict[str, torch.Tensor], Any]
+
+
+def fed(batches: list[Any], prepare: Callable[[Any], HostBatch], device: torch.device,
+        worker: bool) -> Iterator[tuple[Any, dict[str, torch.Tensor], Any]]:
+    """Each batch with its tensors on ``device`` (and ``prepare``'s host-side extra), in order.
+
+    ``prepare`` lays a batch out on the host (token ids, positions, masks, gather indices). With
+    ``worker`` it runs one batch ahead in a thread, so the host's packing of batch k+1 overlaps the
+    device's work on batch k. On CUDA the tensors are pinned (in the worker) and copied without
+    blocking the host: a pageable copy would wait for the device to drain its queue.
+
+    >>> list(fed([1, 2], lambda b: ({"x": torch.tensor([b])}, b * 10), torch.device("cpu"), True))
+    [(1, {'x': tensor([1])}, 10), (2, {'x': tensor([2])}, 20)]
+    """
+    cuda = device.type == "cuda"
+
+    def host(batch: Any) -> HostBatch:
+        tensors, extra = prepare(batch)
+        return ({k: v.pin_memory() for k, v in tensors.items()} if cuda else tensors), extra
+
+    def moved(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {k: v.to(device, non_blocking=cuda) for k, v in tensors.items()}
+
+    if not worker:
+        for batch in batches:
+            tensors, extra = host(batch)
+            yield batch, moved(tensors), extra
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probegen-feed") as pool:
+        pending = pool.submit(host, batches[0]) if batches else None
+        for k, batch in enumerate(batches):
+            assert pending is not None
+            tensors, extra = pending.result()
+            pending = pool.submit(host, batches[k + 1]) if k + 1 < len(batches) else None
+            yield batch, moved(tensors), extra
+
+
+def head_plan(at: torch.Tensor, targets: torch.Tensor, n: int, chunk: int) -> dict[str, torch.Tensor]:
+    """Host-side gather plan of a head run in chunks of ``chunk`` of ``n`` hidden positions: per chunk
+    ``c``, which outputs it fills (``sel{c}``), from which of its rows (``k{c}``), for which target
+    tokens (``t{c}``). Built before the batch reaches the device, so the head needs no host sync.
+
+    >>> plan = head_plan(torch.tensor([2, 0, 2]), torch.tensor([7, 8, 9]), 3, 2)
+    >>> [plan[k].tolist() for k in ("sel0", "k0", "t0", "sel1", "k1", "t1")]
+    [[1], [0], [8], [0, 2], [0, 0], [7, 9]]
+    """
+    plan: dict[str, torch.Tensor] = {}
+    for c, lo in enumerate(range(0, n, chunk)):
+        sel = ((at >= lo) & (at < lo + chunk)).nonzero().squeeze(1)
+        plan[f"sel{c}"], plan[f"k{c}"], plan[f"t{c}"] = sel, at[sel] - lo, targets[sel]
+    return plan

@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
 
 from . import _budget, _paths, _precision
-from ._batch import flat_batches, pad, row_batches
+from ._batch import HostBatch, fed, flat_batches, head_plan, pad, row_batches
 from .base import Pair, Scorer, boundary_split
 from .spans import SpanFeatures
 
@@ -106,6 +106,8 @@ class CausalScorer(SpanFeatures, Scorer):
     pick_pairs = 64
     #: scored positions per LM-head chunk (float32 logits of chunk x vocabulary at a time)
     head_chunk = 512
+    #: pack batches in a worker thread one batch ahead (None: on CUDA only)
+    feed_worker: bool | None = None
 
     def __init__(
         self,
@@ -262,16 +264,23 @@ class CausalScorer(SpanFeatures, Scorer):
     def _position_logprobs(self, hidden: torch.Tensor, at: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log P(targets[j]) at position ``at[j]`` of hidden states (N, H), with the head and the
         log-softmax run once per position, ``head_chunk`` positions at a time (float32)."""
-        at, targets = at.to(hidden.device), targets.to(hidden.device)
-        out = torch.empty(at.shape[0], dtype=torch.float32, device=hidden.device)
-        for lo in range(0, hidden.shape[0], self.head_chunk):
-            hi = min(lo + self.head_chunk, hidden.shape[0])
-            logits = self._logits(hidden[lo:hi])
-            lse = torch.logsumexp(logits, dim=-1)
-            sel = ((at >= lo) & (at < hi)).nonzero().squeeze(1)
-            k = at[sel] - lo
-            out[sel] = logits[k, targets[sel]] - lse[k]
+        plan = head_plan(at.cpu(), targets.cpu(), hidden.shape[0], self.head_chunk)
+        return self._planned_logprobs(hidden, {k: v.to(hidden.device) for k, v in plan.items()}, at.shape[0])
+
+    def _planned_logprobs(self, hidden: torch.Tensor, plan: dict[str, torch.Tensor], m: int) -> torch.Tensor:
+        """The ``m`` log-probs of a :func:`~probegen.scorers._batch.head_plan` already on the device."""
+        out = torch.empty(m, dtype=torch.float32, device=hidden.device)
+        for c, lo in enumerate(range(0, hidden.shape[0], self.head_chunk)):
+            logits = self._logits(hidden[lo : lo + self.head_chunk])
+            k = plan[f"k{c}"]
+            out[plan[f"sel{c}"]] = logits[k, plan[f"t{c}"]] - torch.logsumexp(logits, dim=-1)[k]
         return out
+
+    def _feed(self, batches: list[Any], prepare: Callable[[Any], HostBatch]) -> Iterator[tuple[Any, Any, Any]]:
+        """``batches`` with their tensors on the device; packed one batch ahead in a worker thread on CUDA
+        (``feed_worker``; None: only there, where the host's packing would otherwise stall the device)."""
+        worker = self._in_device.type == "cuda" if self.feed_worker is None else self.feed_worker
+        return fed(batches, prepare, self._in_device, worker)
 
     def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
         """As :meth:`Scorer.score_pairs`; a lower precision is first checked against float32 on the job's
@@ -395,38 +404,41 @@ class CausalScorer(SpanFeatures, Scorer):
         once, candidates sharing leading tokens share them, there is no per-candidate padding,
         and the LM head runs once per distinct position.
         """
-        device = self._in_device
         rows = self._rows(encoded)
         rows.sort(key=lambda r: r.length)
-        totals = [0.0] * len(encoded)
         dtype = self._head.weight.dtype
-        for batch in row_batches(rows, lambda r: r.length, self.batch_size, self.max_batch_tokens):
-            L = max(r.length for r in batch)
-            ids = torch.full((len(batch), L), self._dummy, dtype=torch.long)
-            pos = torch.zeros((len(batch), L), dtype=torch.long)
-            allowed = torch.zeros((len(batch), L, L), dtype=torch.bool)
-            allowed[:, torch.arange(L), torch.arange(L)] = True  # padding attends to itself: no NaN rows
-            for b, r in enumerate(batch):
-                ids[b, : r.length] = torch.tensor(r.tokens)
-                pos[b, : r.length] = torch.tensor(r.positions)
-                allowed[b, : r.length, : r.length] = torch.from_numpy(r.mask)
-            allowed = allowed.to(device)
-            mask4d = torch.zeros((len(batch), 1, L, L), dtype=dtype, device=device)
-            mask4d.masked_fill_(~allowed[:, None], torch.finfo(dtype).min)
-            h = self._base(
-                input_ids=ids.to(device), attention_mask=mask4d, position_ids=pos.to(device), use_cache=False
-            ).last_hidden_state
-            # every (row, position) that predicts something, once; then each candidate's targets
-            at = sorted({(b, p) for b, r in enumerate(batch) for p, _, _ in r.targets})
-            index = {bp: k for k, bp in enumerate(at)}
-            hb = h[torch.tensor([b for b, _ in at], device=h.device), torch.tensor([p for _, p in at], device=h.device)]
-            flat = [(index[(b, p)], tok, item) for b, r in enumerate(batch) for p, tok, item in r.targets]
-            k = torch.tensor([f[0] for f in flat])
-            t = torch.tensor([f[1] for f in flat])
-            lp = self._position_logprobs(hb, k, t).tolist()
-            for (_, _, item), v in zip(flat, lp):
-                totals[item] += v
-        return totals
+        parts: list[tuple[list[int], torch.Tensor]] = []
+        batches = row_batches(rows, lambda r: r.length, self.batch_size, self.max_batch_tokens)
+        for _, t, items in self._feed(batches, self._dense_batch):
+            mask4d = torch.zeros(t["allowed"].shape[:1] + (1,) + t["allowed"].shape[1:], dtype=dtype,
+                                 device=t["allowed"].device)
+            mask4d.masked_fill_(~t["allowed"][:, None], torch.finfo(dtype).min)
+            h = self._base(input_ids=t["ids"], attention_mask=mask4d, position_ids=t["pos"], use_cache=False
+                           ).last_hidden_state
+            parts.append((items, self._planned_logprobs(h[t["rows"], t["cols"]], t, len(items))))
+        return _summed(parts, len(encoded))
+
+    def _dense_batch(self, batch: list["_Row"]) -> HostBatch:
+        """Host tensors of one padded packed batch: ids, positions, the (B, L, L) tree mask, the scored
+        positions (``rows``, ``cols``: each once) and the head's plan; and each target's item."""
+        L = max(r.length for r in batch)
+        ids = torch.full((len(batch), L), self._dummy, dtype=torch.long)
+        pos = torch.zeros((len(batch), L), dtype=torch.long)
+        allowed = torch.zeros((len(batch), L, L), dtype=torch.bool)
+        allowed[:, torch.arange(L), torch.arange(L)] = True  # padding attends to itself: no NaN rows
+        for b, r in enumerate(batch):
+            ids[b, : r.length] = torch.tensor(r.tokens)
+            pos[b, : r.length] = torch.tensor(r.positions)
+            allowed[b, : r.length, : r.length] = torch.from_numpy(r.mask)
+        # every (row, position) that predicts something, once; then each candidate's targets
+        at = sorted({(b, p) for b, r in enumerate(batch) for p, _, _ in r.targets})
+        index = {bp: k for k, bp in enumerate(at)}
+        flat = [(index[(b, p)], tok, item) for b, r in enumerate(batch) for p, tok, item in r.targets]
+        plan = head_plan(torch.tensor([f[0] for f in flat]), torch.tensor([f[1] for f in flat]), len(at),
+                         self.head_chunk)
+        tensors = {"ids": ids, "pos": pos, "allowed": allowed, "rows": torch.tensor([b for b, _ in at]),
+                   "cols": torch.tensor([p for _, p in at]), **plan}
+        return tensors, [f[2] for f in flat]
 
     def _rows(self, encoded: Encoded, depth_first: bool = False) -> list["_Row"]:
         """Packed rows of ``encoded``: one prefix and a trie of its candidates each; ``depth_first``
@@ -446,34 +458,36 @@ class CausalScorer(SpanFeatures, Scorer):
         """As :meth:`_packed_scores`, through FlexAttention: the rows of a batch concatenated into one
         flat sequence without padding (up to a multiple of the kernel's block), the tree mask a
         BlockMask built on the device from one vector (:func:`probegen.scorers._paths.tree_block_mask`)."""
-        device = self._in_device
         rows = self._rows(encoded, depth_first=True)
-        totals = [0.0] * len(encoded)
-        for batch in flat_batches(rows, lambda r: r.length, self.max_batch_tokens):
-            n = sum(r.length for r in batch)
-            size = _paths.padded_length(n, device.type)
-            ids = torch.full((size,), self._dummy, dtype=torch.long)
-            pos = torch.zeros(size, dtype=torch.long)
-            end = torch.arange(1, size + 1)  # padding sees only itself
-            at, tgt, items, start = [], [], [], 0
-            for r in batch:
-                ids[start : start + r.length] = torch.tensor(r.tokens)
-                pos[start : start + r.length] = torch.tensor(r.positions)
-                end[start : start + r.length] = torch.tensor(r.ends()) + start
-                for p, tok, item in r.targets:
-                    at.append(start + p)
-                    tgt.append(tok)
-                    items.append(item)
-                start += r.length
-            mask = _paths.tree_block_mask(end.to(device))
+        parts: list[tuple[list[int], torch.Tensor]] = []
+        for _, t, items in self._feed(flat_batches(rows, lambda r: r.length, self.max_batch_tokens), self._flex_batch):
+            mask = _paths.tree_block_mask(t["end"])
             with _paths.attention(self.model, _paths.register()):
-                h = self._base(input_ids=ids[None].to(device), attention_mask=mask, position_ids=pos[None].to(device),
+                h = self._base(input_ids=t["ids"][None], attention_mask=mask, position_ids=t["pos"][None],
                                use_cache=False).last_hidden_state[0]
-            uniq, k = torch.unique(torch.tensor(at), return_inverse=True)
-            lp = self._position_logprobs(h[uniq.to(h.device)], k, torch.tensor(tgt)).tolist()
-            for item, v in zip(items, lp):
-                totals[item] += v
-        return totals
+            parts.append((items, self._planned_logprobs(h[t["uniq"]], t, len(items))))
+        return _summed(parts, len(encoded))
+
+    def _flex_batch(self, batch: list["_Row"]) -> HostBatch:
+        """Host tensors of one flat batch: ids, positions and subtree ends (the BlockMask's vector, built
+        into a mask on the device), the scored positions once (``uniq``) and the head's plan."""
+        size = _paths.padded_length(sum(r.length for r in batch), self._in_device.type)
+        ids = torch.full((size,), self._dummy, dtype=torch.long)
+        pos = torch.zeros(size, dtype=torch.long)
+        end = torch.arange(1, size + 1)  # padding sees only itself
+        at, tgt, items, start = [], [], [], 0
+        for r in batch:
+            ids[start : start + r.length] = torch.tensor(r.tokens)
+            pos[start : start + r.length] = torch.tensor(r.positions)
+            end[start : start + r.length] = torch.tensor(r.ends()) + start
+            for p, tok, item in r.targets:
+                at.append(start + p)
+                tgt.append(tok)
+                items.append(item)
+            start += r.length
+        uniq, k = torch.unique(torch.tensor(at), return_inverse=True)
+        plan = head_plan(k, torch.tensor(tgt), uniq.shape[0], self.head_chunk)
+        return {"ids": ids, "pos": pos, "end": end, "uniq": uniq, **plan}, items
 
     @torch.inference_mode()
     def _full_scores(self, encoded: Encoded) -> list[float]:
@@ -509,6 +523,17 @@ class CausalScorer(SpanFeatures, Scorer):
             valid = mask.bool().cpu()
             out[batch] = _row_sums(self._logprobs_at(h[valid.to(h.device)], tgt[valid]), valid)
         return out
+
+
+def _summed(parts: list[tuple[list[int], torch.Tensor]], n: int) -> list[float]:
+    """Per item, the sum of its targets' log-probs over the batches' ``(items, log-probs)``: one copy
+    off the device at the end (not one sync per batch), added in the batches' order."""
+    totals = [0.0] * n
+    if parts:
+        values = torch.cat([lp for _, lp in parts]).tolist()
+        for item, v in zip((i for items, _ in parts for i in items), values):
+            totals[item] += v
+    return totals
 
 
 def _row_sums(logprobs: torch.Tensor, sel: torch.Tensor) -> list[float]:

@@ -27,14 +27,14 @@ from __future__ import annotations
 import json
 import logging
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
 
 from ..core import PairScorer
 from . import _budget, _paths, _precision
-from ._batch import flat_batches, pad, row_batches
+from ._batch import HostBatch, fed, flat_batches, pad, row_batches
 from .base import Pair, Scorer, boundary_split
 from .spans import SpanFeatures
 
@@ -58,6 +58,8 @@ class MaskedScorer(SpanFeatures, Scorer):
     version = 1
     default_batch_size = 32
     max_batch_tokens = 4096
+    #: pack batches in a worker thread one batch ahead (None: on CUDA only)
+    feed_worker: bool | None = None
 
     def __init__(
         self,
@@ -240,64 +242,65 @@ class MaskedScorer(SpanFeatures, Scorer):
         """As the dense kernel, with the copies of a batch concatenated into one flat sequence without
         padding (up to a multiple of the kernel's block): a copy attends only to itself (a BlockMask
         from one segment id per token) and its positions restart at the model's first position."""
-        out: list[list[float]] = [[] for _ in jobs]
-        device = self._in_device
-        for batch in flat_batches(list(range(len(jobs))), lambda j: len(jobs[j][0]), self.max_batch_tokens):
-            n = sum(len(jobs[j][0]) for j in batch)
-            size = _paths.padded_length(n, device.type)
-            ids = torch.full((size,), self._pad_id, dtype=torch.long)
-            pos = torch.full((size,), self._pos_offset, dtype=torch.long)
-            seg = torch.arange(size) + len(batch)  # padding: a segment of its own
-            at: list[int] = []
-            tgt: list[int] = []
-            start = 0
-            for s, j in enumerate(batch):
-                length = len(jobs[j][0])
-                ids[start : start + length] = torch.tensor(self._masked_ids(jobs[j]))
-                pos[start : start + length] = torch.arange(length) + self._pos_offset
-                seg[start : start + length] = s
-                at.extend(start + p for p in jobs[j][2])
-                tgt.extend(jobs[j][0][p] for p in jobs[j][2])
-                start += length
-            mask = _paths.segment_block_mask(seg.to(device))
+        parts: list[tuple[list[int], torch.Tensor]] = []
+        batches = flat_batches(list(range(len(jobs))), lambda j: len(jobs[j][0]), self.max_batch_tokens)
+        for batch, t, _ in self._feed(batches, lambda batch: self._flex_batch(jobs, batch)):
+            mask = _paths.segment_block_mask(t["seg"])
             with _paths.attention(self.model, _paths.register()):
-                h = self._base(input_ids=ids[None].to(device), attention_mask=mask, position_ids=pos[None].to(device),
-                               token_type_ids=torch.zeros_like(ids)[None].to(device)).last_hidden_state[0]
-            logits = self._head(h[torch.tensor(at, device=h.device)]).float()
-            t = torch.tensor(tgt, device=logits.device)
-            lp = (logits.gather(1, t[:, None]).squeeze(1) - torch.logsumexp(logits, -1)).tolist()
-            k = 0
-            for j in batch:
-                n_scored = len(jobs[j][2])
-                out[j] = lp[k : k + n_scored]
-                k += n_scored
-        return out
+                h = self._base(input_ids=t["ids"][None], attention_mask=mask, position_ids=t["pos"][None],
+                               token_type_ids=torch.zeros_like(t["ids"])[None]).last_hidden_state[0]
+            logits = self._head(h[t["at"]]).float()
+            parts.append((batch, logits.gather(1, t["tgt"][:, None]).squeeze(1) - torch.logsumexp(logits, -1)))
+        return _split(parts, jobs)
+
+    def _flex_batch(self, jobs: list[Job], batch: list[int]) -> HostBatch:
+        """Host tensors of one flat batch of copies: ids, positions, segment ids (the BlockMask's
+        vector), the scored positions and their tokens."""
+        size = _paths.padded_length(sum(len(jobs[j][0]) for j in batch), self._in_device.type)
+        ids = torch.full((size,), self._pad_id, dtype=torch.long)
+        pos = torch.full((size,), self._pos_offset, dtype=torch.long)
+        seg = torch.arange(size) + len(batch)  # padding: a segment of its own
+        at: list[int] = []
+        tgt: list[int] = []
+        start = 0
+        for s, j in enumerate(batch):
+            length = len(jobs[j][0])
+            ids[start : start + length] = torch.tensor(self._masked_ids(jobs[j]))
+            pos[start : start + length] = torch.arange(length) + self._pos_offset
+            seg[start : start + length] = s
+            at.extend(start + p for p in jobs[j][2])
+            tgt.extend(jobs[j][0][p] for p in jobs[j][2])
+            start += length
+        return {"ids": ids, "pos": pos, "seg": seg, "at": torch.tensor(at), "tgt": torch.tensor(tgt)}, None
 
     @torch.inference_mode()
     def _dense_jobs(self, jobs: list[Job]) -> list[list[float]]:
-        out: list[list[float]] = [[] for _ in jobs]
+        parts: list[tuple[list[int], torch.Tensor]] = []
         order = sorted(range(len(jobs)), key=lambda j: len(jobs[j][0]))
-        device = self._in_device
-        for batch in row_batches(order, lambda j: len(jobs[j][0]), self.batch_size, self.max_batch_tokens):
-            seqs = [self._masked_ids(jobs[j]) for j in batch]
-            inp, mask = pad(seqs, self._pad_id, device)
-            rows = torch.tensor([r for r, j in enumerate(batch) for _ in jobs[j][2]], dtype=torch.long)
-            cols = torch.tensor([p for j in batch for p in jobs[j][2]], dtype=torch.long)
-            tgt = torch.tensor([jobs[j][0][p] for j in batch for p in jobs[j][2]], dtype=torch.long)
+        batches = row_batches(order, lambda j: len(jobs[j][0]), self.batch_size, self.max_batch_tokens)
+        for batch, t, _ in self._feed(batches, lambda batch: self._dense_batch(jobs, batch)):
             if self._head is not None:
-                h = self._base(input_ids=inp, attention_mask=mask).last_hidden_state
-                logits = self._head(h[rows.to(h.device), cols.to(h.device)]).float()
+                h = self._base(input_ids=t["ids"], attention_mask=t["mask"]).last_hidden_state
+                logits = self._head(h[t["rows"], t["cols"]]).float()
             else:
-                logits = self.model(input_ids=inp, attention_mask=mask).logits
-                logits = logits[rows.to(logits.device), cols.to(logits.device)].float()
-            tgt = tgt.to(logits.device)
-            lp = (logits.gather(1, tgt[:, None]).squeeze(1) - torch.logsumexp(logits, -1)).tolist()
-            k = 0
-            for j in batch:
-                n = len(jobs[j][2])
-                out[j] = lp[k : k + n]
-                k += n
-        return out
+                logits = self.model(input_ids=t["ids"], attention_mask=t["mask"]).logits
+                logits = logits[t["rows"], t["cols"]].float()
+            parts.append((batch, logits.gather(1, t["tgt"][:, None]).squeeze(1) - torch.logsumexp(logits, -1)))
+        return _split(parts, jobs)
+
+    def _dense_batch(self, jobs: list[Job], batch: list[int]) -> HostBatch:
+        """Host tensors of one padded batch of copies: ids, mask, the scored (row, column) cells and tokens."""
+        ids, mask = pad([self._masked_ids(jobs[j]) for j in batch], self._pad_id, "cpu")
+        rows = torch.tensor([r for r, j in enumerate(batch) for _ in jobs[j][2]], dtype=torch.long)
+        cols = torch.tensor([p for j in batch for p in jobs[j][2]], dtype=torch.long)
+        tgt = torch.tensor([jobs[j][0][p] for j in batch for p in jobs[j][2]], dtype=torch.long)
+        return {"ids": ids, "mask": mask, "rows": rows, "cols": cols, "tgt": tgt}, None
+
+    def _feed(self, batches: list[list[int]], prepare: Callable[[list[int]], HostBatch]) -> Iterator[Any]:
+        """``batches`` with their tensors on the device, packed one batch ahead in a worker thread on CUDA
+        (``feed_worker``; None: only there)."""
+        worker = self._in_device.type == "cuda" if self.feed_worker is None else self.feed_worker
+        return fed(batches, prepare, self._in_device, worker)
 
     def _probe(self, budget: int) -> None:
         """Score a worst-case synthetic batch of ``budget`` tokens: rows of the longest input."""
@@ -367,6 +370,19 @@ class SpanRequests(PairScorer):
         :meth:`MaskedScorer.span_logprobs`)."""
         s = self.scorer
         return s._cached(list(dict.fromkeys(pairs)), s._spans_uncached, namespace="span", progress=progress)
+
+
+def _split(parts: list[tuple[list[int], torch.Tensor]], jobs: list[Job]) -> list[list[float]]:
+    """Per job, its scored positions' log-probs from the batches' ``(jobs, log-probs)``: one copy off the
+    device at the end, not one sync per batch."""
+    out: list[list[float]] = [[] for _ in jobs]
+    values = torch.cat([lp for _, lp in parts]).tolist() if parts else []
+    k = 0
+    for j in (j for batch, _ in parts for j in batch):
+        n = len(jobs[j][2])
+        out[j] = values[k : k + n]
+        k += n
+    return out
 
 
 def _tolerance(dtype: str) -> float:

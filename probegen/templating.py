@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any, Collection, cast
 
 from .errors import ProbegenError
 
@@ -22,15 +22,15 @@ def load_template(name: str) -> dict[str, Any]:
         text = resources.files("probegen.templates").joinpath(f"{name}.json").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ProbegenError(f"template file templates/{name}.json not found") from None
-    return json.loads(text)
+    return cast("dict[str, Any]", json.loads(text))
 
 
 def default_nonce() -> str:
     """The default made-up word (CoDA21's 'bkatuhla')."""
-    return load_template("nonce_words")["default"]
+    return str(load_template("nonce_words")["default"])
 
 
-def dataset_nonce(manifest: dict | None) -> str:
+def dataset_nonce(manifest: dict[str, Any] | None) -> str:
     """The made-up word a dataset asks for (its manifest's ``nonce``, set by a probe spec), else
     the default.
 

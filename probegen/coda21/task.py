@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..tasks.base import Evaluation, Log, Settings
+from ..settings import Settings
+from ..tasks.base import Evaluation, Log
 from ..tasks.capabilities import (
     Buildable,
     Exportable,
@@ -299,17 +300,6 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         from .spec import SECTION
 
         return SECTION
-
-    def spec_config(self, spec: Spec) -> Any:
-        from .spec import coda21_config
-
-        return coda21_config(spec)
-
-    def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Runner) -> Any:
-        from .spec import build_alignment
-
-        return build_alignment(spec, cfg, wordnet, semcor, progress, log, runner)
 
     def spec_models(self, spec: Spec) -> list[str]:
         """The definition embedder and the context scorer (unless contexts are taken first-come)."""

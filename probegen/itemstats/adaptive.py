@@ -18,7 +18,7 @@ a numerical maximum-likelihood search, not an EAP under a stated prior.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from ..core import UnitScorer
 from ..errors import ProbegenError
 from .bank import Bank, check_dataset, load_dataset, read_bank
 from .cat import BALANCE_TOLERANCE, PRIOR_MEAN, PRIOR_SD, Z95, CatConfig, run_cat
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..tasks import Dataset, Evaluation
 
 #: the eval options of an adaptive test (None: not given)
 ADAPTIVE_OPTIONS = ("budget", "target_se", "batch_items", "randomesque")
@@ -125,7 +129,8 @@ class Recorder(UnitScorer):
         return self.kept[self._key(unit)][1]
 
 
-def administer(task: Any, data: Any, scorer: Any, settings: Any, req: Any, log: Any = print) -> tuple[Any, dict]:
+def administer(task: Any, data: Dataset, scorer: Any, settings: Settings, req: Any,
+               log: Callable[[str], None] = print) -> tuple[Evaluation, dict[str, Any]]:
     """The adaptive test of ``scorer`` on ``data``: (the kind's :class:`~probegen.tasks.Evaluation` of the
     records given, the ``adaptive`` block of results.json)."""
     from ..tasks import Evaluation

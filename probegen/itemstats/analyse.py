@@ -272,8 +272,7 @@ def _bank(res: dict[str, Any], table: ResponseTable, bank: str | Path) -> dict[s
 def load_items(folder: str | Path) -> tuple[ResponseTable, list[dict[str, Any]], dict[str, Any]]:
     """A ``probegen items`` folder back: its response table (from responses.csv), item rows, summary."""
     from ..io import parse_json
-    from .respondent import check_correct
-    from .table import Respondent
+    from .respondent import Respondent, check_correct
 
     root = Path(folder)
     if not (root / "responses.csv").is_file() or not (root / "items.csv").is_file():

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -134,7 +134,7 @@ def posterior(bank: CatBank, answers: dict[int, float]) -> np.ndarray:
                     1 - 1e-12)
         log = log + (np.log(p) * y + np.log1p(-p) * (1 - y)).sum(axis=1)
     dens = np.exp(log - log.max())
-    return dens / simpson(dens, x=GRID)
+    return cast(np.ndarray, dens / simpson(dens, x=GRID))
 
 
 def eap(post: np.ndarray) -> tuple[float, float]:
@@ -154,7 +154,7 @@ def item_information(bank: CatBank, theta: float) -> np.ndarray:
     """Fisher information of every bank item at ``theta``."""
     p = prob(np.array([theta])[:, None], bank.a[None, :], bank.b[None, :], bank.c[None, :])[0]
     sig = (p - bank.c) / (1 - bank.c)
-    return (bank.a * (1 - bank.c) * sig * (1 - sig)) ** 2 / np.clip(p * (1 - p), 1e-12, None)
+    return cast(np.ndarray, (bank.a * (1 - bank.c) * sig * (1 - sig)) ** 2 / np.clip(p * (1 - p), 1e-12, None))
 
 
 def _tokens(label: str) -> list[str]:

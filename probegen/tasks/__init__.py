@@ -60,11 +60,11 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
 from ..plugins import load_plugins
+from ..settings import Settings
 from .base import (
     COMMANDS,
     Dataset,
     Evaluation,
-    Settings,
     Task,
     pick,
     resolve,

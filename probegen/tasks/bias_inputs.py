@@ -56,7 +56,7 @@ class UnitTable:
             self.label_counts = np.asarray(self.label_counts, dtype=np.float64)
 
 
-def unit_sums(per_item: dict[str, np.ndarray], units: list, label_counts: np.ndarray | None = None) -> UnitTable:
+def unit_sums(per_item: dict[str, np.ndarray], units: list[Any], label_counts: np.ndarray | None = None) -> UnitTable:
     """Collapse per-item correctness (items in the same order for every ablation) into per-unit sums.
 
     ``label_counts`` (items x positions, one-hot gold positions) is summed the same way.

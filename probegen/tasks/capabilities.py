@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from ..errors import ProbegenError
-from .base import Dataset, Fingerprinted, Log, Settings, Task, pick
+from ..settings import Settings
+from .base import Dataset, Fingerprinted, Log, Task, pick
 
 if TYPE_CHECKING:
     import numpy as np
@@ -211,15 +212,21 @@ class SpecBuildable(Writable):
         """The spec's section of :attr:`spec_shape`: its fields, defaults and checks
         (:class:`probegen.spec.schema.SpecSection`)."""
 
-    @abstractmethod
     def spec_config(self, spec: Spec) -> Any:
-        """The generator configuration of a spec of :attr:`spec_shape`."""
+        """The generator configuration of a spec of :attr:`spec_shape` (default: its section's ``config``)."""
+        section = self.spec_section()
+        if section.config is None:
+            raise NotImplementedError(f"kind {self.name!r}: its spec section has no config")
+        return section.config(spec)
 
-    @abstractmethod
     def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Runner) -> Dataset:
         """Generate the dataset a spec declares (``runner``: the :class:`~probegen.runner.Runner` that
-        loads any model the build scores with)."""
+        loads any model the build scores with; default: its section's ``build``)."""
+        section = self.spec_section()
+        if section.build is None:
+            raise NotImplementedError(f"kind {self.name!r}: its spec section has no build")
+        return section.build(spec, cfg, wordnet, semcor, progress, log, runner)  # type: ignore[no-any-return]
 
     def spec_models(self, spec: Spec) -> list[str]:
         """The models a spec build loads."""

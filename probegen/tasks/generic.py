@@ -13,7 +13,8 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..core import Outcome
-    from .base import Dataset, Settings, Task
+    from ..settings import Settings
+    from .base import Dataset, Task
 
 
 def score_rows(task: "Task", data: "Dataset", scorer: Any, conditions: Sequence[str], settings: "Settings",

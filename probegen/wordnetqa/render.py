@@ -22,7 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from ..text import replace_char_span
 
 if TYPE_CHECKING:
     from ..tasks import Dataset
+    from .items import MCItem
 
 MODES = ("full", "context", "word", "choice")
 # The template id of an item imported from a WordNetQA release row: its stem is not one of
@@ -120,7 +121,7 @@ class Templates:
         probes = self.questions.data["probes"]
         if probe not in probes:
             raise ProbegenError(f"{self.questions.file} has no probe {probe!r}; it has {', '.join(probes)}")
-        return probes[probe]
+        return cast("dict[str, Any]", probes[probe])
 
     def template_by_id(self, tid: str) -> dict[str, Any] | None:
         """The template with id ``tid`` (None if no set has such a template)."""
@@ -138,27 +139,27 @@ class Templates:
         """
         temps = self.probe_spec(probe)["templates"]
         rng = np.random.default_rng([seed, zlib.crc32(f"template/{key}".encode())])
-        return temps[int(rng.integers(len(temps)))]
+        return cast("dict[str, Any]", temps[int(rng.integers(len(temps)))])
 
     def choice_text(self, probe: str, lemmas: tuple[str, ...], gloss: str) -> str:
         """A choice rendered from a synset's lemmas and gloss in the probe's format."""
         names = [lem.replace("_", " ") for lem in lemmas]
-        return self.probe_spec(probe)["choice"].format(lemma=names[0], lemmas=", ".join(names), gloss=gloss)
+        return str(self.probe_spec(probe)["choice"].format(lemma=names[0], lemmas=", ".join(names), gloss=gloss))
 
-    def item_templates(self, item) -> dict[str, Any]:
+    def item_templates(self, item: MCItem) -> dict[str, Any]:
         """The template set that made ``item`` (English for release rows and unknown ids)."""
         got = self.by_id.get(item.template)
         return got[2] if got and got[2] is not None else question_templates("en").data
 
-    def item_probe(self, item) -> dict[str, Any]:
+    def item_probe(self, item: MCItem) -> dict[str, Any]:
         """The probe block that made ``item``: its template's set, a spec's probe, else the English one."""
         probes = self.item_templates(item)["probes"]
         probe = RELEASE_ALIASES.get(item.probe, item.probe) if item.template == RELEASE_TEMPLATE else item.probe
         if probe in probes and probe not in self.probes:
-            return probes[probe]
+            return cast("dict[str, Any]", probes[probe])
         return self.probes.get(probe) or self.probe_spec(probe)
 
-    def query(self, item, style: str, mode: str, nonce: str) -> str:
+    def query(self, item: MCItem, style: str, mode: str, nonce: str) -> str:
         """The scorer query for ``item`` (``style``: the scorer's ``pattern`` or ``plain``, or
         ``generate``: the bare question stem a prompt asks, "" in the choice-only mode)."""
         if mode not in MODES:
@@ -183,7 +184,7 @@ def templates_of(data: Dataset) -> Templates:
 
 def fill_stem(template: dict[str, Any], sentence: str, word: str, definition: str) -> str:
     """A stem with its placeholders filled (values are inserted verbatim, braces and all)."""
-    return template["stem"].format(sentence=sentence, word=word, definition=definition)
+    return str(template["stem"].format(sentence=sentence, word=word, definition=definition))
 
 
 def word_spans(text: str, word: str) -> list[tuple[int, int]]:
@@ -209,31 +210,31 @@ def mask_spans(text: str, spans: list[tuple[int, int]], replacement: str | None)
     return text
 
 
-def _release_context(templates: Templates, item, ps: dict[str, Any], lm: bool, nonce: str) -> str:
+def _release_context(templates: Templates, item: MCItem, ps: dict[str, Any], lm: bool, nonce: str) -> str:
     """Context query of a release item: the spans of its stem recorded at reading (the target in
     the quoted sentence and the word's own quotes, ``item.stem_spans``) replaced by the nonce; a
     plain query is the sentence with the target removed. A synonymy stem has no sentence: its
     Context query is its Full query, as for generated items."""
     if item.context is None:
-        return ps["lm_query"].format(stem=item.question) if lm else templates.query(item, "plain", "full", nonce)
+        return str(ps["lm_query"].format(stem=item.question)) if lm else templates.query(item, "plain", "full", nonce)
     if lm:
-        return ps["lm_query"].format(stem=mask_spans(item.question, list(item.stem_spans), nonce))
+        return str(ps["lm_query"].format(stem=mask_spans(item.question, list(item.stem_spans), nonce)))
     ctx = item.context
     off = item.question.find(ctx.text)
     inside = [(a - off, b - off) for a, b in item.stem_spans if off >= 0 and off <= a and b <= off + len(ctx.text)]
-    return ps["plain_query"].format(sentence=mask_spans(ctx.text, inside or [ctx.char_span], None), word="",
-                                    definition=item.definition)
+    return str(ps["plain_query"].format(sentence=mask_spans(ctx.text, inside or [ctx.char_span], None), word="",
+                                        definition=item.definition))
 
 
-def _unrenderable(item) -> DatasetError:
+def _unrenderable(item: MCItem) -> DatasetError:
     return DatasetError(f"item {item.id}: no known template ({item.template!r}) and no located sentence or definition: "
                         "it cannot be rendered as its probe's query")
 
 
-def _query(templates: Templates, item, style: str, mode: str, nonce: str, bare: bool = False) -> str:
+def _query(templates: Templates, item: MCItem, style: str, mode: str, nonce: str, bare: bool = False) -> str:
     lm = style != "plain"
     if mode == "choice":
-        return templates.item_templates(item)["choice_query"]["lm" if lm else "plain"]
+        return str(templates.item_templates(item)["choice_query"]["lm" if lm else "plain"])
     ps = templates.item_probe(item)
     if bare:  # the question stem itself, not wrapped for a language model's continuation
         ps = {**ps, "lm_query": "{stem}"}
@@ -241,22 +242,24 @@ def _query(templates: Templates, item, style: str, mode: str, nonce: str, bare: 
     ctx = item.context
     if mode == "full":
         if lm:
-            return ps["lm_query"].format(stem=item.question)
+            return str(ps["lm_query"].format(stem=item.question))
         if tmpl is None and item.template != RELEASE_TEMPLATE:
             raise _unrenderable(item)  # never the whole stem in place of the probe's query
         if item.template == RELEASE_TEMPLATE and ctx is None and not item.definition:
             return item.question  # a DictionaryQA question without a sentence: its stem is all it asks
-        return ps["plain_query"].format(sentence=ctx.text if ctx else "", word=item.surface, definition=item.definition)
+        return str(ps["plain_query"].format(sentence=ctx.text if ctx else "", word=item.surface,
+                                            definition=item.definition))
     if tmpl is None and item.template != RELEASE_TEMPLATE:
         raise DatasetError(f"item {item.id}: mode {mode!r} needs a probegen item with a known template (got "
                            f"{item.template!r})")
     if mode == "word":
         word = item.surface
-        return ps["lm_query"].format(stem=ps["word_stem"].format(word=word)) if lm else word
+        return str(ps["lm_query"].format(stem=ps["word_stem"].format(word=word))) if lm else word
     # context: the target hidden by its span
     if tmpl is None:
         return _release_context(templates, item, ps, lm, nonce)
     if lm:
         sentence = ctx.replaced(nonce) if ctx else ""
-        return ps["lm_query"].format(stem=fill_stem(tmpl, sentence, nonce, item.definition))
-    return ps["plain_query"].format(sentence=ctx.replaced(None) if ctx else "", word="", definition=item.definition)
+        return str(ps["lm_query"].format(stem=fill_stem(tmpl, sentence, nonce, item.definition)))
+    return str(ps["plain_query"].format(sentence=ctx.replaced(None) if ctx else "", word="",
+                                        definition=item.definition))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from .items import Context, Group, Item, text_field
 
 if TYPE_CHECKING:
     from ..runner import Runner
+    from ..scorers.base import Scorer
+    from ..wordnet_graph import WordNetGraph
+    from .grouping import SynsetGroup
 
 GROUPS_FILE = "groups.jsonl"
 
@@ -73,13 +76,13 @@ class Plan:
     cfg: Coda21Config
     wn_info: Any
     sc_info: Any
-    graph: Any
-    index: dict  # synset -> its first usable occurrences (no visible target form), corpus order
-    synset_groups: list  # SynsetGroup, in generation order
+    graph: WordNetGraph
+    index: dict[str, list[Context]]  # synset -> its first usable occurrences (no visible target form), corpus order
+    synset_groups: list[SynsetGroup]  # in generation order
     pools: dict[str, set[str]]  # eligible members per POS
     vectors: dict[str, Any]  # per POS: synset names -> L2-normalised definition embeddings
     contexts: str = "semcor"  # where contexts come from: semcor | examples (the synsets' own)
-    eligibility: dict = field(default_factory=dict)  # per POS: eligible_pool's counts (manifest)
+    eligibility: dict[str, Any] = field(default_factory=dict)  # per POS: eligible_pool's counts (manifest)
 
 
 def plan(
@@ -87,7 +90,7 @@ def plan(
     wordnet: str | None = None,
     semcor: str | None = None,
     progress: bool = True,
-    log=print,
+    log: Callable[[str], None] = print,
     contexts: str | None = None,
     *,
     runner: Runner,
@@ -144,8 +147,8 @@ def plan(
 
 
 def eligible_pool(
-    occurrences: Mapping[str, Sequence], min_occurrences: int, max_contexts: int, morph: Morphology
-) -> tuple[dict[str, list], set[str], dict[str, int]]:
+    occurrences: Mapping[str, Sequence[Context]], min_occurrences: int, max_contexts: int, morph: Morphology
+) -> tuple[dict[str, list[Context]], set[str], dict[str, int]]:
     """(synset -> its first ``max_contexts`` usable occurrences, the eligible pool, counts) for the
     synsets of one part of speech, from every occurrence of each (corpus order).
 
@@ -192,7 +195,7 @@ def _nothing_built(cfg: Coda21Config, pools: dict[str, set[str]], pos: str) -> s
 
 
 def pick_contexts(
-    p: Plan, members: list[str], progress: bool = True, log=print, *, runner: Runner
+    p: Plan, members: list[str], progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner
 ) -> tuple[dict[str, Context], Any]:
     """(synset -> chosen context, the context scorer or None) for ``members``.
 
@@ -215,7 +218,7 @@ def pick_contexts(
     return choose_contexts(candidates, scorer, progress=progress, runner=runner), scorer
 
 
-def group_ids(cfg: Coda21Config, synset_groups: list) -> list[str]:
+def group_ids(cfg: Coda21Config, synset_groups: list[SynsetGroup]) -> list[str]:
     """``<variant>-<pos>-<serial>`` ids, numbered per POS in generation order."""
     serial = {pos: 0 for pos in cfg.pos}
     out = []
@@ -226,7 +229,8 @@ def group_ids(cfg: Coda21Config, synset_groups: list) -> list[str]:
 
 
 def assemble(
-    p: Plan, synset_groups: list, chosen: dict[str, Context], scorer, ids: list[str] | None = None, **extra: Any
+    p: Plan, synset_groups: list[SynsetGroup], chosen: dict[str, Context], scorer: Scorer | None,
+    ids: list[str] | None = None, **extra: Any
 ) -> Coda21Dataset:
     """Groups (items in a seeded shuffled order) plus the manifest, from chosen contexts."""
     cfg, graph = p.cfg, p.graph
@@ -265,7 +269,7 @@ def build(
     wordnet: str | None = None,
     semcor: str | None = None,
     progress: bool = True,
-    log=print,
+    log: Callable[[str], None] = print,
     contexts: str | None = None,
     *,
     runner: Runner,
@@ -285,7 +289,7 @@ def build(
     return assemble(p, p.synset_groups, chosen, scorer)
 
 
-def _criterion(scorer) -> str:
+def _criterion(scorer: Scorer | None) -> str:
     if scorer is None:
         return "first SemCor context in corpus order"
     if scorer.kind == "masked":
@@ -293,25 +297,25 @@ def _criterion(scorer) -> str:
     return "mean log P(target tokens | left context) under a causal LM"
 
 
-def _settings(scorer) -> dict:
+def _settings(scorer: Any) -> dict[str, Any]:
     try:
         return dict(scorer.settings())
     except Exception:  # a scorer without settings still generates
         return {}
 
 
-def _context_scorer(name: str, runner: Runner):
+def _context_scorer(name: str, runner: Runner) -> Scorer:
     from ..scorers import CAUSAL_KINDS, LM_KINDS
 
     causal = _kind(name, runner) in CAUSAL_KINDS
-    scorer = runner.load_scorer(name, reduction="mean") if causal else runner.load_scorer(name)
+    scorer: Scorer = runner.load_scorer(name, reduction="mean") if causal else runner.load_scorer(name)
     if scorer.kind not in LM_KINDS:
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {name!r} is a {scorer.kind} model")
     return scorer
 
 
 def _kind(name: str, runner: Any) -> str:
-    return runner.resolve(name).kind
+    return cast(str, runner.resolve(name).kind)
 
 
 def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:
@@ -322,7 +326,7 @@ def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:
     if ctx.source == "wordnet" and ctx.lemma:  # an example: its lemma was located in it
         return ctx.lemma
     for occ in p.index.get(synset, ()):
-        if occ.sent_id == ctx.sent_id and tuple(occ.span) == tuple(ctx.span or ()):
+        if occ.sent_id == ctx.sent_id and occ.lemma and tuple(occ.span or ()) == tuple(ctx.span or ()):
             return next((lem for lem in lemmas if lem.lower() == occ.lemma.lower()), occ.lemma)
     return lemmas[0]
 

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable, Iterable, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
+
+if TYPE_CHECKING:
+    from .items import Item
+    from .lexicon.base import LexicalResource
 
 # words with inner hyphens ("x-ray"); apostrophes split ("dog's" -> dog, s), dots never join
 _TOKEN = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
@@ -35,7 +39,7 @@ class Morphology:
     """Base forms of a token under a wordnet's morphology, memoised: a
     :class:`~probegen.lexicon.LexicalResource` (its ``base_forms``) or an nltk reader (``_morphy``)."""
 
-    def __init__(self, wn) -> None:
+    def __init__(self, wn: Any) -> None:  # a LexicalResource or an nltk reader
         from .lexicon.base import LexicalResource
 
         if isinstance(wn, LexicalResource):
@@ -69,7 +73,7 @@ class Morphology:
 class _BaseForms:
     """A resource's ``base_forms`` in nltk's ``_morphy`` shape."""
 
-    def __init__(self, resource) -> None:
+    def __init__(self, resource: LexicalResource) -> None:
         self._morphy = resource.base_forms
 
 
@@ -82,7 +86,7 @@ def default_morphology(wordnet: str | None = None) -> Morphology:
     return Morphology(open_resource(wordnet))
 
 
-def morphology_for(manifest: dict | None, warn=None) -> Morphology:
+def morphology_for(manifest: dict[str, Any] | None, warn: Callable[[str], object] | None = None) -> Morphology:
     """The morphology of the wordnet a dataset was made from (its manifest's ``data.wordnet.source``;
     WordNet 3.0 when the manifest names none). A source that cannot be opened here falls back to
     WordNet 3.0, saying so through ``warn``.
@@ -160,7 +164,7 @@ def leaks(text: str, span: tuple[int, int], lemma: str, morph: Morphology | None
 
 
 def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]],
-               morph: Morphology | None = None) -> dict[str, dict]:
+               morph: Morphology | None = None) -> dict[str, dict[str, Any]]:
     """Per POS: contexts, how many leak, and the rate, from (pos, text, span, lemma) rows.
 
     Repeated rows (one context shared by several questions) count once.
@@ -173,7 +177,7 @@ def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]],
     {'n': {'contexts': 2, 'leaky': 1, 'rate': 0.5}}
     """
     morph = morph or default_morphology()
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     for pos, text, span, lemma in dict.fromkeys((p, t, tuple(s), lem) for p, t, s, lem in rows):
         c = out.setdefault(pos, {"contexts": 0, "leaky": 0, "rate": 0.0})
         c["contexts"] += 1
@@ -202,7 +206,7 @@ def surface_lemma(surface: str, lemmas: Iterable[str], morph: Morphology | None 
     return None
 
 
-def record_leak_rates(records, morph: Morphology | None = None) -> dict[str, dict]:
+def record_leak_rates(records: Iterable[Item], morph: Morphology | None = None) -> dict[str, dict[str, Any]]:
     """``leak_rates`` of the contexts of any kind's records (:class:`probegen.items.Item`), per
     POS: every target a record hides (``targets()``), with its lemma.
 
@@ -218,7 +222,7 @@ def record_leak_rates(records, morph: Morphology | None = None) -> dict[str, dic
     return leak_rates(((r.pos, c.text, c.char_span, lemma) for r in records for c, lemma in r.targets()), morph)
 
 
-def format_leak_rates(rates: dict[str, dict]) -> str:
+def format_leak_rates(rates: dict[str, dict[str, Any]]) -> str:
     """One line for ``probegen stats``.
 
     >>> format_leak_rates({"n": {"contexts": 713, "leaky": 0, "rate": 0.0},

@@ -21,7 +21,7 @@ import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, cast
 
 import numpy as np
 
@@ -35,7 +35,15 @@ from .items import LABELS, ChoiceMeta, MCItem
 from .reference import PAPER_SIZES
 
 if TYPE_CHECKING:
+    from ..contexts import Context
+    from ..data import DataInfo
+    from ..lexicon.base import LexicalResource
+    from ..spec.concepts import ConceptFilter
+    from ..wordnet_graph import WordNetGraph
+    from .distractors import Relations
     from .render import Templates
+
+Contexts = dict[str, list[tuple[str, "Context"]]]  # synset -> its usable contexts (with where each is from)
 
 ITEMS_FILE = "items.jsonl"
 RELEASE_DIR = "release"
@@ -182,7 +190,8 @@ def build(
     return WordNetQADataset(items, manifest)
 
 
-def _sources(cfg: WordNetQAConfig, wordnet: str | None, semcor: str | None, log: Callable[[str], None]):
+def _sources(cfg: WordNetQAConfig, wordnet: str | None, semcor: str | None, log: Callable[[str], None]
+             ) -> tuple[LexicalResource, DataInfo | None, WordNetGraph, dict[str, list[Context]] | None]:
     """(wordnet info, SemCor info or None, graph, SemCor context index or None) of a build."""
     from ..data import locate_semcor
     from ..lexicon.sources import context_source, open_resource, where
@@ -202,12 +211,12 @@ def _sources(cfg: WordNetQAConfig, wordnet: str | None, semcor: str | None, log:
     return wn_info, sc_info, graph, index
 
 
-def _contexts(cfg: WordNetQAConfig, graph, wn, index,
-              log: Callable[[str], None]) -> tuple[dict[str, list], dict[str, Any]]:
+def _contexts(cfg: WordNetQAConfig, graph: WordNetGraph, wn: LexicalResource, index: dict[str, list[Context]] | None,
+              log: Callable[[str], None]) -> tuple[Contexts, dict[str, Any]]:
     """(synset -> usable contexts, per-POS context statistics for the manifest)."""
     from .contexts import collect_contexts
 
-    contexts: dict[str, list] = {}
+    contexts: Contexts = {}
     ctx_stats = {}
     for pos in cfg.pos:
         found, st = collect_contexts(graph, graph.synsets(pos), wn, cfg.max_contexts, index)
@@ -218,8 +227,8 @@ def _contexts(cfg: WordNetQAConfig, graph, wn, index,
     return contexts, ctx_stats
 
 
-def _pending_items(cfg: WordNetQAConfig, graph, concepts: list[str], contexts: dict[str, list], splits: dict[str, str],
-                   renderers: dict[str, Callable[[str], str]], templates: Templates,
+def _pending_items(cfg: WordNetQAConfig, graph: WordNetGraph, concepts: list[str], contexts: Contexts,
+                   splits: dict[str, str], renderers: dict[str, Callable[[str], str]], templates: Templates,
                    progress: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Every (question, perturbation) item before gold placement, and what was skipped per probe:
     concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
@@ -244,7 +253,8 @@ def _pending_items(cfg: WordNetQAConfig, graph, concepts: list[str], contexts: d
     return pending, skipped
 
 
-def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, ctxs: list, fam: dict, related: set[str],
+def _concept_items(cfg: WordNetQAConfig, graph: WordNetGraph, rel: Relations, probe: str, concept: str,
+                   ctxs: list[tuple[str, Context]], fam: dict[str, dict[str, tuple[str, int]]], related: set[str],
                    render_choice: Callable[[str], str], templates: Templates,
                    skipped: dict[str, int]) -> list[dict[str, Any]]:
     """The pending items of one concept and probe (its stems from ``templates``): each question once
@@ -283,7 +293,8 @@ def _concept_items(cfg: WordNetQAConfig, graph, rel, probe: str, concept: str, c
     return out
 
 
-def _filtered(concepts: list[str], flt, graph, wordnet: str | None, semcor: str | None, log) -> list[str]:
+def _filtered(concepts: list[str], flt: ConceptFilter, graph: WordNetGraph, wordnet: str | None, semcor: str | None,
+              log: Callable[[str], None]) -> list[str]:
     """The concepts a spec's filter admits; ``min_semcor`` counts sense-tagged SemCor occurrences."""
     counts = None
     if flt.min_semcor > 0:
@@ -307,7 +318,7 @@ def isa_family(probe: str, isa_all: dict[str, tuple[str, int]]) -> dict[str, tup
     return isa_all
 
 
-def choice_renderer(graph, probe: str, templates: Templates) -> Callable[[str], str]:
+def choice_renderer(graph: WordNetGraph, probe: str, templates: Templates) -> Callable[[str], str]:
     """Synset -> its choice text in ``probe``'s format of ``templates`` (memoised)."""
     memo: dict[str, str] = {}
 
@@ -320,7 +331,8 @@ def choice_renderer(graph, probe: str, templates: Templates) -> Callable[[str], 
     return render
 
 
-def _assemble(pending: list[dict[str, Any]], graph, renderers, cfg: WordNetQAConfig) -> list[MCItem]:
+def _assemble(pending: list[dict[str, Any]], graph: WordNetGraph, renderers: dict[str, Callable[[str], str]],
+              cfg: WordNetQAConfig) -> list[MCItem]:
     """Place gold and distractors (gold positions balanced per probe, perturbation and split)."""
     groups: dict[tuple[str, str, str], list[int]] = {}
     for i, p in enumerate(pending):
@@ -386,7 +398,7 @@ def counts(items: list[MCItem]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _tally(xs) -> dict[str, int]:
+def _tally(xs: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for x in xs:
         out[x] = out.get(x, 0) + 1

@@ -14,7 +14,7 @@ Cosine scores of embedding and static scorers are never normalised.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -23,6 +23,15 @@ from ..errors import ProbegenError
 from ..scorers import LM_KINDS
 from ..settings import Settings
 from .render import MODES, templates_of
+
+if TYPE_CHECKING:
+    from ..tasks import Dataset
+    from .items import MCItem
+
+    class MCData(Dataset, Protocol):
+        """A loaded WordNetQA dataset, or a stand-in with its records and manifest."""
+
+        items: list[MCItem]
 
 LENGTH_NORMS = ("none", "tokens", "chars")
 
@@ -41,7 +50,7 @@ def normalise(scores: np.ndarray, choices: Iterable[str], length_norm: str, scor
     return scores
 
 
-def evaluate_mc(data, scorer, settings: Settings | None = None, mode: str = "full",
+def evaluate_mc(data: MCData, scorer: Any, settings: Settings | None = None, mode: str = "full",
                 progress: bool = False) -> dict[str, Any]:
     """Score every item (of ``settings.split``, else all) in ``mode`` and pick the best choice:
     the made-up word, the length normalisation and the tie seed come from ``settings``.
@@ -55,7 +64,7 @@ def evaluate_mc(data, scorer, settings: Settings | None = None, mode: str = "ful
     return evaluate_mc_modes(data, scorer, settings or Settings(), [mode], progress)[0]
 
 
-def evaluate_mc_modes(data, scorer, settings: Settings, modes: Sequence[str],
+def evaluate_mc_modes(data: MCData, scorer: Any, settings: Settings, modes: Sequence[str],
                       progress: bool = False) -> list[dict[str, Any]]:
     """:func:`evaluate_mc` for several modes (e.g. the bias ablations) through one request table."""
     seed, nonce, length_norm, split = settings.seed, settings.nonce, settings.length_norm, settings.split
@@ -86,7 +95,7 @@ def evaluate_mc_modes(data, scorer, settings: Settings, modes: Sequence[str],
     return out
 
 
-def _record(it, o: Outcome) -> dict[str, Any]:
+def _record(it: MCItem, o: Outcome) -> dict[str, Any]:
     """One item's record: what it asks, then the outcome (length-normalised scores, the seeded-tie
     argmax) and the type of the choice taken."""
     types = [m.type for m in it.choice_meta] if it.choice_meta else []
@@ -95,9 +104,9 @@ def _record(it, o: Outcome) -> dict[str, Any]:
                  choices=list(it.choices), choice_types=types, pred_type=types[int(o.pred[0])] if types else None)
 
 
-def _reduction(scorer) -> str | None:
+def _reduction(scorer: Any) -> str | None:
     try:
-        return scorer.settings().get("reduction")
+        return cast("str | None", scorer.settings().get("reduction"))
     except Exception:
         return as_unit_scorer(scorer).reduction
 
@@ -137,15 +146,15 @@ def metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
     {'isa_down': 1.0}
     """
     out: dict[str, Any] = _acc(records)
-    by_probe: dict[str, list] = defaultdict(list)
-    by_split: dict[str, list] = defaultdict(list)
+    by_probe: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_split: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         by_probe[r["probe"]].append(r)
         by_split[r.get("split", "all")].append(r)
     out["by_probe"] = {p: _acc(rs) for p, rs in sorted(by_probe.items())}
     out["by_split"] = {s: _acc(rs) for s, rs in sorted(by_split.items())}
-    grid: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    dist: dict[str, dict[str, dict[str, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    grid: dict[str, dict[str, dict[str, list[Any]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    dist: dict[str, dict[str, dict[str, list[Any]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     errors: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in records:
         grid[r["probe"]][str(r["hops"])][r["distractor_type"]].append(r["correct"])

@@ -64,7 +64,7 @@ class Run:
         return cls(path, results, rows, summary)
 
 
-def check_eval_request(req: EvalRequest, runner: Runner):
+def check_eval_request(req: EvalRequest, runner: Runner) -> tasks.Task:
     """Every check of an eval request, once, before any model is loaded; the dataset's task.
     The command's ``runner`` resolves the model (once, kept for the load) so that its kind is checked too."""
     from probegen.diagnostics.eval_report import check_debias_share
@@ -93,7 +93,7 @@ def _method(req: EvalRequest, task: Any) -> methods.Method:
 
 
 def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT,
-                     figures: Callable[[dict, Path], dict[str, str]] | None = None) -> tuple[Path, str]:
+                     figures: Callable[[dict[str, Any], Path], dict[str, str]] | None = None) -> tuple[Path, str]:
     """``probegen eval``: (the results folder, the summary to print). ``figures`` adds plots to the folder."""
     from probegen.diagnostics.eval_report import analyse_eval
 

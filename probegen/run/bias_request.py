@@ -67,7 +67,7 @@ class BiasRequest:
         check_request(self, resolved(BIAS_OPTIONS))  # one type and range per option, the command line's too
         object.__setattr__(self, "method_options", method_options(self.method_options))
 
-    def asked(self, name: str):
+    def asked(self, name: str) -> Any:
         """The value of option ``name`` if the user set it, else None."""
         return getattr(self, name) if name in self.given else None
 

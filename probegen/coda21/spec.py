@@ -65,12 +65,6 @@ def _check(s: Spec) -> None:
                             "(eval --pattern)")
 
 
-#: the ``alignment`` section: 10 SemCor (or example) contexts scored per synset by ``contexts.scorer``,
-#: members with at least 5 SemCor occurrences (clean; 1 = noisy)
-SECTION = SpecSection(fields=Alignment, context_sources=("semcor", "examples"), contexts_max=10, min_semcor=5,
-                      scorer=True, forms=True, complete=_complete, check=_check)
-
-
 def coda21_config(spec: Spec):
     """The CoDA21 configuration of an ``alignment`` spec.
 
@@ -119,3 +113,10 @@ def build_alignment(spec: Spec, cfg, wordnet: str | None, semcor: str | None, pr
     except NothingBuilt as e:
         raise NothingBuilt(f"spec {spec.name} gives no groups: loosen its concepts, hops or alignment settings "
                            f"({e})") from None
+
+
+#: the ``alignment`` section: 10 SemCor (or example) contexts scored per synset by ``contexts.scorer``,
+#: members with at least 5 SemCor occurrences (clean; 1 = noisy)
+SECTION = SpecSection(fields=Alignment, context_sources=("semcor", "examples"), contexts_max=10, min_semcor=5,
+                      scorer=True, forms=True, complete=_complete, check=_check,
+                      config=coda21_config, build=build_alignment)

@@ -318,6 +318,11 @@ class SpecSection:
     complete: Callable[[Spec], Spec] | None = None
     #: the shape's cross-field rules: one ProbegenError naming the field it blames
     check: Callable[[Spec], None] | None = None
+    #: the generator configuration of a spec of this shape, and the dataset built from it
+    #: (``build(spec, config, wordnet, semcor, progress, log, runner)``): the defaults of
+    #: :meth:`probegen.tasks.SpecBuildable.spec_config` and ``build_from_spec``
+    config: Callable[[Spec], Any] | None = None
+    build: Callable[..., Any] | None = None
 
 
 def spec_sections() -> dict[str, SpecSection]:

@@ -6,10 +6,13 @@ build (:mod:`probegen.spec.build` dispatches through the task).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import ProbegenError
 from ..spec.schema import Spec, SpecSection, integer, number, one_of, optional, spec_field
+
+if TYPE_CHECKING:
+    from ..runner import Runner
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,6 @@ def _check(s: Spec) -> None:
         raise ProbegenError("templates: WiC-style pairs have no question templates")
 
 
-#: the ``wic_pair`` section: SemCor contexts, up to 40 per lemma
-SECTION = SpecSection(fields=WicPair, context_sources=("semcor",), contexts_max=40, check=_check)
-
-
 def wic_config(spec: Spec):
     """The WiC configuration of a ``wic_pair`` spec."""
     from .wic import WicConfig
@@ -50,8 +49,13 @@ def wic_config(spec: Spec):
 
 
 def build_wic_pair(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
-                   log: Callable[[str], None]):
+                   log: Callable[[str], None], runner: Runner):
     """The WiC dataset of a ``wic_pair`` spec."""
     from .wic import build
 
     return build(cfg, wordnet, semcor, log)
+
+
+#: the ``wic_pair`` section: SemCor contexts, up to 40 per lemma
+SECTION = SpecSection(fields=WicPair, context_sources=("semcor",), contexts_max=40, check=_check,
+                      config=wic_config, build=build_wic_pair)

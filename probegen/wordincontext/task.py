@@ -26,8 +26,7 @@ from ..tasks.base import Evaluation, Log, Settings
 from ..tasks.capabilities import SpecBuildable, Subsettable, Trainable, Writable
 
 if TYPE_CHECKING:
-    from ..runner import Runner
-    from ..spec.schema import Spec, SpecSection
+    from ..spec.schema import SpecSection
     from .dataset import WicDataset
 
 #: the item shape of a probegen directory of each manifest kind (``wordincontext``: read the items)
@@ -321,16 +320,6 @@ class WicTask(WordInContextTask, SpecBuildable):
 
         return SECTION
 
-    def spec_config(self, spec: Spec) -> Any:
-        from .spec import wic_config
-
-        return wic_config(spec)
-
-    def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Runner) -> Any:
-        from .spec import build_wic_pair
-
-        return build_wic_pair(spec, cfg, wordnet, semcor, progress, log)
 
 
 class LabelTask(WordInContextTask):

@@ -7,7 +7,7 @@ through the task).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import NothingBuilt, ProbegenError
 from ..spec.schema import (
@@ -26,6 +26,9 @@ from ..spec.schema import (
     spec_field,
     string,
 )
+
+if TYPE_CHECKING:
+    from ..runner import Runner
 
 MC_BUILTIN = ("definitions", "hypernymy", "hyponymy", "synonymy")
 #: the relation each built-in WordNetQA probe follows (definitions and synonymy follow none)
@@ -102,11 +105,6 @@ def _check(s: Spec) -> None:
                                 f"{hi}]")
 
 
-#: the ``multiple_choice`` section: WordNet (or WordNet and SemCor) contexts, 3 used per synset
-SECTION = SpecSection(fields=MultipleChoice, context_sources=("wordnet", "wordnet+semcor"), contexts_max=3,
-                      forms=True, complete=_complete, check=_check)
-
-
 def wordnetqa_config(spec: Spec):
     """The WordNetQA configuration of a ``multiple_choice`` spec."""
     from .config import WordNetQAConfig
@@ -148,7 +146,7 @@ def probe_templates(spec: Spec) -> dict[str, Any]:
 
 
 def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
-                          log: Callable[[str], None]):
+                          log: Callable[[str], None], runner: Runner):
     """The WordNetQA dataset of a ``multiple_choice`` spec (a relation probe's templates go into the manifest)."""
     from . import dataset as wordnetqa
 
@@ -159,3 +157,9 @@ def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | No
     except NothingBuilt as e:
         raise NothingBuilt(f"spec {spec.name} gives no items: no concept passes its filters with a "
                            f"{probe} answer ({e})") from None
+
+
+#: the ``multiple_choice`` section: WordNet (or WordNet and SemCor) contexts, 3 used per synset
+SECTION = SpecSection(fields=MultipleChoice, context_sources=("wordnet", "wordnet+semcor"), contexts_max=3,
+                      forms=True, complete=_complete, check=_check,
+                      config=wordnetqa_config, build=build_multiple_choice)

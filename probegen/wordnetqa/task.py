@@ -26,7 +26,7 @@ from ..tasks.capabilities import (
 if TYPE_CHECKING:
     from ..forms.split import Unit as FormUnit
     from ..runner import Runner
-    from ..spec.schema import Spec, SpecSection
+    from ..spec.schema import SpecSection
     from ..tasks.bias_inputs import BiasInputs, FilterInputs
     from .dataset import WordNetQADataset
 
@@ -351,17 +351,6 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         from .spec import SECTION
 
         return SECTION
-
-    def spec_config(self, spec: Spec) -> Any:
-        from .spec import wordnetqa_config
-
-        return wordnetqa_config(spec)
-
-    def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Runner) -> Any:
-        from .spec import build_multiple_choice
-
-        return build_multiple_choice(spec, cfg, wordnet, semcor, progress, log)
 
     def built_summary(self, data: Any) -> str:
         c = data.manifest.get("counts", {})

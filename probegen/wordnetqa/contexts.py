@@ -13,10 +13,13 @@ the target's span and lemma are known) fill in for concepts whose WordNet exampl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ..contexts import locate, recorded
+from ..contexts import Context, locate, recorded
 from ..leaks import Morphology, leaks, tokens_with_spans
-from .items import Context
+
+if TYPE_CHECKING:
+    from ..wordnet_graph import WordNetGraph
 
 __all__ = ["ContextStats", "Morphology", "collect_contexts", "locate", "semcor_contexts", "tokens_with_spans",
            "wordnet_contexts"]
@@ -35,14 +38,14 @@ class ContextStats:
     with_context: int = 0
     semcor_filled: int = 0
     skipped_no_context: int = 0
-    by_source: dict = field(default_factory=lambda: {"wordnet": 0, "semcor": 0})
+    by_source: dict[str, int] = field(default_factory=lambda: {"wordnet": 0, "semcor": 0})
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def wordnet_contexts(
-    graph, synset: str, morph: Morphology, limit: int, stats: ContextStats | None = None
+    graph: WordNetGraph, synset: str, morph: Morphology, limit: int, stats: ContextStats | None = None
 ) -> list[tuple[str, Context]]:
     """Up to ``limit`` (lemma, context) pairs from the synset's example sentences, in WordNet order.
 
@@ -65,7 +68,8 @@ def wordnet_contexts(
 
 
 def semcor_contexts(
-    graph, synset: str, occurrences: list[Context], morph: Morphology, limit: int, stats: ContextStats | None = None
+    graph: WordNetGraph, synset: str, occurrences: list[Context], morph: Morphology, limit: int,
+    stats: ContextStats | None = None,
 ) -> list[tuple[str, Context]]:
     """Up to ``limit`` (lemma, context) pairs from SemCor occurrences (the contexts of
     :func:`probegen.semcor.context_index`), whose token spans and lemmas are SemCor's own (in
@@ -90,7 +94,8 @@ def semcor_contexts(
 
 
 def collect_contexts(
-    graph, synsets: list[str], wn, limit: int, semcor_index: dict | None = None
+    graph: WordNetGraph, synsets: list[str], wn: Any, limit: int,
+    semcor_index: dict[str, list[Context]] | None = None,
 ) -> tuple[dict[str, list[tuple[str, Context]]], ContextStats]:
     """Contexts for every synset that has one, and the counters of what was skipped."""
     morph = Morphology(wn)

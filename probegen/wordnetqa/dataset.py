@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .distractors import Relations
     from .render import Templates
 
-Contexts = dict[str, list[tuple[str, "Context"]]]  # synset -> its usable contexts (with where each is from)
+Contexts = dict[str, list[tuple[str, "Context"]]]  # synset -> its usable (lemma, context) pairs
 
 ITEMS_FILE = "items.jsonl"
 RELEASE_DIR = "release"

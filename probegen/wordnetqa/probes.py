@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 
+from ..contexts import Context
 from .config import WordNetQAConfig
-from .items import Context
+
+if TYPE_CHECKING:
+    from ..wordnet_graph import WordNetGraph
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Question:
     chain: tuple[str, ...]
 
 
-def isa_paths(graph, start: str, max_hops: int, up: bool, instances: bool) -> dict[str, tuple[str, ...]]:
+def isa_paths(graph: WordNetGraph, start: str, max_hops: int, up: bool, instances: bool) -> dict[str, tuple[str, ...]]:
     """Every ancestor (``up``) or descendant within ``max_hops`` with one shortest path to it.
 
     Paths run from ``start`` to the relative; among equally short paths the one through the
@@ -61,7 +65,7 @@ def isa_paths(graph, start: str, max_hops: int, up: bool, instances: bool) -> di
     return _shortest_paths(start, max_hops, step)
 
 
-def relation_paths(graph, start: str, relation: str, max_hops: int) -> dict[str, tuple[str, ...]]:
+def relation_paths(graph: WordNetGraph, start: str, relation: str, max_hops: int) -> dict[str, tuple[str, ...]]:
     """Every relative by ``relation`` (``graph.related``) within ``max_hops``, with one shortest path,
     chosen as in :func:`isa_paths`.
 
@@ -75,7 +79,7 @@ def relation_paths(graph, start: str, relation: str, max_hops: int) -> dict[str,
     return _shortest_paths(start, max_hops, lambda n: graph.related(n, relation))
 
 
-def _shortest_paths(start: str, max_hops: int, step) -> dict[str, tuple[str, ...]]:
+def _shortest_paths(start: str, max_hops: int, step: Callable[[str], Iterable[str]]) -> dict[str, tuple[str, ...]]:
     paths: dict[str, tuple[str, ...]] = {}
     frontier: list[tuple[str, ...]] = [(start,)]
     for _ in range(max_hops):
@@ -113,7 +117,7 @@ def _sample_per_hop(paths: dict[str, tuple[str, ...]], k: int, key: str, seed: i
 
 
 def questions(
-    probe: str, concept: str, contexts: list[tuple[str, Context]], graph, cfg: WordNetQAConfig
+    probe: str, concept: str, contexts: list[tuple[str, Context]], graph: WordNetGraph, cfg: WordNetQAConfig
 ) -> list[Question]:
     """The unique questions of one probe type about one concept (possibly none).
 
@@ -157,7 +161,7 @@ def questions(
     return out
 
 
-def has_question(concept: str, contexts: list[tuple[str, Context]], graph, cfg: WordNetQAConfig) -> bool:
+def has_question(concept: str, contexts: list[tuple[str, Context]], graph: WordNetGraph, cfg: WordNetQAConfig) -> bool:
     """Whether ``concept`` gets a question of at least one of ``cfg.probes``: what ``max_concepts``
     counts, so a sample of N concepts is N concepts that pass the probe's filters (a verb with no
     entailment, a leaf for hyponymy, are not drawn in place of ones that give questions).

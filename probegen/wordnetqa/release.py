@@ -30,12 +30,16 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from ..contexts import Context
 from ..errors import DatasetError, ProbegenError, SkippableRowError
 from ..io import json_type, parse_json, read_text
 from .config import PROBES
-from .items import LABELS, ChoiceMeta, Context, MCItem
+from .items import LABELS, ChoiceMeta, MCItem
+
+if TYPE_CHECKING:
+    from ..leaks import Morphology
 
 #: probes a release row can be: WordNetQA's four and DictionaryQA (GCIDE senses, read like definitions)
 RELEASE_PROBES = PROBES + ("dictionary",)
@@ -105,7 +109,7 @@ def _wordnet_direction(chain: tuple[str, ...]) -> str | None:
     except Exception:  # not a WordNet 3.0 synset name: the chain says nothing here
         return None
 
-    def up(s):
+    def up(s: Any) -> Any:  # an nltk Synset: its hypernyms of both kinds
         return s.hypernyms() + s.instance_hypernyms()
 
     if b in a.closure(up):
@@ -126,7 +130,7 @@ def probe_from_notes(notes: dict[str, Any], word_quoted: bool) -> str | None:
     'synonymy'
     """
     if isinstance(notes.get("probe"), str) and notes["probe"]:
-        return notes["probe"]
+        return cast(str, notes["probe"])
     if "sense_choices" in notes or "distractor_synsets" in notes:  # DictionaryQA's GCIDE sense notes
         return "dictionary"
     chain, arrow = _chain(notes)
@@ -190,7 +194,7 @@ def _reader() -> Any:
 
 
 @lru_cache(maxsize=1)
-def _morphology() -> Any:
+def _morphology() -> Morphology | None:
     """WordNet 3.0's morphology (``probegen.leaks.Morphology``), or None where no wordnet is found."""
     try:
         from ..leaks import default_morphology
@@ -399,7 +403,8 @@ def _pos(notes: dict[str, Any], concept: str) -> str:
     return "a" if pos == "s" else pos
 
 
-def _cut(probe: str, stem: str, forms: list[str], pos: str, ablations: bool) -> tuple[Context | None, str, tuple]:
+def _cut(probe: str, stem: str, forms: list[str], pos: str,
+         ablations: bool) -> tuple[Context | None, str, tuple[tuple[int, int], ...]]:
     """(context, definition, stem spans the Context ablation hides) of a row of ``probe``."""
     if probe == "synonymy":
         return None, quoted_definition(stem), ()

@@ -6,7 +6,7 @@ raise ``ProbegenError`` so the CLI group prints one line and exits non-zero.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -18,7 +18,7 @@ from .options import SEED, RegistryChoice, checked_type, log
 LM_EVAL_METRICS = ("acc", "acc_norm", "both")
 
 
-def irt_option(default: str, help: str) -> Any:
+def irt_option(default: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--irt``: an IRT fitter of the registry (:func:`probegen.itemstats.irt.fitters`: 1pl, 2pl, 3pl and the
     entry-point group probegen.irt_fitters's) or none; it reaches the command as ``irt_model``."""
     def names() -> list[str]:

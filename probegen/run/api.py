@@ -153,7 +153,7 @@ def score(model: str, dataset: str | Path, out: str | Path | None = None, *, dev
     ``reduction="mean"``, ``n_boot=2000``...); one that does not apply is a ProbegenError, as on the
     command line. ``log`` gets the progress lines (default: none)."""
     # every option checked by the command line's rule (probegen.request_options) before any work
-    req = EvalRequest(model=model, dataset=dataset, out=out,
+    req = EvalRequest(model=model, dataset=dataset, out=out,  # type: ignore[arg-type]  # a Path: check_request makes it str
                       **_keywords("score", EvalRequest, options, {"model", "dataset", "out"}))
     runner = Runner(_runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
                     log=_logger(log))
@@ -173,7 +173,7 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
 
     kw = _keywords("bias", BiasRequest, options, {"model", "datasets", "out", "given", "wordnet", "semcor"})
-    req = BiasRequest(model=model, datasets=(DATASET.check(dataset),), out=out, **kw,
+    req = BiasRequest(model=model, datasets=(DATASET.check(dataset),), out=out, **kw,  # type: ignore[arg-type]  # out: as above
                       given=frozenset(k for k in options if k in TASK_OPTIONS))
     runner = Runner(_runtime(device, dtype), log=_logger(log))
     method, summary = run_checked(req, runner.log, runner)

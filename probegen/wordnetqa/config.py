@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ..errors import ProbegenError
 from ..spec.concepts import ConceptFilter
@@ -110,7 +111,7 @@ class WordNetQAConfig:
         return "wordnetqa-" + (self.probes[0] if len(self.probes) == 1
                                else "all" if self.probes == PROBES else "+".join(self.probes))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         # the spec fields appear only when set, so `make wordnetqa` manifests stay as they were
         for key, default in (("relation", ""), ("min_hops", 1), ("concepts", None), ("templates", None)):

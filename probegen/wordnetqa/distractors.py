@@ -21,7 +21,12 @@ one of ``c``'s ancestors (relations are inherited down the tree: a sedan has a c
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..wordnet_graph import WordNetGraph
 
 
 def norm_lemma(lemma: str) -> str:
@@ -32,7 +37,7 @@ def norm_lemma(lemma: str) -> str:
 class Relations:
     """Memoised relations over the WordNet graph that validity checks need many times."""
 
-    def __init__(self, graph, instances: bool = False, relation: str = "") -> None:
+    def __init__(self, graph: WordNetGraph, instances: bool = False, relation: str = "") -> None:
         self.graph = graph
         self.instances = instances
         self.relation = relation  # a relation probe's relation ("" for the four WordNetQA probes)
@@ -134,7 +139,7 @@ class Relations:
         return dict(sorted(out.items()))
 
     # ---- the validity rule ----------------------------------------------------------------------
-    def valid(self, probe: str, concept: str, gold: str, x: str, render) -> bool:
+    def valid(self, probe: str, concept: str, gold: str, x: str, render: Callable[[str], str]) -> bool:
         """Whether ``x`` may be a distractor of a ``probe`` question about ``concept`` with answer ``gold``.
 
         ``render(synset) -> str`` is the probe's choice text.
@@ -170,7 +175,7 @@ def sample(
     related: set[str] | frozenset[str],
     n: int,
     rng: np.random.Generator,
-    render,
+    render: Callable[[str], str],
     max_random_tries: int = 2000,
 ) -> list[tuple[str, str, int | None]]:
     """``n`` distractors ``(synset, type, distance)`` for one item of perturbation ``dtype``.

@@ -4,12 +4,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbegenError
 
+if TYPE_CHECKING:
+    from .dataset import WordNetQADataset
 
-def wordnetqa_docs(ds, split: str | None = None) -> list[dict[str, Any]]:
+
+def wordnetqa_docs(ds: WordNetQADataset, split: str | None = None) -> list[dict[str, Any]]:
     """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
     (the full question: the nonce plays no part in it)."""
     from ..templating import dataset_nonce

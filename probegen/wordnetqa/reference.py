@@ -14,7 +14,7 @@ PAPER_SIZES: dict[str, dict[str, int]] = {
 }
 
 
-def size_table(counts: dict[str, dict]) -> str:
+def size_table(counts: dict[str, dict[str, int]]) -> str:
     """Our unique questions / items / synsets per probe beside the paper's.
 
     >>> print(size_table({"hyponymy": {"unique_questions": 700, "items": 2000, "synsets": 345}}))

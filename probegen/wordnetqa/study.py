@@ -14,10 +14,12 @@ from ..study.views import study_rng as _rng
 from .render import templates_of
 
 if TYPE_CHECKING:
+    from .evaluate import MCData
+    from .items import MCItem
     from .render import Templates
 
 
-def choice_pool(data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
+def choice_pool(data: MCData, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
     """Multiple-choice items a study samples from: one per concept cluster (of ``cfg.split``),
     only items with a known template when a condition other than full is shown."""
     skipped: dict[str, int] = {}
@@ -60,7 +62,7 @@ def _marked(stem: str, fills: dict[str, str]) -> tuple[str, list[list[int]]]:
     return "".join(out), marks
 
 
-def mc_prompt_marks(item, condition: str, templates: Templates) -> tuple[str, list[list[int]]]:
+def mc_prompt_marks(item: MCItem, condition: str, templates: Templates) -> tuple[str, list[list[int]]]:
     """The question stem of a WordNetQA item in ``condition`` (the bias diagnostics' stems, no LM
     wrapper; ``templates``: its dataset's) and where the target word is in it (by its span, never by
     string search): full and word show it, context hides it (no marks)."""
@@ -91,7 +93,7 @@ def mc_prompt_marks(item, condition: str, templates: Templates) -> tuple[str, li
     return fill_stem(tmpl, sentence, MASK, item.definition), []
 
 
-def mc_view(item, condition: str, templates: Templates) -> dict[str, Any]:
+def mc_view(item: MCItem, condition: str, templates: Templates) -> dict[str, Any]:
     """A WordNetQA item as shown in ``condition`` (rendered with its dataset's ``templates``): the
     stem, the choices in the dataset's order and the target word's spans in the stem (highlighted on
     the page)."""
@@ -99,7 +101,7 @@ def mc_view(item, condition: str, templates: Templates) -> dict[str, Any]:
     return {"kind": "mc", "prompt": prompt, "choices": list(item.choices), "marks": marks}
 
 
-def mc_gold(item, kept_out: dict[str, str] | None = None) -> dict[str, Any]:
+def mc_gold(item: MCItem, kept_out: dict[str, str] | None = None) -> dict[str, Any]:
     """What scoring needs of a WordNetQA item: the gold index, choice count, the hidden word, and
     the conditions it is kept out of with why (the task's rule: those of the bias ratios that
     measure nothing on its probe type)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..spec.concepts import ConceptFilter
 
@@ -27,7 +28,7 @@ class Coda21Config:
     context_scorer: str = "smollm2-135m"
     max_contexts: int = 10  # contexts scored per synset (first N in SemCor order)
     seed: int = 0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     # probe specs (probegen.spec): members reached from the shared synset by ``members`` at exactly
     # ``hops`` steps (0: 2 if easy else 1), a variant name, and a filter on the members
     members: str = "hyponym"
@@ -79,7 +80,7 @@ class Coda21Config:
         if not 0 <= self.hops <= MAX_HOPS:
             raise ProbegenError(f"hops must lie in 1..{MAX_HOPS}, got {self.hops}")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         # the spec fields appear only when set, so `make coda21` manifests stay as they were
         for key, default in (("members", "hyponym"), ("hops", 0), ("name", ""), ("concepts", None)):

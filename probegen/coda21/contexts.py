@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 _EMPTY_LEFT = "Sentence:"
 
 
-def usable_occurrences(occurrences: Sequence, limit: int, morph: Morphology) -> list:
+def usable_occurrences(occurrences: Sequence[Any], limit: int, morph: Morphology) -> list[Any]:
     """The first ``limit`` occurrences (SemCor's ``probegen.semcor.Occurrence`` in corpus order, or
     a synset's examples, ``probegen.contexts.ExampleOccurrence``) where no form of the target
     lemma is visible outside the target's span."""
@@ -115,7 +115,7 @@ def context_units(candidates: dict[str, list[Context]], kind: str) -> list[Unit]
 
 
 def choose_contexts(
-    candidates: dict[str, list[Context]], scorer, progress: bool = False, *, runner: Runner
+    candidates: dict[str, list[Context]], scorer: Any, progress: bool = False, *, runner: Runner
 ) -> dict[str, Context]:
     """The best-scoring context of each synset (ties go to the earliest in corpus or example order).
 

@@ -36,7 +36,7 @@ def group_unit(g: Group, style: str, settings: Settings, mode: str, patterns: di
     return unit
 
 
-def evaluate_modes(ds: Coda21Dataset, scorer, settings: Settings, modes: Sequence[str],
+def evaluate_modes(ds: Coda21Dataset, scorer: Any, settings: Settings, modes: Sequence[str],
                    progress: bool = False) -> list[dict[str, Any]]:
     """Evaluate the groups in several conditions (e.g. the bias ablations) through one request table;
     one entry per mode, in order."""
@@ -52,7 +52,7 @@ def evaluate_modes(ds: Coda21Dataset, scorer, settings: Settings, modes: Sequenc
     return out
 
 
-def evaluate(ds: Coda21Dataset, scorer, settings: Settings | None = None, mode: str = "context",
+def evaluate(ds: Coda21Dataset, scorer: Any, settings: Settings | None = None, mode: str = "context",
              progress: bool = False) -> dict[str, Any]:
     """Score every group's k x k matrix in one scorer call, then align each group (``mode``: the
     condition, the standard task's ``context`` by default).

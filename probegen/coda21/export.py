@@ -7,12 +7,16 @@ equivalent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProbegenError
 
+if TYPE_CHECKING:
+    from .dataset import Coda21Dataset
 
-def coda21_docs(ds, seed: int = 0, nonce: str | None = None, pattern: str | None = None) -> list[dict[str, Any]]:
+
+def coda21_docs(ds: Coda21Dataset, seed: int = 0, nonce: str | None = None,
+                pattern: str | None = None) -> list[dict[str, Any]]:
     """One doc per CoDA21 context: its group's definitions (seeded column order) as choices."""
     import numpy as np
 

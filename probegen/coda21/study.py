@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..study.views import MASK
+from .items import Context, Group
 
 
 # ---- views and gold -------------------------------------------------------------------------------
@@ -29,7 +30,7 @@ def definition_order(group_id: str, k: int, seed: int) -> list[int]:
     return [int(i) for i in rng.permutation(k)]
 
 
-def align_row(ctx, condition: str) -> list[str]:
+def align_row(ctx: Context, condition: str) -> list[str]:
     """One context as ``[left, target, right]``: the word in place (full), a blank (context), the word alone (word).
 
     >>> from probegen.coda21.items import Context
@@ -44,7 +45,7 @@ def align_row(ctx, condition: str) -> list[str]:
     return [ctx.text[:a], MASK if condition == "context" else ctx.word, ctx.text[b:]]
 
 
-def align_view(group, condition: str, seed: int) -> dict[str, Any]:
+def align_view(group: Group, condition: str, seed: int) -> dict[str, Any]:
     """A CoDA21 group as shown in ``condition``: rows in stored order, definitions in a seeded order."""
     order = definition_order(group.id, group.k, seed)
     return {
@@ -54,7 +55,7 @@ def align_view(group, condition: str, seed: int) -> dict[str, Any]:
     }
 
 
-def align_gold(group, seed: int) -> dict[str, Any]:
+def align_gold(group: Group, seed: int) -> dict[str, Any]:
     """Gold of a group: for row i, the shown position of item i's definition."""
     order = definition_order(group.id, group.k, seed)
     where = {item: pos for pos, item in enumerate(order)}

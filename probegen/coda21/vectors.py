@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, cast
 
 import numpy as np
 
@@ -11,10 +12,11 @@ from ..paths import cache_dir, set_aside
 
 if TYPE_CHECKING:
     from ..runner import Runner
+    from ..wordnet_graph import WordNetGraph
 
 
 def definition_vectors(
-    graph, names: list[str], embedder: str, wordnet_sha: str, progress: bool = False, *, runner: Runner
+    graph: WordNetGraph, names: list[str], embedder: str, wordnet_sha: str, progress: bool = False, *, runner: Runner
 ) -> Callable[[list[str]], np.ndarray]:
     """A lookup from synset names to L2-normalised embeddings of their definitions.
 
@@ -49,7 +51,7 @@ def definition_vectors(
     return lookup
 
 
-def _read_cache(path, rows: int) -> np.ndarray | None:
+def _read_cache(path: Path, rows: int) -> np.ndarray | None:
     """The cached matrix, or None if missing; a damaged one (truncated, not .npy, another shape)
     is set aside with one warning, to be computed again."""
     if not path.exists():
@@ -58,7 +60,7 @@ def _read_cache(path, rows: int) -> np.ndarray | None:
         mat = np.load(path, allow_pickle=False)
         if mat.ndim != 2 or mat.shape[0] != rows or not np.isfinite(mat).all():
             raise ValueError(f"holds a {mat.shape} array, not {rows} finite rows")
-        return mat
+        return cast(np.ndarray, mat)
     except Exception as e:  # noqa: BLE001 - a damaged .npy raises ValueError, EOFError, OSError, ...
         set_aside(path, "definition-vector cache", e)
         return None

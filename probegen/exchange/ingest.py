@@ -22,14 +22,8 @@ whose items hold all of its item ids with the same content (options, key: each r
 :attr:`~probegen.itemstats.respondent.Respondent.content`), or the ids are unknown or name other
 questions (one line; :func:`probegen.itemstats.table.gather`).
 
-Other formats register through the entry-point group ``probegen.import_formats`` (:func:`formats`)::
-
-    [project.entry-points."probegen.import_formats"]
-    helm = "my_package.helm:FORMAT"
-
-where the object is an :class:`ImportFormat`: its ``name``, ``claims(path)`` (whether a file or
-folder is in the format; installed formats are asked before the built-in ones) and ``read(path,
-lm_eval_metric=...)`` (its respondents, made with :func:`respondent`).
+Other formats register through the entry-point group ``probegen.import_formats`` as an
+:class:`ImportFormat` (:func:`formats`; docs/plugins.md).
 
 Every cell is checked as a run's is: correctness 0 or 1 (a foreign score in [0, 1] where the format
 documents partial credit: inspect-ai's P, an Every Eval Ever score), log-likelihoods finite

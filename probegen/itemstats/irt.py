@@ -13,13 +13,8 @@ its gradient (Fisher's identity).
 Intervals: items from the expected information with the fitted abilities' posteriors (plus the
 priors), respondents from the posterior (EAP +- 1.96 SD).
 
-Other fitters register through the entry-point group ``probegen.irt_fitters`` (:func:`fitters`)::
-
-    [project.entry-points."probegen.irt_fitters"]
-    pyirt-2pl = "my_package.irt:fit"
-
-where ``fit(y, k)`` takes the 0/1 matrix (respondents x items, NaN = missing) and the option count of
-each item and returns an :class:`IrtFit`; ``probegen items --irt pyirt-2pl`` (and ``forms``) then fit with it.
+Other fitters, functions ``(y, k) -> IrtFit``, register through the entry-point group
+``probegen.irt_fitters`` (:func:`fitters`; docs/plugins.md) and are ``--irt`` choices of items and forms.
 """
 
 from __future__ import annotations

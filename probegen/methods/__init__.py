@@ -48,7 +48,7 @@ def register(method: Method | type[Method]) -> Method:
     m = resolve(method)
     if not isinstance(m.name, str) or not m.name:
         raise ProbegenError(f"method {type(m).__name__} has no name")
-    known = {**{o.name: o for o in (*EVAL_OPTIONS, *BIAS_OPTIONS)}, **_declared()}
+    known = {o.name: o for o in (*EVAL_OPTIONS, *BIAS_OPTIONS, *(o for m in _METHODS.values() for o in m.options))}
     for o in m.options:
         if not isinstance(o, Option) or known.get(o.name, o) != o:
             raise ProbegenError(f"method {m.name!r}: its option {getattr(o, 'name', o)!r} is not a "
@@ -116,10 +116,6 @@ def is_method(name: Any) -> bool:
     return isinstance(name, str) and name in {m.name for m in all_methods()}
 
 
-def _declared() -> dict[str, Option]:
-    return {o.name: o for m in _METHODS.values() for o in m.options}
-
-
 def options(command: str | None = None) -> list[Option]:
     """Every method's own option (:attr:`Method.options`) once, in registry order; with ``command``, those
     of the methods it offers (what ``--help`` of ``eval`` / ``bias`` lists).
@@ -176,10 +172,7 @@ def check_options(name: str, given: Mapping[str, Any]) -> Method:
     Traceback (most recent call last):
     probegen.errors.ProbegenError: --permutations applies to --method generate only (and --method letter)
     """
-    owners: dict[str, list[str]] = {}
-    for m in all_methods():
-        for opt in m.options:
-            owners.setdefault(opt.name, []).append(m.name)
+    owners = {o.name: [m.name for m in all_methods() if o in m.options] for o in options()}
     method = get(name)
     method.check_options(given, owners)
     return method

@@ -30,18 +30,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from probegen.stats.bootstrap import cluster_weights, percentile_ci, ratio_ci
+from probegen.stats.bootstrap import cluster_index, cluster_weights, per_cluster, percentile_ci, ratio_ci
 
-from .position import (
-    ALPHA,
-    Row,
-    cluster_index,
-    cluster_of,
-    method_of,
-    option_matrix,
-    per_cluster,
-    rows_of,
-)
+from .position import ALPHA, Row, cluster_of, method_of, option_matrix, rows_of
 
 MAX_BINS = 10
 MIN_PER_BIN = 10
@@ -125,7 +116,7 @@ def calibrate(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[st
     conf = np.array([d[r.pred] for d, r in zip(dists, rows)])
     right = np.array([float(r.pred == r.gold) for r in rows])
     bins = n_bins(len(rows))
-    idx, names = cluster_index(rows)
+    idx, names = cluster_index(r.cluster for r in rows)
     w = cluster_weights(len(names), n_boot, seed)
     row_w = w[:, idx]
     ece = float(weighted_ece(conf, right, np.ones((1, len(rows))), bins)[0])

@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from probegen.stats.bootstrap import cluster_weights, percentile_ci, ratio_ci
+from probegen.stats.bootstrap import cluster_index, cluster_weights, per_cluster, percentile_ci, ratio_ci
 
 ALPHA = 0.05
 #: generate: each order's one-hot answer is floored at this probability before the log prior
@@ -160,22 +160,6 @@ def rows_of(records: Sequence[dict[str, Any]],
     return rows, None
 
 
-# ---- cluster bootstrap -------------------------------------------------------------------------
-def cluster_index(rows: Sequence[Row]) -> tuple[np.ndarray, list[str]]:
-    """(per-row cluster index, cluster names in first-seen order)."""
-    order: dict[str, int] = {}
-    idx = np.array([order.setdefault(r.cluster, len(order)) for r in rows], dtype=int)
-    return idx, list(order)
-
-
-def per_cluster(values: np.ndarray, idx: np.ndarray, n_clusters: int) -> np.ndarray:
-    """Per-row values (rows x ...) summed per cluster (clusters x ...)."""
-    values = np.asarray(values, dtype=np.float64)
-    out = np.zeros((n_clusters,) + values.shape[1:])
-    np.add.at(out, idx, values)
-    return out
-
-
 # ---- the statistics ----------------------------------------------------------------------------
 def _observations(rows: Sequence[Row], width: int) -> dict[str, np.ndarray]:
     """Per row (summed over its orders): chosen at / shown gold at / right with gold at / has position p."""
@@ -231,7 +215,7 @@ def position_stats(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> di
     (0.5, None, 'the orders do not incl')
     """
     width = max(r.n for r in rows)
-    idx, names = cluster_index(rows)
+    idx, names = cluster_index(r.cluster for r in rows)
     obs = {k: per_cluster(v, idx, len(names)) for k, v in _observations(rows, width).items()}
     w = cluster_weights(len(names), n_boot, seed)
     sel, gold = ratio_ci(obs["chosen"], obs["has"], w), ratio_ci(obs["gold"], obs["has"], w)
@@ -370,7 +354,7 @@ def pride(rows: Sequence[Row], share: float = DEFAULT_SHARE, seed: int = 0, n_bo
     est_rows = [r for r in rows if r.cluster in est]
     test = [r for r in rows if r.cluster in held]
     prior = estimator(est_rows, floor)
-    idx, names = cluster_index(test)
+    idx, names = cluster_index(r.cluster for r in test)
     w = cluster_weights(len(names), n_boot, seed)
     ones = per_cluster(np.ones(len(test)), idx, len(names))
 

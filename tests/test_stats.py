@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from probegen.itemstats.classical import kr20, kr20_ci
-from probegen.stats.bootstrap import cluster_ci, cluster_sums, cluster_weights, percentile_ci, ratio_ci
+from probegen.stats.bootstrap import cluster_ci, cluster_index, cluster_weights, per_cluster, percentile_ci, ratio_ci
 from probegen.stats.significance import holm, satterthwaite_df, tost
 from probegen.stats.variance import ratio_variance
 
@@ -70,7 +70,8 @@ def test_ratio_variance_is_statsmodels_cluster_robust_se_on_the_items():
     groups = np.repeat(np.arange(25), sizes)
     y = (rng.random(len(groups)) < rng.beta(3, 2, 25)[groups]).astype(float)
     fit = OLS(y, np.ones(len(y))).fit(cov_type="cluster", cov_kwds={"groups": groups})
-    s, n = cluster_sums(y, groups)
+    idx, names = cluster_index(groups)
+    s, n = per_cluster(y, idx, 25), np.bincount(idx).astype(float)
     mean, var = ratio_variance(s, n)
     assert mean == pytest.approx(y.mean()) and var == pytest.approx(fit.bse[0] ** 2, rel=1e-10)
     assert var == pytest.approx(25 / 24 * ((s - mean * n) ** 2).sum() / n.sum() ** 2, rel=1e-10)

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ProbegenError
 from ..io import atomic_dir, atomic_write, ensure_writable, write_json
 from ..stats import significance
-from ..stats.bootstrap import cluster_ci, cluster_sums
+from ..stats.bootstrap import cluster_ci, cluster_index, per_cluster
 from ..stats.variance import ratio_variance
 
 FORM_COLUMNS = ("respondent", "form", "dataset", "items", "units", "accuracy", "se", "ci_lo", "ci_hi")
@@ -50,9 +50,9 @@ def cluster_mean(y: np.ndarray, units: Sequence[str]) -> tuple[float, float, int
     >>> round(m, 3), round(se, 3), c
     (0.5, 0.289, 3)
     """
-    s, cnt = cluster_sums(y, units)
-    mean, var = ratio_variance(s, cnt)
-    return mean, float(np.sqrt(var)) if len(s) > 1 else 0.0, len(s)
+    idx, names = cluster_index(units)
+    mean, var = ratio_variance(per_cluster(y, idx, len(names)), per_cluster(np.ones(len(idx)), idx, len(names)))
+    return mean, float(np.sqrt(var)) if len(names) > 1 else 0.0, len(names)
 
 
 def tost(y_a: np.ndarray, units_a: Sequence[str], y_b: np.ndarray, units_b: Sequence[str], margin: float = 0.03,

@@ -1,19 +1,12 @@
-"""The cluster bootstrap: whole clusters (CoDA21 groups, WordNetQA concepts, respondents) drawn with
-replacement, one seeded draw per replicate shared by every statistic of that replicate.
-
-A replicate is a row of multiplicities (how often each cluster was drawn), so a statistic that is
-a ratio of sums over clusters is two matrix products, and every statistic of one replicate sees the
-same resample (paired intervals: an ablation and its gap, two models on shared units). The draw is
-``Generator.multinomial(n, 1/n)``; ``scipy.stats.bootstrap`` draws indices instead
-(``integers(0, n, (B, n))``) and evaluates the statistic on resampled data, so it would give every
-seeded interval in results.json other numbers and cannot share one draw across a run's statistics.
-Its percentile interval is the one :func:`percentile_ci` computes (``tests/test_stats.py`` compares
-the two).
+"""The cluster bootstrap: whole clusters drawn with replacement, one seeded draw per replicate shared
+by every statistic of that replicate (paired intervals). A replicate is a row of multiplicities, so a
+ratio of sums over clusters is two matrix products; the interval is the percentile interval of
+``scipy.stats.bootstrap``, whose own index draws would change every seeded interval already written.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -45,19 +38,24 @@ def percentile_ci(reps: np.ndarray, alpha: float = ALPHA) -> list[float] | None:
     return [float(lo), float(hi)]
 
 
-def cluster_sums(values: np.ndarray, clusters: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster, in first-seen order: the sum of ``values`` (rows x ...) and the number of rows.
+def cluster_index(keys: Iterable[Any]) -> tuple[np.ndarray, list[Any]]:
+    """(each row's cluster index, the cluster keys in first-seen order).
 
-    >>> s, n = cluster_sums(np.array([1.0, 0.0, 1.0]), ["a", "a", "b"])
-    >>> s.tolist(), n.tolist()
-    ([1.0, 1.0], [2.0, 1.0])
+    >>> idx, names = cluster_index(["b", "b", "a"])
+    >>> idx.tolist(), names
+    ([0, 0, 1], ['b', 'a'])
     """
     order: dict[Any, int] = {}
-    idx = np.array([order.setdefault(c, len(order)) for c in clusters], dtype=int)
+    idx = np.array([order.setdefault(k, len(order)) for k in keys], dtype=int)
+    return idx, list(order)
+
+
+def per_cluster(values: np.ndarray, idx: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Per-row values (rows x ...) summed per cluster (clusters x ...)."""
     values = np.asarray(values, dtype=np.float64)
-    sums = np.zeros((len(order),) + values.shape[1:])
-    np.add.at(sums, idx, values)
-    return sums, np.bincount(idx, minlength=len(order)).astype(np.float64)
+    out = np.zeros((n_clusters,) + values.shape[1:])
+    np.add.at(out, idx, values)
+    return out
 
 
 def ratio_ci(num: np.ndarray, den: np.ndarray, w: np.ndarray, alpha: float = ALPHA) -> Any:
@@ -77,16 +75,16 @@ def ratio_ci(num: np.ndarray, den: np.ndarray, w: np.ndarray, alpha: float = ALP
             for j, p in enumerate(point)]
 
 
-def cluster_ci(values: np.ndarray, clusters: Sequence[Any] | None, n_boot: int, seed: int,
+def cluster_ci(values: np.ndarray, clusters: Iterable[Any] | None, n_boot: int, seed: int,
                alpha: float = ALPHA) -> list[float] | None:
-    """Percentile CI of the mean of per-row ``values``, resampling whole ``clusters`` (each row its own
-    cluster if None).
+    """Percentile CI of the mean of per-row ``values`` resampling whole ``clusters`` (None: every row
+    its own).
 
     >>> lo, hi = cluster_ci(np.array([1, 1, 0, 0, 1, 0.] * 5), [i // 2 for i in range(30)], 500, 0)
     >>> 0.2 < lo < 0.5 < hi < 0.8
     True
     """
-    sums, counts = cluster_sums(values, range(len(values)) if clusters is None else clusters)
-    w = cluster_weights(len(counts), n_boot, seed)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return percentile_ci((w @ sums) / (w @ counts), alpha)
+    idx, names = cluster_index(range(len(values)) if clusters is None else clusters)
+    sums, counts = per_cluster(values, idx, len(names)), per_cluster(np.ones(len(idx)), idx, len(names))
+    ci: list[float] | None = ratio_ci(sums, counts, cluster_weights(len(names), n_boot, seed), alpha)["ci"]
+    return ci

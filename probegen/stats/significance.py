@@ -1,13 +1,6 @@
-"""Tests over several estimates: Holm's correction, the TOST of a difference, Satterthwaite's df.
-
-Holm comes from statsmodels (``multipletests(method="holm")``). statsmodels' TOSTs
-(``ttost_ind``, ``ttost_paired``) take the raw samples and their iid standard errors; the forms'
-test needs a cluster-robust one, so :func:`tost` takes the difference, its standard error and its
-degrees of freedom (scipy's Student t), and ``tests/test_stats.py`` checks it gives ``ttost_ind``'s
-p-values when fed the iid standard error. :func:`satterthwaite_df` is the Welch-Satterthwaite
-approximation for any sum of variance components (scipy's ``ttest_ind(equal_var=False)`` is its
-two-sample case, also checked there).
-"""
+"""Tests over several estimates: Holm's correction (statsmodels ``multipletests``), the TOST of a
+difference with a given standard error (statsmodels' ``ttost_ind`` takes raw samples with iid errors
+only) and Welch-Satterthwaite degrees of freedom for any sum of variance components."""
 
 from __future__ import annotations
 

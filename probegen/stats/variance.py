@@ -1,11 +1,6 @@
-"""The cluster-robust variance of a mean over clusters of unequal size (a ratio estimator).
-
-statsmodels computes it: a weighted least-squares fit of the cluster means on a constant (weights:
-the cluster sizes) with ``cov_type="cluster"``, one cluster per row. Its small-sample factor
-G/(G-1) * (N-1)/(N-K) is the CR1 factor G/(G-1) here (N = G rows, K = 1), so the variance equals
-an ordinary least-squares fit on the rows themselves clustered by their cluster
-(``tests/test_stats.py`` checks both).
-"""
+"""The cluster-robust variance of a mean over clusters of unequal size, from statsmodels: cluster means
+on a constant by weighted least squares (weights: sizes), ``cov_type="cluster"``, one cluster per row;
+the factor G/(G-1) (N-1)/(N-K) is CR1's G/(G-1) there (N = G, K = 1)."""
 
 from __future__ import annotations
 

@@ -211,7 +211,7 @@ def load_forms(seen: str | Path, fresh: Sequence[str | Path], force: bool = Fals
         if real[i] == real[j]:
             raise ProbegenError(f"{paths[j]} is given twice (as {'--seen' if i == 0 else '--fresh'} and --fresh); "
                                 "every form must be a different dataset")
-    loaded = []
+    loaded: list[tuple[str, Any]] = []  # (kind, the dataset its task loaded)
     for p in paths:
         if not p.exists():
             raise ProbegenError(f"{p}: no such dataset")

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..contexts import Context, recorded
+
+if TYPE_CHECKING:
+    from ..data import DataInfo
+    from ..lexicon.base import LexicalResource
+    from ..wordnet_graph import WordNetGraph
 
 POS_NAMES = {"noun": ("n",), "verb": ("v",), "both": ("n", "v")}
 
@@ -57,7 +62,7 @@ class SourceStats:
         return dict(self.__dict__)
 
 
-def occurrences(index: dict[str, list[Context]], graph, pos: tuple[str, ...], max_tokens: int,
+def occurrences(index: dict[str, list[Context]], graph: WordNetGraph, pos: tuple[str, ...], max_tokens: int,
                 stats: SourceStats) -> list[Context]:
     """Every SemCor occurrence of a synset of ``pos`` in a sentence of at most ``max_tokens`` tokens,
     tagged with its synset and SemCor's lemma lower-cased, in corpus order (document, sentence,
@@ -98,7 +103,7 @@ class LeakFilter:
         return got
 
 
-def leak_filter(wn, stats: SourceStats) -> LeakFilter:
+def leak_filter(wn: LexicalResource, stats: SourceStats) -> LeakFilter:
     """The no-leak check over WordNet's morphology (one memo per build)."""
     from ..leaks import Morphology
 
@@ -120,7 +125,8 @@ def split_by_rank(keys: list[str], dev_frac: float, test_frac: float, rng: np.ra
     return out
 
 
-def load_sources(wordnet: str | None, semcor: str | None, log: Callable[[str], None]):
+def load_sources(wordnet: str | None, semcor: str | None, log: Callable[[str], None]) -> tuple[
+        LexicalResource, DataInfo, WordNetGraph, LexicalResource, dict[str, list[Context]]]:
     """(wordnet, SemCor info, graph, wordnet, SemCor context index), located and loaded; the wordnet
     (``wordnet``: a source string, ``probegen.lexicon.sources``) is a LexicalResource, which
     serves both as the manifest's record and as the morphology. It needs sense keys (SemCor)."""

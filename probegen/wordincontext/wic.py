@@ -29,11 +29,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..contexts import Context, recorded
 from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
+
+if TYPE_CHECKING:
+    from numpy.random import Generator
+
+    from ..wordnet_graph import WordNetGraph
+    from .dataset import WicDataset
 from .source import LeakFilter, SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
 
 PRUNE_RULES = ("wic", "supersense", "related", "none")
@@ -67,7 +73,7 @@ class WicConfig:
         return {**asdict(self), "pos": list(self.pos)}
 
 
-def fine_reason(graph, a: str, b: str, rule: str = "wic") -> str | None:
+def fine_reason(graph: WordNetGraph, a: str, b: str, rule: str = "wic") -> str | None:
     """Why the distinction between synsets ``a`` and ``b`` is too fine under ``rule`` (None: keep).
 
     >>> class G:  # a stand-in graph: two senses under one parent, one in another supersense
@@ -113,7 +119,8 @@ class PairStats:
 Pair = tuple[Context, Context, bool]
 
 
-def _pairs_for_lemma(ctxs: list[Context], graph, cfg: WicConfig, rng, st: PairStats, pruned_pairs: dict) -> list[Pair]:
+def _pairs_for_lemma(ctxs: list[Context], graph: WordNetGraph, cfg: WicConfig, rng: Generator, st: PairStats,
+                     pruned_pairs: dict[tuple[str, str], str]) -> list[Pair]:
     """Balanced T/F pairs of one lemma's contexts, each context used at most once."""
     t_cand, f_cand = [], []
     for i, j in combinations(range(len(ctxs)), 2):
@@ -158,15 +165,16 @@ def _pairs_for_lemma(ctxs: list[Context], graph, cfg: WicConfig, rng, st: PairSt
     return out
 
 
-def _polysemous(index: dict, graph, cfg: WicConfig, src: SourceStats) -> dict[tuple[str, str], list[Context]]:
+def _polysemous(index: dict[str, list[Context]], graph: WordNetGraph, cfg: WicConfig,
+                src: SourceStats) -> dict[tuple[str, str], list[Context]]:
     """(lemma, POS) -> its SemCor occurrences, for the lemmas seen with at least two synsets."""
     by_lemma: dict[tuple[str, str], list[Context]] = {}
     for o in occurrences(index, graph, cfg.pos, cfg.max_tokens, src):
-        by_lemma.setdefault((recorded(o.lemma, "lemma"), graph.pos(o.synset)), []).append(o)
+        by_lemma.setdefault((recorded(o.lemma, "lemma"), graph.pos(recorded(o.synset, "synset"))), []).append(o)
     return {k: by_lemma[k] for k in sorted(by_lemma) if len({o.synset for o in by_lemma[k]}) >= 2}
 
 
-def _pairs(by_lemma: dict[tuple[str, str], list[Context]], graph, cfg: WicConfig, clean: LeakFilter,
+def _pairs(by_lemma: dict[tuple[str, str], list[Context]], graph: WordNetGraph, cfg: WicConfig, clean: LeakFilter,
            st: PairStats) -> dict[tuple[str, str], list[Pair]]:
     """(lemma, POS) -> its balanced pairs, lemmas taken in seeded order until ``max_pairs``."""
     lemmas = list(by_lemma)
@@ -215,7 +223,8 @@ def _items(pairs: dict[tuple[str, str], list[Pair]], cfg: WicConfig) -> list[Wic
     return [items[i] for i in rng_for(cfg.seed, "wic/order").permutation(len(items)).tolist()]
 
 
-def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None, log: Callable[[str], None] = print):
+def build(cfg: WicConfig, wordnet: str | None = None, semcor: str | None = None,
+          log: Callable[[str], None] = print) -> WicDataset:
     """Generate WiC-style pairs from SemCor and WordNet (see the module doc)."""
     from ..manifest import data_block, make_manifest
     from .dataset import WicDataset, split_counts

@@ -19,11 +19,15 @@ Construction, all seeded:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..contexts import Context, recorded
 from ..errors import NothingBuilt, ProbegenError
 from .items import WicItem
+
+if TYPE_CHECKING:
+    from ..wordnet_graph import WordNetGraph
+    from .dataset import WicDataset
 from .source import (
     LeakFilter,
     SourceStats,
@@ -59,7 +63,7 @@ class WsdConfig:
         return {**asdict(self), "pos": list(self.pos)}
 
 
-def sense_index(graph, pos: tuple[str, ...]) -> dict[tuple[str, str], list[str]]:
+def sense_index(graph: WordNetGraph, pos: tuple[str, ...]) -> dict[tuple[str, str], list[str]]:
     """(lower-cased lemma, POS) -> its synsets in WordNet file order."""
     out: dict[tuple[str, str], list[str]] = {}
     for p in pos:
@@ -71,13 +75,13 @@ def sense_index(graph, pos: tuple[str, ...]) -> dict[tuple[str, str], list[str]]
     return out
 
 
-def _eligible(index: dict, graph, senses: dict, cfg: WsdConfig,
-              src: SourceStats) -> tuple[list[Context], dict[str, int]]:
+def _eligible(index: dict[str, list[Context]], graph: WordNetGraph, senses: dict[tuple[str, str], list[str]],
+              cfg: WsdConfig, src: SourceStats) -> tuple[list[Context], dict[str, int]]:
     """The occurrences an item can be made of (corpus order), and why the others were skipped."""
     skipped = {"monosemous": 0, "tag_not_a_sense_of_lemma": 0, "repeated_definition": 0}
     eligible = []
     for o in occurrences(index, graph, cfg.pos, cfg.max_tokens, src):
-        cands = senses.get((o.lemma, graph.pos(o.synset)), [])
+        cands = senses.get((recorded(o.lemma, "lemma"), graph.pos(recorded(o.synset, "synset"))), [])
         if len(cands) < 2:
             skipped["monosemous"] += 1
         elif o.synset not in cands:
@@ -103,10 +107,11 @@ def _kept(eligible: list[Context], clean: LeakFilter, cfg: WsdConfig) -> list[Co
     return kept
 
 
-def _item(o: Context, graph, senses: dict, splits: dict[str, str], cfg: WsdConfig) -> WicItem:
+def _item(o: Context, graph: WordNetGraph, senses: dict[tuple[str, str], list[str]], splits: dict[str, str],
+          cfg: WsdConfig) -> WicItem:
     """One occurrence as an item: every sense's definition, in a seeded order, the tag the gold."""
-    pos = graph.pos(o.synset)
-    cands = senses[(o.lemma, pos)]
+    pos = graph.pos(recorded(o.synset, "synset"))
+    cands = senses[(recorded(o.lemma, "lemma"), pos)]
     iid = f"wsd-{key(o)}"
     shown = [cands[i] for i in rng_for(cfg.seed, iid).permutation(len(cands)).tolist()]
     return WicItem(
@@ -117,7 +122,8 @@ def _item(o: Context, graph, senses: dict, splits: dict[str, str], cfg: WsdConfi
     )
 
 
-def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None, log: Callable[[str], None] = print):
+def build(cfg: WsdConfig, wordnet: str | None = None, semcor: str | None = None,
+          log: Callable[[str], None] = print) -> WicDataset:
     """Generate WSD-style items from SemCor and WordNet (see the module doc)."""
     from ..manifest import data_block, make_manifest
     from .dataset import WicDataset, split_counts

@@ -3,7 +3,7 @@
 Forms of 60 units of 3 items; unit difficulties N(0.3, 1) on the logit scale; each form with its own
 offset N(0, tau) (form-to-form spread); one-sided alpha 0.05. Per (fresh forms, tau): the share of
 unexposed seen forms flagged (``--sims`` checks), and the share flagged when the seen form is raised
-by ``--shift`` logits (``--power-sims`` checks). The same simulation as tests/test_contamination.py.
+by ``--shift`` logits (``--power-sims`` checks). tests/test_contamination.py checks the gap test with it.
 
     python bench/bench_contamination_sim.py [--sims 2000] [--power-sims 500] [--shift 0.8]
 """

@@ -9,6 +9,31 @@ from pathlib import Path
 import pytest
 
 
+# ---- tiny random models (tests/tiny_models.py), one per test module that asks -------------------------
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory) -> str:
+    """A random 2-layer Llama (RoPE, GQA) without BOS, saved as a local model directory."""
+    import tiny_models
+
+    return tiny_models.tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="module")
+def tiny_gpt2(tmp_path_factory) -> str:
+    """A random 2-layer GPT-2 (absolute positions) whose tokenizer prepends BOS."""
+    import tiny_models
+
+    return tiny_models.tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> str:
+    """A random 2-layer BertForMaskedLM with the real bert-base-uncased vocabulary (from MiniLM)."""
+    import tiny_models
+
+    return tiny_models.tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
 @pytest.fixture(scope="session")
 def graph():
     """The real WordNet 3.0 graph (built once, then cached in the user cache)."""

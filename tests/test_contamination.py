@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,27 +15,12 @@ from click.testing import CliRunner
 
 from probegen.diagnostics.contamination import form_accuracy, fresh_null, gap_test
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from bench_contamination_sim import flag_rate, sim_form  # noqa: E402  (the simulation the benchmark runs)
+
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample"
 PROBES = ("definitions", "hypernymy", "hyponymy", "synonymy")
 WIC = Path(__file__).parent / "data" / "wic_semcor_24.jsonl"
-
-
-def _sim_form(rng: np.random.Generator, n_units: int, shift: float, tau: float, items: int = 3) -> dict:
-    """One form: n units of ``items`` items each; unit difficulties vary, the form has its own logit
-    offset ~ N(0, tau) (form-to-form spread) plus ``shift`` (a planted exposure)."""
-    offset = rng.normal(0.0, tau) + shift
-    p = 1 / (1 + np.exp(-(rng.normal(0.3, 1.0, n_units) + offset)))
-    right = rng.binomial(items, p)
-    return {f"u{i}": (float(right[i]), float(items)) for i in range(n_units)}
-
-
-def _flag_rate(fresh: int, tau: float, shift: float, sims: int, seed: int) -> float:
-    rng = np.random.default_rng(seed)
-    flags = 0
-    for _ in range(sims):
-        forms = [form_accuracy(_sim_form(rng, 60, shift if j == 0 else 0.0, tau))[:2] for j in range(fresh + 1)]
-        flags += gap_test(forms[0], forms[1:])["flagged"]
-    return flags / sims
 
 
 @pytest.mark.parametrize("fresh,tau", [(3, 0.1), (5, 0.3)])
@@ -42,7 +28,7 @@ def test_no_planted_gap_rejects_at_about_alpha(fresh, tau):
     # measured: 0.039 (3 fresh, tau 0.1) and 0.044 (5 fresh, tau 0.3) over 2,000 simulated checks each.
     # If the true rate were 0.05, a count above 0.075 x 2,000 has probability < 1e-4 (binomial tail),
     # so the bound fails by chance essentially never; a test that ignores form-to-form spread goes far above it
-    rate = _flag_rate(fresh, tau, 0.0, 2000, seed=11)
+    rate = flag_rate(fresh, tau, 0.0, 2000, seed=11)
     assert 0.01 <= rate <= 0.075, rate
 
 
@@ -52,7 +38,7 @@ def test_ignoring_form_spread_would_fail_the_bound():
     rng = np.random.default_rng(11)
     flags = 0
     for _ in range(1000):
-        forms = [form_accuracy(_sim_form(rng, 60, 0.0, 0.3))[:2] for _ in range(4)]
+        forms = [form_accuracy(sim_form(rng, 0.0, 0.3))[:2] for _ in range(4)]
         from scipy.stats import norm
 
         gap = forms[0][0] - np.mean([a for a, _ in forms[1:]])
@@ -64,7 +50,7 @@ def test_ignoring_form_spread_would_fail_the_bound():
 def test_planted_gap_is_detected():
     # an exposure worth +0.8 logits (about +15 points) on the seen form, 5 fresh forms of 60 units:
     # measured 0.76 over 500 checks (sd 0.02): the bound 0.6 is 8 sd away
-    assert _flag_rate(5, 0.1, 0.8, 500, seed=12) >= 0.6
+    assert flag_rate(5, 0.1, 0.8, 500, seed=12) >= 0.6
 
 
 def test_large_gap_near_ceiling_is_flagged():
@@ -73,7 +59,7 @@ def test_large_gap_near_ceiling_is_flagged():
     +0.51 gap; the F - 1 floor flags it. Simulated power at +1.5 logits (3 fresh forms): 0.71 -> 0.91."""
     r = gap_test((0.971, 0.012**2), [(0.543, 0.050**2), (0.423, 0.046**2), (0.431, 0.054**2)])
     assert r["df"] >= 2 and r["flagged"] and r["p"] < 0.02, r
-    assert _flag_rate(3, 0.1, 1.5, 400, seed=13) >= 0.8  # measured 0.91 (2,000 runs); without the floor 0.71
+    assert flag_rate(3, 0.1, 1.5, 400, seed=13) >= 0.8  # measured 0.91 (2,000 runs); without the floor 0.71
 
 
 def test_gap_test_fields_and_two_fresh_minimum():

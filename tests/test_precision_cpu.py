@@ -17,11 +17,6 @@ CANDS = [["a small animal", " a formal agreement", "x", "a plant that lives in t
 
 
 @pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory) -> str:
-    return tiny_models.tiny_llama(tmp_path_factory.mktemp("tiny-llama-precision"))
-
-
-@pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory) -> str:
     return tiny_models.tiny_bert(tmp_path_factory.mktemp("tiny-bert-precision"), initializer_range=0.5)
 

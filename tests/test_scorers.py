@@ -28,22 +28,7 @@ CANDS = [
 
 
 # ---- tiny models ------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory) -> str:
-    """A random 2-layer Llama (RoPE, GQA) without BOS, saved as a local model directory."""
-    return tiny_models.tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
-
-
-@pytest.fixture(scope="module")
-def tiny_gpt2(tmp_path_factory) -> str:
-    """A random 2-layer GPT-2 (absolute positions) whose tokenizer prepends BOS."""
-    return tiny_models.tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    """A random 2-layer BertForMaskedLM with the real bert-base-uncased vocabulary (from MiniLM)."""
-    return tiny_models.tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+# tiny_llama, tiny_gpt2, tiny_bert: tests/conftest.py
 
 
 def _flat(scores: list[np.ndarray]) -> np.ndarray:

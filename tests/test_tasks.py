@@ -197,34 +197,26 @@ def test_check_dataset_options_detects_and_falls_back_to_defaults(tmp_path):
         tasks.check_dataset_options([], {"seeds": 3}, "bias", default_tasks=[tasks.get("coda21"), tasks.get("wordnetqa")])
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--pattern", "is"], "--pattern applies to CoDA21 datasets only"),
-    (["--nonce", "dax"], "--nonce applies to CoDA21 datasets only"),
-    (["--reduction", "mean"], "--reduction applies to CoDA21 and multiple-choice (WordNetQA) datasets only"),
-    (["--scorer", "embedding"], "--scorer applies to"),
-    (["--split", "test"], "--split applies to multiple-choice (WordNetQA) datasets only"),
+@pytest.mark.parametrize("command,args,needle", [
+    ("eval", ["--pattern", "is"], "--pattern applies to CoDA21 datasets only"),
+    ("eval", ["--nonce", "dax"], "--nonce applies to CoDA21 datasets only"),
+    ("eval", ["--reduction", "mean"], "--reduction applies to CoDA21 and multiple-choice (WordNetQA) datasets only"),
+    ("eval", ["--scorer", "embedding"], "--scorer applies to"),
+    ("eval", ["--split", "test"], "--split applies to multiple-choice (WordNetQA) datasets only"),
+    ("bias", ["--pattern", "is"], "--pattern applies to CoDA21 datasets only"),
+    ("bias", ["--folds", "3"], "--folds applies to"),
+    ("bias", ["--no-controls"], "--controls applies to"),
+    ("bias", ["--split", "test"], "--split applies to multiple-choice (WordNetQA) datasets only"),
+    ("bias", ["--reduction", "mean"], "--reduction applies to"),
 ])
-def test_eval_on_wic_rejects_zero_shot_options(tmp_path, monkeypatch, args, needle):
+def test_eval_and_bias_on_wic_reject_zero_shot_options(tmp_path, monkeypatch, command, args, needle):
     monkeypatch.setattr("probegen.diagnostics.trained.eval_trained", never("the trained evaluation"))
+    monkeypatch.setattr("probegen.diagnostics.trained.run_trained", never("the trained run"))
     wic = DATA / "wic_semcor_24.jsonl"
-    code, _, err = run("eval", "--model", "minilm-l6", "--dataset", wic, *args, "--out", tmp_path / "o")
+    code, _, err = run(command, "--model", "minilm-l6", "--dataset", wic, *args, "--out", tmp_path / "o")
     msg = assert_one_line_error(code, err, needle, f"{wic} is a WiC dataset")
     assert "\n" not in msg
     assert not (tmp_path / "o").exists()
-
-
-@pytest.mark.parametrize("args,needle", [
-    (["--pattern", "is"], "--pattern applies to CoDA21 datasets only"),
-    (["--folds", "3"], "--folds applies to"),
-    (["--no-controls"], "--controls applies to"),
-    (["--split", "test"], "--split applies to multiple-choice (WordNetQA) datasets only"),
-    (["--reduction", "mean"], "--reduction applies to"),
-])
-def test_bias_on_wic_rejects_zero_shot_options(tmp_path, monkeypatch, args, needle):
-    monkeypatch.setattr("probegen.diagnostics.trained.run_trained", never("the trained run"))
-    wic = DATA / "wic_semcor_24.jsonl"
-    code, _, err = run("bias", "--model", "minilm-l6", "--dataset", wic, *args, "--out", tmp_path / "o")
-    assert_one_line_error(code, err, needle, f"{wic} is a WiC dataset")
     assert not (tmp_path / "o").exists()
 
 

@@ -130,9 +130,10 @@ def test_eval_score_coda21_lm(counts: Counter, coda: tuple[Path, Path], tmp_path
     assert sum(1 for k in counts if k[0] == "load") == 1
 
 
-def test_eval_letter(counts: Counter, tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["letter", "generate"])
+def test_eval_letter_and_generate(counts: Counter, tmp_path: Path, method: str) -> None:
     assert RELEASE is not None
-    _ok("eval", "--model", "smollm2-135m", "--method", "letter", "--dataset", RELEASE / "synonymy-train-sample.jsonl",
+    _ok("eval", "--model", "smollm2-135m", "--method", method, "--dataset", RELEASE / "synonymy-train-sample.jsonl",
         "--limit", 2, "--bootstrap", 20, "--out", tmp_path / "o")
     _assert_once(counts, 1, 1, {"api.check_eval_request", "tasks.check_options"})
     assert sum(1 for k in counts if k[0] == "load") == 1
@@ -207,12 +208,4 @@ def test_filter_then_bias(counts: Counter, wqa: Path, tmp_path: Path) -> None:
     # the bias run before/after filtering reads the source and the filtered set: no kind detected again
     _ok("filter", wqa, "--artefacts", "--budget", 5, "--splits", 2, "--model", "glove-50d", "--out", tmp_path / "f")
     _assert_once(counts, 1, 1, {"command_requests.check_filter_request", "tasks.check_options"})
-    assert sum(1 for k in counts if k[0] == "load") == 1
-
-
-def test_eval_generate(counts: Counter, tmp_path: Path) -> None:
-    assert RELEASE is not None
-    _ok("eval", "--model", "smollm2-135m", "--method", "generate", "--dataset", RELEASE / "synonymy-train-sample.jsonl",
-        "--limit", 2, "--bootstrap", 20, "--out", tmp_path / "o")
-    _assert_once(counts, 1, 1, {"api.check_eval_request", "tasks.check_options"})
     assert sum(1 for k in counts if k[0] == "load") == 1

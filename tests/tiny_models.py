@@ -7,6 +7,7 @@ models load through :func:`probegen.models.load_scorer` like any user model.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog near the river bank.",
@@ -39,18 +40,25 @@ def _save(model, tok, path: Path) -> str:
     return str(path)
 
 
-def tiny_llama(path: Path, seed: int = 0) -> str:
-    """A random 2-layer Llama (RoPE, GQA) without BOS."""
+def _tiny_gqa(config: Any, model: Any, path: Path, seed: int) -> str:
+    """A random 2-layer decoder with grouped-query attention (``config``/``model``: a transformers pair)
+    and the BPE tokenizer without BOS."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     tok = bpe_tokenizer(bos=False)
-    cfg = LlamaConfig(
+    cfg = config(
         vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1, eos_token_id=0, pad_token_id=0,
     )
-    return _save(LlamaForCausalLM(cfg), tok, path)
+    return _save(model(cfg), tok, path)
+
+
+def tiny_llama(path: Path, seed: int = 0) -> str:
+    """A random 2-layer Llama (RoPE, GQA) without BOS."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    return _tiny_gqa(LlamaConfig, LlamaForCausalLM, path, seed)
 
 
 def tiny_gpt2(path: Path, seed: int = 1) -> str:
@@ -97,16 +105,9 @@ def tiny_bert(path: Path, seed: int = 2, initializer_range: float = 0.02) -> str
 
 def tiny_qwen2(path: Path, seed: int = 3) -> str:
     """A random 2-layer Qwen2 (RoPE, GQA, biased q/k/v projections) without BOS."""
-    import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    torch.manual_seed(seed)
-    tok = bpe_tokenizer(bos=False)
-    cfg = Qwen2Config(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=256, bos_token_id=1, eos_token_id=0, pad_token_id=0,
-    )
-    return _save(Qwen2ForCausalLM(cfg), tok, path)
+    return _tiny_gqa(Qwen2Config, Qwen2ForCausalLM, path, seed)
 
 
 def tiny_roberta(path: Path, seed: int = 4) -> str:

@@ -10,7 +10,6 @@ import weakref
 
 import numpy as np
 import pytest
-import tiny_models
 from click.testing import CliRunner
 from oracles import causal_naive_scores
 
@@ -25,16 +24,6 @@ CANDS = [["a large wading bird with a long neck", "a written agreement", "x"], [
 N_PAIRS = 5
 
 needs_no_cuda = pytest.mark.skipif("__import__('torch').cuda.is_available()", reason="checks the no-CUDA error")
-
-
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory) -> str:
-    return tiny_models.tiny_llama(tmp_path_factory.mktemp("llama"))
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    return tiny_models.tiny_bert(tmp_path_factory.mktemp("bert"))
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ class Built:
         return task
 
 
-def config_for(spec: Spec):
+def config_for(spec: Spec) -> Any:
     """The generator configuration a spec maps onto (checked: a bad value fails before any work)."""
     from .. import tasks
 

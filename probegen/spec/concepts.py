@@ -7,6 +7,10 @@ their manifests); it knows nothing about specs or files, only about the WordNet 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..wordnet_graph import WordNetGraph
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class ConceptFilter:
         """Whether the filter excludes anything at all."""
         return bool(self.lexfiles) or self.min_depth is not None or self.max_depth is not None or self.min_semcor > 0
 
-    def admits(self, graph, s: str, semcor_count: int | None = None) -> bool:
+    def admits(self, graph: WordNetGraph, s: str, semcor_count: int | None = None) -> bool:
         """Whether synset ``s`` passes (``semcor_count`` is checked only when given)."""
         if self.lexfiles and graph.g.nodes[s].get("lexname") not in self.lexfiles:
             return False
@@ -46,6 +50,6 @@ class ConceptFilter:
             return False
         return semcor_count is None or semcor_count >= self.min_semcor
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"lexfiles": list(self.lexfiles), "min_depth": self.min_depth, "max_depth": self.max_depth,
                 "min_semcor": self.min_semcor}

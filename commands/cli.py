@@ -446,7 +446,7 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
     """The eval command: one request of what the user set (a default is never an error), run on the
     path :func:`probegen.score` takes too (:mod:`probegen.run.api`)."""
     from probegen.commands.options import option_given as _given
-    from probegen.run.api import EvalRequest, run_eval_request
+    from probegen.run.api import EvalRequest, eval_figures, run_eval_request
 
     req = EvalRequest(model=model, dataset=dataset, out=out, method=ctx.params.get("method") or "score", scorer=scorer,
                       nonce=nonce, pattern=pattern, reduction=_given(ctx, "reduction", reduction),
@@ -459,22 +459,8 @@ def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matchi
                       debias_share=ctx.params.get("debias_share"), seed=seed, batch_size=batch_size,
                       **{k: ctx.params.get(k) for k in ("adaptive", "budget", "target_se", "batch_items",
                                                         "randomesque")})
-    _, summary = run_eval_request(req, runner, DEFAULT_ROOT, figures=_eval_figures(model, dataset))
+    _, summary = run_eval_request(req, runner, DEFAULT_ROOT, figures=eval_figures(model, dataset))
     runner.main_log(click.echo)(summary)  # under torchrun, rank 0 speaks for the run
-
-
-def _eval_figures(model: str, dataset: str):
-    """The plots `probegen eval` adds to its results folder (WordNetQA: hops x distractor heatmap)."""
-
-    def draw(results: dict, folder: Path) -> dict[str, str]:
-        if "by_hops_distractor" not in results["metrics"]:  # the heatmap's breakdown (multiple choice)
-            return {}
-        from probegen.diagnostics.mc_plots import plot_hops_heatmap
-
-        plot_hops_heatmap(results["metrics"], folder / "hops_heatmap.png", title=f"{model} on {Path(dataset).name}")
-        return {"hops_heatmap": "hops_heatmap.png"}
-
-    return draw
 
 
 @cli.command("plot-group")

@@ -117,6 +117,21 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
     return out_dir, summary
 
 
+def eval_figures(model: str, dataset: str) -> Callable[[dict[str, Any], Path], dict[str, str]]:
+    """The plots ``probegen eval`` adds to its results folder (WordNetQA: hops x distractor heatmap), as the
+    ``figures`` of :func:`run_eval_request`."""
+
+    def draw(results: dict[str, Any], folder: Path) -> dict[str, str]:
+        if "by_hops_distractor" not in results["metrics"]:  # the heatmap's breakdown (multiple choice)
+            return {}
+        from probegen.diagnostics.mc_plots import plot_hops_heatmap
+
+        plot_hops_heatmap(results["metrics"], folder / "hops_heatmap.png", title=f"{model} on {Path(dataset).name}")
+        return {"hops_heatmap": "hops_heatmap.png"}
+
+    return draw
+
+
 def _runtime(device: str, dtype: str) -> Runtime:
     """The runtime of a notebook call, ``--device``/``--dtype`` checked as the command line checks them
     (the same rule, then the device's availability) before any work."""
@@ -184,4 +199,5 @@ def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, devi
     return Run(path, results, rows, summary)
 
 
-__all__ = ["EvalRequest", "Run", "bias", "check_eval_request", "run_eval_request", "score"]
+__all__ = ["EvalRequest", "Run", "bias", "check_eval_request", "eval_figures", "run_eval_request",
+           "score"]

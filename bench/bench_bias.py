@@ -12,9 +12,7 @@ Each writes ``bench/results/bench_bias_<part>.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -85,14 +83,10 @@ def trained(work: Path, log: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = benchlib.work_parser(__doc__, "bias")
     ap.add_argument("--parts", default="release,trained")
-    ap.add_argument("--work", type=Path, default=REPO / "probegen_out" / "bench" / "bias")
-    ap.add_argument("--results", type=Path, default=benchlib.RESULTS_DIR)
     args = ap.parse_args(argv)
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.work.mkdir(parents=True)
-    log = args.work / "bench_bias.log"
+    log = benchlib.fresh_dir(args.work) / "bench_bias.log"
     for part in args.parts.split(","):
         fn = {"release": release, "trained": trained}[part]
         rows = fn(args.work, log)

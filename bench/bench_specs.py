@@ -10,9 +10,7 @@ guess -> ``bench/results/bench_specs.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -49,14 +47,10 @@ def accuracies(metrics: dict) -> dict[str, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = benchlib.work_parser(__doc__, "specs")
     ap.add_argument("--specs", default=",".join(SPECS))
-    ap.add_argument("--work", type=Path, default=REPO / "probegen_out" / "bench" / "specs")
-    ap.add_argument("--results", type=Path, default=benchlib.RESULTS_DIR)
     args = ap.parse_args(argv)
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.work.mkdir(parents=True)
-    log = args.work / "bench_specs.log"
+    log = benchlib.fresh_dir(args.work) / "bench_specs.log"
     rows = []
     for name in args.specs.split(","):
         t = time.perf_counter()

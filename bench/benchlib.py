@@ -7,9 +7,11 @@ prints machine, commit and date under each table, so a figure from an older comm
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import platform
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,6 +20,22 @@ RESULTS_DIR = BENCH_DIR / "results"
 #: CPU flags that change how fast a model runs on the CPU (the rest of /proc/cpuinfo's list is noise here)
 SPEED_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "avx_vnni",
                "amx_tile", "amx_bf16", "amx_int8", "sse4_2", "neon", "asimd")
+
+
+def work_parser(doc: str, name: str) -> argparse.ArgumentParser:
+    """A bench's parser (described by its module ``doc``'s first line) with ``--work`` (its scratch folder,
+    ``probegen_out/bench/<name>``) and ``--results`` (the folder its result file goes to)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--work", type=Path, default=BENCH_DIR.parent / "probegen_out" / "bench" / name)
+    ap.add_argument("--results", type=Path, default=RESULTS_DIR)
+    return ap
+
+
+def fresh_dir(path: Path) -> Path:
+    """``path`` emptied (made anew), for a run that must not read an earlier run's files."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
 
 
 def default_out(name: str) -> Path:

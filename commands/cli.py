@@ -255,7 +255,7 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
         raise ProbegenError("--contexts examples is not available with --adversarial yet; drop one of them")
     echo = runner.main_log(click.echo)
     if adversarial:
-        from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
+        from probegen.coda21.adversarial import AdversarialSettings, build_adversarial
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True,
                                      log, runner=runner)

@@ -46,7 +46,7 @@ def _config(probe, pos, distractors, contexts, **kw):
 
 def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bool, runner):
     """The adversarial set (its twin written to ``twin_out`` by rank 0)."""
-    from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.wordnetqa import dataset as ds_mod
 
     runner.resolve(against)  # an unknown reference model fails before generation

@@ -97,7 +97,7 @@ def test_aflite_leaves_a_clean_set_alone():
 # ---- real data ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def adversarial_verbs():
-    from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
+    from probegen.coda21.adversarial import AdversarialSettings, build_adversarial
     from probegen.coda21.config import Coda21Config
 
     cfg = Coda21Config(easy=True, clean=True, pos=("v",), context_scorer="first")
@@ -136,7 +136,7 @@ def test_adversarial_groups_keep_every_constraint(adversarial_verbs, graph):
 def test_shrunk_groups_keep_their_twin_id_and_none_is_lost(monkeypatch):
     """Defect 3: a group that keeps fewer twin members (some taken by an earlier adversarial group)
     must keep its own id, so ``probegen compare`` pairs each group with the same ancestor's twin."""
-    from probegen.adversarial import coda21 as AC
+    from probegen.coda21 import adversarial as AC
     from probegen.coda21.config import Coda21Config
 
     real, calls = AC.most_confusable, []
@@ -169,7 +169,7 @@ def test_shrunk_groups_keep_their_twin_id_and_none_is_lost(monkeypatch):
 
 @pytest.mark.real
 def test_twin_is_the_standard_build_and_construction_is_deterministic(adversarial_verbs, tmp_path):
-    from probegen.adversarial.coda21 import AdversarialSettings, build_adversarial
+    from probegen.coda21.adversarial import AdversarialSettings, build_adversarial
     from probegen.coda21 import dataset as D
 
     cfg, (adv, twin) = adversarial_verbs
@@ -269,7 +269,7 @@ def test_filter_holds_out_concepts_and_measures_the_controls_on_them(tmp_path, m
 # ---- WordNetQA: adversarial distractors -----------------------------------------------------------
 @pytest.fixture(scope="module")
 def adversarial_mc():
-    from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.wordnetqa.config import WordNetQAConfig
 
     cfg = WordNetQAConfig(probes=("hypernymy", "hyponymy"), max_concepts=60)
@@ -306,7 +306,7 @@ def test_adversarial_distractors_stay_valid(adversarial_mc, graph):
 
 @pytest.mark.real
 def test_adversarial_mc_is_deterministic_and_harder_for_the_reference(adversarial_mc, tmp_path):
-    from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.models import load_scorer
     from probegen.wordnetqa import dataset as D
     from probegen.wordnetqa.evaluate import evaluate_mc

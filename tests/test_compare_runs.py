@@ -18,7 +18,7 @@ MODELS = ("glove-50d", "minilm-l6")
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> tuple[Path, Path]:
     """A real adversarial WordNetQA hypernymy set (distractors most confusable for glove-50d) and its twin."""
-    from probegen.adversarial.wordnetqa import AdversarialSettings, build_adversarial
+    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.runner import Runner
     from probegen.wordnetqa.config import WordNetQAConfig
 

@@ -247,8 +247,8 @@ def test_written_files_get_the_usual_permissions(tmp_path):
 
 def test_adversarial_twin_path_is_checked_before_any_work(tmp_path, monkeypatch):
     (tmp_path / "adv-twin").write_text("a file where the twin would go")
-    monkeypatch.setattr("probegen.adversarial.coda21.build_adversarial", never("adversarial generation"))
-    monkeypatch.setattr("probegen.adversarial.wordnetqa.build_adversarial", never("adversarial generation"))
+    monkeypatch.setattr("probegen.coda21.adversarial.build_adversarial", never("adversarial generation"))
+    monkeypatch.setattr("probegen.wordnetqa.adversarial.build_adversarial", never("adversarial generation"))
     for probe in ("coda21", "wordnetqa"):
         code, _, err = run("make", probe, "--adversarial", "--out", str(tmp_path / "adv"))
         assert_one_line_error(code, err, "adv-twin", "not a directory")
@@ -314,7 +314,7 @@ def test_bias_with_unknown_model_fails_before_generating_default_datasets(tmp_pa
 def test_make_coda21_resolves_every_model_first(tmp_path, monkeypatch, flag):
     monkeypatch.setattr(D, "build", never("CoDA21 generation"))
     monkeypatch.setattr(D, "plan", never("CoDA21 generation"))
-    monkeypatch.setattr("probegen.adversarial.coda21.build_adversarial", never("adversarial generation"))
+    monkeypatch.setattr("probegen.coda21.adversarial.build_adversarial", never("adversarial generation"))
     code, _, err = run("make", "coda21", "--adversarial", flag, "no-such-model-xyz", "--out", str(tmp_path / "d"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")
     assert not (tmp_path / "d").exists()

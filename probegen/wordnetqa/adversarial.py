@@ -18,13 +18,13 @@ import numpy as np
 
 from ..runner import Runner
 from ..templating import default_nonce
-from ..wordnetqa import dataset as D
-from ..wordnetqa.items import ChoiceMeta, MCItem
+from . import dataset as D
+from .items import ChoiceMeta, MCItem
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
-    from ..wordnetqa.config import WordNetQAConfig
-    from ..wordnetqa.distractors import Relations
+    from .config import WordNetQAConfig
+    from .distractors import Relations
 
 Candidate = tuple[str, str, int | None]  # (synset, distractor type, distance)
 
@@ -84,7 +84,7 @@ def _replace_distractors(it: MCItem, pool: list[Candidate], txt: list[str], sc: 
     """The twin item ``it`` with its distractors replaced by the pool's most plausible ones to the
     reference model (as many typed and random as the twin has), or ``it`` itself when too few are valid."""
     from ..core import grid_units
-    from ..wordnetqa.evaluate import normalise
+    from .evaluate import normalise
 
     sc = normalise(np.asarray(sc, dtype=np.float64), txt, settings.length_norm, kind) if txt else sc
     slots = [j for j in range(len(it.choices)) if j != it.answer]
@@ -135,7 +135,7 @@ def build_adversarial(
     (shared across ranks under ``torchrun``).
     """
     from ..wordnet_graph import load_graph
-    from ..wordnetqa.distractors import Relations
+    from .distractors import Relations
 
     progress, log = progress and runner.progress, runner.main_log(log)
     twin = D.build(cfg, wordnet=wordnet, semcor=semcor, progress=progress, log=log)

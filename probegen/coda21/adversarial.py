@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..coda21 import dataset as D
-from ..coda21.grouping import SynsetGroup, candidates_for
-from ..coda21.items import Context
-from ..coda21.render import query
+from . import dataset as D
+from .grouping import SynsetGroup, candidates_for
+from .items import Context
+from .render import query
 from ..runner import Runner
 from ..templating import coda21_patterns, default_nonce
-from .confusable import alignment_errors, most_confusable
+from ..adversarial.confusable import alignment_errors, most_confusable
 
 if TYPE_CHECKING:
-    from ..coda21.config import Coda21Config
+    from .config import Coda21Config
     from ..scorers.base import Scorer
     from ..wordnet_graph import WordNetGraph
 

@@ -17,11 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .. import methods as _methods
+from .. import tasks
 from ..core import as_unit_scorer
 from ..errors import ProbegenError
 from ..io import sha256_text, write_json, write_jsonl
 from ..paths import DEFAULT_ROOT, slug
+from ..request_options import EVAL_OPTIONS, check_request
 from ..scorers import LM_KINDS
+from ..tasks import Settings, subset_line
+from ..templating import dataset_nonce
 
 if TYPE_CHECKING:
     from ..runner import Runner
@@ -61,8 +65,6 @@ def check_options(kind: str, **given: Any) -> None:
     probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters;
     use --length-norm chars with --reduction sum, or --length-norm tokens
     """
-    from .. import tasks
-
     tasks.check_options([tasks.get(kind)], given, "eval")
 
 
@@ -129,8 +131,6 @@ class EvalRequest:
     method_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from ..request_options import EVAL_OPTIONS, check_request
-
         check_request(self, _methods.resolved(EVAL_OPTIONS))  # one type and range per option, the command line's too
         object.__setattr__(self, "method_options", _methods.method_options(self.method_options))
 
@@ -168,9 +168,6 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     request table and rank 0 writes the results; everything but the ``run`` block (timings, work
     counters, process count) is identical to a single-process run.
     """
-    from .. import tasks
-    from ..templating import dataset_nonce
-
     model, dataset, options = req.model, req.dataset, req
     if task is None:  # a direct library call (a request is checked by api.check_eval_request)
         check_eval_options(task := tasks.detect(dataset), model, dataset, options, runner)
@@ -293,8 +290,6 @@ def load_subset(task, path: str | Path, subset: tuple[str, int] | None, seed: in
     if split:
         data = task.select_split(data, split, str(path))
     data, info = task.subset(data, subset[0], subset[1], seed, whole)
-    from ..tasks import subset_line
-
     log(f"{path}: {subset_line(info)}")
     return data, info
 
@@ -302,8 +297,6 @@ def load_subset(task, path: str | Path, subset: tuple[str, int] | None, seed: in
 def _shown_notes(results: dict[str, Any], data: Dataset, subset: dict[str, Any] | None) -> list[str]:
     """Add the skipped rows and the subset to ``results``; the lines the summary adds for them."""
     from probegen.diagnostics.report import invalid_lines
-
-    from ..tasks import subset_line
 
     notes = []
     invalid = data.manifest.get("invalid")
@@ -320,8 +313,6 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
                        check_model: bool = True) -> None:
     """Every option given fits the dataset's ``task``, the method and (``check_model``: ``runner``
     resolves ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
-    from .. import tasks
-
     asked = o.asked()  # every option the dataset's kind is checked against (--pll, --debias-share too)
     given = {k: asked[k] for k in ("pattern", "matching", "nonce", "length_norm", "split", "reduction", "scorer",
                                    "limit", "sample", "on_invalid", "probe")}
@@ -337,8 +328,6 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
 
 def _settings(o: EvalRequest):
     """(settings, reduction) of an evaluation whose options were checked: the defaults filled in."""
-    from ..tasks import Settings
-
     settings = Settings(pattern=o.pattern or Settings.pattern, matching=o.matching or "alignment",
                         length_norm=o.length_norm or "none", split=o.split, seed=o.seed)
     return settings, o.reduction or "sum"
@@ -392,6 +381,4 @@ def _log_scoring_path(runner: Any, model: str, stats: dict[str, Any] | None) -> 
 def summary_table(model: str, kind: str, metrics: dict[str, Any]) -> str:
     """The terminal table of ``probegen eval`` for a ``kind`` dataset (its task's
     :meth:`~probegen.tasks.Task.summary`)."""
-    from .. import tasks
-
     return tasks.get(kind).summary(model, metrics)

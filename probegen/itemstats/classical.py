@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -24,7 +24,7 @@ def rest_scores(y: np.ndarray) -> np.ndarray:
     tot = np.nansum(y, axis=1, keepdims=True)
     n = m.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(m, (tot - np.nan_to_num(y)) / (n - 1), tot / n)
+        return cast(np.ndarray, np.where(m, (tot - np.nan_to_num(y)) / (n - 1), tot / n))
 
 
 def masked_corr(x: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -42,7 +42,7 @@ def masked_corr(x: np.ndarray, z: np.ndarray) -> np.ndarray:
         dx, dz = np.where(m, x - mx, 0.0), np.where(m, z - mz, 0.0)
         r = (dx * dz).sum(0) / np.sqrt((dx ** 2).sum(0) * (dz ** 2).sum(0))
     r[(n < 3) | ~np.isfinite(r)] = np.nan
-    return r
+    return cast(np.ndarray, r)
 
 
 def item_table(y: np.ndarray) -> dict[str, np.ndarray]:

@@ -743,6 +743,29 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_NoAliasLoader)
 
 
+def load_yaml_file(raw: bytes, name: str) -> Any:
+    """:func:`load_yaml` of a file's bytes; not UTF-8 or not YAML is a one-line error naming ``name`` (and the
+    line).
+
+    >>> load_yaml_file(b"a: 1", "x.yaml")
+    {'a': 1}
+    >>> try:
+    ...     load_yaml_file(b"a: [1", "x.yaml")
+    ... except ProbegenError as e:
+    ...     print(e)
+    x.yaml:1: not a YAML/JSON file (expected ',' or ']', but got '<stream end>')
+    """
+    try:
+        return load_yaml(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ProbegenError(f"{name}: not UTF-8 text (byte {e.start})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ProbegenError(f"{name}{where}: not a YAML/JSON file "
+                            f"({getattr(e, 'problem', None) or 'parse error'})") from None
+
+
 class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]  # yaml has no type hints here
     """yaml's SafeLoader that raises on an alias before it is composed."""
 

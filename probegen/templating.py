@@ -152,19 +152,9 @@ def question_templates(language: str = "en", path: str | None = None) -> Questio
 
 def _parse_questions(raw: bytes, name: str) -> dict[str, Any]:
     """A question-template file parsed (YAML or JSON) and checked: one-line errors name the file and field."""
-    import yaml
+    from .io import load_yaml_file
 
-    from .io import load_yaml
-
-    try:
-        data = load_yaml(raw.decode("utf-8"))  # no aliases: a "billion laughs" would be copied into the manifest
-    except UnicodeDecodeError as e:
-        raise ProbegenError(f"{name}: not UTF-8 text (byte {e.start})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ProbegenError(f"{name}{where}: not a YAML/JSON file "
-                            f"({getattr(e, 'problem', None) or 'parse error'})") from None
+    data = load_yaml_file(raw, name)  # no aliases: a "billion laughs" would be copied into the manifest
     if not isinstance(data, dict) or not isinstance(data.get("probes"), dict) or not data["probes"]:
         raise ProbegenError(f"{name}: needs a 'probes' mapping (see templates/{QUESTIONS_DIR}/en.yaml)")
     for probe, block in data["probes"].items():

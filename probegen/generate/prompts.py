@@ -263,19 +263,9 @@ def _bundled() -> PromptTemplates:
 
 def _parse(raw: bytes, name: str) -> dict[str, Any]:
     """A prompt file parsed (YAML or JSON) and checked against the schema; one-line errors name file and key."""
-    import yaml
+    from ..io import load_yaml_file
 
-    from ..io import load_yaml
-
-    try:
-        data = load_yaml(raw.decode("utf-8"))  # no aliases (a "billion laughs")
-    except UnicodeDecodeError as e:
-        raise ProbegenError(f"{name}: not UTF-8 text (byte {e.start})") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ProbegenError(f"{name}{where}: not a YAML/JSON file "
-                            f"({getattr(e, 'problem', None) or 'parse error'})") from None
+    data = load_yaml_file(raw, name)  # no aliases (a "billion laughs")
     if not isinstance(data, dict):
         raise ProbegenError(f"{name}: needs a mapping with {', '.join(_TOP + ASKS)} (see {BUNDLED_FILE})")
     for key in _TOP:

@@ -24,6 +24,8 @@ from ..spec.schema import (
 
 if TYPE_CHECKING:
     from ..runner import Runner
+    from .config import Coda21Config
+    from .dataset import Coda21Dataset
 
 ALIGNMENT_MAX_HOPS = 4
 
@@ -65,7 +67,7 @@ def _check(s: Spec) -> None:
                             "(eval --pattern)")
 
 
-def coda21_config(spec: Spec):
+def coda21_config(spec: Spec) -> Coda21Config:
     """The CoDA21 configuration of an ``alignment`` spec.
 
     >>> from probegen.spec.schema import parse_spec
@@ -102,8 +104,8 @@ def coda21_config(spec: Spec):
     return cfg
 
 
-def build_alignment(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
-                    log: Callable[[str], None], runner: Runner):
+def build_alignment(spec: Spec, cfg: Coda21Config, wordnet: str | None, semcor: str | None, progress: bool,
+                    log: Callable[[str], None], runner: Runner) -> Coda21Dataset:
     """The CoDA21 dataset of an ``alignment`` spec (``runner`` loads the embedder and context scorer)."""
     from . import dataset as coda21
 

@@ -22,7 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 from ..errors import ProbegenError
 from .concepts import ConceptFilter
@@ -46,7 +46,7 @@ def _nonce(v: Any) -> str:
     v = string(v)
     if v and not (v.isascii() and v.isalpha() and 2 <= len(v) <= 30):
         raise Bad(f"a made-up word is 2-30 ASCII letters, got {v!r}")
-    return v
+    return str(v)
 
 
 def integer(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
@@ -79,8 +79,8 @@ def optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda v: None if v is None else check(v)
 
 
-def list_of(check: Callable[[Any], Any]) -> Callable[[Any], tuple]:
-    def run(v: Any) -> tuple:
+def list_of(check: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
+    def run(v: Any) -> tuple[Any, ...]:
         if isinstance(v, (str, int, float)) and not isinstance(v, bool):
             v = [v]  # a single value stands for a list of one
         if not isinstance(v, list):
@@ -94,7 +94,7 @@ def one_of(options: tuple[str, ...], what: str) -> Callable[[Any], str]:
         if string(v) not in options:
             raise Bad(f"unknown {what} {v!r}; use "
                        f"{', '.join(options[:-1]) + ' or ' + options[-1] if len(options) > 1 else options[0]}")
-        return v
+        return str(v)
     return check
 
 
@@ -229,7 +229,7 @@ class Spec:
             at = keys.index("contexts") if "contexts" in keys else len(keys)
             items = list(out.items())
             out = dict(items[:at] + [(self.shape, _plain(self.section))] + items[at:])
-        return out
+        return cast("dict[str, Any]", out)
 
     def part(self, cls: type[S], name: str) -> S:
         """The shape's section as the kind's dataclass ``cls`` (``name``: the shape, for the message);
@@ -401,7 +401,7 @@ def parse_spec(raw: Any, path: str = "<spec>") -> Spec:
         _check(spec, shapes)
     except ProbegenError as e:
         raise ProbegenError(f"{path}: {e}") from None
-    return _replace(spec, path=path)
+    return cast(Spec, _replace(spec, path=path))
 
 
 def _replace(obj: Any, **kw: Any) -> Any:

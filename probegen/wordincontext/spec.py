@@ -13,6 +13,8 @@ from ..spec.schema import Spec, SpecSection, integer, number, one_of, optional, 
 
 if TYPE_CHECKING:
     from ..runner import Runner
+    from .dataset import WicDataset
+    from .wic import WicConfig
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ def _check(s: Spec) -> None:
         raise ProbegenError("templates: WiC-style pairs have no question templates")
 
 
-def wic_config(spec: Spec):
+def wic_config(spec: Spec) -> WicConfig:
     """The WiC configuration of a ``wic_pair`` spec."""
     from .wic import WicConfig
 
@@ -48,8 +50,8 @@ def wic_config(spec: Spec):
                      w.dev_frac, w.test_frac, spec.seed)
 
 
-def build_wic_pair(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
-                   log: Callable[[str], None], runner: Runner):
+def build_wic_pair(spec: Spec, cfg: WicConfig, wordnet: str | None, semcor: str | None, progress: bool,
+                   log: Callable[[str], None], runner: Runner) -> WicDataset:
     """The WiC dataset of a ``wic_pair`` spec."""
     from .wic import build
 

@@ -29,6 +29,8 @@ from ..spec.schema import (
 
 if TYPE_CHECKING:
     from ..runner import Runner
+    from .config import WordNetQAConfig
+    from .dataset import WordNetQADataset
 
 MC_BUILTIN = ("definitions", "hypernymy", "hyponymy", "synonymy")
 #: the relation each built-in WordNetQA probe follows (definitions and synonymy follow none)
@@ -105,7 +107,7 @@ def _check(s: Spec) -> None:
                                 f"{hi}]")
 
 
-def wordnetqa_config(spec: Spec):
+def wordnetqa_config(spec: Spec) -> WordNetQAConfig:
     """The WordNetQA configuration of a ``multiple_choice`` spec."""
     from .config import WordNetQAConfig
 
@@ -145,8 +147,8 @@ def probe_templates(spec: Spec) -> dict[str, Any]:
     }
 
 
-def build_multiple_choice(spec: Spec, cfg, wordnet: str | None, semcor: str | None, progress: bool,
-                          log: Callable[[str], None], runner: Runner):
+def build_multiple_choice(spec: Spec, cfg: WordNetQAConfig, wordnet: str | None, semcor: str | None, progress: bool,
+                          log: Callable[[str], None], runner: Runner) -> WordNetQADataset:
     """The WordNetQA dataset of a ``multiple_choice`` spec (a relation probe's templates go into the manifest)."""
     from . import dataset as wordnetqa
 

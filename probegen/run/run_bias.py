@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from probegen import tasks
-from probegen.core import as_unit_scorer
+from probegen import methods, tasks
+from probegen.core import Unit, as_unit_scorer
 from probegen.diagnostics.bias import UnitTable, bootstrap_bias
 from probegen.errors import ProbegenError
+from probegen.io import atomic_write, read_text, recover, write_json, write_jsonl
 from probegen.runner import Runner
 from probegen.scorers import LM_KINDS
 from probegen.tasks import Settings
 from probegen.tasks.bias_inputs import BiasInputs
+from probegen.templating import dataset_nonce
 
 # The ablations, ratios and (for choice items) the ratios that measure nothing on a probe type live
 # with each kind's task (probegen.tasks): the analyses below read them from the task they are given.
@@ -169,8 +171,6 @@ def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Cal
                    runner: Runner) -> None:
     """Generate a missing default dataset with the library builders (as ``probegen make`` would;
     ``runner`` loads the models a build needs)."""
-    from probegen.io import recover
-
     recover(path)  # a dataset an interrupted write moved aside is put back, not generated again
     if path.exists():
         return
@@ -305,8 +305,6 @@ def run_bias(
         loaded = [_one_split(d, cfg.split) for d in loaded]
     if subset is not None:
         loaded = [take_subset(d, subset, cfg.seed, log) for d in loaded]
-    from probegen import methods
-
     t0 = time.perf_counter()
     scorer = methods.get(method, "bias").load_scorer(runner, methods.ScorerRequest(
         model=model, scorer=scorer_kind, reduction=reduction, batch_size=batch_size, seed=cfg.seed,
@@ -334,8 +332,6 @@ def write_bias(
 
     ``evaluate_mc`` replaces ``probegen.wordnetqa.evaluate.evaluate_mc`` (tests, stand-ins).
     """
-    from probegen.io import write_jsonl
-
     t0 = time.perf_counter()
     entries = []
     for d in loaded:
@@ -379,8 +375,6 @@ def _applied_settings(scorer, cfg: BiasConfig, reduction: str,
                       method_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a chat
     model asked, --method generate or letter, records its method and no likelihood setting)."""
-    from probegen import methods
-
     asked = methods.recorded(_settings(scorer).get("method"))
     ev_block: dict[str, Any] = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
                                 "reduction": reduction if scorer.kind in LM_KINDS else None}
@@ -397,8 +391,6 @@ SEEN_FILE = "ablations.jsonl"
 def dataset_cfg(d: Loaded, cfg: BiasConfig) -> BiasConfig:
     """``cfg`` with the dataset's own made-up word unless the user named one."""
     from dataclasses import replace
-
-    from probegen.templating import dataset_nonce
 
     if cfg.nonce_given:
         return cfg
@@ -426,8 +418,6 @@ def unit_line(condition: str, unit: Any) -> dict[str, Any]:
 
 def line_unit(line: dict[str, Any]) -> Any:
     """The core unit a line of ``ablations.jsonl`` records (the inverse of :func:`unit_line`)."""
-    from probegen.core import Unit
-
     queries = tuple(line["queries"])
     cands = (tuple(tuple(c) for c in line["candidates_per_query"]) if "candidates_per_query" in line
              else tuple(tuple(line["candidates"]) for _ in queries))
@@ -484,7 +474,6 @@ def write_report(results: dict[str, Any], out: Path, model: str) -> None:
     """bias_plane.png, report.md and results.json of a finished run."""
     from probegen.diagnostics.bias_plots import plot_bias_plane
     from probegen.diagnostics.report import render_report
-    from probegen.io import atomic_write, write_json
 
     points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}}
               for e in results["datasets"] if not e.get("skipped")]
@@ -549,7 +538,6 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
 
     from probegen.diagnostics.bias import fmt_ratio
     from probegen.diagnostics.bias_plots import beside_points, plot_bias_plane
-    from probegen.io import atomic_write, read_text, write_json
 
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     beside = []

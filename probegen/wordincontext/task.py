@@ -22,7 +22,8 @@ import numpy as np
 
 from ..core import as_unit_scorer
 from ..errors import ProbegenError
-from ..tasks.base import Evaluation, Log, Settings
+from ..settings import Settings
+from ..tasks.base import Evaluation, Log
 from ..tasks.capabilities import SpecBuildable, Subsettable, Trainable, Writable
 
 if TYPE_CHECKING:
@@ -237,7 +238,7 @@ class WordInContextTask(Subsettable, Writable, Trainable):
                            ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
         """Per test item: is a fitted classifier's decision right? (``ids`` and ``seed`` seed the
         core's tie breaking where a shape decides between scored options.)"""
-        return clf.predict(X) == y
+        return np.asarray(clf.predict(X) == y)
 
     def gold_text(self, item: Any) -> str:
         """The item's gold label as text (label entropy, the majority prior)."""
@@ -279,19 +280,22 @@ class WicTask(WordInContextTask, SpecBuildable):
     def split_labels(self, c: dict[str, Any]) -> str:
         return f"T {c['true']} / F {c['false']}"
 
-    def trained_features(self, items, view, vectors):
+    def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
+                         vectors: Callable[[list[tuple[str, Any]]], np.ndarray]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         u = vectors([view(it.context) for it in items])
         v = vectors([view(it.context2) for it in items])
         return pair_features(u, v), np.array([bool(it.label) for it in items]), np.arange(len(items))
 
-    def classifier_correct(self, clf, X, y, groups, ids=None, seed=0):
+    def classifier_correct(self, clf: Any, X: np.ndarray, y: np.ndarray, groups: np.ndarray,
+                           ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
         # P(F), P(T) as the two options of each pair, decided by the core: an exact 0.5 is a tie, broken at random
         classes = list(clf.classes_)
         proba = clf.predict_proba(X)[:, [classes.index(False), classes.index(True)]]
         gold = np.stack([~y.astype(bool), y.astype(bool)], axis=1)
         return choice_correct(proba.ravel(), np.repeat(np.arange(len(y)), 2), gold.ravel(), ids, seed)
 
-    def head_classes(self, train):
+    def head_classes(self, train: Sequence[Any]) -> list[Any] | None:
         return [False, True]
 
     def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
@@ -304,7 +308,7 @@ class WicTask(WordInContextTask, SpecBuildable):
         return PromptUnit("%s" % item.id, ("",), (("yes", "no"),), "argmax", (0 if bool(item.label) else 1,),
                           ask="yes-no", fields=fields)
 
-    def gold_index(self, item, classes):
+    def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
         return int(bool(item.label))
 
     def bootstrap_unit(self, data: Any) -> str:
@@ -350,7 +354,9 @@ class WsdTask(WordInContextTask):
     def split_labels(self, c: dict[str, Any]) -> str:
         return f"mean choices {c['mean_choices']}"
 
-    def trained_features(self, items, view, vectors):
+    def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
+                         vectors: Callable[[list[tuple[str, Any]]], np.ndarray]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One row per (item, choice): ``[u, d, |u-d|, u*d]``, y = is gold, group = the item's index."""
         u = vectors([view(it.context) for it in items])
         idx = np.array([i for i, it in enumerate(items) for _ in it.choices])
@@ -363,16 +369,17 @@ class WsdTask(WordInContextTask):
         pos = int(majority([it.gold for it in train], seed))
         return np.array([it.gold == pos for it in test])
 
-    def classifier_correct(self, clf, X, y, groups, ids=None, seed=0):
+    def classifier_correct(self, clf: Any, X: np.ndarray, y: np.ndarray, groups: np.ndarray,
+                           ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
         return choice_correct(clf.decision_function(X), groups, y, ids, seed)
 
     def gold_text(self, item: Any) -> str:
-        return item.choices[item.gold]
+        return str(item.choices[item.gold])
 
     def sense_text(self, item: Any) -> str | None:
-        return item.choices[item.gold]
+        return str(item.choices[item.gold])
 
-    def head_classes(self, train):
+    def head_classes(self, train: Sequence[Any]) -> list[Any] | None:
         return None
 
     def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
@@ -384,5 +391,5 @@ class WsdTask(WordInContextTask):
         return PromptUnit(str(item.id), ("",), (tuple(item.choices),), "argmax", (int(item.gold),), ask="sense",
                           fields=fields)
 
-    def gold_index(self, item, classes):
+    def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
         return int(item.gold)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import ProbegenError
-from ..tasks.base import Evaluation, Log, Settings
+from ..settings import Settings
+from ..tasks.base import Evaluation, Log
 from ..tasks.capabilities import (
     Buildable,
     Exportable,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from probegen import tasks
 from probegen.errors import ProbegenError
@@ -102,7 +102,7 @@ def run_export_request(req: ExportRequest) -> str:
     if req.fmt in FOLDER_FORMATS:
         return export(req.dataset, req.fmt, req.out, split=req.split, seed=req.seed, nonce=req.nonce,
                       pattern=req.pattern, task=req.task, kind=kind)
-    return kind.write_release(req.dataset, req.out, req.split)
+    return cast(str, kind.write_release(req.dataset, req.out, req.split))
 
 
 # ---- compare -------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from ..templating import dataset_nonce
 
 if TYPE_CHECKING:
     from ..runner import Runner
-    from ..tasks import Dataset, Task
+    from ..tasks import Dataset, Evaluation, Task
 
 #: every exchange of the generative method with the model (prompt, raw answers, parse), one per line
 RESPONSES_FILE = "responses.jsonl"
@@ -87,7 +87,7 @@ def check_model_options(model: str, model_kind: str, **given: Any) -> None:
 
 
 def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch_size: int | None,
-                      runner: Runner):
+                      runner: Runner) -> Any:
     """The shared scorer for ``model`` with the evaluation's settings, loaded by ``runner``
     (its runtime: device, dtype, ...)."""
     return _methods.get("score").load_scorer(runner, _methods.ScorerRequest(
@@ -232,7 +232,7 @@ def _adaptive_report(folder: Path, adaptive: dict[str, Any] | None) -> None:
             fh.write(report_section(adaptive))
 
 
-def _generation_notes(scorer, ev, results: dict[str, Any]) -> list[str]:
+def _generation_notes(scorer: Any, ev: Evaluation, results: dict[str, Any]) -> list[str]:
     """The generative method's block of results.json (invalid answers, order effects) and its summary lines."""
     if as_unit_scorer(scorer).exchanges() is None:  # a scorer that asks no prompts
         return []
@@ -277,8 +277,8 @@ def reader_options(on_invalid: str | None = None, probe: str | None = None) -> d
     return kw
 
 
-def load_subset(task, path: str | Path, subset: tuple[str, int] | None, seed: int = 0, on_invalid: str | None = None,
-                split: str | None = None, whole: str = "unit", ablations: bool = False,
+def load_subset(task: Any, path: str | Path, subset: tuple[str, int] | None, seed: int = 0,
+                on_invalid: str | None = None, split: str | None = None, whole: str = "unit", ablations: bool = False,
                 log: Callable[[str], None] = print, probe: str | None = None) -> tuple[Any, dict[str, Any] | None]:
     """(dataset, what a subset took or None): ``path`` loaded (and validated) by ``task``, with
     ``on_invalid`` passed to the loader only when it asks for something (``skip``), then cut to
@@ -326,7 +326,7 @@ def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: Eva
         check_model_options(model, model_kind, reduction=o.reduction, length_norm=o.length_norm, **lm_only)
 
 
-def _settings(o: EvalRequest):
+def _settings(o: EvalRequest) -> tuple[Settings, str]:
     """(settings, reduction) of an evaluation whose options were checked: the defaults filled in."""
     settings = Settings(pattern=o.pattern or Settings.pattern, matching=o.matching or "alignment",
                         length_norm=o.length_norm or "none", split=o.split, seed=o.seed)
@@ -338,8 +338,8 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
     _methods.check_options(method, given)
 
 
-def _results(model: str, dataset: str | Path, task, data, scorer, ev, reduction: str, timings: dict[str, float],
-             runner, method_options: Mapping[str, Any]) -> dict[str, Any]:
+def _results(model: str, dataset: str | Path, task: Task, data: Dataset, scorer: Any, ev: Evaluation, reduction: str,
+             timings: dict[str, float], runner: Runner, method_options: Mapping[str, Any]) -> dict[str, Any]:
     """results.json of an evaluation. A chat model asked (``--method generate`` or ``letter``, its
     scorer's ``method``) is not scored by likelihood: the ``eval`` block records the method, and the
     likelihood scorer's settings (:data:`probegen.methods.SCORING_ONLY`: reduction, length normalisation, query

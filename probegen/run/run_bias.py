@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 from probegen import methods, tasks
 from probegen.core import Unit, as_unit_scorer
@@ -98,7 +98,7 @@ def _bias(table: UnitTable, ratios: dict[str, str], cfg: BiasConfig) -> dict[str
     return bootstrap_bias(table, ratios, n_boot=cfg.n_boot, seed=cfg.seed)
 
 
-def _bias_over(task, inputs: BiasInputs, strata: Sequence[str] | None, cfg: BiasConfig) -> dict[str, Any]:
+def _bias_over(task: tasks.Task, inputs: BiasInputs, strata: Sequence[str] | None, cfg: BiasConfig) -> dict[str, Any]:
     """Bias table over the records of ``strata`` (None: all); a ratio leaves out the strata it measures
     nothing on (``task.excluded_ratios``), and is marked not applicable when no stratum is left."""
     over = list(inputs.strata if strata is None else strata)
@@ -117,7 +117,8 @@ def _bias_over(task, inputs: BiasInputs, strata: Sequence[str] | None, cfg: Bias
     return res
 
 
-def analyse(task, data, records: dict[str, list[dict[str, Any]]], cfg: BiasConfig) -> dict[str, Any]:
+def analyse(task: tasks.Task, data: tasks.Dataset, records: dict[str, list[dict[str, Any]]],
+            cfg: BiasConfig) -> dict[str, Any]:
     """Bias table, subsets, trained controls and entropies of one scored dataset, from what its task
     hands over (:meth:`probegen.tasks.Task.bias_inputs`: tables, subsets, shape views, entropy
     inputs); ablations, ratios and the ratios that measure nothing on a stratum are ``task``'s."""
@@ -162,7 +163,7 @@ def default_datasets() -> list[str]:
     return [f"probegen_out/datasets/{t.default_dataset}" for t in tasks.all_tasks() if isinstance(t, tasks.Buildable)]
 
 
-def default_tasks() -> list:
+def default_tasks() -> list[tasks.Task]:
     """The tasks of :func:`default_datasets` (options are checked against them)."""
     return [t for t in (default_task(Path(d)) for d in default_datasets()) if t is not None]
 
@@ -207,7 +208,7 @@ class Loaded:
     subset: dict[str, Any] | None = None  # what --limit / --sample took (Subsettable.subset)
 
     @property
-    def task(self):
+    def task(self) -> tasks.Task:
         """The dataset's :class:`~probegen.tasks.Task`."""
         return tasks.get(self.kind)
 
@@ -261,7 +262,7 @@ def take_subset(d: Loaded, subset: tuple[str, int], seed: int, log: Callable[[st
     resamples the units it would have resampled in the whole set."""
     import dataclasses
 
-    data, info = d.task.subset(d.data, subset[0], subset[1], seed, whole="cluster")
+    data, info = cast(tasks.Subsettable, d.task).subset(d.data, subset[0], subset[1], seed, whole="cluster")
     log(f"{d.name}: {tasks.subset_line(info)}")
     return dataclasses.replace(d, data=data, subset=info)
 
@@ -318,12 +319,12 @@ def write_bias(
     model: str,
     loaded: list[Loaded],
     out: Path,
-    scorer,
+    scorer: Any,
     cfg: BiasConfig = BiasConfig(),
     reduction: str = "sum",
     log: Callable[[str], None] = print,
     progress: bool = True,
-    evaluate_mc: Callable | None = None,
+    evaluate_mc: Callable[..., Any] | None = None,
     skipped: Sequence[dict[str, Any]] = (),
     method_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -371,7 +372,7 @@ def write_bias(
     return results
 
 
-def _applied_settings(scorer, cfg: BiasConfig, reduction: str,
+def _applied_settings(scorer: Any, cfg: BiasConfig, reduction: str,
                       method_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a chat
     model asked, --method generate or letter, records its method and no likelihood setting)."""
@@ -424,7 +425,7 @@ def line_unit(line: dict[str, Any]) -> Any:
     return Unit(line["id"], queries, cands, line["decision"], tuple(line["gold"]))
 
 
-def seen_lines(d: Loaded, scorer, cfg: BiasConfig, conditions: list[str]) -> list[dict[str, Any]]:
+def seen_lines(d: Loaded, scorer: Any, cfg: BiasConfig, conditions: list[str]) -> list[dict[str, Any]]:
     """What the model saw of ``d``: per scored condition (in scoring order), every core unit the
     task builds for it (:meth:`probegen.tasks.Task.units`, with the settings and query style it was
     scored with), in dataset order."""
@@ -445,8 +446,8 @@ def shown_blocks(d: Loaded) -> dict[str, Any]:
     return out
 
 
-def measure(d: Loaded, scorer, cfg: BiasConfig, progress: bool = True,
-            evaluate_mc: Callable | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+def measure(d: Loaded, scorer: Any, cfg: BiasConfig, progress: bool = True,
+            evaluate_mc: Callable[..., Any] | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """(per-ablation records, results entry) of one dataset: its task scores the ablations and
     hands over what the analysis measures (:func:`analyse`)."""
     dcfg = dataset_cfg(d, cfg)
@@ -483,7 +484,7 @@ def write_report(results: dict[str, Any], out: Path, model: str) -> None:
     write_json(out / "results.json", results)
 
 
-def _settings(scorer) -> dict[str, Any]:
+def _settings(scorer: Any) -> dict[str, Any]:
     try:
         return dict(scorer.settings())
     except Exception:  # a scorer without settings still gets a report

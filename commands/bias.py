@@ -105,11 +105,11 @@ def bias(ctx, runtime, **options) -> None:
     Each dataset's folder holds ablations.jsonl: per condition and item, the exact query and
     candidate texts the model scored, and the gold.
     """  # noqa: E501 (the examples are shown verbatim by --help)
-    from probegen.run.bias_request import TASK_OPTIONS, BiasRequest, run_request
+    from probegen.run.bias_request import TASK_OPTIONS, BiasRequest, run_checked
     from probegen.runner import Runner
 
     obj = ctx.obj or {}
     req = BiasRequest(**options, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"),
                       given=given_options(ctx, *TASK_OPTIONS))
     runner = Runner(runtime, log=log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
-    runner.main_log(click.echo)(run_request(req, log, runner))
+    runner.main_log(click.echo)(run_checked(req, log, runner)[1])

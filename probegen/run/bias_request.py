@@ -1,7 +1,7 @@
-"""One ``probegen bias`` run as a typed request: :class:`BiasRequest` and :func:`run_request`.
+"""One ``probegen bias`` run as a typed request: :class:`BiasRequest` and :func:`run_checked`.
 
 The command line (``commands/bias.py``) fills a :class:`BiasRequest` from its options and
-prints what :func:`run_request` returns; everything else (option checks, the choice of method,
+prints the summary :func:`run_checked` returns; everything else (option checks, the choice of method,
 the zero-shot or trained run, the human points) happens here, without click.
 """
 
@@ -214,13 +214,9 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"
 
 
-def run_request(req: BiasRequest, log: Log, runner: Runner) -> str:
-    """Run ``req`` (zero-shot or trained, by :func:`choose_method`); returns the summary to print."""
-    return run_checked(req, log, runner)[1]
-
-
 def run_checked(req: BiasRequest, log: Log, runner: Runner) -> tuple[str, str]:
-    """Check ``req`` once (:func:`check_options`), then run it; (the method it ran, the summary to print).
+    """Check ``req`` once (:func:`check_options`), then run it (zero-shot or trained, by :func:`choose_method`);
+    (the method it ran, the summary to print).
 
     ``runner`` (a :class:`~probegen.runner.Runner`: the runtime and the torchrun process group)
     resolves and loads the model; rank 0 alone writes the report.

@@ -284,9 +284,9 @@ class Trainable(Task):
     def gold_text(self, item: Any) -> str:
         """The item's gold label as text (label entropy)."""
 
-    @abstractmethod
     def sense_text(self, item: Any) -> str | None:
         """The sense an item's gold names when its meta records no synset (None: it names none)."""
+        return None
 
     @abstractmethod
     def head_classes(self, train: Sequence[Any]) -> list[Any] | None:
@@ -296,9 +296,9 @@ class Trainable(Task):
     def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
         """The gold class index of ``item`` among ``classes``."""
 
-    @abstractmethod
     def bootstrap_unit(self, data: Dataset) -> str:
         """What the trained method's bootstrap resamples."""
+        return "unit (item's 'unit' field)"
 
 
 #: the capability each command needs of a dataset's kind, and what its datasets cannot be without it

@@ -224,32 +224,21 @@ class WordInContextTask(Subsettable, Writable, Trainable):
     def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
                          vectors: Callable[[list[tuple[str, Any]]],
                                            np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(X, y, group) of ``items``: ``view`` gives a context's (text, span) in the condition,
-        ``vectors`` encodes (text, span) rows; one row per item, group = the item's index."""
         u = vectors([view(it.context) for it in items])
         return u, np.array([self.gold_text(it) for it in items]), np.arange(len(items))
 
     def prior_correct(self, train: Sequence[Any], test: Sequence[Any], seed: int) -> np.ndarray:
-        """Per test item: does the training data's majority label match (the label prior)?"""
         lab = majority([self.gold_text(it) for it in train], seed)
         return np.array([self.gold_text(it) == lab for it in test])
 
     def classifier_correct(self, clf: Any, X: np.ndarray, y: np.ndarray, groups: np.ndarray,
                            ids: Sequence[str] | None = None, seed: int = 0) -> np.ndarray:
-        """Per test item: is a fitted classifier's decision right? (``ids`` and ``seed`` seed the
-        core's tie breaking where a shape decides between scored options.)"""
         return np.asarray(clf.predict(X) == y)
 
     def gold_text(self, item: Any) -> str:
-        """The item's gold label as text (label entropy, the majority prior)."""
         return str(item.label)
 
-    def sense_text(self, item: Any) -> str | None:
-        """The sense an item's gold names when its meta records no synset (None: it names none)."""
-        return None
-
     def head_classes(self, train: Sequence[Any]) -> list[Any] | None:
-        """The classes a fine-tuning head outputs (None: one score per choice)."""
         return sorted({str(it.label) for it in train})
 
     def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
@@ -257,9 +246,6 @@ class WordInContextTask(Subsettable, Writable, Trainable):
         assert classes is not None  # this kind's classes are its training labels (:meth:`classes`)
         return classes.index(str(item.label)) if str(item.label) in classes else -1
 
-    def bootstrap_unit(self, data: Any) -> str:
-        """What the trained method's bootstrap resamples."""
-        return "unit (item's 'unit' field)"
 
 
 class WicTask(WordInContextTask, SpecBuildable):

@@ -56,6 +56,7 @@ import ast
 import builtins
 import functools
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -154,7 +155,7 @@ def kind_files(files: dict[str, str]) -> dict[str, list[str]]:
         if not any(n in text.lower() for names in KINDS.values() for n in names):
             continue
         tree = parse(text)
-        words = " ".join([*(s.value for s in _strings(tree)), *_identifiers(tree)]).lower()
+        words = " ".join([*(str(s.value) for s in _strings(tree)), *_identifiers(tree)]).lower()
         for kind, names in KINDS.items():
             if not rel.startswith(KIND_FOLDER[kind]) and any(n in words for n in names):
                 out[kind].append(rel)
@@ -282,7 +283,7 @@ def resamplers(text: str) -> list[str]:
     if "boot" not in text.lower() and "resampl" not in text.lower():
         return out  # the words the definition asks for are not in the file
     for fn in _functions(parse(text)):
-        words = " ".join([*_identifiers(fn), *(s.value for s in _strings(fn))]).lower()
+        words = " ".join([*_identifiers(fn), *(str(s.value) for s in _strings(fn))]).lower()
         if "boot" not in words and "resampl" not in words:
             continue
         in_loop = {id(c) for lp in _loops(fn) for c in ast.walk(lp) if isinstance(c, ast.Call)}
@@ -384,9 +385,9 @@ def mutable_state(text: str) -> list[str]:
     """Module-level containers the module mutates, and ``global`` names (see the module doc)."""
     tree = parse(text)
     names = set()
-    for n in tree.body:
-        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
-        if _container(getattr(n, "value", None)):
+    for top in tree.body:
+        targets = top.targets if isinstance(top, ast.Assign) else [top.target] if isinstance(top, ast.AnnAssign) else []
+        if _container(getattr(top, "value", None)):
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
     mutated, declared = set(), set()
     for n in ast.walk(tree):
@@ -616,7 +617,7 @@ def audit(root: Path, *, runtime: bool = True, tools: bool = True, mypy: bool = 
         "any_datasets": per_file(files, any_datasets),
         "mutable_state": per_file(files, mutable_state),
     }
-    counts = {f"kind_files.{k}": len(v) for k, v in found["kind_files"].items()}
+    counts: dict[str, int | str] = {f"kind_files.{k}": len(v) for k, v in found["kind_files"].items()}
     counts.update({k: sum(map(len, v.values())) if isinstance(v, dict) else len(v)
                    for k, v in found.items() if k != "kind_files"})
     counts["method_fallbacks"] = len(found["method_fallbacks"])  # files, as the issue counts them

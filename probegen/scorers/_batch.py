@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 def pad(seqs: list[list[int]], pad_id: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -19,13 +21,13 @@ def pad(seqs: list[list[int]], pad_id: int, device: Any) -> tuple[torch.Tensor, 
     return ids.to(device), mask.to(device)
 
 
-def row_batches(items: list, length: Callable[[Any], int], max_rows: int, max_tokens: int) -> list[list]:
+def row_batches(items: list[T], length: Callable[[T], int], max_rows: int, max_tokens: int) -> list[list[T]]:
     """Length-sorted ``items`` cut into batches of at most ``max_rows`` rows and ``max_tokens`` padded tokens.
 
     Items of length 0 are skipped (nothing to run).
     """
-    out: list[list] = []
-    cur: list = []
+    out: list[list[T]] = []
+    cur: list[T] = []
     for it in items:
         n = length(it)
         if n <= 0:
@@ -39,15 +41,15 @@ def row_batches(items: list, length: Callable[[Any], int], max_rows: int, max_to
     return out
 
 
-def flat_batches(items: list, length: Callable[[Any], int], max_tokens: int) -> list[list]:
+def flat_batches(items: list[T], length: Callable[[T], int], max_tokens: int) -> list[list[T]]:
     """``items`` (in order) cut into batches whose lengths SUM to at most ``max_tokens`` (no padding:
     the batch runs as one flat sequence); an item longer than ``max_tokens`` runs alone.
 
     >>> flat_batches([3, 4, 2, 9], lambda n: n, 8)
     [[3, 4], [2], [9]]
     """
-    out: list[list] = []
-    cur: list = []
+    out: list[list[T]] = []
+    cur: list[T] = []
     used = 0
     for it in items:
         n = length(it)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 import torch
@@ -255,7 +255,7 @@ class CausalScorer(SpanFeatures, Scorer):
             logits = torch.nn.functional.linear(hidden.float(), self._head_w32, None if bias is None else bias.float())
         if self._softcap:
             logits = torch.tanh(logits / self._softcap) * self._softcap
-        return logits
+        return cast(torch.Tensor, logits)
 
     def _logprobs_at(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log P(target) from hidden states (N, H): LM head only where needed, no full log_softmax copy."""
@@ -589,7 +589,7 @@ class _Row:
         return end
 
 
-def _pack_rows(prefix: tuple[int, ...], items: list[int], encoded, max_tokens: int) -> list[_Row]:
+def _pack_rows(prefix: tuple[int, ...], items: list[int], encoded: Encoded, max_tokens: int) -> list[_Row]:
     """Pack the candidates (``items``) of one prefix into rows of at most ``max_tokens`` tokens."""
     n_prefix = len(prefix)
     rows: list[_Row] = []

@@ -158,8 +158,10 @@ def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAUL
         imported = read_imported(list(req.runs), req.twin, req.other, loaded[0][0], (loaded[0][1], loaded[1][1]),
                                  set(req.models), req.lm_eval_metric)
     with runner.output_dir(req.out_dir(root)) as tmp:  # written by rank 0 alone under torchrun
-        return compare(req.twin, req.other, list(req.models), tmp, req.labels, req.seed, req.n_boot, runner.log,
-                       runner=runner, kinds=kinds, runs=list(req.runs), loaded=loaded, imported=imported)
+        out: dict[str, Any] = compare(req.twin, req.other, list(req.models), tmp, req.labels, req.seed, req.n_boot,
+                                      runner.log, runner=runner, kinds=kinds, runs=list(req.runs), loaded=loaded,
+                                      imported=imported)  # Any to a mypy run on the bare folders
+        return out
 
 
 # ---- filter --------------------------------------------------------------------------------------

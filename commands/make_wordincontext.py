@@ -6,7 +6,9 @@ group prints one line and exits non-zero.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Callable
 
 import click
 
@@ -54,6 +56,20 @@ _MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=c
                            help="Skip SemCor sentences longer than this (tokens).")
 
 
+def _splits(dev: float, of: str, name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """--dev-frac (default ``dev``) and --test-frac: the shares of ``of`` in dev and test; then --seed and --out
+    (default ``probegen_out/datasets/<name>``)."""
+    options = [
+        click.option("--dev-frac", default=dev, show_default=True, type=checked_type(opts.DEV_FRAC),
+                     help=f"Share of {of} in dev."),
+        click.option("--test-frac", default=0.2, show_default=True, type=checked_type(opts.TEST_FRAC),
+                     help=f"Share of {of} in test."),
+        _SEED,
+        click.option("--out", type=click.Path(), help=f"Dataset directory [default: probegen_out/datasets/{name}]."),
+    ]
+    return lambda f: functools.reduce(lambda g, option: option(g), reversed(options), f)
+
+
 @click.command("wic")
 @add_wordnet_source_option
 @_POS
@@ -66,12 +82,7 @@ _MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=c
 @click.option("--max-contexts-per-lemma", default=40, show_default=True, type=click.IntRange(min=2),
               help="SemCor contexts considered per lemma (seeded sample).")
 @_MAX_TOKENS
-@click.option("--dev-frac", default=0.1, show_default=True, type=checked_type(opts.DEV_FRAC),
-              help="Share of lemmas in dev.")
-@click.option("--test-frac", default=0.2, show_default=True, type=checked_type(opts.TEST_FRAC),
-              help="Share of lemmas in test.")
-@_SEED
-@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wic-semcor].")
+@_splits(0.1, "lemmas", "wic-semcor")
 @click.pass_obj
 def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac, test_frac, seed,
         out) -> None:
@@ -102,12 +113,7 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
 @click.option("--max-items", default=None, type=click.IntRange(min=1),
               help="A seeded sample of this many items [default: all].")
 @_MAX_TOKENS
-@click.option("--dev-frac", default=0.0, show_default=True, type=checked_type(opts.DEV_FRAC),
-              help="Share of SemCor documents in dev.")
-@click.option("--test-frac", default=0.2, show_default=True, type=checked_type(opts.TEST_FRAC),
-              help="Share of SemCor documents in test.")
-@_SEED
-@click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wsd-semcor].")
+@_splits(0.0, "SemCor documents", "wsd-semcor")
 @click.pass_obj
 def wsd(obj, pos, max_items, max_tokens, dev_frac, test_frac, seed, out) -> None:
     """Generate WSD-style items from SemCor: a context, its lemma's sense definitions as choices.

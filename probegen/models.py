@@ -201,15 +201,16 @@ def _gguf_progress() -> Iterator[None]:
     def bar(iterable: Any = None, *args: Any, **kwargs: Any) -> Any:
         return progress_bar(iterable, desc="de-quantising GGUF tensors", unit="tensor")
 
-    old = getattr(gguf_utils, "tqdm", None)
-    gguf_utils.tqdm = bar  # type: ignore[attr-defined]  # transformers imports tqdm there, unexported
+    names = vars(gguf_utils)  # its tqdm is transformers' own import, re-exported by no __all__
+    old = names.get("tqdm")
+    names["tqdm"] = bar
     try:
         yield
     finally:
         if old is None:
-            del gguf_utils.tqdm  # type: ignore[attr-defined]  # as above
+            del names["tqdm"]
         else:
-            gguf_utils.tqdm = old  # type: ignore[attr-defined]  # as above
+            names["tqdm"] = old
 
 
 def _glove_vocab(data_dir: Path, rows: int) -> list[str]:

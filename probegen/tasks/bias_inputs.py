@@ -22,6 +22,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..stats.bootstrap import cluster_index, per_cluster
+
 LABEL = "label"
 FULL = "full"
 
@@ -65,16 +67,10 @@ def unit_sums(per_item: dict[str, np.ndarray], units: list[Any], label_counts: n
     >>> t.units, t.weight.tolist(), t.correct["full"].tolist()
     (['a', 'b'], [2.0, 1.0], [1.0, 1.0])
     """
-    order: dict[Any, int] = {}
-    idx = np.array([order.setdefault(u, len(order)) for u in units], dtype=int)
-    n = len(order)
-    weight = np.bincount(idx, minlength=n).astype(np.float64)
-    correct = {k: np.bincount(idx, weights=np.asarray(v, dtype=np.float64), minlength=n) for k, v in per_item.items()}
-    lc = None
-    if label_counts is not None:
-        lc = np.zeros((n, label_counts.shape[1]))
-        np.add.at(lc, idx, label_counts)
-    return UnitTable([str(u) for u in order], weight, correct, lc)
+    idx, names = cluster_index(units)
+    correct = {k: per_cluster(v, idx, len(names)) for k, v in per_item.items()}
+    lc = None if label_counts is None else per_cluster(label_counts, idx, len(names))
+    return UnitTable([str(u) for u in names], per_cluster(np.ones(len(idx)), idx, len(names)), correct, lc)
 
 
 def record_table(records: Mapping[str, Sequence[Mapping[str, Any]]], keep: Iterable[str] | None = None) -> UnitTable:

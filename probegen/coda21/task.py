@@ -12,15 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..settings import Settings
 from ..tasks.base import Evaluation, Log
-from ..tasks.capabilities import (
-    Buildable,
-    Exportable,
-    Filterable,
-    Formable,
-    SpecBuildable,
-    Studyable,
-    Subsettable,
-)
+from ..tasks.capabilities import Buildable, Exportable, Filterable, Formable, SpecBuildable, Studyable, Subsettable
 
 if TYPE_CHECKING:
     from ..forms.split import Unit as FormUnit

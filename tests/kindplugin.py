@@ -26,14 +26,20 @@ def install(root: Path) -> Path:
     """``root`` holding the package and its dist-info (the directory to put on ``PYTHONPATH``)."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copytree(PACKAGE, root / "synpick", ignore=shutil.ignore_patterns("__pycache__"))
-    info = root / "probegen_synpick-0.1.dist-info"
+    return write_dist_info(root, "probegen-synpick", "probegen.tasks", {KIND: "synpick:SynonymPick"})
+
+
+def write_dist_info(root: Path, dist: str, group: str, entries: dict[str, str]) -> Path:
+    """``root`` given the ``*.dist-info`` an install of distribution ``dist`` (version 0.1) leaves: its
+    entry points ``{name: "module:object"}`` in ``group``."""
+    info = root / f"{dist.replace('-', '_')}-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probegen-synpick\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[probegen.tasks]\n{KIND} = synpick:SynonymPick\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()))
     return root
 
 
-def write_dataset(graph, out: Path, n: int = 40, seed: int = 0) -> Path:
+def write_dataset(graph, out: Path, n: int = 40, seed: int = 0, kind: str = KIND) -> Path:
     """Noun synsets with two one-word lemmas: the word, its synonym (gold) and three other synsets' lemmas."""
     def words(s):
         return [w for w in graph.lemmas(s) if w.isalpha() and w.islower()]
@@ -49,7 +55,7 @@ def write_dataset(graph, out: Path, n: int = 40, seed: int = 0) -> Path:
         rows.append({"id": s, "word": word, "definition": graph.definition(s), "lexfile": graph.g.nodes[s]["lexname"], "choices": [choices[j] for j in order],
                      "gold": int(np.argsort(order)[0])})
     out.mkdir(parents=True)
-    (out / "manifest.json").write_text(json.dumps({"kind": KIND, "source": "WordNet 3.0", "n": n}))
+    (out / "manifest.json").write_text(json.dumps({"kind": kind, "source": "WordNet 3.0", "n": n}))
     (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return out
 

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from kindplugin import write_dist_info
 
 pytestmark = pytest.mark.real
 
@@ -94,10 +95,7 @@ def write_plugin(root: Path) -> Path:
     (root / "yesno_method").mkdir(parents=True)
     (root / "yesno_method" / "__init__.py").write_text(textwrap.dedent(METHOD_MODULE))
     (root / "pyproject.toml").write_text(PYPROJECT)
-    info = root / "probegen_yesno-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probegen-yesno\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[probegen.methods]\n{METHOD} = yesno_method:YesNo\n")
+    write_dist_info(root, "probegen-yesno", "probegen.methods", {METHOD: "yesno_method:YesNo"})
     return root
 
 

@@ -17,8 +17,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
+from kindplugin import write_dataset, write_dist_info
 
 ROOT = Path(__file__).resolve().parents[1]
 KIND = "synonym-pairs"
@@ -73,32 +73,7 @@ def write_plugin(root: Path, target: str = "synpairs_task:SynonymPairs") -> Path
     (root / "synpairs_task").mkdir(parents=True)
     (root / "synpairs_task" / "__init__.py").write_text(textwrap.dedent(TASK_MODULE))
     (root / "pyproject.toml").write_text(PYPROJECT)
-    info = root / "probegen_synonym_pairs-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probegen-synonym-pairs\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[probegen.tasks]\n{KIND} = {target}\n")
-    return root
-
-
-def write_dataset(graph, out: Path, n: int = 40) -> Path:
-    """Noun synsets with two one-word lemmas: the word, its synonym (gold) and three other synsets' lemmas."""
-    def words(s):
-        return [w for w in graph.lemmas(s) if w.isalpha() and w.islower()]
-
-    pool = [s for s in graph.synsets("n") if len(words(s)) >= 2]
-    rng = np.random.default_rng(0)
-    picked = [pool[int(i)] for i in sorted(rng.choice(len(pool), size=n, replace=False))]
-    rows = []
-    for i, s in enumerate(picked):
-        word, gold = words(s)[:2]
-        choices = [gold] + [words(picked[(i + d) % n])[0] for d in (1, 7, 13)]
-        order = rng.permutation(len(choices))
-        rows.append({"id": s, "word": word, "definition": graph.definition(s),
-                     "choices": [choices[j] for j in order], "gold": int(np.argsort(order)[0])})
-    out.mkdir()
-    (out / "manifest.json").write_text(json.dumps({"kind": KIND, "source": "WordNet 3.0", "n": n}))
-    (out / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return out
+    return write_dist_info(root, "probegen-synonym-pairs", "probegen.tasks", {KIND: target})
 
 
 def probegen(args: list, plugin: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -110,7 +85,7 @@ def probegen(args: list, plugin: Path, cwd: Path) -> subprocess.CompletedProcess
 @pytest.fixture(scope="module")
 def plugin_and_data(graph, tmp_path_factory):
     root = tmp_path_factory.mktemp("plugin")
-    return write_plugin(root / "synonym-pairs"), write_dataset(graph, root / "data")
+    return write_plugin(root / "synonym-pairs"), write_dataset(graph, root / "data", kind=KIND)
 
 
 def test_the_plugin_is_not_registered_in_this_process():

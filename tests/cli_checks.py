@@ -3,6 +3,7 @@ test module that checks what a user sees."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from click.testing import CliRunner
@@ -38,3 +39,15 @@ def never(name: str) -> Callable[..., Any]:
         raise AssertionError(f"{name} ran although the input or output should have been refused first")
 
     return fail
+
+
+def linked_cache(home: Path, fresh: tuple[str, ...] = ("scores.sqlite", "responses.sqlite")) -> Path:
+    """``home`` made a probegen cache (``PROBEGEN_CACHE``) that links to the user's converted models and
+    parsed data, with no entry whose name starts with one of ``fresh`` (those caches start empty)."""
+    from probegen.paths import cache_dir
+
+    home.mkdir(parents=True, exist_ok=True)
+    for f in cache_dir().glob("*"):
+        if not f.name.startswith(fresh):
+            (home / f.name).symlink_to(f.resolve())
+    return home

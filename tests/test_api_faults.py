@@ -16,24 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_checks import assert_one_line_error, run
+from cli_checks import assert_one_line_error, linked_cache, run
 from fake_openai import FAULTS, FakeOpenAI, Raw, SmolLM2Logprobs, gzip_bomb, word_answer
 
 pytestmark = pytest.mark.real
 
 CODA = Path(__file__).parent / "data" / "coda21_three_groups.json"  # 3 real groups: 75 (context, definition) pairs
 KEY = "sk-fake-7f3a9c2e5b1d4086"
-
-
-def _cache_home(home: Path) -> Path:
-    """A probegen cache with no score or response cache; converted models and data reused by link."""
-    from probegen.paths import cache_dir
-
-    home.mkdir(parents=True, exist_ok=True)
-    for f in cache_dir().glob("*"):
-        if not f.name.startswith(("scores.sqlite", "responses.sqlite")):
-            (home / f.name).symlink_to(f.resolve())
-    return home
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +33,7 @@ def lm():
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    home = _cache_home(tmp_path / "cache")
+    home = linked_cache(tmp_path / "cache")
     monkeypatch.setenv("PROBEGEN_CACHE", str(home))
     return home
 
@@ -62,7 +51,7 @@ def local(tmp_path_factory, lm):
     """``probegen eval`` of the three groups with SmolLM2 in process (float32, CPU)."""
     d = tmp_path_factory.mktemp("local")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PROBEGEN_CACHE", str(_cache_home(d / "cache")))
+        mp.setenv("PROBEGEN_CACHE", str(linked_cache(d / "cache")))
         code, _, err = run("eval", "--model", "smollm2-135m", "--dtype", "float32", "--device", "cpu", "--dataset", CODA,
                            "--out", d / "out")
     assert code == 0, err

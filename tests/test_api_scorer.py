@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_checks import assert_one_line_error, run
+from cli_checks import assert_one_line_error, linked_cache, run
 
 pytestmark = pytest.mark.real
 
@@ -28,19 +28,10 @@ pytestmark = pytest.mark.real
 @pytest.fixture(scope="session")
 def cache_home(tmp_path_factory):
     """A probegen cache with a fresh score cache; converted models and parsed WordNet reused by link."""
-    home = tmp_path_factory.mktemp("cache")
-    from probegen.paths import cache_dir
-
-    for f in cache_dir().glob("*"):
-        if not f.name.startswith("scores.sqlite"):
-            (home / f.name).symlink_to(f)
-    old = os.environ.get("PROBEGEN_CACHE")
-    os.environ["PROBEGEN_CACHE"] = str(home)
-    yield home
-    if old is None:
-        os.environ.pop("PROBEGEN_CACHE", None)
-    else:
-        os.environ["PROBEGEN_CACHE"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        home = linked_cache(tmp_path_factory.mktemp("cache"), fresh=("scores.sqlite",))
+        mp.setenv("PROBEGEN_CACHE", str(home))
+        yield home
 
 
 @pytest.fixture(scope="session")

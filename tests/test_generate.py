@@ -10,13 +10,12 @@ and the replay are exact, whatever the model says.
 from __future__ import annotations
 
 import json
-import os
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_checks import assert_one_line_error, run
+from cli_checks import assert_one_line_error, linked_cache, run
 
 pytestmark = pytest.mark.real
 RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample"
@@ -37,19 +36,10 @@ def sets(tmp_path_factory):
 @pytest.fixture(scope="module")
 def chat_cache(tmp_path_factory):
     """A response cache of this module's own (a replay test counts requests)."""
-    home = tmp_path_factory.mktemp("cache")
-    from probegen.paths import cache_dir
-
-    for f in cache_dir().glob("*"):
-        if not f.name.startswith(("responses.sqlite", "scores.sqlite")):
-            (home / f.name).symlink_to(f)
-    old = os.environ.get("PROBEGEN_CACHE")
-    os.environ["PROBEGEN_CACHE"] = str(home)
-    yield home
-    if old is None:
-        os.environ.pop("PROBEGEN_CACHE", None)
-    else:
-        os.environ["PROBEGEN_CACHE"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        home = linked_cache(tmp_path_factory.mktemp("cache"))
+        mp.setenv("PROBEGEN_CACHE", str(home))
+        yield home
 
 
 def _jsonl(p: Path) -> list[dict]:

@@ -111,7 +111,7 @@ bench: $(VENV)/.installed
 	@if [ -x /usr/bin/chromium ]; then $(PY) bench/bench_viewer.py --dataset $(BENCH_DATA)/coda21-clean-easy; \
 	else echo "bench_viewer: no chromium (make test installs it); bench/results/ keeps the viewer results it has"; fi
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
-	  $(PY) bench/bench_gpu.py --dataset $(BENCH_DATA)/coda21-clean-hard --dtype bfloat16 --out bench/results/bench_gpu_local_bf16.json; \
+	  $(PY) bench/bench_gpu.py --dataset $(BENCH_DATA)/coda21-clean-hard --wordnetqa $(BENCH_DATA)/wordnetqa-definitions --dtype bfloat16 --out bench/results/bench_gpu_local_bf16.json; \
 	else echo "bench_gpu: no CUDA here; bench/results/ keeps the GPU results it has"; fi
 	@if [ -n "$(BENCH_API_BASE)" ]; then \
 	  $(PY) bench/bench_api.py --api-base $(BENCH_API_BASE) --dataset $(BENCH_DATA)/coda21-clean-hard; \

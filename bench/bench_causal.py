@@ -16,13 +16,12 @@ speed-ups use medians. Also prints the raw batched forward throughput (no head) 
 tokens/s of (d) counted over the full pair lengths (prefix reuse can take it above 100%).
 
     .venv/bin/python bench/bench_causal.py [--groups 4] [--repeats 3] [--threads 2] [--out FILE.json]
-    .venv/bin/python bench/bench_causal.py --against /path/to/old/checkout --rounds 3 [--out FILE.json]
+    .venv/bin/python bench/bench_causal.py --against /path/to/old/checkout --repeats 9 [--out FILE.json]
 
 ``--against``: no regression of float32 CPU speed. The packed-vs-lm-eval-style ratio (d/b) of this
-tree and of an older checkout, measured in the same run: each round runs this script once per tree
-(``--no-naive --repeats 1``, the old one with the old code on PYTHONPATH) in rotating order, so load
-from other work hits both alike; the ratio of the medians and the load averages are recorded
-(default out: bench/results/bench_causal_vs.json).
+tree and of an older checkout, measured in ONE process: the older checkout's ``probegen`` is imported
+under another name, and (b), this tree's (d) and the older (d) alternate ``--repeats`` times on the same
+token ids, so load from other work hits all three alike (default out: bench/results/bench_causal_vs.json).
 
 The table and speed-ups go to ``--out`` [bench/results/bench_causal.json] with the machine, commit and
 date; ``bench/render_figures.py`` renders them into docs/figures/speed.md.
@@ -102,6 +101,65 @@ def dataset_data(path: str, n_groups: int) -> tuple[list[list[str]], list[list[s
     return [render_group(g, "pattern", "context", NONCE, pats) for g in groups], [[it.definition for it in g.items] for g in groups]
 
 
+def load_pairs(args, scorer) -> tuple:
+    """The bench's pairs (real CoDA21 groups from ``--dataset`` if it exists, else synthetic), encoded once
+    with ``scorer`` so every method sees identical token ids."""
+    import numpy as np
+
+    if os.path.exists(args.dataset):
+        group_q, group_c = dataset_data(args.dataset, args.groups)
+        print(f"data: {len(group_q)} real groups from {args.dataset}")
+        data_desc = f"{len(group_q)} real CoDA21 groups ({os.path.basename(os.path.normpath(args.dataset))})"
+    else:
+        q, c = make_data(args.queries, args.candidates)
+        group_q, group_c = [q], [c]
+        print(f"data: synthetic CoDA21-like sentences ({args.dataset} not found)")
+        data_desc = f"synthetic CoDA21-like sentences ({args.queries} queries x {args.candidates} definitions)"
+    queries = [q for qs in group_q for q in qs]
+    cand_lists = [cs for qs, cs in zip(group_q, group_c) for _ in qs]
+    pairs = [(q, c) for q, cs in zip(queries, cand_lists) for c in cs]
+    encoded = [scorer.encode_pair(q, c) for q, c in pairs]  # identical token ids for every method
+    seqs = [list(p) + list(c) for p, c in encoded]
+    n_tokens = sum(len(s) for s in seqs)
+    print(f"      {len(queries)} queries, {len(pairs)} pairs, "
+          f"{n_tokens} tokens in full pairs (mean query {np.mean([len(p) for p, _ in encoded]):.0f}, "
+          f"candidate {np.mean([len(c) for _, c in encoded]):.0f} tokens)")
+    return queries, cand_lists, pairs, encoded, seqs, n_tokens, data_desc
+
+
+def lm_eval_runner(model, encoded, seqs, batch: int, results: dict) -> tuple:
+    """(padded, longest-first order, run): method (b), full sequences in right-padded batches with the head
+    and a log-softmax at every position, as lm-evaluation-harness scores loglikelihood requests."""
+    import numpy as np
+    import torch
+
+    def padded(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        L = max(len(seqs[i]) for i in idx)
+        ids = torch.zeros((len(idx), L), dtype=torch.long)
+        mask = torch.zeros((len(idx), L), dtype=torch.long)
+        for r, i in enumerate(idx):
+            ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
+            mask[r, : len(seqs[i])] = 1
+        return ids, mask
+
+    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))  # lm-eval sorts longest first
+
+    def lm_eval_style() -> None:
+        out = np.zeros(len(seqs))
+        with torch.inference_mode():
+            for k in range(0, len(order), batch):
+                idx = order[k : k + batch]
+                ids, mask = padded(idx)
+                lp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits, dim=-1)
+                for r, i in enumerate(idx):
+                    p, c = encoded[i]
+                    pos = torch.arange(len(p) - 1, len(seqs[i]) - 1)
+                    out[i] = lp[r, pos, torch.tensor(c)].sum().item()
+        results["lm-eval"] = out
+
+    return padded, order, lm_eval_style
+
+
 def alternating(methods: dict, repeats: int) -> dict[str, list[float]]:
     """Run every method ``repeats`` times, rotating the order each round; seconds per run."""
     names = list(methods)
@@ -128,7 +186,6 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--out", default=None, help="result JSON [default: bench/results/bench_causal.json]")
     ap.add_argument("--against", default=None, help="an older checkout to compare d/b with (same run, rotating)")
-    ap.add_argument("--rounds", type=int, default=3, help="with --against: runs per tree")
     args = ap.parse_args()
     if args.against:
         return against(args)
@@ -145,24 +202,7 @@ def main() -> None:
     scorer = load_scorer("smollm2-135m", cache=False, device="cpu", dtype="float32", store=store)
     print(f"model load: {time.perf_counter() - t0:.1f} s (threads={args.threads})")
     model = scorer.model
-    if os.path.exists(args.dataset):
-        group_q, group_c = dataset_data(args.dataset, args.groups)
-        print(f"data: {len(group_q)} real groups from {args.dataset}")
-        data_desc = f"{len(group_q)} real CoDA21 groups ({os.path.basename(os.path.normpath(args.dataset))})"
-    else:
-        q, c = make_data(args.queries, args.candidates)
-        group_q, group_c = [q], [c]
-        print(f"data: synthetic CoDA21-like sentences ({args.dataset} not found)")
-        data_desc = f"synthetic CoDA21-like sentences ({args.queries} queries x {args.candidates} definitions)"
-    queries = [q for qs in group_q for q in qs]
-    cand_lists = [cs for qs, cs in zip(group_q, group_c) for _ in qs]
-    pairs = [(q, c) for q, cs in zip(queries, cand_lists) for c in cs]
-    encoded = [scorer.encode_pair(q, c) for q, c in pairs]  # identical token ids for every method
-    seqs = [list(p) + list(c) for p, c in encoded]
-    n_tokens = sum(len(s) for s in seqs)
-    print(f"      {len(queries)} queries, {len(pairs)} pairs, "
-          f"{n_tokens} tokens in full pairs (mean query {np.mean([len(p) for p, _ in encoded]):.0f}, "
-          f"candidate {np.mean([len(c) for _, c in encoded]):.0f} tokens)")
+    queries, cand_lists, pairs, encoded, seqs, n_tokens, data_desc = load_pairs(args, scorer)
     results: dict[str, np.ndarray] = {}
 
     def naive() -> None:
@@ -174,29 +214,7 @@ def main() -> None:
                 out.append(lp[pos, torch.tensor(c)].sum().item())
         results["naive"] = np.array(out)
 
-    def padded(idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        L = max(len(seqs[i]) for i in idx)
-        ids = torch.zeros((len(idx), L), dtype=torch.long)
-        mask = torch.zeros((len(idx), L), dtype=torch.long)
-        for r, i in enumerate(idx):
-            ids[r, : len(seqs[i])] = torch.tensor(seqs[i])
-            mask[r, : len(seqs[i])] = 1
-        return ids, mask
-
-    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))  # lm-eval sorts longest first
-
-    def lm_eval_style() -> None:
-        out = np.zeros(len(seqs))
-        with torch.inference_mode():
-            for k in range(0, len(order), args.batch):
-                idx = order[k : k + args.batch]
-                ids, mask = padded(idx)
-                lp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits, dim=-1)
-                for r, i in enumerate(idx):
-                    p, c = encoded[i]
-                    pos = torch.arange(len(p) - 1, len(seqs[i]) - 1)
-                    out[i] = lp[r, pos, torch.tensor(c)].sum().item()
-        results["lm-eval"] = out
+    padded, order, lm_eval_style = lm_eval_runner(model, encoded, seqs, args.batch, results)
 
     def raw_forward() -> None:
         base = model.get_decoder()
@@ -264,46 +282,62 @@ def main() -> None:
         sys.exit("scores differ by more than 1e-3")
 
 
-def against(args) -> None:
-    """d/b of this tree and of ``args.against``, one process each per round, in rotating order."""
-    import json
-    import subprocess
-    import tempfile
+def import_tree(path: str, alias: str = "probegen_against"):
+    """The ``probegen`` package of another checkout, imported under ``alias`` beside this tree's (its
+    modules import each other relatively), so both run in one process on the same load."""
+    import importlib
+    import importlib.util
 
+    init = os.path.join(path, "probegen", "__init__.py")
+    spec = importlib.util.spec_from_file_location(alias, init, submodule_search_locations=[os.path.dirname(init)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module(f"{alias}.models")
+
+
+def against(args) -> None:
+    """d/b of this tree and of ``args.against`` in ONE process: (b) and both trees' (d) alternate
+    ``--repeats`` times on the same token ids, so load from other work hits all three alike."""
+    import numpy as np
+    import torch
     from benchlib import machine, write_result
 
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    trees = {"this tree": here, "against": os.path.abspath(args.against)}
-    extra = ["--dataset", args.dataset, "--groups", str(args.groups), "--queries", str(args.queries),
-             "--candidates", str(args.candidates), "--batch", str(args.batch), "--threads", str(args.threads)]
-    ratios: dict[str, list[float]] = {k: [] for k in trees}
-    packed: dict[str, list[float]] = {k: [] for k in trees}
-    loads = []
-    names = list(trees)
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for name in names[r % 2 :] + names[: r % 2]:
-                out = os.path.join(tmp, f"{r}-{name.replace(' ', '_')}.json")
-                env = {**os.environ, "PYTHONPATH": trees[name]}
-                subprocess.run([sys.executable, os.path.join(trees[name], "bench", "bench_causal.py"), "--no-naive",
-                                "--repeats", "1", "--out", out, *extra], check=True, env=env,
-                               cwd=trees[name], stdout=subprocess.DEVNULL)
-                with open(out, encoding="utf-8") as fh:
-                    doc = json.load(fh)
-                ratios[name].append(doc["speedups"]["vs_lm_eval"])
-                packed[name].append(next(row["pairs_per_s"] for row in doc["rows"] if row["method"].startswith("(d)")))
-                loads.append(doc["machine"].get("load_avg"))
-                print(f"round {r + 1}, {name}: d/b {ratios[name][-1]:.2f}, packed {packed[name][-1]:.1f} pairs/s "
-                      f"(load {loads[-1]})", flush=True)
-    med = {k: statistics.median(v) for k, v in ratios.items()}
-    change = med["this tree"] / med["against"] - 1
-    print(f"d/b: this tree {med['this tree']:.2f}, {args.against} {med['against']:.2f}: {100 * change:+.1f}%")
-    rows = [{"tree": k, "path": trees[k], "vs_lm_eval": ratios[k], "vs_lm_eval_median": med[k],
-             "packed_pairs_per_s": packed[k]} for k in names]
-    write_result(args.out or os.path.join(here, "bench", "results", "bench_causal_vs.json"), "bench_causal", rows,
-                 config={"rounds": args.rounds, "threads": args.threads, "batch": args.batch, "against": args.against},
-                 change=round(change, 4), within_5_percent=bool(change >= -0.05), load_during=loads,
-                 machine_info=machine())
+    from probegen.models import ModelStore, load_scorer
+
+    torch.set_num_threads(args.threads)
+    old = import_tree(os.path.abspath(args.against))
+    kw = {"cache": False, "device": "cpu", "dtype": "float32", "strategy": "packed"}
+    store, old_store = ModelStore(), old.ModelStore()
+    scorer = load_scorer("smollm2-135m", store=store, **kw)
+    queries, cand_lists, _, encoded, seqs, _, data_desc = load_pairs(args, scorer)
+    results: dict[str, np.ndarray] = {}
+    _, _, lm_eval_style = lm_eval_runner(scorer.model, encoded, seqs, args.batch, results)
+
+    def packed(loader, st, key: str):
+        def run() -> None:  # a fresh scorer each time: nothing memoised
+            results[key] = np.concatenate(loader("smollm2-135m", store=st, **kw).score(queries, cand_lists))
+        return run
+
+    methods = {"(b) lm-eval style": lm_eval_style, "(d) this tree": packed(load_scorer, store, "this tree"),
+               "(d) against": packed(old.load_scorer, old_store, "against")}
+    for run in methods.values():  # warm-up: thread pools, allocator, each tree's self-check
+        run()
+    times = alternating(methods, args.repeats)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ratio = {k: med["(b) lm-eval style"] / med[f"(d) {k}"] for k in ("this tree", "against")}
+    change = ratio["this tree"] / ratio["against"] - 1
+    diff = float(np.abs(results["this tree"] - results["against"]).max())
+    print(f"d/b: this tree {ratio['this tree']:.2f}, {args.against} {ratio['against']:.2f}: {100 * change:+.1f}% "
+          f"(medians of {args.repeats} alternating runs; scores differ by at most {diff:.2g})")
+    rows = [{"method": k, "seconds": [round(t, 3) for t in v], "median_s": round(med[k], 3),
+             "pairs_per_s": round(len(encoded) / med[k], 2)} for k, v in times.items()]
+    write_result(args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "bench_causal_vs.json"),
+                 "bench_causal", rows,
+                 config={"repeats": args.repeats, "threads": args.threads, "batch": args.batch, "against": args.against,
+                         "data": data_desc, "pairs": len(encoded)},
+                 vs_lm_eval={k: round(v, 3) for k, v in ratio.items()}, change=round(change, 4),
+                 within_5_percent=bool(change >= -0.05), max_abs_score_diff=float(f"{diff:.3g}"), machine_info=machine())
 
 
 if __name__ == "__main__":

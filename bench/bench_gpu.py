@@ -124,6 +124,25 @@ def load_groups(path: str | None, n_groups: int | None, log=print):
     return groups, where
 
 
+def wordnetqa_definitions(path: str, limit: int | None, log=print) -> tuple[list[str], list[list[str]]]:
+    """(queries, choices per query) of a WordNetQA dataset's ``definitions`` items, as ``probegen eval``
+    renders them for a causal LM (the dataset's own question templates, ``pattern`` style, full mode)."""
+    import subprocess
+
+    from probegen.wordnetqa.dataset import load
+
+    if not Path(path).exists():  # one command on a bare machine: built here with probegen's own code
+        log(f"data: {path} not found; building WordNetQA definitions items with probegen (--limit 200)")
+        subprocess.run([sys.executable, "-m", "probegen", "make", "wordnetqa", "--probe", "definitions", "--limit", "200",
+                        "--out", path], check=True, stdout=subprocess.DEVNULL)
+    ds = load(path)
+    items = [it for it in ds.items if it.probe == "definitions"][:limit]
+    if not items:
+        sys.exit(f"{path}: no definitions items (make one with: probegen make wordnetqa --probe definitions)")
+    log(f"data: {path}: {len(items)} WordNetQA definitions items, {sum(len(it.choices) for it in items)} pairs")
+    return [ds.templates.query(it, "pattern", "full", NONCE) for it in items], [list(it.choices) for it in items]
+
+
 def rendered(groups) -> tuple[list[str], list[list[str]]]:
     """(queries, candidate list per query) exactly as ``probegen eval`` renders CoDA21 groups."""
     from probegen.coda21.render import render_group
@@ -421,6 +440,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     """Run the benchmark and print the table; also returns its rows (for the smoke test)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="probegen_out/datasets/coda21-clean-hard", help="real CoDA21 groups")
+    ap.add_argument("--wordnetqa", default=None,
+                    help="also time the causal shapes on this WordNetQA dataset's definitions items (probegen make wordnetqa)")
+    ap.add_argument("--wordnetqa-items", type=int, default=None, help="first N definitions items [default: all; smoke: 2]")
     ap.add_argument("--groups", type=int, default=None, help="groups used for the causal models [default: all; smoke: 1]")
     ap.add_argument("--masked-groups", type=int, default=None, help="groups for the masked model [default: 40; smoke: 1]")
     ap.add_argument("--max-queries", type=int, default=None, help="first N queries of those groups [default: all; smoke: 2]")
@@ -481,34 +503,47 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"\n{'model shape':<15} {'method':<31} {'pairs/s':>9} {'(best)':>9} {'x lm-eval':>9} {'max|d|':>9} "
           f"{'tokens':>8} {'MFU':>6} {'agree':>6}  budget")
     group_sizes = [len(g.items) for g in causal_groups] if limit is None else None
-    for name in [s for s in args.shapes.split(",") if s]:
-        shape = shapes[name]
-        t0 = time.perf_counter()
-        if shape["kind"] == "causal":
-            rows, info = bench_causal(name, shape, causal_tokenizer(args.causal_tokenizer), q_c, c_c, args, device, dtype,
-                                      group_sizes)
-            base = rows[0][1]["pairs_per_s"]
-        else:
-            rows, info = bench_masked(name, shape, masked_tokenizer(args.masked_vocab), q_m, c_m, args, device, dtype)
-            base = None
-        for i, (label, row) in enumerate(rows):
-            med = row["pairs_per_s"]
-            ratio = f"{med / base:.2f}" if base else "-"
-            mfu = f"{100 * row['mfu']:.1f}%" if row.get("mfu") is not None else "-"
-            agree = f"{100 * row['unit_agreement']:.1f}%" if row.get("unit_agreement") is not None else "-"
-            print(f"{name if i == 0 else '':<15} {label:<31} {med:>9,.0f} {row['best_pairs_per_s']:>9,.0f} {ratio:>9} "
-                  f"{row['max_abs_diff']:>9.2g} {row['tokens']:>8,} {mfu:>6} {agree:>6}  {row['budget']}")
-            table.append({"shape": name, "method": label, **row, "vs_lm_eval": med / base if base else None, **info})
-        extra = f"budget search {info['search_s']:.1f} s"
-        if "self_check" in info:
-            sc = info["self_check"]
-            extra += f"; self-check {'passed' if sc['passed'] else 'FAILED'} (max |packed-full| {sc.get('max_abs_diff')} nats)"
-        print(f"{'':<15} ({extra}; {time.perf_counter() - t0:.0f} s in all)")
+    runs = [("coda21", name, q_c, c_c, group_sizes) for name in args.shapes.split(",") if name]
+    if args.wordnetqa:
+        q_w, c_w = wordnetqa_definitions(args.wordnetqa, args.wordnetqa_items or (2 if smoke else None))
+        runs += [("wordnetqa-definitions", name, q_w, c_w, None) for name in args.shapes.split(",")
+                 if name and shapes[name]["kind"] == "causal"]
+    for data, name, queries, cands, sizes in runs:
+        table += bench_shape(data, name, shapes[name], queries, cands, sizes, (q_m, c_m), args, device, dtype)
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
     if args.out:
         write_results(args.out, table, what=what, torch_version=torch.__version__, dtype=str(dtype), smoke=smoke,
                       data=where, commit=args.commit)
+    return table
+
+
+def bench_shape(data, name, shape, queries, cands, group_sizes, masked_data, args, device, dtype) -> list[dict]:
+    """Time every method on one model shape and one dataset; print the rows; return them."""
+    t0 = time.perf_counter()
+    if shape["kind"] == "causal":
+        rows, info = bench_causal(name, shape, causal_tokenizer(args.causal_tokenizer), queries, cands, args, device,
+                                  dtype, group_sizes)
+        base = rows[0][1]["pairs_per_s"]
+    else:
+        rows, info = bench_masked(name, shape, masked_tokenizer(args.masked_vocab), *masked_data, args, device, dtype)
+        base = None
+    table = []
+    for i, (label, row) in enumerate(rows):
+        med = row["pairs_per_s"]
+        ratio = f"{med / base:.2f}" if base else "-"
+        mfu = f"{100 * row['mfu']:.1f}%" if row.get("mfu") is not None else "-"
+        agree = f"{100 * row['unit_agreement']:.1f}%" if row.get("unit_agreement") is not None else "-"
+        head = f"{name} ({data})" if data != "coda21" else name
+        print(f"{head if i == 0 else '':<15} {label:<31} {med:>9,.0f} {row['best_pairs_per_s']:>9,.0f} {ratio:>9} "
+              f"{row['max_abs_diff']:>9.2g} {row['tokens']:>8,} {mfu:>6} {agree:>6}  {row['budget']}")
+        table.append({"shape": name, "data": data, "method": label, **row, "vs_lm_eval": med / base if base else None,
+                      **info})
+    extra = f"budget search {info['search_s']:.1f} s"
+    if "self_check" in info:
+        sc = info["self_check"]
+        extra += f"; self-check {'passed' if sc['passed'] else 'FAILED'} (max |packed-full| {sc.get('max_abs_diff')} nats)"
+    print(f"{'':<15} ({extra}; {time.perf_counter() - t0:.0f} s in all)")
     return table
 
 

@@ -155,12 +155,13 @@ def gpu(res: dict[str, dict]) -> str:
             agree = "-" if r.get("unit_agreement") is None else num(100 * r["unit_agreement"], ".1f") + "%"
             if r.get("group_agreement") is not None:
                 agree += f" ({num(100 * r['group_agreement'], '.1f')}% of groups)"
-            rows.append([r["shape"] if r["shape"] != last else "", r["method"], num(r["pairs_per_s"], ",.0f"),
+            shape = r["shape"] + ("" if r.get("data", "coda21") == "coda21" else f" ({r['data']})")
+            rows.append([shape if shape != last else "", r["method"], num(r["pairs_per_s"], ",.0f"),
                          num(r.get("best_pairs_per_s"), ",.0f"), num(r.get("vs_lm_eval"), ".2f"),
                          num(r.get("max_abs_diff"), ".2g"), num(r.get("tokens"), ",d"),
                          "-" if r.get("mfu") is None else num(100 * r["mfu"], ".1f") + "%", agree,
                          num(r.get("max_abs_diff_vs_float32"), ".2g"), r.get("budget", "-")])
-            last = r["shape"]
+            last = shape
         out.append(table(["model shape", "method", "pairs/s (median)", "best", "x lm-eval", "max \\|diff\\|",
                           "unique tokens", "MFU", "choices as float32", "max \\|diff\\| vs float32", "budget"],
                          rows, "llrrrrrrrrl"))
@@ -768,7 +769,7 @@ def precision_cpu(res: dict[str, dict]) -> str:
 
 
 def causal_vs(res: dict[str, dict]) -> str:
-    """bench_causal --against: the packed-vs-lm-eval-style ratio of this tree and an older one, same run."""
+    """bench_causal --against: the packed-vs-lm-eval-style ratio of this tree and an older one, one process."""
     docs = [(k, v) for k, v in sorted(res.items())
             if v.get("bench") == "bench_causal_vs" or (v.get("bench") == "bench_causal" and "against" in v["config"])]
     if not docs:
@@ -776,16 +777,16 @@ def causal_vs(res: dict[str, dict]) -> str:
     out = []
     for name, doc in docs:
         c = doc["config"]
-        out.append(f"#### Packed vs lm-eval style (d/b), this tree against {c['against']} ({c['rounds']} rounds)\n")
-        loads = doc.get("load_during") or []
-        rows = []
-        for i, r in enumerate(doc["rows"]):
-            mine = [loads[2 * k + ((i + k) % 2)] for k in range(c["rounds"]) if 2 * k + 1 < len(loads)]
-            rows.append([r["tree"], ", ".join(num(x, ".2f") for x in r["vs_lm_eval"]), num(r["vs_lm_eval_median"], ".2f"),
-                         ", ".join(num(x, ".1f") for x in r["packed_pairs_per_s"]), ", ".join(str(x) for x in mine)])
-        out.append(table(["tree", "d/b per round", "median", "packed pairs/s per round", "load when timed"], rows,
-                         "lrrrl"))
-        out.append(f"Change of the median ratio: {num(100 * doc['change'], '+.1f')}%.\n")
+        out.append(f"#### Packed vs lm-eval style (d/b), this tree against {c['against']}\n")
+        out.append(f"{c['data']}: {c['pairs']} pairs; SmolLM2-135M, float32, CPU ({c['threads']} threads); the three "
+                   f"methods alternate {c['repeats']} times in one process.\n")
+        out.append(table(["method", "seconds per run", "median s", "pairs/s (median)"],
+                         [[r["method"], ", ".join(num(x, ".2f") for x in r["seconds"]), num(r["median_s"], ".2f"),
+                           num(r["pairs_per_s"], ".1f")] for r in doc["rows"]], "lrrr"))
+        ratio = doc["vs_lm_eval"]
+        out.append(f"d/b: this tree {num(ratio['this tree'], '.2f')}x, {c['against']} {num(ratio['against'], '.2f')}x; "
+                   f"change {num(100 * doc['change'], '+.1f')}% (within 5%: {'yes' if doc['within_5_percent'] else 'no'}); "
+                   f"scores of the two trees differ by at most {num(doc['max_abs_score_diff'], '.2g')}.\n")
         out.append(provenance(name, {**doc, "bench": "bench_causal"}))  # written by bench_causal.py --against
     return "\n".join(out)
 

@@ -325,10 +325,15 @@ def test_eval_device_auto_runs_on_cpu_and_records_it(clean_hard_nouns, tiny_llam
 
 @pytest.mark.real
 def test_bench_gpu_cpu_smoke(clean_hard_nouns, tmp_path, monkeypatch, capsys):
-    """bench/bench_gpu.py end to end on the CPU (tiny shapes) over real CoDA21 groups."""
+    """bench/bench_gpu.py end to end on the CPU (tiny shapes) over real CoDA21 groups and WordNetQA
+    definitions items."""
     import importlib.util
     from pathlib import Path
 
+    from cli_checks import run
+
+    code, _, err = run("make", "wordnetqa", "--probe", "definitions", "--limit", "4", "--out", tmp_path / "wqa")
+    assert code == 0, err
     from probegen.coda21.dataset import Coda21Dataset, write
     from probegen.scorers import _budget
 
@@ -340,10 +345,12 @@ def test_bench_gpu_cpu_smoke(clean_hard_nouns, tmp_path, monkeypatch, capsys):
     # the bench lowers the search start and uses a fresh budget file: restored after the test
     monkeypatch.setattr(_budget, "START_TOKENS", _budget.START_TOKENS)
     monkeypatch.setattr(_budget, "budget_path", _budget.budget_path)
-    table = bench.main(["--cpu-smoke", "--dataset", str(d)])
+    table = bench.main(["--cpu-smoke", "--dataset", str(d), "--wordnetqa", str(tmp_path / "wqa")])
     out = capsys.readouterr().out
-    assert "CPU SMOKE RUN" in out and "1 group(s)" in out
+    assert "CPU SMOKE RUN" in out and "1 group(s)" in out and "2 WordNetQA definitions items" in out
     assert {r["shape"] for r in table} == {"smollm2-135m", "llama-1.7b", "roberta-large", "llama-7b"}
+    causal = {"smollm2-135m", "llama-1.7b", "llama-7b"}
+    assert {r["shape"] for r in table if r["data"] == "wordnetqa-definitions"} == causal
     assert {r["method"] for r in table} == {
         "lm-eval style (batch 8)", "packed, default budget", "packed, auto budget", "packed, flex, auto budget",
         "full, auto budget", "lm-eval 0.4.13 HFLM (batch 8)",
@@ -353,8 +360,9 @@ def test_bench_gpu_cpu_smoke(clean_hard_nouns, tmp_path, monkeypatch, capsys):
         assert r["pairs_per_s"] > 0 and r["pairs"] > 0 and r["tokens"] > 0 and r["tokens_per_s"] > 0
         assert "mfu" not in r  # no named peak for a CPU
         if r["method"].startswith("packed"):  # prefix and shared candidate tokens once
-            assert r["tokens"] < next(x["tokens"] for x in table if x["shape"] == r["shape"] and "HFLM" in x["method"])
+            assert r["tokens"] < next(x["tokens"] for x in table if (x["shape"], x["data"]) == (r["shape"], r["data"])
+                                      and "HFLM" in x["method"])
         if "l2r" not in r["method"]:  # same scores as the reference method, up to float32 rounding
             assert r["max_abs_diff"] < 1e-3, r
-        if r["method"] == "packed, auto budget":
+        if r["method"] == "packed, auto budget" and r["data"] == "coda21":  # searched once per shape
             assert r["self_check"]["passed"] and r["searched"]["budget"] == "auto (searched)" and "auto (" in r["budget"]

@@ -30,8 +30,11 @@ def install(root: Path) -> Path:
 
 
 def write_dist_info(root: Path, dist: str, group: str, entries: dict[str, str]) -> Path:
-    """``root`` given the ``*.dist-info`` an install of distribution ``dist`` (version 0.1) leaves: its
-    entry points ``{name: "module:object"}`` in ``group``."""
+    """``root`` given the ``pyproject.toml`` of distribution ``dist`` (version 0.1) and the ``*.dist-info`` an
+    install of it leaves: its entry points ``{name: "module:object"}`` in ``group``."""
+    (root / "pyproject.toml").write_text(
+        f'[project]\nname = "{dist}"\nversion = "0.1"\ndependencies = ["probegen"]\n\n'
+        f'[project.entry-points."{group}"]\n' + "".join(f'{k} = "{v}"\n' for k, v in entries.items()))
     info = root / f"{dist.replace('-', '_')}-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")

@@ -79,22 +79,10 @@ class YesNo(Method):
         return YesNoScorer(inner, req.options.get("judge_words", "yes-no"))
 '''
 
-PYPROJECT = f'''
-[project]
-name = "probegen-yesno"
-version = "0.1"
-dependencies = ["probegen"]
-
-[project.entry-points."probegen.methods"]
-{METHOD} = "yesno_method:YesNo"
-'''
-
-
 def write_plugin(root: Path) -> Path:
     """The package directory, with the dist-info an install would write."""
     (root / "yesno_method").mkdir(parents=True)
     (root / "yesno_method" / "__init__.py").write_text(textwrap.dedent(METHOD_MODULE))
-    (root / "pyproject.toml").write_text(PYPROJECT)
     write_dist_info(root, "probegen-yesno", "probegen.methods", {METHOD: "yesno_method:YesNo"})
     return root
 

@@ -57,22 +57,10 @@ class SynonymPairs(Task):
         return [Unit.choice(it["id"], QUERIES[condition].format(**it), it["choices"], it["gold"]) for it in data.items]
 '''
 
-PYPROJECT = f'''
-[project]
-name = "probegen-synonym-pairs"
-version = "0.1"
-dependencies = ["probegen"]
-
-[project.entry-points."probegen.tasks"]
-{KIND} = "synpairs_task:SynonymPairs"
-'''
-
-
 def write_plugin(root: Path, target: str = "synpairs_task:SynonymPairs") -> Path:
     """The package directory, with the dist-info an install would write (its entry point names ``target``)."""
     (root / "synpairs_task").mkdir(parents=True)
     (root / "synpairs_task" / "__init__.py").write_text(textwrap.dedent(TASK_MODULE))
-    (root / "pyproject.toml").write_text(PYPROJECT)
     return write_dist_info(root, "probegen-synonym-pairs", "probegen.tasks", {KIND: target})
 
 

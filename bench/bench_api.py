@@ -48,11 +48,7 @@ def timed(scorer, pairs: list[tuple[str, str]]) -> tuple[float, dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = ap.add_mutually_exclusive_group(required=True)
-    where.add_argument("--api-base", help="a running server's /v1 URL (its key in OPENAI_API_KEY)")
-    where.add_argument("--serve-vllm", metavar="PYTHON", help="start vLLM with this Python (.venv-vllm/bin/python)")
-    ap.add_argument("--model", default="smollm2", help="served model id")
+    ap = benchlib.server_parser(__doc__, "served model id")
     ap.add_argument("--local-model", default="smollm2-135m")
     ap.add_argument("--dataset", required=True, help="a CoDA21 dataset folder (probegen make coda21)")
     ap.add_argument("--groups", type=int, default=7)

@@ -16,7 +16,6 @@ renders it into docs/figures/generate_served.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -49,11 +48,7 @@ def row(name: str, results: Path, seconds: float) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = ap.add_mutually_exclusive_group(required=True)
-    where.add_argument("--api-base", help="a running server's /v1 URL (its key in OPENAI_API_KEY)")
-    where.add_argument("--serve-vllm", metavar="PYTHON", help="start vLLM with this Python (.venv-vllm/bin/python)")
-    ap.add_argument("--model", default="smollm2", help="served model id (with --api-base)")
+    ap = benchlib.server_parser(__doc__, "served model id (with --api-base)")
     ap.add_argument("--work", default=str(REPO / "probegen_out" / "bench" / "generate_served"))
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--coda21-groups", type=int, default=None,

@@ -31,6 +31,17 @@ def work_parser(doc: str, name: str) -> argparse.ArgumentParser:
     return ap
 
 
+def server_parser(doc: str, model_help: str) -> argparse.ArgumentParser:
+    """A served-model bench's parser: ``--api-base`` (a running server) or ``--serve-vllm`` (start one), and
+    ``--model``, the served model's id (``model_help``)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--api-base", help="a running server's /v1 URL (its key in OPENAI_API_KEY)")
+    where.add_argument("--serve-vllm", metavar="PYTHON", help="start vLLM with this Python (.venv-vllm/bin/python)")
+    ap.add_argument("--model", default="smollm2", help=model_help)
+    return ap
+
+
 def fresh_dir(path: Path) -> Path:
     """``path`` emptied (made anew), for a run that must not read an earlier run's files."""
     shutil.rmtree(path, ignore_errors=True)

@@ -593,12 +593,12 @@ def quiet_transformers() -> Iterator[None]:
         return
     level = tlog.get_verbosity()
     tlog.set_verbosity_error()  # type: ignore[no-untyped-call]  # transformers leaves these unannotated
-    tlog.disable_progress_bar()  # type: ignore[no-untyped-call]
+    tlog.disable_progress_bar()  # type: ignore[no-untyped-call]  # (as above)
     try:
         yield
     finally:
         tlog.set_verbosity(level)
-        tlog.enable_progress_bar()  # type: ignore[no-untyped-call]
+        tlog.enable_progress_bar()  # type: ignore[no-untyped-call]  # (unannotated in transformers)
 
 
 @contextlib.contextmanager
@@ -689,6 +689,7 @@ def quantize_int8(model: Any) -> Any:
     body = q.get_decoder() if hasattr(q, "get_decoder") and q.get_decoder() is not None else q.base_model
     with warnings.catch_warnings():  # torch's deprecation notice of quantised tensors, once per layer
         warnings.simplefilter("ignore")
+        # torch.ao leaves quantize_dynamic unannotated
         quantize_dynamic(body, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)  # type: ignore[no-untyped-call]
     return q.eval()
 

@@ -46,8 +46,8 @@ def _config(probe, pos, distractors, contexts, **kw):
 
 def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bool, runner):
     """The adversarial set (its twin written to ``twin_out`` by rank 0)."""
-    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.wordnetqa import dataset as ds_mod
+    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
 
     runner.resolve(against)  # an unknown reference model fails before generation
     ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log,

@@ -169,8 +169,8 @@ def test_shrunk_groups_keep_their_twin_id_and_none_is_lost(monkeypatch):
 
 @pytest.mark.real
 def test_twin_is_the_standard_build_and_construction_is_deterministic(adversarial_verbs, tmp_path):
-    from probegen.coda21.adversarial import AdversarialSettings, build_adversarial
     from probegen.coda21 import dataset as D
+    from probegen.coda21.adversarial import AdversarialSettings, build_adversarial
 
     cfg, (adv, twin) = adversarial_verbs
     D.write(D.build(cfg, progress=False, log=lambda m: None, runner=QUIET_RUNNER), tmp_path / "std")
@@ -306,9 +306,9 @@ def test_adversarial_distractors_stay_valid(adversarial_mc, graph):
 
 @pytest.mark.real
 def test_adversarial_mc_is_deterministic_and_harder_for_the_reference(adversarial_mc, tmp_path):
-    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.models import load_scorer
     from probegen.wordnetqa import dataset as D
+    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.wordnetqa.evaluate import evaluate_mc
 
     cfg, (adv, twin) = adversarial_mc

@@ -18,8 +18,8 @@ MODELS = ("glove-50d", "minilm-l6")
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> tuple[Path, Path]:
     """A real adversarial WordNetQA hypernymy set (distractors most confusable for glove-50d) and its twin."""
-    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.runner import Runner
+    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
     from probegen.wordnetqa.config import WordNetQAConfig
 
     d = tmp_path_factory.mktemp("pair")

@@ -338,8 +338,8 @@ def test_trained_method_finds_a_word_biased_label_set():
 
 def test_trained_choice_items_are_scored_by_argmax_with_ties_at_random():
     from probegen.diagnostics.trained import TrainedConfig, features, measure
-    from probegen.wordincontext.task import choice_correct
     from probegen.wordincontext.dataset import WicDataset
+    from probegen.wordincontext.task import choice_correct
 
     rng = np.random.default_rng(1)
     items = []

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ..adversarial.confusable import alignment_errors, most_confusable
+from ..runner import Runner
+from ..templating import coda21_patterns, default_nonce
 from . import dataset as D
 from .grouping import SynsetGroup, candidates_for
 from .items import Context
 from .render import query
-from ..runner import Runner
-from ..templating import coda21_patterns, default_nonce
-from ..adversarial.confusable import alignment_errors, most_confusable
 
 if TYPE_CHECKING:
-    from .config import Coda21Config
     from ..scorers.base import Scorer
     from ..wordnet_graph import WordNetGraph
+    from .config import Coda21Config
 
 
 @dataclass(frozen=True)

@@ -397,7 +397,6 @@ def test_no_dispatch_dict_keyed_on_kinds():
     assert not found, f"dicts keyed on a kind or lists of kinds outside the kind's folder (ask a capability): {found}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 49: probegen/run/run_bias.py reads getattr(d.data, 'manifest', None)")
 def test_no_dataset_is_probed_by_hasattr():
     found = _outside_kind_homes(audit.dataset_probes)
     assert not found, f"hasattr/getattr probes on a dataset (ask the kind through a capability): {found}"

@@ -441,7 +441,7 @@ def shown_blocks(d: Loaded) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if d.subset is not None:
         out["subset"] = d.subset
-    invalid = (getattr(d.data, "manifest", None) or {}).get("invalid")
+    invalid = (d.data.manifest or {}).get("invalid")
     if invalid:
         out["invalid"] = invalid
     return out

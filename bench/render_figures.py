@@ -785,7 +785,8 @@ def causal_vs(res: dict[str, dict]) -> str:
                            num(r["pairs_per_s"], ".1f")] for r in doc["rows"]], "lrrr"))
         ratio = doc["vs_lm_eval"]
         out.append(f"d/b: this tree {num(ratio['this tree'], '.2f')}x, {c['against']} {num(ratio['against'], '.2f')}x; "
-                   f"change {num(100 * doc['change'], '+.1f')}% (within 5%: {'yes' if doc['within_5_percent'] else 'no'}); "
+                   f"change, the median over rounds of the two trees' ratio in that round, "
+                   f"{num(100 * doc['change'], '+.1f')}% (within 5%: {'yes' if doc['within_5_percent'] else 'no'}); "
                    f"scores of the two trees differ by at most {num(doc['max_abs_score_diff'], '.2g')}.\n")
         out.append(provenance(name, {**doc, "bench": "bench_causal"}))  # written by bench_causal.py --against
     return "\n".join(out)

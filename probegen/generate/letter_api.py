@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping, Sequence, TypeGuard, cast
+from typing import Any, Callable, Mapping, Sequence, TypeGuard
 
 from ..errors import ProbegenError
 
@@ -303,14 +303,15 @@ class ApiLetters:
         return dict(zip(pairs, results))
 
     def _echo_batch(self, pairs: list[tuple[str, str]]) -> list[float]:
-        from ..scorers.api import ApiScorer, continuation_logprobs
+        from ..scorers.api import continuation_logprobs, prompt_logprobs
 
         prompts = [p + v for p, v in pairs]
         body = self._post({"model": self.name, "prompt": prompts, "max_tokens": 1, "temperature": 0.0, "echo": True,
                            "logprobs": 0})
         out = []
         # checked as the scorer checks
-        for (p, v), (offsets, vals) in zip(pairs, ApiScorer._logprobs(cast(ApiScorer, self), body, prompts)):
+        checked = prompt_logprobs(body, prompts, self.client, self.endpoint.base, self.name)
+        for (p, v), (offsets, vals) in zip(pairs, checked):
             got = continuation_logprobs({"text_offset": offsets, "token_logprobs": vals}, len(p), len(p) + len(v))
             if not got or any(x is None for x in got):
                 raise self.client.error(f"{self.endpoint.base} gave no log-prob for {v!r} after the prompt")

@@ -371,7 +371,7 @@ def _results(model: str, dataset: str | Path, task: Task, data: Dataset, scorer:
 
 def _log_scoring_path(runner: Any, model: str, stats: dict[str, Any] | None) -> None:
     """One log line: the path the scores took (attention kernel and why) and a lower precision's check."""
-    from ..scorers._paths import run_note
+    from ..scorers.base import run_note
 
     note = run_note(stats or {})
     if note:

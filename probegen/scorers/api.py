@@ -287,7 +287,8 @@ class ApiScorer(Scorer):
             else:
                 raise
         out = []
-        for (ctx, cont), lp in zip(batch, self._logprobs(body, prompts)):
+        checked = prompt_logprobs(body, prompts, self.client, self.endpoint.base, self.name)
+        for (ctx, cont), lp in zip(batch, checked):
             offsets, values = lp
             vals = continuation_logprobs({"text_offset": offsets, "token_logprobs": values}, len(ctx),
                                          len(ctx) + len(cont))
@@ -298,41 +299,44 @@ class ApiScorer(Scorer):
             out.append(total / len(vals) if self.reduction == "mean" else total)
         return out
 
-    def _logprobs(self, body: Any, prompts: list[str]) -> list[tuple[list[int], list[float | None]]]:
-        """The checked (offsets, log-probs) of each prompt's tokens in a completions answer (see the module doc)."""
-        url = f"{self.endpoint.base}/completions"
-        choices = body.get("choices") if isinstance(body, dict) else None
-        if not isinstance(body, dict) or not isinstance(choices, list):
-            what = (f"{shape(body)}, not an object" if not isinstance(body, dict)
-                    else f"{shape(choices)} as its 'choices'")
-            raise self.client.error(f"{url} answered {what} (a list of choices, one per prompt, was expected)")
-        if len(choices) != len(prompts):
-            raise self.client.error(f"{url} answered {len(choices)} choices for {len(prompts)} prompts")
-        bad = next((c for c in choices if not isinstance(c, dict)), None)
-        if bad is not None:
-            raise self.client.error(f"{url} answered {shape(bad)} as a choice, not an object")
-        index = [c.get("index") for c in choices]
-        if any(i is not None for i in index):
-            if not all(type(i) is int for i in index) or sorted(index) != list(range(len(prompts))):
-                raise self.client.error(f"{url} numbered its {len(choices)} choices {index!r:.80}, not 0 to "
-                                        f"{len(prompts) - 1}")
-            choices = sorted(choices, key=lambda c: c["index"])
-        out = []
-        for i, (prompt, ch) in enumerate(zip(prompts, choices)):
-            lp = ch.get("logprobs")
-            if not lp or (isinstance(lp, dict) and not lp.get("token_logprobs")):
-                raise self.client.error(
-                    f"{self.endpoint.base} returned no prompt log-probs for {self.name} (echo + logprobs): a chat-only "
-                    "API cannot be scored this way; use a server with a completions endpoint, or the generative method")
-            try:
-                out.append(prompt_tokens(lp, prompt))
-            except ValueError as e:
-                raise self.client.error(f"{url}: the answer to prompt {i} of the request is wrong: {e}; nothing of its "
-                                        "chunk was cached") from None
-        return out
-
     def close(self) -> None:
         """Close the connections, the worker threads and the score cache."""
         self._pool.shutdown(wait=False)
         self.client.close()
         super().close()
+
+
+def prompt_logprobs(body: Any, prompts: list[str], client: Any, base: str,
+                    name: str) -> list[tuple[list[int], list[float | None]]]:
+    """The checked (offsets, log-probs) of each prompt's tokens in a completions answer of the server at ``base``
+    for model ``name`` (see the module doc); a wrong answer is ``client.error``."""
+    url = f"{base}/completions"
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or not isinstance(choices, list):
+        what = (f"{shape(body)}, not an object" if not isinstance(body, dict)
+                else f"{shape(choices)} as its 'choices'")
+        raise client.error(f"{url} answered {what} (a list of choices, one per prompt, was expected)")
+    if len(choices) != len(prompts):
+        raise client.error(f"{url} answered {len(choices)} choices for {len(prompts)} prompts")
+    bad = next((c for c in choices if not isinstance(c, dict)), None)
+    if bad is not None:
+        raise client.error(f"{url} answered {shape(bad)} as a choice, not an object")
+    index = [c.get("index") for c in choices]
+    if any(i is not None for i in index):
+        if not all(type(i) is int for i in index) or sorted(index) != list(range(len(prompts))):
+            raise client.error(f"{url} numbered its {len(choices)} choices {index!r:.80}, not 0 to "
+                                    f"{len(prompts) - 1}")
+        choices = sorted(choices, key=lambda c: c["index"])
+    out = []
+    for i, (prompt, ch) in enumerate(zip(prompts, choices)):
+        lp = ch.get("logprobs")
+        if not lp or (isinstance(lp, dict) and not lp.get("token_logprobs")):
+            raise client.error(
+                f"{base} returned no prompt log-probs for {name} (echo + logprobs): a chat-only "
+                "API cannot be scored this way; use a server with a completions endpoint, or the generative method")
+        try:
+            out.append(prompt_tokens(lp, prompt))
+        except ValueError as e:
+            raise client.error(f"{url}: the answer to prompt {i} of the request is wrong: {e}; nothing of its "
+                                    "chunk was cached") from None
+    return out

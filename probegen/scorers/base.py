@@ -287,3 +287,27 @@ def _progress_bar(total: int, desc: str, enabled: bool) -> Any:
     from ..progress import progress_bar
 
     return progress_bar(total=total, desc=desc, unit="pair")
+
+
+def run_note(stats: dict[str, Any]) -> str | None:
+    """One line of a scorer's ``stats()``: the path its scores took (strategy, attention kernel and why)
+    and the check of a lower precision; None for scorers without them.
+
+    >>> run_note({"strategy": "packed", "kernel": "flex", "kernel_pick": {"kernel": "flex", "how": "remembered"}})
+    'packed scoring, flex attention kernel (remembered)'
+    >>> run_note({"kernel": "dense", "kernel_pick": {"kernel": "dense", "how": "user"},
+    ...           "precision_check": {"checked": True, "dtype": "int8", "agree": 49, "units": 50, "max_abs_diff": 0.4}})
+    'dense attention kernel (user); int8 agrees with float32 on 49 of 50 units (max |diff| 0.4 nats)'
+    """
+    parts = []
+    if stats.get("strategy") == "full":
+        parts.append("full sequences" + (" (packed failed its self-check)" if stats.get("self_check") else ""))
+    elif stats.get("kernel"):
+        how = (stats.get("kernel_pick") or {}).get("how", "")
+        lead = f"{stats['strategy']} scoring, " if stats.get("strategy") else ""
+        parts.append(f"{lead}{stats['kernel']} attention kernel" + (f" ({how})" if how else ""))
+    check = stats.get("precision_check")
+    if check and check.get("checked"):
+        parts.append(f"{check['dtype']} agrees with float32 on {check['agree']} of {check['units']} units "
+                     f"(max |diff| {check['max_abs_diff']} nats)")
+    return "; ".join(parts) or None

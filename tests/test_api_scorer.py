@@ -8,19 +8,17 @@ small threaded HTTP proxy in front of the real server; the last test kills the r
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cli_checks import assert_one_line_error, linked_cache, run
+from fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.real
 
@@ -172,68 +170,13 @@ def test_key_never_written(runs, cache_home, vllm):
 
 
 # ---- faults, through a proxy in front of the real server ----------------------------------------------
-class Proxy:
-    """A threaded HTTP proxy to the server that can answer statuses of its own or strip log-probs."""
-
-    def __init__(self, upstream: str, port: int = 0) -> None:
-        self.up = upstream.split("//", 1)[1].split("/", 1)[0]
-        self.inject: list[int] = []  # statuses to answer to the next completions requests
-        self.strip = False
-        self.completions = 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a) -> None:
-                pass
-
-            def _relay(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                if self.path.endswith("/completions"):
-                    with lock:
-                        proxy.completions += 1
-                        status = proxy.inject.pop(0) if proxy.inject else None
-                    if status is not None:
-                        return self._answer(status, b'{"error": {"message": "injected"}}')
-                conn = http.client.HTTPConnection(proxy.up, timeout=300)
-                conn.request(self.command, self.path, body=body or None,
-                             headers={k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")})
-                r = conn.getresponse()
-                data = r.read()
-                if proxy.strip and self.path.endswith("/completions") and r.status == 200:
-                    doc = json.loads(data)
-                    for ch in doc["choices"]:
-                        ch["logprobs"] = None
-                    data = json.dumps(doc).encode()
-                self._answer(r.status, data)
-
-            def _answer(self, status: int, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = _relay
-
-        lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_429_and_500_are_retried(keyed, cache_home):
     from probegen.models import load_scorer
 
     base, _ = keyed
-    proxy = Proxy(base)
+    proxy = FaultProxy(base)
     try:
         proxy.inject = [429, 500, 503, 429]
         pairs = [("The cat sat on the", "mat"), ("I like", "green tea"), ("Dogs", "bark"), ("A bkatuhla is", "a fish")]
@@ -252,7 +195,7 @@ def test_429_and_500_are_retried(keyed, cache_home):
 
 def test_chat_only_server_is_a_one_line_error(vllm, clean_hard):
     base, key, _ = vllm
-    proxy = Proxy(base)
+    proxy = FaultProxy(base)
     try:
         proxy.strip = True
         code, _, err = run("eval", "--model", "smollm2", "--api-base", proxy.base, "--dataset", clean_hard, "--limit", "1",

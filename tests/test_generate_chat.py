@@ -8,14 +8,12 @@ run) are injected by a small threaded HTTP proxy in front of the real server.
 
 from __future__ import annotations
 
-import http.client
 import json
 import shutil
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fault_proxy import FaultProxy
 
 from probegen.errors import ProbegenError
 from probegen.generate.chat import LocalChat, ResponseCache, load_chat
@@ -163,63 +161,9 @@ def test_damaged_cache_is_set_aside(keyed, tmp_path, caplog):
     assert len(list(tmp_path.glob("responses.sqlite.corrupt-*"))) == 1 and len(ResponseCache(path)) == 1
 
 
-class ChatProxy:
-    """A threaded HTTP proxy to the real server; ``inject`` holds, for the next chat requests in
-    order, None (pass it on) or a (status, message) to answer instead."""
-
-    def __init__(self, upstream: str) -> None:
-        self.up = upstream.split("//", 1)[1].split("/", 1)[0]
-        self.inject: list[tuple[int, str] | None] = []
-        self.chats = 0
-        proxy, lock = self, threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a) -> None:
-                pass
-
-            def _relay(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                if self.path.endswith("/chat/completions"):
-                    with lock:
-                        proxy.chats += 1
-                        fault = proxy.inject.pop(0) if proxy.inject else None
-                    if fault is not None:
-                        return self._answer(fault[0], json.dumps({"error": {"message": fault[1]}}).encode())
-                conn = http.client.HTTPConnection(proxy.up, timeout=300)
-                conn.request(self.command, self.path, body=body or None,
-                             headers={k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")})
-                r = conn.getresponse()
-                self._answer(r.status, r.read())
-
-            def _answer(self, status: int, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = _relay
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request, client_address) -> None:
-                pass  # a client closing a kept-alive connection is no failure of the test
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def proxy(keyed):
-    p = ChatProxy(keyed[0])
+    p = FaultProxy(keyed[0], route="/chat/completions")
     yield p
     p.stop()
 

@@ -40,11 +40,8 @@ def _raise_write_failure(e: BaseException | None, path: Path) -> None:
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """A temp file path beside ``path``, renamed onto ``path`` only if the body succeeds.
-
-    For writers that open the file themselves (e.g. ``wn.lmf.dump``); :func:`atomic_write` is the
-    file-handle version. An interrupted or failing writer never leaves a half-written file behind.
-    """
+    """A temp file path beside ``path``, renamed onto ``path`` only if the body succeeds (for writers
+    that open the file themselves, e.g. ``wn.lmf.dump``; :func:`atomic_write` is the file-handle version)."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -64,10 +61,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[Any]:
-    """Write to a temp file beside ``path`` and rename it into place only on success.
-
-    An interrupted or failing writer never leaves a half-written file behind.
-    """
+    """Write to a temp file beside ``path``, renamed into place only on success (never half-written)."""
     with atomic_path(path) as tmp:
         # opened by descriptor, so fh.name is not the random temp name (gzip would write it into its
         # header and the bytes would differ run to run)
@@ -131,9 +125,8 @@ def atomic_output_file(path: str | Path, mode: str = "w", check: Any = None) -> 
         write_json(_file_record(path), {"probegen_output": 1, "file": path.name, "sha256": sha256_file(tmp)})
 
 
-#: the file probegen writes last into every directory it writes through :func:`atomic_dir`: the kind
-#: of output and every file (with its sha256) and folder it wrote there. Only such a directory,
-#: holding exactly those files, is ever replaced; loaders check the files (the manifest included).
+#: written last into every :func:`atomic_dir` output: its kind, every file (with sha256) and folder.
+#: Only a directory holding exactly those files is ever replaced; loaders check the files.
 MARKER = ".probegen-output.json"
 #: tags of atomic_dir's siblings, ``.NAME.TAG-PID-HEX``: the output being written, the previous one moved aside
 _TMP, _OLD = "probegen-tmp", "probegen-old"
@@ -145,15 +138,12 @@ _log = logging.getLogger(__name__)
 
 def ensure_writable(out: str | Path, replace: bool = False, inputs: Iterable[str | Path | None] = (),
                     homes: Iterable[str | Path] = (), writer: str | None = None) -> None:
-    """Fail before any expensive work if the output folder ``out`` (maybe not yet there) cannot be written.
+    """Fail before any expensive work if the output folder ``out`` (maybe not yet there) cannot be written
+    (its parent must be writable: outputs are renamed into place).
 
-    Outputs are written beside ``out`` and renamed into place, so its parent must be writable.
-    ``replace``: ``out`` will be written by :func:`atomic_dir`, so an existing folder must be
-    one it may replace (an earlier probegen output holding only its own files, or an empty folder).
-    ``inputs``, ``homes``: the command's inputs, which ``out`` must not be, hold or (but for
-    ``homes``) sit inside (:func:`check_output_not_input`). ``writer``: what the command writes
-    (a key of :data:`WRITERS`); an existing output of another family is refused now, not only
-    when :func:`atomic_dir` swaps (which tells the new output's family by its layout).
+    ``replace``: an existing ``out`` must be one :func:`atomic_dir` may replace. ``inputs``, ``homes``:
+    see :func:`check_output_not_input`. ``writer``: the command's output family (a key of :data:`WRITERS`);
+    an existing output of another family is refused now, not only when :func:`atomic_dir` swaps.
     """
     check_output_not_input(out, inputs, homes)
     out = Path(os.path.realpath(out))
@@ -191,8 +181,7 @@ def check_output_not_input(out: str | Path, inputs: Iterable[str | Path | None],
 
 
 def _contents(root: Path) -> tuple[set[str], set[str]]:
-    """Files and folders under ``root`` as relative POSIX paths, the marker left out (links count as
-    files, unfollowed)."""
+    """Files and folders under ``root`` as relative POSIX paths, without the marker (links are files)."""
     files: set[str] = set()
     dirs: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root):
@@ -222,11 +211,8 @@ def _manifest_kind(root: Path) -> Any:
 
 
 def _layout_writer(root: Path) -> str:
-    """The family of commands that wrote the output ``root``, told by its layout: a manifest of kind
-    ``study`` or ``export``, another manifest (a dataset), a ``results.json`` (a run), else ``output``.
-
-    Recorded in new markers; the rule for markers of older probegens, which lack ``writer``.
-    """
+    """The family that wrote the output ``root``, told by its layout: a manifest of kind ``study`` or
+    ``export``, another manifest (a dataset), a ``results.json`` (a run), else ``output``."""
     kind = _manifest_kind(root)
     if kind in ("study", "export"):
         return str(kind)
@@ -236,8 +222,8 @@ def _layout_writer(root: Path) -> str:
 
 
 def output_writer(root: str | Path) -> str | None:
-    """The writer family (a key of :data:`WRITERS`) of the probegen output ``root``: its marker's
-    ``writer``, or for a marker without one (older probegens) its layout; None without a marker."""
+    """The writer family (a key of :data:`WRITERS`) of the output ``root``: its marker's ``writer``, else
+    its layout (older markers); None without a marker."""
     marker = _read_marker(Path(root))
     if marker is None:
         return None
@@ -261,8 +247,8 @@ def _read_marker(root: Path) -> dict[str, Any] | None:
 
 
 def record_in_output(root: str | Path, name: str) -> None:
-    """Add the file ``name``, just written by probegen into the finished output ``root``, to its marker
-    (e.g. a plot drawn into a run), so that the output stays replaceable. No marker: nothing to do."""
+    """Add the file ``name``, just written into the finished output ``root`` (a plot drawn into a run), to
+    its marker, so the output stays replaceable. No marker: nothing to do."""
     root = Path(root)
     marker = _read_marker(root)
     if marker is not None and (root / name).is_file():
@@ -271,10 +257,8 @@ def record_in_output(root: str | Path, name: str) -> None:
 
 
 def _check_replaceable(path: Path, writer: str | None = None) -> None:
-    """Refuse to replace a directory probegen cannot show it wrote: it must be empty, or hold its
-    marker and exactly the files listed there, unchanged. The error names what is in the way.
-    ``writer``: the family of the new output (a key of :data:`WRITERS`); an output of another
-    family (a study where a run goes) is refused, naming what it is and which command wrote it."""
+    """Refuse to replace a directory unless it is empty or holds its marker and exactly the files listed
+    there, unchanged. ``writer``: the new output's family; an output of another family is refused."""
     try:
         cwd = Path.cwd().resolve()
     except OSError:  # the current directory was deleted: it cannot be inside path
@@ -321,8 +305,8 @@ def _alive(tag: str) -> bool:
 
 
 def _leftovers(path: Path, kind: str) -> list[Path]:
-    """atomic_dir's ``kind`` siblings of ``path`` left by a dead process and holding probegen's marker
-    (or nothing), newest first. A sibling with another name or without a marker is never touched."""
+    """atomic_dir's ``kind`` siblings of ``path`` left by a dead process and holding the marker (or
+    nothing), newest first."""
     prefix = f".{path.name}.{kind}-"
     try:
         found = [p for p in path.parent.iterdir() if p.name.startswith(prefix)]
@@ -338,12 +322,9 @@ def _leftovers(path: Path, kind: str) -> list[Path]:
 
 
 def recover(path: str | Path) -> None:
-    """Finish what an interrupted :func:`atomic_dir` on ``path`` left beside it, one warning line each.
-
-    The previous output moved aside is renamed back if ``path`` is missing (killed between the
-    two renames), else removed; a half-written new output is removed. Called by every write and
-    every load of a probegen output.
-    """
+    """Finish what an interrupted :func:`atomic_dir` on ``path`` left beside it, one warning line each:
+    the previous output moved aside is renamed back if ``path`` is missing, else removed; a half-written
+    new output is removed. Called by every write and load of a probegen output."""
     path = Path(os.path.realpath(path))
     for kind in (_OLD, _TMP):
         for left in _leftovers(path, kind):
@@ -361,15 +342,11 @@ def recover(path: str | Path) -> None:
 @contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Yield a temporary sibling of ``path`` (empty but for a stub marker); on success it becomes
-    ``path`` by one rename.
+    ``path`` by one rename, so readers never see a mix and a failing writer leaves ``path`` as it was.
 
-    Readers see the old directory or the complete new one, never a mix: an interrupted or
-    failing writer leaves ``path`` as it was and removes the temporary directory. An existing
-    ``path`` (an earlier probegen output of the same family, :data:`WRITERS`, holding only its own
-    files, or an empty folder) is renamed aside, the new one is renamed in, then the old one is
-    deleted. The new directory gets probegen's marker (:data:`MARKER`), written last. A kill
-    between the two renames leaves the old one aside, where the next write or load of ``path``
-    finds it and puts it back (:func:`recover`).
+    An existing ``path`` (an earlier output of the same family holding only its own files, or an
+    empty folder) is renamed aside, the new one renamed in, the old one deleted; a kill in between is
+    undone by :func:`recover`. The marker (:data:`MARKER`) is written last.
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -422,11 +399,8 @@ def file_hashes(root: str | Path, names: Iterable[str]) -> dict[str, str]:
 
 
 def verify_files(root: str | Path, files: Any, manifest_name: str = "manifest.json") -> None:
-    """Check a dataset directory against what probegen wrote (DatasetError naming the first mismatch):
-    every file its marker lists, the manifest included (:func:`verify_output`), and every file the
-    manifest's ``files`` block lists. A manifest without a ``files`` block is an error."""
-    from .errors import DatasetError
-
+    """Check a dataset directory against its marker (:func:`verify_output`) and the manifest's ``files``
+    block (required); DatasetError naming the first mismatch."""
     root = Path(root)
     if files is None:
         raise DatasetError(f"{root / manifest_name} has no 'files' block (the sha256 of each data file), so the "
@@ -437,11 +411,8 @@ def verify_files(root: str | Path, files: Any, manifest_name: str = "manifest.js
 
 
 def verify_output(root: str | Path, hashed: dict[str, str] | None = None) -> None:
-    """Check every file the marker of the probegen output ``root`` lists (its manifest or results
-    included) against its sha256; DatasetError naming the first mismatch. An output without a
-    marker (written by an older probegen, or by hand) has nothing to check here."""
-    from .errors import DatasetError
-
+    """Check every file the marker of the output ``root`` lists against its sha256 (DatasetError naming
+    the first mismatch); an output without a marker has nothing to check."""
     root = Path(root)
     if not (root / MARKER).is_file():
         return
@@ -453,9 +424,7 @@ def verify_output(root: str | Path, hashed: dict[str, str] | None = None) -> Non
 
 def _verify_hashes(root: Path, files: Any, listing: str, hashed: dict[str, str] | None = None) -> None:
     """Check ``{name: sha256}`` (from the file ``listing`` in ``root``) against the files under ``root``;
-    ``hashed`` memoises the sha256 of files already read by an earlier check of the same load."""
-    from .errors import DatasetError
-
+    ``hashed`` memoises the hashes across the checks of one load."""
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise DatasetError(f"{root / listing}: 'files' must map file names to sha256 hashes")
     what = "output" if listing == MARKER else "dataset"
@@ -482,11 +451,8 @@ def _non_finite_name(x: float) -> str:
 
 
 def finite_json(obj: Any) -> Any:
-    """``obj`` with every number that is not finite (NaN, +/-Infinity: JSON has none, and a strict
-    reader rejects a file holding one) replaced by ``null``; in an object, the reason is written
-    beside it as ``KEY_not_finite`` (unless the object already says why: a ``KEY_note``). Tuples
-    become lists; everything else is kept as it is. Every JSON probegen writes goes through it
-    (:func:`json_text`).
+    """``obj`` with every non-finite number (JSON has none) replaced by ``null``; in an object the reason
+    is written beside it as ``KEY_not_finite`` (unless a ``KEY_note`` says why). Tuples become lists.
 
     >>> finite_json({"df": float("inf"), "p": 0.5, "ci": [float("nan"), 1.0]})
     {'df': None, 'df_not_finite': 'Infinity', 'p': 0.5, 'ci': [None, 1.0], 'ci_not_finite': {'0': 'NaN'}}
@@ -518,10 +484,8 @@ def _why_not_finite(v: Any) -> Any:
 
 
 def json_text(obj: Any, indent: int | None = None, default: Any = None) -> str:
-    """The one serialiser of every JSON and JSONL probegen writes: strict JSON (a value that is not
-    finite is ``null`` with the reason beside it: :func:`finite_json`), sorted keys, UTF-8 text;
-    ``indent`` None is one line (canonical: equal objects give byte-identical text); ``default``:
-    as ``json.dumps``'s, for objects JSON has no type for (e.g. ``str`` for paths).
+    """The one serialiser of every JSON and JSONL probegen writes: strict (:func:`finite_json`), sorted
+    keys, UTF-8; ``indent`` None is one canonical line; ``default``: as ``json.dumps``'s.
 
     >>> json_text({"b": 1, "a": float("-inf")})
     '{"a": null, "a_not_finite": "-Infinity", "b": 1}'
@@ -530,9 +494,8 @@ def json_text(obj: Any, indent: int | None = None, default: Any = None) -> str:
                       default=default)
 
 
-def dumps(obj: Any) -> str:
-    """Canonical JSON (sorted keys, strict: :func:`json_text`) so equal objects give byte-identical text."""
-    return json_text(obj)
+#: canonical one-line JSON (:func:`json_text`): equal objects give byte-identical text
+dumps = json_text
 
 
 def write_json(path: str | Path, obj: Any) -> None:
@@ -552,10 +515,8 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
 
 
 def check_docs_back(out: str | Path, name: str, docs: list[dict[str, Any]], back: list[dict[str, Any]]) -> None:
-    """Refuse (one line; the export is not renamed into place) docs an export read back from its
-    file ``name`` that are not the docs it wrote: another count, or a doc whose id, choices or gold
-    differ. Every dataset export calls it before the rename (issue 46: an export that lost a
-    sample said it wrote them all).
+    """Refuse (one line, before the rename) docs an export read back from its file ``name`` that are not
+    the docs it wrote: another count, or another id, choices or gold (issue 46).
 
     >>> check_docs_back("x", "docs.jsonl", [{"id": "a", "choices": ["p", "q"], "gold": 1}], [])
     Traceback (most recent call last):
@@ -575,10 +536,7 @@ MAX_MANIFEST_BYTES = 16 << 20
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The JSON object in the manifest file ``path``, or one error line naming it (unreadable, too
-    large, not UTF-8, not JSON, NaN, or not an object)."""
-    from .errors import DatasetError
-
+    """The JSON object in the manifest file ``path``, or one error line naming it."""
     obj = parse_json(read_text(path, MAX_MANIFEST_BYTES, "manifest"), path)
     if not isinstance(obj, dict):
         raise DatasetError(f"{path}: not a JSON object (a probegen manifest is one)")
@@ -586,8 +544,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
 
 
 class NotAFile(DatasetError):
-    """An input path that names something other than a regular file (a FIFO, a device such as
-    ``/dev/zero``, a socket): refused unread, since reading it could block for ever or never end."""
+    """An input that is not a regular file (a FIFO, ``/dev/zero``, a socket): refused unread, since
+    reading it could block for ever or never end."""
 
 
 def _file_kind(mode: int) -> str:
@@ -604,8 +562,8 @@ def _file_kind(mode: int) -> str:
 
 
 def check_regular(path: str | Path, what: str = "file") -> None:
-    """Refuse (:class:`NotAFile`, one line naming ``path``) an existing path that is neither a
-    regular file nor a directory (links followed); a missing path passes (its reader says so).
+    """Refuse (:class:`NotAFile`) an existing path that is neither a regular file nor a directory; a
+    missing path passes (its reader says so).
 
     >>> check_regular("/dev/zero", "dataset")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
@@ -621,10 +579,9 @@ def check_regular(path: str | Path, what: str = "file") -> None:
 
 
 def open_input(path: str | Path, what: str = "file") -> BinaryIO:
-    """The input file ``path`` opened for reading (binary), the one way probegen opens a file it
-    did not write: a path that is not a regular file (a FIFO, ``/dev/zero``, a socket) is
-    :class:`NotAFile`, refused without blocking (the open does not wait for a FIFO's writer) and
-    unread; a directory or a missing file is the ``OSError`` ``open()`` raises.
+    """The input file ``path`` opened for binary reading, the one way probegen opens a file it did not
+    write: a non-regular file is :class:`NotAFile`, refused without blocking; a directory or a missing
+    file is the ``OSError`` ``open()`` raises.
 
     >>> open_input("/dev/zero", "spec file")
     Traceback (most recent call last):
@@ -646,10 +603,8 @@ def open_input(path: str | Path, what: str = "file") -> BinaryIO:
 
 def read_bytes(path: str | Path, max_bytes: int | None = None, what: str = "file",
                error: type[ProbegenError] | None = None) -> bytes:
-    """The bytes of an input file (:func:`open_input`: a regular file only), or one error line
-    naming it: not a regular file (:class:`NotAFile`), unreadable, or larger than ``max_bytes``
-    (checked before reading, and the read itself stops there, for inputs that are never
-    legitimately huge). ``error``: the class raised (DatasetError by default)."""
+    """The bytes of an input file (:func:`open_input`), or one error line naming it: unreadable or
+    larger than ``max_bytes`` (checked before and during the read). ``error``: the class raised."""
     error = error or DatasetError
     path = Path(path)
     try:
@@ -667,18 +622,13 @@ def read_bytes(path: str | Path, max_bytes: int | None = None, what: str = "file
 
 def read_text(path: str | Path, max_bytes: int | None = None, what: str = "file",
               error: type[ProbegenError] | None = None) -> str:
-    """The UTF-8 text of an input file, or one error line naming it: not a regular file (a FIFO,
-    a device: :class:`NotAFile`, refused unread), unreadable, larger than ``max_bytes`` (checked
-    before reading, for inputs that are never legitimately huge) or not UTF-8
-    (``FILE:LINE: not UTF-8 at byte N``). ``error``: the class raised (DatasetError by default).
-    """
+    """The UTF-8 text of an input file (:func:`read_bytes`); not UTF-8 is ``FILE:LINE: not UTF-8 at byte N``."""
     return decode_utf8(read_bytes(path, max_bytes, what, error), path, error)
 
 
 def _small_json(path: Path) -> Any:
-    """The JSON of one of probegen's own small bookkeeping files (a marker, a manifest's kind, a
-    file record) read with the manifest's cap; None if it is missing, not a regular file, too
-    large or not JSON (its callers treat all of these as "not written by probegen")."""
+    """The JSON of one of probegen's own small bookkeeping files; None if it is missing, not a regular
+    file, too large or not JSON (all mean "not written by probegen")."""
     try:
         return json.loads(read_bytes(path, MAX_MANIFEST_BYTES, "probegen record").decode("utf-8"))
     except (ProbegenError, ValueError):
@@ -692,8 +642,6 @@ def decode_utf8(data: bytes, path: str | Path, error: type[ProbegenError] | None
     Traceback (most recent call last):
     probegen.errors.DatasetError: f.txt:2: not UTF-8 at byte 7 (0xff)
     """
-    from .errors import DatasetError
-
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -718,8 +666,6 @@ def _finite_float(token: str) -> float:
 
 def _line_of(text: str, token: str) -> int:
     """The line of the first ``token`` in ``text`` outside a JSON string (1 if not found)."""
-    import re
-
     for m in re.finditer(r'"(?:[^"\\]|\\.)*"|' + re.escape(token), text):
         if not m.group().startswith('"'):
             return text.count("\n", 0, m.start()) + 1
@@ -727,9 +673,8 @@ def _line_of(text: str, token: str) -> int:
 
 
 def load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` of ``text``, refusing aliases (``*name``, ``<<: *name``): a few lines of
-    nested aliases expand to gigabytes once copied (a "billion laughs"), and no probegen file needs
-    them. The error is yaml's ``ComposerError``, with the line, which every reader already reports.
+    """``yaml.safe_load`` of ``text``, refusing aliases (a "billion laughs"; no probegen file needs them)
+    with yaml's ``ComposerError``, which carries the line.
 
     >>> load_yaml("a: [1, 2]")
     {'a': [1, 2]}
@@ -744,8 +689,7 @@ def load_yaml(text: str) -> Any:
 
 
 def load_yaml_file(raw: bytes, name: str) -> Any:
-    """:func:`load_yaml` of a file's bytes; not UTF-8 or not YAML is a one-line error naming ``name`` (and the
-    line).
+    """:func:`load_yaml` of a file's bytes; not UTF-8 or not YAML is one line naming ``name`` and the line.
 
     >>> load_yaml_file(b"a: 1", "x.yaml")
     {'a': 1}
@@ -778,16 +722,13 @@ class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]  # yaml has no type
 
 
 def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
-    """``json.loads`` for input files: a DatasetError ``FILE:LINE: why`` for malformed JSON, a
-    number that is not finite (``NaN``, ``Infinity``, ``1e400``: JSON has none), an integer too long
-    to read, or nesting too deep. ``line``: the line of a JSONL row (else found in ``text``).
+    """``json.loads`` for input files: DatasetError ``FILE:LINE: why`` for malformed JSON, a non-finite
+    number, an integer too long or nesting too deep. ``line``: a JSONL row's (else found in ``text``).
 
     >>> parse_json('{"a": [1, NaN]}', "x.json")
     Traceback (most recent call last):
     probegen.errors.DatasetError: x.json:1: NaN is not a finite number
     """
-    from .errors import DatasetError
-
     try:
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except _NonFinite as e:
@@ -818,8 +759,7 @@ def json_type(v: Any) -> str:
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, row) of each non-blank line of a JSONL file; the first malformed row (bad
-    JSON, bad UTF-8, a non-finite number, nesting too deep) raises a DatasetError naming FILE:LINE."""
+    """(line number, row) of each non-blank line of a JSONL file; a malformed row is a DatasetError FILE:LINE."""
     for i, line in enumerate(read_text(path).split("\n"), 1):
         if line.strip():
             yield i, parse_json(line, path, i)
@@ -830,10 +770,8 @@ UNPARSED = object()
 
 
 def first_jsonl_row(path: str | Path) -> Any:
-    """The first non-blank line of a JSONL file parsed, for telling formats apart: a bad byte reads
-    as U+FFFD (so it cannot hide the format; the full reader reports it with its line), a line
-    that does not parse is :data:`UNPARSED`, an unreadable or blank file None; a path that is not a
-    regular file (a FIFO, a device) is :class:`NotAFile`, unread."""
+    """The first non-blank line of a JSONL file parsed, for telling formats apart (bad bytes read as
+    U+FFFD): :data:`UNPARSED` if it does not parse, None for an unreadable or blank file."""
     try:
         with open_input(path, "dataset") as fh:
             for raw in fh:
@@ -848,7 +786,7 @@ def first_jsonl_row(path: str | Path) -> Any:
 
 
 def read_jsonl(path: str | Path) -> list[Any]:
-    """Read a JSONL file, naming the file and line of the first malformed row (see :func:`iter_jsonl`)."""
+    """The rows of a JSONL file (:func:`iter_jsonl`)."""
     return [row for _, row in iter_jsonl(path)]
 
 

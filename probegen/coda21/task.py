@@ -50,6 +50,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     export_options = frozenset({"seed", "nonce", "pattern"})
     lm_only_options = ("pattern", "nonce")
     conditions = ("full", "context", "word", "definition")
+    ablation_names, ratio_names = ABLATIONS, RATIOS
     rows_file = "groups.jsonl"
     export_formats = ("coda21-json", "lm-eval", "hf")
     release_format = "coda21-json"
@@ -119,14 +120,6 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return "\n".join(lines)
 
     # ---- bias, comparison, filtering ----------------------------------------------------------------
-    @property
-    def ablations(self) -> dict[str, str]:
-        return dict(ABLATIONS)
-
-    @property
-    def ratios(self) -> dict[str, str]:
-        return dict(RATIOS)
-
     def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Every scored ablation through the standard evaluator, as one request table."""
@@ -152,14 +145,10 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log, runner=runner),
               path)
 
-    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
-                         progress: bool = True) -> dict[str, tuple[float, float]]:
-        """Per group: (accuracy, 1): the paper's metric is the mean of group accuracies."""
-        return self.correctness(data, scorer, seed, progress)[0]
-
     def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
-        """Per group (accuracy, 1), and per context (a group's row, ``<group>#<row>``) right or wrong."""
+        """Per group (accuracy, 1): the paper's metric is the mean of group accuracies; and per context
+        (a group's row, ``<group>#<row>``) right or wrong."""
         from ..templating import dataset_nonce
         from .evaluate import evaluate
 

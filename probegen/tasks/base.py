@@ -1,29 +1,10 @@
-"""The :class:`Task` base class: everything probegen knows about one dataset kind.
+"""The :class:`Task` base class: everything probegen knows about one dataset kind (a built-in or one
+registered through the ``probegen.tasks`` entry-point group).
 
-A task is one kind of probe (CoDA21 alignment, multiple choice, word-in-context pairs, WSD, or a
-third-party kind registered through the ``probegen.tasks`` entry-point group). It says
-
-- which paths are its datasets (:meth:`Task.claims`), how to read and check them
-  (:meth:`Task.load`, :meth:`Task.validate`);
-- which command options apply to it (:attr:`Task.options` and the per-command sets), so an
-  option given for another kind is one clear error (:func:`probegen.tasks.check_options`);
-- how a loaded dataset becomes core units (:class:`probegen.core.Unit`) per condition
-  (:meth:`Task.units`: full input, context only, word only, ...), how it is evaluated
-  (:meth:`Task.evaluate`) and summarised (:meth:`Task.summary`);
-- its bias ablations and ratios and its statistics.
-
-The base class implements the generic path from :meth:`units` alone (evaluation, the zero-shot
-ablations, paired comparison, chance level): a new kind needs :meth:`claims`, :meth:`load` and
-:meth:`units`, and may override the rest. What only some kinds do (cut to a subset, write, filter,
-export, study, build from a spec or by default) is a capability class of
-:mod:`probegen.tasks.capabilities` that a kind derives from; the base class has no stub for it.
-The built-in kinds override most hooks to delegate to their own modules (``probegen.coda21``,
-``probegen.wordnetqa``, ``probegen.wordincontext``), which keep the logic; the task classes are only
-the dispatch.
-
-Hooks that serve ``diagnostics`` (bias analysis, AFLite filtering) return plain data in the shapes
-diagnostics' engines take (:mod:`probegen.tasks.bias_inputs`: tables, choice and alignment views):
-the library never imports ``diagnostics``, and a kind keeps its bias code in its own package.
+The base class implements the generic path from :meth:`Task.units` alone (evaluation, ablations,
+comparison, chance): a new kind needs :meth:`~Task.claims`, :meth:`~Task.load` and :meth:`~Task.units`.
+What only some kinds do is a capability class of :mod:`probegen.tasks.capabilities`. Bias hooks return
+plain data (:mod:`probegen.tasks.bias_inputs`): the library never imports ``diagnostics``.
 """
 
 from __future__ import annotations
@@ -46,12 +27,8 @@ COMMANDS = ("eval", "bias", "export", "study", "filter")
 
 @runtime_checkable
 class Dataset(Protocol):
-    """What :meth:`Task.load` returns for every kind: an object with a ``manifest`` dict (how the
-    dataset was made: kind, config, seed, nonce, counts; ``{}`` for a file that has none). probegen's
-    kinds return a :class:`probegen.dataset.Dataset`; a plugin's may return any object with the
-    attribute (its records are read by its own hooks). Every kind's ``load`` is checked on return
-    (:meth:`Task.__init_subclass__`), so code that reads a loaded dataset relies on ``data.manifest``.
-    """
+    """What :meth:`Task.load` returns for every kind: an object with a ``manifest`` dict (``{}`` for a
+    file that has none); checked on return (:meth:`Task.__init_subclass__`)."""
 
     manifest: dict[str, Any]
 
@@ -65,8 +42,7 @@ class Fingerprinted(Protocol):
 
 
 def with_manifest(data: Dataset, manifest: dict[str, Any]) -> Dataset:
-    """``data`` with ``manifest`` in place of its own: a dataclass (probegen's datasets) is replaced
-    field-wise, another object is copied with the attribute set; ``data`` itself is left as it was."""
+    """A copy of ``data`` with ``manifest`` in place of its own."""
     import copy
     import dataclasses
 
@@ -94,8 +70,8 @@ def _checked_load(load: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass
 class Evaluation:
-    """What :meth:`Task.evaluate` returns: the per-unit rows (written to ``rows_file``), the
-    metrics and the ``eval`` block of results.json (the caller adds the reduction)."""
+    """What :meth:`Task.evaluate` returns: per-unit rows (written to ``rows_file``), metrics and the
+    ``eval`` block of results.json."""
 
     rows_file: str
     rows: list[dict[str, Any]]
@@ -104,8 +80,7 @@ class Evaluation:
 
 
 class Task(ABC):
-    """One dataset kind; see the module doc. Subclasses set the class attributes and implement
-    :meth:`claims`, :meth:`load` and (for the generic path) :meth:`units`."""
+    """One dataset kind; see the module doc."""
 
     #: the kind string (results.json ``dataset.kind``, registry key)
     name: ClassVar[str]
@@ -126,12 +101,16 @@ class Task(ABC):
     conditions: ClassVar[tuple[str, ...]] = ("full",)
     #: False: evaluated by a trained probe (``diagnostics.trained``), not by scoring
     zero_shot: ClassVar[bool] = True
+    #: bias ablation -> what it shows (None: one per condition, and ``label``: no input, chance computed)
+    ablation_names: ClassVar[Mapping[str, str] | None] = None
+    #: bias ratio -> its ablation (None: ``bias_c``, ``bias_w`` where their conditions exist)
+    ratio_names: ClassVar[Mapping[str, str] | None] = None
     rows_file: ClassVar[str] = "items.jsonl"
     #: a unit's score is the mean of its items (CoDA21: a group's rows), not a count of items right
     unit_is_mean: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A kind's own ``load`` is wrapped so that what it returns is checked to be a :class:`Dataset`."""
+        """A kind's own ``load`` is wrapped to check that it returns a :class:`Dataset`."""
         super().__init_subclass__(**kwargs)
         load = cls.__dict__.get("load")
         if callable(load) and not getattr(load, "__isabstractmethod__", False) \
@@ -151,8 +130,7 @@ class Task(ABC):
         """True if ``path`` (it exists; a dataset directory or file) is a dataset of this kind."""
 
     def claims_directory(self, path: Path) -> bool:
-        """A directory whose manifest names one of :meth:`manifest_kinds`, or (no kind named) that
-        holds :attr:`rows_file`: the directory rule of the tasks that write probegen datasets."""
+        """A directory whose manifest names one of :meth:`manifest_kinds`, or (no kind) holds :attr:`rows_file`."""
         from ..io import read_manifest
 
         mf = path / "manifest.json"
@@ -173,27 +151,24 @@ class Task(ABC):
 
     # ---- options ----------------------------------------------------------------------------------
     def accepts(self, option: str, command: str = "eval") -> bool:
-        """Whether ``option`` of ``command`` (:data:`COMMANDS`) applies to this kind: here the ``eval``
-        and ``bias`` sets; a capability adds the options of its command (``super()`` for the rest)."""
+        """Whether ``option`` of ``command`` (:data:`COMMANDS`) applies to this kind (a capability adds its
+        command's set)."""
         return option in {"eval": self.options, "bias": self.bias_options}.get(command, frozenset())
 
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
-        """Checks of option values that apply (e.g. two that contradict each other); ``given``
-        holds only the options the user set."""
+        """Checks of the option values the user set (``given``), e.g. two that contradict each other."""
 
     # ---- units, evaluation ------------------------------------------------------------------------
     def item_units(self, data: Dataset) -> dict[str, str]:
-        """Every item id of ``data`` as per-row records name it (``probegen.itemstats.table.record_cells``)
-        and the unit its correctness counts in, in dataset order (default: each unit is its own item)."""
+        """Item id (as ``probegen.exchange.runs.record_cells`` names it) -> the unit its correctness counts in."""
         return {str(u.id): str(u.id) for u in self.units(data, "full", Settings())}
 
     @abstractmethod
     def units(self, data: Dataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
-        """The core units of ``data`` in ``condition`` (queries rendered for a scorer of query
-        ``style``); the generic evaluation, ablations and comparison build on it."""
+        """The core units of ``data`` in ``condition``, queries rendered for a scorer of query ``style``."""
 
     def scorer_reduction(self, reduction: str, settings: Settings) -> str:
-        """The LM reduction to load the scorer with (a kind may need another, e.g. per-token means)."""
+        """The LM reduction to load the scorer with."""
         return reduction
 
     def evaluate(self, data: Dataset, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
@@ -213,16 +188,19 @@ class Task(ABC):
     # ---- bias, comparison -----------------------------------------------------------------------
     @property
     def ablations(self) -> dict[str, str]:
-        """Bias ablation -> what it shows; ``label`` (no input) is computed, not scored."""
+        """Bias ablation -> what it shows (:attr:`ablation_names`); ``label`` is computed, not scored."""
+        if self.ablation_names is not None:
+            return dict(self.ablation_names)
         return {**{c: f"{c} condition" for c in self.conditions}, "label": "no input: chance (computed)"}
 
     @property
     def ratios(self) -> dict[str, str]:
-        """Bias ratio -> its ablation."""
+        """Bias ratio -> its ablation (:attr:`ratio_names`)."""
+        if self.ratio_names is not None:
+            return dict(self.ratio_names)
         return {k: v for k, v in (("bias_c", "context"), ("bias_w", "word")) if v in self.conditions}
 
-    #: per stratum of :meth:`bias_inputs` (a probe type), the ratios that measure nothing there and why:
-    #: the bias analysis measures such a ratio over the other strata
+    #: per stratum of :meth:`bias_inputs`, the ratios that measure nothing there and why
     excluded_ratios: ClassVar[Mapping[str, Mapping[str, str]]] = {}
 
     @property
@@ -231,30 +209,26 @@ class Task(ABC):
         return self.unit_name
 
     def select_split(self, data: Dataset, split: str, name: str = "the dataset") -> Dataset:
-        """``data`` cut to one split (kinds without splits keep it whole; ``name`` names it in errors)."""
+        """``data`` cut to one split (kinds without splits keep it whole; ``name``: for errors)."""
         return data
 
     def score_ablations(self, data: Dataset, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
-        """Every scored ablation's per-unit records, through one request table (``evaluator``:
-        a stand-in for the kind's one-mode evaluator, for tests)."""
+        """Every scored ablation's per-unit records, one request table (``evaluator``: a test stand-in)."""
         from . import generic
 
         return generic.score_rows(self, data, scorer, [a for a in self.ablations if a != "label"], settings, progress)
 
     def bias_inputs(self, data: Dataset, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
-        """What ``probegen bias`` measures of ``data`` scored into ``records`` (per ablation, as
-        :meth:`score_ablations` returns them): its bias table, subsets, control views and entropy
-        inputs. By default one unit per record of the generic scoring, its label baseline chance
-        1/n, and nothing else."""
+        """What ``probegen bias`` measures of ``data`` scored into ``records`` (:meth:`score_ablations`);
+        by default one unit per record, label baseline 1/n."""
         from .bias_inputs import BiasInputs, record_table
 
         return BiasInputs(table=lambda strata: record_table(records), unit=self.unit_name,
                           n_items=len(records["full"]))
 
     def decision(self, settings: Settings) -> str:
-        """The decision rule of this kind's units under ``settings`` (:data:`probegen.core.DECISIONS`):
-        what the position and calibration blocks re-decide reordered answers with."""
+        """The decision rule of this kind's units under ``settings`` (:data:`probegen.core.DECISIONS`)."""
         return "argmax"
 
     def unit_correctness(self, data: Dataset, scorer: Any, seed: int = 0,
@@ -264,9 +238,8 @@ class Task(ABC):
 
     def correctness(self, data: Dataset, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
-        """One scoring of ``data`` by one model, read two ways: per unit (as :meth:`unit_correctness`)
-        and per decision (unit, item, 1.0 right or 0.0 wrong): what a paired McNemar test between two
-        models counts (``probegen compare``)."""
+        """One scoring of ``data``: per unit (as :meth:`unit_correctness`) and per decision (unit, item,
+        1.0 right or 0.0 wrong) for a paired McNemar test (``probegen compare``)."""
         from ..templating import dataset_nonce
         from . import generic
 
@@ -292,8 +265,7 @@ SUBSET_HOWS = ("limit", "sample")
 
 
 def pick(keys: Sequence[Any], how: str, n: int, seed: int = 0) -> set[Any]:
-    """The distinct ``keys`` (in first-seen order) a subset of ``n`` keeps: the first ``n``
-    (``limit``) or ``n`` drawn without replacement by a generator seeded with ``seed`` (``sample``).
+    """The distinct ``keys`` a subset of ``n`` keeps: the first ``n`` (``limit``) or ``n`` seeded draws (``sample``).
 
     >>> sorted(pick(["a", "a", "b", "c"], "limit", 2))
     ['a', 'b']
@@ -340,9 +312,7 @@ _INSTANCES: dict[type, Task] = {}
 
 
 def resolve(task: "Task | type[Task]") -> Task:
-    """A task instance from a Task subclass or instance (a TypeError for anything else). A class has
-    one instance (tasks keep no state), so a kind's own code that names its class (``task_of``) gets
-    the registry's."""
+    """The one instance of a Task subclass (tasks keep no state), or the instance given (else TypeError)."""
     if isinstance(task, type) and issubclass(task, Task):
         if task not in _INSTANCES:
             _INSTANCES[task] = task()

@@ -9,12 +9,13 @@ the SemCor ids it carries.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..contexts import Context, recorded
+from ..errors import ProbegenError
 
 if TYPE_CHECKING:
     from ..data import DataInfo
@@ -22,6 +23,25 @@ if TYPE_CHECKING:
     from ..wordnet_graph import WordNetGraph
 
 POS_NAMES = {"noun": ("n",), "verb": ("v",), "both": ("n", "v")}
+
+
+class SplitConfig:
+    """What a WiC and a WSD build's settings share: parts of speech and split fractions."""
+
+    pos: tuple[str, ...]
+    dev_frac: float
+    test_frac: float
+
+    def check_split(self, units: str, built: str) -> None:
+        """One line if the fractions leave no ``units`` for train or ``pos`` is not nouns and verbs."""
+        if not 0 <= self.dev_frac < 1 or not 0 < self.test_frac < 1 or self.dev_frac + self.test_frac >= 1:
+            raise ProbegenError(f"--dev-frac and --test-frac must be fractions leaving some {units} for train")
+        if not set(self.pos) <= {"n", "v"} or not self.pos:
+            raise ProbegenError(f"{built} are built for nouns and verbs (pos n, v)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as the manifest records them."""
+        return {**asdict(self), "pos": list(self.pos)}  # type: ignore[call-overload]  # subclasses are dataclasses
 
 
 def rng_for(seed: int, key: str) -> np.random.Generator:

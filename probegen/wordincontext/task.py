@@ -210,15 +210,17 @@ class WordInContextTask(Subsettable, Writable, Trainable):
         lines = [f"{path}  (kind: {ds.kind}; {len(ds.items)} {self.stats_noun})",
                  f"{'split':<6} {'items':>6} {'lemmas':>7} {'units':>6}  labels"]
         for split, c in split_counts(ds.items).items():
-            lines.append(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {self.split_labels(c)}")
+            labels = (self.split_labels.format(**c) if self.split_labels
+                      else ", ".join(f"{k} {v}" for k, v in c["labels"].items()))
+            lines.append(f"{split:<6} {c['items']:>6} {c['lemmas']:>7} {c['units']:>6}  {labels}")
         rows: list[Any] = [(it.pos, t.text, t.span, it.lemma) for it in ds.items for t in (it.context, it.context2)
                            if t is not None]
         lines.append(format_leak_rates(leak_rates(rows, morphology_for(ds.manifest, log))))
         return "\n".join(lines)
 
-    def split_labels(self, c: dict[str, Any]) -> str:
-        """The label column of one split's counts (:func:`~probegen.wordincontext.dataset.split_counts`)."""
-        return ", ".join(f"{k} {v}" for k, v in c["labels"].items())
+    #: the label column of one split's counts (:func:`~probegen.wordincontext.dataset.split_counts`), or
+    #: None: every label with its count
+    split_labels: ClassVar[str | None] = None
 
     # ---- the trained method's hooks (diagnostics.trained, diagnostics.finetune) --------------------
     def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
@@ -263,8 +265,7 @@ class WicTask(WordInContextTask, SpecBuildable):
     second_context = True
     spec_shape = "wic_pair"
 
-    def split_labels(self, c: dict[str, Any]) -> str:
-        return f"T {c['true']} / F {c['false']}"
+    split_labels = "T {true} / F {false}"
 
     def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
                          vectors: Callable[[list[tuple[str, Any]]], np.ndarray]
@@ -337,8 +338,7 @@ class WsdTask(WordInContextTask):
     options = WordInContextTask.options | {"debias_share"}
     bias_options = WordInContextTask.bias_options | {"debias_share"}
 
-    def split_labels(self, c: dict[str, Any]) -> str:
-        return f"mean choices {c['mean_choices']}"
+    split_labels = "mean choices {mean_choices}"
 
     def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
                          vectors: Callable[[list[tuple[str, Any]]], np.ndarray]

@@ -27,7 +27,7 @@ apply one half; ``none`` keeps every F pair. The manifest counts what each reaso
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -40,13 +40,13 @@ if TYPE_CHECKING:
 
     from ..wordnet_graph import WordNetGraph
     from .dataset import WicDataset
-from .source import LeakFilter, SourceStats, leak_filter, load_sources, occurrences, rng_for, split_by_rank
+from .source import LeakFilter, SourceStats, SplitConfig, leak_filter, load_sources, occurrences, rng_for, split_by_rank
 
 PRUNE_RULES = ("wic", "supersense", "related", "none")
 
 
 @dataclass(frozen=True)
-class WicConfig:
+class WicConfig(SplitConfig):
     """Settings of a WiC-style build (recorded in the manifest)."""
 
     pos: tuple[str, ...] = ("n", "v")
@@ -64,13 +64,7 @@ class WicConfig:
             raise ProbegenError(f"unknown prune rule {self.prune!r}; choose one of {', '.join(PRUNE_RULES)}")
         if self.max_pairs_per_lemma < 2:
             raise ProbegenError("--max-pairs-per-lemma must be at least 2 (one T and one F pair)")
-        if not 0 <= self.dev_frac < 1 or not 0 < self.test_frac < 1 or self.dev_frac + self.test_frac >= 1:
-            raise ProbegenError("--dev-frac and --test-frac must be fractions leaving some lemmas for train")
-        if not set(self.pos) <= {"n", "v"} or not self.pos:
-            raise ProbegenError("WiC pairs are built for nouns and verbs (pos n, v)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "pos": list(self.pos)}
+        self.check_split("lemmas", "WiC pairs")
 
 
 def fine_reason(graph: WordNetGraph, a: str, b: str, rule: str = "wic") -> str | None:

@@ -18,11 +18,11 @@ Construction, all seeded:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 from ..contexts import Context, recorded
-from ..errors import NothingBuilt, ProbegenError
+from ..errors import NothingBuilt
 from .items import WicItem
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 from .source import (
     LeakFilter,
     SourceStats,
+    SplitConfig,
     doc,
     key,
     leak_filter,
@@ -43,7 +44,7 @@ from .source import (
 
 
 @dataclass(frozen=True)
-class WsdConfig:
+class WsdConfig(SplitConfig):
     """Settings of a WSD-style build (recorded in the manifest)."""
 
     pos: tuple[str, ...] = ("n", "v")
@@ -54,13 +55,7 @@ class WsdConfig:
     seed: int = 0
 
     def validate(self) -> None:
-        if not 0 <= self.dev_frac < 1 or not 0 < self.test_frac < 1 or self.dev_frac + self.test_frac >= 1:
-            raise ProbegenError("--dev-frac and --test-frac must be fractions leaving some documents for train")
-        if not set(self.pos) <= {"n", "v"} or not self.pos:
-            raise ProbegenError("WSD items are built for nouns and verbs (pos n, v)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "pos": list(self.pos)}
+        self.check_split("documents", "WSD items")
 
 
 def sense_index(graph: WordNetGraph, pos: tuple[str, ...]) -> dict[tuple[str, str], list[str]]:

@@ -74,6 +74,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     export_options = frozenset({"split"})
     study_options = frozenset({"split"})
     conditions = ("full", "context", "word", "choice")
+    ablation_names, ratio_names = ABLATIONS, RATIOS
     rows_file = "items.jsonl"
     export_formats = ("wordnetqa-json", "lm-eval", "hf")
     release_format = "wordnetqa-json"
@@ -159,14 +160,6 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     # ---- bias, comparison, filtering ----------------------------------------------------------------
     @property
-    def ablations(self) -> dict[str, str]:
-        return dict(ABLATIONS)
-
-    @property
-    def ratios(self) -> dict[str, str]:
-        return dict(RATIOS)
-
-    @property
     def resampling_unit(self) -> str:
         return RESAMPLING_UNIT
 
@@ -217,14 +210,9 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
             raise ProbegenError(f"{path} is missing; generate it first with `probegen make wordnetqa`") from None
         mcd.write(mcd.build(cfg, wordnet=wordnet, progress=True, log=log), path)
 
-    def unit_correctness(self, data: Any, scorer: Any, seed: int = 0,
-                         progress: bool = True) -> dict[str, tuple[float, float]]:
-        """Per concept (synset): (items right, items), across probe types."""
-        return self.correctness(data, scorer, seed, progress)[0]
-
     def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
-        """Per concept (items right, items), and per item (its concept, its id, right or wrong)."""
+        """Per concept (items right, items) across probe types, and per item (its concept, its id, right or wrong)."""
         from ..templating import dataset_nonce
         from .evaluate import evaluate_mc
 

@@ -1,21 +1,12 @@
 """The one evaluation core: units -> one table of unique requests -> scores -> decisions.
 
-Every command that scores expresses its work the same way. A :class:`Unit` is one decision the
-task asks for:
-
-- a CoDA21 group: k context queries against the same k definitions, decided by one-to-one
-  ``alignment`` or per-row best column (``simple``);
-- a multiple-choice item: one query against its choices, decided by ``argmax``;
-- a context choice: n candidate queries each with one continuation, decided by ``best-row``
-  (generation, not a probe answer: the earliest row, i.e. corpus order, wins exact ties).
-
-:func:`request_table` puts the (query, candidate) pairs of any number of units (several
-ablations of several datasets too) into one table of unique requests; :func:`score_units` scores
-that table once through the shared scorer (cache, batching, prefix reuse and data-parallel
-sharding live there) and gives every unit its score matrix back; :func:`decide` turns a matrix
-into predictions. Ties are broken by a generator seeded from the seed and the unit id alone, so
-a scorer that returns the same score everywhere gets chance accuracy, never the gold, and the
-decision of a unit does not depend on which other units were scored with it.
+A :class:`Unit` is one decision: a CoDA21 group (k queries against the same k definitions,
+``alignment`` or ``simple``), a multiple-choice item (``argmax``) or a context choice (n candidate
+queries, ``best-row``: the earliest row wins exact ties). :func:`request_table` puts the pairs of
+any number of units into one table of unique requests, scored once; :func:`decide` turns a
+matrix into predictions. Ties are broken by a generator seeded from the seed and the unit id
+alone, so a constant scorer gets chance accuracy and a unit's decision does not depend on the
+other units scored with it.
 """
 
 from __future__ import annotations
@@ -55,8 +46,7 @@ class Unit:
             raise ValueError(f"unit {self.id}: {len(self.queries)} queries but {len(self.candidates)} candidate lists")
 
     def asks(self) -> str:
-        """The prompt template a chat model is asked this unit with (the generative and letter methods):
-        by decision, ``matching`` for alignment/simple, ``choice`` for argmax (a :class:`PromptUnit` names its own).
+        """The prompt template a chat model is asked this unit with: ``matching`` or ``choice`` by decision.
 
         >>> Unit.choice("i", "q", ["a", "b"]).asks(), Unit.group("g", ["q"], ["d"], [0], "alignment").asks()
         ('choice', 'matching')
@@ -84,10 +74,8 @@ class Unit:
 
 @dataclass(frozen=True, eq=False)
 class Outcome:
-    """What the core says of one unit, for every kind and every method: the score matrix it was
-    decided on, the decision, and the scorer's own account (``detail``: the generative and letter
-    methods' answers per option order; None for the others). Gold, correctness and confidence
-    follow from these and the unit.
+    """One unit's score matrix, decision and the scorer's own account (``detail``: the generative and
+    letter methods' answers per option order; else None).
 
     >>> o = Outcome(Unit.choice("i", "q", ["a", "b", "c"], 2), np.log([[0.2, 0.2, 0.6]]), np.array([2]))
     >>> o.correct.tolist(), o.accuracy, [round(c, 2) for c in o.confidence().tolist()]
@@ -123,14 +111,14 @@ class Outcome:
 
     def distribution(self) -> np.ndarray:
         """Each row's softmax over its candidates, the scores read as log-probabilities (for cosine
-        scores, a relative measure only): what calibration calls a cloze row's distribution."""
+        scores, a relative measure only)."""
         m = np.asarray(self.scores, dtype=np.float64)
         e = np.exp(m - m.max(axis=1, keepdims=True))
         return cast(np.ndarray, e / e.sum(axis=1, keepdims=True))
 
     def confidence(self) -> np.ndarray:
-        """Per row, the probability :meth:`distribution` gives the decision (``best-row``: one entry,
-        the chosen row's share of the softmax over the rows' first candidates)."""
+        """Per row, the probability :meth:`distribution` gives the decision (``best-row``: one entry, over
+        the rows' first candidates)."""
         if self.unit.decision == "best-row":
             col = np.asarray(self.scores, dtype=np.float64)[:, :1].T
             e = np.exp(col - col.max())
@@ -139,11 +127,9 @@ class Outcome:
         return cast(np.ndarray, d[np.arange(len(self.pred)), self.pred])
 
     def row(self, **fields: Any) -> dict[str, Any]:
-        """The one result-row layout of every kind and method: ``id``, the kind's own ``fields``
-        (what the unit is about), then the outcome: ``scores`` (rows x candidates, the matrix decided
-        on, 6 decimals), ``pred`` and ``gold`` (a list, one entry per row; ``best-row``: one),
-        ``correct`` (the share of the unit's rows decided right: 1.0 or 0.0 for a one-row item) and,
-        from a scorer that answers whole units, its account under ``generation``.
+        """The one result-row layout of every kind and method: ``id``, the kind's ``fields``, ``scores``
+        (6 decimals), ``pred``, ``gold``, ``correct`` (the share of rows right) and ``generation`` (the
+        scorer's account, if any).
 
         >>> Outcome(Unit.choice("i", "q", ["a", "b"], 1), np.array([[0.1, 0.9]]), np.array([1])).row(probe="x")
         {'id': 'i', 'probe': 'x', 'scores': [[0.1, 0.9]], 'pred': [1], 'gold': [1], 'correct': 1.0}
@@ -157,11 +143,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class PromptUnit(Unit):
-    """A unit a chat model is asked with a prompt template of its own (:mod:`probegen.generate`):
-    ``ask`` names the template ("" = by decision, as :meth:`Unit.asks`) and ``fields`` are its extra
-    placeholders as (name, value) pairs (the made-up word; a word-in-context item's sentences, whose
-    one row the template words itself, so that row's query is empty). Scored, not asked, it is a unit
-    like any other.
+    """A unit a chat model is asked with a prompt template of its own: ``ask`` names it ("" = by
+    decision) and ``fields`` are its extra placeholders as (name, value) pairs. Scored, it is a plain unit.
 
     >>> u = PromptUnit("p", ("",), (("yes", "no"),), "argmax", (0,), ask="yes-no", fields=(("word", "bank"),))
     >>> u.asks(), prompt_fields(u), prompt_fields(Unit.choice("i", "q", ["a"]))
@@ -182,13 +165,9 @@ def prompt_fields(unit: Unit) -> dict[str, str]:
 
 # ---- the scorer protocol ----------------------------------------------------------------------------
 class UnitScorer(ABC):
-    """The one scorer protocol the core consumes: a score matrix (rows x candidates, higher = better)
-    per unit, and what the scorer can say about its work. Every scorer of probegen is one: the
-    pair scorers (:class:`PairScorer`: causal and masked LMs, embedders, static vectors, served
-    models) and the scorers that answer whole units (the generative and letter methods).
-
-    ``kind`` says what it is (``causal``, ``masked``, ``embedding``, ``static``, ``generative``,
-    ``letter``); ``name`` the model as the user gave it."""
+    """The one scorer protocol: a score matrix (rows x candidates, higher = better) per unit. ``kind``:
+    ``causal``, ``masked``, ``embedding``, ``static``, ``generative`` or ``letter``; ``name``: the model
+    as the user gave it."""
 
     name: str = ""
     kind: str = ""
@@ -202,8 +181,7 @@ class UnitScorer(ABC):
         """A rows x candidates score matrix per unit, in order."""
 
     def detail(self, unit: "Unit") -> dict[str, Any] | None:
-        """What the scorer says of ``unit`` beyond its scores (the generative and letter methods'
-        answers per option order, recorded under ``generation``); None for the others."""
+        """What the scorer says of ``unit`` beyond its scores (recorded under ``generation``), or None."""
         return None
 
     def exchanges(self) -> list[dict[str, Any]] | None:
@@ -216,8 +194,7 @@ class UnitScorer(ABC):
 
 
 class PairScorer(UnitScorer):
-    """A scorer of (query, candidate) pairs: a list of units is scored through one table of unique
-    requests (:func:`request_table`), each pair once, and the values laid out per unit."""
+    """A scorer of (query, candidate) pairs: units are scored through one table of unique requests."""
 
     @abstractmethod
     def score_pairs(self, pairs: Sequence[tuple[str, str]], progress: bool = False) -> dict[tuple[str, str], float]:
@@ -228,8 +205,7 @@ class PairScorer(UnitScorer):
 
 
 class ScoreFunction(UnitScorer):
-    """Any object with ``score(queries, candidate_lists, progress)`` (a stand-in model, a user's
-    function) as a :class:`UnitScorer`: every unit row is asked as it is (the object dedupes itself).
+    """Any object with ``score(queries, candidate_lists, progress)`` as a :class:`UnitScorer`.
 
     >>> class Overlap:
     ...     def score(self, queries, candidates, progress=False):
@@ -258,17 +234,13 @@ def as_unit_scorer(scorer: Any) -> UnitScorer:
 
 
 def unit_matrices(units: Sequence["Unit"], values: dict[tuple[str, str], float]) -> list[np.ndarray]:
-    """Each unit's rows x candidates matrix from the scores of its (query, candidate) pairs; a
-    ragged unit (best-row: rows of different lengths) gets one column per row, its first candidate."""
+    """Each unit's rows x candidates matrix from its pairs' scores; a ragged unit (best-row) gets one
+    column, each row's first candidate."""
     out = []
     for u in units:
-        widths = {len(c) for c in u.candidates}
-        if len(widths) == 1:
-            out.append(np.array([[values[(q, c)] for c in cands] for q, cands in zip(u.queries, u.candidates)],
-                                dtype=np.float64))
-        else:
-            out.append(np.array([[values[(q, cands[0])]] for q, cands in zip(u.queries, u.candidates)],
-                                dtype=np.float64))
+        ragged = len({len(c) for c in u.candidates}) > 1
+        rows = [[values[(q, c)] for c in (cands[:1] if ragged else cands)] for q, cands in zip(u.queries, u.candidates)]
+        out.append(np.array(rows, dtype=np.float64))
     return out
 
 
@@ -278,9 +250,8 @@ def tie_rng(seed: int, unit_id: str) -> np.random.Generator:
 
 
 def request_table(units: Iterable[Unit]) -> list[Pair]:
-    """The unique (query, candidate) pairs of ``units``, grouped by query in first-seen order.
-
-    Pairs that share a query sit together so a causal scorer computes each prefix once.
+    """The unique (query, candidate) pairs of ``units``, grouped by query (so a causal scorer computes
+    each prefix once) in first-seen order.
 
     >>> u1 = Unit.group("g", ["a", "b"], ["x", "y"], [0, 1], "alignment")
     >>> u2 = Unit.choice("i", "a", ["y", "z"])
@@ -297,9 +268,7 @@ def request_table(units: Iterable[Unit]) -> list[Pair]:
 
 
 def score_units(units: Sequence[Unit], scorer: Any, progress: bool = False) -> list[np.ndarray]:
-    """Score every unit in one scorer call; a rows x candidates matrix per unit. ``scorer`` is a
-    :class:`UnitScorer` (probegen's scorers) or any object with ``score(queries, candidate_lists)``
-    (:class:`ScoreFunction`)."""
+    """Score every unit in one call of ``scorer`` (a :class:`UnitScorer` or a :class:`ScoreFunction`'s model)."""
     return as_unit_scorer(scorer).score_units(list(units), progress=progress)
 
 
@@ -308,12 +277,8 @@ DECISION_DIGITS = 9
 
 
 def quantize(scores: Any, digits: int = DECISION_DIGITS) -> np.ndarray:
-    """``scores`` on a grid of ``digits`` significant digits of their largest magnitude.
-
-    Why: two scores that are mathematically equal but computed along different paths (the same
-    features in another order, a BLAS built for another instruction set) differ in their last bits,
-    and which one is larger then depends on the CPU. On the grid they are equal, so the tie rule
-    decides them the same way everywhere; scores that differ in the 9th digit are still ordered.
+    """``scores`` on a grid of ``digits`` significant digits of their largest magnitude, so that equal
+    scores computed along different paths (whose last bits differ by CPU) tie everywhere.
 
     >>> a = 0.1 + 0.2; b = 0.3                 # equal, but not in binary floating point
     >>> bool(a > b), bool(quantize([a, b])[0] == quantize([a, b])[1])
@@ -333,9 +298,8 @@ def _grid_step(m: np.ndarray, digits: int) -> float:
 
 
 def grid_units(scores: Any, digits: int = DECISION_DIGITS) -> np.ndarray:
-    """:func:`quantize`'s grid counted in whole steps: integers (as floats), so the sums an alignment
-    compares are exact and two assignments that add up the same values tie exactly, whatever order
-    and last bits the values came with; their order is then the tie rule's, not the rounding's.
+    """:func:`quantize`'s grid counted in whole steps (integers as floats), so the sums an alignment
+    compares are exact and equal assignments tie exactly.
 
     >>> a = grid_units([0.1, 0.2, 0.3]); a.tolist(), bool(a[0] + a[1] == a[2])
     ([100000000.0, 200000000.0, 300000000.0], True)
@@ -347,12 +311,8 @@ def grid_units(scores: Any, digits: int = DECISION_DIGITS) -> np.ndarray:
 
 def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "",
            rng: np.random.Generator | None = None) -> np.ndarray:
-    """Predictions for one unit from its score matrix (higher = better).
-
-    ``alignment``/``simple``: the predicted column of each row; ``argmax``: the best column of
-    each row; ``best-row``: one entry, the row whose (first) candidate scores highest. ``rng``
-    replaces the unit's tie-breaking generator (:func:`tie_rng`) for a caller that keeps its own
-    seeded streams (AFLite's splits draw one per split and unit).
+    """Predictions for one unit from its score matrix (:func:`decide_scores`); a non-finite score is one
+    line naming the pair. ``rng`` replaces the unit's tie-breaking generator (:func:`tie_rng`).
 
     >>> m = np.array([[0.0, 5.0], [1.0, 9.0]])
     >>> decide(Unit.group("g", ["a", "b"], ["x", "y"], [0, 1], "alignment"), m).tolist()
@@ -374,15 +334,11 @@ def decide(unit: Unit, matrix: np.ndarray, seed: int = 0, model: str = "",
 
 
 def decide_scores(matrix: np.ndarray, decision: str, rng: np.random.Generator) -> np.ndarray:
-    """The one score-to-decision rule, on a score matrix alone (higher = better): what
-    :func:`decide` applies to a unit, for callers whose scores belong to no unit (a control
-    classifier's, AFLite's, a fine-tuned probe's, one option order of the letter method) and which
-    keep their own seeded tie-breaking generator ``rng`` (:func:`tie_rng` for a unit id).
+    """The one score-to-decision rule on a score matrix (higher = better), ties broken by ``rng``.
 
     ``alignment``/``simple``: the predicted column of each row; ``argmax``: the best column of each
-    row; ``best-row``: one entry, the row whose (first) candidate scores highest. Scores are first
-    put on a 9-significant-digit grid (:func:`quantize`), so last-bit differences between CPUs are
-    ties, and exact ties are broken by ``rng``, never towards a position.
+    row; ``best-row``: one entry, the row whose first candidate scores highest. Scores are first put
+    on the decision grid (:func:`grid_units`), so last-bit differences between CPUs are ties.
 
     >>> decide_scores(np.array([[0.2, 0.9, 0.1]]), "argmax", tie_rng(0, "item")).tolist()
     [1]
@@ -409,12 +365,8 @@ def decide_scores(matrix: np.ndarray, decision: str, rng: np.random.Generator) -
 
 def evaluate_units(units: Sequence[Unit], scorer: Any, seed: int = 0, progress: bool = False,
                    adjust: Callable[[Unit, np.ndarray], np.ndarray] | None = None) -> list[Outcome]:
-    """The one path from units to outcomes: every unit scored in one scorer call
-    (:func:`score_units`), its matrix optionally ``adjust``-ed (WordNetQA's length normalisation),
-    decided by :func:`decide` and given the scorer's own account of it (:meth:`UnitScorer.detail`).
-
-    Every command and method goes through here (eval, bias, compare, the context chooser; the
-    generative and letter methods are scorers like any other).
+    """The one path from units to outcomes: scored in one call, each matrix optionally ``adjust``-ed
+    (WordNetQA's length normalisation), decided by :func:`decide`, with :meth:`UnitScorer.detail`.
 
     >>> class Overlap:
     ...     def score(self, queries, candidates, progress=False):

@@ -1,18 +1,9 @@
-"""The one context model: a sentence with the target located by character span.
+"""The one context model: a sentence with the target located by span, never by string search
+("ice" would also hit "mice"). Every probe kind, SemCor's index and the synsets' examples use it.
 
-Every probe kind carries a :class:`Context`: CoDA21 group members, WordNetQA items and
-word-in-context items hold one, SemCor's index (:func:`probegen.semcor.context_index`) is made of
-them, and so are a synset's own example sentences (:func:`example_occurrences`). The target is
-always found by its span, never by string search ("ice" would also hit "mice").
-
-A context from SemCor is held as tokens (``tokens`` and the target's token ``span``): the index
-holds ~217k of them, so their text and character span are rendered on first use, not at load
-time. Any other context is held as text; its ``span`` is then its ``char_span``.
-
-The kinds keep their own on-disk layouts (``schema=``), which predate this module and must not
-change: CoDA21 writes the token span and SemCor sentence id when known (and ``source`` and
-``ref`` for a wordnet example), WordNetQA always writes ``source`` and ``ref``; a word-in-context
-item writes the text and character span inline (``probegen.wordincontext.items``).
+A context from SemCor is held as tokens (the index holds ~217k), its text and character span
+rendered on first use; any other is held as text, its ``span`` then its ``char_span``. The kinds'
+on-disk layouts (``schema=``) predate this module and must not change.
 """
 
 from __future__ import annotations
@@ -30,9 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Context", "ExampleOccurrence", "Schema", "example_occurrences", "locate"]
 
-# The two JSON layouts of a context: "with-source" (every context names its source and ref: the
-# multiple-choice items' layout) and "with-tokens" (SemCor tokens, span and sentence id when known:
-# the CoDA21 groups' layout). Names of layouts, not of dataset kinds.
+# "with-source": every context names its source and ref (multiple choice); "with-tokens": SemCor
+# tokens, span and sentence id when known (CoDA21)
 Schema = Literal["with-tokens", "with-source"]
 
 _set = object.__setattr__  # frozen: fields are set once, by the constructors below
@@ -48,15 +38,9 @@ def _shown(value: Any) -> str:
 class Context:
     """A sentence with the target located by character span (and by token span if known).
 
-    ``source`` says where the sentence comes from: ``semcor`` (``ref`` = the SemCor sentence id,
-    e.g. ``brown1/br-a01#1``), ``wordnet`` (``ref`` = the index of the synset's example),
-    ``release`` (a sentence read from a released item) or ``user`` (given by hand). ``lemma`` and
-    ``synset`` are the target's lemma and sense where the source records them (SemCor does).
-
-    ``span`` is the target's span in the units the context is held in: tokens when it has
-    ``tokens`` (SemCor's), else characters (then it equals ``char_span``); it serves the callers
-    written when each kind had its own context class. New code reads ``char_span`` (always
-    characters) or ``token_span`` (None without tokens).
+    ``source``: ``semcor`` (``ref`` = the sentence id, e.g. ``brown1/br-a01#1``), ``wordnet`` (``ref`` =
+    the example's index), ``release`` or ``user``. ``lemma`` and ``synset``: the target's, where the
+    source records them. ``span``: in tokens when it has ``tokens``, else ``char_span``.
 
     >>> c = Context.from_tokens(("The", "mice", "saw", "ice", "."), (3, 4), ref="br-x#1")
     >>> c.text, c.char_span, c.span, c.surface, c.source
@@ -64,8 +48,8 @@ class Context:
     >>> c.replaced("bkatuhla")
     'The mice saw bkatuhla.'
     >>> t = Context("the mice saw ice", (13, 16))
-    >>> t.span, t.token_span, t.word
-    ((13, 16), None, 'ice')
+    >>> t.span, t.word
+    ((13, 16), 'ice')
     """
 
     text: str
@@ -98,8 +82,7 @@ class Context:
         cls, tokens: tuple[str, ...], span: tuple[int, int], ref: str | None = None,
         source: str = "semcor", lemma: str | None = None, synset: str | None = None,
     ) -> "Context":
-        """A context held as (SemCor) tokens; its text (detokenised) and character span are
-        rendered on first use."""
+        """A context held as (SemCor) tokens; its text and character span are rendered on first use."""
         c = _new(cls)  # no __init__: the text is not rendered now (SemCor's index holds ~217k)
         _set(c, "tokens", tuple(tokens))  # a tuple is kept as is: sentences share theirs
         _set(c, "span", tuple(span))
@@ -111,8 +94,7 @@ class Context:
 
     @classmethod
     def from_text(cls, text: str, word: str, source: str = "user") -> "Context":
-        """Locate ``word`` as a whole word (never inside another word) in ``text``; case-exact
-        first, then ignoring case.
+        """Locate ``word`` as a whole word in ``text``; case-exact first, then ignoring case.
 
         >>> Context.from_text("The mice saw ice.", "ice").char_span
         (13, 16)
@@ -135,18 +117,12 @@ class Context:
     word = surface
 
     @property
-    def token_span(self) -> tuple[int, int] | None:
-        """The target's token span, or None for a context held as text."""
-        return self.span if self.tokens is not None else None
-
-    @property
     def sent_id(self) -> str | None:
         """The SemCor sentence id, or None for a sentence from elsewhere."""
         return self.ref if self.source == "semcor" else None
 
     def context(self) -> "Context":
-        """Itself: SemCor's and the examples' occurrences were a class of their own that built
-        a context; they are contexts now, and callers of ``occurrence.context()`` still work."""
+        """Itself (an occurrence is a context; callers of ``occurrence.context()`` still work)."""
         return self
 
     def replaced(self, replacement: str | None) -> str:
@@ -160,8 +136,7 @@ class Context:
         return replace_char_span(self.text, self.char_span, replacement)
 
     def as_text(self) -> "Context":
-        """This context held as text (no tokens; ``span`` becomes the character span), its
-        source, ref, lemma and synset kept.
+        """This context held as text (``span`` becomes the character span), the rest kept.
 
         >>> Context.from_tokens(("The", "ice", "."), (1, 2)).as_text().span
         (4, 7)
@@ -266,8 +241,7 @@ T = TypeVar("T")
 
 
 def recorded(value: T | None, what: str) -> T:
-    """``value``: a part of a context that its source always records (a SemCor occurrence's ``ref``,
-    ``span``, ``tokens``, ``lemma`` and ``synset``); a ValueError naming ``what`` for a context without it.
+    """``value``, a part of a context its source always records (a SemCor occurrence's); ValueError if None.
 
     >>> recorded("bank.n.01", "synset")
     'bank.n.01'
@@ -278,11 +252,8 @@ def recorded(value: T | None, what: str) -> T:
 
 
 def locate(text: str, lemmas: Iterable[str], pos: str, morph: Morphology) -> tuple[str, tuple[int, int]] | None:
-    """(lemma, char span) of the first of ``lemmas`` found as whole words in ``text``, else None.
-
-    Lemmas are tried in the wordnet's order; within a lemma the first occurrence wins. The head
-    word (last of a noun, first of a verb) may be inflected (``morph``: a
-    :class:`probegen.leaks.Morphology`); the other words must match exactly.
+    """(lemma, char span) of the first of ``lemmas`` (in order) found as whole words in ``text``, else None.
+    The head word (last of a noun, first of a verb) may be inflected (``morph``); the others match exactly.
 
     >>> from probegen.leaks import Morphology
     >>> class WN:
@@ -312,8 +283,7 @@ def locate(text: str, lemmas: Iterable[str], pos: str, morph: Morphology) -> tup
 
 def ExampleOccurrence(synset: str, index: int, text: str, char_span: tuple[int, int],  # noqa: N802
                       lemma: str) -> Context:
-    """A synset's own example sentence with its target located, as a Context (``source="wordnet"``,
-    ``ref`` = the example's index); the name of the class it once was.
+    """A synset's own example sentence as a Context (``source="wordnet"``, ``ref`` = the example's index).
 
     >>> occ = ExampleOccurrence("dog.n.01", 0, "the dogs barked", (4, 8), "dog")
     >>> occ.to_json("with-source"), occ.synset, occ.sent_id
@@ -323,10 +293,8 @@ def ExampleOccurrence(synset: str, index: int, text: str, char_span: tuple[int, 
 
 
 def example_occurrences(graph: WordNetGraph, synsets: Iterable[str], morph: Morphology) -> dict[str, list[Context]]:
-    """synset -> its examples in which one of its lemmas is found (:func:`locate`), in the
-    wordnet's order, as contexts (:func:`ExampleOccurrence`); synsets with none are left out.
-    Whether a form of the target is still visible elsewhere in the sentence is for the caller to
-    check, as for SemCor (``probegen.leaks``)."""
+    """synset -> its examples in which one of its lemmas is found (:func:`locate`), as contexts; synsets
+    with none are left out. Leaks elsewhere in the sentence are the caller's to check."""
     out: dict[str, list[Context]] = {}
     for s in synsets:
         found = []

@@ -126,7 +126,7 @@ class Imported:
 
 
 def item_units(kind: str, data: Any) -> dict[str, str]:
-    """Every item id of ``data`` as runs name it (:func:`probegen.itemstats.table.record_cells`) and
+    """Every item id of ``data`` as runs name it (:func:`probegen.exchange.runs.record_cells`) and
     the unit :func:`correctness` counts it in, in the dataset's order (the kind's
     :meth:`~probegen.tasks.base.Task.item_units`: a CoDA21 row ``<group>#<row>`` in its group, a
     WordNetQA item in its concept, any other kind's unit in itself)."""
@@ -201,14 +201,14 @@ class Answers:
 
 def read_answers(runs: list[str], paths: tuple[str | Path, ...], kind: str, data: tuple[Any, ...],
                  taken: set[str], lm_eval_metric: str = "acc") -> list[Answers]:
-    """The respondents of ``runs`` (:func:`probegen.itemstats.table.read_run`: probegen eval and bias
+    """The respondents of ``runs`` (:func:`probegen.exchange.runs.read_run`: probegen eval and bias
     runs, lm-eval samples, inspect-ai logs, Every Eval Ever results), each placed on one of the sets
     ``paths`` (loaded as ``data``) and paired across them by model, method and variant; one line for
     a run on none of the sets, unknown ids, a respondent missing a set or twice on one set.
     ``taken``: the names already in the report. A run given twice, an item twice in a run, a
     correctness out of range, a file whose items' content is not the set's: one line
     (:func:`probegen.itemstats.table.read_runs`); ``lm_eval_metric``: an lm-eval file's respondent."""
-    from probegen.itemstats.respondent import dataset_key, identity
+    from probegen.exchange.respondent import dataset_key, identity
     from probegen.itemstats.subset import check_records
     from probegen.itemstats.table import read_runs
 

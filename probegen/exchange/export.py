@@ -31,6 +31,7 @@ from ..errors import ProbegenError
 from ..io import atomic_dir, atomic_output_file, dumps, read_jsonl, read_manifest, sha256_file, write_json, write_jsonl
 from ..version import __version__
 from .eee import EEE_SCHEMA_VERSION, validate_eee
+from .runs import condition_records, read_results, read_run, record_cells, rows_file
 
 #: the Every Eval Ever schema version written (the bundled schemas' version)
 RUN_FORMATS = ("eee", "inspect-log")
@@ -63,19 +64,15 @@ def run_samples(run: str | Path) -> tuple[dict[str, Any], Any, list[dict[str, An
     A sample: ``item``, ``cell`` (probegen's), ``input``, ``choices`` (labels), ``answer`` and ``target``
     (labels as text; "" where none).
     """
-    from ..itemstats.table import condition_records, read_results, read_run, record_cells
-
     run = Path(run)
     resps = read_run(run)
     res = read_results(run)
     if isinstance(res.get("datasets"), list) or len(resps) != 1:
         raise ProbegenError(f"{run} is not a `probegen eval` run (a bias or study folder cannot be exported)")
     resp = resps[0]
-    files = res["files"] if isinstance(res.get("files"), dict) else {}
-    name = files.get("rows") or next((n for n in ("items.jsonl", "groups.jsonl") if (run / n).is_file()), "items.jsonl")
     kind = str((res.get("dataset") or {}).get("kind") or "probegen")
     samples = []
-    for rec in condition_records(run / name, run):
+    for rec in condition_records(rows_file(run, res), run):
         for item, cell in record_cells(rec).items():
             samples.append({"item": item, "cell": cell, "input": _input(rec, kind, item), "choices": _choices(rec),
                             "answer": "" if cell["chosen"] is None else str(cell["chosen"]),

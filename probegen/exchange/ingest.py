@@ -19,7 +19,7 @@ Three formats, told apart by the file:
 A file that probegen exported (:mod:`.export`) names its dataset and holds probegen's cells, so it
 reads back as exactly the run. Any other file's dataset is unknown: its respondent joins the runs
 whose items hold all of its item ids with the same content (options, key: each reader keeps them as
-:attr:`~probegen.itemstats.respondent.Respondent.content`), or the ids are unknown or name other
+:attr:`~.respondent.Respondent.content`), or the ids are unknown or name other
 questions (one line; :func:`probegen.itemstats.table.gather`).
 
 Other formats register through the entry-point group ``probegen.import_formats`` as an
@@ -42,17 +42,13 @@ from typing import Any, Callable
 
 from ..errors import ProbegenError
 from ..io import iter_jsonl, json_type, parse_json, sha256_file
-
-#: the Respondent type (imported lazily: itemstats.table imports this module)
-Respondent = Any
+from .eee import validate_eee
+from .respondent import Respondent, check_correct, content, dataset_key
 
 
 def respondent(model: str, method: str, variant: str, source: Path, dataset: str | None) -> Respondent:
     """An empty respondent of a file ``source`` (``dataset`` None: unknown, its items matched to the runs')."""
-    from ..itemstats.respondent import Respondent as R
-    from ..itemstats.respondent import dataset_key
-
-    return R("", model, method, variant, str(source), dataset_key(dataset) if dataset else f"?{source}",
+    return Respondent("", model, method, variant, str(source), dataset_key(dataset) if dataset else f"?{source}",
              adopt=not dataset)
 
 
@@ -70,8 +66,6 @@ def _scalar(v: Any, what: str, where: str, none: bool = True) -> Any:
 def _cell(cell: Any, where: str, partial: bool = False) -> dict[str, Any]:
     """A probegen cell (``probegen_cell`` of a probegen export) checked as a run's: unit, correct
     (0 or 1), chosen, key (labels), k (an option count >= 2); one line naming ``where`` if not."""
-    from ..itemstats.respondent import check_correct
-
     if not (isinstance(cell, dict) and {"unit", "correct", "chosen", "key", "k"} <= set(cell)):
         raise ProbegenError(f"{where}: probegen_cell is not a probegen cell (unit, correct, chosen, key, k)")
     k = cell["k"]
@@ -86,8 +80,6 @@ def _cell(cell: Any, where: str, partial: bool = False) -> dict[str, Any]:
 def add_cell(resp: Respondent, item: str, cell: dict[str, Any], where: str, options: Any = None) -> None:
     """Give ``resp`` its answer ``cell`` (unit, correct, chosen, key, k) to ``item`` (``options``: the item's
     option labels, where the file has them); an item answered twice is one line naming ``where``."""
-    from ..itemstats.respondent import content
-
     if item in resp.cells:
         raise ProbegenError(f"{where}: item {item} appears twice (mixed datasets or runs in one file?)")
     resp.cells[item] = cell
@@ -158,8 +150,6 @@ def _loglik(resp: Any, where: str) -> float:
 def read_lm_eval(path: Path, metric: str = "acc") -> list[Respondent]:
     """The respondent of an lm-eval samples file scored by ``metric`` (``acc``, ``acc_norm``; ``both``:
     one respondent per metric)."""
-    from ..itemstats.respondent import check_correct
-
     if metric not in LM_EVAL_METRICS:
         raise ProbegenError(f"unknown lm-eval metric {metric!r}; one of {', '.join(LM_EVAL_METRICS)}")
     metrics = ("acc", "acc_norm") if metric == "both" else (metric,)
@@ -221,8 +211,6 @@ def _score_value(value: Any, where: str) -> float:
     """An inspect score's value as correctness: C/I/P/N, yes/no, true/false, or a number, in [0, 1]
     (P = 0.5 is partial credit); anything else is one line."""
     from inspect_ai.scorer import value_to_float
-
-    from ..itemstats.respondent import check_correct
 
     ok = isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().lower() in _SCORE_WORDS)
     if isinstance(value, str) and not ok:
@@ -299,8 +287,6 @@ def _eee_pair(path: Path) -> tuple[Path, Path]:
 
 def read_eee(path: Path, **settings: Any) -> list[Respondent]:
     """The respondents (one per evaluation result) of Every Eval Ever samples and their aggregate."""
-    from .eee import validate_eee
-
     agg_path, samples_path = _eee_pair(path)
     try:
         aggregate = parse_json(agg_path.read_text(encoding="utf-8"), agg_path)
@@ -336,8 +322,6 @@ def read_eee(path: Path, **settings: Any) -> list[Respondent]:
         if cell_text is not None:
             cell = _cell(parse_json(cell_text, samples_path, i) if isinstance(cell_text, str) else cell_text, where)
         else:
-            from ..itemstats.respondent import check_correct
-
             answers = [a for a in row["answer_attribution"] if a["is_terminal"]] or row["answer_attribution"]
             ref = row["input"]["reference"]
             cell = {"unit": str(row["sample_id"]),

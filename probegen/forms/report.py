@@ -115,7 +115,7 @@ def read_form_runs(runs: Sequence[str | Path], lm_eval_metric: str = "acc") -> t
     run on the same form where one is given; any other file joins the given run's form holding all
     of its item ids with the same content (:func:`probegen.itemstats.table.adopt_datasets`), or is one line;
     so are a run given twice or a bad cell (:func:`~probegen.itemstats.table.read_runs`)."""
-    from ..itemstats.respondent import identity
+    from ..exchange.respondent import identity
     from ..itemstats.table import adopt_datasets, read_runs
 
     if len(runs) < 2:

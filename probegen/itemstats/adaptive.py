@@ -67,7 +67,7 @@ def check_adaptive(req: Any, task: Any, trains: bool) -> Bank | None:
 
 def _item_answers(rows: Sequence[dict[str, Any]], where: dict[str, int]) -> dict[int, float]:
     """Bank item index -> 0/1 of the rows of a batch (read as ``probegen items`` reads them)."""
-    from .table import record_cells
+    from ..exchange.runs import record_cells
 
     out: dict[int, float] = {}
     for row in rows:

@@ -23,8 +23,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ProbegenError
+from ..exchange.runs import HUMAN_METHOD
 from ..io import atomic_dir, atomic_write, ensure_writable, write_json
-from .table import HUMAN_METHOD, ResponseTable, gather
+from .table import ResponseTable, gather
 
 ITEM_COLUMNS = ("item", "unit", "k", "n", "p", "p_human", "p_models",
                 "item_rest", "b", "b_lo", "b_hi", "a", "a_lo", "a_hi", "c", "outfit",
@@ -271,8 +272,8 @@ def _bank(res: dict[str, Any], table: ResponseTable, bank: str | Path) -> dict[s
 
 def load_items(folder: str | Path) -> tuple[ResponseTable, list[dict[str, Any]], dict[str, Any]]:
     """A ``probegen items`` folder back: its response table (from responses.csv), item rows, summary."""
+    from ..exchange.respondent import Respondent, check_correct
     from ..io import parse_json
-    from .respondent import Respondent, check_correct
 
     root = Path(folder)
     if not (root / "responses.csv").is_file() or not (root / "items.csv").is_file():

@@ -158,7 +158,7 @@ def check_records(resp: Any, kind: str, data: Any, path: str | Path) -> None:
     ``kind``) holds an item whose content (options, key) is not the record's of that id: results on
     another dataset that uses the same ids."""
     from .. import tasks
-    from .respondent import content, contradiction
+    from ..exchange.respondent import content, contradiction
 
     task = tasks.get(kind)
     if not isinstance(task, tasks.Subsettable):  # its records cannot be listed: nothing to compare
@@ -180,7 +180,7 @@ def same_dataset(table: Any, records: Sequence[Any], rec: np.ndarray, dataset: s
     """One line unless the items folder answered ``dataset``'s questions, not others of the same ids:
     each answered item's key (as its runs wrote it) must be the record's key where the record has
     options; where none can be compared, its runs must name ``dataset``'s path."""
-    from .respondent import dataset_key
+    from ..exchange.respondent import dataset_key
 
     items = table.items
     compared = 0

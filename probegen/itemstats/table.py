@@ -1,10 +1,8 @@
 """One long response table over runs: respondent (model x method x variant, or a study participant) x item.
 
-A run is a ``probegen eval`` folder (``results.json`` and its per-row records ``items.jsonl`` or
-``groups.jsonl``), a ``probegen bias`` folder (one respondent per condition file of each dataset) or a
-``probegen study`` folder (one respondent per participant). An item is a row id; a CoDA21 group
-gives one item per row (``<group>#<row>``, ``k`` options: 1/k of the group). Cells a respondent did
-not answer are simply absent (missing). Every bad input is a :class:`~probegen.errors.ProbegenError`.
+The respondents come from :func:`probegen.exchange.runs.read_run` (runs, studies, other harnesses'
+files). Cells a respondent did not answer are simply absent (missing). Every bad input is a
+:class:`~probegen.errors.ProbegenError`.
 """
 
 from __future__ import annotations
@@ -17,16 +15,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..errors import ProbegenError
-from ..io import atomic_write, iter_jsonl, parse_json, read_jsonl, recover, sha256_file, verify_output
-from .respondent import Respondent, check_correct, content, contradiction, dataset_key
+from ..exchange.respondent import Respondent, contradiction
+from ..exchange.runs import read_run
+from ..io import atomic_write, sha256_file
 
 #: the columns of the long table, in order
 COLUMNS = ("respondent", "model", "method", "variant", "source", "dataset", "item", "unit", "correct", "chosen",
            "key", "k")
-#: the method of a study participant (human and model difficulties side by side: items.csv p_human, p_models)
-HUMAN_METHOD = "study"
-#: the eval settings that tell two prompt variants of one model apart (seed and split aside)
-VARIANT_KEYS = ("mode", "matching", "pattern", "length_norm", "reduction", "prompts", "permutations")
 
 
 @dataclass
@@ -82,222 +77,6 @@ class ResponseTable:
             cols[c] = [None if v is None else str(v) for v in cols[c]]
         pq.write_table(pa.table(cols), folder / "responses.parquet")
         return ["responses.csv", "responses.parquet"]
-
-
-# ---- reading runs --------------------------------------------------------------------------------------
-def _label(options: Sequence[Any] | None, index: Any) -> Any:
-    """An option shown the same to every respondent: its text or name where the record has it, else its index."""
-    if index is None or isinstance(index, bool):
-        return None
-    if isinstance(options, (list, tuple)) and isinstance(index, int) and 0 <= index < len(options):
-        return options[index]
-    return index
-
-
-def record_cells(rec: dict[str, Any], where: str = "") -> dict[str, dict[str, Any]]:
-    """The cells of one per-row record (``id``, ``gold``, ``pred``, ``correct``): one item, or for an
-    alignment group (``rows``, a gold per row) one item per row. A one-row item's ``correct`` is 0 or
-    1, a unit of several rows' the share right (in [0, 1]); anything else is one line naming
-    ``where`` (the file and line), else the record.
-
-    >>> record_cells({"id": "q1", "gold": [2], "pred": [0], "correct": 0.0, "choices": ["a", "b", "c"]})["q1"]
-    {'unit': 'q1', 'correct': 0.0, 'chosen': 'a', 'key': 'c', 'k': 3}
-    >>> g = record_cells({"id": "g", "rows": ["x", "y"], "columns": ["y", "x"], "gold": [1, 0], "pred": [1, 1],
-    ...                   "correct": 0.5, "k": 2})
-    >>> sorted(g), g["g#0"]["correct"], g["g#1"]["chosen"]
-    (['g#0', 'g#1'], 1.0, 'x')
-    """
-    rid, gold, pred = str(rec["id"]), rec.get("gold"), rec.get("pred")
-    where = where or f"record {rid}"
-    several = isinstance(gold, list) and len(gold) > 1
-    check_correct(rec.get("correct"), where, partial=several)
-    if isinstance(gold, list) and len(gold) > 1 and "rows" in rec:
-        cols = rec.get("columns")
-        pred = pred if isinstance(pred, list) and len(pred) == len(gold) else [None] * len(gold)
-        return {f"{rid}#{r}": {"unit": rid, "correct": float(p is not None and p == g), "chosen": _label(cols, p),
-                               "key": _label(cols, g), "k": int(rec.get("k") or len(gold))}
-                for r, (g, p) in enumerate(zip(gold, pred))}
-    g = gold[0] if isinstance(gold, list) and gold else gold
-    p = pred[0] if isinstance(pred, list) and pred else (None if isinstance(pred, list) else pred)
-    scores = rec.get("scores")
-    choices = rec.get("choices")
-    if isinstance(scores, list) and scores and isinstance(scores[0], list):
-        k = len(scores[0])
-    else:
-        k = len(choices) if isinstance(choices, list) else 2
-    return {rid: {"unit": str(rec.get("cluster") or rid), "correct": float(rec["correct"]),
-                  "chosen": _label(choices, p), "key": _label(choices, g), "k": max(2, k)}}
-
-
-def _variant(cfg: dict[str, Any], extra: str = "") -> str:
-    parts = [f"{k}={cfg[k]}" for k in VARIANT_KEYS if cfg.get(k) is not None]
-    return ";".join([*parts, *([extra] if extra else [])]) or "default"
-
-
-def read_results(run: Path) -> dict[str, Any]:
-    """A run folder's results.json as a dict; one error line if it cannot be read or is not one."""
-    try:
-        res = parse_json((run / "results.json").read_text(encoding="utf-8"), run / "results.json")
-    except (OSError, ValueError) as e:
-        raise ProbegenError(f"{run}/results.json cannot be read ({e})") from None
-    if not isinstance(res, dict):
-        raise ProbegenError(f"{run}/results.json is not a probegen run's results")
-    return res
-
-
-def condition_records(path: Path, run: Path) -> list[dict[str, Any]]:
-    """The per-row records file ``path`` of ``run``; one error line if it is missing or not records."""
-    if not path.is_file():
-        raise ProbegenError(f"{run} has no per-row records ({path.name}); rerun it with this probegen")
-    recs = read_jsonl(path)
-    if not recs or not all(isinstance(r, dict) and "id" in r and "correct" in r for r in recs):
-        raise ProbegenError(f"{path}: not per-row records (each row needs id and correct)")
-    return recs
-
-
-def _fill(resp: Respondent, path: Path, run: Path) -> Respondent:
-    """``resp`` with the cells of the records file ``path`` of ``run``: one line for a row that is not a
-    record, a correctness out of range, or an item id twice (naming the file and line)."""
-    if not path.is_file():
-        raise ProbegenError(f"{run} has no per-row records ({path.name}); rerun it with this probegen")
-    for line, rec in iter_jsonl(path):
-        where = f"{path} line {line}"
-        if not (isinstance(rec, dict) and "id" in rec and "correct" in rec) or isinstance(rec["id"], (dict, list)):
-            raise ProbegenError(f"{where}: not a per-row record (each row needs an id and correct)")
-        opts = rec.get("columns") if "rows" in rec else rec.get("choices")
-        for item, cell in record_cells(rec, where).items():
-            if item in resp.cells:
-                raise ProbegenError(f"{where}: item {item} appears twice in the run's records (one answer per item)")
-            resp.cells[item] = cell
-            resp.content[item] = content(cell["key"], opts)
-    if not resp.cells:
-        raise ProbegenError(f"{path}: not per-row records (the file holds none)")
-    return resp
-
-
-def _inside(run: Path, rel: Any, what: str) -> Path:
-    """``run / rel`` where it lies inside the run folder; else one line, before anything is read
-    (a results.json naming ``/etc/passwd`` or ``../other/items.jsonl`` is not this run's file)."""
-    if not isinstance(rel, str) or not rel:
-        raise ProbegenError(f"{run}/results.json: {what} is {rel!r}, not a file name inside the run folder")
-    root = run.resolve()
-    path = (run / rel).resolve()
-    if path != root and root not in path.parents:
-        raise ProbegenError(f"{run}/results.json: {what} {rel!r} is outside the run folder; a run reads its own "
-                            "files only")
-    return run / rel
-
-
-def _check_files(run: Path, res: dict[str, Any]) -> None:
-    """Every file a results.json names (``files``, a bias run's per-dataset ``files``) lies inside ``run``."""
-    blocks = [("files", res.get("files"))] + [(f"datasets[{i}].files", d.get("files"))
-                                              for i, d in enumerate(res.get("datasets") or []) if isinstance(d, dict)]
-    for name, files in blocks:
-        if isinstance(files, dict):
-            for k, v in files.items():
-                if isinstance(v, str):
-                    _inside(run, v, f"{name}.{k}")
-
-
-def _eval_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
-    files = res["files"] if isinstance(res.get("files"), dict) else {}
-    name = files.get("rows") or next((n for n in ("items.jsonl", "groups.jsonl") if (run / n).is_file()), "items.jsonl")
-    rows = _inside(run, name, "files.rows")
-    ds, cfg, scorer = _obj(res.get("dataset")), _obj(res.get("eval")), _obj(res.get("scorer"))
-    method = str(cfg.get("method") or ("generate" if "generation" in res else f"score:{scorer.get('kind', '?')}"))
-    gen = res["generation"] if isinstance(res.get("generation"), dict) else {}
-    # asked under several option orders, a row's cell is its majority answer: a variant of its own
-    orders = f"orders={gen['orders']} (majority)" if isinstance(gen.get("orders"), int) and gen["orders"] > 1 else ""
-    resp = Respondent("", str(res.get("model")), method, _variant(cfg, orders), str(run),
-                      dataset_key(ds.get("path"), ds.get("kind")), fingerprint=_fingerprint(ds))
-    return [_fill(resp, rows, run)]
-
-
-def _obj(v: Any) -> dict[str, Any]:
-    """A results.json block where it is an object, else empty (a hand-edited file)."""
-    return v if isinstance(v, dict) else {}
-
-
-def _fingerprint(ds: Any) -> str | None:
-    """The dataset fingerprint a results.json records (``manifest_sha256``), where it does."""
-    fp = ds.get("manifest_sha256") if isinstance(ds, dict) else None
-    return fp if isinstance(fp, str) and fp else None
-
-
-def _bias_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
-    out = []
-    cfg, scorer = _obj(res.get("eval")), _obj(res.get("scorer"))
-    for d in res["datasets"]:
-        if not isinstance(d, dict):
-            raise ProbegenError(f"{run}/results.json: a datasets entry is not an object")
-        files: dict[str, Any] = d["files"] if isinstance(d.get("files"), dict) else {}
-        for cond, rel in files.items():
-            if not str(rel).endswith(".jsonl") or cond == "units":
-                continue
-            resp = Respondent("", str(res.get("model")), f"bias:{scorer.get('kind', '?')}",
-                              _variant(cfg, f"condition={cond}"), str(run), dataset_key(d.get("path"), d.get("kind")),
-                              fingerprint=_fingerprint(d))
-            out.append(_fill(resp, _inside(run, rel, f"files.{cond}"), run))
-    if not out:
-        raise ProbegenError(f"{run} has no per-row records (its results.json lists no condition files)")
-    return out
-
-
-def _study_answer_cells(gold: dict[str, Any], answer: Any) -> dict[str, dict[str, Any]]:
-    did, g, k = str(gold["dataset_id"]), gold["gold"], int(gold.get("n") or 2)
-    if isinstance(g, list):  # a group: one item per row (the shown positions are the study's own: no option label)
-        ans = answer if isinstance(answer, list) else [None] * len(g)
-        return {f"{did}#{r}": {"unit": did, "correct": float(a == gg), "chosen": None, "key": None, "k": k}
-                for r, (gg, a) in enumerate(zip(g, ans))}
-    return {did: {"unit": str(gold.get("unit") or did), "correct": float(answer == g), "chosen": answer, "key": g,
-                  "k": k}}
-
-
-def _study(root: Path) -> list[Respondent]:
-    from ..study.store import first_answers, load_study
-
-    study = load_study(root)
-    gold = study.gold()
-    ds = study.manifest.get("dataset") or {}
-    out = []
-    for aid, a in study.annotators.items():
-        answers = first_answers(study, aid)
-        if not answers:
-            continue
-        resp = Respondent("", "human", HUMAN_METHOD, f"condition={a['condition']}", str(root),
-                          dataset_key(ds.get("path"), ds.get("kind")))
-        for uid, rec in answers.items():
-            if uid not in gold:
-                raise ProbegenError(f"answers of {aid} in {root} name item {uid}, which the study's gold does not have")
-            resp.cells.update(_study_answer_cells(gold[uid], rec.get("answer")))
-        resp.name = f"human:{aid}"
-        out.append(resp)
-    if len(out) < 2:
-        raise ProbegenError(f"study {root} has {len(out)} participant(s) with answers; item statistics need at least 2")
-    return out
-
-
-def read_run(path: str | Path, lm_eval_metric: str = "acc") -> list[Respondent]:
-    """The respondents of one run or study folder (see the module doc), or of another harness's per-item
-    results (:mod:`probegen.exchange.ingest`; ``lm_eval_metric``: the respondent an lm-eval file gives,
-    ``acc``, ``acc_norm`` or ``both``); one error line if it is none of them."""
-    from ..exchange.ingest import is_foreign, read_foreign
-
-    run = Path(path)
-    if is_foreign(run):  # lm-eval samples, an inspect-ai log, Every Eval Ever results
-        return read_foreign(run, lm_eval_metric)
-    recover(run)
-    if not run.is_dir():
-        raise ProbegenError(f"{run} is not a run folder (it does not exist)" if not run.exists()
-                            else f"{run} is not a run folder")
-    verify_output(run)
-    if (run / "manifest.json").is_file() and (run / "assignment.json").is_file():
-        return _study(run)
-    if not (run / "results.json").is_file():
-        raise ProbegenError(f"{run} is not a probegen run or study (no results.json)")
-    res = read_results(run)
-    _check_files(run, res)  # before any file it names is read
-    return _bias_run(run, res) if isinstance(res.get("datasets"), list) else _eval_run(run, res)
 
 
 def _name(resp: Respondent, taken: set[str]) -> str:

@@ -1,6 +1,6 @@
-"""One respondent's answers (:class:`Respondent`) and how runs name their dataset: the types the
-response table (:mod:`.table`) and the readers of other harnesses' results
-(:mod:`probegen.exchange.ingest`) share, without either importing the other."""
+"""The one per-item table type: a respondent's answers (:class:`Respondent`), its cells' checks and how
+runs name their dataset. :mod:`probegen.exchange` makes respondents (runs, studies, other harnesses'
+files) and :mod:`probegen.itemstats` analyses them."""
 
 from __future__ import annotations
 

@@ -1,25 +1,21 @@
 """Whether a hidden target word is still visible elsewhere in its context.
 
-A probe hides its target by span; a context that shows another form of the same word outside
-that span gives the answer away ("the jury ... said the jury" with one "jury" hidden). One rule,
-used by every generator and by ``probegen stats``: a context leaks if, outside the hidden span,
-a form of the target lemma (or of the hidden word itself) occurs as whole words, case-insensitive.
-A token is a form of a word when WordNet's morphology, in any part of speech, gives that word as
-one of its base forms ("took" -> take, "geese" -> goose, "walked" -> walk even for the noun
-"walk"), so no inflection slips through; a multiword lemma ("give_up") counts when its words
-occur in sequence, each possibly inflected ("gave up"). Not covered: a phrasal verb split by its
-object ("gave it up"), and synonyms (another lemma of the synset is a different word).
+One rule, for every generator and ``probegen stats``: a context leaks if, outside the hidden span,
+a form of the target lemma (or of the hidden word) occurs as whole words, case-insensitive. A token
+is a form of a word when WordNet's morphology, in any part of speech, gives that word as a base form
+("took" -> take, "walked" -> walk even for the noun); a multiword lemma counts when its words occur
+in sequence, each possibly inflected. Not covered: a split phrasal verb ("gave it up"), synonyms.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 if TYPE_CHECKING:
     from .items import Item
-    from .lexicon.base import LexicalResource
 
 # words with inner hyphens ("x-ray"); apostrophes split ("dog's" -> dog, s), dots never join
 _TOKEN = re.compile(r"[^\W_]+(?:-[^\W_]+)*")
@@ -37,14 +33,14 @@ def tokens_with_spans(text: str) -> list[tuple[str, int, int]]:
 
 class Morphology:
     """Base forms of a token under a wordnet's morphology, memoised: a
-    :class:`~probegen.lexicon.LexicalResource` (its ``base_forms``) or an nltk reader (``_morphy``)."""
+    :class:`~probegen.lexicon.LexicalResource` or an nltk reader."""
 
     def __init__(self, wn: Any) -> None:  # a LexicalResource or an nltk reader
         from .lexicon.base import LexicalResource
 
         if isinstance(wn, LexicalResource):
-            # a WNDB resource keeps nltk's own morphy: the very function used before resources existed
-            wn = getattr(wn, "reader", None) or _BaseForms(wn)
+            # a WNDB resource keeps nltk's own morphy
+            wn = getattr(wn, "reader", None) or SimpleNamespace(_morphy=wn.base_forms)
         self._fn: Callable[[str, str], Iterable[str]] = getattr(wn, "_morphy", None) or (
             lambda form, pos: [b for b in [wn.morphy(form, pos)] if b]
         )
@@ -70,26 +66,17 @@ class Morphology:
         return got
 
 
-class _BaseForms:
-    """A resource's ``base_forms`` in nltk's ``_morphy`` shape."""
-
-    def __init__(self, resource: LexicalResource) -> None:
-        self._morphy = resource.base_forms
-
-
 @lru_cache(maxsize=2)
 def default_morphology(wordnet: str | None = None) -> Morphology:
-    """A shared Morphology over a wordnet (a source string, see :mod:`probegen.lexicon.sources`;
-    ``None``: WordNet 3.0), one memo per process."""
+    """A shared Morphology over a wordnet source (``None``: WordNet 3.0), one memo per process."""
     from .lexicon.sources import open_resource
 
     return Morphology(open_resource(wordnet))
 
 
 def morphology_for(manifest: dict[str, Any] | None, warn: Callable[[str], object] | None = None) -> Morphology:
-    """The morphology of the wordnet a dataset was made from (its manifest's ``data.wordnet.source``;
-    WordNet 3.0 when the manifest names none). A source that cannot be opened here falls back to
-    WordNet 3.0, saying so through ``warn``.
+    """The morphology of the wordnet a dataset was made from (its manifest's ``data.wordnet.source``,
+    else WordNet 3.0); a source that cannot be opened falls back to WordNet 3.0 through ``warn``.
 
     >>> morphology_for({}) is default_morphology(None)
     True
@@ -124,13 +111,9 @@ def target_patterns(surface: str, lemma: str) -> set[tuple[str, ...]]:
 def visible_target_forms(
     text: str, span: tuple[int, int], lemma: str, morph: Morphology | None = None
 ) -> list[str]:
-    """The forms of the target visible outside the hidden ``span`` of ``text``, in text order.
-
-    ``lemma`` is the target's lemma (SemCor's or WordNet's, "_" joining multiword lemmas); the
-    hidden word ``text[span]`` counts too. A token sequence is a visible form when, word by
-    word, each pattern word is one of the token's WordNet base forms (any part of speech),
-    and none of its tokens overlaps the span. ("bees" has the base "be", yet "are" is no form
-    of "bee": only the target's words are looked for among a token's bases, never the reverse.)
+    """The forms of ``lemma`` ("_" joining words) and of the hidden word visible outside ``span``, in
+    text order. Only the target's words are looked for among a token's bases, never the reverse
+    ("bees" has the base "be", yet "are" is no form of "bee").
 
     >>> class WN:  # a stand-in for nltk's reader: two irregular forms
     ...     def _morphy(self, form, pos):
@@ -165,9 +148,7 @@ def leaks(text: str, span: tuple[int, int], lemma: str, morph: Morphology | None
 
 def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]],
                morph: Morphology | None = None) -> dict[str, dict[str, Any]]:
-    """Per POS: contexts, how many leak, and the rate, from (pos, text, span, lemma) rows.
-
-    Repeated rows (one context shared by several questions) count once.
+    """Per POS: contexts, how many leak, and the rate, from (pos, text, span, lemma) rows (repeats count once).
 
     >>> class WN:
     ...     def _morphy(self, form, pos):
@@ -188,8 +169,8 @@ def leak_rates(rows: Iterable[tuple[str, str, tuple[int, int], str]],
 
 
 def surface_lemma(surface: str, lemmas: Iterable[str], morph: Morphology | None = None) -> str | None:
-    """The first of ``lemmas`` that the hidden word ``surface`` is a form of, else None
-    (for datasets that record no lemma, such as the original CoDA21 release).
+    """The first of ``lemmas`` that the hidden word ``surface`` is a form of, else None (for datasets
+    that record no lemma).
 
     >>> class WN:
     ...     def _morphy(self, form, pos):
@@ -207,8 +188,7 @@ def surface_lemma(surface: str, lemmas: Iterable[str], morph: Morphology | None 
 
 
 def record_leak_rates(records: Iterable[Item], morph: Morphology | None = None) -> dict[str, dict[str, Any]]:
-    """``leak_rates`` of the contexts of any kind's records (:class:`probegen.items.Item`), per
-    POS: every target a record hides (``targets()``), with its lemma.
+    """``leak_rates`` of every target any kind's records hide (:meth:`probegen.items.Item.targets`).
 
     >>> from probegen.contexts import Context
     >>> from probegen.wordincontext.items import WicItem

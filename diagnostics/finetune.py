@@ -18,8 +18,10 @@ from probegen.tasks import task_of
 
 from .inputs import view
 
-if TYPE_CHECKING:  # annotations only: trained imports this module when it fine-tunes
-    from .trained import Encoder, TrainedConfig
+if TYPE_CHECKING:
+    from probegen.scorers.spans import SpanEncoder as Encoder
+
+    from .trained import TrainedConfig
 
 
 def _device():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .bias import fmt_ratio as fmt
 from .plots import pyplot, save_png
 
 METHOD = """\
@@ -23,18 +24,6 @@ resampled together); SD: over the per-seed ratios. A frozen encoder with a conve
 deterministic, so each seed trains on its own seeded share of the training units. A dataset is
 context-biased when Bias_C > Bias_W (below the diagonal of the plane), word-biased otherwise.
 The paper's figures are BERT fine-tuned on the real WiC and WSD data (dev sets, Table 7)."""
-
-
-def fmt(r: dict[str, Any] | None) -> str:
-    """A ratio as '0.53 [0.41, 0.66]' (or 'undefined').
-
-    >>> fmt({"value": 0.5, "ci": [0.25, 0.75]}), fmt({"value": None})
-    ('0.50 [0.25, 0.75]', 'undefined')
-    """
-    if not r or r.get("value") is None:
-        return "undefined"
-    ci = r.get("ci")
-    return f"{r['value']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def _acc(c: dict[str, Any]) -> str:

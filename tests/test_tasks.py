@@ -210,8 +210,8 @@ def test_check_dataset_options_detects_and_falls_back_to_defaults(tmp_path):
     ("bias", ["--reduction", "mean"], "--reduction applies to"),
 ])
 def test_eval_and_bias_on_wic_reject_zero_shot_options(tmp_path, monkeypatch, command, args, needle):
-    monkeypatch.setattr("probegen.diagnostics.trained.eval_trained", never("the trained evaluation"))
-    monkeypatch.setattr("probegen.diagnostics.trained.run_trained", never("the trained run"))
+    monkeypatch.setattr("probegen.run.trained.eval_trained", never("the trained evaluation"))
+    monkeypatch.setattr("probegen.run.trained.run_trained", never("the trained run"))
     wic = DATA / "wic_semcor_24.jsonl"
     code, _, err = run(command, "--model", "minilm-l6", "--dataset", wic, *args, "--out", tmp_path / "o")
     msg = assert_one_line_error(code, err, needle, f"{wic} is a WiC dataset")

@@ -314,7 +314,8 @@ def word_biased_labels(n: int = 400, seed: int = 0):
 
 
 def test_trained_method_finds_a_context_biased_pair_set():
-    from probegen.diagnostics.trained import TrainedConfig, measure
+    from probegen.diagnostics.trained import TrainedConfig
+    from probegen.run.trained import measure
 
     r = measure(context_biased_pairs(), "ctx", BagEncoder(), TrainedConfig(n_boot=200), log=lambda m: None, progress=False)
     m = {c: v["mean"] for c, v in r["conditions"].items()}
@@ -328,7 +329,8 @@ def test_trained_method_finds_a_context_biased_pair_set():
 
 
 def test_trained_method_finds_a_word_biased_label_set():
-    from probegen.diagnostics.trained import TrainedConfig, measure
+    from probegen.diagnostics.trained import TrainedConfig
+    from probegen.run.trained import measure
 
     r = measure(word_biased_labels(), "word", BagEncoder(), TrainedConfig(n_boot=200), log=lambda m: None, progress=False)
     assert r["conditions"]["word"]["mean"] > 0.8 and r["conditions"]["full"]["mean"] > 0.8
@@ -337,7 +339,8 @@ def test_trained_method_finds_a_word_biased_label_set():
 
 
 def test_trained_choice_items_are_scored_by_argmax_with_ties_at_random():
-    from probegen.diagnostics.trained import TrainedConfig, features, measure
+    from probegen.diagnostics.trained import TrainedConfig
+    from probegen.run.trained import features, measure
     from probegen.wordincontext.dataset import WicDataset
     from probegen.wordincontext.task import choice_correct
 
@@ -374,7 +377,8 @@ def test_trained_method_needs_train_and_test_splits():
 
 
 def test_run_trained_writes_report_plot_and_per_item_correctness(tmp_path):
-    from probegen.diagnostics.trained import TrainedConfig, run_trained, summary_table
+    from probegen.diagnostics.trained import TrainedConfig, summary_table
+    from probegen.run.trained import run_trained
 
     path = tmp_path / "pairs.jsonl"
     _jsonl(path, [it.to_json() for it in context_biased_pairs().items])
@@ -411,7 +415,7 @@ def tiny_bert(tmp_path_factory) -> str:
 def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
     import torch
 
-    from probegen.diagnostics.trained import load_encoder
+    from probegen.run.trained import load_encoder
 
     enc = load_encoder(tiny_bert, runner=Runner(log=lambda m: None))
     text = "The riverbank was steep."
@@ -428,7 +432,8 @@ def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
 
 def test_finetune_loop_trains_and_scores_on_a_tiny_model(tiny_bert):
     from probegen.diagnostics.finetune import finetune_correct
-    from probegen.diagnostics.trained import TrainedConfig, load_encoder
+    from probegen.diagnostics.trained import TrainedConfig
+    from probegen.run.trained import load_encoder
 
     ds = context_biased_pairs(n_lemmas=8, per=4)
     enc = load_encoder(tiny_bert, runner=Runner(log=lambda m: None))

@@ -101,7 +101,9 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
 
     task = check_eval_request(req, runner)
     if _method(req, task).trains:  # word in context: a linear probe trained on the train split
-        from probegen.diagnostics.trained import TrainedConfig, eval_trained
+        from probegen.diagnostics.trained import TrainedConfig
+
+        from .trained import eval_trained
 
         out_dir = req.out_dir(root)
         ensure_writable(out_dir, replace=True, inputs=[req.dataset], writer="run")

@@ -155,7 +155,9 @@ def _check_human(req: BiasRequest, method: str) -> None:
 def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
     """``--method trained``: a classifier per input condition (``kinds``: the datasets' tasks, as
     :func:`check_options` found them); returns the summary to print."""
-    from probegen.diagnostics.trained import TrainedConfig, require_gpu, run_trained, summary_table
+    from probegen.diagnostics.trained import TrainedConfig, summary_table
+
+    from .trained import require_gpu, run_trained
 
     if req.finetune:
         require_gpu()  # before any dataset or model is loaded

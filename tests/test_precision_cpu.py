@@ -47,9 +47,9 @@ def test_int8_quantises_the_body_not_the_head(tiny_llama):
 @pytest.mark.parametrize("dtype", ["int8", "bfloat16"])
 def test_a_precision_that_flips_choices_is_refused_with_its_agreement(tiny_llama, dtype, monkeypatch):
     from probegen.models import load_scorer
-    from probegen.scorers import causal
+    from probegen.scorers import _batch
 
-    monkeypatch.setattr(causal, "_PRECISION", type(causal._PRECISION)())
+    monkeypatch.setattr(_batch, "_PRECISION", type(_batch._PRECISION)())
     s = load_scorer(tiny_llama, cache=False, device="cpu", dtype=dtype)
     real = s._reference
 
@@ -66,9 +66,9 @@ def test_a_precision_that_flips_choices_is_refused_with_its_agreement(tiny_llama
 
 def test_bfloat16_is_checked_and_passes_on_a_real_model_shape(tiny_llama, monkeypatch):
     from probegen.models import ModelStore, load_scorer
-    from probegen.scorers import causal
+    from probegen.scorers import _batch
 
-    monkeypatch.setattr(causal, "_PRECISION", type(causal._PRECISION)())
+    monkeypatch.setattr(_batch, "_PRECISION", type(_batch._PRECISION)())
     store = ModelStore()  # the runner's loaded models: a second scorer of the same model shares it
     s = load_scorer(tiny_llama, cache=False, device="cpu", dtype="bfloat16", store=store)
     s.score(QUERIES, CANDS)

@@ -1,68 +1,45 @@
 """Causal LM scorer: log P(candidate | query), with each query prefix encoded once.
 
 Boundary handling follows lm-evaluation-harness: trailing whitespace of the query moves to the
-start of the continuation (and one space is inserted when neither side has whitespace at the
-boundary); the model input is ``enc(context) + enc(context + continuation)[len(enc(context)):]``.
+continuation (one space is inserted when neither side has whitespace at the boundary); the model
+input is ``enc(context) + enc(context + continuation)[len(enc(context)):]``.
 
-Where the speed comes from (measured by ``bench/bench_causal.py`` and ``bench/bench_gpu.py``):
+Speed (``bench/bench_causal.py``, ``bench/bench_gpu.py``): the LM head and log-softmax run only at
+scored positions, in float32 chunks. Strategy ``packed`` (default) makes each query and all its
+candidates ONE sequence, ``prefix + trie of candidate tokens``, with a tree attention mask and
+positions continuing from the prefix: the prefix runs once, shared leading tokens are shared, and
+there is no per-candidate padding; ``full`` scores every pair as its own sequence.
 
-- **LM head only at scored positions.** The head (hidden x vocabulary: the largest matrix of a
-  small LM) and the log-softmax run only at the positions whose next token is scored, never over
-  the context, in every strategy.
-- **Prefix reuse** (strategy ``packed``, the default): each query and all its candidates form ONE
-  sequence, ``prefix + trie of candidate tokens``, with a tree attention mask (a candidate token
-  sees the prefix and its own earlier tokens) and positions continuing from the prefix. The
-  prefix runs once, candidates sharing leading tokens share them, there is no per-candidate
-  padding, and rows of many queries are batched. ``full`` scores every pair as its own sequence.
-  (A third strategy, a KV cache of each prefix expanded over its candidates, was the slowest on
-  both CPU and an H100 and was removed.)
-
-``packed`` equals the full-sequence score up to float rounding: this is tested, and checked once
-per loaded model at run time on the first real pairs scored, with a tolerance derived from the
-dtype (:func:`rounding_tolerance`; bfloat16 rounding alone moves a summed log-prob by tenths of a
-nat). A model that fails the check (e.g. one that ignores custom 4D masks) is scored with full
-sequences; the fallback is logged as a warning and recorded in ``stats()["self_check"]``.
-
-Batches are cut by a token budget (``max_batch_tokens``): a fixed default on CPU; on CUDA the
-largest that fits, found once per model and GPU (:mod:`probegen.scorers._budget`).
-
-Packed rows run through one of two attention kernels (``kernel``, :mod:`probegen.scorers._paths`):
-``dense`` (rows padded to the batch's longest, a ``(B, 1, L, L)`` mask) or ``flex`` (the rows of
-a batch concatenated into one flat sequence without padding, the tree mask a FlexAttention
-``BlockMask`` built on the device from one per-token vector). ``auto`` (the default) measures
-both once on a large job, after the faster one passes the self-check, and remembers the pick
-per model, dtype, device and torch; the log and ``stats()["kernel"]`` say which ran. The LM head
-and log-softmax run in float32 over chunks of the scored positions.
-
-A precision below float32 on the CPU (``int8``, ``bfloat16``, ``float16``) is validated before a
-job is scored (:mod:`probegen.scorers._precision`): the first units' choices against float32.
+``packed`` equals ``full`` up to float rounding: this is checked once per loaded model on the first
+real pairs, within a dtype-derived tolerance (:func:`rounding_tolerance`); a model that fails (e.g.
+one that ignores custom 4D masks) is scored with full sequences, logged and recorded in
+``stats()["self_check"]``. Batches are cut by a token budget (:mod:`probegen.scorers._budget`).
+Packed rows run through the ``dense`` or ``flex`` attention kernel (:mod:`probegen.scorers._paths`);
+``auto`` measures both once on a large job and remembers the pick. A precision below float32 on the
+CPU is validated against float32 first (:mod:`probegen.scorers._precision`).
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Callable, Iterator, Sequence, cast
+from typing import Any, Sequence, cast
 
 import numpy as np
 import torch
 
-from . import _budget, _paths, _precision
-from ._batch import HostBatch, fed, flat_batches, head_plan, pad, row_batches
-from .base import Pair, Scorer, boundary_split
-from .spans import SpanFeatures
+from . import _paths
+from ._batch import HostBatch, LMScorer, flat_batches, head_plan, pad, row_batches
+from .base import Pair, boundary_split
 
 log = logging.getLogger(__name__)
 
-#: ``packed``: each query and all its candidates in one sequence with a tree attention mask
-#: (candidates sharing leading tokens share them); ``full``: every pair as a full sequence.
+#: ``packed``: each query and all its candidates in one sequence with a tree attention mask;
+#: ``full``: every pair as a full sequence
 STRATEGIES = ("packed", "full")
 
-# model -> {strategy: self-check record} (checked once per loaded model). It stays global: keyed weakly by the
-# model object, it lives and dies with the runner's loaded model (a second runner's model is checked afresh)
+# model -> {strategy: self-check record}, keyed weakly: it lives and dies with the runner's loaded model
 _CHECKED: "weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]]" = weakref.WeakKeyDictionary()
-# model -> the check of its lower precision against float32 (once per loaded model)
-_PRECISION: "weakref.WeakKeyDictionary[Any, dict[str, Any]]" = weakref.WeakKeyDictionary()
 
 Encoded = Sequence[tuple[tuple[int, ...], tuple[int, ...]]]
 
@@ -70,10 +47,9 @@ Encoded = Sequence[tuple[tuple[int, ...], tuple[int, ...]]]
 def rounding_tolerance(dtype: str, n_tokens: int) -> float:
     """Largest |fast - full| difference (nats) of a summed log-prob over ``n_tokens`` that counts as rounding.
 
-    float32: 1e-3 (observed differences are ~1e-5). Half precision: 1e-3 plus 8 machine epsilons
-    per scored token (bfloat16: 0.0625 nats per token, float16: 0.0078), several times the
-    differences seen between packed and full sequences in bfloat16 (up to 0.22 nats per pair),
-    yet far below what a broken mask does (several nats per token of a trained model).
+    float32: 1e-3 (observed: ~1e-5). Lower precisions: 1e-3 plus 8 machine epsilons per scored token,
+    several times the packed-vs-full differences seen in bfloat16 (up to 0.22 nats per pair), far below
+    what a broken mask does (nats per token).
 
     >>> rounding_tolerance("float32", 20)
     0.001
@@ -89,7 +65,7 @@ def rounding_tolerance(dtype: str, n_tokens: int) -> float:
     return round(1e-3 + 8 * eps * n_tokens, 6)
 
 
-class CausalScorer(SpanFeatures, Scorer):
+class CausalScorer(LMScorer):
     """log P(candidate | query) under a causal LM; ``reduction`` is ``sum`` (default) or ``mean``."""
 
     kind = "causal"
@@ -106,8 +82,6 @@ class CausalScorer(SpanFeatures, Scorer):
     pick_pairs = 64
     #: scored positions per LM-head chunk (float32 logits of chunk x vocabulary at a time)
     head_chunk = 512
-    #: pack batches in a worker thread one batch ahead (None: on CUDA only)
-    feed_worker: bool | None = None
 
     def __init__(
         self,
@@ -127,24 +101,12 @@ class CausalScorer(SpanFeatures, Scorer):
         precision: str | None = None,
         reference: Any = None,
     ) -> None:
-        if reduction not in ("sum", "mean"):
-            raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
-        if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
-        if kernel not in _paths.KERNELS:
-            raise ValueError(f"kernel must be one of {', '.join(_paths.KERNELS)}, not {kernel!r}")
-        self._in_device = model.get_input_embeddings().weight.device
-        super().__init__(
-            name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings,
-            device=str(self._in_device), dtype=precision or str(model.dtype).removeprefix("torch."),
-            device_map=device_map,
-        )
-        self.model = model.eval()
-        self.tok = tokenizer
-        self.reduction = reduction
+        super().__init__(name, model, tokenizer, model_id, reduction, batch_size, cache, max_batch_tokens, device_map,
+                         extra_settings, kernel, precision, reference, ("strategy", strategy, STRATEGIES))
         # how pairs are computed; all give the same scores (up to float rounding), so it is not a setting
         self.strategy = strategy if prefix_reuse else "full"
         self._head = model.get_output_embeddings()
+        self._head_w32: torch.Tensor | None = None
         self._base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
         self._softcap = getattr(model.config, "final_logit_softcapping", None)
         self._bos = self._detect_bos()
@@ -153,30 +115,10 @@ class CausalScorer(SpanFeatures, Scorer):
         )
         self._max_len = int(getattr(model.config, "max_position_embeddings", 0) or 2048)
         self._enc_cache: dict[str, list[int]] = {}
-        self._fixed_rows = batch_size is not None
-        self._budget = _budget.Budget(self, max_batch_tokens)
-        self._check_record: dict[str, Any] | None = None
-        self._checked = self.strategy == "full"
-        self._init_paths(kernel, reference)
-        known = _CHECKED.get(model, {}).get(self.strategy)
-        if known is not None:
-            self._checked = True
-            self._check_record = known
-            if not known["passed"]:
-                self.strategy = "full"
-
-    def _init_paths(self, kernel: str, reference: Any) -> None:
-        """The attention kernel (``auto``: picked on the first large job) and the pending check of a
-        lower precision against float32 (``reference``: a float32 scorer factory; None: nothing to check)."""
-        self.kernel = "dense" if kernel == "auto" else kernel
-        self._kernel_record: dict[str, Any] | None = None if kernel == "auto" else {"kernel": kernel, "how": "user"}
-        self._job_pairs = 0
-        self._head_w32: torch.Tensor | None = None
-        self._reference = reference
-        self._precision_record: dict[str, Any] | None = _PRECISION.get(self.model)
-
-    def _feature_parts(self, max_length: int) -> tuple[Any, Any, int]:
-        return self.tok, self.model, max_length
+        self._check_record: dict[str, Any] | None = _CHECKED.get(model, {}).get(self.strategy)
+        self._checked = self.strategy == "full" or self._check_record is not None
+        if self._check_record is not None and not self._check_record["passed"]:
+            self.strategy = "full"
 
     @property
     def prefix_reuse(self) -> bool:
@@ -192,17 +134,9 @@ class CausalScorer(SpanFeatures, Scorer):
         return f"{self.strategy}|rows<={self.max_row_tokens}{kernel}"
 
     def stats(self) -> dict[str, Any]:
-        """Work counters, where and how the scores ran: strategy, attention kernel, self-check, batch
-        budget, and the check of a lower precision."""
-        return {
-            **super().stats(),
-            "strategy": self.strategy,
-            "kernel": self.kernel if self.strategy == "packed" else None,
-            "kernel_pick": self._kernel_record,
-            "self_check": self._check_record,
-            "precision_check": self._precision_record,
-            **self._budget.stats(),
-        }
+        """As :meth:`LMScorer.stats`, with the strategy and its self-check."""
+        return {**super().stats(), "strategy": self.strategy, "kernel": self.kernel if self.strategy == "packed"
+                else None, "self_check": self._check_record}
 
     # ---- tokenisation -------------------------------------------------------------------------
     def _detect_bos(self) -> int | None:
@@ -239,9 +173,6 @@ class CausalScorer(SpanFeatures, Scorer):
         return tuple(prefix), tuple(cont_ids)
 
     # ---- scoring --------------------------------------------------------------------------------
-    def _reduce(self, total: float, n: int) -> float:
-        return total / n if self.reduction == "mean" else total
-
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM-head logits of hidden states (N, H), computed and accumulated in float32 (a half-precision
         head's weights are widened once), with the model's final soft-capping if any."""
@@ -258,13 +189,9 @@ class CausalScorer(SpanFeatures, Scorer):
         return cast(torch.Tensor, logits)
 
     def _logprobs_at(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """log P(target) from hidden states (N, H): LM head only where needed, no full log_softmax copy."""
-        return self._position_logprobs(hidden, torch.arange(hidden.shape[0]), targets)
-
-    def _position_logprobs(self, hidden: torch.Tensor, at: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """log P(targets[j]) at position ``at[j]`` of hidden states (N, H), with the head and the
-        log-softmax run once per position, ``head_chunk`` positions at a time (float32)."""
-        plan = head_plan(at.cpu(), targets.cpu(), hidden.shape[0], self.head_chunk)
+        """log P(targets[j]) from hidden states (N, H): the head and log-softmax ``head_chunk`` rows at a time."""
+        at = torch.arange(hidden.shape[0])
+        plan = head_plan(at, targets.cpu(), hidden.shape[0], self.head_chunk)
         return self._planned_logprobs(hidden, {k: v.to(hidden.device) for k, v in plan.items()}, at.shape[0])
 
     def _planned_logprobs(self, hidden: torch.Tensor, plan: dict[str, torch.Tensor], m: int) -> torch.Tensor:
@@ -276,97 +203,49 @@ class CausalScorer(SpanFeatures, Scorer):
             out[plan[f"sel{c}"]] = logits[k, plan[f"t{c}"]] - torch.logsumexp(logits, dim=-1)[k]
         return out
 
-    def _feed(self, batches: list[Any], prepare: Callable[[Any], HostBatch]) -> Iterator[tuple[Any, Any, Any]]:
-        """``batches`` with their tensors on the device; packed one batch ahead in a worker thread on CUDA
-        (``feed_worker``; None: only there, where the host's packing would otherwise stall the device)."""
-        worker = self._in_device.type == "cuda" if self.feed_worker is None else self.feed_worker
-        return fed(batches, prepare, self._in_device, worker)
-
-    def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
-        """As :meth:`Scorer.score_pairs`; a lower precision is first checked against float32 on the job's
-        first units (once per model), and the job's size tells whether measuring the kernels pays."""
-        self._job_pairs = len(pairs)
-        if self._reference is not None and self._precision_record is None:
-            self._check_precision(list(pairs))
-        return super().score_pairs(pairs, progress=progress)
-
-    def _check_precision(self, pairs: list[Pair]) -> None:
-        """Refuse this scorer's precision if its choices disagree with float32's too often."""
-        record = _precision.check(self.dtype, pairs, self._score_uncached, self._reference)
-        record["cpu_bf16"] = _precision.cpu_has_bf16()
-        self._reference = None  # the float32 copy is no longer needed
-        self._precision_record = _PRECISION[self.model] = record
-        if record.get("checked"):
-            log.info("%s in %s: its choices agree with float32 on %d of %d units (max |diff| %.3g nats)",
-                     self.name, self.dtype, record["agree"], record["units"], record["max_abs_diff"])
-
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
         encoded = [self.encode_pair(q, c) for q, c in pairs]
         if not self._checked:
             self._self_check(encoded[: self.self_check_pairs])
         if self._kernel_record is None and self.strategy == "packed":
-            self._pick_kernel(encoded)
+            self._pick_kernel(self._job_pairs, True, lambda: self._measure_kernels(encoded[: self.pick_pairs]))
         self._budget.ensure()
         totals = self._budget.run(lambda: self._run(self.strategy, encoded))
-        return np.array([self._reduce(t, len(c)) for t, (_, c) in zip(totals, encoded)], dtype=np.float64)
+        mean = self.reduction == "mean"
+        return np.array([t / len(c) if mean else t for t, (_, c) in zip(totals, encoded)], dtype=np.float64)
 
     def _run(self, strategy: str, encoded: Encoded, kernel: str | None = None) -> list[float]:
         if strategy == "full":
             return self._full_scores(encoded)
         return self._flex_scores(encoded) if (kernel or self.kernel) == "flex" else self._packed_scores(encoded)
 
-    def _pick_key(self) -> str:
-        import json
-
-        return json.dumps([self.model_id, self.source_settings, self.kind, self.dtype, _budget.device_key(self.device),
-                           torch.__version__, "kernel"], sort_keys=True)
-
-    def _pick_kernel(self, encoded: Encoded) -> None:
-        """``kernel="auto"``: the remembered kernel, else (on a job large enough to pay for it) the faster
-        of ``dense`` and ``flex`` on real pairs, once flex matches full sequences; small jobs run ``dense``."""
-        key = self._pick_key()
-        known = _paths.remembered(key)
-        if known in _paths.KERNELS[1:]:
-            record: dict[str, Any] = {"kernel": known, "how": "remembered"}
-        elif self._job_pairs < _paths.PICK_MIN_PAIRS or not _paths.flex_available():
-            record = {"kernel": "dense", "how": f"not measured (a job of {self._job_pairs} pairs)"}
-        else:
-            record = self._measure_kernels(encoded[: self.pick_pairs])
-            _paths.remember(key, record["kernel"])
-        self.kernel = record["kernel"]
-        self._kernel_record = record
-        log.info("%s: packed scoring through the %s attention kernel (%s)", self.name, self.kernel,
-                 ", ".join(f"{k} {v}" for k, v in record.items() if k != "kernel"))
-
     def _measure_kernels(self, sample: Encoded) -> dict[str, Any]:
         """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles); flex counts only if it
         matches full sequences within the dtype's rounding."""
         check = sample[: self.self_check_pairs]
-        self._budget.ensure()
 
         def differs() -> str | None:
-            fast = np.array(self._run("packed", check, "flex"))
-            slow = np.array(self._full_scores(check))
-            tol = np.array([rounding_tolerance(self.dtype, len(c)) for _, c in check])
-            return None if np.all(np.abs(fast - slow) <= tol) else "fails the self-check"
+            diff, tol = self._off_full(check, self._run("packed", check, "flex"))
+            return None if np.all(diff <= tol) else "fails the self-check"
 
-        return _paths.measure(self.name, differs, lambda k: self._run("packed", sample, k), len(sample), "pairs",
-                              _budget.is_oom)
+        return self._measure(differs, lambda k: self._run("packed", sample, k), len(sample))
+
+    def _off_full(self, encoded: Encoded, fast: list[float]) -> tuple[np.ndarray, np.ndarray]:
+        """|``fast`` - full-sequence scores| of ``encoded``, and the dtype's rounding tolerance of each."""
+        diff = np.abs(np.array(fast) - np.array(self._full_scores(encoded)))
+        return diff, np.array([rounding_tolerance(self.dtype, len(c)) for _, c in encoded])
 
     def _self_check(self, encoded: Encoded) -> None:
-        """Prefix sharing relies on the model honouring custom 4D masks and position ids: compare
-        it once per model with full-sequence scores on real pairs, within the dtype's rounding
-        tolerance, and fall back to full sequences (logged and recorded) if it disagrees."""
+        """Prefix sharing relies on the model honouring custom 4D masks and position ids: compare it once
+        per model with full sequences on real pairs, and fall back to them (logged, recorded) if it differs."""
         self._checked = True
         record: dict[str, Any] = {"strategy": self.strategy, "pairs": len(encoded), "dtype": self.dtype}
         try:
-            fast = np.array(self._run(self.strategy, encoded))
+            fast = self._run(self.strategy, encoded)
         except Exception as e:  # e.g. an architecture without 4D attention masks
             record.update(passed=False, reason=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         else:
-            slow = np.array(self._full_scores(encoded))
-            diff = np.abs(fast - slow)
-            tol = np.array([rounding_tolerance(self.dtype, len(c)) for _, c in encoded])
+            diff, tol = self._off_full(encoded, fast)
             worst = int(np.argmax(diff / tol))
             record.update(
                 passed=bool(np.all(diff <= tol)),
@@ -388,22 +267,13 @@ class CausalScorer(SpanFeatures, Scorer):
     def _probe(self, budget: int) -> None:
         """Run the current strategy on a worst-case synthetic batch of ``budget`` tokens: rows of
         ``max_row_tokens`` in which every position is scored (the largest attention and logits)."""
-        length = min(self.max_row_tokens, self._max_len)
-        n = max(1, budget // length)
-        vocab = int(self.model.config.vocab_size)
-        toks = torch.randint(0, vocab, (n, length), generator=torch.Generator().manual_seed(0)).tolist()
+        toks = self._random_rows(budget, min(self.max_row_tokens, self._max_len))
         self._run(self.strategy, [((t[0],), tuple(t[1:])) for t in toks])
 
     @torch.inference_mode()
     def _packed_scores(self, encoded: Encoded) -> list[float]:
-        """Summed continuation log-probs; each query and its candidates packed into one sequence.
-
-        A row is ``prefix + trie of the candidates' input tokens``: a candidate token attends to
-        the whole prefix and to its own earlier tokens only (tree attention mask), with positions
-        continuing from the prefix, so every score equals the full-sequence one. The prefix runs
-        once, candidates sharing leading tokens share them, there is no per-candidate padding,
-        and the LM head runs once per distinct position.
-        """
+        """Summed continuation log-probs, each query and its candidates packed into one row (see the module
+        doc) run through the dense kernel: rows padded, a (B, 1, L, L) tree mask; the LM head once per position."""
         rows = self._rows(encoded)
         rows.sort(key=lambda r: r.length)
         dtype = self._head.weight.dtype
@@ -489,40 +359,30 @@ class CausalScorer(SpanFeatures, Scorer):
         plan = head_plan(k, torch.tensor(tgt), uniq.shape[0], self.head_chunk)
         return {"ids": ids, "pos": pos, "end": end, "uniq": uniq, **plan}, items
 
-    @torch.inference_mode()
     def _full_scores(self, encoded: Encoded) -> list[float]:
         """Summed continuation log-probs from full sequences (no prefix reuse): the reference path."""
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]) + len(encoded[i][1]))
-        totals = [0.0] * len(encoded)
-        seq_len = lambda i: len(encoded[i][0]) + len(encoded[i][1]) - 1  # noqa: E731
-        for batch in row_batches(order, seq_len, self.batch_size, self.max_batch_tokens):
-            seqs = [list(encoded[i][0]) + list(encoded[i][1]) for i in batch]
-            ids, mask = pad([s[:-1] for s in seqs], self._dummy, self._in_device)
-            h = self._base(input_ids=ids, attention_mask=mask).last_hidden_state
-            # positions predicting continuation tokens: [len(prefix)-1, len(seq)-2]
-            sel = torch.zeros(mask.shape, dtype=torch.bool)
-            for r, i in enumerate(batch):
-                p, c = encoded[i]
-                sel[r, len(p) - 1 : len(p) - 1 + len(c)] = True
-            tgt, _ = pad([s[1:] for s in seqs], 0, "cpu")
-            totals_b = _row_sums(self._logprobs_at(h[sel.to(h.device)], tgt[sel]), sel)
-            for i, v in zip(batch, totals_b):
-                totals[i] = v
-        return totals
+        return self._sequence_sums([list(p) + list(c) for p, c in encoded], [len(p) for p, _ in encoded])
 
-    @torch.inference_mode()
     def sequence_logprob(self, texts: Sequence[str]) -> np.ndarray:
         """Total log-prob of each whole text (first token conditioned on BOS if used, else unscored)."""
         seqs = [([self._bos] if self._bos is not None else []) + self._enc(t) for t in texts]
-        out = np.zeros(len(seqs), dtype=np.float64)
-        order = [i for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])) if len(seqs[i]) > 1]
+        return np.array(self._sequence_sums(seqs, [1] * len(seqs)), dtype=np.float64)
+
+    @torch.inference_mode()
+    def _sequence_sums(self, seqs: list[list[int]], first: list[int]) -> list[float]:
+        """Summed log-probs of the tokens ``seqs[i][first[i]:]``, each sequence one padded row (0.0: none)."""
+        totals = [0.0] * len(seqs)
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
         for batch in row_batches(order, lambda i: len(seqs[i]) - 1, self.batch_size, self.max_batch_tokens):
             ids, mask = pad([seqs[i][:-1] for i in batch], self._dummy, self._in_device)
             h = self._base(input_ids=ids, attention_mask=mask).last_hidden_state
+            sel = torch.zeros(mask.shape, dtype=torch.bool)  # the positions predicting scored tokens
+            for r, i in enumerate(batch):
+                sel[r, first[i] - 1 : len(seqs[i]) - 1] = True
             tgt, _ = pad([seqs[i][1:] for i in batch], 0, "cpu")
-            valid = mask.bool().cpu()
-            out[batch] = _row_sums(self._logprobs_at(h[valid.to(h.device)], tgt[valid]), valid)
-        return out
+            for i, v in zip(batch, _row_sums(self._logprobs_at(h[sel.to(h.device)], tgt[sel]), sel)):
+                totals[i] = v
+        return totals
 
 
 def _summed(parts: list[tuple[list[int], torch.Tensor]], n: int) -> list[float]:

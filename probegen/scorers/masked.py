@@ -1,42 +1,31 @@
 """Masked LM scorer: pseudo-log-likelihood of the candidate given the query.
 
-``pll="original"`` (default; Salazar et al. 2020, as in the CoDA21 paper): score = sum over
-candidate tokens i of log P(d_i | query, d_-i). The input is ``[CLS] query candidate [SEP]`` (the
-model's own special tokens), and one copy per candidate token has that token masked.
+``pll="original"`` (default; Salazar et al. 2020, as in the CoDA21 paper): the sum over candidate
+tokens i of log P(d_i | query, d_-i), the input ``[CLS] query candidate [SEP]`` (the model's own
+special tokens) copied once per candidate token with that token masked. ``pll="word-l2r"``
+(Kauf & Ivanova 2023; minicons ``within_word_l2r``) also masks the later tokens of the same word
+(the tokenizer's ``word_ids()``), so a multi-piece word cannot be read off its own later pieces.
 
-``pll="word-l2r"`` (PLL-word-l2r, Kauf & Ivanova 2023; minicons ``PLL_metric="within_word_l2r"``):
-the copy scoring token i also masks the later tokens of the same word, so a word split into
-pieces cannot be read off its own later pieces (the original PLL inflates scores of rare,
-multi-piece words). Words are the tokenizer's pre-tokenisation words (``word_ids()``).
-
-All copies of all pairs are batched together by a token budget (a CPU default; on CUDA the
-largest that fits, see :mod:`probegen.scorers._budget`), and the MLM head runs only at the
-scored positions. ``reduction="mean"`` divides by the number of candidate tokens.
-
-The copies run through one of two attention kernels (``kernel``, :mod:`probegen.scorers._paths`):
-``dense`` pads every copy of a batch to the longest; ``flex`` concatenates them into one flat
-sequence without padding, each copy attending only to itself (a FlexAttention ``BlockMask`` built
-on the device from one segment id per token, positions restarting per copy). ``auto`` measures
-both once on a large job (flex counts only if it matches dense within float rounding) and
-remembers the pick per model, dtype, device and torch. A precision below float32 on the CPU is
-validated against float32 on the first units before a job (:mod:`probegen.scorers._precision`).
+All copies of all pairs are batched together by a token budget (:mod:`probegen.scorers._budget`),
+and the MLM head runs only at the scored positions; ``reduction="mean"`` divides by the number of
+candidate tokens. The copies run through the ``dense`` kernel (padded to the batch's longest) or
+``flex`` (one flat sequence, each copy attending only to itself, positions restarting per copy;
+:mod:`probegen.scorers._paths`); ``auto`` measures both once on a large job and remembers the pick.
+A precision below float32 on the CPU is validated first (:mod:`probegen.scorers._precision`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import weakref
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from ..core import PairScorer
-from . import _budget, _paths, _precision
-from ._batch import HostBatch, fed, flat_batches, pad, row_batches
-from .base import Pair, Scorer, boundary_split
-from .spans import SpanFeatures
+from . import _paths
+from ._batch import HostBatch, LMScorer, flat_batches, pad, row_batches
+from .base import Pair, boundary_split
 
 #: PLL variants: option name -> the ``method`` recorded in settings (and cache keys)
 PLL_METHODS = {"original": "pll", "word-l2r": "pll-word-l2r"}
@@ -44,13 +33,8 @@ PLL_METHODS = {"original": "pll", "word-l2r": "pll-word-l2r"}
 #: (input ids, positions replaced by [MASK], positions whose original token is scored)
 Job = tuple[list[int], list[int], list[int]]
 
-log = logging.getLogger(__name__)
 
-# model -> the check of its lower precision against float32 (once per loaded model)
-_PRECISION: "weakref.WeakKeyDictionary[Any, dict[str, Any]]" = weakref.WeakKeyDictionary()
-
-
-class MaskedScorer(SpanFeatures, Scorer):
+class MaskedScorer(LMScorer):
     """Pseudo-log-likelihood scorer for masked LMs (BERT, RoBERTa, ...)."""
 
     kind = "masked"
@@ -58,8 +42,7 @@ class MaskedScorer(SpanFeatures, Scorer):
     version = 1
     default_batch_size = 32
     max_batch_tokens = 4096
-    #: pack batches in a worker thread one batch ahead (None: on CUDA only)
-    feed_worker: bool | None = None
+    _runs, _unit = "masked copies", "copies"
 
     def __init__(
         self,
@@ -78,72 +61,30 @@ class MaskedScorer(SpanFeatures, Scorer):
         precision: str | None = None,
         reference: Any = None,
     ) -> None:
-        if reduction not in ("sum", "mean"):
-            raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
-        if pll not in PLL_METHODS:
-            raise ValueError(f"pll must be one of {', '.join(PLL_METHODS)}, not {pll!r}")
-        if kernel not in _paths.KERNELS:
-            raise ValueError(f"kernel must be one of {', '.join(_paths.KERNELS)}, not {kernel!r}")
-        self._in_device = model.get_input_embeddings().weight.device
-        super().__init__(
-            name, model_id=model_id, batch_size=batch_size, cache=cache, extra_settings=extra_settings,
-            device=str(self._in_device), dtype=precision or str(model.dtype).removeprefix("torch."),
-            device_map=device_map,
-        )
-        if tokenizer.mask_token_id is None:
-            raise ValueError(f"{name}: the tokenizer has no mask token, so this is not a masked LM")
-        self.model = model.eval()
-        self.tok = tokenizer
-        self.reduction = reduction
-        self.pll = pll
-        self._fixed_rows = batch_size is not None
-        self._max_len = min(int(getattr(tokenizer, "model_max_length", 512) or 512), 512)
-        # apply the MLM head only at masked positions when the head is a separate module
+        # the MLM head applied only at masked positions, when it is a separate module
         head = getattr(model, "cls", None)
         self._head: Any = head if head is not None else getattr(model, "lm_head", None)
         self._base: Any = model.base_model if self._head is not None else None
+        emb: Any = getattr(self._base, "embeddings", None)
+        super().__init__(name, model, tokenizer, model_id, reduction, batch_size, cache, max_batch_tokens, device_map,
+                         extra_settings, kernel, precision, reference, ("pll", pll, tuple(PLL_METHODS)),
+                         can_flex=self._head is not None and emb is not None)
+        if tokenizer.mask_token_id is None:
+            raise ValueError(f"{name}: the tokenizer has no mask token, so this is not a masked LM")
+        self.pll = pll
+        self._max_len = min(int(getattr(tokenizer, "model_max_length", 512) or 512), 512)
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._front, self._back = self._specials()
-        self._budget = _budget.Budget(self, max_batch_tokens)
         # RoBERTa-style embeddings count positions from padding_idx + 1
-        emb: Any = getattr(self._base, "embeddings", None)
         pad_idx = getattr(emb, "padding_idx", None)
         self._pos_offset = int(pad_idx) + 1 if pad_idx is not None else 0
-        can_flex = self._head is not None and emb is not None
-        self.kernel = "flex" if kernel == "flex" and can_flex else "dense"
-        self._kernel_record: dict[str, Any] | None = None
-        if kernel != "auto":
-            self._kernel_record = {"kernel": self.kernel, "how": "user"}
-            if self.kernel != kernel:
-                self._kernel_record["note"] = "no separate MLM head or embeddings module: dense"
-        self._reference = reference
-        self._precision_record: dict[str, Any] | None = _PRECISION.get(model)
 
     def _extra_settings(self) -> dict[str, Any]:
         return {"reduction": self.reduction, "method": PLL_METHODS[self.pll]}
 
-    def _feature_parts(self, max_length: int) -> tuple[Any, Any, int]:
-        return self.tok, self.model, max_length
-
     def budget_method(self) -> str:
         """What besides model, dtype and device sets the memory of a token budget."""
         return f"{self.pll}|len<={self._max_len}" + ("|flex" if self.kernel == "flex" else "")
-
-    def stats(self) -> dict[str, Any]:
-        """Work counters, where the scores ran, the attention kernel, the batch budget and the check of
-        a lower precision."""
-        return {**super().stats(), "kernel": self.kernel, "kernel_pick": self._kernel_record,
-                "precision_check": self._precision_record, **self._budget.stats()}
-
-    def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
-        """As :meth:`Scorer.score_pairs`; a lower precision is first checked against float32 on the job's
-        first units (once per model)."""
-        if self._reference is not None and self._precision_record is None:
-            record = _precision.check(self.dtype, list(pairs), self._score_uncached, self._reference)
-            record["cpu_bf16"] = _precision.cpu_has_bf16()
-            self._reference = None
-            self._precision_record = _PRECISION[self.model] = record
-        return super().score_pairs(pairs, progress=progress)
 
     def _specials(self) -> tuple[list[int], list[int]]:
         """The special tokens the tokenizer puts before and after a single text (e.g. [CLS], [SEP])."""
@@ -190,52 +131,26 @@ class MaskedScorer(SpanFeatures, Scorer):
         """For each (ids, masked positions, scored positions), the log-prob of the original token
         at each scored position when the masked positions are masked together in one copy."""
         if self._kernel_record is None:
-            self._pick_kernel(jobs)
+            self._pick_kernel(len(jobs), self._head is not None, lambda: self._measure_kernels(jobs[:256]))
         self._budget.ensure()
         return self._budget.run(lambda: self._run_jobs(jobs))
 
-    def _pick_kernel(self, jobs: list[Job]) -> None:
-        """``kernel="auto"``: the remembered kernel, else (on a job of at least
-        :data:`~probegen.scorers._paths.PICK_MIN_PAIRS` copies) the faster of ``dense`` and ``flex``
-        on the first copies, flex counting only if it matches dense; small jobs run ``dense``."""
-        key = json.dumps([self.model_id, self.source_settings, self.kind, self.dtype, _budget.device_key(self.device),
-                          torch.__version__, "kernel"], sort_keys=True)
-        known = _paths.remembered(key)
-        if known in ("dense", "flex") and (known == "dense" or self._head is not None):
-            record: dict[str, Any] = {"kernel": known, "how": "remembered"}
-        elif len(jobs) < _paths.PICK_MIN_PAIRS or self._head is None or not _paths.flex_available():
-            record = {"kernel": "dense", "how": f"not measured (a job of {len(jobs)} copies)"}
-        else:
-            record = self._measure_kernels(jobs[:256])
-            _paths.remember(key, record["kernel"])
-        self.kernel = record["kernel"]
-        self._kernel_record = record
-        log.info("%s: masked copies through the %s attention kernel (%s)", self.name, self.kernel,
-                 ", ".join(f"{k} {v}" for k, v in record.items() if k != "kernel"))
-
     def _measure_kernels(self, sample: list[Job]) -> dict[str, Any]:
-        """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles)."""
-        self._budget.ensure()
+        """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles); flex counts only if it
+        matches dense within float rounding."""
 
         def differs() -> str | None:
             fast = np.concatenate(self._run_jobs(sample[:16], "flex"))
             slow = np.concatenate(self._run_jobs(sample[:16], "dense"))
             return None if np.allclose(fast, slow, atol=_tolerance(self.dtype), rtol=0) else "differs from dense"
 
-        return _paths.measure(self.name, differs, lambda k: self._run_jobs(sample, k), len(sample), "copies",
-                              _budget.is_oom, "masked copies")
+        return self._measure(differs, lambda k: self._run_jobs(sample, k), len(sample))
 
     def _run_jobs(self, jobs: list[Job], kernel: str | None = None) -> list[list[float]]:
-        if (kernel or self.kernel) == "flex":
-            return self._flex_jobs(jobs)
-        return self._dense_jobs(jobs)
+        return self._flex_jobs(jobs) if (kernel or self.kernel) == "flex" else self._dense_jobs(jobs)
 
     def _masked_ids(self, job: Job) -> list[int]:
-        ids, masked_at, _ = job
-        masked = list(ids)
-        for p in masked_at:
-            masked[p] = self.tok.mask_token_id
-        return masked
+        return [self.tok.mask_token_id if p in job[1] else t for p, t in enumerate(job[0])]
 
     @torch.inference_mode()
     def _flex_jobs(self, jobs: list[Job]) -> list[list[float]]:
@@ -296,19 +211,10 @@ class MaskedScorer(SpanFeatures, Scorer):
         tgt = torch.tensor([jobs[j][0][p] for j in batch for p in jobs[j][2]], dtype=torch.long)
         return {"ids": ids, "mask": mask, "rows": rows, "cols": cols, "tgt": tgt}, None
 
-    def _feed(self, batches: list[list[int]], prepare: Callable[[list[int]], HostBatch]) -> Iterator[Any]:
-        """``batches`` with their tensors on the device, packed one batch ahead in a worker thread on CUDA
-        (``feed_worker``; None: only there)."""
-        worker = self._in_device.type == "cuda" if self.feed_worker is None else self.feed_worker
-        return fed(batches, prepare, self._in_device, worker)
-
     def _probe(self, budget: int) -> None:
         """Score a worst-case synthetic batch of ``budget`` tokens: rows of the longest input."""
         length = self._max_len
-        vocab = int(self.model.config.vocab_size)
-        n = max(1, budget // length)
-        toks = torch.randint(0, vocab, (n, length), generator=torch.Generator().manual_seed(0)).tolist()
-        self._run_jobs([(t, [length // 2], [length // 2]) for t in toks])
+        self._run_jobs([(t, [length // 2], [length // 2]) for t in self._random_rows(budget, length)])
 
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
         jobs: list[Job] = []

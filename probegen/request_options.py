@@ -1,14 +1,7 @@
-"""Every option of ``probegen eval`` and ``probegen bias`` with its one type, range and message.
-
-The command line and the notebook calls (:func:`probegen.score`, :func:`probegen.bias`) check an
-option the same way: click's parameter types are made from this table (:mod:`probegen.commands.options`)
-and the requests (:class:`probegen.run.evaluation.EvalRequest`,
-:class:`probegen.run.bias_request.BiasRequest`) check every field against it when they are
-made, so a bad value fails before any work with the same words whichever way it came in.
-
-A wrong type is an :class:`OptionTypeError` (a ``TypeError``), a value out of range an
-:class:`OptionValueError` (a ``ValueError``); both are :class:`~probegen.errors.ProbegenError`, so the
-command line prints them as one line.
+"""Every option of ``probegen eval`` and ``probegen bias`` with its one type, range and message: click's
+parameter types are made from this table and the requests check every field against it, so a bad value
+fails the same way from the command line or a notebook call (:class:`OptionTypeError`,
+:class:`OptionValueError`, both ProbegenErrors).
 
 >>> N_BOOT.check(500)
 500
@@ -53,9 +46,8 @@ MAX_SEED = 2**32 - 1
 
 @dataclass(frozen=True)
 class Option:
-    """One option: its request field ``name``, its command-line ``flag``, its ``kind`` (int, float,
-    str, bool, choice, path, paths, permutations, device, dtype) and range. ``optional``: None means
-    not set (a default is filled in later)."""
+    """One option: its request field ``name``, command-line ``flag``, ``kind`` (int, float, str, bool,
+    choice, path, paths, permutations, device, dtype) and range; ``optional``: None passes (not set)."""
 
     name: str
     flag: str
@@ -67,12 +59,10 @@ class Option:
     choices: tuple[str, ...] = ()
     why: str = ""
     optional: bool = True
-    #: ``--method`` of this command: the choices are the method registry's, filled in where the option is
-    #: checked (:func:`probegen.methods.resolved`; this module does not import the registry)
+    #: ``--method`` of this command: the choices are filled in from the registry (:func:`probegen.methods.resolved`)
     methods_of: str = ""
-    #: what ``--help`` says of it (a method's own option: :attr:`probegen.methods.Method.options`)
+    #: what ``--help`` says of it and names its value ("": click's default)
     help: str = ""
-    #: how ``--help`` names its value ("" = click's default for the type)
     metavar: str = ""
 
     @property
@@ -101,16 +91,15 @@ class Option:
             raise OptionValueError(f"{self.label} must be {what} {self._range()}{why}; got {value!r}")
 
     def check(self, value: Any, optional: bool | None = None) -> Any:
-        """``value`` if it is of this option's type and in its range (normalised: a path as ``str``, a
-        list of paths as a tuple), else an :class:`OptionTypeError` / :class:`OptionValueError`.
-        ``optional``: whether None (not set) passes [default: the option's own]."""
+        """``value`` normalised if it is of this option's type and in its range, else an
+        :class:`OptionTypeError` / :class:`OptionValueError`; ``optional``: whether None passes (None: the option's)."""
         if value is None and (self.optional if optional is None else optional):
             return None
         return getattr(self, f"_check_{self.kind}")(value)
 
     def parse(self, text: Any) -> Any:
-        """A command-line value (text) as this option's type, then :meth:`check`: text that does not
-        parse is checked as it is, so it fails with the type message the notebook call gets."""
+        """A command-line text as this option's type, then :meth:`check` (text that does not parse fails
+        with the notebook call's type message)."""
         if isinstance(text, str):
             if self.kind == "int" or (self.kind == "permutations" and text != "rotations"):
                 text = _maybe(int, text)
@@ -118,7 +107,6 @@ class Option:
                 text = _maybe(float, text)
         return self.check(text)
 
-    # ---- one checker per kind -----------------------------------------------------------------------
     def _check_int(self, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._type_error("an integer", value)
@@ -198,27 +186,25 @@ def _maybe(convert: Any, text: str) -> Any:
 
 def checked(options: Iterable[Option], values: Mapping[str, Any],
             optional: Mapping[str, bool] | None = None) -> dict[str, Any]:
-    """``values`` checked against ``options`` by name (normalised); names without an option pass as they
-    are. ``optional``: by name, whether None passes (a request field whose default is not None: no)."""
+    """``values`` checked against ``options`` by name; names without an option pass. ``optional``: by name,
+    whether None passes."""
     table = {o.name: o for o in options}
     optional = optional or {}
     return {k: table[k].check(v, optional.get(k)) if k in table else v for k, v in values.items()}
 
 
 def check_request(request: Any, options: Iterable[Option]) -> None:
-    """Check every field of a frozen request dataclass against ``options`` when it is made (its
-    ``__post_init__``), normalising in place; a field left at a None default may stay None."""
+    """Check every field of a frozen request dataclass against ``options`` (from its ``__post_init__``),
+    normalising in place; a field left at a None default may stay None."""
     from dataclasses import MISSING, fields
 
-    fs = [f for f in fields(request)]
+    fs = fields(request)
     optional = {f.name: f.default is None for f in fs if f.default is not MISSING}
     for name, value in checked(options, {f.name: getattr(request, f.name) for f in fs}, optional).items():
         object.__setattr__(request, name, value)
 
 
-# ---- the table ------------------------------------------------------------------------------------------
-#: model precisions (``--dtype``)
-#: (``int8``: dynamic int8 quantisation of an LM's Linear layers, CPU only)
+#: model precisions (``--dtype``; ``int8``: dynamic quantisation of an LM's Linear layers, CPU only)
 DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
 SPLITS = ("train", "dev", "test")
 
@@ -282,8 +268,7 @@ DEV_FRAC = Option("dev_frac", "--dev-frac", "float", 0, 1, hi_open=True, why="a 
 TEST_FRAC = Option("test_frac", "--test-frac", "float", 0, 1, hi_open=True, why="a share of the set")
 DTYPE = Option("dtype", "--dtype", "dtype", choices=DTYPES, optional=False)
 
-#: the options of ``probegen eval`` / :func:`probegen.score`, by request field (and the built-in methods' own,
-#: which a request holds in ``method_options``)
+#: the options of ``probegen eval`` / :func:`probegen.score` (and the built-in methods' own)
 EVAL_OPTIONS: tuple[Option, ...] = (
     MODEL, DATASET, OUT, EVAL_METHOD, SCORER, NONCE, PATTERN, REDUCTION, MATCHING, LENGTH_NORM, SPLIT, PLL, LIMIT,
     SAMPLE, ON_INVALID, PROBE, PERMUTATIONS, PROMPTS, N_BOOT, DEBIAS_SHARE, SEED, BATCH_SIZE, ADAPTIVE, BUDGET,

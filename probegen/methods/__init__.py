@@ -1,14 +1,8 @@
-"""The method registry: every way of asking a model, and the one place that lists them.
+"""The method registry: every way of asking a model (:class:`~probegen.methods.base.Method`), and the
+one place that lists them: ``score`` (the cloze method; ``--method zeroshot`` of bias), ``letter``,
+``generate`` and ``trained``. Reports and the viewer ask the method a run recorded (:func:`recorded`).
 
-A method (:class:`~probegen.methods.base.Method`) is how a unit is put to the model: ``score``
-(the cloze method: candidates scored by likelihood or similarity; ``--method zeroshot`` of bias),
-``letter`` (the generative prompt, the option labels' probabilities read), ``generate`` (a chat
-model asked, its answer parsed) and ``trained`` (a probe trained per condition). ``eval`` and
-``bias`` take ``--method`` from here, check its options, load its scorer and record it; reports and
-the viewer ask the method a run recorded (:func:`recorded`) for its sections and settings.
-
-Third-party methods register through the entry-point group ``probegen.methods``, as kinds do
-through ``probegen.tasks``::
+Third-party methods register through the entry-point group ``probegen.methods``::
 
     [project.entry-points."probegen.methods"]
     yesno = "my_package.method:YesNo"
@@ -34,8 +28,9 @@ from ..plugins import load_plugins
 from ..request_options import BIAS_OPTIONS, EVAL_OPTIONS, Option
 from .base import SCORING_ONLY, Method, ScorerRequest, resolve
 
-__all__ = ["ENTRY_POINT_GROUP", "SCORING_ONLY", "Method", "ScorerRequest", "all_methods", "check_options", "get",
-           "is_method", "method_options", "names", "options", "recorded", "register", "resolved"]
+__all__ = ["ENTRY_POINT_GROUP", "SCORING_ONLY", "Method", "ScorerRequest", "all_methods", "check_options", "default",
+           "generation_method", "get", "is_method", "method_options", "names", "options", "recorded", "register",
+           "resolved", "trained_method"]
 
 ENTRY_POINT_GROUP = "probegen.methods"
 
@@ -74,7 +69,6 @@ def _builtins() -> None:
 
 
 def _plugins() -> None:
-    """Register the entry points of group ``probegen.methods`` (once all of them load)."""
     if _state["plugins"]:
         return
     load_plugins(entry_points(group=ENTRY_POINT_GROUP), "method", ENTRY_POINT_GROUP, resolve, register)
@@ -93,9 +87,26 @@ def names(command: str) -> list[str]:
     return [f for m in all_methods() if (f := m.flag(command)) is not None]
 
 
-def get(name: str, command: str | None = None) -> Method:
-    """The method named ``name``: its registry name or a ``--method`` value (``zeroshot``); with
-    ``command``, only a value that command offers. A ProbegenError naming the choices otherwise."""
+def default() -> Method:
+    """The method a command runs when none is asked (the viewer shows no ``--method`` for it).
+
+    >>> default().name, default().flag("bias")
+    ('score', 'zeroshot')
+    """
+    return next(m for m in all_methods() if m.default)
+
+
+def trained_method() -> Method:
+    """The method that trains a probe (what a kind without zero-shot ablations is measured with)."""
+    return next(m for m in all_methods() if m.trains)
+
+
+def get(name: str | None, command: str | None = None) -> Method:
+    """The method named ``name``: its registry name or a ``--method`` value (``zeroshot``), None the
+    :func:`default`; with ``command``, only a value that command offers. A ProbegenError naming the choices
+    otherwise."""
+    if name is None:
+        return default()
     for m in all_methods():
         if (command is None and m.name == name) or name in ([m.flags.get(command)] if command else m.flags.values()):
             return m
@@ -103,12 +114,25 @@ def get(name: str, command: str | None = None) -> Method:
     raise ProbegenError(f"unknown method {name!r}; choose from {', '.join(known)}")
 
 
-def recorded(name: Any, default: str = "score") -> Method:
-    """The method a results.json records by ``name`` (``scorer.method``, ``eval.method``, a ``generation``
-    block's ``method``; a position block's title, ``cloze``); ``default`` for none or a name that is no
-    method (a masked LM's ``pll``)."""
+def recorded(name: Any, fallback: str | None = None) -> Method:
+    """The method a results.json records by ``name`` or title (``cloze``); the method named ``fallback``
+    (None: the :func:`default`) for none or a name that is no method (a masked LM's ``pll``)."""
     found = {**{m.title: m for m in all_methods() if m.title}, **{m.name: m for m in all_methods()}}
-    return found.get(name) if isinstance(name, str) and name in found else found[default]  # type: ignore[return-value]
+    if isinstance(name, str) and name in found:
+        return found[name]
+    return found[fallback] if fallback else default()
+
+
+def generation_method(block: Mapping[str, Any]) -> Method:
+    """The method that wrote a rows' ``generation`` block: its ``method``, else the generative one (runs
+    written before the method was recorded).
+
+    >>> generation_method({"asks": 3}).name, generation_method({"method": "letter"}).name
+    ('generate', 'letter')
+    """
+    from .generate import GenerateMethod
+
+    return recorded(block.get("method"), GenerateMethod.name)
 
 
 def is_method(name: Any) -> bool:
@@ -117,8 +141,7 @@ def is_method(name: Any) -> bool:
 
 
 def options(command: str | None = None) -> list[Option]:
-    """Every method's own option (:attr:`Method.options`) once, in registry order; with ``command``, those
-    of the methods it offers (what ``--help`` of ``eval`` / ``bias`` lists).
+    """Every method's own option once, in registry order; with ``command``, those of the methods it offers.
 
     >>> [o.flag for o in options("eval")]
     ['--permutations', '--prompts']
@@ -128,8 +151,7 @@ def options(command: str | None = None) -> list[Option]:
 
 
 def resolved(table: Iterable[Option]) -> list[Option]:
-    """``table`` with ``--method``'s choices (an option's ``methods_of``) filled in from the registry, plugins
-    too: what a request and the command line check against.
+    """``table`` with ``--method``'s choices (an option's ``methods_of``) filled in from the registry.
 
     >>> from probegen.request_options import BIAS_OPTIONS
     >>> [o.choices for o in resolved(BIAS_OPTIONS) if o.name == "method"]
@@ -139,8 +161,8 @@ def resolved(table: Iterable[Option]) -> list[Option]:
 
 
 def method_options(given: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` (a request's ``method_options``) checked by the declaring option's type and range, None
-    values left out; a name no method declares is a TypeError naming those that exist.
+    """``given`` (a request's ``method_options``) checked by the declaring options, None values left out;
+    a name no method declares is a TypeError.
 
     >>> method_options({"permutations": 3, "prompts": None})
     {'permutations': 3}
@@ -161,8 +183,7 @@ def method_options(given: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_options(name: str, given: Mapping[str, Any]) -> Method:
-    """The method ``name`` after rejecting the options in ``given`` (None = not given) that do not
-    apply to it: likelihood options to a method that reads none, another method's own options.
+    """The method ``name`` after rejecting the options in ``given`` (None = not given) that do not apply to it.
 
     >>> check_options("generate", {"reduction": "mean"})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):

@@ -1,9 +1,5 @@
-"""The :class:`Method` base class: one way of asking a model about a unit (issue 38).
-
-A method says, once, what the commands, reports and the viewer otherwise compared strings for:
-its ``--method`` value per command, the options it takes and refuses, the scorer it loads, what
-it records in results.json, how the viewer rebuilds its queries, and its report sections.
-"""
+"""The :class:`Method` base class: one way of asking a model about a unit, saying once its ``--method``
+values, options, scorer, results.json record, viewer settings and report sections."""
 
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ SCORE_SETTINGS = ("reduction", "length_norm", "pattern")
 
 @dataclass(frozen=True)
 class ScorerRequest:
-    """What a method's scorer is loaded with (``probegen eval`` and ``probegen bias`` alike), made by
-    keyword; ``options``: the method's own options the user gave (:attr:`Method.options`), by name."""
+    """What a method's scorer is loaded with; ``options``: the method's own options given, by name."""
 
     model: str
     scorer: str | None = None
@@ -36,47 +31,35 @@ class ScorerRequest:
 
 
 class Method:
-    """One way of asking. Subclass it, set :attr:`name` (and what differs from the cloze defaults)
-    and register it: built in (:mod:`probegen.methods`) or through the entry-point group
-    ``probegen.methods``.
+    """One way of asking. Subclass it, set :attr:`name` (and what differs from the cloze defaults: the
+    model's likelihood scorer, every likelihood option taken) and register it, built in or through the
+    entry-point group ``probegen.methods``."""
 
-    The defaults are the cloze method's: the model's likelihood scorer, every likelihood option
-    taken, nothing recorded beyond the scorer's settings.
-    """
-
-    #: the registry name, recorded in results.json (``scorer.method`` / ``eval.method``) by every method
-    #: but ``score``
+    #: the registry name, recorded in results.json by every method but ``score``
     name: ClassVar[str] = ""
     #: how reports and the viewer name it
     title: ClassVar[str] = ""
     #: its ``--method`` value per command (a command missing here does not offer it)
     flags: ClassVar[Mapping[str, str]] = {}
-    #: a chat model asked with the generative prompts: its model is resolved by that backend when it
-    #: loads, its prompts and answers go to ``responses.jsonl`` and its rows carry a ``generation`` block
+    #: a chat model asked with the generative prompts (resolved by its backend; ``responses.jsonl``)
     asks: ClassVar[bool] = False
     #: options are shown in an order (PriDe's ``--debias-share`` can remove the position prior)
     ordered: ClassVar[bool] = False
-    #: a probe trained on the encoder (``diagnostics.trained``): no zero-shot scorer is loaded
+    #: a probe trained on the encoder: no zero-shot scorer is loaded
     trains: ClassVar[bool] = False
-    #: the likelihood scorer's options (:data:`SCORING_ONLY`) apply; a method without them refuses them
+    #: the likelihood options (:data:`SCORING_ONLY`) apply; ``not_scored`` says why not otherwise
     likelihood: ClassVar[bool] = True
-    #: why a likelihood option does not apply (with ``likelihood = False``)
     not_scored: ClassVar[str] = ""
-    #: the options only this method (and others that declare the same) takes, each with its flag, type,
-    #: range and help (:class:`~probegen.request_options.Option`), as an inspect-ai solver's parameters are
-    #: its configuration: ``eval`` and ``bias`` offer each as its flag (``--help`` shows it), the notebook
-    #: calls take it by name, a request checks it, :meth:`load_scorer` gets the given ones in
-    #: ``ScorerRequest.options`` and results.json records them (``eval.method_options``)
+    #: the options only this method takes: each reaches the command line, the notebook calls, request
+    #: checks, ``ScorerRequest.options`` and results.json (``eval.method_options``)
     options: ClassVar[tuple[Option, ...]] = ()
     #: the unit style its scorer asks (``generate``); None: the scorer's own (``pattern``, ``plain``)
     query_style: ClassVar[str | None] = None
-    #: the report's paragraph on the method ("" = none beyond the report's own)
+    #: the report's paragraph on the method, and what a row's confidence is in the report and the viewer
     report_text: ClassVar[str] = ""
-    #: what a row's confidence is for this method (the calibration block says it)
     confidence: ClassVar[str] = "softmax over the candidates' scores as the run reduced them"
-    #: what the viewer says a row's confidence is (the title of its confidence column)
     view_confidence: ClassVar[str] = "probability over the candidates (softmax of the log-probs)"
-    #: the method a command runs when none is asked (the viewer shows no ``--method`` for it)
+    #: the method a command runs when none is asked
     default: ClassVar[bool] = False
     #: its distribution is vote shares of one-hot answers: floored before PriDe divides by the prior
     votes: ClassVar[bool] = False
@@ -85,11 +68,9 @@ class Method:
         """Its ``--method`` value in ``command`` (None: the command does not offer it)."""
         return self.flags.get(command)
 
-    # ---- options ------------------------------------------------------------------------------------
     def check_options(self, given: Mapping[str, Any], owners: Mapping[str, list[str]]) -> None:
-        """One line for an option given (not None) that does not apply to this method: a likelihood
-        option to a method that reads none, or another method's option (``owners``: every method
-        option of the registry and the ``--method`` values that take it) that it does not declare."""
+        """One line for an option given (not None) that does not apply to this method: a likelihood option
+        to a method that reads none, or another method's (``owners``: option -> methods that take it)."""
         if not self.likelihood:
             bad = [k for k in SCORING_ONLY if given.get(k) is not None]
             if bad:
@@ -100,10 +81,8 @@ class Method:
                 rest = f" (and --method {', --method '.join(names[1:])})" if names[1:] else ""
                 raise ProbegenError(f"--{k.replace('_', '-')} applies to --method {names[0]} only{rest}")
 
-    # ---- the scorer ---------------------------------------------------------------------------------
     def load_scorer(self, runner: Runner, req: ScorerRequest) -> Any:
-        """The scorer this method asks with, loaded by the command's ``runner``: the model's
-        likelihood scorer (the cloze method), with the reduction for an LM."""
+        """The scorer this method asks with, loaded by ``runner``: the model's likelihood scorer."""
         from ..scorers import LM_KINDS
 
         settings: dict[str, Any] = {"batch_size": req.batch_size} if req.batch_size else {}
@@ -112,17 +91,14 @@ class Method:
             scorer = runner.load_scorer(req.model, req.scorer, reduction=req.reduction, **settings)
         return scorer
 
-    # ---- results.json -------------------------------------------------------------------------------
     def record(self, ev_block: dict[str, Any], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """results.json's ``eval`` block of a run of this method: a method that reads no likelihoods
-        records the likelihood settings as null (never defaults that did not apply) and its name; the
-        method's own ``options`` given (none: no key) as ``method_options``."""
+        """results.json's ``eval`` block: a method that reads no likelihoods records those settings as null;
+        ``options`` given are recorded as ``method_options``."""
         given = {"method_options": dict(options)} if options else {}
         if self.likelihood:
             return {**ev_block, **given} if self.name == "score" else {**ev_block, "method": self.name, **given}
         return {**{k: (None if k in SCORING_ONLY else v) for k, v in ev_block.items()}, "method": self.name, **given}
 
-    # ---- viewer -------------------------------------------------------------------------------------
     def style(self, scorer_kind: str | None) -> str:
         """The unit style the viewer rebuilds a run's queries in (as the scorer asked them)."""
         if self.query_style:
@@ -137,7 +113,6 @@ class Method:
         """The scorer settings the viewer shows for this method (``permutations`` of an ordered one)."""
         return ("permutations",) if self.ordered else ()
 
-    # ---- reports ------------------------------------------------------------------------------------
     def summary_lines(self, block: Mapping[str, Any]) -> list[str]:
         """The lines an evaluation summary adds for the rows' ``generation`` block ([] by default)."""
         return []

@@ -1,12 +1,8 @@
 """One call for notebooks, the same path as the command line: ``probegen.score`` and ``probegen.bias``.
 
-``probegen eval`` and :func:`score` build one :class:`EvalRequest` (every option the user set; None
-means not set, so a default is never an error) and run it through :func:`run_eval_request`: the
-options are checked once against the dataset's kind and the method, the model is loaded once by
-the command's :class:`~probegen.runner.Runner`, and the results folder is the one the CLI writes.
-:func:`bias` is ``probegen bias`` (:func:`probegen.run.run_bias.run_bias`) with the same
-defaults. Both return a :class:`Run`: the folder, ``results.json`` as a dict, the per-unit rows and
-the summary the CLI prints.
+``probegen eval`` and :func:`score` build one :class:`EvalRequest` and run it through
+:func:`run_eval_request` (options checked once, the model loaded once by the command's
+:class:`~probegen.runner.Runner`); :func:`bias` is ``probegen bias``. Both return a :class:`Run`.
 
 >>> import tempfile, probegen
 >>> from probegen.paths import shared_data_candidates
@@ -65,8 +61,8 @@ class Run:
 
 
 def check_eval_request(req: EvalRequest, runner: Runner) -> tasks.Task:
-    """Every check of an eval request, once, before any model is loaded; the dataset's task.
-    The command's ``runner`` resolves the model (once, kept for the load) so that its kind is checked too."""
+    """Every check of an eval request, once, before any model is loaded (``runner`` resolves the model,
+    kept for the load); the dataset's task."""
     from probegen.diagnostics.eval_report import check_debias_share
 
     from .evaluation import check_eval_options
@@ -87,9 +83,9 @@ def check_eval_request(req: EvalRequest, runner: Runner) -> tasks.Task:
 
 def _method(req: EvalRequest, task: Any) -> methods.Method:
     """The method an eval runs: the one asked, except that a kind without zero-shot ablations (word in
-    context) takes the default (``score``) as the trained probe."""
+    context) takes a method that does not ask as the trained probe."""
     method = methods.get(req.method, "eval")
-    return methods.get("trained") if not task.zero_shot and not method.asks else method
+    return methods.trained_method() if not task.zero_shot and not method.asks else method
 
 
 def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT,
@@ -120,8 +116,7 @@ def run_eval_request(req: EvalRequest, runner: Runner, root: Path = DEFAULT_ROOT
 
 
 def eval_figures(model: str, dataset: str) -> Callable[[dict[str, Any], Path], dict[str, str]]:
-    """The plots ``probegen eval`` adds to its results folder (WordNetQA: hops x distractor heatmap), as the
-    ``figures`` of :func:`run_eval_request`."""
+    """The ``figures`` of :func:`run_eval_request`: the hops x distractor heatmap of multiple choice."""
 
     def draw(results: dict[str, Any], folder: Path) -> dict[str, str]:
         if "by_hops_distractor" not in results["metrics"]:  # the heatmap's breakdown (multiple choice)
@@ -135,8 +130,7 @@ def eval_figures(model: str, dataset: str) -> Callable[[dict[str, Any], Path], d
 
 
 def _runtime(device: str, dtype: str) -> Runtime:
-    """The runtime of a notebook call, ``--device``/``--dtype`` checked as the command line checks them
-    (the same rule, then the device's availability) before any work."""
+    """The runtime of a notebook call, ``--device``/``--dtype`` checked as the command line checks them."""
     from probegen.models import resolve_device
 
     resolve_device(DEVICE.check(device))
@@ -150,8 +144,8 @@ def _logger(log: Callable[[str], None] | None) -> Callable[[str], None]:
 
 
 def _keywords(call: str, request: type, options: dict[str, Any], fixed: set[str]) -> dict[str, Any]:
-    """The notebook call's ``options`` as keywords of ``request``: a method's own option (``permutations=3``,
-    a plugin's) goes into ``method_options``; a name of neither is a TypeError naming the choices."""
+    """The notebook call's ``options`` as keywords of ``request``, a method's own ones in ``method_options``;
+    a name of neither is a TypeError naming the choices."""
     own = {o.name for o in methods.options()}
     names = {f.name for f in fields(request)} - fixed - {"method_options"}
     wrong = sorted(set(options) - names - own)
@@ -164,12 +158,9 @@ def _keywords(call: str, request: type, options: dict[str, Any], fixed: set[str]
 
 def score(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
           log: Callable[[str], None] | None = None, **options: Any) -> Run:
-    """``probegen eval --model MODEL --dataset DATASET`` as a function: the same checks, the same
-    results folder (``out``, default ``probegen_out/runs/<model>__<dataset>``), returned as a
-    :class:`Run`. ``options`` are the CLI's options by their names (``limit=20``, ``method="letter"``,
-    ``reduction="mean"``, ``n_boot=2000``...); one that does not apply is a ProbegenError, as on the
-    command line. ``log`` gets the progress lines (default: none)."""
-    # every option checked by the command line's rule (probegen.request_options) before any work
+    """``probegen eval --model MODEL --dataset DATASET`` as a function: the same checks and results folder
+    (``out``), returned as a :class:`Run`. ``options`` are the CLI's options by their names (``limit=20``,
+    ``method="letter"``...); ``log`` gets the progress lines (default: none)."""
     req = EvalRequest(model=model, dataset=dataset, out=out,  # type: ignore[arg-type]  # a Path: check_request makes it str
                       **_keywords("score", EvalRequest, options, {"model", "dataset", "out"}))
     runner = Runner(_runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
@@ -180,13 +171,9 @@ def score(model: str, dataset: str | Path, out: str | Path | None = None, *, dev
 
 def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
          log: Callable[[str], None] | None = None, **options: Any) -> Run:
-    """``probegen bias --model MODEL --dataset DATASET`` as a function (one dataset; the request,
-    checks and results folder of the CLI: ``out``, default ``probegen_out/bias/<model>``, with
-    ``-trained`` for the trained method). ``options`` are the CLI's options by their names
-    (``n_boot``, ``limit``, ``controls=False``, ``method``...; see
-    :class:`~probegen.run.bias_request.BiasRequest`). :attr:`Run.rows` are the full
+    """``probegen bias --model MODEL --dataset DATASET`` as a function (one dataset), as :func:`score`
+    (options: :class:`~probegen.run.bias_request.BiasRequest`'s); :attr:`Run.rows` are the full
     condition's rows of a zero-shot or asking run."""
-
     from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
 
     kw = _keywords("bias", BiasRequest, options, {"model", "datasets", "out", "given", "wordnet", "semcor"})

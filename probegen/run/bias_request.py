@@ -1,9 +1,5 @@
-"""One ``probegen bias`` run as a typed request: :class:`BiasRequest` and :func:`run_checked`.
-
-The command line (``commands/bias.py``) fills a :class:`BiasRequest` from its options and
-prints the summary :func:`run_checked` returns; everything else (option checks, the choice of method,
-the zero-shot or trained run, the human points) happens here, without click.
-"""
+"""One ``probegen bias`` run as a typed request: the command fills a :class:`BiasRequest` and prints the
+summary :func:`run_checked` returns (option checks, the method, the zero-shot or trained run)."""
 
 from __future__ import annotations
 
@@ -27,12 +23,8 @@ Log = Callable[[str], None]
 
 @dataclass(frozen=True)
 class BiasRequest:
-    """What one ``probegen bias`` run is asked to do.
-
-    ``given`` names the options the user set (not left at their defaults): options are checked
-    against the datasets and the model for what was asked. ``out`` None: under
-    :data:`DEFAULT_OUT`, by model (and method).
-    """
+    """What one ``probegen bias`` run is asked to do. ``given`` names the options the user set (those
+    are checked against the datasets and the model); ``out`` None: under :data:`DEFAULT_OUT`, by model."""
 
     model: str
     datasets: tuple[str, ...] = ()
@@ -79,9 +71,8 @@ class BiasRequest:
 
 def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool = False,
                   kinds: Sequence[Any] | None = None) -> str:
-    """The method a run uses: the one asked for, else by dataset kind (all given datasets must agree):
-    a task with zero-shot ablations is measured zero-shot, one without (word-in-context) trained.
-    ``kinds``: the datasets' tasks, one per dataset, when the caller detected them (None: detected here)."""
+    """The method a run uses: the one asked for, else by dataset kind (all must agree): zero-shot where
+    the task has zero-shot ablations, else trained. ``kinds``: the datasets' tasks if already detected."""
     if method is not None and methods.get(method, "bias").asks:  # every kind's units can be asked
         if finetune:
             raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
@@ -91,7 +82,7 @@ def choose_method(method: str | None, datasets: tuple[str, ...], finetune: bool 
         if any(trained_only) and not all(trained_only):
             raise ProbegenError("word-in-context datasets (measured with --method trained) and CoDA21/WordNetQA "
                                 "datasets (--method zeroshot) cannot share one run; run them separately")
-        method = methods.get("trained" if trained_only and all(trained_only) else "score").flags["bias"]
+        method = (methods.trained_method() if trained_only and all(trained_only) else methods.default()).flags["bias"]
     trains = methods.get(method, "bias").trains
     if not trains and finetune:
         raise ProbegenError("--finetune applies to --method trained (word-in-context datasets)")
@@ -107,25 +98,19 @@ TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "co
 
 
 def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
-    """Every check of ``req``, once, before any work (one line each): an option the user gave that applies
-    to none of the datasets (e.g. --pattern with only WordNetQA sets, --folds on word-in-context pairs),
-    the method, the human studies and (with the command's ``runner``, which keeps the resolution for
-    the load) the model. Returns the datasets' tasks (one per dataset) and the method."""
+    """Every check of ``req``, once, before any work (one line each): options that apply to none of the
+    datasets, the method, the human studies and the model (resolved by ``runner``, kept for the load).
+    Returns the datasets' tasks and the method."""
+    from probegen.diagnostics.eval_report import check_debias_share
 
-    from .evaluation import subset_request
+    from .evaluation import check_method_options, subset_request
     from .run_bias import default_tasks
 
     subset_request(req.asked("limit"), req.asked("sample"))  # --limit with --sample: one line
-
-    from .evaluation import check_method_options
-
-    # the method's options (bias --method trained takes those of the cloze method it is checked as)
-    asked = methods.get(req.method or "zeroshot", "bias")
-    check_method_options("score" if asked.trains else asked.name,
+    # bias --method trained takes the options of the cloze method it is checked as
+    asked = methods.get(req.method, "bias")
+    check_method_options(methods.default().name if asked.trains else asked.name,
                          {**{n: req.asked(n) for n in ("scorer", "reduction", "pattern")}, **req.method_options})
-    from probegen.diagnostics.eval_report import check_debias_share
-
-    # PriDe needs options shown in several orders
     check_debias_share(req.debias_share, req.method, req.method_options.get("permutations", 1))
     kinds = tasks.check_dataset_options(req.datasets, {n: req.asked(n) for n in TASK_OPTIONS}, "bias",
                                         default_tasks=default_tasks())
@@ -153,17 +138,16 @@ def _check_human(req: BiasRequest, method: str) -> None:
 
 
 def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
-    """``--method trained``: a classifier per input condition (``kinds``: the datasets' tasks, as
-    :func:`check_options` found them); returns the summary to print."""
+    """``--method trained``: a classifier per input condition; returns the summary to print."""
     from probegen.diagnostics.trained import TrainedConfig, summary_table
 
+    from .evaluation import subset_request
     from .trained import require_gpu, run_trained
 
     if req.finetune:
         require_gpu()  # before any dataset or model is loaded
     out_dir = req.out_dir("-trained")
     ensure_writable(out_dir, replace=True, inputs=req.datasets, writer="run")
-    from .evaluation import subset_request
 
     cfg = TrainedConfig(seeds=req.seeds, seed=req.seed, n_boot=req.n_boot, finetune=req.finetune,
                         batch_size=req.batch_size or 32, subset=subset_request(req.limit, req.sample))
@@ -172,13 +156,11 @@ def run_trained_request(req: BiasRequest, log: Log, runner: Runner, kinds: Seque
 
 
 def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
-    """Every option and the model (resolved by ``runner``, which keeps it for the load) checked before
-    any dataset is generated or scored."""
-
+    """Every option and the model (resolved by ``runner``) checked before any dataset is generated."""
     from .evaluation import check_model_options, resolve_models
 
     coda21_patterns(req.pattern)  # an unknown pattern fails now, not after scoring
-    if methods.get(req.method or "zeroshot", "bias").asks:  # a chat model is resolved by its backend when it loads
+    if methods.get(req.method, "bias").asks:  # a chat model is resolved by its backend when it loads
         return
     # the model before the default datasets are generated: an unknown name fails in a moment
     model_kind = resolve_models([req.model], req.scorer, runner=runner)[req.model]
@@ -186,9 +168,7 @@ def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
 
 
 def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequence[Any] | None = None) -> str:
-    """The zero-shot ablations (and human points) of a checked request (:func:`check_options`; ``kinds``:
-    the datasets' tasks it found); returns the summary to print."""
-
+    """The zero-shot ablations (and human points) of a checked request; returns the summary to print."""
     from .evaluation import subset_request
     from .run_bias import BiasConfig, run_bias, summary_table
 
@@ -203,8 +183,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
                            reduction=req.reduction, batch_size=req.batch_size, wordnet=req.wordnet, semcor=req.semcor,
                            log=lambda m: log(m.replace(str(tmp), str(out_dir))), runner=runner,
                            subset=subset_request(req.limit, req.sample), on_invalid=req.on_invalid, probe=req.probe,
-                           method=req.method or "zeroshot", method_options=req.method_options,
-                           kinds=kinds)
+                           method=req.method, method_options=req.method_options, kinds=kinds)
         if req.beside:
             from .run_bias import add_beside
 
@@ -217,12 +196,8 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
 
 
 def run_checked(req: BiasRequest, log: Log, runner: Runner) -> tuple[str, str]:
-    """Check ``req`` once (:func:`check_options`), then run it (zero-shot or trained, by :func:`choose_method`);
-    (the method it ran, the summary to print).
-
-    ``runner`` (a :class:`~probegen.runner.Runner`: the runtime and the torchrun process group)
-    resolves and loads the model; rank 0 alone writes the report.
-    """
+    """Check ``req`` once, then run it, zero-shot or trained: (the method it ran, the summary to print).
+    ``runner`` resolves and loads the model; rank 0 alone writes the report."""
     kinds, method = check_options(req, runner)
     if methods.get(method, "bias").trains:
         return method, run_trained_request(req, log, runner, kinds or None)

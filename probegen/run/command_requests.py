@@ -1,10 +1,6 @@
 """The requests of ``probegen export``, ``compare``, ``filter`` and ``study make``: one frozen object per
-command, filled from its options, checked once by one function before any work, then run.
-
-As :class:`~probegen.run.api.EvalRequest` (``check_eval_request``/``run_eval_request``) and
-:class:`~probegen.run.bias_request.BiasRequest`: the check detects each dataset's kind once,
-checks every option once and resolves each model once (through the command's runner, which keeps
-the resolution for the load); the run is handed the tasks it found instead of detecting again.
+command, checked once before any work (each dataset's kind detected and each model resolved once, by
+the command's runner), then run with the tasks the check found.
 """
 
 from __future__ import annotations
@@ -26,7 +22,6 @@ Log = Callable[[str], None]
 FOLDER_FORMATS = ("lm-eval", "hf")
 
 
-# ---- export --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ExportRequest:
     """``probegen export``: ``fmt`` None is the kind's release format; None options were not given."""
@@ -42,7 +37,7 @@ class ExportRequest:
 
 
 def check_export_request(req: ExportRequest) -> Any:
-    """Every check of an export, once, before anything is read or written; the dataset's task (None: a run's export)."""
+    """Every check of an export, before anything is read or written; the dataset's task (None: a run's export)."""
     from probegen.exporters import check_export
 
     check_output_not_input(req.out, [req.dataset])
@@ -67,8 +62,8 @@ def check_export_request(req: ExportRequest) -> Any:
 
 
 def _check_run_export(req: ExportRequest) -> bool:
-    """Whether ``req`` exports a run (``--format eee|inspect-log``), checked; one line where a run and a
-    dataset format, or a dataset and a run format, are mixed."""
+    """Whether ``req`` exports a run (``--format eee|inspect-log``), checked: a run and a dataset format
+    mixed is one line."""
     from probegen.exchange.export import RUN_FORMATS, is_run
 
     if not is_run(req.dataset):
@@ -91,7 +86,7 @@ def _check_run_export(req: ExportRequest) -> bool:
 
 
 def run_export_request(req: ExportRequest) -> str:
-    """``probegen export``: check ``req`` once, write the export; the line to print."""
+    """``probegen export``: check ``req``, write the export; the line to print."""
     from probegen.exporters import export
 
     kind = check_export_request(req)
@@ -105,11 +100,10 @@ def run_export_request(req: ExportRequest) -> str:
     return cast(str, kind.write_release(req.dataset, req.out, req.split))
 
 
-# ---- compare -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CompareRequest:
-    """``probegen compare``: two paired versions of a probe set scored by every model, and the
-    answers already made in ``runs`` (probegen runs or other harnesses' per-item files, each on one set)."""
+    """``probegen compare``: two paired versions of a probe set scored by every model, and the answers
+    already made in ``runs`` (other runs' per-item files)."""
 
     twin: str
     other: str
@@ -127,10 +121,8 @@ class CompareRequest:
 
 
 def check_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAULT_ROOT) -> tuple[Any, Any]:
-    """Every check of a comparison, once, before any work (the output, both datasets' kinds, every
-    model resolved by ``runner``, which keeps it for the load); the two datasets' tasks."""
-    from probegen.diagnostics.compare import raise_mismatch
-
+    """Every check of a comparison before any work (output, kinds, models); the two datasets' tasks."""
+    from .compare import raise_mismatch
     from .evaluation import resolve_models
 
     if not req.models and not req.runs:
@@ -145,10 +137,8 @@ def check_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFA
 
 
 def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAULT_ROOT) -> dict[str, Any]:
-    """``probegen compare``: check ``req`` once, read ``--run``s (every bad one is one line before
-    any model loads), score and write the report (whole or not at all)."""
-    from probegen.diagnostics.compare import compare, read_imported
-
+    """``probegen compare``: check ``req``, read ``--run``s before any model loads, score and write the report."""
+    from .compare import compare, read_imported
     from .run_bias import load_dataset
 
     kinds = check_compare_request(req, runner, root)
@@ -164,7 +154,6 @@ def run_compare_request(req: CompareRequest, runner: Runner, root: Path = DEFAUL
         return out
 
 
-# ---- filter --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FilterRequest:
     """``probegen filter --artefacts``: AFLite settings, and the models ``probegen bias`` runs before/after."""
@@ -193,8 +182,7 @@ class FilterRequest:
 
 
 def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
-    """Every check of a filter run, once, before any work (a kind that is not Filterable, the
-    held-out share, every output, every model resolved by ``runner``); the dataset's task."""
+    """Every check of a filter run before any work (kind, held-out share, outputs, models); the dataset's task."""
     from probegen.diagnostics.filtering import check_holdout
 
     from .evaluation import resolve_models
@@ -208,8 +196,8 @@ def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
 
 
 def run_filter_request(req: FilterRequest, runner: Runner, echo: Log) -> None:
-    """``probegen filter``: check ``req`` once, filter (rank 0 writes), then each model's bias before/after;
-    ``echo`` gets the summary lines, ``runner.log`` the progress."""
+    """``probegen filter``: check ``req``, filter (rank 0 writes), then each model's bias before/after;
+    ``echo`` gets the summary lines."""
     from probegen.diagnostics.aflite import FilterSettings
     from probegen.diagnostics.filtering import filter_dataset, summary
 
@@ -235,7 +223,6 @@ def run_filter_request(req: FilterRequest, runner: Runner, echo: Log) -> None:
         echo(f"bias before/after: {bias_dir / 'report.md'}")
 
 
-# ---- study make ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StudyRequest:
     """``probegen study make``: the sample, the conditions and the annotators of a human study."""
@@ -257,8 +244,7 @@ class StudyRequest:
 
 
 def check_study_request(req: StudyRequest, root: Path) -> Any:
-    """Every check of a study, once, before anything is written (a kind that is not Studyable, an
-    option it does not take, an output that exists); the dataset's task."""
+    """Every check of a study before anything is written (kind, options, output); the dataset's task."""
     (task,) = tasks.check_dataset_options([req.dataset], {"split": req.split}, "study")
     out_dir = req.out_dir(root)
     if out_dir.exists():
@@ -269,7 +255,7 @@ def check_study_request(req: StudyRequest, root: Path) -> Any:
 
 
 def run_study_request(req: StudyRequest, root: Path) -> dict[str, Any]:
-    """``probegen study make``: check ``req`` once, build and write the study; what was built."""
+    """``probegen study make``: check ``req``, build and write the study; what was built."""
     from probegen.study.design import StudyConfig, build_study, write_study
 
     task = check_study_request(req, root)

@@ -1,12 +1,5 @@
-"""``probegen eval``: load a dataset and a model, score, and write results.
-
-Results directory:
-- ``results.json``: model, scorer settings, pattern, nonce, reduction, metrics, timings and the
-  dataset manifest's hash; ``subset`` (what ``--limit`` / ``--sample`` took) and ``invalid``
-  (rows the loader skipped, count and ids per reason) when there are any;
-- ``groups.jsonl`` (CoDA21) or ``items.jsonl`` (multiple choice): per-group/item scores,
-  prediction and gold.
-"""
+"""``probegen eval``: load a dataset and a model, score, and write ``results.json`` (settings, metrics,
+timings, the manifest's hash, ``subset`` and ``invalid`` where any) and the per-unit rows."""
 
 from __future__ import annotations
 
@@ -36,42 +29,18 @@ RESPONSES_FILE = "responses.jsonl"
 
 
 def resolve_models(models: Iterable[str], scorer_kind: str | None = None, *, runner: Runner) -> dict[str, str]:
-    """``{model: scorer kind}``, resolved before any dataset is built or scored, through the command's
-    ``runner`` (:meth:`~probegen.runner.Runner.resolve`: its runtime's server), so the load that
-    follows finds the resolution.
-
-    An unknown name fails here in a moment (one line, naming it) rather than after a
-    generation or a scoring run. A forced ``scorer_kind`` on a local directory needs no
-    detection (as in :func:`probegen.models.load_scorer`).
-    """
+    """``{model: scorer kind}``, resolved by the command's ``runner`` (which keeps the resolution for the
+    load) before any work, so an unknown name fails in a moment. A forced ``scorer_kind`` on a local
+    directory needs no detection."""
     from ..models import BUNDLED
 
-    out = {}
-    for m in models:
-        if scorer_kind and m not in BUNDLED and Path(m).expanduser().exists():
-            out[m] = scorer_kind
-        else:
-            out[m] = scorer_kind or runner.resolve(m).kind
-    return out
-
-
-def check_options(kind: str, **given: Any) -> None:
-    """Reject ``probegen eval`` options that do not apply to a ``kind`` dataset or contradict each
-    other (:func:`probegen.tasks.check_options` for one task; ``None`` = not given).
-
-    >>> check_options("wordnetqa", pattern=None, length_norm="chars")
-    >>> check_options("wordnetqa", reduction="mean", length_norm="chars")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    probegen.errors.ProbegenError: --reduction mean --length-norm chars would divide a per-token mean by characters;
-    use --length-norm chars with --reduction sum, or --length-norm tokens
-    """
-    tasks.check_options([tasks.get(kind)], given, "eval")
+    return {m: scorer_kind if scorer_kind and m not in BUNDLED and Path(m).expanduser().exists()
+            else scorer_kind or runner.resolve(m).kind for m in models}
 
 
 def check_model_options(model: str, model_kind: str, **given: Any) -> None:
-    """Reject LM-only options for embedding/static models: ``reduction``, a ``length_norm`` other
-    than none, and CoDA21's ``pattern`` and ``nonce`` (their query is the context with the
-    target removed, no pattern and no made-up word).
+    """Reject LM-only options (``given``, None = not given; ``length_norm`` ``none`` passes) for an
+    embedding or static model.
 
     >>> check_model_options("glove-50d", "static", reduction=None, length_norm="none")
     >>> check_model_options("glove-50d", "static", pattern="is")
@@ -88,24 +57,20 @@ def check_model_options(model: str, model_kind: str, **given: Any) -> None:
 
 def load_model_scorer(model: str, scorer_kind: str | None, reduction: str, batch_size: int | None,
                       runner: Runner) -> Any:
-    """The shared scorer for ``model`` with the evaluation's settings, loaded by ``runner``
-    (its runtime: device, dtype, ...)."""
-    return _methods.get("score").load_scorer(runner, _methods.ScorerRequest(
+    """The default method's scorer for ``model``, loaded by ``runner``."""
+    return _methods.default().load_scorer(runner, _methods.ScorerRequest(
         model=model, scorer=scorer_kind, reduction=reduction, batch_size=batch_size))
 
 
 @dataclass(frozen=True)
 class EvalRequest:
-    """Everything ``probegen eval`` is asked (the command line, the notebook call); an option left
-    ``None`` was not set by the user. Options that do not apply to the dataset or model kind are
-    rejected only when given (:func:`check_eval_options`), so the defaults (reduction ``sum``, matching
-    ``alignment``, length_norm ``none``: :class:`probegen.settings.Settings`) are filled in after the checks.
-    """
+    """Everything ``probegen eval`` is asked; an option left ``None`` was not set, so an option that does
+    not apply is rejected only when given (:func:`check_eval_options`) and defaults are filled in after."""
 
     model: str
     dataset: str
     out: str | None = None
-    method: str = "score"  # "generate"/"letter": a chat model is asked each unit (probegen.generate)
+    method: str = field(default_factory=lambda: _methods.default().flags["eval"])
     scorer: str | None = None
     nonce: str | None = None
     pattern: str | None = None
@@ -149,24 +114,14 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
              runner: Runner,
              analyse: Callable[[dict[str, Any], list[dict[str, Any]], Path], list[str]] | None = None,
              task: Task | None = None) -> str:
-    """Evaluate ``req.model`` on ``req.dataset``, write the results directory ``out``, return a summary
-    table. ``task``: the dataset's task, once the caller checked every option (None: detected and checked here).
+    """Evaluate ``req.model`` on ``req.dataset``, write the results directory ``out`` (whole or not at
+    all), return the summary. ``task``: the dataset's task once the caller checked every option (None:
+    detected and checked here).
 
-    The dataset's task (:func:`probegen.tasks.detect`) says which options of the request apply: one
-    given for another dataset kind or model kind, or contradicting another, fails before anything is
-    loaded. CoDA21 only: ``pattern``, ``matching``, ``nonce``. Multiple choice (WordNetQA) only:
-    ``length_norm`` (``none``, ``tokens`` = mean log-prob per token, which loads LMs with ``reduction="mean"``, or
-    ``chars``) and ``split`` (evaluate one split; default all items). The results directory is
-    written beside ``out`` and renamed into place once; ``figures(results, folder)`` may add plots
-    to it and returns ``{name: file}`` for results.json (the CLI draws WordNetQA's hops x
-    distractor heatmap this way: the library does not import ``diagnostics``);
-    ``analyse(results, rows, folder)`` then may add to both and returns summary lines (the CLI's
-    CIs, position bias, calibration, report.md).
-
-    ``runner`` (the command's :class:`probegen.runner.Runner`) loads the model and logs progress
-    (:attr:`~probegen.runner.Runner.log`). Under ``torchrun`` every rank scores a share of the
-    request table and rank 0 writes the results; everything but the ``run`` block (timings, work
-    counters, process count) is identical to a single-process run.
+    ``figures(results, folder)`` may add plots and returns ``{name: file}`` for results.json;
+    ``analyse(results, rows, folder)`` then may add to both and returns summary lines. ``runner`` loads
+    the model and logs; under ``torchrun`` every rank scores a share and rank 0 writes (only the ``run``
+    block differs from a single-process run).
     """
     model, dataset, options = req.model, req.dataset, req
     if task is None:  # a direct library call (a request is checked by api.check_eval_request)
@@ -174,7 +129,6 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     settings, reduction = _settings(options)
     data, subset = load_subset(task, dataset, subset_request(options.limit, options.sample), options.seed,
                                options.on_invalid, options.split, log=runner.log, probe=options.probe)
-    # a spec may name its own made-up word
     settings = replace(settings, nonce=options.nonce or dataset_nonce(data.manifest))
     reduction = task.scorer_reduction(reduction, settings)
     t0 = time.perf_counter()
@@ -204,8 +158,7 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
 
 
 def _evaluate(task: Task, data: Any, scorer: Any, settings: Any, options: Any, runner: Runner) -> tuple[Any, Any]:
-    """(the task's evaluation, the adaptive block or None): the whole set, or with ``options.adaptive`` a
-    bank's items a batch at a time, each batch through ``task.evaluate``."""
+    """(the task's evaluation, the adaptive block or None): the whole set, or ``options.adaptive``'s bank."""
     if options.adaptive is None:
         return task.evaluate(data, scorer, settings, progress=runner.progress), None
     from ..itemstats.adaptive import administer
@@ -240,7 +193,7 @@ def _generation_notes(scorer: Any, ev: Evaluation, results: dict[str, Any]) -> l
 
     results["generation"] = block = summarize(ev.rows)
     results["files"] = {"rows": ev.rows_file, "responses": RESPONSES_FILE}
-    return _methods.recorded(block.get("method"), "generate").summary_lines(block) if block else []
+    return _methods.generation_method(block).summary_lines(block) if block else []
 
 
 def subset_request(limit: int | None, sample: int | None) -> tuple[str, int] | None:
@@ -265,8 +218,7 @@ def subset_request(limit: int | None, sample: int | None) -> tuple[str, int] | N
 
 
 def reader_options(on_invalid: str | None = None, probe: str | None = None) -> dict[str, Any]:
-    """The reader keywords the user asked for, passed to ``Task.load`` only when given (a task
-    that takes none never sees them; the option check has already refused them for it).
+    """The reader keywords the user asked for, passed to ``Task.load`` only when given.
 
     >>> reader_options("error", None), reader_options("skip", "hyponymy")
     ({}, {'on_invalid': 'skip', 'probe': 'hyponymy'})
@@ -280,9 +232,8 @@ def reader_options(on_invalid: str | None = None, probe: str | None = None) -> d
 def load_subset(task: Any, path: str | Path, subset: tuple[str, int] | None, seed: int = 0,
                 on_invalid: str | None = None, split: str | None = None, whole: str = "unit", ablations: bool = False,
                 log: Callable[[str], None] = print, probe: str | None = None) -> tuple[Any, dict[str, Any] | None]:
-    """(dataset, what a subset took or None): ``path`` loaded (and validated) by ``task``, with
-    ``on_invalid`` passed to the loader only when it asks for something (``skip``), then cut to
-    ``split`` (when a subset is asked) and to the subset (:meth:`probegen.tasks.Subsettable.subset`)."""
+    """(dataset, what a subset took or None): ``path`` loaded by ``task``, then (with a subset) cut to
+    ``split`` and to the subset (:meth:`probegen.tasks.Subsettable.subset`)."""
     kw = reader_options(on_invalid, probe)
     data = task.load(path, ablations=True, **kw) if ablations else task.load(path, **kw)
     if subset is None:
@@ -299,8 +250,7 @@ def _shown_notes(results: dict[str, Any], data: Dataset, subset: dict[str, Any] 
     from probegen.diagnostics.report import invalid_lines
 
     notes = []
-    invalid = data.manifest.get("invalid")
-    if invalid:
+    if invalid := data.manifest.get("invalid"):
         results["invalid"] = invalid
         notes += invalid_lines(invalid)
     if subset is not None:
@@ -311,8 +261,8 @@ def _shown_notes(results: dict[str, Any], data: Dataset, subset: dict[str, Any] 
 
 def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: EvalRequest, runner: Runner,
                        check_model: bool = True) -> None:
-    """Every option given fits the dataset's ``task``, the method and (``check_model``: ``runner``
-    resolves ``model`` once for the load that follows) the model's kind; one line otherwise, before any work."""
+    """Every option given fits the dataset's ``task``, the method and (``check_model``) the model's kind,
+    resolved once by ``runner``; one line otherwise, before any work."""
     asked = o.asked()  # every option the dataset's kind is checked against (--pll, --debias-share too)
     given = {k: asked[k] for k in ("pattern", "matching", "nonce", "length_norm", "split", "reduction", "scorer",
                                    "limit", "sample", "on_invalid", "probe")}
@@ -340,20 +290,21 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
 
 def _results(model: str, dataset: str | Path, task: Task, data: Dataset, scorer: Any, ev: Evaluation, reduction: str,
              timings: dict[str, float], runner: Runner, method_options: Mapping[str, Any]) -> dict[str, Any]:
-    """results.json of an evaluation. A chat model asked (``--method generate`` or ``letter``, its
-    scorer's ``method``) is not scored by likelihood: the ``eval`` block records the method, and the
-    likelihood scorer's settings (:data:`probegen.methods.SCORING_ONLY`: reduction, length normalisation, query
-    pattern) as null, in the metrics too, rather than defaults that did not apply."""
-    manifest_sha = sha256_text(json.dumps(data.manifest, sort_keys=True))
+    """results.json of an evaluation. A method that reads no likelihoods records its name, and the
+    likelihood settings (:data:`probegen.methods.SCORING_ONLY`) as null, in the metrics too."""
     scorer_settings = scorer.settings()
-    ev_block = {**ev.config, "reduction": reduction if scorer.kind in LM_KINDS else None}
     metrics = ev.metrics
     method = _methods.recorded(scorer_settings.get("method"))
-    ev_block = method.record(ev_block, method_options)
+    ev_block = method.record({**ev.config, "reduction": reduction if scorer.kind in LM_KINDS else None},
+                             method_options)
     if not method.likelihood and isinstance(metrics, dict) and "length_norm" in metrics:
         metrics = {**metrics, "length_norm": None}
     stats = as_unit_scorer(scorer).stats()
-    _log_scoring_path(runner, model, stats)
+    from ..scorers.base import run_note
+
+    if note := run_note(stats or {}):  # the path the scores took (attention kernel and why), a precision's check
+        runner.log(f"model {model}: {note}")
+    manifest_sha = sha256_text(json.dumps(data.manifest, sort_keys=True))
     return {
         "model": model,
         "scorer": {"kind": scorer.kind, **scorer_settings},
@@ -361,24 +312,5 @@ def _results(model: str, dataset: str | Path, task: Task, data: Dataset, scorer:
         "eval": ev_block,
         "metrics": metrics,
         # what may differ between two runs of the same evaluation: timings, cache hits, processes
-        "run": {
-            "timings": timings,
-            "scorer_stats": stats,
-            "distributed": runner.describe(),
-        },
+        "run": {"timings": timings, "scorer_stats": stats, "distributed": runner.describe()},
     }
-
-
-def _log_scoring_path(runner: Any, model: str, stats: dict[str, Any] | None) -> None:
-    """One log line: the path the scores took (attention kernel and why) and a lower precision's check."""
-    from ..scorers.base import run_note
-
-    note = run_note(stats or {})
-    if note:
-        runner.log(f"model {model}: {note}")
-
-
-def summary_table(model: str, kind: str, metrics: dict[str, Any]) -> str:
-    """The terminal table of ``probegen eval`` for a ``kind`` dataset (its task's
-    :meth:`~probegen.tasks.Task.summary`)."""
-    return tasks.get(kind).summary(model, metrics)

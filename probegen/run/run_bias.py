@@ -1,18 +1,14 @@
 """``probegen bias``: score every partial-input ablation, then write ratios, controls, plot, report.
 
-Output directory:
-- ``results.json``: accuracies with CIs per ablation, the Full - Label gap, bias ratios, subsets
-  (CoDA21 POS, WordNetQA probe type), trained controls and entropies, per dataset;
-- ``report.md`` with ``bias_plane.png`` embedded;
-- ``<dataset>/<ablation>.jsonl``: the per-group/per-item records of each scored ablation;
-- ``<dataset>/ablations.jsonl``: what the model saw, one line per unit per scored condition (the
-  exact query and candidate texts of the core units the task built and the scorer scored, the gold).
+Output directory: ``results.json`` (per dataset: accuracies with CIs per ablation, bias ratios, subsets,
+trained controls, entropies), ``report.md`` with ``bias_plane.png``, ``<dataset>/<ablation>.jsonl`` (the
+records of each ablation) and ``<dataset>/ablations.jsonl`` (the units the model saw, per condition).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, cast
 
@@ -27,19 +23,15 @@ from probegen.tasks import Settings
 from probegen.tasks.bias_inputs import BiasInputs
 from probegen.templating import dataset_nonce
 
-# The ablations, ratios and (for choice items) the ratios that measure nothing on a probe type live
-# with each kind's task (probegen.tasks): the analyses below read them from the task they are given.
+# ablations and ratios live with each kind's task: the analyses read them from the task they are given
 RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias_choice": "Bias_Choice"}
 
 
 @dataclass(frozen=True)
 class BiasConfig:
-    """Settings of a bias run (recorded in results.json under ``config``): the shared options as one
-    :class:`~probegen.settings.Settings` (scoring matches ``probegen eval``) and the bias run's own.
-
-    ``nonce_given``: the user named the made-up word (``--nonce``), so every dataset is rendered with
-    it; otherwise each dataset with its own (a spec may name one), :attr:`settings` holding the default.
-    """
+    """Settings of a bias run (results.json's ``config``): the options shared with ``probegen eval`` as
+    :attr:`settings`, and the bias run's own. ``nonce_given``: ``--nonce`` was given, so every dataset is
+    rendered with it; otherwise each with its own (a spec may name one)."""
 
     settings: Settings = field(default_factory=Settings)
     nonce_given: bool = False
@@ -54,46 +46,29 @@ class BiasConfig:
         """A config from options as asked (``None``: not given); ``own`` are the bias run's own fields.
 
         >>> c = BiasConfig.asked(seed=2, n_boot=50)
-        >>> c.seed, c.n_boot, c.nonce_given, c.pattern
+        >>> c.settings.seed, c.n_boot, c.nonce_given, c.settings.pattern
         (2, 50, False, 'definition-of')
         """
         return cls(Settings.given(nonce=nonce, pattern=pattern, seed=seed, split=split), nonce is not None, **own)
 
-    # the shared options, read where the analyses read them
     @property
     def seed(self) -> int:
+        """The run's seed (:attr:`settings`'), which every analysis reads."""
         return self.settings.seed
-
-    @property
-    def nonce(self) -> str:
-        return self.settings.nonce
-
-    @property
-    def pattern(self) -> str:
-        return self.settings.pattern
-
-    @property
-    def matching(self) -> str:
-        return self.settings.matching
-
-    @property
-    def split(self) -> str | None:
-        return self.settings.split
 
     def record(self) -> dict[str, Any]:
         """The ``config`` block of results.json."""
-        return {"seed": self.seed, "n_boot": self.n_boot, "nonce": self.nonce, "pattern": self.pattern,
-                "matching": self.matching, "folds": self.folds, "controls": self.controls, "split": self.split,
+        s = self.settings
+        return {"seed": s.seed, "n_boot": self.n_boot, "nonce": s.nonce, "pattern": s.pattern,
+                "matching": s.matching, "folds": self.folds, "controls": self.controls, "split": s.split,
                 "debias_share": self.debias_share}
 
 
-# ---- scoring ---------------------------------------------------------------------------------------
 def settings_of(cfg: BiasConfig) -> Settings:
     """The task settings of a bias run."""
     return cfg.settings
 
 
-# ---- analysis (no scoring) -------------------------------------------------------------------------
 def _bias(table: UnitTable, ratios: dict[str, str], cfg: BiasConfig) -> dict[str, Any]:
     out: dict[str, Any] = bootstrap_bias(table, ratios, n_boot=cfg.n_boot, seed=cfg.seed)  # Any to mypy on bare folders
     return out
@@ -121,8 +96,7 @@ def _bias_over(task: tasks.Task, inputs: BiasInputs, strata: Sequence[str] | Non
 def analyse(task: tasks.Task, data: tasks.Dataset, records: dict[str, list[dict[str, Any]]],
             cfg: BiasConfig) -> dict[str, Any]:
     """Bias table, subsets, trained controls and entropies of one scored dataset, from what its task
-    hands over (:meth:`probegen.tasks.Task.bias_inputs`: tables, subsets, shape views, entropy
-    inputs); ablations, ratios and the ratios that measure nothing on a stratum are ``task``'s."""
+    hands over (:meth:`probegen.tasks.Task.bias_inputs`)."""
     from probegen.diagnostics.baselines import controls
     from probegen.diagnostics.entropy import label_entropy, sense_entropy
 
@@ -150,17 +124,14 @@ def analyse(task: tasks.Task, data: tasks.Dataset, records: dict[str, list[dict[
     return entry
 
 
-# ---- datasets -------------------------------------------------------------------------------------
 def default_task(path: Path) -> tasks.Buildable | None:
-    """The task of a default dataset path, by the kind its name starts with (None if none does): a
-    :class:`~probegen.tasks.Buildable` one, which generates it when it is missing."""
+    """The :class:`~probegen.tasks.Buildable` task whose kind a default dataset's name starts with (or None)."""
     return next((t for t in tasks.all_tasks() if isinstance(t, tasks.Buildable) and path.name.startswith(t.name)),
                 None)
 
 
 def default_datasets() -> list[str]:
-    """What a ``probegen bias`` run without ``--dataset`` measures: each :class:`~probegen.tasks.Buildable`
-    kind's default dataset (generated when missing), in detection order."""
+    """What ``probegen bias`` without ``--dataset`` measures: each Buildable kind's default dataset."""
     return [f"probegen_out/datasets/{t.default_dataset}" for t in tasks.all_tasks() if isinstance(t, tasks.Buildable)]
 
 
@@ -171,8 +142,7 @@ def default_tasks() -> list[tasks.Task]:
 
 def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Callable[[str], None],
                    runner: Runner) -> None:
-    """Generate a missing default dataset with the library builders (as ``probegen make`` would;
-    ``runner`` loads the models a build needs)."""
+    """Generate a missing default dataset as ``probegen make`` would (``runner`` loads the models it needs)."""
     recover(path)  # a dataset an interrupted write moved aside is put back, not generated again
     if path.exists():
         return
@@ -184,9 +154,8 @@ def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Cal
 
 def load_dataset(path: str | Path, on_invalid: str = "error", probe: str | None = None,
                  task: tasks.Task | None = None) -> tuple[str, Any]:
-    """(kind, loaded dataset) of a dataset path; every row must be one the ablations can cut
-    (``on_invalid`` ``skip``: the loader skips and records the others; passed only then). ``task``:
-    the dataset's task if the caller detected it already (None: detected here)."""
+    """(kind, loaded dataset) of a dataset path, every row one the ablations can cut (``on_invalid``
+    ``skip``: the loader skips and records the others). ``task``: None, detected here."""
     task = task or tasks.detect(path)
     from .evaluation import reader_options
 
@@ -197,7 +166,6 @@ def _slug(path: Path) -> str:
     return path.name if path.is_dir() else path.stem
 
 
-# ---- the run --------------------------------------------------------------------------------------
 @dataclass
 class Loaded:
     """A dataset ready for analysis: its name in the outputs, path, kind and loaded object."""
@@ -225,12 +193,9 @@ def prepare_datasets(
     runner: Runner,
     kinds: Sequence[tasks.Task] | None = None,
 ) -> tuple[list[Loaded], list[dict[str, Any]]]:
-    """Load (and validate) every dataset before any model is loaded.
-
-    With no ``datasets`` the defaults are used and missing ones generated (by ``runner``); a default that
-    cannot be generated is skipped with a message (returned as the second list). Paths given
-    explicitly must exist. ``kinds``: their tasks (one per dataset) if the caller detected them.
-    """
+    """(loaded, skipped): every dataset loaded and validated before any model is. With no ``datasets``
+    the defaults, missing ones generated (by ``runner``) or skipped with a message; paths given must
+    exist. ``kinds``: their tasks if the caller detected them."""
     loaded, skipped = [], []
     paths = [Path(d) for d in (datasets or default_datasets())]
     for p, task in zip(paths, kinds if datasets and kinds else [None] * len(paths)):
@@ -251,21 +216,16 @@ def prepare_datasets(
 
 def _one_split(d: Loaded, split: str) -> Loaded:
     """A dataset cut to one split (a kind without splits is kept whole)."""
-    import dataclasses
-
     data = d.task.select_split(d.data, split, d.path)
-    return d if data is d.data else dataclasses.replace(d, name=f"{d.name}:{split}", data=data)
+    return d if data is d.data else replace(d, name=f"{d.name}:{split}", data=data)
 
 
 def take_subset(d: Loaded, subset: tuple[str, int], seed: int, log: Callable[[str], None] = print) -> Loaded:
-    """``d`` cut to ``subset`` (``("sample", N)`` or ``("limit", N)``) of whole resampling clusters
-    (:meth:`probegen.tasks.Subsettable.subset`: WordNetQA concepts, CoDA21 groups), so the bootstrap
-    resamples the units it would have resampled in the whole set."""
-    import dataclasses
-
+    """``d`` cut to ``subset`` (``("sample", N)`` or ``("limit", N)``) of whole resampling clusters, so the
+    bootstrap resamples the units it would have in the whole set."""
     data, info = cast(tasks.Subsettable, d.task).subset(d.data, subset[0], subset[1], seed, whole="cluster")
     log(f"{d.name}: {tasks.subset_line(info)}")
-    return dataclasses.replace(d, data=data, subset=info)
+    return replace(d, data=data, subset=info)
 
 
 def run_bias(
@@ -285,26 +245,20 @@ def run_bias(
     subset: tuple[str, int] | None = None,
     on_invalid: str = "error",
     probe: str | None = None,
-    method: str = "zeroshot",
+    method: str | None = None,
     method_options: Mapping[str, Any] | None = None,
     kinds: Sequence[tasks.Task] | None = None,
 ) -> dict[str, Any]:
     """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
-    ``kinds``: the datasets' tasks (one per dataset) when the caller detected them (None: detected here).
 
-    ``method`` (a ``--method`` value of bias, :mod:`probegen.methods`) loads the scorer: the model's own
-    (``zeroshot``), or a chat model asked each ablation (``generate``, ``letter``), or a plugin's, with
-    ``method_options`` (its own options given: :attr:`probegen.methods.Method.options`).
-
-    ``runner`` loads the model (its runtime); under ``torchrun`` every rank scores a share and
-    only rank 0 logs (the caller lets rank 0 alone keep ``out``: :meth:`Runner.output_dir`).
-    ``subset`` (``--limit`` / ``--sample``) keeps whole resampling clusters of each dataset
-    (:func:`take_subset`); ``on_invalid`` goes to the loaders (:func:`load_dataset`).
+    ``method``: a ``--method`` value of bias (None: the default method), loading the scorer with
+    ``method_options``. ``runner`` loads the model; under ``torchrun`` every rank scores a share and rank 0
+    alone logs. ``subset``: see :func:`take_subset`; ``kinds``: the datasets' tasks if already detected.
     """
     log, progress = runner.main_log(log), progress and runner.progress
     loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log, on_invalid, probe, runner=runner, kinds=kinds)
-    if cfg.split:
-        loaded = [_one_split(d, cfg.split) for d in loaded]
+    if cfg.settings.split:
+        loaded = [_one_split(d, cfg.settings.split) for d in loaded]
     if subset is not None:
         loaded = [take_subset(d, subset, cfg.seed, log) for d in loaded]
     t0 = time.perf_counter()
@@ -330,10 +284,11 @@ def write_bias(
     method_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score every ablation of every loaded dataset, then write results.json, report.md and the plot
-    (``method_options``: the method's own options given, recorded).
+    (``method_options``: recorded). ``evaluate_mc`` replaces the kind's evaluator (tests, stand-ins)."""
+    from probegen.diagnostics.eval_report import draw_bias_reliability
 
-    ``evaluate_mc`` replaces ``probegen.wordnetqa.evaluate.evaluate_mc`` (tests, stand-ins).
-    """
+    from .evaluation import RESPONSES_FILE
+
     t0 = time.perf_counter()
     entries = []
     for d in loaded:
@@ -345,8 +300,6 @@ def write_bias(
         if evaluate_mc is None:  # a stand-in evaluator scores no units: there is no model input to show
             write_jsonl(out / d.name / SEEN_FILE, seen_lines(d, scorer, cfg, list(records)))
             files["units"] = f"{d.name}/{SEEN_FILE}"
-        from probegen.diagnostics.eval_report import draw_bias_reliability
-
         if draw_bias_reliability(entry, out / d.name, title=f"Reliability: {model} on {d.name}"):
             files["reliability"] = f"{d.name}/reliability.png"
         entries.append({"name": d.name, "path": d.path, **entry, **shown_blocks(d), "files": files})
@@ -364,8 +317,6 @@ def write_bias(
         "timings": {"score_and_analyse_s": round(time.perf_counter() - t0, 3)},
     }
     if (exchanges := as_unit_scorer(scorer).exchanges()) is not None:  # generate/letter: every prompt and answer
-        from .evaluation import RESPONSES_FILE
-
         write_jsonl(out / RESPONSES_FILE, exchanges)
         results["responses"] = RESPONSES_FILE
     write_report(results, out, model)
@@ -375,15 +326,13 @@ def write_bias(
 
 def _applied_settings(scorer: Any, cfg: BiasConfig, reduction: str,
                       method_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a chat
-    model asked, --method generate or letter, records its method and no likelihood setting)."""
+    """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a method
+    that reads no likelihoods records its name and no likelihood setting)."""
     asked = methods.recorded(_settings(scorer).get("method"))
-    ev_block: dict[str, Any] = {"nonce": cfg.nonce, "pattern": cfg.pattern, "matching": cfg.matching,
-                                "reduction": reduction if scorer.kind in LM_KINDS else None}
-    config = cfg.record()
-    ev_block = asked.record(ev_block, method_options)
-    if not asked.likelihood:
-        config = {**config, "pattern": None}
+    s = cfg.settings
+    ev_block = asked.record({"nonce": s.nonce, "pattern": s.pattern, "matching": s.matching,
+                             "reduction": reduction if scorer.kind in LM_KINDS else None}, method_options)
+    config = cfg.record() if asked.likelihood else {**cfg.record(), "pattern": None}
     return ev_block, config
 
 
@@ -392,17 +341,14 @@ SEEN_FILE = "ablations.jsonl"
 
 def dataset_cfg(d: Loaded, cfg: BiasConfig) -> BiasConfig:
     """``cfg`` with the dataset's own made-up word unless the user named one."""
-    from dataclasses import replace
-
     if cfg.nonce_given:
         return cfg
     return replace(cfg, settings=replace(cfg.settings, nonce=dataset_nonce(d.data.manifest)))
 
 
 def unit_line(condition: str, unit: Any) -> dict[str, Any]:
-    """One line of ``ablations.jsonl``: a core unit as the scorer got it. Rows that share their
-    candidates (a CoDA21 group's definitions) list them once (``candidates``); otherwise
-    ``candidates_per_query``.
+    """One line of ``ablations.jsonl``: a core unit as the scorer got it; candidates shared by every
+    row are listed once (``candidates``), else ``candidates_per_query``.
 
     >>> from probegen.core import Unit
     >>> unit_line("word", Unit.choice("q1", "dog", ["a pet", "a tree"], 0))  # doctest: +NORMALIZE_WHITESPACE
@@ -427,9 +373,8 @@ def line_unit(line: dict[str, Any]) -> Any:
 
 
 def seen_lines(d: Loaded, scorer: Any, cfg: BiasConfig, conditions: list[str]) -> list[dict[str, Any]]:
-    """What the model saw of ``d``: per scored condition (in scoring order), every core unit the
-    task builds for it (:meth:`probegen.tasks.Task.units`, with the settings and query style it was
-    scored with), in dataset order."""
+    """What the model saw of ``d``: per scored condition, every core unit the task built for it
+    (:meth:`probegen.tasks.Task.units`, with the settings and query style it was scored with)."""
     settings = settings_of(dataset_cfg(d, cfg))
     style = as_unit_scorer(scorer).query_style
     return [unit_line(c, u) for c in conditions for u in d.task.units(d.data, c, settings, style)]
@@ -437,38 +382,31 @@ def seen_lines(d: Loaded, scorer: Any, cfg: BiasConfig, conditions: list[str]) -
 
 def shown_blocks(d: Loaded) -> dict[str, Any]:
     """The results entry's ``subset`` (what --limit/--sample took) and ``invalid`` (rows the loader
-    skipped, from the dataset's manifest) blocks, where there are any."""
-    out: dict[str, Any] = {}
-    if d.subset is not None:
-        out["subset"] = d.subset
+    skipped) blocks, where there are any."""
     invalid = (d.data.manifest or {}).get("invalid")
-    if invalid:
-        out["invalid"] = invalid
-    return out
+    return {**({"subset": d.subset} if d.subset is not None else {}), **({"invalid": invalid} if invalid else {})}
 
 
 def measure(d: Loaded, scorer: Any, cfg: BiasConfig, progress: bool = True,
             evaluate_mc: Callable[..., Any] | None = None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
-    """(per-ablation records, results entry) of one dataset: its task scores the ablations and
-    hands over what the analysis measures (:func:`analyse`)."""
+    """(per-ablation records, results entry) of one dataset (:func:`analyse`)."""
+    from probegen.diagnostics.eval_report import condition_blocks, scores_note
+    from probegen.generate.metrics import summarize
+
     dcfg = dataset_cfg(d, cfg)
     task = d.task
     records = task.score_ablations(d.data, scorer, settings_of(dcfg), progress, evaluator=evaluate_mc)
     entry = analyse(task, d.data, records, dcfg)
-    from probegen.generate.metrics import summarize
-
     generation = {mode: summarize(rows) for mode, rows in records.items()}
     if any(generation.values()):  # the generative method: invalid answers and order effects per condition
         entry = {**entry, "generation": generation}
-    from probegen.diagnostics.eval_report import condition_blocks, scores_note
-
     kind = as_unit_scorer(scorer).kind or None
     reduction = _settings(scorer).get("reduction") if kind in LM_KINDS else None
     entry = {**entry, **condition_blocks(records, cfg.n_boot, cfg.seed, cfg.debias_share,
                                          task.decision(settings_of(dcfg)),
                                          scores_note({"reduction": reduction}, kind))}  # position, calibration
-    if dcfg.nonce != cfg.nonce:
-        entry = {**entry, "nonce": dcfg.nonce}
+    if dcfg.settings.nonce != cfg.settings.nonce:
+        entry = {**entry, "nonce": dcfg.settings.nonce}
     return records, entry
 
 
@@ -495,6 +433,7 @@ def _settings(scorer: Any) -> dict[str, Any]:
 def summary_table(results: dict[str, Any]) -> str:
     """A short plain-text summary for the terminal."""
     from probegen.diagnostics.bias import fmt_ratio
+    from probegen.diagnostics.eval_report import bias_lines
 
     lines = [f"{'dataset':<28} {'M_Full':>7} {'M_L':>6}  {'Bias_C':<20} {'Bias_W':<20} partial-input"]
     for d in results["datasets"]:
@@ -515,8 +454,6 @@ def summary_table(results: dict[str, Any]) -> str:
             rates = ", ".join(f"{m} {g['invalid_rate']:.1%}" for m, g in gen.items())
             lines.append(f"{'':<28} invalid answers (completed at random): {rates}")
         lines += [f"{'':<28} {ln.strip()}" for ln in shown_notes(d)]
-        from probegen.diagnostics.eval_report import bias_lines
-
         lines += [f"{'':<28} {ln}" for ln in bias_lines(d)]
     return "\n".join(lines)
 
@@ -529,14 +466,9 @@ def shown_notes(d: dict[str, Any]) -> list[str]:
     return lines + ([tasks.subset_line(d["subset"])] if d.get("subset") else [])
 
 
-# ---- other models' points on this run's plane (probegen bias --beside) ------------------------------
 def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
-    """Redraw a finished run's bias plane with the points of other ``probegen bias`` runs (e.g.
-    likelihood-scored models beside a chat model asked with ``--method generate``).
-
-    Each run is a ``probegen bias`` output directory; its points are named ``model (method):
-    dataset``. results.json gains ``beside``, report.md a table.
-    """
+    """Redraw a finished run's bias plane with the points of other ``probegen bias`` output folders
+    (``--beside``), named ``model (method): dataset``; results.json gains ``beside``, report.md a table."""
     import json
 
     from probegen.diagnostics.bias import fmt_ratio
@@ -552,7 +484,7 @@ def add_beside(out: Path, runs: list[str | Path]) -> list[dict[str, Any]]:
         except (ProbegenError, OSError, ValueError, KeyError, TypeError) as exc:
             raise ProbegenError(f"--beside {run}: not a probegen bias output directory ({type(exc).__name__}: "
                                 f"{exc})") from None
-        method = (other.get("scorer") or {}).get("method") or "score"
+        method = (other.get("scorer") or {}).get("method") or methods.default().name
         for e in entries:
             beside.append({"name": f"{other.get('model')} ({method}): {e['name']}", "run": str(run),
                            **{k: e["all"]["ratios"].get(k) for k in ("bias_c", "bias_w")}})

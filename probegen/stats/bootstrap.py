@@ -1,8 +1,6 @@
-"""The cluster bootstrap: whole clusters drawn with replacement, one seeded draw per replicate shared
-by every statistic of that replicate (paired intervals). A replicate is a row of multiplicities, so a
-ratio of sums over clusters is two matrix products; the interval is the percentile interval of
-``scipy.stats.bootstrap``, whose own index draws would change every seeded interval already written.
-"""
+"""The cluster bootstrap: whole clusters drawn with replacement, one seeded draw per replicate shared by
+every statistic (paired intervals), as rows of multiplicities. Percentile intervals as
+``scipy.stats.bootstrap``'s, whose own draws would change every seeded interval already written."""
 
 from __future__ import annotations
 

@@ -48,10 +48,8 @@ class Tost:
 
 
 def tost(diff: float, se: float, df: int, margin: float, alpha: float) -> Tost:
-    """The TOST of a difference ``diff`` with standard error ``se`` on ``df`` degrees of freedom.
-    A standard error of 0 (every item answered alike on both forms: all right, say) is a degenerate
-    test: its p-values and the margin it meets are NaN and it never concludes equivalence (a zero
-    SE would make "equivalent at +/- 0.000" of two forms a ceiling hides).
+    """The TOST of a difference ``diff`` with standard error ``se`` on ``df`` degrees of freedom. A zero SE
+    (every item answered alike on both forms) is degenerate: NaN p-values, never equivalent.
 
     >>> t = tost(0.01, 0.01, 100, 0.03, 0.05)
     >>> t.equivalent, round(t.margin_met, 3)

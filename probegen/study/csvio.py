@@ -1,23 +1,10 @@
 """CSV export and import of a study, for people who run it on their own platform.
 
-``export`` writes one row per (annotator, assigned item), in the annotator's order, with what
-the annotator sees (instructions, prompt, options) and the answer columns, filled in where an
-answer is already stored. Gold is never written. ``import`` reads the same columns back:
-
-- ``annotator``, ``item``: required; ``condition`` is checked if present;
-- ``answer``: multiple choice: a letter (``A``..``E``); a CoDA21 group: one definition letter
-  per row, in row order, comma-separated (``C,A,E,B,D``); empty = not answered (skipped);
-- ``guess``: context items: the guessed hidden word (a group: one per row, ``|``-separated);
-  optional on import.
-
-Every row is validated first, and nothing is stored unless all rows pass; errors name the
-file's line numbers. Import holds the study's writer lock: it is refused while the study is
-being served (see :mod:`probegen.study.store`).
-
-Cells are written safe for spreadsheets (OWASP's CSV-injection rule): one that opens with
-``= + - @``, tab or CR gets a leading ``'`` (:func:`neutralise`), and import takes exactly that
-quote off again (:func:`restore`), so an export imports back to the same text. A cell without
-the quote (say, typed into a spreadsheet) is taken as it is.
+``export`` writes one row per (annotator, assigned item) with what the annotator sees and the answer
+columns (never gold); ``import`` reads ``annotator``, ``item``, ``answer`` (a letter, or a group's
+comma-separated letters; empty: skipped) and optionally ``condition`` and ``guess`` (``|``-separated
+per row) back, storing nothing unless every row passes. Cells are written safe for spreadsheets
+(:func:`neutralise`) and read back to the same text (:func:`restore`).
 """
 
 from __future__ import annotations
@@ -87,11 +74,8 @@ def parse_answer(view: dict[str, Any], text: str) -> Any:
 
 
 def neutralise(cell: str) -> str:
-    """A cell a spreadsheet shows as text: OWASP's CSV-injection rule, reversibly.
-
-    A cell opening with ``= + - @``, tab or CR would be read as a formula, so it gets a leading
-    ``'``. So that :func:`restore` can tell an added quote from the annotator's own, a cell that
-    already opens with quotes before such a character gets one more.
+    """A cell a spreadsheet shows as text (OWASP's CSV-injection rule, reversibly): one opening, after any
+    quotes, with a formula character gets a leading ``'``.
 
     >>> neutralise("=1+1"), neutralise("'=x"), neutralise("'a"), neutralise("dog")
     ("'=1+1", "''=x", "'a", 'dog')
@@ -109,10 +93,7 @@ def restore(cell: str) -> str:
 
 
 def export_csv(study: Study, out: str | Path) -> int:
-    """Write the study's assignments (and any stored answers) as CSV; returns the row count.
-
-    Every cell goes through :func:`neutralise`: annotators' guesses are untrusted text.
-    """
+    """Write the study's assignments (and any stored answers) as CSV, every cell neutralised; the row count."""
     n = 0
     with atomic_output_file(out) as fh:
         w = csv.writer(fh, lineterminator="\n")
@@ -132,11 +113,8 @@ def export_csv(study: Study, out: str | Path) -> int:
 
 
 def import_csv(study: Study, path: str | Path) -> dict[str, int]:
-    """Validate every row of ``path``, then store the new answers (fsynced); returns counts.
-
-    Holds the study's writer lock throughout (refused while ``study serve`` runs on the study).
-    Raises ProbegenError naming the bad rows' line numbers; then nothing is stored.
-    """
+    """Validate every row of ``path`` (a ProbegenError naming the bad rows' lines: nothing stored), then
+    store the new answers under the study's writer lock; returns counts."""
     path = Path(path)
     # decoded whole first, so a bad byte is reported at its own line, not at the line being parsed
     fh = io.StringIO(read_text(path, MAX_CSV_BYTES, "study CSV", ProbegenError), newline="")

@@ -1,22 +1,10 @@
 """``probegen study make``: sample items, assign them to annotators, write the study directory.
 
-Design (the bias paper's human study): ``n`` items are sampled once and shown in every
-condition (a paired design: condition accuracies differ by condition, not by item sample, and
-the bias ratios are bootstrapped over the same items). Each condition gets its own
-``annotators`` people, so nobody sees an item twice with different input. Within a condition,
-``overlap`` items go to every annotator (for agreement) and the rest are dealt out in turn, so
-every item is answered at least once: with n=100, 2 annotators and overlap 50 each annotator
-answers 75 items. Every annotator gets their items in their own seeded order.
-
-A WordNetQA item is one question; at most one item per concept cluster is sampled, so the
-items (the bootstrap units) are independent and nobody sees the same question twice with
-other distractors. A CoDA21 item is a whole group, aligned as one task.
-
-Items are kept out of a condition where ``probegen bias`` keeps them out of that condition's
-ratio (the task's rule, carried by the gold as ``kept_out``): a synonymy question's Context
-version is its Full version and its Word version names the gold, so it is shown in Full only,
-and the human Bias_C/Bias_W are measured on the items the model's are. The manifest counts them
-(``counts.kept_out``: condition -> reason -> items) and the items per condition.
+Design (the bias paper's human study): ``n`` items are sampled once and shown in every condition
+(paired), each condition to its own ``annotators``. Within a condition ``overlap`` items go to every
+annotator (for agreement) and the rest are dealt out in turn, each annotator in their own seeded order.
+Items are kept out of a condition where ``probegen bias`` keeps them out of its ratio (the gold's
+``kept_out``), so the human ratios are measured on the items the model's are.
 """
 
 from __future__ import annotations
@@ -71,8 +59,7 @@ class StudyConfig:
 
 
 def sample_units(task: Any, data: Dataset, cfg: StudyConfig) -> tuple[list[Any], dict[str, int]]:
-    """The sampled dataset units (a :class:`~probegen.tasks.Task` or its name says how to pool
-    them; WordNetQA: one per concept cluster) and what was left out and why."""
+    """The sampled dataset units (``task``, or its name, says how to pool them) and what was left out and why."""
     from .. import tasks
 
     task = tasks.get(task) if isinstance(task, str) else task
@@ -87,9 +74,7 @@ def sample_units(task: Any, data: Dataset, cfg: StudyConfig) -> tuple[list[Any],
 
 
 def _too_few(task: Any, data: Dataset, cfg: StudyConfig, k: int, label: str, skipped: dict[str, int]) -> str:
-    """Why the dataset cannot give ``cfg.n`` units, and settings that work with it (none when no
-    setting does): ``--conditions full`` when only that condition can show its items (release
-    files, whose rows have no question template), a smaller ``--n`` and an ``--overlap`` that fits it."""
+    """Why the dataset cannot give ``cfg.n`` units, and settings that work with it where some do."""
     why = "".join(f"; {v} skipped: {key}" for key, v in skipped.items())
     fix = []
     if k == 0 and tuple(cfg.conditions) != ("full",):
@@ -113,10 +98,8 @@ def _too_few(task: Any, data: Dataset, cfg: StudyConfig, k: int, label: str, ski
 
 
 def assign(uids: list[str], cfg: StudyConfig, kept_out: dict[str, set[str]] | None = None) -> dict[str, dict[str, Any]]:
-    """Annotator id (``<condition>-<j>``) -> condition, items in presentation order, shared items.
-
-    ``kept_out``: condition -> items not shown in it (they go to nobody of that condition; where
-    fewer items than ``cfg.overlap`` are left, all of them are shared).
+    """Annotator id (``<condition>-<j>``) -> condition, items in presentation order, shared items;
+    ``kept_out``: condition -> items shown to nobody of it.
 
     >>> a = assign([f"q{i}" for i in range(10)], StudyConfig(conditions=("full",), n=10, annotators=2, overlap=4))
     >>> sorted(a), [len(x["items"]) for x in a.values()], len(a["full-1"]["shared"])
@@ -155,11 +138,8 @@ def kept_out_counts(gold: list[dict[str, Any]], conditions: tuple[str, ...]) -> 
 
 
 def build_study(dataset: str | Path, cfg: StudyConfig, task: Task | None = None) -> dict[str, Any]:
-    """Everything a study directory holds, in memory: manifest, items, assignment, gold.
-
-    Tokens are not part of it: they are drawn at write time (they must be unguessable). ``task``: the
-    dataset's task once the caller checked the options (None: detected and checked here).
-    """
+    """Everything a study directory holds but the tokens (drawn at write time), in memory. ``task``: the
+    dataset's task once the caller checked the options (None: detected and checked here)."""
     from .. import tasks
 
     cfg.validate()
@@ -209,10 +189,7 @@ def build_study(dataset: str | Path, cfg: StudyConfig, task: Task | None = None)
 
 
 def write_study(study: dict[str, Any], out: str | Path) -> dict[str, str]:
-    """Write the study directory in one rename (a temporary sibling first); returns the tokens.
-
-    An existing directory is never replaced: it may hold answers.
-    """
+    """Write the study directory in one rename, never over an existing one; returns the tokens."""
     out = Path(out)
     if out.exists():
         raise ProbegenError(f"{out} already exists; a study is never overwritten (it may hold answers): choose another "

@@ -1,21 +1,10 @@
 """``probegen study serve``: a small Flask app, one page per annotator behind a secret URL token.
 
-Routes (``<token>`` is the annotator's token from ``tokens.json``):
-
-- ``GET /a/<token>``: the annotator page (plain HTML/JS/CSS from ``static/``, nothing from a CDN);
-- ``GET /api/<token>/state``: condition, instructions, the assigned items' views in the
-  annotator's order and what was already answered (so a reload resumes);
-- ``POST /api/<token>/answer`` with ``{"item": uid, "answer": ..., "guess": ..., "elapsed_ms": n}``:
-  stored (appended and fsynced) before the response.
-
-API errors (``/api/...``, or a client that asks for ``application/json``) are JSON
-``{"error": "..."}``: 403 for an unknown token or an item not assigned to the token, 400 for a
-malformed body (not JSON, nested too deeply to parse), 409 for a changed answer, 500 for a bug.
-A browser opening a page with a wrong token (or a wrong address) gets a short readable HTML page
-with the same status (403, 404) that tells the person what to do and echoes nothing they sent.
-Gold never leaves the server: the app does not even read ``gold.jsonl``. The token is the only
-secret, and it is in every path: nothing the app or werkzeug logs carries it
-(:class:`RedactTokens`; ``serve`` does not log request lines at all).
+Routes: ``GET /a/<token>`` (the page), ``GET /api/<token>/state`` (the annotator's items and answers
+so far) and ``POST /api/<token>/answer`` (stored and fsynced before the response). API errors are JSON
+``{"error": ...}`` (403 unknown token or item, 400 malformed body, 409 changed answer, 500 a bug); a
+browser gets a readable page that echoes nothing. The app never reads ``gold.jsonl``, and no log line
+carries a token (:class:`RedactTokens`).
 """
 
 from __future__ import annotations
@@ -40,11 +29,8 @@ _TOKEN_IN_PATH = re.compile(r"(/a/|/api/)[^/\s?#'\"]+", re.IGNORECASE)
 
 
 class RedactTokens(logging.Filter):
-    """Replaces the token segment of every ``/a/<token>`` and ``/api/<token>`` in a log record.
-
-    Installed on werkzeug's and the app's loggers: http.server logs a malformed request line
-    (path included) as an error, and Flask logs the path of a failing request.
-    """
+    """Replaces the token of every ``/a/<token>`` and ``/api/<token>`` in a log record (werkzeug and
+    Flask log paths of malformed and failing requests)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = _TOKEN_IN_PATH.sub(r"\1<token>", record.getMessage())
@@ -190,8 +176,7 @@ def _fail(msg: str, status: int, page: bool = False) -> ResponseReturnValue:
 
 
 def _json_errors(app: Flask) -> None:
-    """Every error, HTTP or a bug, answered as JSON, or to a browser off the API as the readable
-    page (never Flask's own HTML page)."""
+    """Every error, HTTP or a bug, answered as JSON, or to a browser off the API as the readable page."""
     from flask import request
     from werkzeug.exceptions import HTTPException
 
@@ -236,11 +221,8 @@ def annotator_state(study: Study, log: AnswerLog, aid: str) -> dict[str, Any]:
 
 def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765,
           announce: Callable[[str], object] = print) -> None:
-    """Run the app until interrupted (werkzeug's threaded server; fine for a handful of annotators).
-
-    Holds the study's writer lock while it runs (``study import`` and a second server are
-    refused). Ctrl-C raises KeyboardInterrupt once the server is closed.
-    """
+    """Run the app (werkzeug's threaded server) under the study's writer lock until Ctrl-C, then raise
+    KeyboardInterrupt once the server is closed."""
     from werkzeug.serving import make_server
 
     from ..errors import ProbegenError

@@ -1,23 +1,10 @@
 """Reading a study directory and storing answers as they are given.
 
-Answers are appended to ``answers/<annotator>.jsonl``, one JSON object a line, flushed and
-fsynced before the caller (the web server, the CSV import) reports success: an answer that was
-acknowledged survives a crash or a ``kill -9``. A line torn by a crash mid-write was never
-acknowledged; it is ignored on reading and cut off before the next append.
-
-An annotator's first answer to an item is final: the same answer again is accepted as a no-op
-(a client retrying after a lost response), a different one is refused. On disk the rule is the
-same: the first record for an item in ``answers/<annotator>.jsonl`` is the answer (score, export
-and a restarted server all read it so), so a writer must never acknowledge a record that an
-earlier one in the file contradicts. Two things make that hold:
-
-- one writer per study: ``study serve`` (for its lifetime) and ``study import`` (while it runs)
-  hold an advisory lock on ``STUDY/.writer.lock`` (:func:`study_writer`); a second writer is
-  refused with one line naming the holder's pid. The OS drops the lock when its process dies,
-  even by ``kill -9``;
-- the store re-reads an annotator's file whenever it grew behind its back (:class:`AnswerLog`),
-  so answers of a writer that ignored the lock count before the next one is acknowledged (only
-  the lock rules out two writers checking at the same instant).
+Answers are appended to ``answers/<annotator>.jsonl`` and fsynced before the caller reports success,
+so an acknowledged answer survives a crash; a line torn mid-write was never acknowledged and is
+ignored, then cut off before the next append. An annotator's first answer to an item is final (the
+same again is a no-op, a different one refused), on disk too: one writer per study holds
+:func:`study_writer`'s lock, and :class:`AnswerLog` re-reads a file that grew behind its back.
 """
 
 from __future__ import annotations
@@ -116,13 +103,9 @@ def load_study(path: str | Path) -> Study:
     return Study(root, manifest, items, annotators)
 
 
-# ---- answers ---------------------------------------------------------------------------------------
 def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, require_guess: bool) -> tuple[Any, Any]:
-    """Validate an answer (and guess) for ``view``; returns them normalised or raises AnswerError (400).
-
-    Multiple choice: an index into the choices (or its letter). Alignment: for every row, the
-    index of the definition paired with it, each definition used once. Context items carry the
-    annotator's guess of the hidden word: one string, or one per row of a group.
+    """Validate an answer (and, for context items, the guess of each hidden word) for ``view``; returns
+    them normalised or raises AnswerError (400).
 
     >>> v = {"kind": "mc", "prompt": "p", "choices": ["a", "b", "c"]}
     >>> check_answer(v, "full", "B", None, False)
@@ -154,12 +137,8 @@ def check_answer(view: dict[str, Any], condition: str, answer: Any, guess: Any, 
 
 def read_answers(path: Path) -> list[dict[str, Any]]:
     """Answer records of one file; a torn last line (a crash mid-append, never acknowledged) is ignored."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1  # everything after the last newline was never acknowledged
     rows = []
-    for i, line in enumerate(data[:end].decode("utf-8").splitlines(), 1):
+    for i, line in enumerate(_whole_lines(path).decode("utf-8").splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
@@ -177,12 +156,8 @@ def first_answers(study: Study, annotator: str) -> dict[str, dict[str, Any]]:
 
 
 class AnswerLog:
-    """Append-only, fsynced answer files of every annotator, with what was answered kept in memory.
-
-    Thread-safe: the web server calls :meth:`submit` from several request threads. The memory is
-    a cache of the files: before each answer the annotator's file size is checked, and a file
-    that grew behind this log's back (another writer) is read again, so its answers count.
-    """
+    """Append-only, fsynced answer files of every annotator, what was answered kept in memory (a cache
+    of the files: one that grew behind this log's back is read again). Thread-safe."""
 
     def __init__(self, study: Study) -> None:
         self.study = study
@@ -201,11 +176,8 @@ class AnswerLog:
 
     def submit(self, annotator: str, uid: str, answer: Any, guess: Any = None, *, require_guess: bool = True,
                extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
-        """Check and durably store one answer; returns (record, stored). ``stored`` is False for a repeat.
-
-        Raises AnswerError: 403 for an item not assigned to ``annotator``, 400 for a malformed
-        answer, 409 for a different answer to an item already answered (here or by another writer).
-        """
+        """Check and durably store one answer; (record, stored: False for a repeat). AnswerError: 403 for
+        an item not assigned to ``annotator``, 400 for a malformed answer, 409 for a changed answer."""
         a = self.study.annotators.get(annotator)
         if a is None:
             raise AnswerError(f"unknown annotator {annotator!r}", 403)
@@ -232,11 +204,8 @@ class AnswerLog:
 
 @contextmanager
 def study_writer(study: Study, role: str) -> Iterator[None]:
-    """Hold the study's writer lock for the block; ``role`` ("served", "imported") names the holder.
-
-    An advisory ``fcntl.flock`` on ``STUDY/.writer.lock``, which also records the holder's role
-    and pid for the refusal message. Raises ProbegenError at once if another process holds it.
-    """
+    """Hold the study's writer lock (an advisory ``flock`` recording ``role`` and pid) for the block;
+    ProbegenError at once if another process holds it."""
     import fcntl
 
     path = study.root / WRITER_LOCK
@@ -279,12 +248,14 @@ def append_fsync(path: Path, line: str) -> None:
 
 def _cut_torn_tail(path: Path) -> None:
     """Drop a partial last line left by a crash mid-append, so the next record starts on its own line."""
-    if not path.exists():
-        return
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end != len(data):
+    if path.exists() and (end := len(_whole_lines(path))) != path.stat().st_size:
         with open(path, "r+b") as fh:
             fh.truncate(end)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def _whole_lines(path: Path) -> bytes:
+    """The file's bytes up to its last newline (b"" for no file): what was written whole."""
+    data = path.read_bytes() if path.exists() else b""
+    return data[: data.rfind(b"\n") + 1]

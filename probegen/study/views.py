@@ -1,34 +1,14 @@
 """What an annotator sees of one probe item in one condition, and the gold kept apart from it.
 
-Conditions follow the bias paper's human study (Liu, McCarthy & Korhonen):
+Conditions follow the bias paper's human study (Liu, McCarthy & Korhonen): ``full`` (the item as
+models get it), ``context`` (the target hidden; annotators first guess it) and ``word`` (the target
+word alone). People see a blank (:data:`MASK`) where models see the made-up word.
 
-- ``full``: the item as models get it (CoDA21: the true word in each context);
-- ``context``: the target hidden by its span (annotators first guess the hidden word);
-- ``word``: the target word alone, no sentence (annotators think of its most representative
-  meaning).
-
-The ablated texts come from the same library pieces the bias diagnostics score: WordNetQA
-stems from ``templates/questions/<language>.yaml`` through :mod:`probegen.wordnetqa.render` (``fill_stem``
-with the sentence hidden by :meth:`Context.replaced`, ``word_stem``), CoDA21 contexts cut at the
-target's character span (never by string search). Only the stand-in differs: people see a blank
-(:data:`MASK`) where models see the made-up word.
-
-A view is a plain dict (JSON for the page and the CSV export); it never names a synset or the
-answer. The kinds build their views and golds (:meth:`probegen.tasks.Studyable.study_view`,
-``study_gold``: WordNetQA's in :mod:`probegen.wordnetqa.study`, CoDA21's in :mod:`probegen.coda21.study`,
-a plugin's in its own package); this module keeps only what is common to every kind: the conditions,
-the guidelines and the page layouts. Multiple choice: ``{"kind": "mc", "prompt", "choices", "marks"}``, ``marks`` the
-character spans of the target word in the prompt (the page highlights them; none where the
-prompt has no target word, e.g. a synonymy question, or where it is hidden). A CoDA21 group:
-``{"kind": "align", "rows": [[left, target, right], ...], "definitions": [...]}`` where
-``target`` is the word (full, word) or the blank (context) and the definitions are in a seeded
-order that does not follow the rows.
-
-A view's ``kind`` names its page *layout*, not a dataset kind: ``mc`` (one question, pick a choice)
-or ``align`` (rows, each paired with a different definition); any kind can show its units in either.
-What differs between the two (the prompt as text, the options, the answer's form and checks, the
-guesses, the keyboard note) is :class:`Layout`'s, found by :func:`layout_of`: the study's
-readers (storage, CSV, server, page) ask the layout instead of comparing names.
+A view is a plain dict that never names a synset or the answer; the kinds build views and golds
+(:meth:`probegen.tasks.Studyable.study_view`, ``study_gold``). A view's ``kind`` names its page
+layout (:class:`Layout`, found by :func:`layout_of`), not a dataset kind: ``mc``
+(``{"kind": "mc", "prompt", "choices", "marks"}``, ``marks`` the spans the page highlights) or
+``align`` (``{"kind": "align", "rows": [[left, target, right], ...], "definitions": [...]}``).
 """
 
 from __future__ import annotations
@@ -70,13 +50,10 @@ ALIGN_NOTE = (
 
 
 class Layout:
-    """What one page layout of a view is: how its prompt reads as text, its options, the form of an
-    answer (:meth:`check`, :meth:`format_answer`, :meth:`parse_answer`) and of the guesses of
-    hidden words, and the guideline notes it adds."""
+    """One page layout of a view: its prompt as text, its options, the form of an answer and of the
+    guesses of hidden words, and the guideline notes it adds (``row_note``: how rows are paired)."""
 
-    #: the guideline's note on the keys
     keys_note: str = ""
-    #: how the rows are paired (None: a layout without rows)
     row_note: str | None = None
 
     def prompt_text(self, view: dict[str, Any]) -> str:
@@ -113,8 +90,7 @@ class Layout:
 
 
 class Choices(Layout):
-    """One question with choices (``{"kind": "mc", "prompt", "choices", "marks"}``): the answer is one
-    choice (its index, or its letter), a guess one word."""
+    """One question with choices: the answer is one choice (its index, or its letter), a guess one word."""
 
     keys_note = "Keys: 1-5 or a-e pick an answer, Enter submits."
 
@@ -152,8 +128,8 @@ class Choices(Layout):
 
 
 class Matching(Layout):
-    """Rows to pair with definitions (``{"kind": "align", "rows", "definitions"}``): the answer is, per
-    row, the index of a different definition; a guess one word per row."""
+    """Rows to pair with definitions: the answer is, per row, a different definition's index; a guess
+    one word per row."""
 
     keys_note = "Keys: 1-9 (0 = 10) select a row, a-j pair it with a definition, Enter submits."
     row_note = ALIGN_NOTE
@@ -194,7 +170,6 @@ class Matching(Layout):
         return out
 
 
-#: a view's ``kind`` -> its layout (the one place that names them)
 LAYOUTS: dict[str, Layout] = {"mc": Choices(), "align": Matching()}
 
 
@@ -214,8 +189,8 @@ def layout_of(view: dict[str, Any]) -> Layout:
 
 
 def guide_key(condition: str, view: dict[str, Any]) -> str:
-    """Which guideline fits ``view`` in ``condition``: ``full-plain`` for a full question whose
-    prompt has no target word to highlight (no ``marks``), else the condition.
+    """Which guideline fits ``view`` in ``condition``: ``full-plain`` for a full question with no target
+    word to highlight, else the condition.
 
     >>> guide_key("full", {"kind": "mc", "prompt": "Which words mean x?", "choices": [], "marks": []})
     'full-plain'
@@ -229,7 +204,7 @@ def guide_key(condition: str, view: dict[str, Any]) -> str:
 
 
 def instructions(condition: str, view: dict[str, Any]) -> str:
-    """The guideline shown above ``view`` in ``condition``: what to do, in the words of what the page shows.
+    """The guideline shown above ``view`` in ``condition``.
 
     >>> instructions("word", {"kind": "mc", "prompt": "The word dog means:", "choices": [], "marks": [[9, 12]]})[:33]
     'Only the highlighted word is show'

@@ -1,13 +1,5 @@
-"""What the ``probegen view`` page adds to the runs' items (issue 36):
-
-- :func:`side_pairs`: every two sides of the compare tab (run x dataset x condition) on the same
-  dataset, compared on the decisions both made: accuracy difference with a paired cluster-bootstrap CI
-  (an item's decisions, a CoDA21 group's rows, resampled whole), exact McNemar p, Holm's correction
-  over every pair of the page (:mod:`probegen.itemstats.paired`);
-- :func:`item_stats`: a ``probegen items`` folder's ``items.csv`` (per item p-value, item-rest r, IRT
-  difficulty and discrimination with intervals, outfit, flags), keyed by the page's item ids (a CoDA21
-  row ``<group>#<row>`` belongs to its group).
-"""
+"""What the ``probegen view`` page adds to the runs' items: :func:`side_pairs` (the compare tab's paired
+tests) and :func:`item_stats` (a ``probegen items`` table keyed by the page's item ids)."""
 
 from __future__ import annotations
 
@@ -49,7 +41,8 @@ def _comparable(a: str, b: str, many: bool) -> bool:
 
 
 def side_pairs(model: dict[str, Any], n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> list[dict[str, Any]]:
-    """Every pair of sides on the same dataset (see the module's doc), Holm-corrected together.
+    """Every two sides (run x dataset x condition) on the same dataset, compared on the decisions both
+    made: accuracy difference with a paired cluster-bootstrap CI, exact McNemar p, Holm over every pair.
 
     >>> m = {"runs": [{"sets": [{"name": "d", "conditions": ["full"]}]}] * 2,
     ...      "items": [{"run": r, "set": "d", "id": f"q{i}", "conds": {"full": {"ok": [int(r == 0 or i < 2)]}}}

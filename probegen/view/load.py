@@ -14,21 +14,14 @@ The model (what the page's script reads)::
                 "p_mcnemar", "p_holm", "significant"}],
      "itemstats": {"path", "rows": [...]}  (``probegen view --items DIR``: :func:`.analysis.item_stats`)}
 
-Per condition an item carries the queries as the model saw them (``q``: the target hidden by the
-made-up word where the condition hides it), the candidates (``c``: one list shared by every row,
-or ``cr``: one list per row), the score matrix (``s``, rows x candidates), the decision per row
-(``p``) and the gold (``g``), ``ok`` (per decision: right or not), ``m`` (the margin of the
-decision: the chosen candidate's score minus the best other one's, mean over rows), ``tie`` (rows
-whose best score is shared, decided by probegen's seeded tie-break), and for the generative
-method ``gen`` (answers per option order) and ``x`` (the exchanges: prompt, raw answers, parse
-errors, option order). Trained probes (WiC, WSD) give ``ok`` per seed only.
+Per condition an item carries the queries as the model saw them (``q``), the candidates (``c``, or
+``cr`` one list per row), scores (``s``, rows x candidates), decisions (``p``), gold (``g``), ``ok`` per
+decision, ``m`` (the mean margin of the decision), ``tie`` (rows decided by the seeded tie-break) and for
+the generative method ``gen`` and ``x`` (the exchanges). Trained probes give ``ok`` per seed only.
 
-Every file is checked as it is read: a malformed row is one ``ProbegenError`` naming ``FILE:LINE``,
-a rows file holding another number of rows than results.json counts (an incomplete run) one naming
-the file and both counts, and a dataset that is not a regular file or folder (a FIFO, a device) one
-naming it, unread. A run's marker (``.probegen-output.json``) is verified first, as every probegen
-loader does. A run's ``method`` and ``settings`` are what its results.json records (:func:`run_method`):
-a letter or generate run never shows a likelihood scorer's settings.
+Every file is checked as it is read (one ``ProbegenError`` naming ``FILE:LINE``, or a rows file and both
+counts for an incomplete run); a run's marker is verified first. A run's ``method`` and ``settings`` are
+what its results.json records (:func:`run_method`).
 """
 
 from __future__ import annotations
@@ -40,11 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .. import methods
 from ..errors import ProbegenError
 from ..io import NotAFile, check_regular, iter_jsonl, parse_json, read_text, recover, verify_output
 
 VERSION = 1
-#: the order in which a bias run's conditions are shown where its results give none
+#: (run info, items, plane points) of one run
+RunParts = tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]
+#: a bias run's conditions in the order shown where its results give none
 _ORDER = ("full", "context", "word", "definition", "choice", "label")
 #: settings shown for every method, where the run records them
 _SETTINGS = ("matching", "split")
@@ -54,7 +50,8 @@ _MC_META = ("probe", "hops", "distractor_type", "distractor_hops", "split", "syn
 
 
 def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """The page's model of the runs at ``paths`` (each a ``probegen eval`` or ``probegen bias`` folder)."""
+    """The page's model of the runs at ``paths`` (each a ``probegen eval`` or ``probegen bias`` folder; ``log``
+    is taken for the command line and gets nothing: every problem is an error)."""
     model: dict[str, Any] = {"version": VERSION, "runs": [], "items": [], "plane": []}
     seen: set[str] = set()
     for i, p in enumerate(paths):
@@ -64,7 +61,7 @@ def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _
         if key in seen:
             raise ProbegenError(f"{run}: named twice")
         seen.add(key)
-        info, items, plane = load_run(run, i, log)
+        info, items, plane = load_run(run, i)
         model["runs"].append(info)
         model["items"].extend(items)
         model["plane"].extend(plane)
@@ -79,8 +76,6 @@ def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _
 
 def _label_runs(runs: list[dict[str, Any]]) -> None:
     """Short distinct labels: the model, then the folder name where two runs share a model."""
-    from .. import methods
-
     base = [f"{r['model']}" + (f" ({r['method']})" if r.get("method") and not methods.recorded(r["method"]).default
                                else "") for r in runs]
     for r, b in zip(runs, base):
@@ -98,11 +93,9 @@ def _check_not_a_loop(run: Path) -> None:
         pass
 
 
-# ---- one run -------------------------------------------------------------------------------------
-def load_run(run: Path, index: int,
-             log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def load_run(run: Path, index: int) -> RunParts:
     """(run info, items, plane points) of the run folder ``run``."""
-    recover(run)  # an interrupted write of the run is finished first
+    recover(run)
     if not run.exists():
         raise ProbegenError(f"run {run} does not exist")
     if not run.is_dir():
@@ -116,52 +109,40 @@ def load_run(run: Path, index: int,
     if not isinstance(results, dict):
         raise ProbegenError(f"{res_file}: not a JSON object")
     if isinstance(results.get("datasets"), list):
-        return _bias_run(run, index, results, log)
-    # eval of a trained probe (WiC, WSD)
+        return _bias_run(run, index, results)
     if isinstance(results.get("dataset"), str) and isinstance(results.get("kind"), str):
         results = {**results, "dataset": {"path": results["dataset"], "kind": results["kind"]},
-                   "eval": {"mode": "full"}, "method": "trained"}
+                   "eval": {"mode": "full"}, "method": methods.trained_method().name}
     if isinstance(results.get("dataset"), dict):
-        return _eval_run(run, index, results, log)
+        return _eval_run(run, index, results)
     raise ProbegenError(f"{res_file}: neither an eval run (no 'dataset' object) nor a bias run (no 'datasets' list)")
 
 
 def run_method(results: dict[str, Any]) -> str:
-    """The method of a run (a registered :mod:`probegen.methods` name) from what its results.json records: the
-    ``method`` of its scorer or ``eval`` block (``generate``, ``letter``: eval and bias runs), a
-    trained probe's own ``method`` text (``trained``), else the generative block's method (runs
-    written before the method was recorded), else ``score``.
+    """The method of a run (a registered name) from what its results.json records: its scorer's or ``eval``
+    block's ``method``, a trained probe's own ``method`` text, else its generative block's, else the default.
 
     >>> run_method({"scorer": {"kind": "letter", "method": "letter"}}), run_method({"scorer": {"kind": "causal"}})
     ('letter', 'score')
     >>> run_method({"method": "frozen encoder + LogisticRegression"}), run_method({"generation": {"asks": 3}})
     ('trained', 'generate')
     """
-    from .. import methods
-
-    blocks = [results.get(k) for k in ("scorer", "eval")]
-    for b in blocks:
+    for b in (results.get("scorer"), results.get("eval")):
         if isinstance(b, dict) and methods.is_method(b.get("method")):
             return str(b["method"])
     top = results.get("method")
     if isinstance(top, str):  # a trained probe records its own words ("frozen encoder + ...")
-        return top if methods.is_method(top) else next(m.name for m in methods.all_methods() if m.trains)
+        return top if methods.is_method(top) else methods.trained_method().name
     per_set = [e.get("generation") for e in results.get("datasets") or [] if isinstance(e, dict)]
     gens = [results.get("generation")] + [g for b in per_set if isinstance(b, dict) for g in b.values()]
-    for g in gens:
-        if isinstance(g, dict) and g:
-            return methods.recorded(g.get("method"), "generate").name
-    return methods.recorded(None).name
+    g = next((g for g in gens if isinstance(g, dict) and g), None)
+    return (methods.generation_method(g) if g else methods.default()).name
 
 
 def _settings(results: dict[str, Any], method: str) -> dict[str, Any]:
-    """The settings the run was made with, as results.json records them: a likelihood scorer's
-    (reduction, length normalisation, pattern) for the ``score`` method only, never as if they
-    applied to a chat model that was asked; the option orders of one that was."""
+    """The settings the run was made with, as results.json records them, those that applied to ``method``."""
     ev: dict[str, Any] = results["eval"] if isinstance(results.get("eval"), dict) else {}
     scorer: dict[str, Any] = results["scorer"] if isinstance(results.get("scorer"), dict) else {}
-    from .. import methods
-
     m = methods.recorded(method)
     keys = _SETTINGS + m.shown_settings(ev, scorer)
     out = {k: ev[k] for k in keys if isinstance(ev.get(k), (str, int, float)) and not isinstance(ev.get(k), bool)}
@@ -172,14 +153,11 @@ def _settings(results: dict[str, Any], method: str) -> dict[str, Any]:
 
 
 def missing_method(results: dict[str, Any]) -> str | None:
-    """The method a run's ``eval`` block records that no installed package provides (a plugin method
-    opened where the plugin is not installed), else None: such a run is not shown as the default method.
+    """The method a run's ``eval`` block records that no installed package provides, else None.
 
     >>> missing_method({"eval": {"method": "yesno"}}), missing_method({"eval": {"method": "letter"}})
     ('yesno', None)
     """
-    from .. import methods
-
     ev = results.get("eval")
     name = ev.get("method") if isinstance(ev, dict) else None
     return name if isinstance(name, str) and not methods.is_method(name) else None
@@ -188,8 +166,6 @@ def missing_method(results: dict[str, Any]) -> str | None:
 def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
     missing = missing_method(results)
     if missing is not None:
-        from .. import methods
-
         raise ProbegenError(f"{run / 'results.json'}: the run was made with --method {missing}, which no installed "
                             f"package provides (entry-point group {methods.ENTRY_POINT_GROUP}; installed: "
                             f"{', '.join(m.name for m in methods.all_methods())}): install the plugin that defines it "
@@ -204,15 +180,12 @@ def _info(run: Path, results: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def _asked(method: str, command: str) -> dict[str, Any]:
-    """What the page needs to know of the run's method (:mod:`probegen.methods`): whether its rows are
-    already a distribution over the options, what a row's confidence is, and the ``--method`` to show
-    ("" for the default method).
+    """What the page needs of the run's method: whether its rows are a distribution over the options,
+    what a row's confidence is, and the ``--method`` to show ("" for the default method).
 
     >>> _asked("letter", "bias")["flag"], _asked("score", "eval")["flag"], _asked("trained", "eval")["flag"]
     ('letter', '', 'trained')
     """
-    from .. import methods
-
     m = methods.recorded(method)
     return {"distribution": m.asks, "confidence": m.view_confidence,
             "flag": "" if m.default else (m.flag(command) or m.name)}
@@ -233,8 +206,7 @@ def _check_rows(path: Path, got: int, want: int | None, res_file: Path) -> None:
                             "(interrupted, or its files were changed); run it again")
 
 
-def _eval_run(run: Path, index: int, results: dict[str, Any],
-              log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def _eval_run(run: Path, index: int, results: dict[str, Any]) -> RunParts:
     info = _info(run, results, "eval")
     ds = results["dataset"]
     kind = str(ds.get("kind", "?"))
@@ -282,8 +254,7 @@ def _adaptive_notes(block: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _bias_run(run: Path, index: int, results: dict[str, Any],
-              log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def _bias_run(run: Path, index: int, results: dict[str, Any]) -> RunParts:
     info = _info(run, results, "bias")
     items: list[dict[str, Any]] = []
     plane: list[dict[str, Any]] = []
@@ -300,10 +271,8 @@ def _bias_run(run: Path, index: int, results: dict[str, Any],
         want = _expected_rows(e.get("n_test"), whole.get("n_items"))
         if "correct" in files:  # --method trained: right or wrong per seed and condition, one file
             conds, order = _per_seed(_inside(run, files["correct"])), []
-            for c in conds.values():
-                _check_rows(_inside(run, files["correct"]), len(c), want, run / "results.json")
-            if not conds:
-                _check_rows(_inside(run, files["correct"]), 0, want, run / "results.json")
+            for n in [len(c) for c in conds.values()] or [0]:
+                _check_rows(_inside(run, files["correct"]), n, want, run / "results.json")
         for c in order:
             f = _inside(run, files[c])
             if f.is_file() and f.suffix == ".jsonl":
@@ -344,8 +313,7 @@ def _bias_run(run: Path, index: int, results: dict[str, Any],
 
 
 def _per_seed(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """{condition: {id: entry}} of a trained bias run's ``correct.jsonl`` (per row: per condition,
-    right or wrong per seed)."""
+    """{condition: {id: entry}} of a trained bias run's ``correct.jsonl`` (right or wrong per seed)."""
     conds: dict[str, dict[str, dict[str, Any]]] = {}
     for line, row in iter_jsonl(path):
         where = f"{path}:{line}"
@@ -370,12 +338,10 @@ def _inside(run: Path, name: Any) -> Path:
     return run / name
 
 
-# ---- rows ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RowShape:
-    """What the page and the readers need to know of one per-unit row layout (``group``: rows against
-    columns, CoDA21; ``options``: one query against its choices; ``seeds``: a trained probe's right or wrong
-    per seed): asked, never compared by name (the pages' ``LAYOUTS`` table is the JavaScript side)."""
+    """One per-unit row layout (``group``: rows against columns; ``options``: one query against its
+    choices; ``seeds``: a trained probe's right or wrong per seed), asked instead of compared by name."""
 
     name: str
     #: the row carries scores (a margin, ties); a trained probe's has none
@@ -416,8 +382,7 @@ def _read_rows(path: Path, kind: str) -> Iterable[tuple[str, dict[str, Any]]]:
 
 
 def _one(v: Any) -> Any:
-    """A one-row unit's pred or gold as a list: the row layout's ``[i]``, or a bare ``i`` (runs written
-    before the one row layout)."""
+    """A one-row unit's pred or gold as a list (older runs wrote a bare ``i``)."""
     return v if isinstance(v, list) else [v]
 
 
@@ -521,7 +486,6 @@ def _share_candidates(conds: dict[str, dict[str, Any]]) -> None:
             prev = c
 
 
-# ---- what the model saw ----------------------------------------------------------------------------
 def _add_seen(path: Path, conds: dict[str, dict[str, dict[str, Any]]]) -> None:
     """Queries and candidates of each (condition, unit) from a bias run's ``ablations.jsonl``."""
     for line, row in iter_jsonl(path):
@@ -561,8 +525,8 @@ def _set_texts(e: dict[str, Any], q: list[str], cands: Any, where: str) -> None:
 
 def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond: str, ev: dict[str, Any],
                scorer_kind: str | None, method: str) -> str | None:
-    """Queries and candidates of an eval run, rebuilt from its dataset with the run's settings (the
-    very units :meth:`probegen.tasks.Task.units` gave the scorer). A note if that is not possible."""
+    """Queries and candidates of an eval run, rebuilt from its dataset with the run's settings (the units
+    the scorer got); a note if that is not possible."""
     if not entries:
         return None
     # a trained probe: the items' texts, as a prompt shows them
@@ -580,8 +544,6 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
                             pattern=str(ev.get("pattern") or Settings.pattern),
                             matching=str(ev.get("matching") or "alignment"), split=ev.get("split"),
                             seed=int(ev.get("seed") or 0))
-        from .. import methods
-
         style = "generate" if seeds else methods.recorded(method).style(scorer_kind)
         units = task.units(data, cond, settings, style)
     except NotAFile:  # a FIFO or a device inside the dataset: refused unread, as at the top
@@ -651,7 +613,6 @@ def _exchange(row: Any, where: str) -> dict[str, Any]:
     return ex
 
 
-# ---- small helpers --------------------------------------------------------------------------------
 def _set_name(path: Any) -> str:
     p = Path(str(path or "dataset"))
     return p.stem if p.suffix in (".jsonl", ".json") else p.name

@@ -1,10 +1,5 @@
-"""The ``probegen view`` page: one self-contained HTML file (script, style and data inline).
-
-Safety: the data is embedded as JSON in a ``<script type="application/json">`` block with ``<``,
-``>`` and ``&`` written as ``\\u003c`` etc., so no text from a run (a definition holding
-``</script>``) can end the block; the script puts every text on the page with ``textContent``.
-A strict Content-Security-Policy allows exactly the page's own inline script and style (by their
-sha256) and ``data:`` images, nothing else: the page makes no request.
+"""The ``probegen view`` page: one self-contained HTML file. The data is embedded as JSON that no text
+from a run can end; a strict Content-Security-Policy allows only the page's own script and style.
 
 >>> html = page_html({"version": 1, "runs": [], "items": [], "plane": []})
 >>> "default-src 'none'" in html and "connect-src" not in html
@@ -27,8 +22,7 @@ STATIC = Path(__file__).with_name("static")
 
 
 def embed_json(model: Any) -> str:
-    """``model`` as JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&`` left); strict, as
-    every JSON probegen writes (a value that is not finite is null with the reason beside it)."""
+    """``model`` as strict JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&`` left)."""
     from ..io import finite_json
 
     text = json.dumps(finite_json(model), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -125,8 +119,7 @@ def page_html(model: dict[str, Any] | None, served: bool = False, title: str | N
 
 
 def write_page(model: dict[str, Any], out: str | Path) -> Path:
-    """Write the page to ``out`` by probegen's single-file rule: an existing file there is replaced
-    only if probegen wrote it (its record beside it matches); nothing half-written is left."""
+    """Write the page to ``out`` whole, replacing only a file probegen wrote."""
     from ..io import atomic_output_file
 
     out = Path(out)

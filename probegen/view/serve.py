@@ -1,10 +1,5 @@
-"""``probegen view --serve``: the same page on 127.0.0.1, its data fetched from ``/data.json``
-instead of inlined (for runs too big for one file). Standard library only (http.server).
-
-Two paths are served, ``/`` (the page) and ``/data.json`` (the runs); anything else is 404. The
-server binds loopback by default, logs no request lines, and stops within a second of Ctrl-C
-(:func:`serve` then raises KeyboardInterrupt, so the CLI exits 130 as ``study serve`` does).
-"""
+"""``probegen view --serve``: the same page on 127.0.0.1, its data fetched from ``/data.json`` instead
+of inlined (for runs too big for one file); anything else is 404, and no request line is logged."""
 
 from __future__ import annotations
 

@@ -31,7 +31,6 @@ ARCHIVE_SHA256 = {
     "semcor-3.0.tar.xz": "8a7b35b0ab07f54f927a742686091d9d9ffdde673ca855dc38b48372b8d760ce",
 }
 META_NAME = ".probegen-data.json"  # hash record kept inside a data folder (hidden: not hashed itself)
-SOURCES = ("option", "env", "cache", "shared", "nltk")
 _SEMCOR_PARTS = ("brown1", "brown2", "brownv")
 
 
@@ -42,7 +41,7 @@ class DataInfo:
     name: str  # "wordnet" | "semcor"
     version: str  # "3.0"
     path: Path  # folder holding data.noun (WordNet) or brown1/brown2/brownv (SemCor)
-    source: str  # one of SOURCES
+    source: str  # option, env, cache, shared or nltk
     sha256: str  # the archive's sha256 when unpacked from it, else a content hash
 
 
@@ -84,14 +83,9 @@ def _wordnet_problem(p: Path) -> str | None:
     return None
 
 
-def _wordnet31_problem(p: Path) -> str | None:
-    return _wordnet_version_problem(p, "3.1")
-
-
 def _complete_wordnet31(p: Path) -> None:
-    """Add WordNet 3.0's ``lexnames`` and ``*.exc`` files, which the 3.1 distribution lacks: the
-    lexicographer files are unchanged and the exception lists still hold, so nltk reads the
-    folder as WordNet 3.1 (see shared/data/README.md)."""
+    """Add WordNet 3.0's ``lexnames`` and ``*.exc`` files, which the 3.1 distribution lacks and which
+    still hold for it (see shared/data/README.md)."""
     base = locate_wordnet().path
     for f in ["lexnames", *sorted(x.name for x in base.glob("*.exc"))]:
         if not (p / f).exists():
@@ -115,7 +109,7 @@ WORDNET = _Kind(
 )
 WORDNET31 = _Kind(
     "wordnet", "WordNet 3.1", "PROBEGEN_WORDNET31", "--wordnet-source", "wordnet-3.1.tar.xz", "wordnet-3.1",
-    ("wordnet-3.1", "dict"), ("corpora/wordnet31",), _wordnet31_problem,
+    ("wordnet-3.1", "dict"), ("corpora/wordnet31",), lambda p: _wordnet_version_problem(p, "3.1"),
     "the folder holding WordNet 3.1's data.noun, index.sense, lexnames, ...", "3.1", _complete_wordnet31,
 )
 SEMCOR = _Kind(
@@ -154,11 +148,7 @@ def _data_files(root: Path) -> list[tuple[str, Path]]:
 
 def _fingerprint(files: list[tuple[str, Path]]) -> str:
     """Cheap stat-based digest telling whether a cached content hash is still valid."""
-    parts = []
-    for rel, full in files:
-        st = full.stat()
-        parts.append(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}")
-    return sha256_text("\n".join(parts))
+    return sha256_text("\n".join(f"{rel}\0{(st := full.stat()).st_size}\0{st.st_mtime_ns}" for rel, full in files))
 
 
 def content_sha256(root: Path) -> str:
@@ -308,20 +298,14 @@ def _locate(kind: _Kind, path: str | None) -> DataInfo:
 
 
 def locate_wordnet(path: str | None = None) -> DataInfo:
-    """Find WordNet 3.0: ``path`` (folder holding data.noun), $PROBEGEN_WORDNET, the cache,
-    the shared archive (unpacked into the cache once), then nltk's corpora/wordnet.
-
-    Raises DataNotFound with a one-line explanation when none is usable.
-    """
+    """Find WordNet 3.0: ``path`` (folder holding data.noun), $PROBEGEN_WORDNET, the cache, the shared
+    archive (unpacked into the cache once), then nltk's corpora/wordnet; else DataNotFound."""
     return _locate(WORDNET, path)
 
 
 def locate_wordnet31(path: str | None = None) -> DataInfo:
-    """Find WordNet 3.1: ``path``, $PROBEGEN_WORDNET31, the cache, then the shared archive
-    (unpacked into the cache once, with WordNet 3.0's ``lexnames`` and ``*.exc`` added).
-
-    Raises DataNotFound with a one-line explanation when none is usable.
-    """
+    """Find WordNet 3.1: ``path``, $PROBEGEN_WORDNET31, the cache, then the shared archive (unpacked into
+    the cache once, with WordNet 3.0's ``lexnames`` and ``*.exc`` added); else DataNotFound."""
     return _locate(WORDNET31, path)
 
 
@@ -347,11 +331,8 @@ def locate_wndb(path: str) -> DataInfo:
 
 
 def locate_semcor(path: str | None = None) -> DataInfo:
-    """Find SemCor 3.0 (SGML tagfiles): ``path`` (folder holding brown1/brown2/brownv),
-    $PROBEGEN_SEMCOR, the cache, the shared archive, then nltk folders with that layout.
-
-    Raises DataNotFound with a one-line explanation when none is usable.
-    """
+    """Find SemCor 3.0 (SGML tagfiles): ``path`` (folder holding brown1/brown2/brownv), $PROBEGEN_SEMCOR,
+    the cache, the shared archive, then nltk folders with that layout; else DataNotFound."""
     return _locate(SEMCOR, path)
 
 
@@ -362,11 +343,8 @@ def _reader_class() -> type[Any]:
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     class WordNet30Reader(WordNetCorpusReader):  # type: ignore[misc]  # nltk has no type hints
-        """nltk's reader, minus the WordNet-version mapping built at construction.
-
-        nltk builds that map (for OMW) by loading nltk_data's 'wordnet', which need not be
-        installed; our data *is* WordNet 3.0 and no OMW reader is attached, so nothing maps.
-        """
+        """nltk's reader without the WordNet-version map (for OMW) it builds at construction by loading
+        nltk_data's 'wordnet', which need not be installed; no OMW reader is attached, so nothing maps."""
 
         def map_wn(self, version: str = "wordnet") -> None:
             return None
@@ -387,10 +365,7 @@ def _load_reader(root: str) -> Any:
 
 
 def load_wordnet(path: str | None = None) -> Any:
-    """An nltk ``WordNetCorpusReader`` on the located WordNet 3.0 (no nltk download needed).
-
-    Memoised per located folder, so every caller shares one reader.
-    """
+    """An nltk ``WordNetCorpusReader`` on the located WordNet 3.0, memoised per folder (no nltk download)."""
     return _load_reader(str(locate_wordnet(path).path))
 
 
@@ -408,16 +383,9 @@ def synset_counts(wn: Any) -> dict[str, int]:
     return {"noun": len(offsets["n"]), "verb": len(offsets["v"]), "adj": len(offsets["a"]), "adv": len(offsets["r"])}
 
 
-def _row(info: DataInfo) -> dict[str, Any]:
-    return {"name": info.name, "version": info.version, "source": info.source, "path": str(info.path),
-            "sha256": info.sha256, "error": None}
-
-
 def data_report(wordnet: str | None = None, semcor: str | None = None) -> list[dict[str, Any]]:
-    """One row per resource for ``probegen data``: name, version, source, path, sha256, error;
-    WordNet's row adds ``synsets`` (per pos). A resource that cannot be located gives a row
-    whose fields are None and whose ``error`` holds the one-line reason.
-    """
+    """One row per resource for ``probegen data``: name, version, source, path, sha256, error (the reason
+    it cannot be located; the other fields are then None), and WordNet's ``synsets`` or SemCor's ``files``."""
     rows = []
     for kind, path in ((WORDNET, wordnet), (SEMCOR, semcor)):
         try:
@@ -426,7 +394,8 @@ def data_report(wordnet: str | None = None, semcor: str | None = None) -> list[d
             rows.append({"name": kind.name, "version": None, "source": None, "path": None, "sha256": None,
                          "error": str(e)})
             continue
-        row = _row(info)
+        row: dict[str, Any] = {"name": info.name, "version": info.version, "source": info.source,
+                               "path": str(info.path), "sha256": info.sha256, "error": None}
         if kind is WORDNET:
             row["synsets"] = synset_counts(load_wordnet(str(info.path)))
         else:

@@ -1,30 +1,16 @@
-"""WN-LMF wordnets (Open English WordNet, Open Multilingual Wordnet lexicons, any WN-LMF file)
-read through the ``wn`` package.
+"""WN-LMF wordnets (Open English WordNet, OMW lexicons, any WN-LMF file) read through ``wn``.
 
 ``open_lmf("wn:oewn:2024")`` opens a lexicon already in the user's ``wn`` database (never
-downloading anything); ``open_lmf("some-wordnet.xml")`` (or ``.xml.gz``) adds the file once to a
-private ``wn`` database in probegen's cache, keyed by the file's sha256, so the user's own ``wn``
-data is never touched and a second open is fast.
+downloading); ``open_lmf("x.xml")`` (or ``.xml.gz``) adds the file once to a private ``wn`` database
+in probegen's cache, keyed by its sha256, so the user's ``wn`` data is never touched.
 
-What the graph gets from a WN-LMF lexicon:
-
-- node names are the synset ids; ``pos`` ``s`` (satellite) becomes ``a``; lemmas use ``_`` for
-  spaces, in the synset's member order; the first definition; the synset's examples; ``lexname``
-  from ``lexfile``; ``offset`` is the synset's position in the lexicon; ``ili`` as given.
-- synset relations become :data:`~probegen.lexicon.RELATIONS` pointers (``mero_part`` ->
-  ``part_meronym``, ``entails`` -> ``entailment``, ...). ``similar`` joins adjectives
-  (``similar_to``) or, between verbs, is Open English WordNet's verb group (``verb_group``).
-  A ``hyponym`` / ``instance_hyponym`` link is the same hierarchy edge as the ``hypernym`` it
-  mirrors, so a file that gives only one direction still yields the hierarchy; no other relation
-  gets an inverse the file does not state. Relation types probegen has no name for are ignored.
-- lemma antonymy comes from ``antonym`` sense relations.
-- a synset with no senses (no word in the lexicon's language) is left out, with the relations
-  that reach it: no probe could name it.
-
-Morphology (``base_forms``): English lexicons use ``wn``'s Morphy (suffix rules plus the
-lexicon's own irregular forms). Other languages have no rule-based lemmatizer here: a word maps to
-itself if it is a lemma and to the lemmas that list it as a ``<Form>`` (so a lexicon that lists
-its inflected forms gets them matched); any other inflection is not recognised.
+Node names are synset ids; ``s`` becomes ``a``; synset relations become
+:data:`~probegen.lexicon.RELATIONS` pointers (``similar``: ``similar_to`` for adjectives,
+``verb_group`` for verbs); a ``hyponym`` link also gives the ``hypernym`` it mirrors (no other
+inverse is made up); unknown relation types are ignored; antonymy comes from sense relations. A
+synset with no senses (no probe could name it) is left out with the relations that reach it.
+English lexicons use ``wn``'s Morphy; other languages map a word to itself and to the lemmas that
+list it as a ``<Form>``.
 """
 
 from __future__ import annotations
@@ -38,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping
 
 from ..errors import ProbegenError
-from ..io import sha256_file
+from ..io import sha256_file, sha256_text
 from ..paths import cache_dir, set_aside
 from .base import LexicalResource, SynsetRecord
 
@@ -69,13 +55,8 @@ _DB_FORMAT = 1
 
 @contextmanager
 def _data_dir(path: Path | None) -> Iterator[None]:
-    """Point ``wn`` at the database in ``path`` (None: leave the user's default) for the block.
-
-    A connection to a private database that ``wn`` opens in the block is closed at its end (``wn``
-    pools one per database file for the life of the process: every WN-LMF file opened would keep
-    its SQLite file open). ``wn`` reconnects on the next query, so a :class:`WnLexicon` still works
-    in a later block.
-    """
+    """Point ``wn`` at the database in ``path`` (None: the user's default) for the block, then close the
+    connection ``wn`` pooled to it (it would stay open for the life of the process; ``wn`` reconnects)."""
     from wn import _db, config
 
     if path is None:
@@ -101,8 +82,7 @@ def _close(db_dir: Path) -> None:
         conn.close()
 
 
-#: attributes ``wn`` requires of each WN-LMF element (its loader only asserts them, so a file that
-#: lacks one fails with a bare AssertionError naming nothing): checked first, by name and line
+#: attributes ``wn`` requires of each WN-LMF element (its loader only asserts them): checked first, with the line
 REQUIRED_ATTRS: dict[str, tuple[str, ...]] = {
     "Lexicon": ("id", "label", "language", "email", "license", "version"),
     "LexiconExtension": ("id", "label", "language", "email", "license", "version"),
@@ -134,11 +114,8 @@ def missing_attribute(name: str, attrs: dict[str, str]) -> str | None:
 
 
 def check_xml(path: Path) -> None:
-    """Refuse, with ``FILE:LINE``, a file that is not well-formed XML (wn's own message names no
-    line; a bad byte, a broken tag or a truncated file all end here) or whose WN-LMF elements lack
-    an attribute wn requires (or a ``<LexicalEntry>`` its ``<Lemma>``). Streams, so a large
-    wordnet is fine.
-    """
+    """Refuse, with ``FILE:LINE`` (wn's own message names no line), a file that is not well-formed XML or
+    whose WN-LMF elements lack an attribute wn requires (or a ``<LexicalEntry>`` its ``<Lemma>``)."""
     import gzip
     import zlib
     from xml.parsers import expat
@@ -176,11 +153,8 @@ def check_xml(path: Path) -> None:
 
 
 def _private_db(path: Path, sha256: str) -> Path:
-    """The folder of a private ``wn`` database holding the WN-LMF file ``path``, built on first use.
-
-    Built in a temporary folder and renamed into place, so concurrent processes never see a
-    half-built database (the loser of a race drops its copy).
-    """
+    """The folder of a private ``wn`` database holding the WN-LMF file ``path``, built on first use in a
+    temporary folder and renamed into place (the loser of a race drops its copy)."""
     import wn
 
     root = cache_dir() / "wn-lmf"
@@ -271,7 +245,7 @@ class WnLexicon(LexicalResource):
             self.version = lex.version
             self.language = lex.language
             # a database lexicon has no file to hash: its specifier and size identify it
-            self.sha256 = sha256 or _spec_hash(self.spec, len(self._wn.synsets()))
+            self.sha256 = sha256 or sha256_text(f"wn:{self.spec}:{len(self._wn.synsets())}")
 
     def describe(self) -> dict[str, str]:
         return {**super().describe(), "lexicon": self.spec}
@@ -309,10 +283,8 @@ class WnLexicon(LexicalResource):
                         pointers.add((name, t.id))
             senses = ss.senses()
             lemmas = tuple(lemma(s) for s in senses)
-            antonyms = set()
-            for s, lem in zip(senses, lemmas):
-                for a in s.get_related("antonym"):
-                    antonyms.add((lem, a.synset().id, lemma(a)))
+            antonyms = {(lem, a.synset().id, lemma(a))
+                        for s, lem in zip(senses, lemmas) for a in s.get_related("antonym")}
             raw.append((i, ss, pos, lemmas, pointers, antonyms))
         # a synset without senses has no word in this lexicon: nothing can name it in a probe
         kept = {ss.id for _, ss, _, lemmas, _, _ in raw if lemmas}
@@ -379,8 +351,3 @@ class WnLexicon(LexicalResource):
             return super().sense_key_index()
         return out
 
-
-def _spec_hash(spec: str, n: int) -> str:
-    import hashlib
-
-    return hashlib.sha256(f"wn:{spec}:{n}".encode()).hexdigest()

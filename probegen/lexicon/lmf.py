@@ -27,26 +27,14 @@ from ..errors import ProbegenError
 from ..io import sha256_file, sha256_text
 from ..paths import cache_dir, set_aside
 from .base import LexicalResource, SynsetRecord
+from .lmf_write import LMF_RELTYPES
 
 if TYPE_CHECKING:
     import wn
     from wn.morphy import Morphy
 
 #: WN-LMF synset relType -> probegen relation (``similar`` is resolved by part of speech)
-FROM_LMF: dict[str, str] = {
-    "hypernym": "hypernym",
-    "instance_hypernym": "instance_hypernym",
-    "mero_part": "part_meronym",
-    "mero_member": "member_meronym",
-    "mero_substance": "substance_meronym",
-    "holo_part": "part_holonym",
-    "holo_member": "member_holonym",
-    "holo_substance": "substance_holonym",
-    "entails": "entailment",
-    "causes": "cause",
-    "also": "also_see",
-    "attribute": "attribute",
-}
+FROM_LMF: dict[str, str] = {lmf: rel for rel, lmf in LMF_RELTYPES.items() if lmf != "similar"}
 #: the hierarchy seen from below: recorded as the hypernym pointer of the target
 _MIRRORED = {"hyponym": "hypernym", "instance_hyponym": "instance_hypernym"}
 #: bump when the private database layout changes, so old caches are rebuilt

@@ -1,17 +1,10 @@
-"""Write a probegen WordNet graph as a WN-LMF file that the ``wn`` package (and other WN-LMF tools) read.
+"""Write a probegen WordNet graph as a WN-LMF file that ``wn`` (and other WN-LMF tools) read.
 
-Everything the graph holds goes into the file: synsets (pos, definition, examples, lexfile, ILI),
-lemmas as lexical entries with one sense per synset membership (member order kept), hypernymy and
-instance hypernymy, every other relation of :data:`~probegen.lexicon.RELATIONS` as a synset
-relation, and lemma antonymy as sense relations. :func:`probegen.lexicon.lmf.open_lmf` reads it
-back into the same graph, with two differences by design: synset ids are :func:`synset_id` of the
-node names, and ``offset`` (a WNDB byte offset, which WN-LMF has no place for) becomes the synset's
-position in the file, which the writer keeps in graph order so every ordering is unchanged. Text is
-written with runs of whitespace collapsed, as WN-LMF readers (``wn``) read it anyway: in WordNet 3.0,
-51 synsets' definitions or examples hold a double or trailing space.
-
-WN-LMF has no verb-group relation: like Open English WordNet, verb groups are written as
-``similar`` between verbs (WordNet's ``similar_to`` joins adjectives only), and read back so.
+Everything the graph holds goes in; :func:`probegen.lexicon.lmf.open_lmf` reads back the same graph
+but for synset ids (:func:`synset_id`) and ``offset`` (WN-LMF has no place for a WNDB byte offset:
+it becomes the position in the file, kept in graph order). Runs of whitespace are collapsed, as
+``wn`` reads them anyway. Verb groups are written as ``similar`` between verbs, as Open English
+WordNet does (WN-LMF has no verb-group relation).
 """
 
 from __future__ import annotations
@@ -89,9 +82,8 @@ def write_lmf(graph: WordNetGraph, path: str | Path, lexicon_id: str, label: str
               version: str = "1.0", email: str = "", license: str = "") -> Path:
     """Write ``graph`` (a :class:`~probegen.wordnet_graph.WordNetGraph`) to ``path`` as one WN-LMF lexicon.
 
-    Ids: synsets :func:`synset_id`, entries ``<lexicon>-<lemma>-<pos>``, senses ``<synset id>-<k>``
-    (k-th member). Relation targets outside the graph are dropped (a warning says how many), so a
-    subgraph still gives a valid file. The output is byte-identical for the same graph and arguments.
+    Ids: synsets :func:`synset_id`, entries ``<lexicon>-<lemma>-<pos>``, senses ``<synset id>-<k>``. Relation
+    targets outside the graph are dropped with a warning. The output is byte-identical for the same input.
 
     >>> import os, tempfile
     >>> import networkx as nx
@@ -128,8 +120,7 @@ def write_lmf(graph: WordNetGraph, path: str | Path, lexicon_id: str, label: str
 
 
 def _antonyms(g: Any, sid: dict[str, str], name: str, lemma: str) -> tuple[list[dict[str, str]], int]:
-    """The antonym sense relations of ``lemma`` in synset ``name``, and how many were dropped
-    (their target outside the graph)."""
+    """The antonym sense relations of ``lemma`` in synset ``name``, and how many were dropped."""
     rels, dropped = [], 0
     for src, tgt, tlemma in g.nodes[name].get("antonyms", ()):
         if src != lemma:
@@ -144,8 +135,7 @@ def _antonyms(g: Any, sid: dict[str, str], name: str, lemma: str) -> tuple[list[
 
 def _add_senses(g: Any, name: str, sid: dict[str, str], lexicon_id: str,
                 entries: dict[tuple[str, str], dict[str, Any]]) -> tuple[list[str], int]:
-    """Add synset ``name``'s senses to their lexical ``entries`` (made on first use); returns the
-    sense ids (its members, in order) and how many antonym relations were dropped."""
+    """Add synset ``name``'s senses to their lexical ``entries``; the sense ids and the antonyms dropped."""
     d = g.nodes[name]
     senses, dropped = [], 0
     for k, lemma in enumerate(d["lemmas"], 1):
@@ -163,7 +153,7 @@ def _add_senses(g: Any, name: str, sid: dict[str, str], lexicon_id: str,
 
 
 def _synset_relations(graph: WordNetGraph, name: str, sid: dict[str, str]) -> tuple[list[dict[str, str]], int]:
-    """Synset ``name``'s relations as WN-LMF synset relations, and how many were dropped (target outside the graph)."""
+    """Synset ``name``'s relations as WN-LMF synset relations, and how many were dropped."""
     pointers = [("hypernym", p) for p in graph.parents(name)]
     pointers += [("instance_hypernym", p) for p in graph.related(name, "instance_hypernym")]
     pointers += [(rel, t) for rel, targets in graph.g.nodes[name].get("relations", {}).items() for t in targets]

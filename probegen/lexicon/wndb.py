@@ -6,30 +6,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterator, cast
 
-from .base import LexicalResource, SynsetRecord
-
-# nltk Synset method -> probegen relation name
-_NLTK_POINTERS = (
-    ("hypernyms", "hypernym"),
-    ("instance_hypernyms", "instance_hypernym"),
-    ("part_meronyms", "part_meronym"),
-    ("member_meronyms", "member_meronym"),
-    ("substance_meronyms", "substance_meronym"),
-    ("part_holonyms", "part_holonym"),
-    ("member_holonyms", "member_holonym"),
-    ("substance_holonyms", "substance_holonym"),
-    ("entailments", "entailment"),
-    ("causes", "cause"),
-    ("similar_tos", "similar_to"),
-    ("also_sees", "also_see"),
-    ("verb_groups", "verb_group"),
-    ("attributes", "attribute"),
-)
+from .base import RELATIONS, LexicalResource, SynsetRecord
 
 
 def record_from_nltk(s: Any) -> SynsetRecord:
     """A :class:`SynsetRecord` from an nltk ``Synset``."""
-    pointers = sorted({(rel, t.name()) for meth, rel in _NLTK_POINTERS for t in getattr(s, meth)()})
+    # nltk's Synset method for each relation is its name plus "s" (hypernyms, similar_tos, ...)
+    pointers = sorted({(rel, t.name()) for rel in RELATIONS for t in getattr(s, f"{rel}s")()})
     antonyms = sorted({(lem.name(), a.synset().name(), a.name()) for lem in s.lemmas() for a in lem.antonyms()})
     return SynsetRecord(
         name=s.name(),
@@ -68,12 +51,8 @@ class NltkWordNet(LexicalResource):
 
 
 class SenseKeys(Mapping[str, str]):
-    """``index.sense`` as a read-only mapping: sense key -> synset name.
-
-    The keys are read once (a plain dict of offsets); a key becomes a synset name only when
-    asked, since SemCor needs ~30k of the ~207k keys, and only if the synset at that offset
-    really has a sense with that key (what ``reader.lemma_from_key(key).synset()`` gives).
-    """
+    """``index.sense`` as a read-only mapping: sense key -> synset name, resolved only when asked (SemCor
+    needs ~30k of the ~207k keys) and only if the synset at that offset has a sense with that key."""
 
     def __init__(self, reader: Any) -> None:
         self.reader = reader

@@ -56,7 +56,8 @@ def contamination(runtime, models, runs, seen, fresh, more_fresh, alpha, two_sid
       probegen contamination --seen forms/f1 --fresh forms/f2 forms/f3 --run logs/m-f1.eval \\
                              --run logs/m-f2.eval --run logs/m-f3.eval --out contam-m
     """
-    from probegen.diagnostics.contamination import run_contamination, table
+    from probegen.diagnostics.contamination import table
+    from probegen.run.contamination import run_contamination
     from probegen.runner import Runner
 
     runner = Runner(runtime, log=log)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from probegen.errors import ProbegenError
 
 
-def pyplot():
+def pyplot() -> Any:
     """matplotlib's pyplot on the file-only Agg backend."""
     import matplotlib
 
@@ -19,7 +20,7 @@ def pyplot():
     return plt
 
 
-def save_png(fig, path: Path, user_named: bool = False) -> Path:
+def save_png(fig: Any, path: Path, user_named: bool = False) -> Path:
     """Write ``fig`` as PNG; a file the user named with --out replaces only a figure probegen wrote."""
     from probegen.io import atomic_output_file, atomic_write
 
@@ -29,7 +30,7 @@ def save_png(fig, path: Path, user_named: bool = False) -> Path:
     return path
 
 
-def group_matrix(rec: dict, source: Path | str = "groups.jsonl") -> tuple[np.ndarray, int]:
+def group_matrix(rec: dict[str, Any], source: Path | str = "groups.jsonl") -> tuple[np.ndarray, int]:
     """(k x k score matrix, k) of one run record, after checking the fields the figure draws.
 
     >>> group_matrix({"id": "g", "scores": [[0, 1], [1, 0]], "pred": [1, 0], "gold": [1, 0],

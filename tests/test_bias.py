@@ -354,14 +354,14 @@ def test_compare_pairs_and_resamples_wordnetqa_concepts(monkeypatch):
 
     items, correct = concept_records()
     monkeypatch.setattr(wev, "evaluate_mc", lambda data, scorer, *a, **kw: table_evaluate_mc(correct)(data, scorer))
-    units = cmp.unit_correctness("wordnetqa", SimpleNamespace(items=items, manifest={}), OverlapScorer(),
-                                 progress=False)
+    units = tasks.get("wordnetqa").unit_correctness(SimpleNamespace(items=items, manifest={}), OverlapScorer(), 0,
+                                                    False)
     assert len(units) == 40 and all(n == 12 for _, n in units.values())
     res = cmp.paired_bootstrap(units, units, n_boot=2000)
     by_item = bias.bootstrap_accuracy(correct["full"].astype(float), None, n_boot=2000)["ci"]
     assert res["a"]["ci"][1] - res["a"]["ci"][0] > 2.5 * (by_item[1] - by_item[0])
     text = cmp.render({"a": {"label": "twin", "path": "a", "chance": 0.2}, "b": {"label": "adv", "path": "b", "chance": 0.2},
-                       "kind": "wordnetqa", "resampling_unit": cmp.RESAMPLING_UNIT["wordnetqa"],
+                       "kind": "wordnetqa", "resampling_unit": tasks.get("wordnetqa").resampling_unit,
                        "models": [{"model": "m", "used_in_construction": False, **res}]}, "c.png")
     assert "resampled whole (wordnetqa: concept (synset)" in text
 

@@ -163,7 +163,7 @@ def test_cli_flags_a_planted_exposure_and_not_a_clean_form(tmp_path):
 
     # the seen form: a fifth "form" of the items glove-50d got right on form 1's concepts' neighbours:
     # score all items, keep right ones whose concept is in no fresh form
-    from probegen.diagnostics.compare import correctness
+    from probegen.run.compare import correctness
     from probegen.run.run_bias import load_dataset
     from probegen.runner import Runner
 

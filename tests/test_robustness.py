@@ -331,7 +331,7 @@ def test_eval_compare_filter_resolve_models_first(tmp_path, monkeypatch):
     monkeypatch.setattr(D, "load", never("dataset loading"))
     code, _, err = run("eval", "--model", "no-such-model-xyz", "--dataset", str(d), "--out", str(tmp_path / "o"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")
-    monkeypatch.setattr("probegen.diagnostics.compare.unit_correctness", never("scoring"))
+    monkeypatch.setattr("probegen.run.compare.correctness", never("scoring"))
     code, _, err = run("compare", str(d), str(d), "--model", "glove-50d", "--model", "no-such-model-xyz",
                        "--out", str(tmp_path / "c"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")

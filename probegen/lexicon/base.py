@@ -1,15 +1,11 @@
-"""One small interface over a lexical resource (a wordnet), whatever its file format.
-
-A :class:`LexicalResource` yields :class:`SynsetRecord` s in a deterministic order and knows its
-morphology; :func:`probegen.wordnet_graph.build_graph` turns any resource into the graph every
-generator walks. Readers: WNDB files through nltk (:mod:`probegen.lexicon.wndb`: Princeton
-WordNet 3.0 and 3.1) and WN-LMF through the ``wn`` package (:mod:`probegen.lexicon.lmf`).
-"""
+"""One small interface over a lexical resource (a wordnet), whatever its file format (WNDB:
+:mod:`probegen.lexicon.wndb`; WN-LMF: :mod:`probegen.lexicon.lmf`); :func:`probegen.wordnet_graph.build_graph`
+turns any resource into the graph every generator walks."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 #: synset-level relations a graph carries, by probegen's name (WN-LMF names in comments where they
@@ -56,7 +52,6 @@ class SynsetRecord:
     pointers: tuple[tuple[str, str], ...] = ()
     antonyms: tuple[tuple[str, str, str], ...] = ()
     ili: str = ""
-    sense_keys: tuple[str, ...] = field(default=(), compare=False)
 
 
 class LexicalResource(ABC):

@@ -1,17 +1,8 @@
 """Naming a wordnet: ``--wordnet-source pwn30|pwn31|PATH|wn:LEXICON`` -> a :class:`LexicalResource`.
 
-Every builder takes a ``wordnet`` string and hands it to :func:`open_resource`:
-
-- ``None`` or ``pwn30``: Princeton WordNet 3.0, located as always (``--wordnet PATH``,
-  $PROBEGEN_WORDNET, the cache, the shared archive, nltk's data);
-- ``pwn31``: Princeton WordNet 3.1 from the shared archive (unpacked once into the cache with
-  3.0's ``lexnames`` and ``*.exc``, which that distribution lacks);
-- a folder: WNDB files of any version (a WordNet 3.0 folder is the same as ``--wordnet PATH``);
-- a ``.xml`` / ``.xml.gz`` file or ``wn:LEXICON`` (``wn:oewn:2024``): WN-LMF through the ``wn``
-  package (:mod:`probegen.lexicon.lmf`).
-
-Resources are opened once per process. On the command line, ``commands.options.add_wordnet_source_option``
-gives every ``make`` command the option (it calls :func:`effective_source`).
+``None``/``pwn30``: WordNet 3.0 as :func:`probegen.data.locate_wordnet` finds it; ``pwn31``: WordNet
+3.1 from the shared archive; a folder: WNDB files of any version; a ``.xml``/``.xml.gz`` file or
+``wn:LEXICON``: WN-LMF (:mod:`probegen.lexicon.lmf`). Resources are opened once per process.
 """
 
 from __future__ import annotations
@@ -73,8 +64,7 @@ def parse_source(source: str | None) -> Source:
 
 
 def open_resource(source: str | None = None) -> LexicalResource:
-    """The :class:`LexicalResource` a source string names (see the module docstring), opened once
-    per process; ``None`` is WordNet 3.0."""
+    """The :class:`LexicalResource` a source string names, opened once per process; ``None`` is WordNet 3.0."""
     src = parse_source(source)
     return _open(src.kind, src.value)
 
@@ -95,8 +85,7 @@ def _open(kind: str, value: str) -> LexicalResource:
 
 
 def _nltk_resource(info: DataInfo, reader: Any, path: str = "") -> LexicalResource:
-    """NltkWordNet named by its version: any WordNet 3.0 copy is ``pwn30`` (its manifests stay as
-    they always were), 3.1 is ``pwn31``, another version keeps the path it was given by."""
+    """NltkWordNet named by its version: any 3.0 copy is ``pwn30``, 3.1 ``pwn31``, another its path."""
     from .wndb import NltkWordNet
 
     source = {"3.0": "pwn30", "3.1": "pwn31"}.get(info.version, path or str(info.path))
@@ -132,10 +121,7 @@ def has_sense_keys(resource: LexicalResource) -> bool:
 
 
 def context_source(resource: LexicalResource, requested: str | None) -> str:
-    """``semcor`` or ``examples``: the one asked for, else SemCor when the resource has sense keys.
-
-    SemCor asked of a resource without sense keys is a one-line ProbegenError.
-    """
+    """``semcor`` or ``examples``: the one asked for (SemCor needs sense keys), else SemCor if it has them."""
     if requested not in (None, *CONTEXT_SOURCES):
         raise ProbegenError(f"unknown context source {requested!r}; use {' or '.join(CONTEXT_SOURCES)}")
     keyed = has_sense_keys(resource)

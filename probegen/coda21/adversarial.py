@@ -1,14 +1,9 @@
 """Adversarial CoDA21: the same ancestors and group sizes, members the reference model confuses most.
 
-The non-adversarial twin is the standard build (``probegen make coda21`` with the same config),
-so both sets share ancestors, group ids and sizes (hence the same chance level) and differ only in
-which valid co-hyponyms fill each group. Where no confusable set of the twin's size exists, the
-group keeps its twin members ("twin"); if earlier adversarial groups took some of them, it keeps
-the rest ("shrunk", fewer members, same id) when k_min remain, else it is "dropped". Ids always
-come from the groups kept, so a group id names the same ancestor in both sets. Every constraint
-of the standard build still holds: 5..10 members, all children (hard) or grandchildren (easy) of
-the recorded ancestor, no pair of definitions above the similarity cap, no synset in two groups,
-clean = enough SemCor contexts.
+The twin is the standard build, so both sets share ancestors, group ids and sizes (the same chance)
+and differ only in which valid co-hyponyms fill each group. Where no confusable set of the twin's
+size exists, a group keeps its twin members ("twin"), the rest of them if k_min remain ("shrunk"),
+else it is "dropped". Every constraint of the standard build still holds.
 """
 
 from __future__ import annotations
@@ -97,10 +92,7 @@ def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, v
 
 def _choose_groups(p: D.Plan, pools: dict[str, list[str]],
                    mats: dict[str, np.ndarray]) -> tuple[list[SynsetGroup], list[str], list[dict[str, Any]]]:
-    """(adversarial groups, their ids, one decision per twin group), group by group in generation order.
-
-    An adversarial group keeps its twin's id, so results pair up group by group.
-    """
+    """(adversarial groups, their twin's ids, one decision per twin group), in generation order."""
     used: set[str] = set()
     groups: list[SynsetGroup] = []
     ids: list[str] = []
@@ -142,11 +134,7 @@ def build_adversarial(
     cfg: Coda21Config, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
     progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner,
 ) -> tuple[D.Coda21Dataset, D.Coda21Dataset]:
-    """(adversarial dataset, non-adversarial twin) for one CoDA21 configuration.
-
-    ``runner`` loads the embedder, the context scorer and the reference model and scores
-    through the one core (shared across ranks under ``torchrun``).
-    """
+    """(adversarial dataset, non-adversarial twin) for one CoDA21 configuration (``runner`` loads every model)."""
     progress, log = progress and runner.progress, runner.main_log(log)
     p = D.plan(cfg, wordnet, semcor, progress, log, runner=runner)
     pools = _pools(p, settings.pool_max)

@@ -1,10 +1,6 @@
-"""CoDA21's bias tables, subsets, control views and entropy inputs (read by ``probegen bias`` and
-``probegen filter`` through :meth:`probegen.tasks.Task.bias_inputs` and the artefact-filter hook).
-
-A CoDA21 unit is a group: its accuracy is the share of its contexts aligned right (the paper's
-metric is the mean of group accuracies), the label baseline 1/k. Subsets are the parts of speech;
-the controls are alignment controls over the groups' rows (definition order, word and context
-overlap with each definition).
+"""CoDA21's bias tables, subsets, control views and entropy inputs
+(:meth:`probegen.tasks.Task.bias_inputs`). A unit is a group (its accuracy, label baseline 1/k);
+subsets are the parts of speech; the controls are alignment controls over the groups' rows.
 """
 
 from __future__ import annotations
@@ -33,8 +29,7 @@ def table(records: dict[str, list[dict[str, Any]]], pos: Sequence[str] | None = 
 
 
 def query_texts(group: Group) -> dict[str, tuple[str, ...]]:
-    """Per side a control reads, one text per row: the target word (lemma and surface form) and the
-    context with the target removed."""
+    """Per side a control reads (``word``, ``context`` without the target), one text per row."""
     from .render import query
 
     return {"word": tuple(f"{it.lemma.replace('_', ' ')} {it.context.word}" for it in group.items),

@@ -1,20 +1,10 @@
 """Choosing one SemCor context per group member.
 
-The paper keeps, among a synset's SemCor sentences, the one in which bert-base-uncased gives the
-masked target word the highest log probability (averaged over word pieces). probegen does the
-same with any masked LM. No masked LM ships offline, so the default context scorer is the
-bundled causal LM with the causal analogue of that criterion: the mean log probability of the
-target's tokens given the sentence to its left, log P(target | left context) / n_tokens. (A
-causal LM cannot look right of the word; the left context is what makes the word predictable.)
-
-Only usable contexts are scored: a SemCor sentence that shows another form of the target lemma
-outside the hidden span (``probegen.leaks``) is dropped before scoring (it still counts towards
-the synset's eligibility, as the paper counts SemCor occurrences). The criterion above
-rewards exactly those sentences (a word is predictable where it already appeared), so filtering
-after scoring would not be enough.
-
-Scores go through the shared scorer, so they land in the persistent score cache: a second run,
-or another variant sharing synsets, recomputes nothing.
+The paper keeps the sentence in which bert-base-uncased gives the masked target the highest log
+probability; probegen does the same with any masked LM, and by default with the bundled causal LM:
+log P(target | left context) / n_tokens (no masked LM ships offline). Leaky sentences (another
+form of the lemma outside the span, ``probegen.leaks``) are dropped before scoring: the criterion
+rewards exactly them. Scores land in the persistent score cache.
 """
 
 from __future__ import annotations
@@ -39,9 +29,7 @@ _EMPTY_LEFT = "Sentence:"
 
 
 def usable_occurrences(occurrences: Sequence[Any], limit: int, morph: Morphology) -> list[Any]:
-    """The first ``limit`` occurrences (SemCor's ``probegen.semcor.Occurrence`` in corpus order, or
-    a synset's examples, ``probegen.contexts.ExampleOccurrence``) where no form of the target
-    lemma is visible outside the target's span."""
+    """The first ``limit`` occurrences where no form of the target lemma is visible outside its span."""
     out = []
     for occ in occurrences:
         c = occ.context()
@@ -89,10 +77,8 @@ def causal_queries(contexts: Sequence[Context]) -> tuple[list[str], list[list[st
 
 
 def context_units(candidates: dict[str, list[Context]], kind: str) -> list[Unit]:
-    """One ``best-row`` unit per synset with several candidate contexts, rows in candidate order.
-
-    A causal LM's row is (left context, [target continuation]); a masked LM's is (the words as
-    JSON, ["start:end"]): the requests of :meth:`MaskedScorer.span_requests`.
+    """One ``best-row`` unit per synset with several candidate contexts, rows in candidate order: a
+    causal LM's (left context, [target]), a masked LM's (the words as JSON, ["start:end"]).
 
     >>> [u.queries for u in context_units({"a.n.01": [Context("the dogs barked", (4, 8))] * 2}, "causal")]
     [('the', 'the')]
@@ -117,12 +103,8 @@ def context_units(candidates: dict[str, list[Context]], kind: str) -> list[Unit]
 def choose_contexts(
     candidates: dict[str, list[Context]], scorer: Any, progress: bool = False, *, runner: Runner
 ) -> dict[str, Context]:
-    """The best-scoring context of each synset (ties go to the earliest in corpus or example order).
-
-    Synsets with a single candidate context keep it without scoring. All candidates are scored
-    as one request table through the runner (sharded under ``torchrun``), each synset decided
-    by the core's ``best-row`` rule.
-    """
+    """The best-scoring context of each synset (ties: the earliest), all candidates in one request
+    table; a synset with one candidate keeps it unscored."""
     units = context_units(candidates, scorer.kind)
     requests = scorer.span_requests() if scorer.kind == "masked" else scorer
     out = {name: ctxs[0] for name, ctxs in candidates.items() if len(ctxs) == 1}
@@ -132,12 +114,8 @@ def choose_contexts(
 
 
 def leak_rates_of(ds: Coda21Dataset, morph: Morphology | None = None) -> dict[str, dict[str, Any]]:
-    """``leak_rates`` of a CoDA21 dataset's contexts, per POS, with each item's recorded lemma.
-
-    A file in the original release's schema records no lemma (import guesses the synset
-    name's head, "fan" for "buffs" of fan.n.03), so there the lemma is the synset's lemma the
-    hidden word is a form of.
-    """
+    """``leak_rates`` of a CoDA21 dataset's contexts, per POS (a release file records no lemma: there
+    the synset's lemma the hidden word is a form of)."""
     morph = morph or default_morphology()
     if ds.manifest.get("source_format") != "coda21-json":
         return record_leak_rates(ds.groups, morph)

@@ -34,8 +34,7 @@ GROUPS_FILE = "groups.jsonl"
 
 @dataclass
 class Coda21Dataset(Dataset):
-    """Groups plus the manifest that says how they were made (the shared container,
-    :class:`probegen.dataset.Dataset`: ``fingerprint``, ``write``, ``read_dir``)."""
+    """CoDA21 groups and their manifest."""
 
     title = "CoDA21"
     records_file = GROUPS_FILE
@@ -46,9 +45,6 @@ class Coda21Dataset(Dataset):
     groups: list[Group]
     manifest: dict[str, Any] = field(default_factory=dict)
     source: str = ""
-
-    def by_pos(self, pos: str) -> list[Group]:
-        return [g for g in self.groups if g.pos == pos]
 
 
 def group_rng(seed: int, group_id: str) -> np.random.Generator:
@@ -85,26 +81,14 @@ class Plan:
     eligibility: dict[str, Any] = field(default_factory=dict)  # per POS: eligible_pool's counts (manifest)
 
 
-def plan(
-    cfg: Coda21Config,
-    wordnet: str | None = None,
-    semcor: str | None = None,
-    progress: bool = True,
-    log: Callable[[str], None] = print,
-    contexts: str | None = None,
-    *,
-    runner: Runner,
-) -> Plan:
-    """Locate the data and form the synset groups (the cheap, context-free half of a build).
+def plan(cfg: Coda21Config, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None],
+         contexts: str | None = None, *, runner: Runner) -> Plan:
+    """Locate the data and form the synset groups (the cheap, context-free half of a build; arguments
+    as :func:`build`).
 
-    ``wordnet`` names the wordnet (``probegen.lexicon.sources``: None is WordNet 3.0). A synset's
-    contexts are its usable SemCor occurrences (``contexts="semcor"``, the default where the
-    wordnet has sense keys) or its own example sentences (``"examples"``). Eligibility counts a
-    synset's occurrences as the paper does, all of them ("clean": at least ``min_clean_contexts``);
-    its context is then chosen among the usable ones, where no form of the target lemma is
-    visible outside the hidden span (``probegen.leaks``), and an eligible synset with no usable
-    occurrence at all is dropped and counted (:func:`eligible_pool`). ``runner`` loads the
-    embedder.
+    Eligibility counts all of a synset's occurrences, as the paper does; its context is then chosen
+    among the usable (leak-free) ones, and an eligible synset with none is dropped and counted
+    (:func:`eligible_pool`).
     """
     from ..contexts import example_occurrences
     from ..data import locate_semcor
@@ -149,12 +133,8 @@ def plan(
 def eligible_pool(
     occurrences: Mapping[str, Sequence[Context]], min_occurrences: int, max_contexts: int, morph: Morphology
 ) -> tuple[dict[str, list[Context]], set[str], dict[str, int]]:
-    """(synset -> its first ``max_contexts`` usable occurrences, the eligible pool, counts) for the
-    synsets of one part of speech, from every occurrence of each (corpus order).
-
-    A synset is eligible with at least ``min_occurrences`` occurrences, leaky ones included, as
-    the paper counts SemCor occurrences; its context is chosen among the usable (leak-free) ones
-    only, so one with no usable occurrence at all is dropped, and counted, never silently lost.
+    """(synset -> its first ``max_contexts`` usable occurrences, the eligible pool, counts) for one part
+    of speech: eligible with ``min_occurrences`` occurrences, leaky ones included (the paper's count).
 
     >>> class Occ:  # a SemCor-like occurrence: its lemma hidden at (4, 7)
     ...     def __init__(self, text): self.text, self.lemma = text, text[4:7]
@@ -197,13 +177,8 @@ def _nothing_built(cfg: Coda21Config, pools: dict[str, set[str]], pos: str) -> s
 def pick_contexts(
     p: Plan, members: list[str], progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner
 ) -> tuple[dict[str, Context], Any]:
-    """(synset -> chosen context, the context scorer or None) for ``members``.
-
-    Only the first ``max_contexts`` usable occurrences of each synset are candidates (leaky ones
-    count towards eligibility but never reach the scorer); their scores go through the
-    persistent score cache, so later builds sharing synsets are cheap. ``runner`` loads the scorer and scores every
-    candidate as one request table (shared across ranks under ``torchrun``).
-    """
+    """(synset -> chosen context, the context scorer or None) for ``members``, among the first
+    ``max_contexts`` usable occurrences of each (``runner`` loads the scorer)."""
     from .contexts import choose_contexts
 
     cfg = p.cfg
@@ -274,8 +249,8 @@ def build(
     *,
     runner: Runner,
 ) -> Coda21Dataset:
-    """Generate a CoDA21 dataset from a wordnet and SemCor (or the wordnet's own examples,
-    ``contexts="examples"``) with the given configuration.
+    """Generate a CoDA21 dataset from a wordnet (``wordnet``: ``probegen.lexicon.sources``, None is WordNet
+    3.0) and SemCor (or the wordnet's own examples, ``contexts="examples"``).
 
     ``runner`` loads the embedder and the context scorer and scores the candidate contexts
     (under ``torchrun`` every rank scores a share; the dataset is the same on every rank).
@@ -319,9 +294,8 @@ def _kind(name: str, runner: Any) -> str:
 
 
 def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:
-    """SemCor's lemma for the chosen occurrence ("buffs" of fan.n.03 is buff, not fan), in
-    WordNet's spelling when the synset has it; the first WordNet lemma if the context is no
-    SemCor occurrence of ``synset``."""
+    """SemCor's lemma for the chosen occurrence ("buffs" of fan.n.03 is buff, not fan), else the
+    synset's first lemma."""
     lemmas = p.graph.lemmas(synset)
     if ctx.source == "wordnet" and ctx.lemma:  # an example: its lemma was located in it
         return ctx.lemma
@@ -333,17 +307,12 @@ def _lemma_for(p: Plan, synset: str, ctx: Context) -> str:
 
 # ---- files --------------------------------------------------------------------------------------
 def write(ds: Coda21Dataset, out: str | Path) -> Path:
-    """Write ``groups.jsonl`` and ``manifest.json`` (with the groups file's sha256) into ``out``.
-
-    The directory is written beside ``out`` and renamed into place once, so an interrupted
-    write leaves an earlier dataset at ``out`` whole.
-    """
+    """Write ``groups.jsonl`` and ``manifest.json`` into ``out`` (atomically, as a whole directory)."""
     return ds.write(out)
 
 
 def load(path: str | Path) -> Coda21Dataset:
-    """Read a probegen CoDA21 directory (its files checked against the manifest) or a file in
-    the original CoDA21 JSON schema."""
+    """Read a probegen CoDA21 directory or a file in the original CoDA21 JSON schema."""
     p = find(path)
     ds = Coda21Dataset.read_dir(p) if p.is_dir() else import_coda21_json(p)
     check(ds)
@@ -351,8 +320,8 @@ def load(path: str | Path) -> Coda21Dataset:
 
 
 def check(ds: Coda21Dataset, k_max: int = 30) -> None:
-    """Reject empty datasets, repeated group ids, and groups that are empty, oversized or repeat
-    a synset or a definition (two equal definitions make the gold alignment ambiguous).
+    """Reject empty datasets, repeated group ids, and groups that are too small or large or repeat a
+    synset or a definition (the gold alignment would be ambiguous).
 
     >>> ctx = Context(text="a w b", char_span=(2, 3))
     >>> g = Group("g1", "n", "a.n.01", "parent",
@@ -391,13 +360,8 @@ def check(ds: Coda21Dataset, k_max: int = 30) -> None:
 
 # ---- the original release's schema ---------------------------------------------------------------
 def export_coda21_json(ds: Coda21Dataset) -> dict[str, Any]:
-    """The dataset in the original CoDA21 schema (one context per candidate).
-
-    Two extra keys that readers of the original schema ignore make the round trip exact: the
-    group ``id`` (it seeds column order and tie breaking) and each candidate's
-    ``target_char_spans`` (the original locates the word by string, which is ambiguous when it
-    occurs twice in a context).
-    """
+    """The dataset in the original CoDA21 schema; two extra keys its readers ignore make the round trip
+    exact: the group ``id`` (it seeds column order) and ``target_char_spans`` (a word may occur twice)."""
     out: dict[str, Any] = {"canary": ds.manifest.get("canary", CANARY), "n": [], "v": []}
     for g in ds.groups:
         out[g.pos].append(
@@ -428,11 +392,8 @@ def _first(c: dict[str, Any], key: str) -> str:
 
 
 def _imported_context(c: dict[str, Any]) -> Context:
-    """A candidate's first context; the target by its recorded span if any, else as a whole word.
-
-    A recorded span (probegen's ``target_char_spans``) must be integers inside the text and not
-    empty; one that no longer covers the word (the text was edited) gives way to the search.
-    """
+    """A candidate's first context; the target by its recorded span if it still covers the word, else
+    as a whole word."""
     text, word = _first(c, "contexts"), _first(c, "words_in_contexts")
     if not text.strip():
         raise DatasetError("empty context")
@@ -476,11 +437,7 @@ def _imported_group(g: Any, pos: str) -> tuple[str, str, tuple[Item, ...]]:
 
 
 def import_coda21_json(path: str | Path) -> Coda21Dataset:
-    """Read a file in the original CoDA21 schema; target words are located as whole words.
-
-    Every value is checked: a bad one raises a DatasetError naming the file, the group (its id,
-    and ``n[i]``/``v[i]``) and the candidate.
-    """
+    """Read a file in the original CoDA21 schema (a DatasetError names the file, group and candidate)."""
     path = Path(path)
     raw = parse_json(read_text(path), path)
     if not isinstance(raw, dict) or not ({"n", "v"} & raw.keys()):

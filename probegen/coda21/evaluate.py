@@ -1,8 +1,5 @@
-"""Scoring CoDA21 groups with any scorer and aligning contexts to definitions.
-
-Each group becomes one :class:`probegen.core.Unit` (its k rendered contexts against its k
-definitions in a seeded column order); every group, and every ablation mode asked for, goes
-through the one request table of :mod:`probegen.core`.
+"""Scoring CoDA21 groups with any scorer and aligning contexts to definitions: each group is one
+:class:`probegen.core.Unit` (its k contexts against its k definitions in a seeded column order).
 """
 
 from __future__ import annotations
@@ -38,8 +35,7 @@ def group_unit(g: Group, style: str, settings: Settings, mode: str, patterns: di
 
 def evaluate_modes(ds: Coda21Dataset, scorer: Any, settings: Settings, modes: Sequence[str],
                    progress: bool = False) -> list[dict[str, Any]]:
-    """Evaluate the groups in several conditions (e.g. the bias ablations) through one request table;
-    one entry per mode, in order."""
+    """:func:`evaluate` in several conditions through one request table, one entry per mode."""
     from ..templating import coda21_patterns
 
     patterns = coda21_patterns(settings.pattern)
@@ -54,11 +50,8 @@ def evaluate_modes(ds: Coda21Dataset, scorer: Any, settings: Settings, modes: Se
 
 def evaluate(ds: Coda21Dataset, scorer: Any, settings: Settings | None = None, mode: str = "context",
              progress: bool = False) -> dict[str, Any]:
-    """Score every group's k x k matrix in one scorer call, then align each group (``mode``: the
-    condition, the standard task's ``context`` by default).
-
-    Returns ``{"groups": [per-group records], "metrics": {...}}``.
-    """
+    """``{"groups": [per-group records], "metrics": {...}}``: every group's k x k matrix scored in one
+    call in condition ``mode``, then aligned."""
     return evaluate_modes(ds, scorer, settings or Settings(), [mode], progress)[0]
 
 

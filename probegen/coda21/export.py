@@ -1,8 +1,6 @@
-"""CoDA21's export docs (:mod:`probegen.exporters` writes them): one doc per context; the choices are
-its group's definitions in the evaluator's seeded column order (``coda21.evaluate.column_order``), the
-gold is the position of the context's own definition. Taking each doc's argmax is probegen's
-``--matching simple``; one-to-one alignment over a group is probegen's own metric and has no lm-eval
-equivalent.
+"""CoDA21's export docs: one doc per context, the choices its group's definitions in the
+evaluator's seeded column order, the gold its own definition's position (probegen's
+``--matching simple``; one-to-one alignment has no lm-eval equivalent).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""Forming CoDA21 groups: sets of 5..10 mutually dissimilar co-hyponyms.
+"""Forming CoDA21 groups: sets of 5..10 mutually dissimilar co-hyponyms (the paper's procedure).
 
-Following the paper: go over the parent synsets in a fixed order; candidates are the parent's
-children (hard) or grandchildren (easy) that have SemCor contexts and are not used yet (a probe
-spec may ask for other steps: great-grandchildren, or the part meronyms of a holonym); cluster
-their definition embeddings with complete linkage, where the *similarity* is the linkage height,
-so every cluster's height is its largest within-cluster cosine similarity. A valid cluster has
-``k_min..k_max`` members and height <= ``max_similarity``; take the largest valid cluster,
-remove it, and repeat until fewer than ``k_min`` candidates or no valid cluster remain.
+Over the parent synsets in a fixed order, candidates are its unused children (hard) or
+grandchildren (easy) with contexts; their definition embeddings are clustered with complete
+linkage (a cluster's height is its largest within-cluster cosine similarity). The largest valid
+cluster (``k_min..k_max`` members, height <= ``max_similarity``) is taken, and again, until none is left.
 """
 
 from __future__ import annotations
@@ -33,11 +30,8 @@ class SynsetGroup:
 
 
 def best_cluster(vectors: np.ndarray, k_min: int, k_max: int, max_similarity: float) -> list[int] | None:
-    """Indices of the largest complete-link cluster with k_min..k_max members and no pair
-    more similar than ``max_similarity`` (cosine of L2-normalised ``vectors``); None if none.
-
-    Ties in size go to the cluster with the lower maximum similarity, then to the one formed
-    first, so the result is deterministic for a given input order.
+    """Indices of the largest complete-link cluster with k_min..k_max members and no pair more similar
+    than ``max_similarity`` (None if none); ties: the lower maximum similarity, then the first formed.
 
     >>> v = np.eye(6)  # six orthogonal definitions: all similarities 0
     >>> best_cluster(v, 5, 10, 0.8)
@@ -69,12 +63,8 @@ def best_cluster(vectors: np.ndarray, k_min: int, k_max: int, max_similarity: fl
 
 def candidates_for(graph: WordNetGraph, ancestor: str, easy: bool, relation: str = "hyponym",
                    hops: int = 0) -> list[str]:
-    """The ancestor's children (hard) or grandchildren (easy), sorted by name; with ``relation``
-    and ``hops`` set, the synsets ``hops`` steps of ``relation`` away (``ancestor`` excluded).
-
-    A synset reached by walks of several lengths counts if one of them has ``hops`` steps, as
-    the grandchildren of the easy variant always have.
-    """
+    """The ancestor's children (hard) or grandchildren (easy), sorted by name; with ``relation`` and
+    ``hops`` set, the synsets reached by a walk of ``hops`` steps of ``relation``."""
     hops = hops or (2 if easy else 1)
     if relation == "hyponym" and hops <= 2:  # the paper's variants, exactly as before
         return graph.grandchildren(ancestor) if hops == 2 else graph.children(ancestor)
@@ -95,11 +85,7 @@ def form_groups(
     ancestors: Iterable[str] | None = None,
     progress: bool = False,
 ) -> list[SynsetGroup]:
-    """All groups of one part of speech; a synset lands in at most one group.
-
-    ``pool`` holds the synsets eligible as members (enough SemCor contexts); ``vectors`` maps
-    synset names to L2-normalised definition embeddings.
-    """
+    """All groups of one part of speech from the eligible ``pool`` (a synset in at most one group)."""
     if cfg.concepts is not None:  # a spec's filter on the members (lexicographer file, depth)
         pool = {s for s in pool if cfg.concepts.admits(graph, s)}
     used: set[str] = set()

@@ -66,11 +66,8 @@ def text_field(d: dict[str, Any], key: str) -> str:
 
 @dataclass(frozen=True)
 class Group(Record):
-    """A CoDA21 group: k members (``items``) whose contexts must be aligned to their definitions.
-
-    Members are stored in a seeded shuffled order; gold pairs member i's context with member i's
-    definition, and evaluators present the definitions in another seeded order.
-    """
+    """A CoDA21 group: k members (``items``, seeded order) whose contexts must be aligned to their
+    definitions; gold pairs member i's context with member i's definition."""
 
     what = "CoDA21 group"
 
@@ -88,13 +85,8 @@ class Group(Record):
         return ((it.context, it.lemma) for it in self.items)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "pos": self.pos,
-            "ancestor": self.ancestor,
-            "relation": self.relation,
-            "items": [it.to_json() for it in self.items],
-        }
+        head = {k: getattr(self, k) for k in ("id", "pos", "ancestor", "relation")}
+        return {**head, "items": [it.to_json() for it in self.items]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Group":

@@ -1,11 +1,6 @@
-"""Rendering CoDA21 groups into scorer queries, for the standard task and its ablations.
-
-Modes (the bias diagnostics rerun the same groups with partial input):
-- ``context``: the standard task; the target is replaced by the made-up word.
-- ``full``: the true target word stays in the context.
-- ``word``: the target word alone, no context.
-- ``definition``: no context and no word; every row gets the same query, so only the model's
-  prior over definitions can separate them.
+"""Rendering CoDA21 groups into scorer queries, for the standard task (``context``: the target
+replaced by the made-up word) and its ablations (``full``: the true word stays; ``word``: the word
+alone; ``definition``: the same query for every row, so only the prior over definitions counts).
 """
 
 from __future__ import annotations
@@ -21,13 +16,8 @@ def _strip(ctx: Context, replacement: str | None) -> str:
 
 
 def query(ctx: Context, pos: str, style: str, mode: str, nonce: str, patterns: dict[str, str]) -> str:
-    """One row's query text.
-
-    ``style`` is the scorer's: ``pattern`` (LMs: text + pattern, e.g. "... Definition of m is"),
-    ``plain`` (embeddings: the context with the target removed) or ``generate`` (a prompt's row:
-    the context with the word to define in square brackets, the made-up word in its place in the
-    ``context`` mode; the word alone in ``word``; nothing in ``definition``).
-    """
+    """One row's query text for a scorer of ``style``: ``pattern`` (LMs: text + pattern), ``plain``
+    (embeddings: the context without the target) or ``generate`` (the word to define in square brackets)."""
     word = ctx.surface
     if style == "generate":
         return _generate_row(ctx, mode, nonce)

@@ -17,9 +17,8 @@ from .items import Context, Group
 
 # ---- views and gold -------------------------------------------------------------------------------
 def definition_order(group_id: str, k: int, seed: int) -> list[int]:
-    """The seeded order the group's definitions are shown in (item index per position).
-
-    It depends on the study seed and the group id only, never on the rows' order.
+    """The order the group's definitions are shown in (item index per position), seeded by the seed
+    and the group id only.
 
     >>> definition_order("g1", 5, 0) == definition_order("g1", 5, 0)
     True

@@ -40,7 +40,6 @@ RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
 class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable, Formable):
     """CoDA21 alignment groups (see the module doc): every capability."""
 
-    records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     name = "coda21"
     title = "CoDA21"
     unit_name = "group"

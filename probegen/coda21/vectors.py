@@ -18,12 +18,8 @@ if TYPE_CHECKING:
 def definition_vectors(
     graph: WordNetGraph, names: list[str], embedder: str, wordnet_sha: str, progress: bool = False, *, runner: Runner
 ) -> Callable[[list[str]], np.ndarray]:
-    """A lookup from synset names to L2-normalised embeddings of their definitions.
-
-    All ``names`` are embedded in one batch (or read from the cache); the lookup then costs
-    nothing, which matters because grouping re-clusters the same synsets many times. ``runner``
-    loads the embedder; under ``torchrun`` rank 0 embeds and caches, and shares the matrix.
-    """
+    """A lookup from synset names to L2-normalised embeddings of their definitions, all embedded in
+    one batch (grouping re-clusters the same synsets many times)."""
     key = sha256_text("\n".join([embedder, wordnet_sha, *names]))[:16]
     path = cache_dir() / "vectors" / f"definitions-{embedder.replace('/', '_')}-{key}.npy"
     # rank 0 reads (or computes and writes) the cache and hands the matrix to the others; every

@@ -1,50 +1,10 @@
 """The task registry: every dataset kind probegen reads, and the one place that knows them.
 
-``eval``, ``bias``, ``compare``, ``filter``, ``export``, ``stats`` and ``study`` ask the registry
-for a dataset's :class:`~probegen.tasks.base.Task` (:func:`detect`) and let the task do what
-differs by kind; nothing outside this package compares kind strings.
-
-Every kind registers through the Python entry-point group ``probegen.tasks``, the way pytest
-plugins do: the built-in ones (CoDA21 in :mod:`probegen.coda21.task`, multiple choice in
-:mod:`probegen.wordnetqa.task`, word-in-context pairs, labels and WSD in
-:mod:`probegen.wordincontext.task`) in probegen's own ``pyproject.toml``, a third party's in its::
-
-    [project.entry-points."probegen.tasks"]
-    synonym-pairs = "my_package.task:SynonymPairs"
-
-where the object is a :class:`Task` subclass (or an instance). Entry points are loaded once, on
-the first registry lookup; one that fails is one clear error naming it. A new kind needs only
-:meth:`Task.claims`, :meth:`Task.load` and :meth:`Task.units` (core units per condition): the
-base class evaluates, runs the zero-shot ablations and compares from those::
-
-    class SynonymPairs(Task):
-        name, title, conditions = "synonym-pairs", "synonym pairs", ("full", "context", "word")
-
-        def claims(self, path): return (path / "pairs.jsonl").is_file()
-        def load(self, path, ablations=False): ...      # an object with .manifest and the items
-        def units(self, data, condition, settings, style="pattern"):
-            return [Unit.choice(it.id, query(it, condition), it.choices, it.gold) for it in data.items]
-
-What only some kinds do is a capability (:mod:`.capabilities`): an abstract subclass of
-:class:`Task` with that command's hooks, which a kind derives from instead of (or beside) ``Task``:
-
-- :class:`Subsettable` (``--limit``/``--sample`` of eval and bias): ``records_attribute``, or
-  ``records``/``with_records``; ``cluster_of``/``cluster_name`` for bias subsets;
-- :class:`Writable` (``write``), and :class:`Filterable` (``filter --artefacts``: ``write``,
-  ``artefact_inputs``);
-- :class:`Buildable` (``build_default``: ``bias`` generates a missing default dataset);
-- :class:`Exportable` (``export``: ``export_docs``, ``write_release``, ``export_formats``,
-  ``release_format``, ``export_options``, the lm-eval and HF texts);
-- :class:`Studyable` (``study make``: ``study_pool``, ``study_view``, ``study_gold``,
-  ``study_options``, ``fingerprint``);
-- :class:`SpecBuildable` (``make spec``: ``spec_shape`` and its section, ``spec_section``;
-  ``spec_config``, ``build_from_spec``, ``spec_models``, ``built_summary``, and ``write``).
-
-A command that needs one checks it with the options (:func:`check_options`, :func:`check_capable`):
-``probegen export`` on a kind that is not :class:`Exportable` is one line
-(``DATA: datasets of kind 'synonym-pairs' cannot be exported (the kind does not implement
-Exportable)``) before anything is read or written. ``class SynonymPairs(Subsettable)`` with
-``records_attribute = "items"`` adds ``--limit``/``--sample`` to the kind above.
+Commands ask the registry for a dataset's :class:`~probegen.tasks.base.Task` (:func:`detect`) and
+let it do what differs by kind. Every kind, built-in or a third party's, registers through the
+entry-point group ``probegen.tasks`` (``name = "package.module:TaskClass"``), loaded once on the
+first lookup (docs/plugins.md). What only some kinds do is a capability (:mod:`.capabilities`) that
+a command checks before any work (:func:`check_options`, :func:`check_capable`).
 
 >>> [t.name for t in all_tasks()][:4]
 ['wic', 'wsd', 'label', 'coda21']
@@ -146,8 +106,8 @@ def for_spec_shape(shape: str) -> SpecBuildable:
 
 
 def task_of(data: Any) -> Trainable:
-    """The :class:`Trainable` kind that reads ``data`` (loaded items, or a dataset holding them), by
-    their shape (``item.task``): the first in detection order that declares it."""
+    """The first :class:`Trainable` kind (detection order) whose shape is that of ``data``'s items
+    (``item.task``; ``data``: the items or a dataset holding them)."""
     items = data if isinstance(data, (list, tuple)) else data.items
     shape = items[0].task if items else None
     for t in all_tasks():
@@ -164,13 +124,8 @@ def _manifest_kind(p: Path) -> str | None:
 
 
 def detect(path: str | Path) -> Task:
-    """The task whose dataset ``path`` is.
-
-    An interrupted write of ``path`` is finished first (:func:`probegen.io.recover`). A
-    directory whose manifest names a kind goes to the task that reads that kind; anything else
-    to the first task (in detection order) that claims its shape. A kind no task reads, or a
-    path none claims, is one DatasetError naming the path and the known kinds.
-    """
+    """The task whose dataset ``path`` is: the one reading its manifest's kind, else the first (in
+    detection order) that claims it; a DatasetError naming the known kinds otherwise."""
     from ..dataset import find
 
     p = find(path)
@@ -189,12 +144,9 @@ def detect(path: str | Path) -> Task:
 
 def check_options(tasks: Sequence[Task], given: Mapping[str, Any], command: str = "eval",
                   paths: Sequence[str | Path] = ()) -> None:
-    """Reject a kind without the capability ``command`` needs (:data:`~probegen.tasks.capabilities.NEEDS`:
-    export, study, filter) and an option the user gave that applies to none of ``tasks`` (one line
-    each), then let each task check the values that apply to it.
-
-    ``given`` maps option names (``length_norm``) to values; None means not given (a default is
-    never an error). ``paths`` (one per task) name the datasets in the message.
+    """Reject a kind without the capability ``command`` needs and an option the user gave that applies
+    to none of ``tasks`` (one line each), then let each task check its values. ``given``: option name
+    (``length_norm``) -> value, None if not given; ``paths`` (one per task) name the datasets.
 
     >>> check_options([get("coda21")], {"pattern": "is", "split": None})
     >>> check_options([get("wic")], {"pattern": "is"}, paths=["wic-data"])
@@ -228,8 +180,7 @@ def check_options(tasks: Sequence[Task], given: Mapping[str, Any], command: str 
 
 def check_capable(tasks: Sequence[Task], command: str, paths: Sequence[str | Path] = ()) -> None:
     """One line (:func:`~probegen.tasks.capabilities.incapable`) for the first of ``tasks`` (one per
-    path of ``paths``) whose kind lacks the capability ``command`` needs; nothing for a command
-    that needs none.
+    path of ``paths``) whose kind lacks the capability ``command`` needs.
 
     >>> check_capable([get("coda21")], "export")
     >>> check_capable([get("coda21"), get("wic")], "filter", ["c", "w"])
@@ -247,9 +198,8 @@ def check_capable(tasks: Sequence[Task], command: str, paths: Sequence[str | Pat
 
 def check_dataset_options(paths: Sequence[str | Path], given: Mapping[str, Any], command: str,
                           default_tasks: Sequence[Task] = ()) -> list[Task]:
-    """Detect every dataset of ``paths`` and :func:`check_options` against them; with no paths,
-    against ``default_tasks`` (a command's default datasets; none: nothing is checked).
-    Returns the tasks (one per path)."""
+    """The tasks of ``paths`` (one per path), checked by :func:`check_options`; with no paths, the
+    options are checked against ``default_tasks`` (a command's default datasets)."""
     tasks = [detect(p) for p in paths]
     if tasks:
         check_options(tasks, given, command, list(paths))

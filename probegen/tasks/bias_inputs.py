@@ -1,18 +1,5 @@
-"""What a kind hands ``probegen bias`` and ``probegen filter``: plain data in the shapes the engines take.
-
-The library never imports ``diagnostics``, so a kind does not call the bias analysis or the controls:
-it describes its scored records (:meth:`probegen.tasks.Task.bias_inputs`) and diagnostics' engines,
-generic to a unit shape, measure them:
-
-- :class:`UnitTable`: each ablation's correctness per bootstrap unit (the bias ratios' input);
-- :class:`ChoiceView`: one question against its options (the choice-only control, AFLite);
-- :class:`AlignmentView`: a group of query rows against its definitions, row i's gold being
-  definition i (the definition-order and overlap controls, AFLite's word-only aligner);
-- :class:`BiasInputs`: all of one scored dataset's: its table per stratum, named subsets, control
-  views, entropy inputs and notes.
-
-A kind keeps the code that fills them in its own package (``probegen/coda21/bias.py``,
-``probegen/wordnetqa/bias.py``, a plugin's ``bias.py``).
+"""What a kind hands ``probegen bias`` and ``probegen filter``: plain data in the shapes diagnostics'
+engines take (the library never imports ``diagnostics``); a kind fills them in its own ``bias.py``.
 """
 
 from __future__ import annotations
@@ -33,12 +20,9 @@ class UnitTable:
     """Per-unit correctness of each ablation, paired across ablations by unit.
 
     ``correct[a][u]`` is the summed correctness of ablation ``a`` over unit ``u``'s items and
-    ``weight[u]`` their number, so an ablation's accuracy is ``sum(correct) / sum(weight)``.
-    CoDA21 uses one unit per group with weight 1 and the group's accuracy as "correctness"
-    (the paper's metric is the mean of group accuracies). The label baseline is either an
-    ablation entry ``"label"`` (CoDA21: 1/k per group) or ``label_counts``: per unit, how many
-    gold answers sit at each answer position; the label baseline then always answers the
-    position that is gold most often in the whole set.
+    ``weight[u]`` their number (CoDA21: weight 1, the group's accuracy). The label baseline is an
+    ablation ``"label"`` or ``label_counts`` (per unit, gold answers per position: the baseline
+    answers the position gold most often in the whole set).
     """
 
     units: list[str]
@@ -59,9 +43,7 @@ class UnitTable:
 
 
 def unit_sums(per_item: dict[str, np.ndarray], units: list[Any], label_counts: np.ndarray | None = None) -> UnitTable:
-    """Collapse per-item correctness (items in the same order for every ablation) into per-unit sums.
-
-    ``label_counts`` (items x positions, one-hot gold positions) is summed the same way.
+    """Per-item correctness (and ``label_counts``, items x positions) summed per unit.
 
     >>> t = unit_sums({"full": np.array([1, 0, 1]), "label": np.array([0.5, 0.5, 0.5])}, ["a", "a", "b"])
     >>> t.units, t.weight.tolist(), t.correct["full"].tolist()
@@ -74,8 +56,7 @@ def unit_sums(per_item: dict[str, np.ndarray], units: list[Any], label_counts: n
 
 
 def record_table(records: Mapping[str, Sequence[Mapping[str, Any]]], keep: Iterable[str] | None = None) -> UnitTable:
-    """One unit per record of the generic scoring (:mod:`probegen.tasks.generic`: ``id``, ``correct``,
-    ``n`` candidates), the label baseline its chance 1/n; ``keep``: only the records with these ids.
+    """One unit per record of :mod:`probegen.tasks.generic` (label baseline 1/n); ``keep``: these ids only.
 
     >>> recs = {"full": [{"id": "a", "correct": 1.0, "n": 2}, {"id": "b", "correct": 0.0, "n": 4}]}
     >>> record_table(recs).correct["label"].tolist(), record_table(recs, ["b"]).units
@@ -95,11 +76,8 @@ def record_table(records: Mapping[str, Sequence[Mapping[str, Any]]], keep: Itera
 # ---- shape views ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ChoiceView:
-    """One question against its options: what the choice-only control and AFLite read.
-
-    ``cluster``: what cross-validation keeps whole; ``probe``: the stratum a control is trained per
-    (its ``applies_to``); ``word``/``sense``: the target word and its sense (entropy; "" if none).
-    """
+    """One question against its options (the choice-only control, AFLite). ``cluster``: kept whole by
+    cross-validation; ``probe``: the stratum a control is trained per; ``word``/``sense``: for entropy."""
 
     id: str
     choices: tuple[str, ...]
@@ -149,11 +127,8 @@ def choice_view(item: Any, index: int = 0) -> ChoiceView:
 
 @dataclass(frozen=True)
 class AlignmentView:
-    """A group of query rows against its definitions, row i's gold being definition i (stored order).
-
-    ``queries`` holds, per side a control reads (``word``: the target word; ``context``: the context
-    with the target removed), one text per row; ``cluster``: what held-out splits keep whole.
-    """
+    """A group of query rows against its definitions, row i's gold being definition i. ``queries``: per
+    side a control reads (``word``, ``context``), one text per row; ``cluster``: kept whole by splits."""
 
     id: str
     cluster: str
@@ -169,16 +144,11 @@ class AlignmentView:
 # ---- what a kind hands the bias analysis ---------------------------------------------------------------
 @dataclass(frozen=True)
 class BiasInputs:
-    """One scored dataset as the generic bias analysis reads it (:meth:`probegen.tasks.Task.bias_inputs`).
+    """One scored dataset as the bias analysis reads it (:meth:`probegen.tasks.Task.bias_inputs`).
 
-    ``table(strata)``: the bias table over the records of those strata (None: all records);
-    ``strata``: every stratum the records fall in (a ratio the task excludes on a stratum,
-    :attr:`probegen.tasks.Task.excluded_ratios`, is measured over the others); ``subsets``: named
-    subsets reported beside the whole set, each the strata it keeps; ``unit``/``n_items``: what a
-    unit is and how many items there are; ``choice_views``/``alignment_views``: the inputs of the
-    trained controls of that shape (empty: none); ``entropy``: ``(word, sense)`` pairs under
-    ``sense`` and ``(word, gold label)`` pairs under ``label``, measured when given, and
-    ``entropy_notes`` written beside them; ``notes``: lines for the report.
+    ``table(strata)``: the bias table over those strata's records (None: all); ``subsets``: named
+    subsets, each the strata it keeps; ``*_views``: the trained controls' inputs (empty: none);
+    ``entropy``: ``(word, sense)`` pairs under ``sense``, ``(word, gold label)`` under ``label``.
     """
 
     table: Callable[[Sequence[str] | None], UnitTable]
@@ -194,8 +164,7 @@ class BiasInputs:
 
 
 def keep_subsets(counts: Mapping[str, int], least: int = 2) -> dict[str, tuple[str, ...]]:
-    """One subset per stratum with at least ``least`` items, when the records fall in more than one
-    stratum (a lone stratum is the whole set).
+    """One subset per stratum with at least ``least`` items (none for a lone stratum).
 
     >>> keep_subsets({"noun.animal": 12, "noun.plant": 1, "noun.food": 5}, least=5)
     {'noun.animal': ('noun.animal',), 'noun.food': ('noun.food',)}
@@ -210,11 +179,8 @@ def keep_subsets(counts: Mapping[str, int], least: int = 2) -> dict[str, tuple[s
 # ---- what a kind hands the artefact filter -----------------------------------------------------------
 @dataclass(frozen=True)
 class FilterInputs:
-    """A loaded dataset as ``probegen filter --artefacts`` (AFLite) reads it
-    (:meth:`probegen.tasks.Filterable.artefact_inputs`): its units as views of one shape, each
-    unit's concept (what the held-out share is drawn by, named ``concept_unit``), the fewest rows a
-    unit keeps, what a row is (``rows_name``, in the filter record) and ``keep(alive)``: the dataset
-    cut to the units of ``alive`` (unit index -> its alive rows, in dataset order)."""
+    """A loaded dataset as AFLite reads it (:meth:`probegen.tasks.Filterable.artefact_inputs`);
+    ``keep(alive)``: the dataset cut to ``alive`` (unit index -> its alive rows)."""
 
     concepts: Sequence[str]
     concept_unit: str

@@ -1,22 +1,7 @@
-"""What a dataset kind may do beyond the minimum: one small abstract class per capability.
-
-The base :class:`~probegen.tasks.base.Task` holds what every kind has (reading, units, evaluation,
-bias ablations, statistics). Each capability here is an abstract subclass of it that adds one
-command's hooks; a kind derives from the capabilities it implements (``class Coda21Task(Subsettable,
-Filterable, Exportable, ...)``; a plugin with none derives from ``Task``), and a command that needs
-one asks ``isinstance(task, Capability)`` where it checks its options
-(:func:`probegen.tasks.check_options`): a kind without it is one line before any work, never a
-failure at run time.
-
-- :class:`Subsettable`: ``--limit``/``--sample`` of ``eval`` and ``bias`` cut its datasets;
-- :class:`Writable`: it writes a loaded dataset as a dataset directory;
-- :class:`Filterable`: ``probegen filter --artefacts`` (AFLite) filters and writes it;
-- :class:`Buildable`: ``probegen bias`` generates a missing default dataset of it;
-- :class:`Exportable`: ``probegen export`` (its release format, ``lm-eval``, ``hf``);
-- :class:`Studyable`: ``probegen study make`` samples and renders it for annotators;
-- :class:`SpecBuildable`: a probe spec (``probegen make spec``) of its :attr:`~SpecBuildable.spec_shape` builds it;
-- :class:`Formable`: ``--forms K`` cuts one build into parallel forms (:mod:`probegen.forms.split`);
-- :class:`Trainable`: the trained method (``diagnostics.trained``) fits a probe on its items.
+"""What a dataset kind may do beyond the minimum: one small abstract subclass of
+:class:`~probegen.tasks.base.Task` per capability, each adding one command's hooks. A kind derives
+from those it implements; a command that needs one checks ``isinstance`` with its options
+(:func:`probegen.tasks.check_options`), so a kind without it is one line before any work.
 """
 
 from __future__ import annotations
@@ -46,8 +31,8 @@ SUBSET_OPTIONS = frozenset({"limit", "sample"})
 class Subsettable(Task):
     """``--limit``/``--sample`` cut this kind's datasets (a quick look at a big file: :meth:`subset`)."""
 
-    #: the attribute of a loaded dataset that holds its records (groups, items, pairs) in file order
-    #: (probegen's datasets: ``records``; a kind may instead override :meth:`records` and :meth:`with_records`)
+    #: the attribute of a loaded dataset that holds its records in file order (or override :meth:`records`
+    #: and :meth:`with_records`)
     records_attribute: ClassVar[str] = "records"
     #: what ``bias`` keeps whole when it takes a subset (its bootstrap cluster; default: one unit)
     cluster_name: ClassVar[str] = ""
@@ -64,9 +49,7 @@ class Subsettable(Task):
         return list(recs)
 
     def with_records(self, data: Dataset, records: Sequence[Any]) -> Dataset:
-        """``data`` holding only ``records``: a dataclass container with a ``records_field`` (probegen's
-        datasets) is replaced field-wise; another object (a plugin's) is copied with its
-        :attr:`records_attribute` set to the records kept."""
+        """A copy of ``data`` holding only ``records``."""
         import copy
         import dataclasses
 
@@ -86,10 +69,8 @@ class Subsettable(Task):
 
     def subset(self, data: Dataset, how: str, n: int, seed: int = 0,
                whole: str = "unit") -> tuple[Dataset, dict[str, Any]]:
-        """(``data`` cut to ``n`` units, what was taken): ``how`` ``limit`` takes the first ``n``
-        (file order), ``sample`` ``n`` drawn with ``seed``; ``whole`` ``cluster`` takes whole
-        clusters (:meth:`cluster_of`: what the bias bootstrap resamples) instead of single units.
-        The records kept stay in file order; ``n`` at least the total keeps everything."""
+        """(``data`` cut to ``n`` units in file order, what was taken): :func:`pick` by ``how``;
+        ``whole="cluster"`` takes whole clusters (:meth:`cluster_of`) instead of single units."""
         recs = self.records(data)
         keys = [self.cluster_of(r) for r in recs] if whole == "cluster" else list(range(len(recs)))
         chosen = self.choose(recs, keys, how, n, seed)
@@ -120,8 +101,7 @@ class Filterable(Writable):
 
     @abstractmethod
     def artefact_inputs(self, data: Dataset) -> FilterInputs:
-        """``data`` as AFLite reads it: its units as choice or alignment views, their concepts, and
-        how to cut the dataset to the rows the filter keeps."""
+        """``data`` as AFLite reads it (views, concepts, and how to keep the rows the filter keeps)."""
 
 
 class Buildable(Task):
@@ -132,8 +112,7 @@ class Buildable(Task):
 
     @abstractmethod
     def build_default(self, path: Path, wordnet: str | None, semcor: str | None, log: Log, runner: Runner) -> None:
-        """Generate a missing default dataset of this kind at ``path`` (``runner``: the command's
-        :class:`~probegen.runner.Runner`, which loads any model the build needs)."""
+        """Generate a missing default dataset of this kind at ``path`` (``runner`` loads its models)."""
 
 
 class Exportable(Task):
@@ -180,7 +159,7 @@ class Studyable(Task):
         return (command == "study" and option in self.study_options) or super().accepts(option, command)
 
     def fingerprint(self, data: Dataset) -> str:
-        """A hash of the dataset's content (recorded in studies): the dataset's own ``fingerprint``."""
+        """A hash of the dataset's content (recorded in studies)."""
         if not isinstance(data, Fingerprinted):
             raise ProbegenError(f"a {self.title or self.name} dataset has no fingerprint: the kind overrides "
                                 "Studyable.fingerprint")
@@ -192,8 +171,7 @@ class Studyable(Task):
 
     @abstractmethod
     def study_view(self, data: Dataset, unit: Any, condition: str, seed: int) -> dict[str, Any]:
-        """What an annotator sees of ``unit`` (of ``data``, which says how to render it) in ``condition``
-        (:mod:`probegen.study.views`)."""
+        """What an annotator sees of ``unit`` in ``condition`` (:mod:`probegen.study.views`)."""
 
     @abstractmethod
     def study_gold(self, unit: Any, seed: int) -> dict[str, Any]:
@@ -201,16 +179,14 @@ class Studyable(Task):
 
 
 class SpecBuildable(Writable):
-    """A probe spec of :attr:`spec_shape` (``probegen make spec``) builds a dataset of this kind; the
-    spec's section of that name, its defaults and checks are the kind's (:meth:`spec_section`)."""
+    """A probe spec of :attr:`spec_shape` (``probegen make spec``) builds a dataset of this kind."""
 
     #: the probe-spec shape that builds this kind (:mod:`probegen.spec.schema`), and its section's key
     spec_shape: ClassVar[str]
 
     @abstractmethod
     def spec_section(self) -> SpecSection:
-        """The spec's section of :attr:`spec_shape`: its fields, defaults and checks
-        (:class:`probegen.spec.schema.SpecSection`)."""
+        """The spec's section of :attr:`spec_shape`: fields, defaults and checks."""
 
     def spec_config(self, spec: Spec) -> Any:
         """The generator configuration of a spec of :attr:`spec_shape` (default: its section's ``config``)."""
@@ -221,8 +197,7 @@ class SpecBuildable(Writable):
 
     def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
                         runner: Runner) -> Dataset:
-        """Generate the dataset a spec declares (``runner``: the :class:`~probegen.runner.Runner` that
-        loads any model the build scores with; default: its section's ``build``)."""
+        """Generate the dataset a spec declares (default: its section's ``build``)."""
         section = self.spec_section()
         if section.build is None:
             raise NotImplementedError(f"kind {self.name!r}: its spec section has no build")
@@ -254,8 +229,7 @@ class Formable(Task):
 
 
 class Trainable(Task):
-    """The trained method (``diagnostics.trained``, ``diagnostics.finetune``) fits a probe on items of
-    :attr:`shape`; these hooks lay the items out, so the method never compares shapes."""
+    """The trained method fits a probe on items of :attr:`shape`; these hooks lay the items out."""
 
     #: the items' shape (their ``task`` field): :func:`probegen.tasks.task_of` finds the kind by it
     shape: ClassVar[str]

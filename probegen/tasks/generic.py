@@ -1,8 +1,5 @@
-"""The generic path of a task that gives only :meth:`~probegen.tasks.base.Task.units`: records,
-metrics and chance level computed from core units, every condition through one request table.
-
-A record is the one row layout (:meth:`probegen.core.Outcome.row`) with ``n``, the unit's number of
-candidates (1/n is its chance level).
+"""The generic path of a task that gives only :meth:`~probegen.tasks.base.Task.units`: records
+(:meth:`probegen.core.Outcome.row` with ``n`` candidates, chance 1/n), metrics and chance level.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Word-in-context datasets on disk: probegen's directory, the generic JSONL, the WiC release.
-
-A probegen dataset (``probegen make wic`` / ``make wsd``) is a directory with ``items.jsonl``
-(one item a line in the generic JSONL schema of ``jsonl.py``) and ``manifest.json`` (kind
-``wic`` or ``wsd``, config, seed, data checksums, counts, file hashes), written atomically as a
-whole directory. ``load`` also reads a bare generic JSONL file and a WiC release copy.
+"""Word-in-context datasets on disk: probegen's directory (``items.jsonl`` in the schema of
+``jsonl.py`` and ``manifest.json``), a bare generic JSONL file and a WiC release copy.
 """
 
 from __future__ import annotations
@@ -25,11 +21,9 @@ KINDS = ("wic", "wsd", "wordincontext")
 
 @dataclass
 class WicDataset(Dataset):
-    """Items plus the manifest that says how they were made (``kind``: wic, wsd or wordincontext;
-    the shared container, :class:`probegen.dataset.Dataset`)."""
+    """Word-in-context items and their manifest (``kind``: wic, wsd or wordincontext)."""
 
     title = "word-in-context"
-    records_file = ITEMS_FILE
     record = WicItem
 
     items: list[WicItem]

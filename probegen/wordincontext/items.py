@@ -1,12 +1,8 @@
 """The word-in-context record, one per line of the generic JSONL (see ``jsonl.py``).
 
-Every item has a context (a :class:`~probegen.contexts.Context` held as text) with its target
-located by character span. What is asked comes in one of three shapes (``task``):
-
-- ``pair``: a second context with its own target span and a boolean ``label`` (WiC: is the
-  target used in the same sense in both?);
-- ``choice``: candidate ``choices`` (e.g. sense definitions) and the ``gold`` index (WSD);
-- ``label``: a class ``label`` for the one context (e.g. a supersense tag).
+Every item has a context with its target located by character span, and one of three shapes
+(``task``): ``pair`` (a second context and a boolean ``label``: WiC), ``choice`` (``choices`` and
+the ``gold`` index: WSD) or ``label`` (a class ``label`` for the one context).
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ Target = Context
 
 @dataclass(frozen=True)
 class WicItem(Item):
-    """One word-in-context item; ``unit`` groups items for bootstrap resampling and training
-    subsamples (the lemma for WiC pairs, the SemCor document for WSD items).
+    """One word-in-context item; ``unit`` groups items for resampling and training subsamples.
 
     >>> it = WicItem("p1", "bank", "n", Context("the bank", (4, 8)), Context("a bank", (2, 6)), True)
     >>> it.task, it.to_json()["span2"], [c.surface for c, _ in it.targets()]

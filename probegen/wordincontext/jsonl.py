@@ -36,11 +36,7 @@ from .items import LineError, WicItem, parse_row
 __all__ = ["LineError", "looks_generic", "parse_row", "read_items"]
 
 def read_items(path: str | Path) -> list[WicItem]:
-    """Read and validate a whole generic-JSONL file (``DatasetError`` with the first bad line).
-
-    Checks per line (JSON, fields, spans, task shape) and across lines (one task shape, unique
-    ids; a label task needs at least two classes) before returning anything.
-    """
+    """Read and validate a whole generic-JSONL file (``DatasetError`` with the first bad line)."""
     path = Path(path)
     items: list[WicItem] = []
     errors: list[str] = []

@@ -1,9 +1,6 @@
-"""SemCor occurrences for the word-in-context builders: grouped by (lemma, POS), rendered as text
-with a character span, and filtered by the shared no-leak rule (``probegen.leaks``).
-
-An occurrence is SemCor's :class:`~probegen.contexts.Context` (held as tokens) with its sense
-tag (``synset``) and SemCor's lemma lower-cased; :func:`doc`, :func:`key` and :func:`order` read
-the SemCor ids it carries.
+"""SemCor occurrences for the word-in-context builders: grouped by (lemma, POS), with a character
+span, filtered by the no-leak rule (``probegen.leaks``); :func:`doc`, :func:`key` and :func:`order`
+read the SemCor ids an occurrence carries.
 """
 
 from __future__ import annotations
@@ -85,8 +82,7 @@ class SourceStats:
 def occurrences(index: dict[str, list[Context]], graph: WordNetGraph, pos: tuple[str, ...], max_tokens: int,
                 stats: SourceStats) -> list[Context]:
     """Every SemCor occurrence of a synset of ``pos`` in a sentence of at most ``max_tokens`` tokens,
-    tagged with its synset and SemCor's lemma lower-cased, in corpus order (document, sentence,
-    token) whatever the cache's layout."""
+    in corpus order."""
     out = []
     for synset in sorted(index):
         if synset not in graph or graph.pos(synset) not in pos:
@@ -147,9 +143,8 @@ def split_by_rank(keys: list[str], dev_frac: float, test_frac: float, rng: np.ra
 
 def load_sources(wordnet: str | None, semcor: str | None, log: Callable[[str], None]) -> tuple[
         LexicalResource, DataInfo, WordNetGraph, LexicalResource, dict[str, list[Context]]]:
-    """(wordnet, SemCor info, graph, wordnet, SemCor context index), located and loaded; the wordnet
-    (``wordnet``: a source string, ``probegen.lexicon.sources``) is a LexicalResource, which
-    serves both as the manifest's record and as the morphology. It needs sense keys (SemCor)."""
+    """(wordnet, SemCor info, graph, wordnet, SemCor context index), located and loaded (the wordnet
+    needs sense keys)."""
     from ..data import locate_semcor
     from ..errors import ProbegenError
     from ..lexicon.sources import has_sense_keys, open_resource, where

@@ -1,16 +1,9 @@
 """Word in context: items that hide a target word in a context and ask about its sense.
 
-The item shape (:attr:`WordInContextTask.shape`, :attr:`probegen.wordincontext.items.WicItem.task`)
-decides the task: ``pair`` (WiC: two contexts, same sense or not: :class:`WicTask`), ``choice``
-(WSD: pick the sense: :class:`WsdTask`) or ``label`` (one context, one class:
-:class:`LabelTask`). Datasets: a probegen directory (``probegen make wic`` / ``make wsd``, kind
-``wic``/``wsd``; ``wordincontext`` for any shape), a generic word-in-context JSONL, a WiC release
-copy (TSV); reading lives in :mod:`probegen.wordincontext`.
-
-These kinds are measured by a trained probe (the bias paper's method, ``diagnostics.trained``),
-not by zero-shot scoring: ``eval`` trains a linear probe, ``bias`` defaults to ``--method
-trained``. The hooks of that method (features per item shape, the label prior, deciding from a
-classifier, fine-tuning heads) are methods here, so the trained method never compares shapes.
+The item shape decides the task: ``pair`` (WiC, :class:`WicTask`), ``choice`` (WSD,
+:class:`WsdTask`) or ``label`` (one context, one class, :class:`LabelTask`). These kinds are
+measured by a trained probe (``diagnostics.trained``), not by zero-shot scoring; that method's
+hooks are methods here, so it never compares shapes.
 """
 
 from __future__ import annotations
@@ -35,8 +28,7 @@ SHAPE_OF_KIND = {"wic": "pair", "wsd": "choice"}
 
 
 def row_shape(row: Any) -> str:
-    """The item shape of one generic-JSONL row, by the fields
-    :func:`~probegen.wordincontext.jsonl.parse_row` reads first.
+    """The item shape of one generic-JSONL row, by the fields ``parse_row`` reads first.
 
     >>> row_shape({"context2": "x"}), row_shape({"choices": []}), row_shape({"label": "n"})
     ('pair', 'choice', 'label')
@@ -86,9 +78,8 @@ def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: Sequence[str] | None = None,
                    seed: int = 0) -> np.ndarray:
-    """Per item (group): is the gold its top-scoring choice? The argmax is the core's decision
-    (:func:`probegen.core.decide`): a tie for the top score is broken at random, seeded by
-    ``seed`` and the item's id (``ids[g]``; without ``ids`` its index), as every evaluation does.
+    """Per item (group): is the gold its top-scoring choice (the core's decision: a tie broken at
+    random, seeded by ``seed`` and the item's id, ``ids[g]``, else its index)?
 
     >>> choice_correct(np.array([0.1, 0.9, 0.5, 0.2]), np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0])).tolist()
     [True, True]
@@ -105,11 +96,8 @@ def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: S
 
 
 class WordInContextTask(Subsettable, Writable, Trainable):
-    """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks. Every shape
-    can be cut to a subset, written and measured by the trained method; only WiC pairs are built from a
-    probe spec (:class:`WicTask`)."""
+    """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks."""
 
-    records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     #: how ``probegen stats`` names the items
     stats_noun: ClassVar[str] = "items"
     kinds: ClassVar[tuple[str, ...]] = ("wordincontext",)
@@ -136,8 +124,7 @@ class WordInContextTask(Subsettable, Writable, Trainable):
         return chosen
 
     def cluster_of(self, record: Any) -> str:
-        """The item's training/resampling unit (a WiC pair's lemma, a WSD item's SemCor document):
-        a subset keeps it whole, so no lemma or document straddles what was taken and what was not."""
+        """The item's training/resampling unit (a WiC pair's lemma, a WSD item's SemCor document)."""
         return str(record.unit or record.lemma)
 
     def claims(self, path: Path) -> bool:
@@ -251,8 +238,7 @@ class WordInContextTask(Subsettable, Writable, Trainable):
 
 
 class WicTask(WordInContextTask, SpecBuildable):
-    """WiC pairs: is the target used in the same sense in both contexts? (A probe spec of shape
-    ``wic_pair`` builds them.)"""
+    """WiC pairs: is the target used in the same sense in both contexts?"""
 
     name = "wic"
     title = "WiC"

@@ -1,22 +1,10 @@
-"""``probegen make wic``: WiC-style pairs from SemCor.
+"""``probegen make wic``: WiC-style pairs from SemCor, all seeded.
 
-A pair is two SemCor contexts of the same lemma and part of speech, label T if both tokens are
-tagged with the same synset, F otherwise. Construction, all seeded:
-
-1. occurrences of noun/verb synsets in sentences of at most ``max_tokens`` tokens, grouped by
-   SemCor's lemma and POS; lemmas seen with fewer than two synsets are skipped (they can give
-   no F pair);
-2. per lemma, up to ``max_contexts_per_lemma`` contexts in seeded order that pass the no-leak
-   rule (no other form of the lemma visible outside the target span, ``probegen.leaks``);
-3. too-fine sense distinctions are pruned from the F candidates (``prune``, below);
-4. T and F pairs are drawn alternately, each context in at most one pair, until
-   ``max_pairs_per_lemma`` or either kind runs out, then cut to equal numbers: labels are
-   balanced within every lemma, hence within every split (per-word label entropy is 1 bit, so
-   the word alone cannot predict the label);
-5. splits are disjoint by lemma (a seeded permutation of the lemmas cut by ``dev_frac`` and
-   ``test_frac``); ``max_pairs`` stops taking lemmas (in seeded order) once reached;
-6. the order of the two contexts in a pair, and the order of pairs in the file, are seeded
-   shuffles, so the label is not recoverable from position.
+A pair is two SemCor contexts of the same lemma and POS (in sentences of at most ``max_tokens``
+tokens, no other form of the lemma visible: ``probegen.leaks``), label T if both are tagged with the
+same synset. Per lemma, T and F pairs are drawn alternately, each context at most once, then cut to
+equal numbers (labels balanced within every lemma, so the word alone cannot predict the label).
+Splits are disjoint by lemma; the order of contexts in a pair and of pairs in the file is shuffled.
 
 Pruning rule ``wic`` (default), after the WiC paper's own: an F pair is dropped when its two
 synsets share a supersense (WordNet lexicographer file, e.g. ``noun.artifact``), or are

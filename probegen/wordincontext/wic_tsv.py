@@ -1,15 +1,12 @@
 """Reader for the WiC release format (Pilehvar & Camacho-Collados), so a real WiC copy can be measured.
 
-The release has one folder per split (``train/``, ``dev/``, ``test/``), each with a data file
-``<split>.data.txt`` and a gold file ``<split>.gold.txt``. A data line is five tab-separated
-fields::
+One folder per split, each with ``<split>.data.txt`` and ``<split>.gold.txt``. A data line is five
+tab-separated fields (lemma, ``N``/``V``, the target's token index in sentence 1 and 2 as ``i-j``,
+sentence 1, sentence 2)::
 
     carry<TAB>V<TAB>2-1<TAB>You must carry your camping gear .<TAB>Sound carries well over water .
 
-target lemma, part of speech (``N``/``V``), the target's token index in sentence 1 and in
-sentence 2 (``i-j``; tokens are the white-space separated words), sentence 1, sentence 2. The
-gold file has ``T`` or ``F`` on the same line number. Every file is validated in full first;
-a bad line gives one error with the file and line number.
+The gold file has ``T`` or ``F`` on the same line number. Every file is validated in full first.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""``probegen make wsd``: WSD-style items from SemCor.
+"""``probegen make wsd``: WSD-style items from SemCor, all seeded.
 
-An item is one sense-tagged SemCor token in its sentence; the choices are the definitions of
-every WordNet synset of the token's lemma in its part of speech, the gold is the tagged synset.
-Construction, all seeded:
-
-- only noun/verb tokens whose lemma has at least two WordNet senses in that POS, in sentences
-  of at most ``max_tokens`` tokens, whose tagged synset is among the lemma's senses, and whose
-  candidate definitions are all different (else the gold would be ambiguous);
-- the no-leak rule: no other form of the lemma visible outside the target span
-  (``probegen.leaks``);
-- train/dev/test split by SemCor document (a seeded permutation of the documents), so no
-  sentence, and no document's topic, is on both sides;
-- ``max_items`` keeps a seeded sample of the eligible tokens (listed in corpus order);
-- choice order is a seeded per-item permutation, so the gold is not recoverable from position
-  (WordNet's own sense order is frequency order: keeping it would leak the most frequent sense).
+An item is one sense-tagged noun/verb token (its lemma with at least two senses, all definitions
+different, no other form of the lemma visible: ``probegen.leaks``) in a sentence of at most
+``max_tokens`` tokens; the choices are its lemma's synsets' definitions in a seeded per-item order
+(WordNet's frequency order would leak the answer). Splits are by SemCor document; ``max_items``
+keeps a seeded sample.
 """
 
 from __future__ import annotations

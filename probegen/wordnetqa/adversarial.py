@@ -1,11 +1,8 @@
 """Adversarial WordNetQA: the same questions, distractors the reference model scores highest.
 
-The twin is the standard build (same config and seed), so both sets share item ids, questions,
-gold answers and gold positions. For each item the adversarial version keeps the twin's mix of
-distractor types (as many sister/ISA distractors as the twin has, the rest random) but picks,
-among every valid candidate of each type, the ones the reference model finds most plausible.
-The validity rule is the generator's own (``Relations.valid``): no shared lemma with the gold or
-the concept, never another correct answer, never the same choice text twice.
+The twin is the standard build, so both sets share item ids, questions, gold answers and positions.
+Each adversarial item keeps its twin's mix of distractor types but picks, among the valid
+candidates of each type (``Relations.valid``), the ones the reference model finds most plausible.
 """
 
 from __future__ import annotations
@@ -129,11 +126,7 @@ def build_adversarial(
     cfg: WordNetQAConfig, settings: AdversarialSettings, wordnet: str | None = None, semcor: str | None = None,
     progress: bool = True, log: Callable[[str], None] = print, *, runner: Runner,
 ) -> tuple[D.WordNetQADataset, D.WordNetQADataset]:
-    """(adversarial dataset, non-adversarial twin) for one WordNetQA configuration.
-
-    ``runner`` loads the reference model and scores every candidate through the one core
-    (shared across ranks under ``torchrun``).
-    """
+    """(adversarial dataset, non-adversarial twin) for one WordNetQA configuration."""
     from ..wordnet_graph import load_graph
     from .distractors import Relations
 

@@ -1,10 +1,6 @@
-"""WordNetQA's bias tables, probe-type subsets, choice views and entropy inputs (read by ``probegen
-bias`` and ``probegen filter`` through :meth:`probegen.tasks.Task.bias_inputs` and the
-artefact-filter hook).
-
-A WordNetQA unit is a concept (synset): summed per-item correctness, the label baseline the
-majority gold position. The strata are probe types: a ratio measures nothing on some
-(:data:`probegen.wordnetqa.task.EXCLUDED_RATIOS`), and the analysis leaves those out.
+"""WordNetQA's bias tables, probe-type subsets, choice views and entropy inputs
+(:meth:`probegen.tasks.Task.bias_inputs`). A unit is a concept (synset); the label baseline is the
+majority gold position; the strata are probe types (:data:`probegen.wordnetqa.task.EXCLUDED_RATIOS`).
 """
 
 from __future__ import annotations
@@ -18,8 +14,7 @@ from ..tasks.bias_inputs import BiasInputs, ChoiceView, FilterInputs, UnitTable,
 
 
 def _gold(record: dict[str, Any]) -> tuple[int, int]:
-    """(gold position as presented, number of choices) of a multiple-choice row (the one row layout,
-    :meth:`probegen.core.Outcome.row`: gold is an index list, one entry per row).
+    """(gold position as presented, number of choices) of a :meth:`probegen.core.Outcome.row` record.
 
     >>> _gold({"gold": [2], "choices": ["a", "b", "c", "d"]})
     (2, 4)
@@ -66,9 +61,8 @@ def choice_views(items: Sequence[Any]) -> list[ChoiceView]:
 
 
 def bias_inputs(data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
-    """What ``probegen bias`` measures of a scored WordNetQA dataset: one subset per probe type
-    (when there are several), the choice-only control per probe type, sense and label entropy over
-    the items that name a target word."""
+    """What ``probegen bias`` measures of a scored WordNetQA dataset: probe-type subsets, the
+    choice-only control, sense and label entropy."""
     items = list(data.items)
     views = choice_views(items)
     probes = tuple(sorted({str(r.get("probe", "all")) for r in records["full"]}))

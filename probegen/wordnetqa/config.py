@@ -17,10 +17,8 @@ N_CHOICES = 5
 
 @dataclass(frozen=True)
 class WordNetQAConfig:
-    """Everything that decides which questions, answers and distractors a dataset gets.
-
-    ``probes=("all",)`` stands for every probe type (the bias command passes the dataset
-    directory's suffix, e.g. ``wordnetqa-all``).
+    """Everything that decides which questions, answers and distractors a dataset gets
+    (``probes=("all",)``: every probe type).
 
     >>> WordNetQAConfig(probes=("all",)).probes == PROBES
     True

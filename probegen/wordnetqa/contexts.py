@@ -1,13 +1,9 @@
 """Contexts for WordNetQA questions: example sentences with the concept's word located by span.
 
-WordNet example sentences contain inflected forms ("the dogs barked"), so a lemma is matched
-as a whole word through WordNet's own morphology (``morphy``: "dogs" -> dog, "geese" -> goose,
-"took" -> take). Multiword lemmas match their words in sequence, with only the head inflected
-(the last word of a noun, the first of a verb: "took off"). An example where no lemma of its
-synset can be located is not used, nor one that shows another form of the located lemma outside
-its span ("a dog chased another dog": hiding one leaves the other, ``probegen.leaks``); a concept
-left without any context is skipped and counted. Optionally SemCor sentences (sense-tagged, so
-the target's span and lemma are known) fill in for concepts whose WordNet examples gave none.
+A lemma is matched as a whole word through WordNet's morphology ("geese" -> goose; a multiword
+lemma with only its head inflected: "took off"). An example where no lemma of its synset is
+located, or that shows another form of it outside its span (``probegen.leaks``), is not used; a
+concept left without any context is skipped and counted. SemCor sentences may fill in.
 """
 
 from __future__ import annotations
@@ -47,11 +43,7 @@ class ContextStats:
 def wordnet_contexts(
     graph: WordNetGraph, synset: str, morph: Morphology, limit: int, stats: ContextStats | None = None
 ) -> list[tuple[str, Context]]:
-    """Up to ``limit`` (lemma, context) pairs from the synset's example sentences, in WordNet order.
-
-    An example where the lemma shows up again outside the located span is skipped (counted in
-    ``stats.examples_leaky``).
-    """
+    """Up to ``limit`` (lemma, context) pairs from the synset's leak-free example sentences."""
     out = []
     for i, ex in enumerate(graph.examples(synset)):
         found = locate(ex, graph.lemmas(synset), graph.pos(synset), morph)
@@ -71,10 +63,7 @@ def semcor_contexts(
     graph: WordNetGraph, synset: str, occurrences: list[Context], morph: Morphology, limit: int,
     stats: ContextStats | None = None,
 ) -> list[tuple[str, Context]]:
-    """Up to ``limit`` (lemma, context) pairs from SemCor occurrences (the contexts of
-    :func:`probegen.semcor.context_index`), whose token spans and lemmas are SemCor's own (in
-    WordNet's spelling when the synset has that lemma); occurrences with another visible form of
-    the lemma are skipped (``stats.semcor_leaky``)."""
+    """Up to ``limit`` (lemma, context) pairs from leak-free SemCor occurrences."""
     lemmas = graph.lemmas(synset)
     out = []
     for ctx in occurrences:

@@ -1,25 +1,18 @@
-"""Building, writing and reading WordNetQA datasets (probegen's JSONL directory and the
-WordNetQA release format).
+"""Building, writing and reading WordNetQA datasets (probegen's directory of ``items.jsonl`` and
+``manifest.json``, and the release format).
 
-A probegen dataset is a directory with ``items.jsonl`` (one 5-way item a line, every split,
-each with its ``split``) and ``manifest.json``. ``export_release`` gives the items in the
-schema of the WordNetQA release (``{"id", "question": {"stem", "choices": [{"text", "label"}]},
-"answerKey", "notes"}``); ``load`` reads both.
-
-Construction (see ``probes.py`` and ``distractors.py``): concepts are the synsets of the chosen
-parts of speech with a usable context; each gets its unique questions per probe type; each
-unique question becomes one item per distractor perturbation (random, sister, isa) for which
-at least one distractor of that type is valid. Gold positions are balanced across A-E within
-every (probe, perturbation, split) by a seeded shuffle of a repeating A..E sequence; the
-distractors fill the other places in a seeded per-item order.
+Construction (``probes.py``, ``distractors.py``): each concept with a usable context gets its
+unique questions per probe type, each one item per distractor perturbation with a valid
+distractor. Gold positions are balanced across A-E within every (probe, perturbation, split).
 """
 
 from __future__ import annotations
 
 import json
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, cast
 
@@ -52,22 +45,18 @@ SPLITS = ("train", "dev", "test")
 
 @dataclass
 class WordNetQADataset(Dataset):
-    """Items plus the manifest that says how they were made (the shared container,
-    :class:`probegen.dataset.Dataset`: ``fingerprint``, ``write``)."""
+    """WordNetQA items and their manifest."""
 
     title = "WordNetQA"
-    records_file = ITEMS_FILE
     record = MCItem
 
     items: list[MCItem]
     manifest: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
-    def split(self, name: str) -> list[MCItem]:
-        return [it for it in self.items if it.split == name]
-
-    def probe(self, name: str) -> list[MCItem]:
-        return [it for it in self.items if it.probe == name]
+    def split(self, name: str | None) -> list[MCItem]:
+        """The items of split ``name`` (None: every item)."""
+        return self.items if name is None else [it for it in self.items if it.split == name]
 
     @cached_property
     def templates(self) -> Templates:
@@ -86,9 +75,8 @@ def item_rng(seed: int, key: str) -> np.random.Generator:
 # ---- construction --------------------------------------------------------------------------------
 def select_concepts(concepts: list[str], cfg: WordNetQAConfig,
                     eligible: Callable[[str], bool] | None = None) -> list[str]:
-    """All concepts, or a seeded sample of ``max_concepts`` of them (kept in WordNet order): the
-    first ``max_concepts`` of a seeded permutation that ``eligible`` admits (a concept with a
-    question of a requested probe), so the sample counts concepts that pass the probe's filters."""
+    """All concepts, or the first ``max_concepts`` of a seeded permutation that ``eligible`` admits (kept
+    in WordNet order)."""
     if cfg.max_concepts is None or cfg.max_concepts >= len(concepts):
         return list(concepts)
     keep: set[int] = set()
@@ -110,11 +98,9 @@ def assign_splits(concepts: list[str], cfg: WordNetQAConfig) -> dict[str, str]:
     n = len(concepts)
     n_test = int(round(cfg.test_frac * n))
     n_dev = int(round(cfg.dev_frac * n))
-    order = item_rng(cfg.seed, "splits").permutation(n)
-    out = {}
-    for rank, i in enumerate(order.tolist()):
-        out[concepts[i]] = "test" if rank < n_test else "dev" if rank < n_test + n_dev else "train"
-    return out
+    order = item_rng(cfg.seed, "splits").permutation(n).tolist()
+    return {concepts[i]: "test" if r < n_test else "dev" if r < n_test + n_dev else "train"
+            for r, i in enumerate(order)}
 
 
 def balanced_positions(n: int, seed: int, key: str) -> np.ndarray:
@@ -144,9 +130,8 @@ def build(
     log: Callable[[str], None] = print,
     probe_templates: Mapping[str, dict[str, Any]] | None = None,
 ) -> WordNetQADataset:
-    """Generate a WordNetQA dataset from a wordnet (``wordnet``: a source string, see
-    ``probegen.lexicon.sources``; None is WordNet 3.0) and SemCor if asked, with the given configuration.
-    ``probe_templates``: the templates of a probe spec's own probe (recorded in the manifest)."""
+    """Generate a WordNetQA dataset (``wordnet``: ``probegen.lexicon.sources``, None is WordNet 3.0;
+    ``probe_templates``: a probe spec's own probe's, recorded in the manifest)."""
     from .probes import explain_skipped, has_question
     from .render import Templates
 
@@ -230,9 +215,7 @@ def _contexts(cfg: WordNetQAConfig, graph: WordNetGraph, wn: LexicalResource, in
 def _pending_items(cfg: WordNetQAConfig, graph: WordNetGraph, concepts: list[str], contexts: Contexts,
                    splits: dict[str, str], renderers: dict[str, Callable[[str], str]], templates: Templates,
                    progress: bool) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-    """Every (question, perturbation) item before gold placement, and what was skipped per probe:
-    concepts with no question of a probe (a leaf has no hyponyms), and (question, perturbation)
-    pairs dropped because no distractor of that type is valid."""
+    """Every (question, perturbation) item before gold placement, and what was skipped per probe."""
     from ..progress import progress_bar
     from .distractors import Relations
 
@@ -320,13 +303,10 @@ def isa_family(probe: str, isa_all: dict[str, tuple[str, int]]) -> dict[str, tup
 
 def choice_renderer(graph: WordNetGraph, probe: str, templates: Templates) -> Callable[[str], str]:
     """Synset -> its choice text in ``probe``'s format of ``templates`` (memoised)."""
-    memo: dict[str, str] = {}
 
+    @cache
     def render(s: str) -> str:
-        got = memo.get(s)
-        if got is None:
-            got = memo[s] = templates.choice_text(probe, graph.lemmas(s), graph.definition(s))
-        return got
+        return templates.choice_text(probe, graph.lemmas(s), graph.definition(s))
 
     return render
 
@@ -399,20 +379,13 @@ def counts(items: list[MCItem]) -> dict[str, dict[str, Any]]:
 
 
 def _tally(xs: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in xs:
-        out[x] = out.get(x, 0) + 1
-    return dict(sorted(out.items()))
+    return dict(sorted(Counter(xs).items()))
 
 
 # ---- files ---------------------------------------------------------------------------------------
 def write(ds: WordNetQADataset, out: str | Path, release: bool = False) -> Path:
-    """Write ``items.jsonl`` and ``manifest.json`` (with every file's sha256) into ``out``.
-
-    ``release``: also ``release/<split>.jsonl`` in the WordNetQA release schema. The directory
-    is written beside ``out`` and renamed into place once, so an interrupted write leaves an
-    earlier dataset at ``out`` whole.
-    """
+    """Write ``items.jsonl`` and ``manifest.json`` (``release``: and ``release/<split>.jsonl``) into ``out``,
+    atomically as a whole directory."""
 
     def release_files(tmp: Path) -> list[str]:
         names = []
@@ -426,15 +399,10 @@ def write(ds: WordNetQADataset, out: str | Path, release: bool = False) -> Path:
 
 def load(path: str | Path, ablations: bool = False, on_invalid: str = "error",
          probe: str | None = None) -> WordNetQADataset:
-    """Read a probegen WordNetQA directory (its files checked against the manifest), its
-    ``items.jsonl``, or a release-format JSONL file (:mod:`probegen.wordnetqa.release`).
+    """Read a probegen WordNetQA directory, its ``items.jsonl``, or a release-format JSONL file.
 
-    A release file is read line by line: a row that cannot be read as its probe's question is a
-    ``DatasetError`` naming ``FILE:LINE`` or, with ``on_invalid="skip"``, left out and recorded in
-    ``manifest["invalid"]`` (``{"policy", "rows", "kept", "skipped": {reason: {"count", "ids"}}}``).
-    ``probe``: the probe type of every row of a release file (else its file name, else its notes
-    tell it). ``ablations``: rows must also carry their concept (the bootstrap's unit), and
-    DictionaryQA rows a quoted sentence holding the word.
+    ``on_invalid``, ``probe``: as :func:`~probegen.wordnetqa.release.read_release`. ``ablations``: rows
+    must also carry their concept, and DictionaryQA rows a quoted sentence holding the word.
     """
     from .release import ON_INVALID, read_release
 
@@ -503,42 +471,38 @@ def check_ids(items: list[MCItem], source: str = "the dataset") -> None:
 # ---- the release schema --------------------------------------------------------------------------
 def export_release(ds: WordNetQADataset, split: str | None = None) -> list[dict[str, Any]]:
     """Items in the WordNetQA release schema (one dict per item, optionally one split)."""
-    out = []
-    for it in ds.items:
-        if split is not None and it.split != split:
-            continue
-        out.append(
-            {
-                "id": it.id,
-                "question": {
-                    "stem": it.question,
-                    "choices": [{"text": t, "label": LABELS[i]} for i, t in enumerate(it.choices)],
-                },
-                "answerKey": it.answer_key,
-                "notes": {
-                    "probe": it.probe,
-                    "concept": it.synset,
-                    "word": it.word,
-                    "surface_form": it.surface,
-                    "pos": it.pos,
-                    "gold_synset": it.gold_synset,
-                    "hops": it.hops,
-                    "chain": list(it.chain),
-                    "distractor_type": it.distractor_type,
-                    "distractor_hops": it.distractor_hops,
-                    "choice_synsets": [m.synset for m in it.choice_meta],
-                    "choice_types": [m.type for m in it.choice_meta],
-                    "choice_distances": [m.distance for m in it.choice_meta],
-                    "cluster": it.cluster,
-                    "split": it.split,
-                    "question_id": it.question_id,
-                    "template": it.template,
-                    "context": it.context.text if it.context else None,
-                    "canary": ds.manifest.get("canary", CANARY),
-                },
-            }
-        )
-    return out
+    return [
+        {
+            "id": it.id,
+            "question": {
+                "stem": it.question,
+                "choices": [{"text": t, "label": LABELS[i]} for i, t in enumerate(it.choices)],
+            },
+            "answerKey": it.answer_key,
+            "notes": {
+                "probe": it.probe,
+                "concept": it.synset,
+                "word": it.word,
+                "surface_form": it.surface,
+                "pos": it.pos,
+                "gold_synset": it.gold_synset,
+                "hops": it.hops,
+                "chain": list(it.chain),
+                "distractor_type": it.distractor_type,
+                "distractor_hops": it.distractor_hops,
+                "choice_synsets": [m.synset for m in it.choice_meta],
+                "choice_types": [m.type for m in it.choice_meta],
+                "choice_distances": [m.distance for m in it.choice_meta],
+                "cluster": it.cluster,
+                "split": it.split,
+                "question_id": it.question_id,
+                "template": it.template,
+                "context": it.context.text if it.context else None,
+                "canary": ds.manifest.get("canary", CANARY),
+            },
+        }
+        for it in ds.split(split)
+    ]
 
 
 def _first_is_release(p: Path) -> bool:

@@ -1,22 +1,15 @@
 """Graded distractors for WordNetQA questions, and the rule that none is also a correct answer.
 
-Distractor types (each recorded with its distance from the question's concept ``c``):
+Types, each with its distance from the concept ``c``: ``random`` (any synset of its POS),
+``sister`` (siblings at distance 1 and their descendants at 2, 3, ...), ``isa_down`` / ``isa_up``
+(descendants / ancestors at 1..max_hops: hypernymy takes descendants, hyponymy ancestors,
+definitions and synonymy both).
 
-- ``random``: any synset of ``c``'s part of speech (no distance);
-- ``sister``: the sister family of depth l: ``c``'s siblings (distance 1) and their descendants
-  down to l-1 levels (distance 2, 3, ...);
-- ``isa_down`` / ``isa_up``: descendants / ancestors of ``c`` at distance k' (1..max_hops).
-  Hypernymy questions ("c is a type of ...") take descendants, hyponymy questions ("which is a
-  type of c?") take ancestors, definitions and synonymy take both.
-
-A candidate ``x`` is rejected (see :func:`Relations.valid`) if it is the concept or the gold,
-shares a lemma with either (so it is never the gold's synonym), renders to the same text as the
-gold, or is another valid answer: for hypernymy any ancestor of ``c`` at any distance, for
-hyponymy any descendant of ``c`` at any distance (instance links included), for definitions a
-synset with the same gloss. For a relation probe (a spec's ``relation``: entailment, cause,
-part_meronym, ...) a valid answer is any relative of ``c`` by that relation at any distance, or of
-one of ``c``'s ancestors (relations are inherited down the tree: a sedan has a car's parts), and
-``c``'s ancestors themselves are rejected too (in WordNet troponymy implies entailment).
+A candidate is rejected (:meth:`Relations.valid`) if it is the concept or the gold, shares a lemma
+with either, renders to the gold's text, or is another valid answer: any ancestor (hypernymy) or
+descendant (hyponymy) of ``c``, a synset with the same gloss (definitions), or for a relation probe
+any relative of ``c`` or of its ancestors by that relation (relations are inherited), and ``c``'s
+ancestors themselves (troponymy implies entailment).
 """
 
 from __future__ import annotations
@@ -106,13 +99,8 @@ class Relations:
         return min(self.graph.depth(s), 12), bool(self.graph.children(s, self.instances))
 
     def matched_pool(self, gold: str, min_size: int = 200) -> list[str]:
-        """Random-distractor pool of the gold's generality (same depth and leaf/inner status).
-
-        Drawing random distractors from the whole POS pool makes them mostly specific leaves,
-        while ISA answers are general ancestors: a choice-only classifier then finds the gold by
-        its generality alone. Matching depth and leafness removes that shortcut; buckets smaller
-        than ``min_size`` fall back to the whole pool.
-        """
+        """Random-distractor pool of the gold's depth and leaf/inner status (the whole pool below
+        ``min_size``): else random leaves give a general ISA gold away to a choice-only classifier."""
         pos = self.graph.pos(gold)
         if pos not in self._buckets:
             b: dict[tuple[int, bool], list[str]] = {}
@@ -178,14 +166,8 @@ def sample(
     render: Callable[[str], str],
     max_random_tries: int = 2000,
 ) -> list[tuple[str, str, int | None]]:
-    """``n`` distractors ``(synset, type, distance)`` for one item of perturbation ``dtype``.
-
-    For ``sister``/``isa`` the valid members of that family come first (a seeded sample); any
-    places left are filled with random distractors, recorded as ``random``. Random distractors
-    are never in ``related`` (the concept's sister family and ISA relatives), so a ``random``
-    choice is unrelated by construction. Choice texts never repeat. Returns fewer than ``n``
-    only if the random pool is exhausted.
-    """
+    """``n`` distractors ``(synset, type, distance)`` for one item of perturbation ``dtype``: the family's
+    valid members first (seeded), the rest random (never in ``related``); fewer only if the pool runs out."""
     chosen: list[tuple[str, str, int | None]] = []
     texts = {_key(render(gold))}
 

@@ -1,14 +1,10 @@
 """Scoring WordNetQA items with any scorer and picking an answer.
 
-Every item becomes one query (rendered by mode, see ``render.py``) scored against its choices
-through one request table of ``probegen.core`` (batching, prefix reuse and caching live in the scorer). The
-prediction is the argmax with seeded random tie-breaking (``probegen.core.decide``), so a scorer
-that gives every choice the same score gets chance accuracy, never the gold.
-
-Length normalisation of LM scores (``length_norm``): ``none`` (the scorer's reduction as is),
-``tokens`` (mean log-prob per token: needs a scorer loaded with ``reduction="mean"``) or
-``chars`` (summed log-prob divided by the choice's length in characters, lm-eval's acc_norm).
-Cosine scores of embedding and static scorers are never normalised.
+Every item becomes one query (rendered by mode, ``render.py``) scored against its choices through
+one request table of ``probegen.core``; the prediction is the argmax with seeded tie-breaking, so a
+scorer that gives every choice the same score gets chance accuracy. ``length_norm`` of LM scores:
+``none``, ``tokens`` (per-token mean: a scorer loaded with ``reduction="mean"``) or ``chars``
+(lm-eval's acc_norm); cosine scores are never normalised.
 """
 
 from __future__ import annotations
@@ -55,11 +51,8 @@ def evaluate_mc(data: MCData, scorer: Any, settings: Settings | None = None, mod
     """Score every item (of ``settings.split``, else all) in ``mode`` and pick the best choice:
     the made-up word, the length normalisation and the tie seed come from ``settings``.
 
-    Returns ``{"items": [per-item records, in dataset order], "metrics": {...}}``. Each record
-    is the one row layout (:meth:`probegen.core.Outcome.row`: ``scores``, ``pred``, ``gold`` and
-    ``correct`` of its one row) with ``probe``, ``cluster``, ``split``, ``synset``, ``hops``,
-    ``distractor_type``, ``choices`` (the presented texts), their ``choice_types`` and ``pred_type``
-    (the role of the chosen choice).
+    Returns ``{"items": [records in dataset order], "metrics": {...}}``; a record is
+    :meth:`probegen.core.Outcome.row` with the item's fields, ``choice_types`` and ``pred_type``.
     """
     return evaluate_mc_modes(data, scorer, settings or Settings(), [mode], progress)[0]
 

@@ -18,26 +18,23 @@ def wordnetqa_docs(ds: WordNetQADataset, split: str | None = None) -> list[dict[
     from ..templating import dataset_nonce
 
     nonce = dataset_nonce(ds.manifest)
-    docs = []
-    for it in ds.items:
-        if split is not None and it.split != split:
-            continue
-        docs.append(
-            {
-                "id": it.id,
-                "query": ds.templates.query(it, "pattern", "full", nonce),
-                "choices": list(it.choices),
-                "gold": it.answer,
-                "probe": it.probe,
-                "split": it.split,
-                "cluster": it.cluster,
-                "synset": it.synset,
-                "gold_synset": it.gold_synset,
-                "hops": it.hops,
-                "distractor_type": it.distractor_type,
-                "choice_types": [m.type for m in it.choice_meta],
-            }
-        )
+    docs = [
+        {
+            "id": it.id,
+            "query": ds.templates.query(it, "pattern", "full", nonce),
+            "choices": list(it.choices),
+            "gold": it.answer,
+            "probe": it.probe,
+            "split": it.split,
+            "cluster": it.cluster,
+            "synset": it.synset,
+            "gold_synset": it.gold_synset,
+            "hops": it.hops,
+            "distractor_type": it.distractor_type,
+            "choice_types": [m.type for m in it.choice_meta],
+        }
+        for it in ds.split(split)
+    ]
     if not docs:
         raise ProbegenError(f"no items to export{f' in split {split!r}' if split else ''}")
     return docs

@@ -1,14 +1,11 @@
-"""The WordNetQA item model: plain dataclasses, serialised as one JSON object per item.
-
-An item is one 5-way multiple-choice question. Its ``choices`` are the presented texts in
-order, ``answer`` the gold index, and ``choice_meta`` says for every choice which synset it
-renders, what it is (``gold``, ``random``, ``sister``, ``isa_up``, ``isa_down``) and how far it
-lies from the question's concept.
+"""The WordNetQA item model: one 5-way multiple-choice question a JSON object. ``choices`` are the
+presented texts in order, ``answer`` the gold index, and ``choice_meta`` says which synset each
+choice renders, its role and its distance from the question's concept.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterator
 
 from ..contexts import Context  # re-exported: the shared model, importable from here as before
@@ -20,12 +17,8 @@ LABELS = "ABCDE"
 
 @dataclass(frozen=True)
 class ChoiceMeta:
-    """What a choice renders: its synset, its role and its distance from the question's concept.
-
-    ``type``: ``gold``, ``random``, ``sister`` (distance = 1 for a sibling, 2 for a sibling's
-    child, ...), ``isa_up`` / ``isa_down`` (distance = hops to an ancestor / descendant of the
-    concept). Random distractors have no distance.
-    """
+    """What a choice renders: its synset, its ``type`` (gold, random, sister, isa_up, isa_down) and its
+    distance from the question's concept (None for random)."""
 
     synset: str
     type: str
@@ -41,12 +34,8 @@ class ChoiceMeta:
 
 @dataclass(frozen=True)
 class MCItem(Item):
-    """One multiple-choice question about a concept (``synset``).
-
-    ``cluster`` groups every item about one concept within one probe type (strict cluster
-    accuracy); ``split`` (train/dev/test) is assigned per concept, so splits share no concept.
-    ``question_id`` is shared by the distractor perturbations of one unique question.
-    """
+    """One multiple-choice question about a concept (``synset``): ``cluster`` (concept within probe
+    type) and ``split`` are per concept; ``question_id`` is shared by one question's perturbations."""
 
     what = "WordNetQA item"
 
@@ -88,29 +77,14 @@ class MCItem(Item):
             yield self.context, self.word
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "probe": self.probe,
-            "pos": self.pos,
-            "synset": self.synset,
-            "word": self.word,
-            "question": self.question,
-            "template": self.template,
-            "choices": list(self.choices),
-            "answer": self.answer,
-            "choice_meta": [m.to_json() for m in self.choice_meta],
-            "gold_synset": self.gold_synset,
-            "hops": self.hops,
-            "chain": list(self.chain),
-            "distractor_type": self.distractor_type,
-            "distractor_hops": self.distractor_hops,
-            "cluster": self.cluster,
-            "split": self.split,
-            "question_id": self.question_id,
-            "definition": self.definition,
-            "context": self.context.to_json("with-source") if self.context else None,
-            **({"stem_spans": [list(sp) for sp in self.stem_spans]} if self.stem_spans else {}),
-        }
+        """Every field in declaration order (``stem_spans`` only where there are some)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d.update(choices=list(self.choices), choice_meta=[m.to_json() for m in self.choice_meta],
+                 chain=list(self.chain), context=self.context.to_json("with-source") if self.context else None,
+                 stem_spans=[list(sp) for sp in self.stem_spans])
+        if not self.stem_spans:
+            del d["stem_spans"]
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "MCItem":

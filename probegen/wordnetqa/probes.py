@@ -1,20 +1,13 @@
 """The four WordNetQA probe types: which unique questions a concept gets, with which gold answer.
 
 - ``definitions``: one question per context (up to ``max_contexts``); gold = the concept's gloss.
-- ``hypernymy``: gold = an ancestor at k = 1..max_hops hops (every derived ISA relation up to
-  k, at most ``max_answers_per_hop`` per hop, sampled by seed); noun answers closer than
-  ``min_answer_depth`` to the root (entity, physical entity, abstraction, ...) are skipped
-  (verbs have hundreds of specific roots, so none are).
-- ``hyponymy``: gold = a descendant at k = 1..max_hops hops, sampled the same way.
+- ``hypernymy`` / ``hyponymy``: gold = an ancestor / descendant at k = min_hops..max_hops hops,
+  at most ``max_answers_per_hop`` per hop (seeded); noun answers closer than ``min_answer_depth``
+  to the root are skipped.
 - ``synonymy``: one question per concept; its stem is the gloss, gold = the concept's lemmas.
-- a relation probe (a probe spec's own name, with ``cfg.relation`` set): gold = a relative by
-  that relation (entailment, cause, part_meronym, ...) at k = min_hops..max_hops steps, sampled
-  per hop like the ISA probes.
+- a relation probe (a spec's own, ``cfg.relation``): gold = a relative by that relation, per hop.
 
-ISA and relation answers nearer than ``min_hops`` are skipped (a spec's hop range).
-
-ISA questions of one concept use its contexts in turn (answer i takes context i mod n), so a
-concept with several example sentences does not multiply its ISA questions.
+ISA questions of one concept use its contexts in turn (answer i takes context i mod n).
 """
 
 from __future__ import annotations
@@ -47,10 +40,8 @@ class Question:
 
 
 def isa_paths(graph: WordNetGraph, start: str, max_hops: int, up: bool, instances: bool) -> dict[str, tuple[str, ...]]:
-    """Every ancestor (``up``) or descendant within ``max_hops`` with one shortest path to it.
-
-    Paths run from ``start`` to the relative; among equally short paths the one through the
-    alphabetically first neighbours wins, so the result is deterministic.
+    """Every ancestor (``up``) or descendant within ``max_hops`` with one shortest path from ``start``
+    (through the alphabetically first neighbours).
 
     >>> class Toy:  # dog -> canine -> carnivore, and dog -> pet
     ...     up = {"dog": ["pet", "canine"], "canine": ["carnivore"], "pet": [], "carnivore": []}
@@ -119,10 +110,8 @@ def _sample_per_hop(paths: dict[str, tuple[str, ...]], k: int, key: str, seed: i
 def questions(
     probe: str, concept: str, contexts: list[tuple[str, Context]], graph: WordNetGraph, cfg: WordNetQAConfig
 ) -> list[Question]:
-    """The unique questions of one probe type about one concept (possibly none).
-
-    A synonymy question has no context: its stem is the gloss and its gold lists every lemma,
-    the first one included (so the bias diagnostics leave synonymy out of Bias_C and Bias_W).
+    """The unique questions of one probe type about one concept (possibly none; a synonymy question
+    has no context: its stem is the gloss, its gold every lemma).
 
     >>> class Toy:
     ...     def lemmas(self, s):
@@ -162,9 +151,7 @@ def questions(
 
 
 def has_question(concept: str, contexts: list[tuple[str, Context]], graph: WordNetGraph, cfg: WordNetQAConfig) -> bool:
-    """Whether ``concept`` gets a question of at least one of ``cfg.probes``: what ``max_concepts``
-    counts, so a sample of N concepts is N concepts that pass the probe's filters (a verb with no
-    entailment, a leaf for hyponymy, are not drawn in place of ones that give questions).
+    """Whether ``concept`` gets a question of at least one of ``cfg.probes`` (what ``max_concepts`` counts).
 
     >>> class Toy:
     ...     def lemmas(self, s): return ("dog",)

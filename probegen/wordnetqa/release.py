@@ -1,28 +1,17 @@
 """Reading the original WordNetQA and DictionaryQA release files as they are.
 
-The release (Richardson & Sabharwal, TACL 2020; ``data_mcqa/`` of ``allenai/semantic_fragments``)
-is one JSON object a line: ``question.stem``, ``question.choices[{text, label}]``, ``answerKey``,
-``id`` and ``notes``. What its real rows show, and how each is read here:
+The release (Richardson & Sabharwal, TACL 2020; ``allenai/semantic_fragments``) is one JSON object a
+line: ``question.stem``, ``question.choices[{text, label}]``, ``answerKey``, ``id`` and ``notes``.
 
-- stems quote the sentence and the word with single quotes (``In 'She circulates among royalty',
-  ... the span 'circulates'``); double and typographic quotes (‘ ’ “ ”) are read alike. The sentence
-  is the first quoted passage, closed by the last closing quote before the word's own quotes, so
-  apostrophes inside it (``his neighbors' snootiness``, ``aunt's``) do not cut it;
-- the word is ``notes.surface_form`` (DictionaryQA: ``notes.word``) located in the sentence as a
-  whole word, else through the wordnet's morphology: the sentence's words whose base forms meet
-  those of the surface form or of a lemma of the concept's synset (``home-schooling`` for
-  ``home-school``, ``floppy disks`` for ``floppy_disk``);
-- the probe type comes from the caller (``probe``), else the file name (``hyponymy-test.jsonl``,
-  ``dictionary_qa/test.jsonl``), else the notes (``notes.probe``; DictionaryQA's sense notes; a
-  ``=>``/``<=`` chain between two synsets; hops 0 with the word quoted in the stem: definitions,
-  without: synonymy), never the id (the release's hyponymy test file has ids ``hypernymy_N``,
-  its synonymy ids contain ``def``);
-- ``answerKey`` and the labels are strings or integers with any label set (``A``-``E``,
-  ``0``-``4``, ``1``-``5``): the gold is the choice whose label equals the key, compared as strings.
+- The sentence is the stem's first quoted passage (single, double or typographic quotes), closed
+  by the last closing quote before the word's own quotes, so apostrophes inside it do not cut it.
+- The word (``notes.surface_form``; DictionaryQA: ``notes.word``) is located in it as a whole word,
+  else through the wordnet's morphology (``home-schooling`` for ``home-school``).
+- The probe type comes from the caller, else the file name, else the notes, never the id (the
+  release's hyponymy test file has ids ``hypernymy_N``).
+- The gold is the choice whose label equals ``answerKey``, compared as strings (any label set).
 
-A row that cannot be read as its probe's question raises :class:`InvalidRow` (a DatasetError
-with a short stable ``reason``); :func:`read_release` names its ``FILE:LINE`` or, with
-``on_invalid="skip"``, leaves it out and counts it per reason.
+A row that cannot be read raises :class:`InvalidRow` (a DatasetError with a short stable ``reason``).
 """
 
 from __future__ import annotations
@@ -243,10 +232,8 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def locate_word(sentence: str, forms: list[str], pos: str = "") -> list[tuple[int, int]]:
-    """Spans of the target in ``sentence``, for the first of ``forms`` (surface form first, then
-    the concept's lemmas) found there: its whole-word occurrences (case-insensitive) and, through
-    the wordnet's morphology, the word sequences whose base forms meet those of its words, word by
-    word (every visible form of the target, so the Context ablation hides them all).
+    """Spans of every visible form of the target in ``sentence`` for the first of ``forms`` found there:
+    whole words (case-insensitive) and, through the wordnet's morphology, words sharing base forms.
 
     >>> locate_word("They replaced the floppy disks.", ["floppy disk", "floppy"], "n")
     [(18, 30)]
@@ -286,11 +273,9 @@ def _is_closer(stem: str, j: int, closers: str) -> bool:
 
 
 def quoted_passages(stem: str, quotes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Candidate spans (inside the quotes) of the first quoted passage that is not a word quote,
-    most likely first: closed by the last closing quote before each later word quote (apostrophes
-    inside the passage, ``neighbors' snootiness``, make a nearer one wrong), then by every closing
-    quote from the nearest on (for a stem whose word quote is not recognised, the last one would
-    take it in).
+    """Candidate spans of the first quoted passage that is not a word quote, most likely first: closed
+    by the last closing quote before each later word quote (apostrophes inside the passage make a
+    nearer one wrong), then by every closing quote from the nearest on.
 
     >>> stem = "Given the fragment 'he disliked his neighbors' snootiness', the word 'snootiness' is"
     >>> [stem[a:b] for a, b in quoted_passages(stem, [(67, 79)])][0]
@@ -351,8 +336,7 @@ def quoted_definition(stem: str) -> str:
 def stem_spans(stem: str, sentence: tuple[int, int], spans: list[tuple[int, int]],
                quotes: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     """Every span of the stem the Context ablation hides: the target in the sentence and the inside
-    of the word's own quotes (the stem's own words stay: ``best defined as a type of`` keeps its
-    ``type`` when the target is ``type``)."""
+    of the word's own quotes (never the stem's own words)."""
     a = sentence[0]
     hidden = {(a + x, a + y) for x, y in spans}
     for x, y in quotes:
@@ -442,9 +426,8 @@ def _row_probe(probe: str | None, path: str | Path, notes: dict[str, Any], stem:
 
 
 def read_row(r: Any, path: str | Path = "", probe: str | None = None, ablations: bool = False) -> MCItem:
-    """One release row as an item of its probe (see the module doc); :class:`InvalidRow` if it cannot
-    be read as its probe's question. ``ablations``: also needs ``notes.gold_synset`` (the bootstrap's
-    concept) and, for DictionaryQA, the quoted sentence with the word."""
+    """One release row as an item of its probe (:class:`InvalidRow` if it cannot be); ``ablations``:
+    it also needs ``notes.gold_synset`` and, for DictionaryQA, the quoted sentence with the word."""
     from .render import RELEASE_TEMPLATE
 
     if not isinstance(r, dict):
@@ -503,11 +486,8 @@ def read_release(path: str | Path, ablations: bool = False, probe: str | None = 
                  on_invalid: str = "error") -> tuple[list[MCItem], dict[str, Any] | None]:
     """(items, the ``invalid`` record or None) of a release JSONL file, every row read before any is used.
 
-    ``on_invalid="error"``: the first row that cannot be read (malformed JSON, a missing or
-    ill-typed field, no gold label, an unknown probe, no quoted sentence holding the word, a
-    repeated id) raises ``DatasetError("FILE:LINE: why")``. ``"skip"``: such rows are left out and
-    counted per reason: ``{"policy": "skip", "rows", "kept", "skipped": {reason: {"count", "ids"}}}``
-    (the first 20 ids); a file with no row left is still an error.
+    A row that cannot be read raises ``DatasetError("FILE:LINE: why")``, or with ``on_invalid="skip"``
+    is left out and counted: ``{"policy": "skip", "rows", "kept", "skipped": {reason: {"count", "ids"}}}``.
     """
     if on_invalid not in ON_INVALID:
         raise ProbegenError(f"unknown on_invalid {on_invalid!r}; choose from {', '.join(ON_INVALID)}")

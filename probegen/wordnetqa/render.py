@@ -1,18 +1,9 @@
 """Rendering WordNetQA questions and choices from the question templates of the wordnet's language
-(``templates/questions/<language>.yaml``, or ``--templates FILE``; see ``probegen.templating``).
-
-Question stems and choice formats are data; this module only fills them in. The templates are a
-value, :class:`Templates`, that travels with what uses them: a build makes one and hands it to the
-item generator, and a dataset carries its own (:attr:`WordNetQADataset.templates
-<probegen.wordnetqa.dataset.WordNetQADataset.templates>`, from its manifest), so two datasets in
-one process each render their items in their own language. Evaluation renders the scorer's query
-from an item in one of four modes (the bias diagnostics' partial inputs):
-
-- ``full``: the real question (the standard evaluation);
-- ``context``: the question with the target word replaced by the nonce, by its span, in the
-  sentence and in the stem (embedding/static scorers: the sentence with the target removed);
-- ``word``: the target word and the choices, no sentence (``word_stem``);
-- ``choice``: the choices alone: the same neutral query for every item.
+(``templates/questions/<language>.yaml`` or ``--templates FILE``). A dataset carries its own
+:class:`Templates`, so two datasets in one process each render in their own language. Modes (the
+bias diagnostics' partial inputs): ``full`` (the real question), ``context`` (the target replaced
+by the nonce, by its span), ``word`` (the word and the choices, no sentence), ``choice`` (the
+choices alone).
 """
 
 from __future__ import annotations
@@ -48,8 +39,7 @@ ById = Mapping[str, "tuple[str, dict[str, Any], dict[str, Any] | None]"]
 
 @lru_cache(maxsize=None)
 def _bundled_by_id() -> ById:
-    """The bundled question-template sets by template id (a cache of the bundled files; the first
-    language's template wins where two share an id)."""
+    """The bundled question-template sets by template id (the first language's wins a shared id)."""
     sets = [question_templates(lang).data for lang in bundled_languages()]
     return MappingProxyType({t["id"]: (p, t, data) for data in reversed(sets) for p, ps in data["probes"].items()
                              for t in ps["templates"]})
@@ -57,12 +47,8 @@ def _bundled_by_id() -> ById:
 
 @dataclass(frozen=True, eq=False)
 class Templates:
-    """The question templates of one WordNetQA dataset: ``questions``, the set its new items are made
-    with (the wordnet's language's, or a ``--templates`` file of the user's own), and ``probes``,
-    those a probe spec declares (in the shape of a question-template file's probe).
-
-    An item finds its template by id among the bundled sets, ``questions`` and ``probes``, so eval,
-    bias, study and export render it in the language it was made in.
+    """The question templates of one WordNetQA dataset: ``questions`` (new items are made with it) and a
+    probe spec's ``probes``. An item finds its template by id among them and the bundled sets.
 
     >>> en = Templates(question_templates("en"))
     >>> en.choice_text("hypernymy", ("domestic_animal", "domesticated_animal"), "any of various animals")
@@ -83,9 +69,7 @@ class Templates:
 
     @classmethod
     def of_manifest(cls, manifest: Mapping[str, Any] | None) -> Templates:
-        """The templates a dataset's manifest records: its ``question_templates`` (a file of the
-        user's own travels with its ``content``; a bundled set by its language, English if the
-        manifest names none) and a spec's ``probe_templates``."""
+        """The templates a dataset's manifest records (``question_templates``, ``probe_templates``)."""
         manifest = manifest or {}
         rec = manifest.get("question_templates")
         rec = rec if isinstance(rec, dict) else {}
@@ -99,8 +83,7 @@ class Templates:
 
     @cached_property
     def by_id(self) -> ById:
-        """template id -> (probe, template, its template set; None for a spec's probe). A user's
-        template whose id a bundled set uses for a different template is a one-line error."""
+        """template id -> (probe, template, its template set; None for a spec's probe)."""
         out = dict(_bundled_by_id())
         if not self.questions.bundled:
             data = self.questions.data
@@ -129,8 +112,7 @@ class Templates:
         return got[1] if got else None
 
     def pick_template(self, probe: str, key: str, seed: int) -> dict[str, Any]:
-        """The template of ``probe`` for the question ``key``: a seeded choice that depends only on
-        the seed and the key, so regenerating one question never shifts the others.
+        """The template of ``probe`` for the question ``key``, seeded by the seed and the key only.
 
         >>> en = Templates(question_templates("en"))
         >>> (en.pick_template("definitions", "definitions:dog.n.01:c0", 0)
@@ -176,8 +158,7 @@ def default_templates() -> Templates:
 
 
 def templates_of(data: Dataset) -> Templates:
-    """The templates ``data`` renders its items with: a WordNetQA dataset's own, else those the
-    ``manifest`` of a stand-in (records and a manifest) records."""
+    """The templates ``data`` renders its items with (a stand-in's: those its manifest records)."""
     got = getattr(data, "templates", None)
     return got if isinstance(got, Templates) else Templates.of_manifest(data.manifest)
 
@@ -211,10 +192,8 @@ def mask_spans(text: str, spans: list[tuple[int, int]], replacement: str | None)
 
 
 def _release_context(templates: Templates, item: MCItem, ps: dict[str, Any], lm: bool, nonce: str) -> str:
-    """Context query of a release item: the spans of its stem recorded at reading (the target in
-    the quoted sentence and the word's own quotes, ``item.stem_spans``) replaced by the nonce; a
-    plain query is the sentence with the target removed. A synonymy stem has no sentence: its
-    Context query is its Full query, as for generated items."""
+    """Context query of a release item: its ``stem_spans`` replaced by the nonce (plain: the sentence
+    without the target; synonymy: its Full query)."""
     if item.context is None:
         return str(ps["lm_query"].format(stem=item.question)) if lm else templates.query(item, "plain", "full", nonce)
     if lm:

@@ -63,9 +63,8 @@ def _marked(stem: str, fills: dict[str, str]) -> tuple[str, list[list[int]]]:
 
 
 def mc_prompt_marks(item: MCItem, condition: str, templates: Templates) -> tuple[str, list[list[int]]]:
-    """The question stem of a WordNetQA item in ``condition`` (the bias diagnostics' stems, no LM
-    wrapper; ``templates``: its dataset's) and where the target word is in it (by its span, never by
-    string search): full and word show it, context hides it (no marks)."""
+    """The question stem of a WordNetQA item in ``condition`` and the target word's spans in it (none
+    in ``context``, which hides it)."""
     from .render import RELEASE_TEMPLATE, fill_stem, word_spans
 
     tmpl = templates.template_by_id(item.template)
@@ -94,17 +93,14 @@ def mc_prompt_marks(item: MCItem, condition: str, templates: Templates) -> tuple
 
 
 def mc_view(item: MCItem, condition: str, templates: Templates) -> dict[str, Any]:
-    """A WordNetQA item as shown in ``condition`` (rendered with its dataset's ``templates``): the
-    stem, the choices in the dataset's order and the target word's spans in the stem (highlighted on
-    the page)."""
+    """A WordNetQA item as shown in ``condition``: the stem, the choices and the target word's spans."""
     prompt, marks = mc_prompt_marks(item, condition, templates)
     return {"kind": "mc", "prompt": prompt, "choices": list(item.choices), "marks": marks}
 
 
 def mc_gold(item: MCItem, kept_out: dict[str, str] | None = None) -> dict[str, Any]:
-    """What scoring needs of a WordNetQA item: the gold index, choice count, the hidden word, and
-    the conditions it is kept out of with why (the task's rule: those of the bias ratios that
-    measure nothing on its probe type)."""
+    """What scoring needs of a WordNetQA item: gold index, choice count, hidden word, and the
+    conditions it is kept out of, with why (:func:`~probegen.wordnetqa.task.excluded_conditions`)."""
     gold = {
         "kind": "mc",
         "dataset_id": item.id,

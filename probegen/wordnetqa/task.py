@@ -46,8 +46,7 @@ EXCLUDED_RATIOS = {
 
 
 def excluded_conditions(probe: str) -> dict[str, str]:
-    """Condition -> why an item of ``probe`` is kept out of it: the ablations of the ratios in
-    :data:`EXCLUDED_RATIOS` (the one rule; bias reads the table, a study this).
+    """Condition -> why an item of ``probe`` is kept out of it (the ablations of :data:`EXCLUDED_RATIOS`).
 
     >>> sorted(excluded_conditions("synonymy")), excluded_conditions("definitions")
     (['context', 'word'], {})
@@ -61,10 +60,8 @@ RESAMPLING_UNIT = "concept (synset): all items about one synset, across probe ty
 class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable, Formable):
     """Multiple-choice questions (see the module doc): every capability."""
 
-    records_attribute = "records"  # probegen.dataset.Dataset.records: --limit/--sample cut them
     name = "wordnetqa"
     title = "multiple-choice (WordNetQA)"
-    unit_name = "item"
     priority = 90  # its file rule (any .jsonl) is a catch-all: asked last
     options = frozenset({"scorer", "reduction", "length_norm", "split", "pll", "on_invalid", "probe", "debias_share"})
     bias_options = frozenset({"scorer", "reduction", "nonce", "split", "folds", "controls", "method", "on_invalid",
@@ -75,7 +72,6 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     study_options = frozenset({"split"})
     conditions = ("full", "context", "word", "choice")
     ablation_names, ratio_names = ABLATIONS, RATIOS
-    rows_file = "items.jsonl"
     export_formats = ("wordnetqa-json", "lm-eval", "hf")
     release_format = "wordnetqa-json"
     spec_shape = "multiple_choice"
@@ -89,9 +85,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def load(self, path: str | Path, ablations: bool = False, on_invalid: str = "error",
              probe: str | None = None) -> WordNetQADataset:
-        """The dataset at ``path``; a release file's rows that cannot be read as their probe's
-        question are an error naming ``FILE:LINE`` or, with ``on_invalid="skip"``, left out and
-        recorded in ``manifest["invalid"]``; ``probe``: the probe type of a release file's rows."""
+        """The dataset at ``path`` (``on_invalid``, ``probe``: :func:`probegen.wordnetqa.dataset.load`)."""
         from .dataset import load
 
         return load(path, ablations=ablations, on_invalid=on_invalid, probe=probe)
@@ -182,8 +176,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
-        """Every scored ablation through the standard evaluator (or ``evaluator``, one mode at a
-        time), as one request table."""
+        """Every scored ablation as one request table (or through ``evaluator``, one mode at a time)."""
         modes = [m for m in ABLATIONS if m != "label"]
         if evaluator is not None:
             return {m: evaluator(data, scorer, settings, mode=m, progress=progress)["items"] for m in modes}

@@ -1,26 +1,16 @@
-"""``probegen bias``: the CLI registers it with ``cli.add_command(bias)``.
-
-The command fills a :class:`probegen.run.bias_request.BiasRequest` and prints what running it
-returns. Heavy imports happen inside the command; expected failures raise ``ProbegenError`` so
-the CLI group prints one line and exits non-zero.
-"""
+"""``probegen bias``: fills a :class:`probegen.run.bias_request.BiasRequest` and prints what running it returns."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
 from probegen import request_options as opts
+from probegen.runner import Runner, Runtime
 
 from .options import SEED, MethodCommand, add_device_options, given_options, log
 from .options import checked_type as T
-
-METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
-               "method, a classifier per input condition trained on the train split (word-in-context datasets: "
-               "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy); generate: ask a chat "
-               "model each ablation as a prompt and parse its answer (every kind); letter: the same prompts, read as "
-               "the probability of each option label as the answer's next token (every kind) [default: trained for "
-               "word-in-context datasets, zeroshot otherwise]. Methods of installed plugins (entry-point group "
-               "probegen.methods) are among the choices; each method's own options follow the others.")
 
 
 @click.command("bias", cls=MethodCommand)
@@ -68,7 +58,14 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
               help="--method letter/generate with several orders: share of the clusters PriDe estimates the position "
                    "prior on; accuracy before and after is reported on the rest, per condition [default: 0.05].")
 @click.option("--method", type=T(opts.BIAS_METHOD), default=None,
-              help=METHOD_HELP)
+              help="zeroshot: score each ablation with the model as is (CoDA21, WordNetQA); trained: the bias paper's "
+                   "method, a classifier per input condition trained on the train split (word-in-context datasets: "
+                   "probegen make wic/wsd, a generic word-in-context JSONL, a WiC release copy); generate: ask a chat "
+                   "model each ablation as a prompt and parse its answer (every kind); letter: the same prompts, read "
+                   "as the probability of each option label as the answer's next token (every kind) [default: "
+                   "trained for word-in-context datasets, zeroshot otherwise]. Methods of installed plugins "
+                   "(entry-point group probegen.methods) are among the choices; each method's own options follow the "
+                   "others.")
 @click.option("--finetune", is_flag=True, help="--method trained: fine-tune the encoder too (needs a CUDA GPU).")
 @click.option("--seeds", default=3, show_default=True, type=T(opts.SEEDS),
               help="--method trained: runs (seeds) per condition.")
@@ -79,7 +76,7 @@ METHOD_HELP = ("zeroshot: score each ablation with the model as is (CoDA21, Word
               help="An earlier `probegen bias` output directory whose points join this run's bias plane "
                    "(e.g. likelihood-scored models beside a chat model); repeatable.")
 @click.pass_context
-def bias(ctx, runtime, **options) -> None:
+def bias(ctx: click.Context, /, runtime: Runtime, **options: Any) -> None:
     """Partial-input baselines and context/word bias ratios (Bias_C, Bias_W) with bootstrap CIs.
 
     Scores each dataset with full input, context only, word only and definition/choice only,
@@ -106,7 +103,6 @@ def bias(ctx, runtime, **options) -> None:
     candidate texts the model scored, and the gold.
     """  # noqa: E501 (the examples are shown verbatim by --help)
     from probegen.run.bias_request import TASK_OPTIONS, BiasRequest, run_checked
-    from probegen.runner import Runner
 
     obj = ctx.obj or {}
     req = BiasRequest(**options, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"),

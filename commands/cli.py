@@ -1,82 +1,62 @@
-"""probegen's command line: one click group whose commands call the library API.
-
-Heavy imports (torch, transformers) happen inside commands so ``--help`` is instant. Expected
-failures (missing data, unknown model, bad dataset, unwritable output) print one line and exit 1.
-"""
+"""probegen's command line: one click group whose commands call the library API (see the package doc)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from probegen import request_options as opts
-from probegen.commands.forms import form_paths, forms_option, write_forms
-from probegen.commands.items import lm_eval_metric_option
-from probegen.commands.options import SEED, MethodCommand, add_device_options, add_wordnet_source_option, log
-from probegen.commands.options import checked_type as T
-from probegen.paths import DEFAULT_ROOT
+from probegen.errors import SKIP_HINT, ProbegenError, SkippableRowError
+from probegen.paths import DEFAULT_ROOT, slug
+from probegen.runner import Runner, Runtime
+
+from .forms import forms_option, make_outputs, write_forms
+from .items import lm_eval_metric_option, respondent_options
+from .options import SEED, FirstMethod, MethodCommand, add_device_options, add_wordnet_source_option, given_options, log
+from .options import checked_type as T
 
 #: every character str.splitlines() breaks a line at, written as its escape in an error line
 _LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
 
 
-def _fail(msg: str, code: int = 1) -> None:
+def _fail(msg: str, code: int = 1) -> NoReturn:
     # one line, whatever the message quotes (a line break of any kind inside an id or option text of an input file)
     msg = msg.translate(_LINE_BREAKS).rstrip()  # the line ends in text, never in blanks
     click.echo(f"probegen: error: {msg}", err=True)
     sys.exit(code)
 
 
-# commands whose model scores go to the persistent score cache as they are computed
-_SCORING = {"eval", "bias", "compare", "contamination"}
-# commands that may score with a model (context scorer, adversarial reference, --model)
-_MAY_SCORE = {"make", "filter"}
-
-
-def _interrupted(command: str | None) -> str:
-    """What a Ctrl-C leaves behind, true for ``command``: outputs are renamed into place only when complete."""
-    msg = "interrupted; no output was left half-written"
-    if command in _SCORING:
-        return msg + "; scores computed so far are cached, so rerunning resumes"
-    if command in _MAY_SCORE:
-        return msg + "; any model scores computed so far are cached and reused by a rerun"
-    return "interrupted"
+#: what a Ctrl-C leaves behind, by command (outputs are renamed into place only when complete): the commands that
+#: score go to the persistent score cache as they go, those that may score (context scorer, --model...) too
+_INTERRUPTED = {**dict.fromkeys(("eval", "bias", "compare", "contamination"),
+                                "; scores computed so far are cached, so rerunning resumes"),
+                **dict.fromkeys(("make", "filter"),
+                                "; any model scores computed so far are cached and reused by a rerun")}
 
 
 class _Group(click.Group):
     """Turns expected exceptions into one clean line and a non-zero exit."""
 
-    def invoke(self, ctx: click.Context):
-        from probegen.errors import ProbegenError
-
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except ProbegenError as e:
-            _fail(str(e) + self._skip_hint(ctx, e))
+        except ProbegenError as e:  # with how --on-invalid skip gets past the row it names, on a command that has it
+            cmd = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+            takes = cmd is not None and any(p.name == "on_invalid" for p in cmd.params)
+            _fail(str(e) + (SKIP_HINT if isinstance(e, SkippableRowError) and takes else ""))
         except KeyboardInterrupt:
-            _fail(_interrupted(ctx.invoked_subcommand), 130)
+            done = _INTERRUPTED.get(ctx.invoked_subcommand or "")
+            _fail("interrupted" if done is None else f"interrupted; no output was left half-written{done}", 130)
         except PermissionError as e:
             _fail(f"permission denied: {e.filename or e}")
         except OSError as e:  # also a full disk or a failing device, which name no file (ENOSPC, EIO)
             if e.strerror:
                 _fail(f"{e.strerror}: {e.filename}" if e.filename else f"{e.strerror} (errno {e.errno})")
             _fail(" ".join(str(e).split()) or type(e).__name__)
-
-    def _skip_hint(self, ctx: click.Context, e: Exception) -> str:
-        """That ``--on-invalid skip`` gets past the row ``e`` names, on a command that has it."""
-        from probegen.errors import SKIP_HINT, SkippableRowError
-
-        cmd = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
-        takes = cmd is not None and any(p.name == "on_invalid" for p in cmd.params)
-        return SKIP_HINT if isinstance(e, SkippableRowError) and takes else ""
-
-
-def _slug(name: str) -> str:
-    return name.strip("/").replace("/", "_").replace(" ", "_")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -107,7 +87,7 @@ def cli(ctx: click.Context, wordnet: str | None, semcor: str | None, cache_dir: 
 # ---- data and models -----------------------------------------------------------------------------
 @cli.command()
 @click.pass_obj
-def data(obj: dict) -> None:
+def data(obj: dict[str, Any]) -> None:
     """Show where WordNet and SemCor were found, their versions and checksums.
 
     \b
@@ -141,9 +121,8 @@ def models() -> None:
     """
     from probegen.models import list_models
 
-    rows = list_models()
     click.echo(f"{'name':<16} {'kind':<10} {'offline':<8} where")
-    for r in rows:
+    for r in list_models():
         click.echo(f"{r['name']:<16} {r['kind']:<10} {('yes' if r['available'] else 'no'):<8} {r.get('where', '')}")
     click.echo("Any other name is tried as a local path, then as a Hugging Face id (needs the hub).")
 
@@ -196,8 +175,8 @@ def make() -> None:
               help="Dataset directory [default: probegen_out/datasets/coda21-<variant>[-adv-<against>]].")
 @forms_option
 @click.pass_obj
-def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_similarity, embedder, context_scorer,
-                max_contexts, seed, adversarial, against, pool_max, out, n_forms) -> None:
+def make_coda21(obj: dict[str, Any], /, runtime: Runtime, contexts: str | None, pos: str, adversarial: bool,
+                against: str, pool_max: int, out: str | None, n_forms: int | None, **settings: Any) -> None:
     """Generate a CoDA21 context-definition alignment dataset.
 
     \b
@@ -213,45 +192,22 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
     from probegen.coda21 import dataset as ds_mod
     from probegen.coda21.config import Coda21Config
 
-    cfg = Coda21Config(
-        easy=easy,
-        clean=clean,
-        pos=("n", "v") if pos == "both" else (pos[0],),
-        k_min=k_min,
-        k_max=k_max,
-        max_similarity=max_similarity,
-        embedder=embedder,
-        context_scorer=context_scorer,
-        max_contexts=max_contexts,
-        seed=seed,
-    )
+    cfg = Coda21Config(pos=("n", "v") if pos == "both" else (pos[0],), **settings)  # the others: the config's fields
     cfg.validate()
-    name = f"coda21-{cfg.variant}" + (f"-adv-{_slug(against)}" if adversarial else "")
-    out = Path(out) if out else DEFAULT_ROOT / "datasets" / name
-    twin_out = out.with_name(out.name + "-twin")
-    if n_forms and adversarial:
-        from probegen.errors import ProbegenError
-
-        raise ProbegenError("--forms is not available with --adversarial; drop one of them")
-    outputs = form_paths(out, n_forms) if n_forms else [out] + ([twin_out] if adversarial else [])
-    for path in outputs:  # every output, before any work
-        _check_writable(path, replace=True, inputs=[obj["wordnet"], obj["semcor"]], writer="dataset")
-    from probegen.runner import Runner
-
+    embedder, context_scorer = cfg.embedder, cfg.context_scorer
+    name = f"coda21-{cfg.variant}" + (f"-adv-{slug(against)}" if adversarial else "")
+    outputs = make_outputs(out, name, obj, n_forms, adversarial)
     runner = Runner(runtime, log=log)  # under torchrun every rank scores a share; rank 0 alone writes and speaks
-    # every model named fails now if unknown, not after the groups and contexts are built (kept for the loads)
-    kinds = _resolve([embedder] + ([context_scorer] if context_scorer != "first" else [])
-                     + ([against] if adversarial else []), runner)
+    from probegen.run.evaluation import resolve_models
     from probegen.scorers import LM_KINDS
 
+    # every model named fails now if unknown, not after the groups and contexts are built (kept for the loads)
+    kinds = resolve_models([embedder] + ([context_scorer] if context_scorer != "first" else [])
+                           + ([against] if adversarial else []), runner=runner)
     if context_scorer != "first" and kinds[context_scorer] not in LM_KINDS:
-        from probegen.errors import ProbegenError
-
         raise ProbegenError(f"--context-scorer must be a causal or masked LM; {context_scorer!r} is a "
                             f"{kinds[context_scorer]} model")
     if adversarial and contexts == "examples":
-        from probegen.errors import ProbegenError
-
         raise ProbegenError("--contexts examples is not available with --adversarial yet; drop one of them")
     echo = runner.main_log(click.echo)
     if adversarial:
@@ -259,9 +215,9 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
 
         ds, twin = build_adversarial(cfg, AdversarialSettings(against, pool_max), obj["wordnet"], obj["semcor"], True,
                                      log, runner=runner)
-        runner.write(lambda: ds_mod.write(twin, twin_out))
+        runner.write(lambda: ds_mod.write(twin, outputs[1]))
         a = ds.manifest["adversarial"]
-        echo(f"wrote {twin_out} (twin)")
+        echo(f"wrote {outputs[1]} (twin)")
         echo(f"adversarial: {a['groups_changed']} of {a['groups']} groups changed ({a['members_replaced']} members "
              f"replaced); {against} alignment errors {a['reference_errors']['twin']} -> "
              f"{a['reference_errors']['adversarial']}")
@@ -269,29 +225,12 @@ def make_coda21(obj, runtime, contexts, easy, clean, pos, k_min, k_max, max_simi
         ds = ds_mod.build(cfg, wordnet=obj["wordnet"], semcor=obj["semcor"], progress=True, log=log, contexts=contexts,
                           runner=runner)
     if n_forms:
-        for path in write_forms(ds, "coda21", n_forms, seed, out, obj, runner, ds_mod.write, runner.main_log(log)):
-            echo(f"wrote {path}")
+        write_forms(ds, "coda21", cfg.seed, outputs, obj, runner, ds_mod.write)
         return
-    runner.write(lambda: ds_mod.write(ds, out))
+    runner.write(lambda: ds_mod.write(ds, outputs[0]))
     c = ds.manifest["counts"]
-    echo(f"wrote {out}: "
+    echo(f"wrote {outputs[0]}: "
          + ", ".join(f"{p}: {c[p]['groups']} groups / {c[p]['unique_synsets']} synsets" for p in cfg.pos))
-
-
-def _check_writable(out: Path, replace: bool = False, inputs: list | tuple = (), writer: str | None = None) -> None:
-    """Fail before any work if ``out`` cannot be written, may not be replaced (``writer``: the
-    family of the output, probegen.io.WRITERS), or is, holds or sits in one of ``inputs``."""
-    from probegen.io import ensure_writable
-
-    ensure_writable(out, replace, inputs, writer=writer)
-
-
-def _resolve(models: list[str], runner: Any) -> dict[str, str]:
-    """Resolve every model a command will load before any work (an unknown name fails in a moment),
-    through the command's runner (its ``--api-base`` server; it keeps each resolution for the load)."""
-    from probegen.run.evaluation import resolve_models
-
-    return resolve_models(models, runner=runner)
 
 
 # ---- dataset inspection --------------------------------------------------------------------------
@@ -353,6 +292,10 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
+#: eval's options the request gets only when the user set them
+_IF_GIVEN = ("reduction", "matching", "length_norm", "pll", "on_invalid", "n_boot")
+
+
 @cli.command("eval", cls=MethodCommand)
 @add_device_options
 @click.option("--model", required=True, type=T(opts.MODEL),
@@ -384,10 +327,10 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
 @click.option("--on-invalid", type=T(opts.ON_INVALID), default="error", show_default=True,
               help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, "
                    "with ids, in results.json and the summary (skip).")
-@click.option("--probe", "release_probe", default=None, type=T(opts.PROBE), metavar="PROBE",
+@click.option("--probe", default=None, type=T(opts.PROBE), metavar="PROBE",
               help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, "
                    "dictionary) [default: from the file name, else the notes; never the id].")
-@click.option("--method", type=T(opts.EVAL_METHOD), default="score", show_default=True,
+@click.option("--method", type=T(opts.EVAL_METHOD), default=FirstMethod("eval"), show_default=True,
               help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat "
                    "template, or a served model's chat endpoint with --api-base) and parse its answer; letter: the "
                    "same prompt, read as the probability of each option label (A.., yes/no) as the answer's next "
@@ -412,9 +355,7 @@ def export(dataset: str, fmt: str | None, split: str | None, seed: int | None, n
               help="--adaptive: exposure control, each record drawn among the N most informative [default: 1].")
 @click.option("--out", type=click.Path(), help="Results directory [default: probegen_out/runs/<model>__<dataset>].")
 @click.pass_context
-def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, pll,
-             length_norm, split, limit, sample, on_invalid, release_probe, method, n_boot, debias_share, out,
-             **adaptive) -> None:
+def eval_cmd(ctx: click.Context, /, runtime: Runtime, model: str, dataset: str, pll: str, **options: Any) -> None:
     """Score a model on a dataset and align (CoDA21) or pick (multiple choice).
 
     \b
@@ -433,32 +374,14 @@ def eval_cmd(ctx, runtime, model, dataset, scorer, nonce, pattern, reduction, ma
       probegen eval --model smollm2-135m --method generate --dataset probegen_out/datasets/coda21-clean-hard --limit 20
       probegen eval --model smollm2 --api-base http://127.0.0.1:8000/v1 --method generate --permutations 3 --dataset probegen_out/datasets/wordnetqa-definitions
     """  # noqa: E501 (the examples are shown verbatim by --help)
-    from probegen.runner import Runner
+    from probegen.run.api import EvalRequest, eval_figures, run_eval_request
 
     # --pll is a method setting of the evaluated (masked) model: part of the runtime every load gets
     runner = Runner(runtime.with_scorer(pll=None if pll == "original" else pll), log=log)
-    _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm,
-          split, out)
-
-
-def _eval(ctx, runner, model, dataset, scorer, nonce, pattern, reduction, matching, seed, batch_size, length_norm,
-          split, out) -> None:
-    """The eval command: one request of what the user set (a default is never an error), run on the
-    path :func:`probegen.score` takes too (:mod:`probegen.run.api`)."""
-    from probegen.commands.options import option_given as _given
-    from probegen.run.api import EvalRequest, eval_figures, run_eval_request
-
-    req = EvalRequest(model=model, dataset=dataset, out=out, method=ctx.params.get("method") or "score", scorer=scorer,
-                      nonce=nonce, pattern=pattern, reduction=_given(ctx, "reduction", reduction),
-                      matching=_given(ctx, "matching", matching), length_norm=_given(ctx, "length_norm", length_norm),
-                      split=split, pll=_given(ctx, "pll", ctx.params.get("pll")), limit=ctx.params.get("limit"),
-                      sample=ctx.params.get("sample"),
-                      on_invalid=_given(ctx, "on_invalid", ctx.params.get("on_invalid")),
-                      probe=ctx.params.get("release_probe"), method_options=ctx.params["method_options"],
-                      n_boot=_given(ctx, "n_boot", ctx.params.get("n_boot")),
-                      debias_share=ctx.params.get("debias_share"), seed=seed, batch_size=batch_size,
-                      **{k: ctx.params.get(k) for k in ("adaptive", "budget", "target_se", "batch_items",
-                                                        "randomesque")})
+    # the request holds what the user set: a default of these is never an error (the path probegen.score takes too)
+    given = given_options(ctx, *_IF_GIVEN)
+    options = {k: None if k in _IF_GIVEN and k not in given else v for k, v in {**options, "pll": pll}.items()}
+    req = EvalRequest(model=model, dataset=dataset, **options)
     _, summary = run_eval_request(req, runner, DEFAULT_ROOT, figures=eval_figures(model, dataset))
     runner.main_log(click.echo)(summary)  # under torchrun, rank 0 speaks for the run
 
@@ -485,18 +408,17 @@ def plot_group(run: str, group_id: str | None, out: str | None) -> None:
 @add_device_options
 @click.argument("twin", type=click.Path())
 @click.argument("other", type=click.Path())
-@click.option("--model", "models", multiple=True,
-              help="Model to score both sets with; repeat (reference and held-out).")
-@click.option("--run", "runs", multiple=True, type=click.Path(),
-              help="Answers made already, as respondents: a `probegen eval`/`bias` run or another harness's per-item "
-                   "file (lm-eval --log_samples, inspect-ai log, Every Eval Ever; docs/exchange.md) on TWIN or "
-                   "OTHER; repeat: each respondent needs one run on each set.")
+@respondent_options("Model to score both sets with; repeat (reference and held-out).",
+                    "Answers made already, as respondents: a `probegen eval`/`bias` run or another harness's per-item "
+                    "file (lm-eval --log_samples, inspect-ai log, Every Eval Ever; docs/exchange.md) on TWIN or "
+                    "OTHER; repeat: each respondent needs one run on each set.")
 @click.option("--labels", default="twin,adversarial", show_default=True, help="Names of the two sets in the report.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--bootstrap", "n_boot", default=1000, show_default=True, type=T(opts.N_BOOT))
 @click.option("--out", type=click.Path(), help="Report directory [default: probegen_out/compare/<other>].")
 @lm_eval_metric_option
-def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out, lm_eval_metric) -> None:
+def compare(runtime: Runtime, twin: str, other: str, models: tuple[str, ...], runs: tuple[str, ...], labels: str,
+            seed: int, n_boot: int, out: str | None, lm_eval_metric: str) -> None:
     """Accuracy of each model on two paired versions of a probe set, with bootstrap CIs.
 
     Units (CoDA21 groups, WordNetQA concepts) are paired by id; the report gives both
@@ -517,7 +439,6 @@ def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out, lm_ev
     """
     from probegen.diagnostics.compare import pairs_table, table
     from probegen.run.command_requests import CompareRequest, run_compare_request
-    from probegen.runner import Runner
 
     la, _, lb = labels.partition(",")
     req = CompareRequest(twin=twin, other=other, models=tuple(models), labels=(la, lb or "other"), seed=seed,
@@ -550,8 +471,9 @@ def compare(runtime, twin, other, models, runs, labels, seed, n_boot, out, lm_ev
               help="Also run `probegen bias` with this model on the set before and after filtering.")
 @click.option("--out", type=click.Path(), help="Filtered dataset directory [default: <dataset>-filtered].")
 @click.pass_obj
-def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tolerance, holdout, seed, models,
-               out) -> None:
+def filter_cmd(obj: dict[str, Any], /, runtime: Runtime, dataset: str, artefacts: bool, budget: int, splits: int,
+               threshold: float, tolerance: float, holdout: float, seed: int, models: tuple[str, ...],
+               out: str | None) -> None:
     """Filter partial-input artefacts out of a dataset, AFLite-style.
 
     WordNetQA: a choice-only classifier; CoDA21: a word-only overlap aligner. Each round trains
@@ -567,7 +489,6 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
       probegen filter probegen_out/datasets/coda21-clean-easy --artefacts --budget 40 --model minilm-l6
     """
     from probegen.run.command_requests import FilterRequest, run_filter_request
-    from probegen.runner import Runner
 
     req = FilterRequest(dataset=dataset, budget=budget, splits=splits, threshold=threshold, tolerance=tolerance,
                         holdout=holdout, seed=seed, models=tuple(models), out=out, wordnet=obj["wordnet"],
@@ -577,44 +498,14 @@ def filter_cmd(obj, runtime, dataset, artefacts, budget, splits, threshold, tole
 
 
 def _register_extensions() -> None:
-    """Commands defined in ``commands/`` (their modules import click only, no torch)."""
-    from probegen.commands.bias import bias
+    """The commands of the other modules here (they import click only, no torch)."""
+    from . import bias, contamination, forms, items, make_spec, make_wordincontext, make_wordnetqa, study, view
 
-    cli.add_command(bias)
-
-    from probegen.commands.make_wordnetqa import wordnetqa
-
-    make.add_command(wordnetqa)
-
-    from probegen.commands.make_spec import spec
-
-    make.add_command(spec)
-
-    from probegen.commands.make_wordincontext import wic, wsd
-
-    make.add_command(wic)
-    make.add_command(wsd)
-
-    from probegen.commands.study import study
-
-    cli.add_command(study)
-
-    from probegen.commands.view import view
-
-    cli.add_command(view)
-
-    from probegen.commands.items import items, subset
-
-    cli.add_command(items)
-    cli.add_command(subset)
-
-    from probegen.commands.contamination import contamination
-
-    cli.add_command(contamination)
-
-    from probegen.commands.forms import forms
-
-    cli.add_command(forms)
+    for command in (bias.bias, study.study, view.view, items.items, items.subset, contamination.contamination,
+                    forms.forms):
+        cli.add_command(command)
+    for command in (make_wordnetqa.wordnetqa, make_spec.spec, make_wordincontext.wic, make_wordincontext.wsd):
+        make.add_command(command)
 
 
 _register_extensions()

@@ -1,27 +1,22 @@
-"""``probegen contamination``: the cli registers it with ``cli.add_command``.
-
-Only click is imported at module level; the work is :mod:`probegen.diagnostics.contamination`.
-Expected failures raise ``ProbegenError`` so the CLI group prints one line and exits non-zero.
-"""
+"""``probegen contamination``; the work is :mod:`probegen.diagnostics.contamination`."""
 
 from __future__ import annotations
 
 import click
 
 from probegen import request_options as opts
+from probegen.runner import Runner, Runtime
 
-from .items import lm_eval_metric_option
+from .items import lm_eval_metric_option, respondent_options
 from .options import SEED, add_device_options, checked_type, log
 
 
 @click.command("contamination")
 @add_device_options
-@click.option("--model", "models", multiple=True,
-              help="Model to check (bundled name, hub id or local folder, e.g. a fine-tune); repeatable.")
-@click.option("--run", "runs", multiple=True, type=click.Path(),
-              help="Answers made already, each on one form: a probegen run, lm-eval --log_samples file, inspect-ai "
-                   "log or Every Eval Ever result (docs/exchange.md); each respondent needs one on every form. "
-                   "Repeatable; with or instead of --model.")
+@respondent_options("Model to check (bundled name, hub id or local folder, e.g. a fine-tune); repeatable.",
+                    "Answers made already, each on one form: a probegen run, lm-eval --log_samples file, inspect-ai "
+                    "log or Every Eval Ever result (docs/exchange.md); each respondent needs one on every form. "
+                    "Repeatable; with or instead of --model.")
 @click.option("--seen", required=True, type=click.Path(), help="The published form (the one a model may have seen).")
 @click.option("--fresh", multiple=True, required=True, type=click.Path(),
               help="Fresh parallel forms: --fresh D2 D3 ... (or --fresh repeated); at least 2.")
@@ -34,8 +29,9 @@ from .options import SEED, add_device_options, checked_type, log
               help="Run on forms that are not siblings of one `make ... --forms K` build (the report says so).")
 @click.option("--out", required=True, type=click.Path(), help="Report folder (written whole or not at all).")
 @lm_eval_metric_option
-def contamination(runtime, models, runs, seen, fresh, more_fresh, alpha, two_sided, seed, force, out,
-                  lm_eval_metric) -> None:
+def contamination(runtime: Runtime, models: tuple[str, ...], runs: tuple[str, ...], seen: str, fresh: tuple[str, ...],
+                  more_fresh: tuple[str, ...], alpha: float, two_sided: bool, seed: int, force: bool, out: str,
+                  lm_eval_metric: str) -> None:
     """Is a model better on the published form than on fresh parallel forms?
 
     Scores every form with each model, then tests the gap seen - mean(fresh) against how much
@@ -58,7 +54,6 @@ def contamination(runtime, models, runs, seen, fresh, more_fresh, alpha, two_sid
     """
     from probegen.diagnostics.contamination import table
     from probegen.run.contamination import run_contamination
-    from probegen.runner import Runner
 
     runner = Runner(runtime, log=log)
     res = run_contamination(list(models), seen, [*fresh, *more_fresh], out, runner=runner, alpha=alpha,

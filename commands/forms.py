@@ -1,31 +1,31 @@
-"""``--forms K`` of the make commands and ``probegen forms``: the CLI registers the command with
-``cli.add_command``.
-
-Only click is imported at module level; the work is :mod:`probegen.forms`. Expected failures
-raise ``ProbegenError`` so the CLI group prints one line and exits non-zero.
-"""
+"""The make commands' outputs (``--forms K`` among them) and ``probegen forms``."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
 from probegen import request_options as opts
+from probegen.errors import ProbegenError
+from probegen.paths import DEFAULT_ROOT
+from probegen.runner import Runner
 
 from .items import irt_option, lm_eval_metric_option
-from .options import SEED, checked_type
+from .options import SEED, F, checked_type, log
 
-FORMS_HELP = ("Write K parallel forms instead of one set: <out>-form1 .. <out>-formK, disjoint by synset and target "
-              "lemma, matched on the difficulty strata (see docs/forms.md); `probegen forms` checks they are "
-              "equivalent.")
+if TYPE_CHECKING:
+    from probegen.tasks import Dataset
 
 
-def forms_option(command: Callable[..., Any]) -> Callable[..., Any]:
+def forms_option(command: F) -> F:
     """``--forms K`` on a make command (its value reaches the command as ``n_forms``)."""
     return click.option("--forms", "n_forms", type=click.IntRange(2, 20), default=None, metavar="K",
-                        help=FORMS_HELP)(command)
+                        help="Write K parallel forms instead of one set: <out>-form1 .. <out>-formK, disjoint by "
+                             "synset and target lemma, matched on the difficulty strata (see docs/forms.md); "
+                             "`probegen forms` checks they are equivalent.")(command)
 
 
 def form_paths(out: Path, k: int) -> list[Path]:
@@ -33,16 +33,33 @@ def form_paths(out: Path, k: int) -> list[Path]:
     return [out.with_name(f"{out.name}-form{i}") for i in range(1, k + 1)]
 
 
-def write_forms(ds: Any, kind: str, k: int, seed: int, out: Path, obj: dict, runner: Any,
-                write: Callable[[Any, Path], Any], log: Callable[[str], None]) -> list[Path]:
-    """Cut the built ``ds`` into ``k`` forms and write each with ``write`` (rank 0 alone); returns the folders."""
+def make_outputs(out: str | None, name: str, obj: dict[str, Any], n_forms: int | None = None,
+                 adversarial: bool = False, inputs: Sequence[str] = ()) -> list[Path]:
+    """The folders a make command writes, each checked writable before any work: ``out`` (default
+    ``probegen_out/datasets/<name>``), then with ``adversarial`` its twin ``<out>-twin``; with ``n_forms``
+    its forms instead (:func:`form_paths`)."""
+    from probegen.io import ensure_writable
+
+    path = Path(out) if out else DEFAULT_ROOT / "datasets" / name
+    if n_forms and adversarial:
+        raise ProbegenError("--forms is not available with --adversarial; drop one of them")
+    paths = form_paths(path, n_forms) if n_forms else [path, path.with_name(path.name + "-twin")][: 1 + adversarial]
+    for p in paths:
+        ensure_writable(p, replace=True, inputs=[*inputs, obj.get("wordnet"), obj.get("semcor")], writer="dataset")
+    return paths
+
+
+def write_forms(ds: Dataset, kind: str, seed: int, paths: list[Path], obj: dict[str, Any], runner: Runner,
+                write: Callable[[Any, Path], object]) -> None:
+    """Cut the built ``ds`` into one form per folder of ``paths`` and write each with ``write`` (rank 0 alone)."""
     from probegen.forms.split import make_forms
 
-    paths = form_paths(out, k)
-    forms = make_forms(ds, kind, k, seed, [p.name for p in paths], obj.get("wordnet"), obj.get("semcor"), log)
+    forms = make_forms(ds, kind, len(paths), seed, [p.name for p in paths], obj.get("wordnet"), obj.get("semcor"),
+                       runner.main_log(log))
     for form, path in zip(forms, paths):
-        runner.write(lambda f=form, p=path: write(f, p))
-    return paths
+        runner.write(functools.partial(write, form, path))
+    for path in paths:
+        runner.main_log(click.echo)(f"wrote {path}")
 
 
 @click.command("forms")
@@ -57,7 +74,8 @@ def write_forms(ds: Any, kind: str, k: int, seed: int, out: Path, obj: dict, run
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @irt_option("1pl", "IRT difficulties compared across forms (with at least 3 respondents).")
 @lm_eval_metric_option
-def forms(runs, out, margin, alpha, n_boot, seed, irt_model, lm_eval_metric) -> None:
+def forms(runs: tuple[str, ...], out: str, margin: float, alpha: float, n_boot: int, seed: int, irt_model: str,
+          lm_eval_metric: str) -> None:
     """Are parallel forms equivalent? RUNs are `probegen eval` folders of several respondents (models,
     methods) on the forms of one family (`make ... --forms K`), or other harnesses' per-item results
     on the forms: Every Eval Ever / inspect-ai exports, lm-eval --log_samples of a form's lm-eval

@@ -1,24 +1,20 @@
-"""``probegen items`` and ``probegen subset``: the CLI registers them with ``cli.add_command``.
-
-Only click is imported at module level; the work is :mod:`probegen.itemstats`. Expected failures
-raise ``ProbegenError`` so the CLI group prints one line and exits non-zero.
-"""
+"""``probegen items`` and ``probegen subset``, and the options of commands that read respondents' answers."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import click
 
 from probegen import request_options as opts
 
-from .options import SEED, RegistryChoice, checked_type, log
+from .options import SEED, F, RegistryChoice, checked_type, log, stacked
 
 #: how an lm-eval --log_samples file becomes respondents (probegen.exchange.ingest.LM_EVAL_METRICS)
 LM_EVAL_METRICS = ("acc", "acc_norm", "both")
 
 
-def irt_option(default: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def irt_option(default: str, help: str) -> Callable[[F], F]:
     """``--irt``: an IRT fitter of the registry (:func:`probegen.itemstats.irt.fitters`: 1pl, 2pl, 3pl and the
     entry-point group probegen.irt_fitters's) or none; it reaches the command as ``irt_model``."""
     def names() -> list[str]:
@@ -31,7 +27,7 @@ def irt_option(default: str, help: str) -> Callable[[Callable[..., Any]], Callab
                              "choices.")
 
 
-def lm_eval_metric_option(command: Any) -> Any:
+def lm_eval_metric_option(command: F) -> F:
     """``--lm-eval-metric`` on a command that reads other harnesses' files (its value reaches the
     command as ``lm_eval_metric``)."""
     return click.option("--lm-eval-metric", "lm_eval_metric", type=click.Choice(LM_EVAL_METRICS), default="acc",
@@ -39,6 +35,12 @@ def lm_eval_metric_option(command: Any) -> Any:
                         help="An lm-eval --log_samples file is one respondent per model, scored by acc (summed "
                              "log-probabilities) or acc_norm (per character); both: two respondents, which answer "
                              "almost alike (not independent).")(command)
+
+
+def respondent_options(model_help: str, run_help: str) -> Callable[[F], F]:
+    """``--model`` (``models``) and ``--run`` (``runs``), both repeatable: models scored here, answers made already."""
+    return stacked(click.option("--model", "models", multiple=True, help=model_help),
+                   click.option("--run", "runs", multiple=True, type=click.Path(), help=run_help))
 
 
 @click.command("items")
@@ -54,7 +56,8 @@ def lm_eval_metric_option(command: Any) -> Any:
               help="Also save the calibration as an item bank (IRT parameters, content fingerprints and strata per "
                    "item; dataset, model, respondents, date) for `probegen eval --adaptive FILE`.")
 @lm_eval_metric_option
-def items(runs, out, common, irt_model, pairs, n_boot, seed, bank, lm_eval_metric) -> None:
+def items(runs: tuple[str, ...], out: str, common: bool, irt_model: str, pairs: bool, n_boot: int, seed: int,
+          bank: str | None, lm_eval_metric: str) -> None:
     """Item analysis over runs: one response table, classical statistics, IRT, flags.
 
     RUN is a `probegen eval` or `probegen bias` folder (its per-row records) or a `probegen study`
@@ -86,7 +89,7 @@ def items(runs, out, common, irt_model, pairs, n_boot, seed, bank, lm_eval_metri
                    "(tinyBenchmarks); information: the most Fisher information over the respondents' abilities.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the draw and of the validation.")
 @click.option("--out", required=True, type=click.Path(), help="Output dataset folder.")
-def subset(dataset, items_dir, size, method, seed, out) -> None:
+def subset(dataset: str, items_dir: str, size: int, method: str, seed: int, out: str) -> None:
     """A compact form of DATASET: a dataset of the same kind with --size records, its manifest naming
     the parent, method and seed, and predictor.json (how to predict full-set accuracy from it) with a
     leave-respondents-out validation against random subsets of the same size.

@@ -1,19 +1,16 @@
-"""``probegen make spec``: the CLI registers it with ``make.add_command``.
-
-Only click is imported at module level (``--help`` stays instant); expected failures raise
-``ProbegenError`` so the CLI group prints one line and exits non-zero.
-"""
+"""``probegen make spec``."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import click
 
-from .forms import form_paths, forms_option, write_forms
-from .options import SEED, add_device_options, add_wordnet_source_option, log
+from probegen.errors import ProbegenError
+from probegen.runner import Runner, Runtime
 
-DEFAULT_ROOT = Path("probegen_out") / "datasets"
+from .forms import forms_option, make_outputs, write_forms
+from .options import SEED, add_device_options, add_wordnet_source_option, log
 
 
 @click.command("spec")
@@ -29,8 +26,9 @@ DEFAULT_ROOT = Path("probegen_out") / "datasets"
               help="Check the spec and print it as canonical JSON; build nothing.")
 @click.option("--list", "list_specs", is_flag=True, help="List the built-in specs (templates/specs/) and exit.")
 @forms_option
-@click.pass_context
-def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, n_forms) -> None:
+@click.pass_obj
+def spec(obj: dict[str, Any], /, runtime: Runtime, spec_file: str | None, overrides: tuple[str, ...], seed: int | None,
+         out: str | None, check_only: bool, list_specs: bool, n_forms: int | None) -> None:
     """Build the probe family a spec file (YAML or JSON) declares.
 
     SPEC is a file, or the name of a built-in spec in templates/specs/. The output is a dataset of
@@ -49,7 +47,6 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, 
     """
     import json
 
-    from probegen.errors import ProbegenError
     from probegen.spec.schema import builtin_specs, load_spec
 
     if list_specs:
@@ -75,31 +72,22 @@ def spec(ctx, runtime, spec_file, overrides, seed, out, check_only, list_specs, 
         click.echo(json.dumps(s.to_dict(), indent=1, sort_keys=True, ensure_ascii=False))
         click.echo(f"sha256 {s.sha256}", err=True)
         return
-    from probegen.io import ensure_writable
     from probegen.run.evaluation import resolve_models
+    from probegen.scorers import LM_KINDS
 
-    out_dir = Path(out) if out else DEFAULT_ROOT / s.name
-    obj = ctx.obj or {}
-    for path in form_paths(out_dir, n_forms) if n_forms else [out_dir]:
-        ensure_writable(path, replace=True, inputs=[spec_file, obj.get("wordnet"), obj.get("semcor")], writer="dataset")
-    from probegen.runner import Runner
-
+    outputs = make_outputs(out, s.name, obj, n_forms, inputs=[spec_file])
     runner = Runner(runtime, log=log)  # loads the embedder and context scorer; rank 0 alone writes and speaks
     # an unknown model fails now, not after the groups are formed (the runner keeps it for the load)
     kinds = resolve_models(models_of(s), runner=runner)
     scorer = s.contexts.scorer
-    from probegen.scorers import LM_KINDS
-
     if sections[s.shape].scorer and scorer != "first" and kinds[scorer] not in LM_KINDS:
         raise ProbegenError(f"contexts.scorer must be a causal or masked LM, or 'first'; {scorer!r} is a "
                             f"{kinds[scorer]} model")
     built = build_spec(s, obj.get("wordnet"), obj.get("semcor"), progress=runner.progress, log=runner.main_log(log),
                        runner=runner)
     if n_forms:
-        for path in write_forms(built.dataset, built.kind, n_forms, s.seed, out_dir, obj, runner,
-                                lambda d, p: built.task().write(d, p), runner.main_log(log)):
-            runner.main_log(click.echo)(f"wrote {path}")
+        write_forms(built.dataset, built.kind, s.seed, outputs, obj, runner, lambda d, p: built.task().write(d, p))
         return
-    runner.write(lambda: built.write(out_dir))
-    runner.main_log(click.echo)(f"wrote {out_dir} ({built.kind}; spec {s.name} sha256 {s.sha256[:12]}): "
+    runner.write(lambda: built.write(outputs[0]))
+    runner.main_log(click.echo)(f"wrote {outputs[0]} ({built.kind}; spec {s.name} sha256 {s.sha256[:12]}): "
                                 f"{built.summary()}")

@@ -1,53 +1,39 @@
-"""``probegen make wic`` and ``probegen make wsd``: the CLI registers them with ``make.add_command``.
-
-Only click is imported at module level; expected failures raise ``ProbegenError`` so the CLI
-group prints one line and exits non-zero.
-"""
+"""``probegen make wic`` and ``probegen make wsd``."""
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from probegen import request_options as opts
+from probegen.runner import Runner
 
-from .options import SEED, add_wordnet_source_option, checked_type
-from .options import log as _log
+from .forms import make_outputs
+from .options import SEED, add_wordnet_source_option, checked_type, log, stacked
 
-DEFAULT_ROOT = Path("probegen_out") / "datasets"
-
-
-def _out(out: str | None, name: str, obj: dict | None) -> Path:
-    from probegen.io import ensure_writable
-
-    path = Path(out) if out else DEFAULT_ROOT / name
-    ensure_writable(path, replace=True, inputs=[(obj or {}).get("wordnet"), (obj or {}).get("semcor")],
-                    writer="dataset")
-    return path
+if TYPE_CHECKING:
+    from probegen.wordincontext.dataset import WicDataset
+    from probegen.wordincontext.wic import WicConfig
+    from probegen.wordincontext.wsd import WsdConfig
 
 
-def _summary(ds, out: Path) -> None:
-    c = ds.manifest["counts"]["splits"]
-    parts = []
-    for s, v in c.items():
-        extra = (f" ({v['true']} T / {v['false']} F)" if "true" in v
-                 else f" ({v.get('mean_choices')} choices on average)" if "mean_choices" in v else "")
-        parts.append(f"{s} {v['items']}{extra}, {v['lemmas']} lemmas")
-    click.echo(f"wrote {out}: " + "; ".join(parts))
-
-
-def _write(ds, path: Path) -> None:
-    """Rank 0 alone writes (under torchrun every rank built the same seeded dataset); all wait for it."""
-    from probegen.runner import Runner
-    from probegen.wordincontext.dataset import write
-
-    runner = Runner(log=_log)
-    runner.write(lambda: write(ds, path))
+def _make(cfg: WicConfig | WsdConfig, build: Callable[..., WicDataset], name: str, obj: dict[str, Any],
+          out: str | None) -> None:
+    """Check ``cfg``, build the dataset and write it (rank 0 alone: under torchrun every rank built the same
+    seeded dataset; all wait for it) to ``out`` (default probegen_out/datasets/<name>)."""
+    cfg.validate()
+    path = make_outputs(out, name, obj)[0]
+    ds = build(cfg, obj.get("wordnet"), obj.get("semcor"), log)
+    runner = Runner(log=log)
+    runner.write(lambda: ds.write(path))
     if runner.is_main:
-        _summary(ds, path)
+        parts = []
+        for s, v in ds.manifest["counts"]["splits"].items():
+            extra = (f" ({v['true']} T / {v['false']} F)" if "true" in v
+                     else f" ({v.get('mean_choices')} choices on average)" if "mean_choices" in v else "")
+            parts.append(f"{s} {v['items']}{extra}, {v['lemmas']} lemmas")
+        click.echo(f"wrote {path}: " + "; ".join(parts))
 
 
 _POS = click.option("--pos", type=click.Choice(["noun", "verb", "both"]), default="both", show_default=True)
@@ -59,15 +45,14 @@ _MAX_TOKENS = click.option("--max-tokens", default=60, show_default=True, type=c
 def _splits(dev: float, of: str, name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """--dev-frac (default ``dev``) and --test-frac: the shares of ``of`` in dev and test; then --seed and --out
     (default ``probegen_out/datasets/<name>``)."""
-    options = [
+    return stacked(
         click.option("--dev-frac", default=dev, show_default=True, type=checked_type(opts.DEV_FRAC),
                      help=f"Share of {of} in dev."),
         click.option("--test-frac", default=0.2, show_default=True, type=checked_type(opts.TEST_FRAC),
                      help=f"Share of {of} in test."),
         _SEED,
         click.option("--out", type=click.Path(), help=f"Dataset directory [default: probegen_out/datasets/{name}]."),
-    ]
-    return lambda f: functools.reduce(lambda g, option: option(g), reversed(options), f)
+    )
 
 
 @click.command("wic")
@@ -84,8 +69,9 @@ def _splits(dev: float, of: str, name: str) -> Callable[[Callable[..., None]], C
 @_MAX_TOKENS
 @_splits(0.1, "lemmas", "wic-semcor")
 @click.pass_obj
-def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac, test_frac, seed,
-        out) -> None:
+def wic(obj: dict[str, Any], /, pos: str, prune: str, max_pairs: int | None, max_pairs_per_lemma: int,
+        max_contexts_per_lemma: int, max_tokens: int, dev_frac: float, test_frac: float, seed: int,
+        out: str | None) -> None:
     """Generate WiC-style pairs from SemCor: same lemma in two contexts, T if the same synset.
 
     Labels are balanced within every lemma, splits are disjoint by lemma, too-fine sense
@@ -101,10 +87,7 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
 
     cfg = WicConfig(POS_NAMES[pos], prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma, max_tokens, dev_frac,
                     test_frac, seed)
-    cfg.validate()
-    path = _out(out, "wic-semcor", obj)
-    ds = build(cfg, (obj or {}).get("wordnet"), (obj or {}).get("semcor"), _log)
-    _write(ds, path)
+    _make(cfg, build, "wic-semcor", obj, out)
 
 
 @click.command("wsd")
@@ -115,7 +98,8 @@ def wic(obj, pos, prune, max_pairs, max_pairs_per_lemma, max_contexts_per_lemma,
 @_MAX_TOKENS
 @_splits(0.0, "SemCor documents", "wsd-semcor")
 @click.pass_obj
-def wsd(obj, pos, max_items, max_tokens, dev_frac, test_frac, seed, out) -> None:
+def wsd(obj: dict[str, Any], /, pos: str, max_items: int | None, max_tokens: int, dev_frac: float, test_frac: float,
+        seed: int, out: str | None) -> None:
     """Generate WSD-style items from SemCor: a context, its lemma's sense definitions as choices.
 
     Only lemmas with at least two WordNet senses; splits by SemCor document; seeded choice order.
@@ -128,8 +112,4 @@ def wsd(obj, pos, max_items, max_tokens, dev_frac, test_frac, seed, out) -> None
     from probegen.wordincontext.source import POS_NAMES
     from probegen.wordincontext.wsd import WsdConfig, build
 
-    cfg = WsdConfig(POS_NAMES[pos], max_items, max_tokens, dev_frac, test_frac, seed)
-    cfg.validate()
-    path = _out(out, "wsd-semcor", obj)
-    ds = build(cfg, (obj or {}).get("wordnet"), (obj or {}).get("semcor"), _log)
-    _write(ds, path)
+    _make(WsdConfig(POS_NAMES[pos], max_items, max_tokens, dev_frac, test_frac, seed), build, "wsd-semcor", obj, out)

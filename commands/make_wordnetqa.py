@@ -1,40 +1,29 @@
-"""``probegen make wordnetqa``: the CLI registers it with ``make.add_command``.
-
-Only click is imported at module level (``--help`` stays instant); expected failures raise
-``ProbegenError`` so the CLI group prints one line and exits non-zero.
-"""
+"""``probegen make wordnetqa``."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from probegen import request_options as opts
+from probegen.runner import Runner, Runtime
 
-from .forms import form_paths, forms_option, write_forms
+from .forms import forms_option, make_outputs, write_forms
 from .options import SEED, add_device_options, add_wordnet_source_option, checked_type, log
 
-DEFAULT_ROOT = Path("probegen_out") / "datasets"
+if TYPE_CHECKING:
+    from probegen.wordnetqa.config import WordNetQAConfig
+
 PROBE_CHOICES = ["definitions", "hypernymy", "hyponymy", "synonymy", "all"]
 
 
-def _writable(out: Path, inputs: list) -> None:
-    from probegen.io import ensure_writable
-
-    ensure_writable(out, replace=True, inputs=inputs, writer="dataset")  # written by atomic_dir
-
-
-def _types(value: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in value.split(",") if t.strip())
-
-
-def _config(probe, pos, distractors, contexts, **kw):
+def _config(probe: str, pos: str, distractors: str, contexts: str, **kw: Any) -> WordNetQAConfig:
     """The generator's settings from the command's options (checked)."""
     from probegen.wordnetqa.config import WordNetQAConfig
 
     cfg = WordNetQAConfig(probes=(probe,), pos=("n", "v") if pos == "both" else (pos[0],),
-                          distractors=_types(distractors),
+                          distractors=tuple(t.strip() for t in distractors.split(",") if t.strip()),
                           contexts="wordnet" if contexts == "examples" else contexts, **kw)
     cfg.validate()
     if cfg.templates:  # a bad templates file fails before any work
@@ -42,21 +31,6 @@ def _config(probe, pos, distractors, contexts, **kw):
 
         question_templates(path=cfg.templates)
     return cfg
-
-
-def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bool, runner):
-    """The adversarial set (its twin written to ``twin_out`` by rank 0)."""
-    from probegen.wordnetqa import dataset as ds_mod
-    from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
-
-    runner.resolve(against)  # an unknown reference model fails before generation
-    ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True, log,
-                                 runner=runner)
-    runner.write(lambda: ds_mod.write(twin, twin_out, release=release))
-    a = ds.manifest["adversarial"]
-    runner.main_log(click.echo)(f"wrote {twin_out} (twin); adversarial: {a['items_changed']} of {a['items']} items got "
-                                "new distractors")
-    return ds
 
 
 @click.command("wordnetqa")
@@ -101,9 +75,10 @@ def _build_adversarial(cfg, against: str, obj: dict, twin_out: Path, release: bo
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--out", type=click.Path(), help="Dataset directory [default: probegen_out/datasets/wordnetqa-<probe>].")
 @forms_option
-@click.pass_context
-def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversarial, against, out, n_forms,
-              **settings) -> None:
+@click.pass_obj
+def wordnetqa(obj: dict[str, Any], /, runtime: Runtime, probe: str, pos: str, distractors: str, contexts: str,
+              release: bool, adversarial: bool, against: str, out: str | None, n_forms: int | None,
+              **settings: Any) -> None:
     """Generate WordNetQA multiple-choice probes (definitions, hypernymy, hyponymy, synonymy).
 
     Questions about a concept use its WordNet example sentence; 5-way items with graded
@@ -125,31 +100,26 @@ def wordnetqa(ctx, runtime, probe, pos, distractors, contexts, release, adversar
     from probegen.wordnetqa import dataset as ds_mod
     from probegen.wordnetqa.reference import size_table
 
-    obj = ctx.obj or {}
     cfg = _config(probe, pos, distractors, contexts, **settings)  # the other options are the config's fields
     name = cfg.name + (f"-adv-{against.strip('/').replace('/', '_')}" if adversarial else "")
-    out_dir = Path(out) if out else DEFAULT_ROOT / name
-    twin_out = out_dir.with_name(out_dir.name + "-twin")
-    if n_forms and adversarial:
-        from probegen.errors import ProbegenError
-
-        raise ProbegenError("--forms is not available with --adversarial; drop one of them")
-    for path in form_paths(out_dir, n_forms) if n_forms else [out_dir] + ([twin_out] if adversarial else []):
-        _writable(path, [obj.get("wordnet"), obj.get("semcor")])  # every output, before any work
-    from probegen.runner import Runner
-
+    outputs = make_outputs(out, name, obj, n_forms, adversarial)
     runner = Runner(runtime, log=log)  # loads the --against model; rank 0 alone writes and speaks
+    echo = runner.main_log(click.echo)
     if adversarial:
-        ds = _build_adversarial(cfg, against, obj, twin_out, release, runner)
+        from probegen.wordnetqa.adversarial import AdversarialSettings, build_adversarial
+
+        runner.resolve(against)  # an unknown reference model fails before generation
+        ds, twin = build_adversarial(cfg, AdversarialSettings(against), obj.get("wordnet"), obj.get("semcor"), True,
+                                     log, runner=runner)
+        runner.write(lambda: ds_mod.write(twin, outputs[1], release=release))
+        a = ds.manifest["adversarial"]
+        echo(f"wrote {outputs[1]} (twin); adversarial: {a['items_changed']} of {a['items']} items got new distractors")
     else:
         ds = ds_mod.build(cfg, wordnet=obj.get("wordnet"), semcor=obj.get("semcor"), progress=runner.progress,
                           log=runner.main_log(log))
-    echo = runner.main_log(click.echo)
     if n_forms:
-        for path in write_forms(ds, "wordnetqa", n_forms, cfg.seed, out_dir, obj, runner,
-                                lambda d, p: ds_mod.write(d, p, release=release), runner.main_log(log)):
-            echo(f"wrote {path}")
+        write_forms(ds, "wordnetqa", cfg.seed, outputs, obj, runner, lambda d, p: ds_mod.write(d, p, release=release))
         return
-    runner.write(lambda: ds_mod.write(ds, out_dir, release=release))
-    echo(f"wrote {out_dir}: {len(ds.items)} items")
+    runner.write(lambda: ds_mod.write(ds, outputs[0], release=release))
+    echo(f"wrote {outputs[0]}: {len(ds.items)} items")
     echo(size_table(ds.manifest["counts"]))

@@ -1,21 +1,22 @@
-"""Option decorators every command shares, and what the commands ask of click's context.
-
-``add_device_options`` (``--device``, ``--dtype``, ``--device-map``, ``--max-batch-tokens``, and
-``--api-base``/``--api-key-env``/``--concurrency``/``--api-timeout`` for served models) on every
-command that loads a model, ``add_wordnet_source_option`` (``--wordnet-source``) on every
-``make`` command, and :func:`option_given` (whether the user set an option).
-"""
+"""Option decorators and click parameter types every command shares."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from probegen import request_options as opts
-from probegen.request_options import Option
+from probegen.errors import ProbegenError
+from probegen.models import DEVICE_MAPS, check_api, parse_batch_tokens, resolve_device
+from probegen.request_options import Option, OptionTypeError, OptionValueError
+from probegen.runner import Runtime
+
+#: a command function a decorator returns as it got it, options added
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class RegistryChoice(click.Choice[str]):
@@ -45,8 +46,6 @@ class _Checked(click.ParamType[Any]):
         return self.option
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        from probegen.request_options import OptionTypeError, OptionValueError
-
         try:
             return self.checked().parse(value)
         except (OptionTypeError, OptionValueError) as e:
@@ -141,32 +140,11 @@ SEED = checked_type(opts.SEED)
 log: Callable[[str], None] = functools.partial(click.echo, err=True)
 
 
-def _takes_runtime(command: Callable[..., Any]) -> bool:
-    try:
-        return "runtime" in inspect.signature(command).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Click decorator: ``--device``, ``--dtype``, ``--device-map`` and ``--max-batch-tokens``.
-
-    The options are checked before the command does any work (``--device cuda`` on a machine
-    without CUDA is one error line), then the command function receives them as its ``runtime``
-    parameter (a :class:`probegen.runner.Runtime`): it makes ONE :class:`probegen.runner.Runner`
-    of it and passes that down to every library function that loads a model. Put it below
-    ``@cli.command()`` like any option::
-
-        @cli.command("eval")
-        @add_device_options
-        @click.option("--model", ...)
-        def eval_cmd(runtime, model, ...):
-            runner = Runner(runtime, log=log)
-    """
-    from probegen.models import DEVICE_MAPS, parse_batch_tokens, resolve_device
-    from probegen.runner import Runtime
-
-    if not _takes_runtime(command):  # the options would be accepted and silently ignored
+    """Click decorator: ``--device``, ``--dtype``, ``--device-map``, ``--max-batch-tokens`` and the
+    ``--api-*`` options, checked before any work and handed to the command as its ``runtime``
+    parameter (a :class:`probegen.runner.Runtime`), of which it makes ONE Runner for every load."""
+    if "runtime" not in inspect.signature(command).parameters:  # the options would be accepted and ignored
         raise TypeError(f"{command.__name__}: a command with the device options takes a `runtime` parameter")
 
     @functools.wraps(command)
@@ -178,7 +156,7 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
             resolve_device(device)  # fail now, not after generating a dataset
         return command(*args, runtime=_with_api(runtime, api_base, api_key_env, concurrency, api_timeout), **kw)
 
-    options = [
+    options = [  # as they are listed in --help
         click.option("--device", default="auto", show_default=True, type=checked_type(opts.DEVICE),
                      metavar="auto|cpu|cuda|cuda:N|mps",
                      help="Where models run (auto: CUDA if available, else CPU)."),
@@ -202,18 +180,13 @@ def add_device_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--api-timeout", type=checked_type(opts.API_TIMEOUT), default=None, metavar="SECONDS",
                      help="Timeout of one request to --api-base (retried with backoff) [default: 120]."),
     ]
-    for opt in reversed(options):
-        wrapper = opt(wrapper)
-    return wrapper
+    return stacked(*options)(wrapper)
 
 
-def _with_api(runtime: Any, api_base: str | None, key_env: str | None, concurrency: int | None,
-              timeout: float | None) -> Any:
+def _with_api(runtime: Runtime, api_base: str | None, key_env: str | None, concurrency: int | None,
+              timeout: float | None) -> Runtime:
     """``runtime`` with the ``--api-base`` settings; the server is asked for its models now (a wrong
     URL or key fails before any work). An api option without ``--api-base`` is an error."""
-    from probegen.errors import ProbegenError
-    from probegen.models import check_api
-
     if not api_base:
         given = [n for n, v in (("--api-key-env", key_env), ("--concurrency", concurrency),
                                 ("--api-timeout", timeout)) if v is not None]
@@ -225,17 +198,8 @@ def _with_api(runtime: Any, api_base: str | None, key_env: str | None, concurren
 
 
 def add_wordnet_source_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Click decorator: ``--wordnet-source``, for every ``make`` command.
-
-    The source is checked before the command runs and stored as the click object's ``wordnet``
-    (what the command already hands its builder), so the command receives no extra argument::
-
-        @make.command("coda21")
-        @add_wordnet_source_option
-        @click.option(...)
-        @click.pass_obj
-        def make_coda21(obj, ...): ...
-    """
+    """Click decorator: ``--wordnet-source`` of every ``make`` command, checked before it runs and stored
+    as the click object's ``wordnet`` (what the command hands its builder); the command gets no argument."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, wordnet_source: str | None, **kw: Any) -> Any:
@@ -254,14 +218,27 @@ def add_wordnet_source_option(command: Callable[..., Any]) -> Callable[..., Any]
     )(wrapper)
 
 
-def option_given(ctx: click.Context, name: str, value: Any) -> Any:
-    """``value`` if the user set option ``name`` (command line or env), else None: options are
-    checked for what was asked, not for their defaults."""
-    from click.core import ParameterSource
-
-    return None if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None) else value
-
-
 def given_options(ctx: click.Context, *names: str) -> frozenset[str]:
-    """Which of ``names`` the user set (command line or env), as :func:`option_given` decides."""
-    return frozenset(n for n in names if option_given(ctx, n, True))
+    """Which of ``names`` the user set (command line or env): options are checked for what was asked, not
+    for their defaults."""
+    return frozenset(n for n in names if ctx.get_parameter_source(n) not in (ParameterSource.DEFAULT, None))
+
+
+def stacked(*decorators: Callable[[Any], Any]) -> Callable[[F], F]:
+    """Click option decorators as one, applied as if written above a command in this order."""
+    return lambda command: functools.reduce(lambda f, d: d(f), reversed(decorators), command)
+
+
+class FirstMethod:
+    """A ``--method`` default: the first method ``command`` offers (the registry read when the value or
+    ``--help`` needs it), shown by its name."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __call__(self) -> str:
+        from probegen.methods import names
+
+        return names(self.command)[0]
+
+    __str__ = __call__

@@ -1,8 +1,4 @@
-"""``probegen study``: the click group the CLI registers (``score`` scores with ``diagnostics``).
-
-Only click is imported at module level (``--help`` stays instant); expected failures raise
-``ProbegenError`` so the CLI group prints one line and exits non-zero.
-"""
+"""``probegen study``: human baselines."""
 
 from __future__ import annotations
 
@@ -11,10 +7,11 @@ from pathlib import Path
 import click
 
 from probegen import request_options as opts
+from probegen.paths import DEFAULT_ROOT
 
 from .options import SEED, checked_type
 
-DEFAULT_ROOT = Path("probegen_out") / "studies"
+STUDIES = DEFAULT_ROOT / "studies"
 
 
 @click.group("study")
@@ -43,7 +40,8 @@ def study() -> None:
 @click.option("--split", type=click.Choice(["train", "dev", "test"]), default=None,
               help="WordNetQA: sample from one split.")
 @click.option("--out", type=click.Path(), help="Study directory [default: probegen_out/studies/<dataset>].")
-def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
+def make(dataset: str, conditions: str, n: int, annotators: int, overlap: int, seed: int, split: str | None,
+         out: str | None) -> None:
     """Sample items and write a study directory (items, assignment, gold apart, tokens, manifest).
 
     Works on probegen WordNetQA and CoDA21 datasets and on the original CoDA21 JSON. The
@@ -60,8 +58,8 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
 
     req = StudyRequest(dataset=dataset, conditions=tuple(c.strip() for c in conditions.split(",") if c.strip()), n=n,
                        annotators=annotators, overlap=overlap, seed=seed, split=split, out=out)
-    built = run_study_request(req, DEFAULT_ROOT)
-    out_dir = req.out_dir(DEFAULT_ROOT)
+    built = run_study_request(req, STUDIES)
+    out_dir = req.out_dir(STUDIES)
     m = built["manifest"]
     per = m["counts"]["per_annotator"]
     click.echo(f"wrote {out_dir}: {m['n']} {m['dataset']['kind']} {m['unit']}s x {len(m['conditions'])} condition(s), "
@@ -83,7 +81,7 @@ def make(dataset, conditions, n, annotators, overlap, seed, split, out) -> None:
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; other than loopback only on a trusted network.")
-def serve(study_dir, port, host) -> None:
+def serve(study_dir: str, port: int, host: str) -> None:
     """Serve the annotator pages; answers are saved on the server as they are given.
 
     Prints one link per annotator (the token in it keeps annotators apart). Reloading a page
@@ -103,7 +101,7 @@ def serve(study_dir, port, host) -> None:
 @study.command("export")
 @click.argument("study_dir", metavar="STUDY", type=click.Path())
 @click.option("--out", type=click.Path(), required=True, help="CSV file to write.")
-def export(study_dir, out) -> None:
+def export(study_dir: str, out: str) -> None:
     """Write the study as CSV (one row per annotator and item, no gold) to run it elsewhere.
 
     Answer columns are filled where answers are already stored. Fill in `answer` (a letter;
@@ -127,7 +125,7 @@ def export(study_dir, out) -> None:
 @study.command("import")
 @click.argument("study_dir", metavar="STUDY", type=click.Path())
 @click.argument("csv_file", metavar="CSV", type=click.Path())
-def import_cmd(study_dir, csv_file) -> None:
+def import_cmd(study_dir: str, csv_file: str) -> None:
     """Store answers from a CSV (the `study export` columns); every row is checked first.
 
     Rows with an empty answer are skipped; an answer already stored identically is skipped;
@@ -155,7 +153,7 @@ def import_cmd(study_dir, csv_file) -> None:
               help="Bootstrap replicates.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--out", type=click.Path(), help="Report directory [default: STUDY/score].")
-def score(study_dir, models, n_boot, seed, out) -> None:
+def score(study_dir: str, models: tuple[str, ...], n_boot: int, seed: int, out: str | None) -> None:
     """Human accuracy per condition with CIs, agreement, human Bias_C/Bias_W, and model-human gaps.
 
     Writes results.json, report.md and bias_plane.png (humans as a black star; models, with
@@ -166,8 +164,9 @@ def score(study_dir, models, n_boot, seed, out) -> None:
       probegen study score probegen_out/studies/wordnetqa-definitions
       probegen study score probegen_out/studies/wordnetqa-definitions --model probegen_out/bias/minilm-l6 --model probegen_out/bias/glove-50d
     """  # noqa: E501 (the examples are shown verbatim by --help)
-    from probegen.diagnostics.human import score_study, summary, write_score
+    from probegen.diagnostics.human import summary
     from probegen.io import ensure_writable
+    from probegen.run.human import score_study, write_score
 
     out_dir = Path(out) if out else Path(study_dir) / "score"
     # written by atomic_dir; by default inside the study, never onto it or a run it reads

@@ -1,5 +1,4 @@
-"""``probegen view``: one page showing every item of one or more runs (what the model saw, chose
-and why). Only click is imported at module level (``--help`` stays instant)."""
+"""``probegen view``: one page showing every item of one or more runs (what the model saw, chose and why)."""
 
 from __future__ import annotations
 
@@ -7,13 +6,13 @@ from pathlib import Path
 
 import click
 
-DEFAULT_DIR = Path("probegen_out") / "views"
+from probegen.errors import ProbegenError
+from probegen.paths import DEFAULT_ROOT
 
 
 def default_out(runs: tuple[str, ...]) -> Path:
-    """``probegen_out/views/<run>.html`` (several runs: their names joined by ``+``, shortened).
-
-    The page is written outside the runs, so a run folder stays exactly what eval or bias wrote.
+    """``probegen_out/views/<run>.html`` (several runs: their names joined by ``+``, shortened): outside the
+    runs, so a run folder stays exactly what eval or bias wrote.
 
     >>> default_out(("probegen_out/runs/glove-50d__coda21-clean-easy",)).as_posix()
     'probegen_out/views/glove-50d__coda21-clean-easy.html'
@@ -23,7 +22,7 @@ def default_out(runs: tuple[str, ...]) -> Path:
     name = "+".join(Path(r.rstrip("/")).name for r in runs) or "view"
     if len(name) > 120:
         name = name[:100] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
-    return DEFAULT_DIR / f"{name}.html"
+    return DEFAULT_ROOT / "views" / f"{name}.html"
 
 
 @click.command("view")
@@ -56,7 +55,6 @@ def view(runs: tuple[str, ...], out: str | None, serve: bool, host: str, port: i
       probegen view RUN_A RUN_B --items items_out --out items.html   # probegen items RUN_A RUN_B --out items_out
       probegen view probegen_out/bias/minilm-l6 --serve          # http://127.0.0.1:8766/
     """
-    from probegen.errors import ProbegenError
     from probegen.view.load import load_runs
 
     if serve and out:

@@ -1,16 +1,10 @@
 """``probegen forms``: are the parallel forms of one family equivalent?
 
-Respondents (a model x method x variant, as :mod:`probegen.itemstats.table` names them) answer
-every form; per respondent and form, accuracy with a cluster-bootstrap CI (clusters: CoDA21
-groups, WordNetQA concepts); per respondent and pair of forms, a two one-sided test (TOST) of
-``|acc_a - acc_b| < margin`` with cluster-robust standard errors (the forms share no item, so the
-two means are independent); the same over the respondents' mean; Kendall's tau and Spearman's rho
-of the respondents' accuracies between forms; and the forms' item difficulty distributions (item
-p-values over the respondents, and 1PL IRT difficulties fitted on all forms at once) compared
-with two-sample Kolmogorov-Smirnov tests.
-
-Written: ``report.md``, ``forms.csv``, ``equivalence.csv``, ``difficulty.csv``, ``summary.json``
-and ``forms.png``.
+Per respondent (model x method x variant) and form: accuracy with a cluster-bootstrap CI; per
+respondent (and over their mean) and pair of forms: a TOST of ``|acc_a - acc_b| < margin`` with
+cluster-robust SEs (the forms share no item: independent means); rank correlations of the
+respondents between forms; item p-values and 1PL difficulties compared by two-sample KS tests.
+Written: ``report.md``, ``forms.csv``, ``equivalence.csv``, ``difficulty.csv``, ``summary.json``, ``forms.png``.
 """
 
 from __future__ import annotations
@@ -108,13 +102,8 @@ def _foreign_form(r: Any) -> dict[str, Any] | None:
 def read_form_runs(runs: Sequence[str | Path], lm_eval_metric: str = "acc") -> tuple[list[FormRun], dict[str, Any]]:
     """Every respondent x form of ``runs`` and the family's forms block; one error line where the
     runs are not on forms of one family, cover fewer than two forms, or repeat a respondent on a form.
-
-    A run may be another harness's per-item results (:mod:`probegen.exchange.ingest`): a probegen
-    EEE or inspect export names its form; lm-eval samples of a probegen lm-eval export of a form are
-    identified by the export's manifest (its ``forms`` block), their ids checked against a probegen
-    run on the same form where one is given; any other file joins the given run's form holding all
-    of its item ids with the same content (:func:`probegen.itemstats.table.adopt_datasets`), or is one line;
-    so are a run given twice or a bad cell (:func:`~probegen.itemstats.table.read_runs`)."""
+    Another harness's file names its form through its export's manifest (its ids then checked against
+    a probegen run on that form), else joins the given run's form holding its item ids (``adopt_datasets``)."""
     from ..exchange.respondent import identity
     from ..itemstats.table import adopt_datasets, read_runs
 
@@ -371,8 +360,7 @@ def draw(res: dict[str, Any], path: Path) -> None:
         rows = {r["respondent"]: r for r in res["forms"] if r["form"] == f}
         xs = [i + (j - (len(forms) - 1) / 2) * width for i, who in enumerate(resp) if who in rows]
         ys = [rows[who]["accuracy"] for who in resp if who in rows]
-        # the interval drawn as it is (a percentile CI of few replicates may not hold the estimate:
-        # error bars would be negative, which matplotlib refuses)
+        # vlines, not error bars: a percentile CI of few replicates may not hold the estimate
         lo = [rows[w]["ci_lo"] for w in resp if w in rows]
         hi = [rows[w]["ci_hi"] for w in resp if w in rows]
         (dots,) = ax.plot(xs, ys, "o", label=res["names"][f - 1])

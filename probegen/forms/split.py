@@ -1,20 +1,13 @@
 """K parallel forms of one built dataset: disjoint by synset and target lemma, matched on the strata
 that drive difficulty.
 
-The pool (one CoDA21 or WordNetQA build) is cut into *units* that must stay whole: a CoDA21 group,
-or a WordNetQA concept with every item about it (its cluster, all probes). Each unit gets its
-strata: part of speech, group size or item profile (probes and distractor types), WordNet depth
-(of the group's shared ancestor, of the question's concept), SemCor frequency (log occurrences),
-gloss length (words) and, for ISA probes, hops. Depth, frequency and size are cut into tercile
-bands over the pool; the bands and the categorical strata form the assignment cells.
-
-Assignment is by construction, not by rejection: cells in order, units within a cell sorted by
-their continuous strata, each unit dealt to the form with the fewest units of its cell (then the
-fewest overall, then a seeded order), among the forms it may join: a unit that shares a synset or
-a target lemma with a unit already in one form can only join that form, and one that shares with
-two forms is left out (counted in the manifest). Forms therefore share no synset and no target
-lemma, and the same pool and seed give the same forms. :func:`balance_violations` is the check
-(tolerances :data:`TOLERANCE`).
+The pool is cut into *units* that stay whole (a CoDA21 group; a WordNetQA concept with all its
+items), each with its strata (part of speech, size or item profile, depth, SemCor frequency, gloss
+length, hops); depth, frequency and size are cut into tercile bands, which with the categorical
+strata form the assignment cells. Assignment is by construction: units in cell order are dealt to
+the form with the fewest units of their cell (then fewest overall, then a seeded order) among the
+forms they may join; a unit sharing a synset or lemma with two forms is left out. The same pool and
+seed give the same forms; :func:`balance_violations` is the check (:data:`TOLERANCE`).
 """
 
 from __future__ import annotations
@@ -52,6 +45,14 @@ class Unit:
 
     def cell(self) -> tuple[str, ...]:
         return tuple(self.cat[k] for k in sorted(self.cat)) + tuple(self.band[k] for k in sorted(self.band))
+
+    def levels(self) -> list[tuple[str, str]]:
+        """(stratum, level) of every categorical stratum and band."""
+        return [*self.cat.items(), *((f"{b}_band", v) for b, v in self.band.items())]
+
+    def keys(self) -> list[tuple[str, str]]:
+        """What may not recur across forms: its synsets and target lemmas."""
+        return [("s", s) for s in self.synsets] + [("l", lem) for lem in self.lemmas]
 
 
 def lemma_key(word: str) -> str:
@@ -105,7 +106,7 @@ def assign(units: list[Unit], k: int, seed: int) -> tuple[list[list[Unit]], list
     order = sorted(units, key=lambda u: (u.cell(), tuple(u.num.get(c, 0.0) for c in cont),
                                          zlib.crc32(f"{seed}/{u.id}".encode()), u.id))
     for u in order:
-        keys = [("s", s) for s in u.synsets] + [("l", lem) for lem in u.lemmas]
+        keys = u.keys()
         blocked = {owner[x] for x in keys if x in owner}
         if len(blocked) > 1:
             dropped.append(u.id)
@@ -122,15 +123,14 @@ def assign(units: list[Unit], k: int, seed: int) -> tuple[list[list[Unit]], list
 def _vectors(units: list[Unit]) -> tuple[np.ndarray, list[tuple[str, str]], list[str], np.ndarray]:
     """(unit x column matrix, the level columns, the continuous columns, their pooled SDs): column 0
     counts units, then one indicator per stratum level, then the continuous strata."""
-    levels = sorted({(key, lv) for u in units for key, lv in [*u.cat.items(), *((f"{b}_band", v)
-                                                                               for b, v in u.band.items())]})
+    levels = sorted({lv for u in units for lv in u.levels()})
     cont = sorted({key for u in units for key in u.num})
     x = np.zeros((len(units), 1 + len(levels) + len(cont)))
     col = {lv: 1 + i for i, lv in enumerate(levels)}
     for r, u in enumerate(units):
         x[r, 0] = 1.0
-        for key, lv in [*u.cat.items(), *((f"{b}_band", v) for b, v in u.band.items())]:
-            x[r, col[(key, lv)]] = 1.0
+        for lv in u.levels():
+            x[r, col[lv]] = 1.0
         for i, key in enumerate(cont):
             x[r, 1 + len(levels) + i] = u.num.get(key, 0.0)
     sd = x[:, 1 + len(levels):].std(0)
@@ -149,10 +149,8 @@ def _imbalance(sums: np.ndarray, n_levels: int, sd: np.ndarray, tolerance: dict[
 
 def refine(forms: list[list[Unit]], seed: int, tolerance: dict[str, float] = TOLERANCE,
            sweeps: int = 20) -> list[list[Unit]]:
-    """Moves and pairwise swaps between forms, each kept only if it lowers the forms' imbalance
-    (:func:`_imbalance`); seeded, so the result is deterministic. What moves is a connected
-    component of units that share a synset or lemma (all in one form already), so the forms stay
-    disjoint whatever moves."""
+    """Seeded moves and pairwise swaps between forms, each kept only if it lowers :func:`_imbalance`; what
+    moves is a connected component of units sharing a synset or lemma, so the forms stay disjoint."""
     import networkx as nx
 
     units = [u for f in forms for u in f]
@@ -161,7 +159,7 @@ def refine(forms: list[list[Unit]], seed: int, tolerance: dict[str, float] = TOL
     g.add_nodes_from(range(len(units)))
     owner: dict[tuple[str, str], int] = {}
     for r, u in enumerate(units):
-        for key in [("s", s) for s in u.synsets] + [("l", lem) for lem in u.lemmas]:
+        for key in u.keys():
             if key in owner:
                 g.add_edge(owner[key], r)
             owner[key] = r
@@ -205,7 +203,7 @@ def strata_table(forms: Sequence[Sequence[Unit]]) -> list[dict[str, Any]]:
     for units in forms:
         levels: dict[str, dict[str, int]] = {}
         for u in units:
-            for key, lv in [*u.cat.items(), *((f"{b}_band", v) for b, v in u.band.items())]:
+            for key, lv in u.levels():
                 levels.setdefault(key, {})
                 levels[key][lv] = levels[key].get(lv, 0) + 1
         means = {key: round(float(np.mean([u.num[key] for u in units])), 4)
@@ -266,10 +264,8 @@ def _subset(ds: Any, task: Formable, idx: list[int]) -> Any:
 
 def make_forms(ds: Any, kind: str, k: int, seed: int, names: Sequence[str], wordnet: str | None = None,
                semcor: str | None = None, log: Callable[[str], None] = print) -> list[Any]:
-    """``k`` parallel forms of the built dataset ``ds`` (``kind``: a :class:`~probegen.tasks.Formable`
-    kind's name), each a dataset of that kind whose manifest has a ``forms`` block: the family id, its
-    number, its siblings (``names``: the forms' folder names), the strata per form, the tolerance and
-    whether the forms meet it."""
+    """``k`` parallel forms of the built dataset ``ds`` (of the :class:`~probegen.tasks.Formable` kind
+    ``kind``), each with a manifest ``forms`` block (family, number, siblings ``names``, strata, tolerance)."""
     from .. import tasks
     from ..wordnet_graph import load_graph
 

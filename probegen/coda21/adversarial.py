@@ -65,8 +65,7 @@ def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: di
 
 def _decide_group(gid: str, sg: SynsetGroup, pool: list[str], mat: np.ndarray, vectors: Callable[[list[str]], Any],
                   cfg: Coda21Config, used: set[str]) -> tuple[dict[str, Any], tuple[str, ...] | None]:
-    """(decision record, members or None if dropped) of one group: the most confusable valid set
-    of the twin's size among the free pool members, else the twin's still-free members."""
+    """(decision record, members or None if dropped) of one group (see the module doc)."""
     free = [i for i, m in enumerate(pool) if m not in used]
     vec = vectors([pool[i] for i in free])
     pick = most_confusable(mat[np.ix_(free, free)], vec @ vec.T, len(sg.members), cfg.max_similarity)

@@ -16,8 +16,7 @@ POS_NAMES = (("n", "noun"), ("v", "verb"))
 
 
 def table(records: dict[str, list[dict[str, Any]]], pos: Sequence[str] | None = None) -> UnitTable:
-    """One unit per group: each ablation's group accuracy, and the analytic label accuracy 1/k
-    (``pos``: only the groups of these parts of speech)."""
+    """One unit per group: each ablation's group accuracy, label 1/k (``pos``: only these parts of speech)."""
     base = [r for r in records["full"] if pos is None or r["pos"] in pos]
     ids = [r["id"] for r in base]
     per: dict[str, np.ndarray] = {}
@@ -43,8 +42,7 @@ def alignment_views(groups: Sequence[Group]) -> list[AlignmentView]:
 
 
 def bias_inputs(data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
-    """What ``probegen bias`` measures of a scored CoDA21 dataset: POS subsets when both parts of
-    speech have at least two groups, the alignment controls, sense entropy."""
+    """What ``probegen bias`` measures of a scored CoDA21 dataset: POS subsets, alignment controls, entropy."""
     groups = list(data.groups)
     present = {g.pos for g in groups}
     subsets = {name: (pos,) for pos, name in POS_NAMES

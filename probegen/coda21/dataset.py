@@ -83,13 +83,8 @@ class Plan:
 
 def plan(cfg: Coda21Config, wordnet: str | None, semcor: str | None, progress: bool, log: Callable[[str], None],
          contexts: str | None = None, *, runner: Runner) -> Plan:
-    """Locate the data and form the synset groups (the cheap, context-free half of a build; arguments
-    as :func:`build`).
-
-    Eligibility counts all of a synset's occurrences, as the paper does; its context is then chosen
-    among the usable (leak-free) ones, and an eligible synset with none is dropped and counted
-    (:func:`eligible_pool`).
-    """
+    """Locate the data and form the synset groups: the context-free half of a build (arguments as
+    :func:`build`; eligibility: :func:`eligible_pool`)."""
     from ..contexts import example_occurrences
     from ..data import locate_semcor
     from ..lexicon.sources import context_source, open_resource, where
@@ -252,8 +247,7 @@ def build(
     """Generate a CoDA21 dataset from a wordnet (``wordnet``: ``probegen.lexicon.sources``, None is WordNet
     3.0) and SemCor (or the wordnet's own examples, ``contexts="examples"``).
 
-    ``runner`` loads the embedder and the context scorer and scores the candidate contexts
-    (under ``torchrun`` every rank scores a share; the dataset is the same on every rank).
+    ``runner`` loads the embedder and the context scorer (under ``torchrun`` every rank scores a share).
     """
     progress = progress and runner.progress  # one bar for the run: rank 0's
     log = runner.main_log(log)

@@ -21,8 +21,7 @@ def column_order(group_id: str, k: int, seed: int) -> np.ndarray:
 
 
 def group_unit(g: Group, style: str, settings: Settings, mode: str, patterns: dict[str, str]) -> Unit:
-    """One group as a unit: its rows rendered in ``mode`` (the condition) against the definitions in
-    the seeded column order, decided by ``settings.matching``."""
+    """One group as a unit: its rows in ``mode`` against its definitions in the seeded column order."""
     order = column_order(g.id, g.k, settings.seed)
     gold = np.argsort(order)  # row i's definition sits at column position gold[i]
     unit = Unit.group(g.id, render_group(g, style, mode, settings.nonce, patterns),

@@ -1,7 +1,4 @@
-"""An ``alignment`` probe spec as a CoDA21 build: the spec's ``alignment`` section (its fields,
-defaults and checks, registered through :meth:`probegen.coda21.task.Coda21Task.spec_section`), its
-configuration and the build (:mod:`probegen.spec.build` dispatches through the task).
-"""
+"""An ``alignment`` probe spec as a CoDA21 build: the spec's section, its configuration and the build."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A human study of a CoDA21 dataset: what an annotator sees of one group in one condition and its
-gold (:class:`probegen.tasks.Studyable`'s hooks), shown with the ``align`` page layout
-(:mod:`probegen.study.views`): rows in stored order, each to be paired with a definition shown in a
-seeded order.
+"""A human study of a CoDA21 dataset (:class:`probegen.tasks.Studyable`'s hooks, the ``align`` page
+layout: rows in stored order, definitions in a seeded order).
 """
 
 from __future__ import annotations

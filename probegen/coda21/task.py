@@ -1,8 +1,5 @@
-"""CoDA21 context-definition alignment: a group's k contexts aligned to its k definitions.
-
-The logic lives in :mod:`probegen.coda21` (dataset, evaluation, rendering); this class only
-dispatches to it. Datasets: a probegen directory (``groups.jsonl`` + ``manifest.json`` of kind
-``coda21``) or a file in the original release schema (any file that is not ``.jsonl``).
+"""CoDA21 context-definition alignment (the task class; the logic lives in :mod:`probegen.coda21`).
+Datasets: a probegen directory (``groups.jsonl``, kind ``coda21``) or a release-schema file (not ``.jsonl``).
 """
 
 from __future__ import annotations
@@ -59,8 +56,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     # ---- detection, reading, writing ---------------------------------------------------------------
     def claims(self, path: Path) -> bool:
-        """A directory with a ``coda21`` manifest or (without a kind) ``groups.jsonl``; a file that is
-        not ``.jsonl``."""
+        """A directory of :meth:`claims_directory`, or a file that is not ``.jsonl``."""
         return self.claims_directory(path) if path.is_dir() else path.suffix != ".jsonl"
 
     def load(self, path: str | Path, ablations: bool = False) -> Coda21Dataset:

@@ -48,8 +48,7 @@ def definition_vectors(
 
 
 def _read_cache(path: Path, rows: int) -> np.ndarray | None:
-    """The cached matrix, or None if missing; a damaged one (truncated, not .npy, another shape)
-    is set aside with one warning, to be computed again."""
+    """The cached matrix, or None if missing or damaged (set aside with one warning)."""
     if not path.exists():
         return None
     try:

@@ -198,8 +198,7 @@ def check_capable(tasks: Sequence[Task], command: str, paths: Sequence[str | Pat
 
 def check_dataset_options(paths: Sequence[str | Path], given: Mapping[str, Any], command: str,
                           default_tasks: Sequence[Task] = ()) -> list[Task]:
-    """The tasks of ``paths`` (one per path), checked by :func:`check_options`; with no paths, the
-    options are checked against ``default_tasks`` (a command's default datasets)."""
+    """The tasks of ``paths``, checked by :func:`check_options` (with no paths: ``default_tasks``)."""
     tasks = [detect(p) for p in paths]
     if tasks:
         check_options(tasks, given, command, list(paths))

@@ -139,8 +139,7 @@ class Task(ABC):
 
     @abstractmethod
     def load(self, path: str | Path, ablations: bool = False) -> Dataset:
-        """The dataset at ``path``, validated in full (``ablations``: every row must be one the
-        ablations can cut). It has a ``manifest`` dict (checked: :class:`Dataset`)."""
+        """The dataset at ``path``, validated in full (``ablations``: every row one the ablations can cut)."""
 
     def validate(self, data: Dataset) -> None:
         """Checks beyond those of :meth:`load` (none by default)."""
@@ -151,8 +150,7 @@ class Task(ABC):
 
     # ---- options ----------------------------------------------------------------------------------
     def accepts(self, option: str, command: str = "eval") -> bool:
-        """Whether ``option`` of ``command`` (:data:`COMMANDS`) applies to this kind (a capability adds its
-        command's set)."""
+        """Whether ``option`` of ``command`` (:data:`COMMANDS`) applies to this kind."""
         return option in {"eval": self.options, "bias": self.bias_options}.get(command, frozenset())
 
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:

@@ -17,12 +17,9 @@ FULL = "full"
 
 @dataclass
 class UnitTable:
-    """Per-unit correctness of each ablation, paired across ablations by unit.
-
-    ``correct[a][u]`` is the summed correctness of ablation ``a`` over unit ``u``'s items and
-    ``weight[u]`` their number (CoDA21: weight 1, the group's accuracy). The label baseline is an
-    ablation ``"label"`` or ``label_counts`` (per unit, gold answers per position: the baseline
-    answers the position gold most often in the whole set).
+    """Per-unit correctness of each ablation: ``correct[a][u]`` summed over unit ``u``'s items, ``weight[u]``
+    their number. The label baseline is an ablation ``"label"`` or ``label_counts`` (per unit, gold
+    answers per position: the baseline answers the position gold most often in the whole set).
     """
 
     units: list[str]
@@ -144,11 +141,9 @@ class AlignmentView:
 # ---- what a kind hands the bias analysis ---------------------------------------------------------------
 @dataclass(frozen=True)
 class BiasInputs:
-    """One scored dataset as the bias analysis reads it (:meth:`probegen.tasks.Task.bias_inputs`).
-
-    ``table(strata)``: the bias table over those strata's records (None: all); ``subsets``: named
-    subsets, each the strata it keeps; ``*_views``: the trained controls' inputs (empty: none);
-    ``entropy``: ``(word, sense)`` pairs under ``sense``, ``(word, gold label)`` under ``label``.
+    """One scored dataset as the bias analysis reads it: ``table(strata)``, the bias table over those
+    strata's records (None: all); ``subsets``: named subsets, each the strata it keeps; ``*_views``: the
+    controls' inputs; ``entropy``: ``(word, sense)`` under ``sense``, ``(word, gold label)`` under ``label``.
     """
 
     table: Callable[[Sequence[str] | None], UnitTable]

@@ -69,8 +69,7 @@ class Subsettable(Task):
 
     def subset(self, data: Dataset, how: str, n: int, seed: int = 0,
                whole: str = "unit") -> tuple[Dataset, dict[str, Any]]:
-        """(``data`` cut to ``n`` units in file order, what was taken): :func:`pick` by ``how``;
-        ``whole="cluster"`` takes whole clusters (:meth:`cluster_of`) instead of single units."""
+        """(``data`` cut to ``n`` units or whole clusters, ``whole="cluster"``, by :func:`pick`; what was taken)."""
         recs = self.records(data)
         keys = [self.cluster_of(r) for r in recs] if whole == "cluster" else list(range(len(recs)))
         chosen = self.choose(recs, keys, how, n, seed)

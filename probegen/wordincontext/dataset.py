@@ -71,8 +71,7 @@ def write(ds: WicDataset, out: str | Path) -> Path:
 
 
 def manifest_kind(path: str | Path) -> str | None:
-    """The ``kind`` in a dataset directory's manifest (None if there is none; a malformed one is an
-    error, never a silent switch to another kind)."""
+    """The ``kind`` in a dataset directory's manifest (None without one; a malformed one is an error)."""
     mf = Path(path) / MANIFEST_FILE
     if not mf.is_file():
         return None

@@ -76,8 +76,7 @@ class WicItem(Item):
 
     @classmethod
     def from_json(cls, d: Any, line: int = 0) -> "WicItem":
-        """One generic-JSONL object as an item (``line``: its line, for the default id
-        ``line<N>``); a DatasetError saying what is wrong (``jsonl.parse_row`` checks it)."""
+        """One generic-JSONL object as an item (:func:`parse_row`; a DatasetError if it is wrong)."""
         try:
             return parse_row(d, line)
         except LineError as e:

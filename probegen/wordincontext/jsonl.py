@@ -7,22 +7,15 @@ One JSON object per line::
      ... one of the three task shapes ...,
      "split": "train", "unit": "bank", "meta": {...}}
 
-Task shapes (every line of a file must have the same one):
+Task shapes (one per file): pair (WiC-style: ``"context2"``, ``"span2"``, ``"label": true | false``,
+also "T"/"F"); choice (WSD-style: ``"choices"``, at least 2 and all different, and a 0-based
+``"gold"``); label (``"label": str``, any class name).
 
-- pair (WiC-style): ``"context2": str, "span2": [a, b], "label": true | false`` (also "T"/"F");
-- choice (WSD-style): ``"choices": [str, ...]`` (at least 2, all different) and ``"gold": int``
-  (0-based index into ``choices``);
-- label (classification of one context): ``"label": str`` (any class name).
-
-``span`` / ``span2`` are character offsets ``[start, end)`` of the target inside ``context`` /
-``context2``: the target is hidden by position, never found by string search. Optional:
-``id`` (default ``line<N>``; must be unique), ``lemma`` (default the target text, lower-cased),
-``pos``, ``split`` (``train``/``dev``/``test``, default ``test``; ``bias --method trained``
-needs a train and a test split), ``unit`` (items resampled together by the bootstrap and kept
-together by training subsamples; default the lemma), ``meta`` (free, carried along).
-
-The whole file is validated before anything is scored: a bad line raises one ``DatasetError``
-naming the file, the line number and what is wrong (and how many other lines are bad).
+``span`` / ``span2`` are character offsets ``[start, end)`` of the target in ``context`` /
+``context2`` (never found by string search). Optional: ``id`` (default ``line<N>``, unique),
+``lemma`` (default the target text, lower-cased), ``pos``, ``split`` (default ``test``; ``bias
+--method trained`` needs train and test), ``unit`` (kept together by the bootstrap and training
+subsamples; default the lemma), ``meta``. The whole file is validated before anything is scored.
 """
 
 from __future__ import annotations

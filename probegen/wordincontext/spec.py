@@ -1,7 +1,4 @@
-"""A ``wic_pair`` probe spec as a WiC build: the spec's ``wic_pair`` section (its fields, defaults and
-checks, registered through :meth:`probegen.wordincontext.task.WicTask.spec_section`), its configuration and the
-build (:mod:`probegen.spec.build` dispatches through the task).
-"""
+"""A ``wic_pair`` probe spec as a WiC build: the spec's section, its configuration and the build."""
 
 from __future__ import annotations
 

@@ -163,8 +163,7 @@ class WordInContextTask(Subsettable, Writable, Trainable):
         return [self.generative_unit(it, condition, settings.nonce) for it in data.items]
 
     def generative_unit(self, item: Any, condition: str, nonce: str) -> Any:
-        """One item as a prompt's unit in ``condition`` (``full``, ``context``: target hidden by the
-        made-up word, ``word``: no sentence)."""
+        """One item as a prompt's unit in ``condition``."""
         raise ProbegenError(f"the generative method does not ask {self.title} items")
 
     @staticmethod
@@ -236,7 +235,6 @@ class WordInContextTask(Subsettable, Writable, Trainable):
         return classes.index(str(item.label)) if str(item.label) in classes else -1
 
 
-
 class WicTask(WordInContextTask, SpecBuildable):
     """WiC pairs: is the target used in the same sense in both contexts?"""
 
@@ -296,7 +294,6 @@ class WicTask(WordInContextTask, SpecBuildable):
         from .spec import SECTION
 
         return SECTION
-
 
 
 class LabelTask(WordInContextTask):

@@ -35,8 +35,7 @@ def concept_of(record: dict[str, Any], item: Any) -> str:
 
 
 def table(records: dict[str, list[dict[str, Any]]], items: list[Any], probes: Sequence[str] | None = None) -> UnitTable:
-    """One unit per concept (synset): summed per-item correctness and gold-position counts
-    (``probes``: only the items of these probe types)."""
+    """One unit per concept: summed correctness and gold-position counts (``probes``: only these)."""
     full = records["full"]
     for mode, rs in records.items():
         if len(rs) != len(full):

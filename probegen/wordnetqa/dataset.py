@@ -506,12 +506,6 @@ def export_release(ds: WordNetQADataset, split: str | None = None) -> list[dict[
 
 
 def _first_is_release(p: Path) -> bool:
-    """True if the first non-blank line of ``p`` parses as a release row (a ``question`` object);
-    a first line that does not parse counts as release, so its error names its line."""
+    """True if the first line of ``p`` is a release row (or does not parse: its error names its line)."""
     row = first_jsonl_row(p)
     return row is UNPARSED or (isinstance(row, dict) and isinstance(row.get("question"), dict))
-
-
-def fingerprint(ds: WordNetQADataset) -> str:
-    """A hash of the items' content (:attr:`probegen.dataset.Dataset.fingerprint`)."""
-    return ds.fingerprint

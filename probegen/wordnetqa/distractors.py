@@ -128,10 +128,8 @@ class Relations:
 
     # ---- the validity rule ----------------------------------------------------------------------
     def valid(self, probe: str, concept: str, gold: str, x: str, render: Callable[[str], str]) -> bool:
-        """Whether ``x`` may be a distractor of a ``probe`` question about ``concept`` with answer ``gold``.
-
-        ``render(synset) -> str`` is the probe's choice text.
-        """
+        """Whether ``x`` may be a distractor of a ``probe`` question about ``concept`` with answer ``gold``
+        (``render``: synset -> the probe's choice text)."""
         if x == concept or x == gold:
             return False
         lx = self.lemma_set(x)

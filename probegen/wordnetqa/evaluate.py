@@ -48,12 +48,8 @@ def normalise(scores: np.ndarray, choices: Iterable[str], length_norm: str, scor
 
 def evaluate_mc(data: MCData, scorer: Any, settings: Settings | None = None, mode: str = "full",
                 progress: bool = False) -> dict[str, Any]:
-    """Score every item (of ``settings.split``, else all) in ``mode`` and pick the best choice:
-    the made-up word, the length normalisation and the tie seed come from ``settings``.
-
-    Returns ``{"items": [records in dataset order], "metrics": {...}}``; a record is
-    :meth:`probegen.core.Outcome.row` with the item's fields, ``choice_types`` and ``pred_type``.
-    """
+    """``{"items": [records in dataset order], "metrics": {...}}`` of every item (of ``settings.split``)
+    scored in ``mode``; a record is :meth:`probegen.core.Outcome.row` with the item's fields."""
     return evaluate_mc_modes(data, scorer, settings or Settings(), [mode], progress)[0]
 
 

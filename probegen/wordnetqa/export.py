@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 
 
 def wordnetqa_docs(ds: WordNetQADataset, split: str | None = None) -> list[dict[str, Any]]:
-    """One doc per WordNetQA item (optionally one split), with probegen's causal-LM query
-    (the full question: the nonce plays no part in it)."""
+    """One doc per WordNetQA item (optionally one split), with probegen's full-question LM query."""
     from ..templating import dataset_nonce
 
     nonce = dataset_nonce(ds.manifest)

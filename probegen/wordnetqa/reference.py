@@ -1,7 +1,5 @@
-"""Sizes of the WordNetQA probes as published (Richardson & Sabharwal), to print beside ours.
-
-``unique_questions`` / ``with_perturbations`` (items counting every distractor perturbation)
-and ``synsets``; see ../shared/reference/README.md.
+"""Sizes of the WordNetQA probes as published (Richardson & Sabharwal): ``unique_questions``,
+``with_perturbations`` (every distractor perturbation counted), ``synsets`` (../shared/reference/README.md).
 """
 
 from __future__ import annotations

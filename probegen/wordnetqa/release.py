@@ -51,8 +51,7 @@ _ANY_CLOSE = "'\"\u2019\u201d"
 
 
 class InvalidRow(DatasetError):
-    """A release row that cannot be read as its probe's question; ``reason`` is a short stable
-    phrase (the key the skipped rows are counted under)."""
+    """A release row that cannot be read; ``reason``: the short stable key skipped rows are counted under."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(detail or reason)
@@ -484,11 +483,8 @@ def _line_id(line: str, n: int) -> str:
 
 def read_release(path: str | Path, ablations: bool = False, probe: str | None = None,
                  on_invalid: str = "error") -> tuple[list[MCItem], dict[str, Any] | None]:
-    """(items, the ``invalid`` record or None) of a release JSONL file, every row read before any is used.
-
-    A row that cannot be read raises ``DatasetError("FILE:LINE: why")``, or with ``on_invalid="skip"``
-    is left out and counted: ``{"policy": "skip", "rows", "kept", "skipped": {reason: {"count", "ids"}}}``.
-    """
+    """(items, the ``invalid`` record or None) of a release JSONL file: a row that cannot be read raises
+    ``DatasetError("FILE:LINE: why")``, or with ``on_invalid="skip"`` is left out and counted."""
     if on_invalid not in ON_INVALID:
         raise ProbegenError(f"unknown on_invalid {on_invalid!r}; choose from {', '.join(ON_INVALID)}")
     if probe is not None and probe not in RELEASE_PROBES:

@@ -1,7 +1,5 @@
-"""A ``multiple_choice`` probe spec as a WordNetQA build: the spec's ``multiple_choice`` section (its
-fields, defaults and checks, registered through :meth:`probegen.wordnetqa.task.MultipleChoiceTask.spec_section`),
-its configuration, a relation probe's templates and the build (:mod:`probegen.spec.build` dispatches
-through the task).
+"""A ``multiple_choice`` probe spec as a WordNetQA build: the spec's section, its configuration, a
+relation probe's templates and the build.
 """
 
 from __future__ import annotations

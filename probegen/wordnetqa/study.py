@@ -1,7 +1,4 @@
-"""A human study of a WordNetQA dataset: the units it samples from, what an annotator sees of one
-item in one condition and its gold (:class:`probegen.tasks.Studyable`'s hooks), shown with the
-``mc`` page layout (:mod:`probegen.study.views`).
-"""
+"""A human study of a WordNetQA dataset (:class:`probegen.tasks.Studyable`'s hooks, the ``mc`` page layout)."""
 
 from __future__ import annotations
 
@@ -20,8 +17,7 @@ if TYPE_CHECKING:
 
 
 def choice_pool(data: MCData, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
-    """Multiple-choice items a study samples from: one per concept cluster (of ``cfg.split``),
-    only items with a known template when a condition other than full is shown."""
+    """Multiple-choice items a study samples from: one per concept cluster (of ``cfg.split``)."""
     skipped: dict[str, int] = {}
     items = list(data.items)
     if cfg.split:

@@ -1,9 +1,6 @@
-"""Multiple choice: WordNetQA items, generated (``probegen make wordnetqa``, a probe spec) or
-imported (the WordNetQA release JSONL, DictionaryQA-style rows).
-
-The logic lives in :mod:`probegen.wordnetqa` (dataset, rendering, evaluation); this class only
-dispatches to it. Datasets: a probegen directory (``items.jsonl`` + ``manifest.json`` of kind
-``wordnetqa``) or a ``.jsonl`` file in the release schema.
+"""Multiple choice: WordNetQA items, generated or imported (the task class; the logic lives in
+:mod:`probegen.wordnetqa`). Datasets: a probegen directory (``items.jsonl``, kind ``wordnetqa``) or a
+release-schema ``.jsonl`` file.
 """
 
 from __future__ import annotations
@@ -31,10 +28,8 @@ ABLATIONS = {
     "label": "no input: always the most frequent gold position (computed)",
 }
 RATIOS = {"bias_c": "context", "bias_w": "word", "bias_choice": "choice"}
-# Ratios that measure nothing on a probe type, by construction of its questions. ``probegen bias``
-# leaves that probe's items out of the ratio (of the whole set and of its own subset) and says why;
-# a human study keeps them out of the ratio's condition (they stay in Full), so people and models
-# are measured on the same items (``study_gold``).
+# Ratios that measure nothing on a probe type, by construction: bias leaves its items out of the ratio
+# and a study out of the ratio's condition, so people and models are measured on the same items.
 EXCLUDED_RATIOS = {
     "synonymy": {
         "bias_c": "a synonymy stem is the definition alone (no sentence, no target word), so its Context "
@@ -100,11 +95,6 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         return counts(data.items)
 
-    def fingerprint(self, data: Any) -> str:
-        from .dataset import fingerprint
-
-        return fingerprint(data)
-
     # ---- options, units, evaluation -----------------------------------------------------------------
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
         """Summed and mean log-probs are never mixed by a length normalisation.
@@ -169,7 +159,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         """The items of one split (a ProbegenError naming ``name`` if it has none)."""
         import dataclasses
 
-        items = [it for it in data.items if getattr(it, "split", None) == split]
+        items = data.split(split)
         if not items:
             raise ProbegenError(f"{name} has no items in split {split!r}")
         return dataclasses.replace(data, items=items)

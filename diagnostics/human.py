@@ -1,33 +1,22 @@
-"""Scoring a human study: accuracy per condition with CIs, agreement, human bias, model-human gap.
+"""Scoring a human study: accuracy per condition with CIs, agreement, human bias, model-human gap (the
+study and the models' runs are read by :mod:`probegen.run.human`).
 
-- Accuracy: an item's human score is the mean correctness of the annotators who answered it (a
-  CoDA21 group's correctness is the share of its rows aligned right, as the CoDA21 metric), so
-  overlap items count once; a condition's accuracy is the mean over its answered items, with a
-  percentile bootstrap CI over items.
-- Agreement: Cohen's kappa (``sklearn.metrics.cohen_kappa_score``) between every pair of a
-  condition's annotators on the items both answered; the label is the chosen answer position
-  (a group contributes one label per row: the definition paired with it).
-- Bias: Bias_C = (M_C - M_L) / (M_Full - M_L) and Bias_W with the label baseline M_L = chance
-  for the item type (1/5 for a WordNetQA item, 1/k for a group), on the items answered in every
-  condition, bootstrapped over those items (paired) with :func:`diagnostics.bias.bootstrap_bias`.
-  Items the study kept out of Context/Word (the gold's ``kept_out``: the items ``probegen bias``
-  keeps out of Bias_C/Bias_W, e.g. synonymy questions) are in Full only, so the ratios and the
-  hidden-word guesses are on the items the model's ratios are on; the report says how many.
-- Models: with ``probegen bias`` runs on the study's dataset, each model's accuracy on exactly
-  the study's items per condition (its per-item records), its bias on them with the same chance
-  baseline, and the human - model gap (the bias paper's Table 5 shape).
+An item's human score is the mean correctness of its annotators (a CoDA21 group: the share of rows aligned
+right); a condition's accuracy is the mean over its answered items, with a bootstrap CI over items.
+Agreement is Cohen's kappa between every pair of a condition's annotators on the items both answered.
+Bias_C and Bias_W use the label baseline M_L = chance (1/5 for a WordNetQA item, 1/k for a group), on the
+items answered in every condition; items kept out of Context/Word (as ``probegen bias`` keeps them out of
+its ratios) are in Full only. With ``probegen bias`` runs on the study's dataset, each model's accuracy
+and bias on exactly the study's items, and the human - model gap (the bias paper's Table 5 shape).
 """
 
 from __future__ import annotations
 
-import json
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
-from probegen.errors import ProbegenError
 
 from .bias import FULL, LABEL, UnitTable, bootstrap_accuracy, bootstrap_bias, fmt_ratio
 
@@ -54,7 +43,10 @@ def guess_hits(gold: dict[str, Any], guess: Any) -> list[bool]:
     ([True], [False, True])
     """
     guesses = guess if isinstance(guess, list) else [guess]
-    norm = lambda s: " ".join(str(s).lower().replace("_", " ").split())  # noqa: E731
+
+    def norm(s: Any) -> str:
+        return " ".join(str(s).lower().replace("_", " ").split())
+
     return [norm(g) in {norm(w) for w in words} for g, words in zip(guesses, gold["words"])]
 
 
@@ -79,31 +71,11 @@ def _labels(answer: Any) -> list[Any]:
     return list(answer) if isinstance(answer, list) else [answer]
 
 
-def collect(study) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """condition -> item uid -> annotator -> first answer record (with its correctness)."""
-    from probegen.study.store import first_answers
-
+def score_answers(study: Any, answers: dict[str, dict[str, dict[str, dict[str, Any]]]], n_boot: int = 1000,
+                  seed: int = 0) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """(everything ``probegen study score`` reports but the models, each item's human score per condition)
+    from ``answers`` (condition -> item uid -> annotator -> answer record with its correctness)."""
     gold = study.gold()
-    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {c: {} for c in study.conditions}
-    for aid, a in study.annotators.items():
-        for uid, rec in first_answers(study, aid).items():
-            if uid not in gold:
-                raise ProbegenError(f"answers of {aid} name item {uid}, which the study's gold does not have")
-            out[a["condition"]].setdefault(uid, {})[aid] = {**rec, "correct": correctness(gold[uid], rec["answer"])}
-    return out
-
-
-def score_study(study_dir: str | Path, models: Sequence[str | Path] = (), n_boot: int = 1000,
-                seed: int = 0) -> dict[str, Any]:
-    """Everything ``probegen study score`` reports, as a JSON-ready dict (see the module doc)."""
-    from probegen.study.store import load_study
-
-    study = load_study(study_dir)
-    gold = study.gold()
-    answers = collect(study)
-    if not any(answers.values()):
-        raise ProbegenError(f"study {study.root} has no answers yet (serve it with `probegen study serve` or import a "
-                            "CSV)")
     conds: dict[str, Any] = {}
     item_scores: dict[str, dict[str, float]] = {}
     for cond in study.conditions:
@@ -140,15 +112,14 @@ def score_study(study_dir: str | Path, models: Sequence[str | Path] = (), n_boot
         "design": study.manifest["design"],
         "seed": study.manifest["seed"],
         "conditions": conds,
-        "bias": _bias({c: item_scores[c] for c in study.conditions}, gold, n_boot, seed),
+        "bias": human_bias({c: item_scores[c] for c in study.conditions}, gold, n_boot, seed),
         "kept_out": study.manifest.get("counts", {}).get("kept_out", {}),
         "bootstrap": {"n": n_boot, "seed": seed, "alpha": 0.05, "unit": study.manifest["unit"]},
-        "models": [model_on_study(run, study, item_scores, n_boot, seed) for run in models],
     }
-    return results
+    return results, item_scores
 
 
-def _agreement(study, cond: str, by_item: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+def _agreement(study: Any, cond: str, by_item: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
     aids = sorted(a for a, x in study.annotators.items() if x["condition"] == cond)
     pairs: list[dict[str, Any]] = []
     for x, y in combinations(aids, 2):
@@ -162,7 +133,7 @@ def _agreement(study, cond: str, by_item: dict[str, dict[str, dict[str, Any]]]) 
     return {"pairs": pairs, "kappa_mean": float(np.mean(ks)) if ks else None}
 
 
-def _bias(scores: dict[str, dict[str, float]], gold: dict[str, dict[str, Any]], n_boot: int,
+def human_bias(scores: dict[str, dict[str, float]], gold: dict[str, dict[str, Any]], n_boot: int,
           seed: int) -> dict[str, Any]:
     """Bias ratios on the items answered in every condition (paired bootstrap), label = chance."""
     if FULL not in scores or not any(c in scores for c in RATIOS.values()):
@@ -177,63 +148,18 @@ def _bias(scores: dict[str, dict[str, float]], gold: dict[str, dict[str, Any]], 
     return bootstrap_bias(table, {k: v for k, v in RATIOS.items() if v in present}, n_boot=n_boot, seed=seed)
 
 
-# ---- models on the same items ----------------------------------------------------------------------
-def _bias_entry(results: dict[str, Any], run: Path, study) -> dict[str, Any]:
-    """The dataset entry of a ``probegen bias`` run that matches the study's dataset."""
-    want = study.manifest["dataset"]
-    entries = [d for d in results.get("datasets", []) if not d.get("skipped") and d.get("files")]
-    for d in entries:
-        same_path = Path(d.get("path", "")).resolve() == Path(want["path"]).resolve()
-        if same_path or d.get("name", "").split(":")[0] == want["name"]:
-            return d
-    names = ", ".join(d.get("name", "?") for d in entries) or "none"
-    raise ProbegenError(f"bias run {run} has no dataset {want['name']} (it has: {names}); run `probegen bias --dataset "
-                        f"{want['path']}`")
-
-
-def model_on_study(run: str | Path, study, human: dict[str, dict[str, float]], n_boot: int,
-                   seed: int) -> dict[str, Any]:
-    """A ``probegen bias`` run's accuracy and bias on exactly the study's items, and the human - model gap."""
-    from probegen.io import check_regular, read_jsonl, recover, verify_output
-
-    run = Path(run)
-    recover(run)  # an interrupted write of the run is finished first
-    if run.is_dir():
-        verify_output(run)
-    rfile = run / "results.json" if run.is_dir() else run
-    check_regular(rfile, "bias run's results")  # a FIFO or a device: one line, unread
-    try:
-        results = json.loads(rfile.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProbegenError(f"{rfile} not found: --model takes a `probegen bias` output directory") from None
-    except json.JSONDecodeError as e:
-        raise ProbegenError(f"{rfile}: not valid JSON ({e.msg})") from None
-    entry = _bias_entry(results, rfile.parent, study)
-    gold = study.gold()
+def model_conditions(per_item: dict[str, dict[str, float]], gold: dict[str, dict[str, Any]],
+                     human: dict[str, dict[str, float]], n_boot: int, seed: int) -> dict[str, Any]:
+    """A model's accuracy per condition on the study's items (``per_item``: condition -> uid -> correct),
+    on the items people answered, with the human - model gap."""
     conds: dict[str, Any] = {}
-    per_item: dict[str, dict[str, float]] = {}
-    for cond in study.conditions:
-        rel = entry["files"].get(cond)
-        if rel is None:
-            continue
-        recs = {str(r["id"]): r for r in read_jsonl(rfile.parent / rel)}
-        scores = {}
-        for uid, g in gold.items():
-            if cond in g.get("kept_out", {}):  # not shown to people in cond: not in the model's figures either
-                continue
-            r = recs.get(str(g["dataset_id"]))
-            if r is None:
-                raise ProbegenError(f"bias run {rfile.parent} has no {cond} record for item {g['dataset_id']} "
-                                    "(a --split run? make the study with the same --split)")
-            scores[uid] = float(r["correct"])
-        per_item[cond] = scores
+    for cond, scores in per_item.items():
         uids = sorted(human.get(cond) or scores)  # the items people answered, else all study items
         acc = bootstrap_accuracy(np.array([scores[u] for u in uids]), n_boot=n_boot, seed=seed)
         h = human.get(cond) or {}
         conds[cond] = {"accuracy": acc["accuracy"], "ci": acc["ci"], "n_items": len(uids),
                        "gap": (float(np.mean([h[u] for u in uids])) - acc["accuracy"]) if h else None}
-    return {"run": str(rfile.parent), "model": results.get("model"), "dataset": entry.get("name"),
-            "conditions": conds, "bias": _bias(per_item, gold, n_boot, seed)}
+    return conds
 
 
 # ---- outputs ---------------------------------------------------------------------------------------
@@ -334,25 +260,19 @@ def _kept_out_lines(kept_out: dict[str, dict[str, int]]) -> list[str]:
     return [""] + lines if lines else []
 
 
-def write_score(res: dict[str, Any], out: Path) -> Path:
-    """results.json, report.md and (when the human bias is defined) bias_plane.png, in one rename."""
-    from probegen.io import atomic_dir, write_json
-
-    from .bias_plots import plot_bias_plane
-
-    with atomic_dir(out) as tmp:
-        points = [human_point(res)] + [
-            {"name": f"{m['model']} (same {res['unit']}s)",
-             **{k: (m["bias"].get("ratios") or {}).get(k) for k in RATIOS}}
-            for m in res["models"]
-        ]
-        if res["bias"].get("ratios"):
-            plot_bias_plane(points, tmp / "bias_plane.png",
-                            title=f"Bias plane: humans vs models on {res['dataset']['name']}")
-            res = dict(res, plot="bias_plane.png")
-        (tmp / "report.md").write_text(render_report(res), encoding="utf-8")
-        write_json(tmp / "results.json", res)
-    return out
+def human_section(human: list[dict[str, Any]]) -> list[str]:
+    """The lines ``probegen bias --human`` adds to a bias report: one row per study."""
+    lines = ["", "## Human baselines (probegen study)", "",
+             "| study | dataset | items | M_Full | M_Context | M_Word | Bias_C | Bias_W |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for h in human:
+        acc = h["accuracy"]
+        r = h["bias"].get("ratios") or {}
+        lines.append(f"| `{h['study']}` | {h['dataset']} | {h['bias'].get('n_units', '-')} | {_f(acc.get('full'))} | "
+                     f"{_f(acc.get('context'))} | {_f(acc.get('word'))} | {fmt_ratio(r.get('bias_c'))} | "
+                     f"{fmt_ratio(r.get('bias_w'))} |")
+    lines += ["", "Human points (black stars) use the label baseline M_L = chance and the study's items."]
+    return lines
 
 
 def summary(res: dict[str, Any]) -> str:
@@ -370,44 +290,3 @@ def summary(res: dict[str, Any]) -> str:
         gaps = ", ".join(f"{c} {_f(e.get('gap'), '+.3f')}" for c, e in m["conditions"].items())
         lines.append(f"{m['model']}: gap (human - model) {gaps}")
     return "\n".join(lines)
-
-
-# ---- the human point on a model's bias plane (probegen bias --human) --------------------------------
-def add_human_to_bias(out: Path, studies: list[str | Path], n_boot: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
-    """Redraw a finished ``probegen bias`` run's bias plane with each study's human point.
-
-    results.json gains a ``human`` list (the studies' accuracies and ratios) and report.md a
-    section; the model points are the run's own (whole datasets), the human ones the study items.
-    """
-    from probegen.io import atomic_write, write_json
-
-    from .bias_plots import beside_points, plot_bias_plane
-
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    entries = [e for e in results.get("datasets", []) if e.get("all")]
-    points = [{"name": e["name"], **{k: e["all"]["ratios"].get(k) for k in RATIOS}}
-              for e in entries] + beside_points(results)
-    human = []
-    for s in studies:
-        res = score_study(s, n_boot=n_boot, seed=seed)
-        human.append({"study": res["study"], "dataset": res["dataset"]["name"], "unit": res["unit"],
-                      "accuracy": {c: e["accuracy"] for c, e in res["conditions"].items()}, "bias": res["bias"]})
-        points.append(human_point(res,
-                                  f"humans: {res['dataset']['name']} ({res['bias'].get('n_units', 0)} {res['unit']}s)"))
-    plot_bias_plane(points, out / "bias_plane.png", title=f"Context-word bias plane: {results.get('model')} and humans")
-    results["human"] = human
-    write_json(out / "results.json", results)
-    report = (out / "report.md").read_text(encoding="utf-8") if (out / "report.md").exists() else ""
-    lines = ["", "## Human baselines (probegen study)", "",
-             "| study | dataset | items | M_Full | M_Context | M_Word | Bias_C | Bias_W |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for h in human:
-        acc = h["accuracy"]
-        r = h["bias"].get("ratios") or {}
-        lines.append(f"| `{h['study']}` | {h['dataset']} | {h['bias'].get('n_units', '-')} | {_f(acc.get('full'))} | "
-                     f"{_f(acc.get('context'))} | {_f(acc.get('word'))} | {fmt_ratio(r.get('bias_c'))} | "
-                     f"{fmt_ratio(r.get('bias_w'))} |")
-    lines += ["", "Human points (black stars) use the label baseline M_L = chance and the study's items."]
-    with atomic_write(out / "report.md") as fh:
-        fh.write(report.rstrip("\n") + "\n" + "\n".join(lines) + "\n")
-    return human

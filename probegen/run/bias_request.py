@@ -128,7 +128,7 @@ def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
 
 def _check_human(req: BiasRequest, method: str) -> None:
     """A study that cannot be scored fails now, not after the model has scored everything."""
-    from probegen.diagnostics.human import score_study
+    from .human import score_study
 
     if methods.get(method, "bias").trains:
         raise ProbegenError("--human adds human points to the zero-shot bias plane; it does not apply to --method "
@@ -189,7 +189,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
 
             add_beside(tmp, list(req.beside))
         if req.human:
-            from probegen.diagnostics.human import add_human_to_bias
+            from .human import add_human_to_bias
 
             add_human_to_bias(tmp, list(req.human), n_boot=req.n_boot, seed=req.seed)
     return f"{summary_table(results)}\nreport: {out_dir / 'report.md'}"

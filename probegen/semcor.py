@@ -55,12 +55,8 @@ class Sentence:
 
 
 def Occurrence(sent_id: str, tokens: tuple[str, ...], span: tuple[int, int], lemma: str) -> Context:  # noqa: N802
-    """One tagged occurrence of a synset as the shared :class:`~probegen.contexts.Context`: the
-    sentence's tokens, the target's token span and SemCor's lemma for it (``lemma=``, e.g. "buff"
-    for the surface "buffs" of fan.n.03); the name of the class it once was.
-
-    Held as tokens: the index holds ~217k of them, and detokenising every one at load time
-    would add ~3 s to a ~1 s load, so each text is rendered when first asked for (and kept).
+    """One tagged occurrence of a synset as a :class:`~probegen.contexts.Context` held as tokens (its
+    text rendered when first asked for: detokenising ~217k at load would add ~3 s), with SemCor's lemma.
 
     >>> occ = Occurrence(sent_id="br#1", tokens=("Fans", "cheered", "."), span=(0, 1), lemma="fan")
     >>> occ.surface, occ.sent_id, occ.context() is occ
@@ -140,10 +136,8 @@ def _as_resource(wn: Any) -> LexicalResource:
 
 
 def _resolver(wn: Any) -> Callable[[str], str | None]:
-    """sense key -> synset name (None if unknown) through the resource's ``sense_key_index()``
-    (``wn``: a LexicalResource or an nltk reader). SemCor's keys are WordNet 3.0's; WordNet 3.1
-    and other wordnets with sense keys map those they still have. For WNDB this equals
-    ``wn.lemma_from_key(key).synset().name()``."""
+    """sense key -> synset name (None if unknown) through the resource's ``sense_key_index()`` (``wn``: a
+    LexicalResource or an nltk reader); other wordnets than 3.0 map the keys they still have."""
     keys = _as_resource(wn).sense_key_index()  # raises, with the --contexts examples hint, if none
 
     @lru_cache(maxsize=None)  # keys repeat a lot
@@ -164,12 +158,8 @@ def tagfiles(semcor_dir: Path) -> list[tuple[str, Path]]:
 
 
 def iter_sentences(semcor_dir: Path, wn: Any, stats: ParseStats | None = None) -> Iterator[Sentence]:
-    """Every SemCor sentence in a fixed order (corpus folder, file name, document order).
-
-    Tags keep the FIRST sense of a token; proper names (``pn=``), tags without a WordNet 3.0
-    sense (wnsn 0, no lexsn) and tags whose sense key WordNet does not resolve are dropped
-    (their words stay) and counted in ``stats`` when given.
-    """
+    """Every SemCor sentence in a fixed order (corpus folder, file name, document order). Tags keep a
+    token's first sense; proper names, unsensed and unresolved tags are dropped (counted in ``stats``)."""
     stats = stats if stats is not None else ParseStats()
     resolve = _resolver(wn)
     for prefix, path in tagfiles(semcor_dir):
@@ -215,8 +205,7 @@ def _write(path: Path, payload: dict[str, Any]) -> None:
 
 
 def _read(path: Path) -> tuple[dict[str, list[Context]], dict[str, int]] | None:
-    """(index, stats) from the cache file; None if it is missing or of another format. A damaged
-    file (truncated, not gzip, wrong layout) is rebuilt too, with a warning: never a traceback."""
+    """(index, stats) from the cache file; None if it is missing, of another format or damaged (set aside)."""
     if not path.exists():
         return None
     try:
@@ -271,37 +260,23 @@ def _wordnet_of(wordnet: DataInfo | LexicalResource) -> Any:
     return wordnet if isinstance(wordnet, LexicalResource) else load_wordnet(str(wordnet.path))
 
 
-def _resolve_args(semcor: DataInfo | None, wn: Any, wordnet: DataInfo | LexicalResource | None
-                  ) -> tuple[DataInfo, Any, DataInfo | LexicalResource]:
-    semcor = semcor or locate_semcor()
-    wordnet = wordnet or locate_wordnet()
-    return semcor, wn, wordnet  # a missing wn is loaded only if the index must be built
-
-
 def context_index(
     semcor: DataInfo | None = None, wn: Any = None, wordnet: DataInfo | LexicalResource | None = None
 ) -> dict[str, list[Context]]:
-    """synset name -> every tagged occurrence of it in SemCor, in document order, each a
-    :class:`~probegen.contexts.Context` held as tokens (``source="semcor"``, ``ref`` = the
-    sentence id) with SemCor's lemma; proper names (``pn=``) are no occurrences.
+    """synset name -> every tagged occurrence of it in SemCor (:func:`Occurrence`), in document order.
 
-    Cached as gzip JSON in ``cache_dir()/semcor_index-<hash>.json.gz`` (keyed on both data
-    hashes and INDEX_FORMAT) and memoised in-process: treat the result as read-only.
-    ``wn`` must be the reader (or :class:`~probegen.lexicon.LexicalResource`) for ``wordnet``,
-    which is a located DataInfo or the resource itself: SemCor's sense keys map to the synsets of
-    any resource with sense keys (``sense_key_index()``), WordNet 3.1 included. Missing arguments
-    are located (and WordNet is loaded only when the cache has to be built).
+    Cached in ``cache_dir()`` (keyed on both data hashes and INDEX_FORMAT) and memoised in-process:
+    treat the result as read-only. ``wn``: the reader or resource for ``wordnet`` (a located DataInfo
+    or the resource itself). Missing arguments are located; WordNet is loaded only to build the cache.
     """
-    semcor, wn, wordnet = _resolve_args(semcor, wn, wordnet)
-    return _load(semcor, wordnet, wn)[0]
+    return _load(semcor or locate_semcor(), wordnet or locate_wordnet(), wn)[0]
 
 
 def semcor_stats(semcor: DataInfo | None = None, wn: Any = None,
                  wordnet: DataInfo | LexicalResource | None = None) -> dict[str, int]:
     """Corpus figures from the cached index: parse counters (files, sentences, tokens, tagged,
     unresolved, unsensed, proper_names) plus distinct noun/verb synsets and those with >= 5 occurrences."""
-    semcor, wn, wordnet = _resolve_args(semcor, wn, wordnet)
-    index, stats = _load(semcor, wordnet, wn)
+    index, stats = _load(semcor or locate_semcor(), wordnet or locate_wordnet(), wn)
     out = dict(stats)
     for pos, name in (("n", "noun"), ("v", "verb")):
         counts = [len(c) for s, c in index.items() if s.rsplit(".", 2)[1] == pos]

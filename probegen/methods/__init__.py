@@ -102,9 +102,8 @@ def trained_method() -> Method:
 
 
 def get(name: str | None, command: str | None = None) -> Method:
-    """The method named ``name``: its registry name or a ``--method`` value (``zeroshot``), None the
-    :func:`default`; with ``command``, only a value that command offers. A ProbegenError naming the choices
-    otherwise."""
+    """The method named ``name`` (a registry name or a ``--method`` value; None: the :func:`default`); with
+    ``command``, only a value that command offers. A ProbegenError naming the choices otherwise."""
     if name is None:
         return default()
     for m in all_methods():

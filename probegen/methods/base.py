@@ -31,9 +31,8 @@ class ScorerRequest:
 
 
 class Method:
-    """One way of asking. Subclass it, set :attr:`name` (and what differs from the cloze defaults: the
-    model's likelihood scorer, every likelihood option taken) and register it, built in or through the
-    entry-point group ``probegen.methods``."""
+    """One way of asking. Subclass it, set :attr:`name` and what differs from the cloze defaults, and
+    register it (entry-point group ``probegen.methods``)."""
 
     #: the registry name, recorded in results.json by every method but ``score``
     name: ClassVar[str] = ""

@@ -3,7 +3,7 @@ templates, its answer parsed (:mod:`probegen.generate`)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..request_options import PERMUTATIONS, PROMPTS
 from .base import Method, ScorerRequest
@@ -66,18 +66,24 @@ class GenerateMethod(Method):
         >>> GenerateMethod().report_section({"full": g})[4]
         '| full | 4 | 50.0% | 25.0% | 25.0% | 0.0% | 25.0% | 10.0% | 0.500 | 1.000 |'
         """
-        lines = ["#### Generated answers", "",
-                 "| condition | asks | valid | valid after retry | partial | invalid | invalid rate | rows at random | "
-                 "accuracy per order | consistency |",
-                 "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
-        for mode, g in block.items():
-            if not g:
-                continue
+        shares = ("valid", "valid_after_retry", "partial", "invalid", "invalid_rate", "random_rows")
+        return order_table("Generated answers", ["asks", "valid", "valid after retry", "partial", "invalid",
+                                                 "invalid rate", "rows at random"], block,
+                           lambda g: [str(g["asks"]), *(f"{g[k]:.1%}" for k in shares)])
+
+
+def order_table(title: str, columns: list[str], block: Mapping[str, Any],
+                cells: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
+    """A report table of the ``generation`` blocks per condition: ``cells(g)`` under ``columns``, then the
+    accuracy per order and the consistency."""
+    head = [*columns, "accuracy per order", "consistency"]
+    lines = [f"#### {title}", "", f"| condition | {' | '.join(head)} |",
+             "|---|" + "".join("---|" if c == "accuracy per order" else "---:|" for c in head)]
+    for mode, g in block.items():
+        if g:
             orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
-            lines.append(f"| {mode} | {g['asks']} | {g['valid']:.1%} | {g['valid_after_retry']:.1%} | "
-                         f"{g['partial']:.1%} | {g['invalid']:.1%} | {g['invalid_rate']:.1%} | "
-                         f"{g['random_rows']:.1%} | {orders} | {g['consistency']:.3f} |")
-        return lines + [""]
+            lines.append(f"| {mode} | {' | '.join(cells(g))} | {orders} | {g['consistency']:.3f} |")
+    return lines + [""]
 
 
 def order_lines(block: Mapping[str, Any]) -> list[str]:

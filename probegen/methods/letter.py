@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .generate import GenerateMethod, order_lines
+from .generate import GenerateMethod, order_lines, order_table
 
 
 class LetterMethod(GenerateMethod):
@@ -51,12 +51,5 @@ class LetterMethod(GenerateMethod):
         ...                                "orders": 2, "per_order": [0.25, 0.2], "consistency": 0.1}})[4]
         '| full | 40 | 81.8% | 0.250 / 0.200 | 0.100 |'
         """
-        lines = ["#### Letter answers", "", "| condition | asks | mean label mass | accuracy per order | consistency |",
-                 "|---|---:|---:|---|---:|"]
-        for mode, g in block.items():
-            if not g:
-                continue
-            mass = f"{g['label_mass']:.1%}" if "label_mass" in g else "-"
-            orders = " / ".join(f"{a:.3f}" for a in g["per_order"])
-            lines.append(f"| {mode} | {g['asks']} | {mass} | {orders} | {g['consistency']:.3f} |")
-        return lines + [""]
+        return order_table("Letter answers", ["asks", "mean label mass"], block,
+                           lambda g: [str(g["asks"]), f"{g['label_mass']:.1%}" if "label_mass" in g else "-"])

@@ -61,8 +61,7 @@ class Run:
 
 
 def check_eval_request(req: EvalRequest, runner: Runner) -> tasks.Task:
-    """Every check of an eval request, once, before any model is loaded (``runner`` resolves the model,
-    kept for the load); the dataset's task."""
+    """Every check of an eval request before any model is loaded (``runner`` resolves it); the dataset's task."""
     from probegen.diagnostics.eval_report import check_debias_share
 
     from .evaluation import check_eval_options
@@ -82,8 +81,7 @@ def check_eval_request(req: EvalRequest, runner: Runner) -> tasks.Task:
 
 
 def _method(req: EvalRequest, task: Any) -> methods.Method:
-    """The method an eval runs: the one asked, except that a kind without zero-shot ablations (word in
-    context) takes a method that does not ask as the trained probe."""
+    """The method asked, but the trained probe for a kind without zero-shot ablations not asked by a chat model."""
     method = methods.get(req.method, "eval")
     return methods.trained_method() if not task.zero_shot and not method.asks else method
 
@@ -158,9 +156,8 @@ def _keywords(call: str, request: type, options: dict[str, Any], fixed: set[str]
 
 def score(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
           log: Callable[[str], None] | None = None, **options: Any) -> Run:
-    """``probegen eval --model MODEL --dataset DATASET`` as a function: the same checks and results folder
-    (``out``), returned as a :class:`Run`. ``options`` are the CLI's options by their names (``limit=20``,
-    ``method="letter"``...); ``log`` gets the progress lines (default: none)."""
+    """``probegen eval --model MODEL --dataset DATASET`` as a function, ``options`` the CLI's by their names
+    (``limit=20``, ``method="letter"``...); ``log`` gets the progress lines (default: none)."""
     req = EvalRequest(model=model, dataset=dataset, out=out,  # type: ignore[arg-type]  # a Path: check_request makes it str
                       **_keywords("score", EvalRequest, options, {"model", "dataset", "out"}))
     runner = Runner(_runtime(device, dtype).with_scorer(pll=None if req.pll in (None, "original") else req.pll),
@@ -171,9 +168,8 @@ def score(model: str, dataset: str | Path, out: str | Path | None = None, *, dev
 
 def bias(model: str, dataset: str | Path, out: str | Path | None = None, *, device: str = "auto", dtype: str = "auto",
          log: Callable[[str], None] | None = None, **options: Any) -> Run:
-    """``probegen bias --model MODEL --dataset DATASET`` as a function (one dataset), as :func:`score`
-    (options: :class:`~probegen.run.bias_request.BiasRequest`'s); :attr:`Run.rows` are the full
-    condition's rows of a zero-shot or asking run."""
+    """``probegen bias --model MODEL --dataset DATASET`` as a function, as :func:`score`; :attr:`Run.rows`
+    are the full condition's rows of a zero-shot or asking run."""
     from .bias_request import TASK_OPTIONS, BiasRequest, run_checked
 
     kw = _keywords("bias", BiasRequest, options, {"model", "datasets", "out", "given", "wordnet", "semcor"})

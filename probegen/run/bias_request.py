@@ -98,9 +98,8 @@ TASK_OPTIONS = ("pattern", "nonce", "reduction", "scorer", "split", "folds", "co
 
 
 def check_options(req: BiasRequest, runner: Runner) -> tuple[list[Any], str]:
-    """Every check of ``req``, once, before any work (one line each): options that apply to none of the
-    datasets, the method, the human studies and the model (resolved by ``runner``, kept for the load).
-    Returns the datasets' tasks and the method."""
+    """Every check of ``req`` before any work (options, method, human studies, the model resolved by
+    ``runner``); the datasets' tasks and the method."""
     from probegen.diagnostics.eval_report import check_debias_share
 
     from .evaluation import check_method_options, subset_request
@@ -196,8 +195,7 @@ def run_zeroshot_request(req: BiasRequest, log: Log, runner: Runner, kinds: Sequ
 
 
 def run_checked(req: BiasRequest, log: Log, runner: Runner) -> tuple[str, str]:
-    """Check ``req`` once, then run it, zero-shot or trained: (the method it ran, the summary to print).
-    ``runner`` resolves and loads the model; rank 0 alone writes the report."""
+    """Check ``req`` once, then run it, zero-shot or trained: (the method it ran, the summary to print)."""
     kinds, method = check_options(req, runner)
     if methods.get(method, "bias").trains:
         return method, run_trained_request(req, log, runner, kinds or None)

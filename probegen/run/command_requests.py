@@ -62,8 +62,7 @@ def check_export_request(req: ExportRequest) -> Any:
 
 
 def _check_run_export(req: ExportRequest) -> bool:
-    """Whether ``req`` exports a run (``--format eee|inspect-log``), checked: a run and a dataset format
-    mixed is one line."""
+    """Whether ``req`` exports a run (``--format eee|inspect-log``), checked against a dataset's formats."""
     from probegen.exchange.export import RUN_FORMATS, is_run
 
     if not is_run(req.dataset):
@@ -102,8 +101,7 @@ def run_export_request(req: ExportRequest) -> str:
 
 @dataclass(frozen=True)
 class CompareRequest:
-    """``probegen compare``: two paired versions of a probe set scored by every model, and the answers
-    already made in ``runs`` (other runs' per-item files)."""
+    """``probegen compare``: two paired probe sets scored by every model, and answers made already (``runs``)."""
 
     twin: str
     other: str
@@ -196,8 +194,7 @@ def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
 
 
 def run_filter_request(req: FilterRequest, runner: Runner, echo: Log) -> None:
-    """``probegen filter``: check ``req``, filter (rank 0 writes), then each model's bias before/after;
-    ``echo`` gets the summary lines."""
+    """``probegen filter``: check ``req``, filter, then each model's bias before/after (``echo``: summaries)."""
     from probegen.diagnostics.aflite import FilterSettings
     from probegen.diagnostics.filtering import filter_dataset, summary
 

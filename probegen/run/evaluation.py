@@ -29,9 +29,8 @@ RESPONSES_FILE = "responses.jsonl"
 
 
 def resolve_models(models: Iterable[str], scorer_kind: str | None = None, *, runner: Runner) -> dict[str, str]:
-    """``{model: scorer kind}``, resolved by the command's ``runner`` (which keeps the resolution for the
-    load) before any work, so an unknown name fails in a moment. A forced ``scorer_kind`` on a local
-    directory needs no detection."""
+    """``{model: scorer kind}`` resolved by ``runner`` (kept for the load) before any work, so an unknown
+    name fails in a moment; a forced ``scorer_kind`` on a local directory is taken as it is."""
     from ..models import BUNDLED
 
     return {m: scorer_kind if scorer_kind and m not in BUNDLED and Path(m).expanduser().exists()
@@ -116,13 +115,8 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
              task: Task | None = None) -> str:
     """Evaluate ``req.model`` on ``req.dataset``, write the results directory ``out`` (whole or not at
     all), return the summary. ``task``: the dataset's task once the caller checked every option (None:
-    detected and checked here).
-
-    ``figures(results, folder)`` may add plots and returns ``{name: file}`` for results.json;
-    ``analyse(results, rows, folder)`` then may add to both and returns summary lines. ``runner`` loads
-    the model and logs; under ``torchrun`` every rank scores a share and rank 0 writes (only the ``run``
-    block differs from a single-process run).
-    """
+    detected and checked here). ``figures(results, folder)`` may add plots (returns ``{name: file}``),
+    ``analyse(results, rows, folder)`` then summary lines. Under ``torchrun`` rank 0 writes."""
     model, dataset, options = req.model, req.dataset, req
     if task is None:  # a direct library call (a request is checked by api.check_eval_request)
         check_eval_options(task := tasks.detect(dataset), model, dataset, options, runner)
@@ -223,17 +217,14 @@ def reader_options(on_invalid: str | None = None, probe: str | None = None) -> d
     >>> reader_options("error", None), reader_options("skip", "hyponymy")
     ({}, {'on_invalid': 'skip', 'probe': 'hyponymy'})
     """
-    kw: dict[str, Any] = {"on_invalid": on_invalid} if on_invalid and on_invalid != "error" else {}
-    if probe is not None:
-        kw["probe"] = probe
-    return kw
+    return {**({"on_invalid": on_invalid} if on_invalid and on_invalid != "error" else {}),
+            **({"probe": probe} if probe is not None else {})}
 
 
 def load_subset(task: Any, path: str | Path, subset: tuple[str, int] | None, seed: int = 0,
                 on_invalid: str | None = None, split: str | None = None, whole: str = "unit", ablations: bool = False,
                 log: Callable[[str], None] = print, probe: str | None = None) -> tuple[Any, dict[str, Any] | None]:
-    """(dataset, what a subset took or None): ``path`` loaded by ``task``, then (with a subset) cut to
-    ``split`` and to the subset (:meth:`probegen.tasks.Subsettable.subset`)."""
+    """(dataset, what a subset took or None): ``path`` loaded by ``task``, then cut to ``split`` and ``subset``."""
     kw = reader_options(on_invalid, probe)
     data = task.load(path, ablations=True, **kw) if ablations else task.load(path, **kw)
     if subset is None:
@@ -261,8 +252,7 @@ def _shown_notes(results: dict[str, Any], data: Dataset, subset: dict[str, Any] 
 
 def check_eval_options(task: Any, model: str | None, dataset: str | Path, o: EvalRequest, runner: Runner,
                        check_model: bool = True) -> None:
-    """Every option given fits the dataset's ``task``, the method and (``check_model``) the model's kind,
-    resolved once by ``runner``; one line otherwise, before any work."""
+    """Every option given fits the dataset's ``task``, the method and (``check_model``) the model's kind."""
     asked = o.asked()  # every option the dataset's kind is checked against (--pll, --debias-share too)
     given = {k: asked[k] for k in ("pattern", "matching", "nonce", "length_norm", "split", "reduction", "scorer",
                                    "limit", "sample", "on_invalid", "probe")}
@@ -290,8 +280,7 @@ def check_method_options(method: str, given: dict[str, Any]) -> None:
 
 def _results(model: str, dataset: str | Path, task: Task, data: Dataset, scorer: Any, ev: Evaluation, reduction: str,
              timings: dict[str, float], runner: Runner, method_options: Mapping[str, Any]) -> dict[str, Any]:
-    """results.json of an evaluation. A method that reads no likelihoods records its name, and the
-    likelihood settings (:data:`probegen.methods.SCORING_ONLY`) as null, in the metrics too."""
+    """results.json of an evaluation (likelihood settings null, in the metrics too, for a method without)."""
     scorer_settings = scorer.settings()
     metrics = ev.metrics
     method = _methods.recorded(scorer_settings.get("method"))

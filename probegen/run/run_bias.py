@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Sequence, cast
 
 from probegen import methods, tasks
 from probegen.core import Unit, as_unit_scorer
-from probegen.diagnostics.bias import UnitTable, bootstrap_bias
+from probegen.diagnostics.bias import bootstrap_bias
 from probegen.errors import ProbegenError
 from probegen.io import atomic_write, read_text, recover, write_json, write_jsonl
 from probegen.runner import Runner
@@ -29,9 +29,8 @@ RATIO_NAMES = {"bias_c": "Bias_C", "bias_w": "Bias_W", "bias_d": "Bias_D", "bias
 
 @dataclass(frozen=True)
 class BiasConfig:
-    """Settings of a bias run (results.json's ``config``): the options shared with ``probegen eval`` as
-    :attr:`settings`, and the bias run's own. ``nonce_given``: ``--nonce`` was given, so every dataset is
-    rendered with it; otherwise each with its own (a spec may name one)."""
+    """Settings of a bias run (results.json's ``config``): those shared with ``probegen eval`` and its own;
+    ``nonce_given``: every dataset is rendered with ``--nonce``, not its own made-up word."""
 
     settings: Settings = field(default_factory=Settings)
     nonce_given: bool = False
@@ -69,16 +68,11 @@ def settings_of(cfg: BiasConfig) -> Settings:
     return cfg.settings
 
 
-def _bias(table: UnitTable, ratios: dict[str, str], cfg: BiasConfig) -> dict[str, Any]:
-    out: dict[str, Any] = bootstrap_bias(table, ratios, n_boot=cfg.n_boot, seed=cfg.seed)  # Any to mypy on bare folders
-    return out
-
-
 def _bias_over(task: tasks.Task, inputs: BiasInputs, strata: Sequence[str] | None, cfg: BiasConfig) -> dict[str, Any]:
     """Bias table over the records of ``strata`` (None: all); a ratio leaves out the strata it measures
     nothing on (``task.excluded_ratios``), and is marked not applicable when no stratum is left."""
     over = list(inputs.strata if strata is None else strata)
-    res = _bias(inputs.table(strata), task.ratios, cfg)
+    res: dict[str, Any] = bootstrap_bias(inputs.table(strata), task.ratios, n_boot=cfg.n_boot, seed=cfg.seed)
     for name, abl in task.ratios.items():
         out = [p for p in over if name in task.excluded_ratios.get(p, {})]
         if not out:
@@ -86,7 +80,7 @@ def _bias_over(task: tasks.Task, inputs: BiasInputs, strata: Sequence[str] | Non
         kept = [p for p in over if p not in out]
         excluded = {p: task.excluded_ratios[p][name] for p in out}
         if kept:
-            r = _bias(inputs.table(kept), {name: abl}, cfg)["ratios"][name]
+            r = bootstrap_bias(inputs.table(kept), {name: abl}, n_boot=cfg.n_boot, seed=cfg.seed)["ratios"][name]
         else:
             r = {"ablation": abl, "value": None, "ci": None, "not_applicable": True}
         res["ratios"][name] = {**r, "over": kept, "excluded": excluded}
@@ -95,8 +89,7 @@ def _bias_over(task: tasks.Task, inputs: BiasInputs, strata: Sequence[str] | Non
 
 def analyse(task: tasks.Task, data: tasks.Dataset, records: dict[str, list[dict[str, Any]]],
             cfg: BiasConfig) -> dict[str, Any]:
-    """Bias table, subsets, trained controls and entropies of one scored dataset, from what its task
-    hands over (:meth:`probegen.tasks.Task.bias_inputs`)."""
+    """Bias table, subsets, trained controls and entropies of one scored dataset (from ``task.bias_inputs``)."""
     from probegen.diagnostics.baselines import controls
     from probegen.diagnostics.entropy import label_entropy, sense_entropy
 
@@ -154,8 +147,7 @@ def ensure_dataset(path: Path, wordnet: str | None, semcor: str | None, log: Cal
 
 def load_dataset(path: str | Path, on_invalid: str = "error", probe: str | None = None,
                  task: tasks.Task | None = None) -> tuple[str, Any]:
-    """(kind, loaded dataset) of a dataset path, every row one the ablations can cut (``on_invalid``
-    ``skip``: the loader skips and records the others). ``task``: None, detected here."""
+    """(kind, loaded dataset) of a dataset path whose rows the ablations can cut (``task``: None, detected)."""
     task = task or tasks.detect(path)
     from .evaluation import reader_options
 
@@ -193,9 +185,8 @@ def prepare_datasets(
     runner: Runner,
     kinds: Sequence[tasks.Task] | None = None,
 ) -> tuple[list[Loaded], list[dict[str, Any]]]:
-    """(loaded, skipped): every dataset loaded and validated before any model is. With no ``datasets``
-    the defaults, missing ones generated (by ``runner``) or skipped with a message; paths given must
-    exist. ``kinds``: their tasks if the caller detected them."""
+    """(loaded, skipped): every dataset loaded before any model is; with no ``datasets`` the defaults,
+    missing ones generated (by ``runner``) or skipped. ``kinds``: their tasks if already detected."""
     loaded, skipped = [], []
     paths = [Path(d) for d in (datasets or default_datasets())]
     for p, task in zip(paths, kinds if datasets and kinds else [None] * len(paths)):
@@ -215,14 +206,12 @@ def prepare_datasets(
 
 
 def _one_split(d: Loaded, split: str) -> Loaded:
-    """A dataset cut to one split (a kind without splits is kept whole)."""
     data = d.task.select_split(d.data, split, d.path)
     return d if data is d.data else replace(d, name=f"{d.name}:{split}", data=data)
 
 
 def take_subset(d: Loaded, subset: tuple[str, int], seed: int, log: Callable[[str], None] = print) -> Loaded:
-    """``d`` cut to ``subset`` (``("sample", N)`` or ``("limit", N)``) of whole resampling clusters, so the
-    bootstrap resamples the units it would have in the whole set."""
+    """``d`` cut to ``subset`` (``("sample", N)`` or ``("limit", N)``) of whole resampling clusters."""
     data, info = cast(tasks.Subsettable, d.task).subset(d.data, subset[0], subset[1], seed, whole="cluster")
     log(f"{d.name}: {tasks.subset_line(info)}")
     return replace(d, data=data, subset=info)
@@ -249,12 +238,8 @@ def run_bias(
     method_options: Mapping[str, Any] | None = None,
     kinds: Sequence[tasks.Task] | None = None,
 ) -> dict[str, Any]:
-    """Load the datasets, then the model's scorer, then score, analyse and write (see the module doc).
-
-    ``method``: a ``--method`` value of bias (None: the default method), loading the scorer with
-    ``method_options``. ``runner`` loads the model; under ``torchrun`` every rank scores a share and rank 0
-    alone logs. ``subset``: see :func:`take_subset`; ``kinds``: the datasets' tasks if already detected.
-    """
+    """Load the datasets, then the model's scorer (``method``: a ``--method`` value of bias, None the
+    default), then score, analyse and write (see the module doc). ``subset``: see :func:`take_subset`."""
     log, progress = runner.main_log(log), progress and runner.progress
     loaded, skipped = prepare_datasets(datasets, wordnet, semcor, log, on_invalid, probe, runner=runner, kinds=kinds)
     if cfg.settings.split:
@@ -326,8 +311,7 @@ def write_bias(
 
 def _applied_settings(scorer: Any, cfg: BiasConfig, reduction: str,
                       method_options: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer (a method
-    that reads no likelihoods records its name and no likelihood setting)."""
+    """results.json's ``eval`` and ``config`` blocks: the settings that applied to this scorer's method."""
     asked = methods.recorded(_settings(scorer).get("method"))
     s = cfg.settings
     ev_block = asked.record({"nonce": s.nonce, "pattern": s.pattern, "matching": s.matching,
@@ -373,16 +357,14 @@ def line_unit(line: dict[str, Any]) -> Any:
 
 
 def seen_lines(d: Loaded, scorer: Any, cfg: BiasConfig, conditions: list[str]) -> list[dict[str, Any]]:
-    """What the model saw of ``d``: per scored condition, every core unit the task built for it
-    (:meth:`probegen.tasks.Task.units`, with the settings and query style it was scored with)."""
+    """What the model saw of ``d``: per scored condition, every core unit the task built for the scorer."""
     settings = settings_of(dataset_cfg(d, cfg))
     style = as_unit_scorer(scorer).query_style
     return [unit_line(c, u) for c in conditions for u in d.task.units(d.data, c, settings, style)]
 
 
 def shown_blocks(d: Loaded) -> dict[str, Any]:
-    """The results entry's ``subset`` (what --limit/--sample took) and ``invalid`` (rows the loader
-    skipped) blocks, where there are any."""
+    """The results entry's ``subset`` and ``invalid`` (rows the loader skipped) blocks, where there are any."""
     invalid = (d.data.manifest or {}).get("invalid")
     return {**({"subset": d.subset} if d.subset is not None else {}), **({"invalid": invalid} if invalid else {})}
 
@@ -449,8 +431,7 @@ def summary_table(results: dict[str, Any]) -> str:
         )
         for e in d.get("exclusions", []):
             lines.append(f"{'':<28} {e['name']} leaves out {e['probe']} (measures nothing there; see report.md)")
-        gen = {m: g for m, g in (d.get("generation") or {}).items() if g}
-        if gen:
+        if gen := {m: g for m, g in (d.get("generation") or {}).items() if g}:
             rates = ", ".join(f"{m} {g['invalid_rate']:.1%}" for m, g in gen.items())
             lines.append(f"{'':<28} invalid answers (completed at random): {rates}")
         lines += [f"{'':<28} {ln.strip()}" for ln in shown_notes(d)]

@@ -41,13 +41,11 @@ def _prompt(view: dict[str, Any]) -> str:
 
 
 def _instructions(condition: str, view: dict[str, Any]) -> str:
-    """The page's guideline, with the highlight named as the CSV shows it."""
     return instructions(condition, view).replace("highlighted word", "word in [brackets]")
 
 
 def _options(view: dict[str, Any]) -> str:
-    opts = layout_of(view).options(view)
-    return "\n".join(f"{LETTERS[i]}. {t}" for i, t in enumerate(opts))
+    return "\n".join(f"{LETTERS[i]}. {t}" for i, t in enumerate(layout_of(view).options(view)))
 
 
 def format_answer(view: dict[str, Any], answer: Any) -> str:

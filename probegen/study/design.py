@@ -138,8 +138,7 @@ def kept_out_counts(gold: list[dict[str, Any]], conditions: tuple[str, ...]) -> 
 
 
 def build_study(dataset: str | Path, cfg: StudyConfig, task: Task | None = None) -> dict[str, Any]:
-    """Everything a study directory holds but the tokens (drawn at write time), in memory. ``task``: the
-    dataset's task once the caller checked the options (None: detected and checked here)."""
+    """Everything a study directory holds but the tokens, in memory (``task``: None, detected and checked)."""
     from .. import tasks
 
     cfg.validate()

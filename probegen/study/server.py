@@ -29,8 +29,7 @@ _TOKEN_IN_PATH = re.compile(r"(/a/|/api/)[^/\s?#'\"]+", re.IGNORECASE)
 
 
 class RedactTokens(logging.Filter):
-    """Replaces the token of every ``/a/<token>`` and ``/api/<token>`` in a log record (werkzeug and
-    Flask log paths of malformed and failing requests)."""
+    """Replaces the token of every ``/a/<token>`` and ``/api/<token>`` in a log record (werkzeug's, Flask's)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = _TOKEN_IN_PATH.sub(r"\1<token>", record.getMessage())
@@ -81,15 +80,13 @@ def create_app(study: Study | str | Path) -> Flask:
 
     @app.get("/api/<token>/state")
     def state(token: str) -> ResponseReturnValue:
-        aid = annotator_of(token)
-        if aid is None:
+        if (aid := annotator_of(token)) is None:
             return _fail("unknown annotator token", 403)
         return jsonify(annotator_state(study, log, aid))
 
     @app.post("/api/<token>/answer")
     def answer(token: str) -> ResponseReturnValue:
-        aid = annotator_of(token)
-        if aid is None:
+        if (aid := annotator_of(token)) is None:
             return _fail("unknown annotator token", 403)
         return _store_answer(study, log, aid, parse_body(request))
 
@@ -221,8 +218,7 @@ def annotator_state(study: Study, log: AnswerLog, aid: str) -> dict[str, Any]:
 
 def serve(study_dir: str | Path, host: str = "127.0.0.1", port: int = 8765,
           announce: Callable[[str], object] = print) -> None:
-    """Run the app (werkzeug's threaded server) under the study's writer lock until Ctrl-C, then raise
-    KeyboardInterrupt once the server is closed."""
+    """Run the app under the study's writer lock until Ctrl-C, then raise KeyboardInterrupt (server closed)."""
     from werkzeug.serving import make_server
 
     from ..errors import ProbegenError

@@ -128,8 +128,7 @@ class Choices(Layout):
 
 
 class Matching(Layout):
-    """Rows to pair with definitions: the answer is, per row, a different definition's index; a guess
-    one word per row."""
+    """Rows to pair with definitions: the answer a different definition per row, a guess one word per row."""
 
     keys_note = "Keys: 1-9 (0 = 10) select a row, a-j pair it with a definition, Enter submits."
     row_note = ALIGN_NOTE

@@ -31,7 +31,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from .. import methods
 from ..errors import ProbegenError
@@ -50,8 +50,7 @@ _MC_META = ("probe", "hops", "distractor_type", "distractor_hops", "split", "syn
 
 
 def load_runs(paths: Iterable[str | Path], log: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """The page's model of the runs at ``paths`` (each a ``probegen eval`` or ``probegen bias`` folder; ``log``
-    is taken for the command line and gets nothing: every problem is an error)."""
+    """The page's model of the runs at ``paths`` (``probegen eval`` or ``bias`` folders; ``log`` gets nothing)."""
     model: dict[str, Any] = {"version": VERSION, "runs": [], "items": [], "plane": []}
     seen: set[str] = set()
     for i, p in enumerate(paths):
@@ -83,7 +82,6 @@ def _label_runs(runs: list[dict[str, Any]]) -> None:
 
 
 def _check_not_a_loop(run: Path) -> None:
-    """One line for a run path that is (or passes through) a loop of symbolic links."""
     try:
         os.stat(run)
     except OSError as e:
@@ -224,8 +222,7 @@ def _eval_run(run: Path, index: int, results: dict[str, Any]) -> RunParts:
                 _expected_rows(results.get("n_test"), metrics.get("n_items"), whole.get("groups")),
                 run / "results.json")
     _add_exchanges(run, entries)
-    texts_note = _add_texts(entries, ds.get("path"), kind, cond, ev, info["scorer"], info["method"])
-    if texts_note:
+    if texts_note := _add_texts(entries, ds.get("path"), kind, cond, ev, info["scorer"], info["method"]):
         info["notes"].append(texts_note)
     items = [_item(index, name, rid, {cond: e}) for rid, e in entries.items()]
     acc = _accuracy(results.get("metrics"))
@@ -256,6 +253,8 @@ def _adaptive_notes(block: dict[str, Any]) -> list[str]:
 
 def _bias_run(run: Path, index: int, results: dict[str, Any]) -> RunParts:
     info = _info(run, results, "bias")
+    helps: dict[str, Any] = results["conditions"] if isinstance(results.get("conditions"), dict) else {}
+    shared_help = {k: x for k, x in helps.items() if isinstance(x, str)}
     items: list[dict[str, Any]] = []
     plane: list[dict[str, Any]] = []
     for e in results["datasets"]:
@@ -294,17 +293,12 @@ def _bias_run(run: Path, index: int, results: dict[str, Any]) -> RunParts:
                     and "mean" in v})
         info["sets"].append({"name": name, "kind": kind, "path": str(e.get("path", "")), "conditions": list(conds),
                              "main": "context" if "context" in conds else next(iter(conds)), "accuracy": acc,
-                             "n": len(ids), "help": e.get("ablation_help") or _strings(results.get("conditions"))})
+                             "n": len(ids), "help": e.get("ablation_help") or shared_help})
         ratios = (e.get("all") or {}).get("ratios") or e.get("ratios") or {}
         bc, bw = ratios.get("bias_c") or {}, ratios.get("bias_w") or {}
         plane.append({"run": index, "set": name, "name": name, "x": _num(bc.get("value")), "y": _num(bw.get("value")),
                       "xci": _ci(bc.get("ci")), "yci": _ci(bw.get("ci"))})
-    resp = run / "responses.jsonl"
-    if resp.is_file():  # the generative method: exchanges of every dataset and condition
-        by_set: dict[str, list[dict[str, Any]]] = {}
-        for it in items:
-            by_set.setdefault(it["id"], []).append(it)
-        _attach_bias_exchanges(resp, by_set)
+    _attach_bias_exchanges(run, items)  # the generative method: exchanges of every dataset and condition
     for b in results.get("beside") or []:
         if isinstance(b, dict):
             plane.append({"run": None, "set": None, "name": str(b.get("name", "")), "x": _num(b.get("bias_c")),
@@ -326,10 +320,6 @@ def _per_seed(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
                 raise ProbegenError(f"{where}: '{c}' must be a list of true/false (one per seed)")
             conds.setdefault(c, {})[row["id"]] = {"kind": "seeds", "ok": [int(x) for x in v], "meta": {}}
     return {c: conds[c] for c in sorted(conds, key=lambda c: _ORDER.index(c) if c in _ORDER else len(_ORDER))}
-
-
-def _strings(v: Any) -> dict[str, str]:
-    return {k: x for k, x in v.items() if isinstance(x, str)} if isinstance(v, dict) else {}
 
 
 def _inside(run: Path, name: Any) -> Path:
@@ -573,44 +563,43 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
 
 
 def _add_exchanges(run: Path, entries: dict[str, dict[str, Any]]) -> None:
-    """The generative method's exchanges (``responses.jsonl``) on the entries of their unit."""
-    path = run / "responses.jsonl"
-    if not path.is_file():
-        return
-    for line, row in iter_jsonl(path):
-        ex = _exchange(row, f"{path}:{line}")
-        e = entries.get(ex.pop("unit"))
+    for ex in _exchanges(run):
+        if (e := entries.get(ex.pop("unit"))) is not None:
+            e.setdefault("x", []).append(ex)
+
+
+def _attach_bias_exchanges(run: Path, items: list[dict[str, Any]]) -> None:
+    """A bias run's exchanges: to the condition of the unit whose options and queries they show."""
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for it in items:
+        by_id.setdefault(it["id"], []).append(it)
+    for ex in _exchanges(run):
+        prompt = "\n".join(m.get("content", "") for m in ex["messages"] if isinstance(m, dict)
+                           and m.get("role") == "user")
+        shown = ((e, c) for it in by_id.get(ex.pop("unit"), []) for e, c in _with_candidates(it["conds"]))
+        e = next((e for e, c in shown if c is not None and sorted(c) == sorted(ex["options"])
+                  and all(q in prompt for q in (e.get("q") or [])[:1])), None)
         if e is not None:
             e.setdefault("x", []).append(ex)
 
 
-def _attach_bias_exchanges(path: Path, by_id: dict[str, list[dict[str, Any]]]) -> None:
-    """A bias run's exchanges: to the condition of the unit whose options and queries they show."""
-    for line, row in iter_jsonl(path):
-        ex = _exchange(row, f"{path}:{line}")
-        uid = ex.pop("unit")
-        prompt = "\n".join(m.get("content", "") for m in ex["messages"] if isinstance(m, dict)
-                           and m.get("role") == "user")
-        for it in by_id.get(uid, []):
-            shared = None
-            for _c, e in it["conds"].items():
-                shared = e.get("c", shared)
-                if (shared is not None and sorted(shared) == sorted(ex["options"])
-                        and all(q in prompt for q in (e.get("q") or [])[:1])):
-                    e.setdefault("x", []).append(ex)
-                    break
-            else:
-                continue
-            break
+def _with_candidates(conds: dict[str, dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Each condition entry with its candidates (``c`` absent: the previous condition's)."""
+    shared = None
+    for e in conds.values():
+        shared = e.get("c", shared)
+        yield e, shared
 
 
-def _exchange(row: Any, where: str) -> dict[str, Any]:
-    if not isinstance(row, dict) or not isinstance(row.get("unit"), str) or not isinstance(row.get("messages"), list):
-        raise ProbegenError(f"{where}: an exchange needs 'unit' (string) and 'messages' (list)")
+def _exchanges(run: Path) -> Iterator[dict[str, Any]]:
+    """The checked exchanges of a run's ``responses.jsonl`` (none without one)."""
+    path = run / "responses.jsonl"
     keep = ("unit", "ask", "order", "option_order", "options", "messages", "errors", "status", "answer", "random_rows")
-    ex = {k: row.get(k) for k in keep}
-    ex["options"] = _strs(row.get("options") or [], where, "options")
-    return ex
+    for line, row in iter_jsonl(path) if path.is_file() else ():
+        where = f"{path}:{line}"
+        if not (isinstance(row, dict) and isinstance(row.get("unit"), str) and isinstance(row.get("messages"), list)):
+            raise ProbegenError(f"{where}: an exchange needs 'unit' (string) and 'messages' (list)")
+        yield {**{k: row.get(k) for k in keep}, "options": _strs(row.get("options") or [], where, "options")}
 
 
 def _set_name(path: Any) -> str:

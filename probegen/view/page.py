@@ -35,8 +35,7 @@ def _sha(text: str) -> str:
 
 
 def csp(script: str, style: str, served: bool = False) -> str:
-    """The page's Content-Security-Policy: its own inline script and style only; served, also
-    ``data.json`` from the same origin."""
+    """The page's Content-Security-Policy: its own script and style only (``served``: and ``data.json``)."""
     parts = ["default-src 'none'", f"script-src {_sha(script)}", f"style-src {_sha(style)}", "img-src data:",
              "base-uri 'none'", "form-action 'none'"]
     if served:

@@ -13,7 +13,8 @@ from .page import assets, csp, embed_json, page_html
 
 def make_server(model: dict[str, Any], host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
     """A server of the page and ``model`` (not yet serving); port 0 = a free one."""
-    page = page_html(None, served=True, title=_title(model)).encode("utf-8")
+    title = "probegen view: " + ", ".join(r.get("label", "") for r in model.get("runs", []))
+    page = page_html(None, served=True, title=title).encode("utf-8")
     data = embed_json(model).encode("utf-8")
     script, style = assets()
     policy = csp(script, style, served=True)
@@ -48,10 +49,6 @@ def make_server(model: dict[str, Any], host: str = "127.0.0.1", port: int = 0) -
         raise ProbegenError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     server.daemon_threads = True  # a hanging client never holds up the shutdown
     return server
-
-
-def _title(model: dict[str, Any]) -> str:
-    return "probegen view: " + ", ".join(r.get("label", "") for r in model.get("runs", []))
 
 
 def serve(model: dict[str, Any], host: str = "127.0.0.1", port: int = 8766, announce: Callable[[str], None] = print,

@@ -1,16 +1,10 @@
 """AFLite-style artefact filtering (Le Bras et al., 2020) with probegen's partial-input controls.
 
-Each round trains cheap partial-input classifiers on many random splits (whole concept clusters
-or groups on one side), records how often each held-out unit is predicted correctly (its
-*predictability*), and removes the most predictable units, until the controls' accuracy on those
-test splits is within ``tolerance`` of chance or the removal budget is spent. That in-filter accuracy is
-optimistic (it is measured on the units the filter chose to keep), so ``filtering`` first sets
-aside a share of the concepts that the filter never sees and reports the controls on them.
-
-Controls (no question, no context: only what a shortcut could use), by the shape of the kind's views:
-- choice views (WordNetQA): choice-only (the choices' text and length features; see diagnostics.baselines).
-- alignment views (CoDA21): word-only (surface overlap between the target word and each definition,
-  aligned one-to-one); a group it aligns well is one whose words give their definitions away.
+Each round trains cheap partial-input classifiers on many random splits (whole clusters on one side),
+counts how often each held-out unit is predicted right, and removes the most predictable ones, until the
+controls are within ``tolerance`` of chance or the budget is spent. That in-filter accuracy is optimistic,
+so ``filtering`` first holds out concepts the filter never sees. Controls: choice-only over choice views
+(WordNetQA), a word-only overlap aligner over alignment views (CoDA21).
 """
 
 from __future__ import annotations
@@ -42,20 +36,14 @@ class FilterSettings:
     holdout: float = 0.25
 
 
-# ---- predictors --------------------------------------------------------------------------------------------
-# A predictor maps (train units, test units, alive rows per unit, seed) to, per test unit, the correctness of
-# each of its alive rows. A unit is what splits keep whole (a choice item, an alignment group); a row is what
-# can be removed (the item itself; one row of a group).
+# (train units, test units, alive rows per unit, seed) -> per test unit, the correctness of its alive rows;
+# a unit is what splits keep whole (an item, a group), a row what can be removed (the item, a group's row)
 Predictor = Callable[[np.ndarray, np.ndarray, list, int], dict]
 
 
 def choice_predictor(views: list[ChoiceView]) -> Predictor:
-    """Choice-only classifier over choice items (one row per item).
-
-    As in AFLite, every choice gets a fixed representation computed once (word 1-2-gram TF-IDF
-    plus the length/overlap features of the choice-only control); each split only refits a
-    linear classifier, which keeps many rounds of many splits affordable.
-    """
+    """Choice-only classifier over choice items (one row per item); as in AFLite the features are computed
+    once and each split only refits the linear classifier."""
     from scipy.sparse import csr_matrix, hstack
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.preprocessing import StandardScaler
@@ -115,10 +103,8 @@ def aflite(
     predict: Predictor, sizes: list[int], clusters: list[str], min_rows: int, chance: Callable[[list], float],
     s: FilterSettings, log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Run the rounds over units of ``sizes`` rows; return the removed (unit, row) pairs and a per-round log.
-
-    A unit left with fewer than ``min_rows`` alive rows is removed whole. ``chance(alive)`` is the
-    control's chance accuracy on the alive rows. The budget counts removed rows.
+    """Run the rounds over units of ``sizes`` rows; the removed (unit, row) pairs and a per-round log. A unit
+    with fewer than ``min_rows`` alive rows is out; ``chance(alive)``: the control's chance; the budget counts rows.
 
     >>> always_right = lambda train, test, alive, seed: {int(i): np.ones(int(alive[i].sum())) for i in test}
     >>> s = FilterSettings(budget=3, step=0.5)

@@ -1,28 +1,17 @@
 """Trained partial-input controls: can a small classifier solve a probe without its question?
 
-The engines are generic to a unit shape; a kind hands them views of its units
-(:mod:`probegen.tasks.bias_inputs`). Which controls apply to which shape (see README of the bias report):
+The engines are generic to a unit shape; a kind hands them views of its units (:mod:`probegen.tasks.bias_inputs`):
 
-- choice views (WordNetQA), ``choice-only``: per-choice features of the answer choices alone (TF-IDF of the
-  choice text, length, length rank, is-longest/shortest, word overlap with the other choices);
-  a logistic regression (:mod:`diagnostics.fitting`) scores each choice as gold vs not and the
-  item's argmax is the answer.
-  Trained and tested per probe type, cross-validated with folds grouped by concept cluster.
-  Answer position is deliberately *not* a feature: the evaluator may reorder choices, and the
-  position prior is already the Label baseline.
-- alignment views (CoDA21), ``definition-order``: CoDA21 has no "answer" a definition alone could reveal (the task
-  pairs contexts with definitions), so the meaningful definition-only question is whether the
-  stored row order leaks: a ridge regression predicts each definition's position in the gold
-  order from its text and length features; ranking within the group gives a one-to-one
-  assignment. Chance is 1/k; above chance means generation order correlates with definitions.
-- alignment views (CoDA21), ``word-overlap`` / ``context-overlap``: surface string overlap between the target word
-  (lemma and surface form) or the context (target removed) and each definition (shared content
-  words, shared 4-letter stems, character-trigram Jaccard), weighted by a LogisticRegression and
-  aligned one-to-one. They bound how much of Bias_W / Bias_C a string matcher already explains
-  (e.g. "dancer: a performer who dances").
+- choice views (WordNetQA), ``choice-only``: a logistic regression on the answer choices alone (TF-IDF,
+  length, length rank, overlap with the other choices) scores each choice; the argmax is the answer. Per
+  probe type, folds grouped by concept cluster. Position is not a feature: it is the Label baseline.
+- alignment views (CoDA21), ``definition-order``: does the stored row order leak? A ridge regression
+  predicts each definition's gold position from its text; chance is 1/k.
+- alignment views, ``word-overlap`` / ``context-overlap``: string overlap between the target word (or the
+  context) and each definition, weighted by a logistic regression and aligned one-to-one: how much of
+  Bias_W / Bias_C a string matcher explains.
 
-Each control reports accuracy with a cluster bootstrap CI, chance level, and ``artefact`` =
-CI lower bound above chance.
+Each control reports accuracy with a cluster bootstrap CI, chance, and ``artefact`` = CI above chance.
 """
 
 from __future__ import annotations
@@ -213,11 +202,8 @@ def _sample_clusters(its: list[ChoiceView], max_items: int, rng: np.random.Gener
 def choice_only_control(
     items: list[ChoiceView], n_folds: int = 5, n_boot: int = 1000, seed: int = 0, max_items: int | None = 20000
 ) -> list[dict[str, Any]]:
-    """Choice-only accuracy per probe type, cross-validated with concept clusters kept whole.
-
-    ``max_items`` caps the items per probe type (whole clusters sampled with the seed) to bound
-    training time on the largest probes.
-    """
+    """Choice-only accuracy per probe type, cross-validated with concept clusters kept whole; ``max_items``
+    caps the items per probe type (whole clusters, seeded) to bound training time."""
     rng = np.random.default_rng(seed)
     out = []
     for probe in sorted({it.probe for it in items}):
@@ -275,12 +261,9 @@ def _def_numeric(defs: list[str]) -> np.ndarray:
 
 def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n_folds: int = 5, n_boot: int = 1000,
                              seed: int = 0) -> dict[str, Any]:
-    """Can definition text alone predict each definition's position in the stored gold order?
-
-    Ridge regression of the relative row position on definition features; within a test group
-    the predictions are ranked into a permutation. Expected: chance (1/k), since rows are stored
-    in a seeded shuffled order. ``applies_to``: the kind the result names.
-    """
+    """Can definition text alone predict each definition's position in the stored gold order? Ridge on
+    definition features, ranked within a test group; expected chance (1/k: rows are stored shuffled).
+    ``applies_to``: the kind the result names."""
     from sklearn.linear_model import Ridge
     from sklearn.preprocessing import StandardScaler
 
@@ -389,9 +372,8 @@ def alignment_controls(groups: Sequence[AlignmentView], applies_to: str, n_folds
 
 def controls(inputs: BiasInputs, applies_to: str, n_folds: int = 5, n_boot: int = 1000,
              seed: int = 0) -> list[dict[str, Any]]:
-    """The trained controls of a kind's views (:class:`~probegen.tasks.bias_inputs.BiasInputs`): the
-    alignment controls over its alignment views (naming ``applies_to``, the kind), the choice-only
-    control over its choice views (per probe type)."""
+    """The trained controls of a kind's views: alignment controls over its alignment views (naming
+    ``applies_to``, the kind), the choice-only control over its choice views."""
     out = []
     if inputs.alignment_views:
         out += alignment_controls(list(inputs.alignment_views), applies_to, n_folds, n_boot, seed)

@@ -1,26 +1,13 @@
 """Calibration of every method that yields a confidence (issue 28 §3): ECE, Brier, reliability.
 
-A row's distribution over its options (:func:`diagnostics.position.option_matrix`):
+A row's distribution over its options (:func:`diagnostics.position.option_matrix`): cloze, the softmax over
+its candidates' scores as the run reduced them; letter, the label distribution averaged over orders;
+generate, the vote shares over orders. The confidence is the probability of the *predicted* option (the
+run's own decision, e.g. the CoDA21 alignment).
 
-- cloze (likelihood, similarity): the softmax over the candidates' scores as the run reduced them
-  (summed or mean log-probs, length-normalised if asked, cosines for embedding/static models;
-  a CoDA21 row: the softmax over its row of the group matrix);
-- letter: the label distribution of each order mapped to options, averaged over orders;
-- generate: the vote shares of the options over the orders (one order: one-hot).
-
-The confidence is the probability of the *predicted* option (the run's own decision, e.g. the
-CoDA21 alignment), and a row is right when that prediction is the gold.
-
-- ``ece``: expected calibration error with equal-mass bins: rows sorted by confidence and cut into
-  :func:`n_bins` bins of (nearly) equal size; sum over bins of (bin share) x |accuracy - mean
-  confidence|. 10 bins, fewer when rows are few (at least 10 rows per bin);
-- ``brier``: the multi-class Brier score, the mean over rows of sum_j (p_j - [j = gold])^2
-  (0 perfect; 2 the worst; a uniform guess over n options scores 1 - 1/n);
-- ``reliability``: per bin, mean confidence, accuracy and rows (the reliability diagram, drawn by
-  :func:`plot_reliability`).
-
-CIs are 95% percentile bootstrap intervals resampling whole clusters (CoDA21 groups, WordNetQA
-concepts); the bins are re-cut in every replicate (on the resample's weights).
+``ece``: expected calibration error over :func:`n_bins` equal-mass bins; ``brier``: the multi-class Brier
+score (0 perfect, 2 worst, a uniform guess 1 - 1/n); ``reliability``: per bin, mean confidence, accuracy
+and rows. CIs: 95% percentile bootstrap over whole clusters, the bins re-cut in every replicate.
 """
 
 from __future__ import annotations
@@ -48,10 +35,8 @@ def n_bins(n_rows: int) -> int:
 
 
 def weighted_ece(conf: np.ndarray, correct: np.ndarray, weights: np.ndarray, bins: int) -> np.ndarray:
-    """ECE with equal-mass bins under row ``weights`` (replicates x rows, or one row of weights).
-
-    Rows are sorted by confidence (stably); a row of weight w covers the mass
-    [cum - w, cum) and belongs to the bin holding the middle of it.
+    """ECE with equal-mass bins under row ``weights`` (replicates x rows): rows sorted by confidence, a row
+    of weight w covers the mass [cum - w, cum) and falls in the bin holding its middle.
 
     >>> conf, right = np.array([0.9, 0.8, 0.6, 0.3]), np.array([1.0, 0.0, 1.0, 0.0])
     >>> round(float(weighted_ece(conf, right, np.ones((1, 4)), 2)[0]), 6)   # 0.5 x |0.5 - 0.45| + 0.5 x |0.5 - 0.85|
@@ -103,8 +88,7 @@ def brier_rows(dists: Sequence[np.ndarray], gold: Sequence[int]) -> np.ndarray:
 
 
 def calibrate(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """ECE (equal-mass bins) and Brier score of ``rows`` with cluster-bootstrap CIs, and the
-    reliability table (see the module doc).
+    """ECE and Brier score of ``rows`` with cluster-bootstrap CIs, and the reliability table.
 
     >>> rows = [Row(f"u{i}", f"c{i}", 0, np.array([[0, 1]]), np.array([[p, 1 - p]]), np.array([0]), 0)
     ...         for i, p in enumerate([0.9, 0.8, 0.7, 0.6])]
@@ -130,9 +114,8 @@ def calibrate(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[st
 
 def calibration_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, seed: int = 0, scores: str = "",
                       cluster: Callable[[dict[str, Any]], str] = cluster_of) -> dict[str, Any]:
-    """The ``calibration`` block of one condition's records: :func:`calibrate` over all rows, and
-    for multiple-choice records per hop count (``by_hops``) and distractor type (``by_distractor_type``).
-    ``scores``: how the run's scores were reduced (said beside the cloze source)."""
+    """The ``calibration`` block of one condition's records: :func:`calibrate` over all rows and per hop
+    count and distractor type; ``scores``: how the run reduced its scores (said beside the cloze source)."""
     method = method_of(records)
     rows, why = rows_of(records, cluster)
     if why or not rows:
@@ -150,8 +133,7 @@ def calibration_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, see
 
 
 def plot_reliability(blocks: dict[str, dict[str, Any]], out: Path, title: str = "") -> Path:
-    """One reliability diagram: per named calibration block, accuracy against mean confidence per
-    equal-mass bin (marker size ~ rows), the diagonal is perfect calibration.
+    """One reliability diagram: per named calibration block, accuracy against mean confidence per bin.
 
     >>> import tempfile
     >>> b = {"full": {"reliability": [{"confidence": 0.4, "accuracy": 0.3, "rows": 5}], "ece": {"value": 0.1}}}

@@ -1,22 +1,11 @@
 """``probegen contamination``: is a model better on a published form than on fresh parallel forms?
 
-A model that has seen a form (its answers in training data, or tuning to it) scores higher on it
-than on equivalent forms it cannot have seen. Forms differ by chance too: each is a finite sample of
-units (CoDA21 groups, WordNetQA concepts), and forms drawn from WordNet differ in difficulty beyond
-that sampling (form-to-form spread). The test asks whether the seen form's accuracy is an outlier
-among the fresh forms' accuracies once both are accounted for:
-
-- each form's accuracy is a ratio over its units; its sampling variance ``v`` is the cluster-robust
-  (linearised ratio) variance over units, so a unit's items count together;
-- the between-form variance ``tau2`` is estimated from the fresh forms by the method of moments
-  (DerSimonian-Laird): the fresh accuracies' variance minus their mean sampling variance, floored at 0.
-  The fresh forms against each other are the null: what forms that nobody saw differ by;
-- gap = seen - mean(fresh), Var_H0(gap) = v_seen + tau2 + sum(v_fresh)/F^2 + tau2/F; the gap over its
-  standard error is referred to Student's t with Welch-Satterthwaite degrees of freedom (tau2 comes
-  from F fresh forms: F - 1 degrees of freedom), one-sided (exposure raises accuracy).
-
-:func:`gap_test` is the statistic (tested on simulated forms for its false-positive rate); the run (forms
-loaded and scored, the folder written) is :mod:`probegen.run.contamination`.
+A model that has seen a form scores higher on it than on equivalent forms it cannot have seen; forms also
+differ by chance (a finite sample of units) and in difficulty (form-to-form spread). Each form's accuracy
+has the cluster-robust sampling variance ``v`` over units; the between-form variance ``tau2`` comes from
+the fresh forms by the method of moments (DerSimonian-Laird, floored at 0); gap = seen - mean(fresh) with
+Var_H0 = v_seen + tau2 + sum(v_fresh)/F^2 + tau2/F, referred to Student's t with Welch-Satterthwaite df,
+one-sided (exposure raises accuracy). The run is :mod:`probegen.run.contamination`.
 """
 
 from __future__ import annotations
@@ -33,11 +22,8 @@ Units = dict[str, tuple[float, float]]
 
 
 def form_accuracy(units: Units) -> tuple[float, float, int]:
-    """(accuracy, its cluster-robust sampling variance, number of units) of one form.
-
-    The accuracy is sum(correct) / sum(items) over units; its variance is the linearised variance of
-    that ratio with units as clusters (the sandwich estimator with the small-sample factor n/(n-1), from
-    statsmodels: :func:`probegen.stats.variance.ratio_variance`).
+    """(accuracy, its cluster-robust sampling variance, units) of one form
+    (:func:`probegen.stats.variance.ratio_variance`).
 
     >>> acc, var, n = form_accuracy({"a": (1, 1), "b": (0, 1), "c": (2, 2), "d": (0, 2)})
     >>> acc, round(var, 5), n
@@ -52,11 +38,8 @@ def form_accuracy(units: Units) -> tuple[float, float, int]:
 
 def gap_test(seen: tuple[float, float], fresh: Sequence[tuple[float, float]], alpha: float = 0.05,
              alternative: str = "greater") -> dict[str, Any]:
-    """The seen form's accuracy against the fresh forms', with form-to-form spread in the null.
-
-    ``seen`` and each of ``fresh`` are (accuracy, sampling variance) (:func:`form_accuracy`); at
-    least two fresh forms are needed to see how much forms differ. ``alternative``: ``greater``
-    (the seen form is easier for the model: exposure) or ``two-sided``.
+    """The seen form's accuracy against at least two fresh forms', with form-to-form spread in the null;
+    each is (accuracy, sampling variance). ``alternative``: ``greater`` (exposure) or ``two-sided``.
 
     >>> r = gap_test((0.70, 0.001), [(0.50, 0.001), (0.52, 0.001), (0.48, 0.001)])
     >>> round(r["gap"], 3), r["p"] < 0.001, r["flagged"]
@@ -152,12 +135,8 @@ def _p(p: float) -> str:
 
 
 def siblings_problem(paths: Sequence[Path], data: Sequence[Any]) -> str | None:
-    """Why the datasets ``data`` (at ``paths``, the seen form first) are not sibling forms, else None.
-
-    Siblings are the forms of one ``make ... --forms K`` build: each manifest's ``forms`` block names
-    the same family, and no two are the same form. Sets made apart (another probe, another build, a
-    file with no manifest saying it is a form) differ by how they were made, and a gap between
-    them measures that as much as any exposure.
+    """Why ``data`` (at ``paths``, the seen form first) are not sibling forms of one ``make ... --forms K``
+    build (one family, distinct forms), else None: sets made apart differ by how they were made.
 
     >>> from types import SimpleNamespace as NS
     >>> forms = [NS(manifest={"forms": {"family": "f1", "form": i}}) for i in (1, 2, 3)]

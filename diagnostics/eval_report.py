@@ -1,21 +1,11 @@
-"""CIs on every accuracy ``probegen eval`` reports, its position and calibration blocks and its
-``report.md``; the same blocks per condition for ``probegen bias`` (issue 28 §2-5).
+"""CIs on every accuracy ``probegen eval`` reports, its position and calibration blocks and ``report.md``;
+the same blocks per condition for ``probegen bias`` (issue 28 §2-5).
 
-Every CI is a 95% percentile cluster bootstrap over the resampling unit ``bias`` uses (CoDA21
-groups, WordNetQA concepts, else the unit), ``--bootstrap N`` replicates drawn with ``--seed``.
-
-results.json of an eval run gains:
-
-- beside every ``accuracy`` (and ``strict_cluster_accuracy``) in ``metrics``, at every depth (POS,
-  probe, split, hops x distractor cells): ``accuracy_ci`` (``strict_cluster_accuracy_ci``) = [lo, hi];
-- ``generation`` (generate, letter): ``per_order_ci`` (one [lo, hi] per order) and ``majority_ci``;
-- ``bootstrap``: ``{"n", "seed", "alpha", "unit"}``;
-- ``position``: :func:`diagnostics.position.position_block` (``{value, ci}`` per statistic);
-- ``calibration``: ``{condition: calibration block}`` (:func:`diagnostics.calibration.calibration_block`);
-- ``plots.reliability`` = ``reliability.png``; ``report`` = ``report.md``.
-
-A bias run's dataset entries gain ``position`` and ``calibration``, each ``{condition: block}``,
-and ``files.reliability`` (``<dataset>/reliability.png``).
+Every CI is a 95% percentile cluster bootstrap over the unit ``bias`` resamples (CoDA21 groups, WordNetQA
+concepts, else the unit). An eval's results.json gains ``accuracy_ci`` (and ``strict_cluster_accuracy_ci``)
+beside every accuracy at every depth, ``per_order_ci``/``majority_ci`` in ``generation``, ``bootstrap``,
+``position`` (:func:`diagnostics.position.position_block`), ``calibration`` (per condition), ``plots.reliability``
+and ``report``; a bias run's dataset entries gain ``position`` and ``calibration`` per condition.
 """
 
 from __future__ import annotations
@@ -34,8 +24,7 @@ from .tables import accuracy_rows, fmt
 
 
 def check_debias_share(share: float | None, method: str | None, permutations: Any = None) -> None:
-    """``--debias-share`` applies only to a method that shows options in an order, asked under at
-    least two orders (PriDe estimates the prior from permuted observations); otherwise one line.
+    """``--debias-share`` needs a method that shows options in an order, asked under two orders at least.
 
     >>> check_debias_share(None, "score"); check_debias_share(0.1, "letter", "rotations")
     >>> check_debias_share(0.1, "score")  # doctest: +NORMALIZE_WHITESPACE
@@ -152,8 +141,8 @@ def scores_note(eval_block: dict[str, Any], scorer_kind: str | None) -> str:
 
 def analyse_eval(results: dict[str, Any], rows: list[dict[str, Any]], folder: Path, n_boot: int = 1000, seed: int = 0,
                  share: float | None = None) -> list[str]:
-    """Add CIs, the position and calibration blocks to an eval's ``results``, draw the reliability
-    diagram and write ``report.md`` into ``folder``; returns the summary lines."""
+    """Add the CIs, position and calibration blocks to an eval's ``results``, draw the reliability diagram and
+    write ``report.md`` into ``folder``; returns the summary lines."""
     from probegen import tasks
 
     kind = (results.get("dataset") or {}).get("kind")

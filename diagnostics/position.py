@@ -1,34 +1,16 @@
 """Position bias of methods that show options in an order, and PriDe debiasing (issue 28 §2).
 
-Pure functions over the per-unit records an evaluation writes (``items.jsonl``, ``groups.jsonl``,
-a bias run's ``<condition>.jsonl``). A record of a method that shows its options in an order (the
-letter and the generative methods) carries under ``generation``:
+Pure functions over the per-unit records an evaluation writes. A record of a method that shows its options
+in an order (letter, generate) carries under ``generation``: ``orders`` (per order, ``perm[p]`` = the option
+shown at position ``p``, 0 = "A"), ``probs`` (per order, rows x n over the *shown positions*: label
+probabilities, or one-hot at the answer), ``method`` and optionally ``answers`` (per order, the option taken
+per row). A cloze record has ``scores``, ``pred`` and ``gold`` and no order: its statistics use the stored
+option order with the softmax of the scores; order cannot matter to it, so it is the control.
 
-- ``orders``: per order, the permutation ``perm`` with ``perm[p]`` = the unit's option index shown
-  at position ``p`` (position 0 is "A");
-- ``probs``: per order, rows x n_options: the distribution over the *shown positions* of each row
-  (letter: the label probabilities; generate: one-hot at the position answered);
-- ``method``: ``"letter"`` or ``"generate"``; optionally ``answers`` (per order, the option index
-  taken for each row: the answer itself, used as the choice of that order).
-
-A likelihood (cloze) record has ``scores`` (rows x options), ``pred`` and ``gold`` and no order:
-its statistics are computed on the dataset's stored option order, one "order", with the softmax of
-the scores as its distribution. Order cannot matter to the cloze method, so its selection rate per
-position should follow the gold's rate per position: it is the control.
-
-Statistics (observations are (row, order) pairs; every number has a 95% percentile bootstrap CI
-that resamples whole clusters: CoDA21 groups, WordNetQA concepts):
-
-- ``selection_rate[p]``: share of observations answered at position p (among rows with a p-th
-  option); ``gold_rate[p]`` beside it: the share whose gold is shown at p;
-- ``recall[p]``: accuracy of the observations whose gold is shown at p;
-- ``rstd``: the standard deviation of the recalls over positions (Zheng et al. 2023, "Large
-  Language Models Are Not Robust Multiple Choice Selectors", arXiv 2309.03882);
-- ``consistency``: share of rows whose chosen option is the same under every order (None with one);
-- ``circular``: CircularEval strict accuracy, the share of rows right under every cyclic rotation
-  (None, with a reason, unless each unit's orders include all n rotations of its first order);
-- ``pride``: PriDe debiasing (:func:`pride`): the prior over positions estimated on a seeded
-  share of clusters, removed on the others, accuracy before and after on the same held-out rows.
+Statistics over (row, order) observations, each with a 95% percentile bootstrap CI over whole clusters
+(CoDA21 groups, WordNetQA concepts): ``selection_rate[p]`` and ``gold_rate[p]``, ``recall[p]``, ``rstd`` (the
+recalls' SD over positions; Zheng et al. 2023, arXiv 2309.03882), ``consistency`` (same option under every
+order), ``circular`` (CircularEval: right under every cyclic rotation) and ``pride`` (:func:`pride`).
 """
 
 from __future__ import annotations
@@ -50,11 +32,9 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 @dataclass
 class Row:
-    """One decided row (a multiple-choice item, a CoDA21 context) with what every order showed.
-
-    ``perms``: orders x n (option at each position); ``probs``: orders x n over positions;
-    ``chosen``: per order, the option index taken; ``pred``: the run's decision; ``gold``: option.
-    """
+    """One decided row (a multiple-choice item, a CoDA21 context): ``perms`` orders x n (option at each
+    position), ``probs`` orders x n over positions, ``chosen`` the option taken per order, ``pred`` the run's
+    decision."""
 
     unit: str
     cluster: str
@@ -82,8 +62,7 @@ def softmax(x: Any) -> np.ndarray:
 
 
 def cluster_of(record: dict[str, Any]) -> str:
-    """The resampling cluster of a record: a WordNetQA concept (``synset``), else the unit id
-    (a CoDA21 group, a generic unit).
+    """The resampling cluster of a record: its ``synset`` (a WordNetQA concept), else its id.
 
     >>> cluster_of({"id": "i1", "synset": "dog.n.01"}), cluster_of({"id": "g7", "k": 5})
     ('dog.n.01', 'g7')
@@ -92,8 +71,7 @@ def cluster_of(record: dict[str, Any]) -> str:
 
 
 def method_of(records: Sequence[dict[str, Any]]) -> str:
-    """``letter``/``generate`` (the records' ``generation.method``, or answers without it), else the
-    title of the method that scored the candidates (``cloze``).
+    """The records' ``generation.method`` (``generate`` without one), else the cloze method's title.
 
     >>> method_of([{"scores": [[0, 1]]}]), method_of([{"generation": {"answers": [[0]]}}])
     ('cloze', 'generate')
@@ -140,8 +118,7 @@ def _record_rows(r: dict[str, Any], cluster: Callable[[dict[str, Any]], str]) ->
 
 def rows_of(records: Sequence[dict[str, Any]],
             cluster: Callable[[dict[str, Any]], str] = cluster_of) -> tuple[list[Row], str | None]:
-    """(rows, None) from an evaluation's records, or ([], why) when they cannot be read as ordered
-    answers (a generate run recorded without its option orders).
+    """(rows, None) from an evaluation's records, or ([], why) when they cannot be read as ordered answers.
 
     >>> rows, why = rows_of([{"id": "i", "gold": [1], "pred": [1], "scores": [[0.0, 2.0]]}])
     >>> why, rows[0].perms.tolist(), rows[0].probs.round(2).tolist(), rows[0].chosen.tolist()
@@ -203,8 +180,7 @@ def _rstd(recall_num: np.ndarray, recall_den: np.ndarray, w: np.ndarray) -> dict
 
 
 def position_stats(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Selection rate, gold rate and recall per position, RStd, consistency and CircularEval strict
-    accuracy of ``rows``, each with a cluster-bootstrap CI (see the module doc).
+    """The position statistics of ``rows`` (see the module doc), each with a cluster-bootstrap CI.
 
     >>> rows = [Row("u1", "a", 0, np.array([[0, 1]]), np.array([[0.9, 0.1]]), np.array([0]), 0),
     ...         Row("u2", "b", 1, np.array([[0, 1]]), np.array([[0.8, 0.2]]), np.array([0]), 0)]
@@ -241,8 +217,7 @@ def position_stats(rows: Sequence[Row], n_boot: int = 1000, seed: int = 0) -> di
 
 # ---- PriDe ---------------------------------------------------------------------------------------
 def split_clusters(clusters: Sequence[str], share: float, seed: int) -> tuple[set[str], set[str]]:
-    """(estimation clusters, held-out clusters): a seeded ``share`` of the clusters (at least one,
-    and at least one held out), drawn from their sorted names.
+    """(estimation clusters, held-out clusters): a seeded ``share`` of the clusters, at least one each way.
 
     >>> est, held = split_clusters(["a", "b", "c", "d"], 0.05, 0)
     >>> len(est), len(held), est | held == {"a", "b", "c", "d"}
@@ -263,10 +238,8 @@ def _floored(p: np.ndarray, floor: float) -> np.ndarray:
 
 
 def row_log_prior(perms: np.ndarray, probs: np.ndarray, floor: float = 1e-6) -> np.ndarray:
-    """One row's log prior over positions (PriDe): observed(d | order) = prior(d) x debiased(option
-    shown at d). The debiased option distribution is the geometric mean over orders of the observed
-    one mapped to options; the log prior is the mean over orders of log observed(d) minus log
-    debiased(option at d), normalised. With all cyclic rotations this is the paper's estimate.
+    """One row's log prior over positions (PriDe): observed(d | order) = prior(d) x debiased(option at d),
+    the debiased distribution the geometric mean over orders; with all cyclic rotations, the paper's estimate.
 
     >>> perms = np.array([[0, 1], [1, 0]])
     >>> np.exp(row_log_prior(perms, np.array([[0.9, 0.1], [0.9, 0.1]]))).round(2).tolist()   # always "A"
@@ -285,8 +258,7 @@ def row_log_prior(perms: np.ndarray, probs: np.ndarray, floor: float = 1e-6) -> 
 
 
 def estimate_prior(rows: Sequence[Row], floor: float = 1e-6) -> dict[int, np.ndarray]:
-    """Per option count n, the prior over positions: the mean of the rows' priors (rows with at
-    least two distinct orders only)."""
+    """Per option count n, the mean prior of the rows asked under at least two distinct orders."""
     per: dict[int, list[np.ndarray]] = {}
     for r in rows:
         if len({tuple(p) for p in r.perms.tolist()}) > 1:
@@ -295,8 +267,8 @@ def estimate_prior(rows: Sequence[Row], floor: float = 1e-6) -> dict[int, np.nda
 
 
 def option_matrix(row: Row, prior: np.ndarray | None = None, floor: float = 0.0) -> np.ndarray:
-    """A row's distribution over its options: each order's distribution over positions (divided by
-    ``prior`` and renormalised when given), mapped to options and averaged over orders.
+    """A row's distribution over its options: each order's (divided by ``prior`` and renormalised when given)
+    mapped to options, averaged over orders.
 
     >>> r = Row("u", "c", 0, np.array([[0, 1], [1, 0]]), np.array([[0.6, 0.4], [0.6, 0.4]]), np.array([0, 1]), 0)
     >>> option_matrix(r).tolist(), option_matrix(r, np.array([0.6, 0.4])).tolist()
@@ -330,16 +302,11 @@ def _decide_units(rows: Sequence[Row], mats: Sequence[np.ndarray], decision: str
 
 def pride(rows: Sequence[Row], share: float = DEFAULT_SHARE, seed: int = 0, n_boot: int = 1000, method: str = "letter",
           decision: str = "argmax", estimator: Callable[..., dict[int, np.ndarray]] = estimate_prior) -> dict[str, Any]:
-    """PriDe (Zheng et al. 2023): estimate the prior over positions on a seeded ``share`` of the
-    clusters, remove it from the held-out rows, and report accuracy before and after on exactly the
-    same held-out rows (paired cluster-bootstrap CIs over the held-out clusters): ``before``/``after``
-    with every order the rows were asked under averaged, and ``first_order`` with order 0 alone (the
-    paper's setting: permutations only on the estimation set, one order at test time, where the
-    prior is not already averaged out by the orders). ``decision``: the
-    units' decision rule (CoDA21 groups: alignment). Generate: each order's one-hot answer is
-    floored at :data:`GENERATE_FLOOR` (vote shares with a floor).
-
-    The estimator sees the estimation rows only (``estimator`` is replaceable for that test).
+    """PriDe (Zheng et al. 2023): the prior over positions estimated on a seeded ``share`` of the clusters
+    (by ``estimator``, which sees those rows only), removed from the held-out rows; accuracy before and after
+    on the same held-out rows (paired cluster-bootstrap CIs), with every order averaged and with order 0 alone
+    (``first_order``: the paper's test-time setting). ``decision``: the units' rule (CoDA21: alignment).
+    Generate answers are floored at :data:`GENERATE_FLOOR`.
     """
     if min(len({tuple(p) for p in r.perms.tolist()}) for r in rows) < 2:
         return {"value": None, "reason": "PriDe needs at least two option orders per unit (--permutations)"}

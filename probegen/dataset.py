@@ -20,18 +20,20 @@ name of its records field, and its title in messages; its module keeps the forma
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Collection, Iterable, TypeVar, cast
+from typing import Any, Callable, ClassVar, Collection, Generic, Iterable, TypeVar, cast
 
 from . import io  # its writers are looked up when called: tests interrupt them there
 from .errors import DatasetError
 from .items import Item
 
-__all__ = ["MANIFEST_FILE", "Dataset", "find"]
+__all__ = ["MANIFEST_FILE", "Dataset", "ItemsDataset", "find"]
 
 MANIFEST_FILE = "manifest.json"
 
 D = TypeVar("D", bound="Dataset")
+R = TypeVar("R", bound=Item)
 
 
 def find(path: str | Path) -> Path:
@@ -137,3 +139,12 @@ class Dataset:
         """A dataset directory as written by :meth:`write`: manifest (checked), then records."""
         manifest = cls.read_manifest(root)
         return cls(cls.read_records(cls.records_path(root)), manifest, str(root))  # type: ignore[call-arg]
+
+
+@dataclass
+class ItemsDataset(Dataset, Generic[R]):
+    """A dataset of ``items`` of one record class (WordNetQA's, word-in-context's)."""
+
+    items: list[R]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    source: str = ""

@@ -4,11 +4,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..dataset import MANIFEST_FILE, Dataset, find
+from ..dataset import MANIFEST_FILE, ItemsDataset, find
 from ..errors import DatasetError
 from ..io import read_manifest
 from .items import SPLITS, WicItem
@@ -19,16 +18,11 @@ ITEMS_FILE = "items.jsonl"
 KINDS = ("wic", "wsd", "wordincontext")
 
 
-@dataclass
-class WicDataset(Dataset):
+class WicDataset(ItemsDataset[WicItem]):
     """Word-in-context items and their manifest (``kind``: wic, wsd or wordincontext)."""
 
     title = "word-in-context"
     record = WicItem
-
-    items: list[WicItem]
-    manifest: dict[str, Any] = field(default_factory=dict)
-    source: str = ""
 
     @property
     def kind(self) -> str:

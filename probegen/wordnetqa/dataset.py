@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import zlib
 from collections import Counter
-from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, cast
 
 import numpy as np
 
-from ..dataset import MANIFEST_FILE, Dataset, find  # noqa: F401 - MANIFEST_FILE: importable from here as before
+from ..dataset import MANIFEST_FILE, ItemsDataset, find  # noqa: F401 - MANIFEST_FILE: importable from here as before
 from ..errors import DatasetError, NothingBuilt, ProbegenError
 from ..io import UNPARSED, first_jsonl_row, iter_jsonl, sha256_text, write_jsonl
 from ..manifest import CANARY, data_block, make_manifest
@@ -43,16 +42,11 @@ RELEASE_DIR = "release"
 SPLITS = ("train", "dev", "test")
 
 
-@dataclass
-class WordNetQADataset(Dataset):
+class WordNetQADataset(ItemsDataset[MCItem]):
     """WordNetQA items and their manifest."""
 
     title = "WordNetQA"
     record = MCItem
-
-    items: list[MCItem]
-    manifest: dict[str, Any] = field(default_factory=dict)
-    source: str = ""
 
     def split(self, name: str | None) -> list[MCItem]:
         """The items of split ``name`` (None: every item)."""

@@ -1,17 +1,9 @@
 """Context-word bias ratios (Liu, McCarthy & Korhonen) with paired bootstrap intervals.
 
-A probe is scored several times with partial input (ablations). With M_X the accuracy of
-ablation X, M_Full that of the full input and M_L that of the label-only baseline,
-
-    Bias_X = (M_X - M_L) / (M_Full - M_L).
-
-Near 1: the part X alone solves what the full input solves; near 0: X alone is no better than
-the label prior; above 1: the rest of the input hurts. The ratio only means something when the
-full input beats the label prior by more than noise, so it is reported as undefined (None)
-otherwise rather than as a huge number.
-
-Everything here is pure: inputs are per-unit tables (a unit is a CoDA21 group or a WordNetQA
-concept cluster), outputs are plain dicts.
+With M_X the accuracy of ablation X, M_Full of the full input and M_L of the label-only baseline,
+Bias_X = (M_X - M_L) / (M_Full - M_L): near 1, part X alone solves what the full input solves; near 0, no
+better than the label prior. It is undefined (None) unless the full input beats the prior by more than
+noise. Pure: per-unit tables in (a unit is a CoDA21 group or a WordNetQA concept), plain dicts out.
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ import numpy as np
 
 from probegen.stats.bootstrap import cluster_ci, cluster_weights, percentile_ci
 
-# the tables are plain data a kind fills in the library (probegen.tasks.bias_inputs); kept importable here
+# plain data a kind fills in (probegen.tasks.bias_inputs), importable here
 from probegen.tasks.bias_inputs import FULL, LABEL, UnitTable, unit_sums
 
 __all__ = ["FULL", "LABEL", "UnitTable", "bias_ratio", "bootstrap_accuracy", "bootstrap_bias", "fmt_ratio",
@@ -61,13 +53,9 @@ def _means(table: UnitTable, w: np.ndarray) -> dict[str, np.ndarray]:
 
 def bootstrap_bias(table: UnitTable, parts: dict[str, str], n_boot: int = 1000, seed: int = 0,
                    alpha: float = 0.05) -> dict[str, Any]:
-    """Accuracies, the Full - Label gap and the bias ratios, each with a percentile bootstrap CI.
-
-    ``parts`` maps a ratio name to its ablation (e.g. ``{"bias_c": "context"}``). Units are
-    resampled with replacement once per replicate and every ablation is measured on that same
-    resample, so the ratio's interval reflects paired, not independent, noise. A ratio is
-    ``None`` (undefined) unless the gap's CI lies above 0 and the gap is at least two bootstrap
-    standard errors.
+    """Accuracies, the Full - Label gap and the bias ratios (``parts``: ratio name -> ablation), each with a
+    percentile bootstrap CI; every ablation is measured on the same resample of units (paired noise). A ratio
+    is None unless the gap's CI lies above 0 and the gap is at least two bootstrap standard errors.
 
     >>> t = UnitTable(["g1", "g2", "g3", "g4"], np.ones(4),
     ...               {"full": [1, 1, 1, 1], "context": [0.6, 0.6, 0.6, 0.6], "label": [0.2] * 4})

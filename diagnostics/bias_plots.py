@@ -24,8 +24,7 @@ def beside_points(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def not_drawn(point: dict[str, Any]) -> str | None:
-    """Why a dataset cannot be placed on the plane: 'n/a' (a ratio measures nothing on it),
-    'undefined' (M_Full within noise of M_L), or None when both ratios have values.
+    """Why a dataset is not on the plane: 'n/a' (a ratio measures nothing on it), 'undefined', or None.
 
     >>> not_drawn({"bias_c": {"value": 0.4}, "bias_w": {"value": 0.9}}) is None
     True
@@ -41,12 +40,8 @@ def not_drawn(point: dict[str, Any]) -> str | None:
 
 
 def plot_bias_plane(points: list[dict[str, Any]], out: Path, title: str = "") -> Path:
-    """Draw each dataset at (Bias_C, Bias_W) with 95% CI bars; dashed lines mark 1.0.
-
-    ``points``: ``{"name": str, "bias_c": ratio, "bias_w": ratio}`` with ratio dicts as produced
-    by :func:`diagnostics.bias.bootstrap_bias` (``value`` None = undefined); optional ``marker``,
-    ``ms`` and ``color`` style a point (human baselines are black stars). Datasets with an
-    undefined or not applicable ratio are listed under the axes instead of being drawn.
+    """Draw each point (``name``, ``bias_c`` and ``bias_w`` ratio dicts; optional ``marker``, ``ms``, ``color``)
+    at (Bias_C, Bias_W) with 95% CI bars; undefined or n/a ones are listed under the axes instead.
 
     >>> import tempfile
     >>> pts = [{"name": "a", "bias_c": {"value": 0.5, "ci": [0.4, 0.6]}, "bias_w": {"value": 0.9, "ci": None}}]

@@ -14,6 +14,8 @@ import numpy as np
 
 from probegen.stats.bootstrap import cluster_weights, percentile_ci
 
+from .tables import fmt
+
 #: (per unit: summed correctness and items; per decision: unit, item, right) of one respondent on one set
 Correctness = tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]
 
@@ -98,9 +100,7 @@ def cells_correctness(layout: dict[str, str], cells: dict[str, dict[str, Any]], 
 
 
 def _fmt(x: dict[str, Any]) -> str:
-    ci = x.get("ci")
-    v = x.get("accuracy", x.get("value"))
-    return f"{v:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{v:.3f}"
+    return fmt(x.get("accuracy", x.get("value")), x.get("ci"))
 
 
 def table(results: dict[str, Any]) -> str:

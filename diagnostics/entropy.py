@@ -29,12 +29,8 @@ def entropy(counts: Iterable[int]) -> float:
 
 
 def per_word_entropy(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """Entropy of the values each word is paired with, summarised over words.
-
-    ``pairs`` are (word, value) per item: (lemma, sense) gives sense entropy, (word, gold
-    label) label entropy. Reports the mean over all words, the mean over words seen in at least
-    two items (single-item words have entropy 0 trivially), the share of words with one value,
-    and the words with the highest entropy.
+    """Entropy of the values each word is paired with (``pairs``: (word, value) per item), summarised: the mean
+    over words, over words seen at least twice, the share with one value, and the top words.
 
     >>> r = per_word_entropy([("bank", "bank.n.01"), ("bank", "bank.n.02"), ("dog", "dog.n.01")])
     >>> r["mean"], r["mean_multi"], r["share_single"], r["n_words"]

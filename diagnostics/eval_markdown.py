@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .tables import accuracy_rows, fmt, generation_section
+from .tables import md_table as _table
 
 POSITION_METHOD = """\
 Position bias: per shown position (A, B, ...), the *gold rate* is the share of rows whose gold is
@@ -20,10 +21,6 @@ method shows no order: its statistics on the dataset's stored order are the cont
 should follow the gold rate). Calibration: confidence is the probability of the predicted option;
 ECE uses equal-mass bins; Brier is the multi-class score (0 best, 1 - 1/n for a uniform guess).
 All intervals are 95% percentile bootstrap CIs over clusters."""
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def position_section(p: dict[str, Any] | None, level: str = "##", title: str = "Position bias") -> list[str]:

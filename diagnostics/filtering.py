@@ -1,13 +1,10 @@
 """``probegen filter --artefacts``: AFLite over a dataset whose kind hands it choice or alignment views
 (:meth:`probegen.tasks.Filterable.artefact_inputs`: CoDA21, WordNetQA), written as a new dataset.
 
-A control measured on what AFLite kept is biased towards chance: the filter removed exactly the
-units that this classifier family got right, lucky guesses included. So before filtering, a
-seeded share of the *concepts* (WordNetQA: the synset asked about; CoDA21: the groups' ancestor)
-is held out: those units are never candidates for removal and are not in the output. The controls
-are trained on the rest before filtering and on what the filter kept after, and both are tested on
-the held-out units; a drop means the filtered data no longer teaches the shortcut, a value below
-chance that the filter overshot and planted the opposite cue.
+A control measured on what AFLite kept is biased towards chance (the filter removed what this classifier
+got right, lucky guesses included), so a seeded share of the concepts is held out first: never filtered,
+not in the output. The controls are trained on the rest before and after filtering and tested on the
+held-out units: a drop means the shortcut is gone, below chance that the filter planted the opposite cue.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """``--finetune``: train the encoder with a small head per condition (GPU; the paper fine-tunes BERT).
 
-The head sees the same features as the frozen method (target-span vectors; WiC ``[u, v, |u-v|,
-u*v]``, WSD ``[u, d, |u-d|, u*d]`` per choice with a softmax over the item's choices), but the
-encoder's weights are updated too. Each call starts from a fresh copy of the encoder
-(:meth:`~probegen.scorers.spans.SpanEncoder.trainable_copy`), so conditions and seeds never
-share trained weights. Predictions are the core's decisions (:func:`probegen.core.decide`): the
-top logit, a tie broken at random with the seed and the item id.
+The head sees the frozen method's features; each call starts from a fresh copy of the encoder
+(:meth:`~probegen.scorers.spans.SpanEncoder.trainable_copy`), so conditions and seeds share no weights.
+Predictions are the core's decisions (top logit, ties broken at random with the seed and the item id).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""WordNetQA figure: accuracy by hops x distractor type (the paper's Figure 3), one panel per probe.
-
-Input is the ``metrics`` dict of ``probegen.wordnetqa.evaluate`` (``by_hops_distractor``:
-probe -> hops -> distractor type -> {accuracy, n}); the PNG is written to a temp file and
-renamed, so a failed run leaves no half-written figure.
-"""
+"""WordNetQA figure: accuracy by hops x distractor type (the paper's Figure 3), one panel per probe, from
+the ``by_hops_distractor`` metrics (probe -> hops -> distractor type -> {accuracy, n})."""
 
 from __future__ import annotations
 

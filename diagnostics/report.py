@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .bias import fmt_ratio, fmt_scoped
+from .tables import fmt as _num
 from .tables import generation_section
+from .tables import md_table as _table
 
 METHOD = """\
 Bias_X = (M_X - M_L) / (M_Full - M_L) (Liu, McCarthy & Korhonen). Near 1: part X alone solves
@@ -55,18 +57,7 @@ def invalid_lines(block: dict[str, Any] | None) -> list[str]:
 
 
 def _acc(a: dict[str, Any] | None) -> str:
-    if not a:
-        return "-"
-    ci = a.get("ci")
-    return f"{a['accuracy']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+    return _num(a["accuracy"], a.get("ci")) if a else "-"
 
 
 def _summary(datasets: list[dict[str, Any]]) -> list[str]:

@@ -20,6 +20,15 @@ def fmt(v: Any, ci: Sequence[float] | None = None, digits: int = 3) -> str:
     return f"{v:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
 
 
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table's lines.
+
+    >>> md_table(["a", "b"], [["1", "2"]])
+    ['| a | b |', '|---|---|', '| 1 | 2 |']
+    """
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
 def accuracy_rows(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str, Any]]:
     """(name, measure, the dict holding it) of every accuracy with a CI in ``metrics``, depth first.
 

@@ -1,17 +1,11 @@
-"""``probegen bias --method trained``: the bias paper's method on word-in-context datasets, its analysis part
-(the run, loading the encoder and reading features, is :mod:`probegen.run.trained`).
+"""``probegen bias --method trained``, its analysis: the bias paper's method on word-in-context datasets (the
+run is :mod:`probegen.run.trained`).
 
-One classifier per input condition (Liu, McCarthy & Korhonen), trained on the train split and tested on the
-test split: ``full`` (every context with its target), ``context`` (the target masked), ``word`` (the target
-alone), ``label`` (no input: the majority label or gold position of the training data). Features are the
-frozen encoder's last hidden layer averaged over the target span; a LogisticRegression classifies them.
-
-Seeds: the fit is convex and deterministic, so each seed instead trains on a seeded ``subsample`` share of
-the training units (lemmas for WiC, documents for WSD); with ``finetune`` (GPU only) each seed trains the
-encoder on the whole train split with its own head initialisation and batch order.
-
-Bias_C = (M_C - M_L) / (M_Full - M_L), Bias_W likewise, from the mean accuracies over seeds; 95% CIs from a
-bootstrap over test units (per-item correctness averaged over seeds), SD from the per-seed ratios.
+One classifier per input condition (Liu, McCarthy & Korhonen), trained on the train split, tested on the
+test split; features are the frozen encoder's last layer averaged over the target span. The fit is convex
+and deterministic, so each seed trains on its own seeded ``subsample`` of the training units (lemmas for
+WiC, documents for WSD); ``finetune`` (GPU) trains the encoder, a seed per head initialisation and batch
+order. Bias ratios from the mean accuracies over seeds; CIs from a bootstrap over test units, SD over seeds.
 """
 
 from __future__ import annotations

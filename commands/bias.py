@@ -9,7 +9,7 @@ import click
 from probegen import request_options as opts
 from probegen.runner import Runner, Runtime
 
-from .options import SEED, MethodCommand, add_device_options, given_options, log
+from .options import PROBE, SEED, MethodCommand, add_device_options, given_options, log
 from .options import checked_type as T
 
 
@@ -49,9 +49,7 @@ from .options import checked_type as T
 @click.option("--on-invalid", type=T(opts.ON_INVALID), default="error", show_default=True,
               help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, "
                    "with ids, in results.json and report.md (skip).")
-@click.option("--probe", default=None, type=T(opts.PROBE), metavar="PROBE",
-              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, "
-                   "dictionary) [default: from the file name, else the notes; never the id].")
+@PROBE
 @click.option("--controls/--no-controls", default=True, show_default=True, help="Train the partial-input classifiers.")
 @click.option("--debias-share", type=T(opts.DEBIAS_SHARE), default=None,
               metavar="SHARE",

@@ -14,9 +14,10 @@ from probegen.errors import SKIP_HINT, ProbegenError, SkippableRowError
 from probegen.paths import DEFAULT_ROOT, slug
 from probegen.runner import Runner, Runtime
 
+from . import options as shared
 from .forms import forms_option, make_outputs, write_forms
 from .items import lm_eval_metric_option, respondent_options
-from .options import SEED, FirstMethod, MethodCommand, add_device_options, add_wordnet_source_option, given_options, log
+from .options import SEED, MethodCommand, add_device_options, add_wordnet_source_option, given_options, log
 from .options import checked_type as T
 
 #: every character str.splitlines() breaks a line at, written as its escape in an error line
@@ -327,10 +328,8 @@ _IF_GIVEN = ("reduction", "matching", "length_norm", "pll", "on_invalid", "n_boo
 @click.option("--on-invalid", type=T(opts.ON_INVALID), default="error", show_default=True,
               help="Multiple choice: a row the reader cannot use stops the run (error) or is skipped and reported, "
                    "with ids, in results.json and the summary (skip).")
-@click.option("--probe", default=None, type=T(opts.PROBE), metavar="PROBE",
-              help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, synonymy, "
-                   "dictionary) [default: from the file name, else the notes; never the id].")
-@click.option("--method", type=T(opts.EVAL_METHOD), default=FirstMethod("eval"), show_default=True,
+@shared.PROBE
+@click.option("--method", type=T(opts.EVAL_METHOD), default=shared.FirstMethod("eval"), show_default=True,
               help="score: likelihood or similarity of each candidate; generate: ask a chat model (local with a chat "
                    "template, or a served model's chat endpoint with --api-base) and parse its answer; letter: the "
                    "same prompt, read as the probability of each option label (A.., yes/no) as the answer's next "

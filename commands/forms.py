@@ -28,22 +28,20 @@ def forms_option(command: F) -> F:
                              "`probegen forms` checks they are equivalent.")(command)
 
 
-def form_paths(out: Path, k: int) -> list[Path]:
-    """The K sibling folders of the forms of ``out``: ``<out>-form1`` .. ``<out>-formK``."""
-    return [out.with_name(f"{out.name}-form{i}") for i in range(1, k + 1)]
-
-
 def make_outputs(out: str | None, name: str, obj: dict[str, Any], n_forms: int | None = None,
                  adversarial: bool = False, inputs: Sequence[str] = ()) -> list[Path]:
     """The folders a make command writes, each checked writable before any work: ``out`` (default
-    ``probegen_out/datasets/<name>``), then with ``adversarial`` its twin ``<out>-twin``; with ``n_forms``
-    its forms instead (:func:`form_paths`)."""
+    ``probegen_out/datasets/<name>``), then with ``adversarial`` its twin ``<out>-twin``; with ``n_forms`` K
+    its forms instead, the sibling folders ``<out>-form1`` .. ``<out>-formK``."""
     from probegen.io import ensure_writable
 
     path = Path(out) if out else DEFAULT_ROOT / "datasets" / name
     if n_forms and adversarial:
         raise ProbegenError("--forms is not available with --adversarial; drop one of them")
-    paths = form_paths(path, n_forms) if n_forms else [path, path.with_name(path.name + "-twin")][: 1 + adversarial]
+    if n_forms:
+        paths = [path.with_name(f"{path.name}-form{i}") for i in range(1, n_forms + 1)]
+    else:
+        paths = [path, path.with_name(path.name + "-twin")][: 1 + adversarial]
     for p in paths:
         ensure_writable(p, replace=True, inputs=[*inputs, obj.get("wordnet"), obj.get("semcor")], writer="dataset")
     return paths

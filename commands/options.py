@@ -133,6 +133,9 @@ class MethodCommand(click.Command):
 #: every ``--seed``: a non-negative integer that numpy's and scikit-learn's seeding take (below
 #: 2**32); anything else is click's usage error (exit 2), never a traceback deep in a run
 SEED = checked_type(opts.SEED)
+PROBE = click.option("--probe", default=None, type=checked_type(opts.PROBE), metavar="PROBE",
+                     help="WordNetQA release files: the probe type of every row (definitions, hypernymy, hyponymy, "
+                          "synonymy, dictionary) [default: from the file name, else the notes; never the id].")
 
 
 #: progress and notes: to stderr, so stdout holds only a command's results (click's own writer, handed to the

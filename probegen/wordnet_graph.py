@@ -1,12 +1,9 @@
 """A networkx view of WordNet that every generator walks instead of calling nltk ad hoc.
 
-Nodes are synset names (``dog.n.01``) carrying ``pos``, ``lemmas``, ``definition``,
-``examples``, ``depth`` (min depth from a root) and ``offset``. Edges go hypernym -> hyponym;
-``type`` is ``"hypernym"`` or ``"instance"`` (instance hypernymy). Children are always returned
-sorted by name, because nltk's hyponym order is not stable between runs.
-
-The graph is built once from the WordNet files (~15 s) and cached as a pickle keyed by the
-WordNet checksum, so later commands load it in a couple of seconds.
+Nodes are synset names (``dog.n.01``) carrying ``pos``, ``lemmas``, ``definition``, ``examples``,
+``depth`` (min depth from a root) and ``offset``. Edges go hypernym -> hyponym, ``type``
+``"hypernym"`` or ``"instance"``. Neighbours are sorted by name (nltk's order is not stable). Built
+once (~15 s) and cached as a pickle keyed by the WordNet checksum.
 """
 
 from __future__ import annotations
@@ -30,12 +27,9 @@ log = logging.getLogger(__name__)
 
 
 def build_graph(resource: Any) -> nx.DiGraph:
-    """Build the hypernym -> hyponym DiGraph from a :class:`~probegen.lexicon.LexicalResource`
-    (or an nltk WordNet reader, wrapped as WNDB), all parts of speech.
-
-    Hypernymy and instance hypernymy are edges; every other relation is kept per node in
-    ``relations`` (relation -> sorted tuple of targets) and lemma antonymy in ``antonyms``.
-    """
+    """The hypernym -> hyponym DiGraph of a :class:`~probegen.lexicon.LexicalResource` (or an nltk
+    reader); other relations are kept per node in ``relations`` (relation -> sorted targets) and
+    lemma antonymy in ``antonyms``."""
     from .lexicon.base import LexicalResource
     from .lexicon.wndb import NltkWordNet
 
@@ -72,19 +66,15 @@ def build_graph(resource: Any) -> nx.DiGraph:
 
 
 def min_depths(g: nx.DiGraph) -> dict[str, int]:
-    """Each node's min depth over all hypernym paths (roots have depth 0), by BFS from the roots.
-
-    A few verbs sit only on a hypernym cycle (restrain.v.01 <-> inhibit.v.04), unreachable from
-    any root: they get the depth of their nearest reached relative + 1, so every node has one.
+    """Each node's min depth over all hypernym paths (roots have depth 0), by BFS from the roots; a
+    node only on a cycle (restrain.v.01 <-> inhibit.v.04) gets its nearest reached relative's + 1.
 
     >>> g = nx.DiGraph([("a", "b"), ("b", "c"), ("a", "c")])
     >>> min_depths(g)
     {'a': 0, 'b': 1, 'c': 1}
     """
-    depth: dict[str, int] = {}
     queue = deque(sorted(n for n in g if g.in_degree(n) == 0))
-    for n in queue:
-        depth[n] = 0
+    depth: dict[str, int] = dict.fromkeys(queue, 0)
     while queue:
         n = queue.popleft()
         for c in sorted(g.successors(n)):
@@ -110,13 +100,9 @@ KNOWN_CYCLES = frozenset({frozenset({("v", "restrain"), ("v", "inhibit")})})
 
 
 def check_hierarchy(g: nx.DiGraph, source: str) -> None:
-    """Raise a DatasetError naming the first hypernym (or instance) cycle of ``g`` other than
-    WordNet 3.0's own (:data:`KNOWN_CYCLES`): on a cycle a synset is a type of its own hyponym,
-    so depths, ancestors and every gold answer built from them would be wrong.
-
-    Strongly connected components find every cycle in linear time; the message walks one of them
-    in is-a order (``a -> b``: a is a type of b).
-    """
+    """Raise a DatasetError naming the first hypernym (or instance) cycle of ``g`` other than WordNet
+    3.0's own (:data:`KNOWN_CYCLES`): on a cycle, depths, ancestors and gold answers would be wrong.
+    The message walks it in is-a order (``a -> b``: a is a type of b)."""
     from .errors import DatasetError
 
     def label(n: str) -> str:
@@ -170,20 +156,15 @@ class WordNetGraph:
     # ---- relations ---------------------------------------------------------------------------
     def children(self, s: str, instances: bool = False) -> list[str]:
         """Direct hyponyms (and instance hyponyms if asked), sorted by name."""
-        return sorted(
-            c for c in self.g.successors(s) if instances or self.g.edges[s, c]["type"] == "hypernym"
-        )
+        return sorted(c for c in self.g.successors(s) if instances or self.g.edges[s, c]["type"] == "hypernym")
 
     def parents(self, s: str, instances: bool = False) -> list[str]:
         """Direct hypernyms (and instance hypernyms if asked), sorted by name."""
-        return sorted(
-            p for p in self.g.predecessors(s) if instances or self.g.edges[p, s]["type"] == "hypernym"
-        )
+        return sorted(p for p in self.g.predecessors(s) if instances or self.g.edges[p, s]["type"] == "hypernym")
 
     def grandchildren(self, s: str, instances: bool = False) -> list[str]:
         """Hyponyms of hyponyms, deduplicated and sorted (a synset reached twice counts once)."""
-        out = {gc for c in self.children(s, instances) for gc in self.children(c, instances)}
-        return sorted(out)
+        return sorted({gc for c in self.children(s, instances) for gc in self.children(c, instances)})
 
     def ancestors(self, s: str, max_hops: int, instances: bool = True) -> dict[str, int]:
         """Every ancestor within ``max_hops`` with its shortest distance (1 = parent)."""
@@ -208,11 +189,8 @@ class WordNetGraph:
         return dict(sorted(dist.items()))
 
     def related(self, s: str, relation: str) -> list[str]:
-        """Direct neighbours of ``s`` by ``relation`` (any of :data:`probegen.lexicon.QUERYABLE`), sorted.
-
-        ``hypernym``/``hyponym`` follow plain hypernymy, ``instance_*`` instance links; ``antonym``
-        lifts lemma antonymy to synsets.
-        """
+        """Direct neighbours of ``s`` by ``relation`` (any of :data:`probegen.lexicon.QUERYABLE`), sorted;
+        ``hypernym``/``hyponym`` follow plain hypernymy only, ``antonym`` lifts lemma antonymy to synsets."""
         from .lexicon.base import QUERYABLE
 
         if relation not in QUERYABLE:
@@ -236,11 +214,8 @@ class WordNetGraph:
         return sorted(out)
 
     def sister_family(self, s: str, depth: int) -> dict[str, int]:
-        """Siblings of ``s`` plus their descendants down to ``depth - 1`` levels.
-
-        Values are the level below the sibling (0 = the sibling itself). WordNetQA calls
-        this the sister family of depth l.
-        """
+        """WordNetQA's sister family of depth ``depth``: siblings of ``s`` plus their descendants down to
+        ``depth - 1`` levels, each with its level below the sibling (0 = the sibling itself)."""
         fam: dict[str, int] = {}
         for sib in self.siblings(s):
             fam.setdefault(sib, 0)
@@ -268,9 +243,8 @@ def _graph_cache_path(sha256: str) -> Path:
 
 @lru_cache(maxsize=4)
 def load_graph(wordnet_path: str | None = None) -> WordNetGraph:
-    """The cached graph of a wordnet: ``wordnet_path`` is a source string (``None``/``pwn30``,
-    ``pwn31``, a WNDB folder, WN-LMF, see :mod:`probegen.lexicon.sources`). Built on first use
-    and cached keyed by the resource's sha256; a damaged cache file is rebuilt with a warning."""
+    """The cached graph of a wordnet source string (:mod:`probegen.lexicon.sources`), built on first use;
+    a damaged cache file is rebuilt with a warning."""
     from .lexicon.sources import open_resource
 
     resource = open_resource(wordnet_path)

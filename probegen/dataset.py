@@ -1,20 +1,10 @@
-"""The one dataset container: records plus the manifest that says how they were made, read,
-checked and written the same way for every kind.
+"""The one dataset container: records plus the manifest that says how they were made.
 
-A probegen dataset is a directory with one records file (JSONL, one record a line:
-``groups.jsonl`` for CoDA21, ``items.jsonl`` for the others), any extra files a kind adds (a
-WordNetQA release copy) and ``manifest.json``: kind, config, seed, data checksums, counts and the
-sha256 of every file (``files``). It is written as a whole directory renamed into place once,
-with probegen's output marker (:func:`probegen.io.atomic_dir`), so an interrupted write leaves an
-earlier dataset whole; reading one checks every file against the manifest and the marker first
-(:func:`probegen.io.verify_files`), so an edited or half-copied dataset is an error, never read.
-
-Each kind's container (:class:`~probegen.coda21.dataset.Coda21Dataset`,
-:class:`~probegen.wordnetqa.dataset.WordNetQADataset`,
-:class:`~probegen.wordincontext.dataset.WicDataset`) is a dataclass on :class:`Dataset` that
-says only what differs: its records file, record class (a :class:`probegen.items.Item`), the
-name of its records field, and its title in messages; its module keeps the formats only it reads
-(the CoDA21 and WordNetQA releases, the generic JSONL and WiC copies).
+A dataset is a directory with one JSONL records file, any extra files a kind adds and
+``manifest.json`` (kind, config, seed, checksums, counts, every file's sha256), written as a whole
+(:func:`probegen.io.atomic_dir`) and checked against the manifest before it is read
+(:func:`probegen.io.verify_files`). Each kind's container is a dataclass on :class:`Dataset` that
+says only what differs: its records file, record class, records field and title.
 """
 
 from __future__ import annotations
@@ -37,9 +27,8 @@ R = TypeVar("R", bound=Item)
 
 
 def find(path: str | Path) -> Path:
-    """``path`` as a Path, once what an interrupted write of it left is finished (:func:`probegen.io.recover`);
-    a DatasetError if there is nothing there, or something that is neither a regular file nor a
-    folder (a FIFO, a device: :func:`probegen.io.check_regular`, refused unread)."""
+    """``path`` as a Path, once an interrupted write of it is finished (:func:`probegen.io.recover`); a
+    DatasetError if it is missing or neither a regular file nor a folder."""
     p = Path(path)
     io.recover(p)
     if not p.exists():
@@ -49,9 +38,8 @@ def find(path: str | Path) -> Path:
 
 
 class Dataset:
-    """Records (``records``, named ``records_field`` in each kind), the ``manifest`` and the
-    ``source`` they were read from; see the module doc. Subclasses are dataclasses whose fields
-    are (records, manifest, source) in that order.
+    """Records (named ``records_field`` in each kind), the ``manifest`` and the ``source`` they were read
+    from; subclasses are dataclasses with the fields (records, manifest, source) in that order.
 
     >>> import tempfile
     >>> from probegen.contexts import Context
@@ -86,9 +74,8 @@ class Dataset:
         return io.sha256_text(self.fingerprint_sep.join(json.dumps(r.to_json(), sort_keys=True) for r in self.records))
 
     def write(self, out: str | Path, extra: Callable[[Path], Iterable[str]] | None = None) -> Path:
-        """Write the records file, the files ``extra(tmp)`` writes into the new directory (it
-        returns their names), and ``manifest.json`` with every file's sha256 (``files``), as one
-        directory renamed into place once (an earlier dataset at ``out`` stays whole until then)."""
+        """Write the records file, the files ``extra(tmp)`` writes (it returns their names) and
+        ``manifest.json`` with every file's sha256, as one directory renamed into place."""
         out = Path(out)
         with io.atomic_dir(out) as tmp:
             io.write_jsonl(tmp / self.records_file, (r.to_json() for r in self.records))
@@ -98,9 +85,8 @@ class Dataset:
 
     @classmethod
     def read_manifest(cls, root: Path, kinds: Collection[str] | None = None) -> dict[str, Any]:
-        """The manifest of the dataset directory ``root`` ({} if it has none), once its ``kind``
-        is one of ``kinds`` (when given) and every file it and the output marker list matches its
-        sha256 (DatasetError naming the first that does not)."""
+        """The manifest of the dataset directory ``root`` ({} if none), once its ``kind`` is one of
+        ``kinds`` (when given) and every file it lists matches its sha256 (else DatasetError)."""
         mf = root / MANIFEST_FILE
         if not mf.exists():
             return {}
@@ -122,9 +108,8 @@ class Dataset:
     @classmethod
     def read_records(cls, path: Path, parse: Callable[[Any], Any] | None = None,
                      rows: Iterable[tuple[int, Any]] | None = None) -> list[Any]:
-        """Every row of the JSONL file ``path`` (or its already read ``rows``) as a record
-        (``parse``: the record class's ``from_json``); the first bad one raises a DatasetError
-        prefixed ``FILE:LINE:``."""
+        """Every row of the JSONL file ``path`` (or its read ``rows``) as a record (``parse``); a bad one is
+        a DatasetError ``FILE:LINE:``."""
         parse = parse or cls.record.from_json
         out = []
         for line, d in io.iter_jsonl(path) if rows is None else rows:

@@ -1,23 +1,12 @@
-"""Exports that other tools run: an lm-evaluation-harness task folder and a Hugging Face folder.
+"""Exports that other tools run: an lm-evaluation-harness task folder and a Hugging Face folder,
+both written from one list of multiple-choice *docs* (probegen's own causal-LM query, the choices
+in order, the gold index) that the kind makes (:meth:`probegen.tasks.Exportable.export_docs`).
 
-Both formats are written from one list of multiple-choice *docs*: probegen's own causal-LM
-query for an item (rendered by the family's renderer, never a new template), its choices in the
-presented order and the gold index. The kind makes its docs (:meth:`probegen.tasks.Exportable.export_docs`,
-e.g. :func:`probegen.wordnetqa.export.wordnetqa_docs`, :func:`probegen.coda21.export.coda21_docs`);
-this module only writes them.
-
-``lm-eval`` writes ``task.yaml`` + ``docs.jsonl`` (+ README.md, manifest.json). lm-eval scores a
-choice as ``(doc_to_text, target_delimiter + choice)`` after moving the context's trailing
-whitespace into the continuation; probegen's causal scorer uses :func:`boundary_split`. With an
-empty ``target_delimiter`` and a doc text of ``context + lead`` (:func:`lm_eval_text`), the two
-give the same (context, continuation) strings, hence the same tokens and log-probs: lm-eval's
-``acc`` is ``probegen eval``'s accuracy (summed log-probs, ``--length-norm none``) and
-``acc_norm`` is ``--length-norm chars`` (both divide by the choice's length in characters).
-
-``hf`` writes ``data/<split>.parquet`` and a dataset card (README.md with ``configs`` front
-matter and the manifest), loadable with ``datasets.load_dataset(DIR)``.
-
-Each output folder is written beside ``--out`` and renamed into place once.
+``lm-eval``: ``task.yaml`` + ``docs.jsonl`` (+ README.md, manifest.json). With an empty
+``target_delimiter`` and a doc text of ``context + lead`` (:func:`lm_eval_text`), lm-eval scores the
+same (context, continuation) strings as probegen's :func:`boundary_split`, so its ``acc`` is
+``probegen eval``'s accuracy and ``acc_norm`` is ``--length-norm chars``. ``hf``:
+``data/<split>.parquet`` and a dataset card, loadable with ``datasets.load_dataset(DIR)``.
 """
 
 from __future__ import annotations
@@ -46,8 +35,7 @@ SPLITS = ("train", "dev", "test")
 
 # ---- lm-evaluation-harness ----------------------------------------------------------------------
 def lm_eval_split(context: str, continuation: str) -> tuple[str, str]:
-    """lm-evaluation-harness's (context, continuation) before tokenising: trailing whitespace of
-    the context moves to the continuation (``TemplateLM._encode_pair``).
+    """lm-eval's (context, continuation) before tokenising: the context's trailing whitespace moves over.
 
     >>> lm_eval_split("Definition of bkatuhla is ", "a dog")
     ('Definition of bkatuhla is', ' a dog')
@@ -57,8 +45,7 @@ def lm_eval_split(context: str, continuation: str) -> tuple[str, str]:
 
 
 def lm_eval_text(query: str, choices: Sequence[str]) -> str:
-    """The doc text that, with ``target_delimiter: ""``, makes lm-eval score every choice on
-    exactly the strings probegen's causal scorer scores (:func:`boundary_split`).
+    """The doc text that, with ``target_delimiter: ""``, makes lm-eval score probegen's strings.
 
     >>> lm_eval_text("Definition of bkatuhla is", ["a dog", "a cat"])
     'Definition of bkatuhla is '
@@ -286,10 +273,8 @@ def export(dataset: str | Path, fmt: str, out: str | Path, split: str | None = N
            nonce: str | None = None, pattern: str | None = None, task: str | None = None, kind: Any = None) -> str:
     """Export a probegen dataset as ``fmt`` (``lm-eval`` or ``hf``) into the folder ``out``.
 
-    Returns a one-line summary. ``split``: WordNetQA only. ``seed`` (default 0), ``nonce`` and
-    ``pattern``: CoDA21 only, rendering it exactly as ``probegen eval`` does with the same options
-    (WordNetQA is exported as the full question, where they change nothing). ``kind``: the dataset's
-    task once the caller checked the options (:func:`check_export`; None: detected and checked here).
+    Returns a one-line summary. ``split``: WordNetQA only. ``seed``, ``nonce``, ``pattern``: CoDA21
+    only, rendered as ``probegen eval`` does. ``kind``: the task, once checked (:func:`check_export`).
     """
     from . import tasks
 

@@ -1,17 +1,6 @@
-"""The one item protocol every probe record builds on.
-
-A dataset is a list of records, one JSON object a line of its records file, plus a manifest
-(:class:`probegen.dataset.Dataset`). Each kind has its record class, built on :class:`Item`:
-
-- CoDA21: :class:`probegen.coda21.items.Group`, k synsets whose contexts are aligned to their
-  definitions (each a :class:`~probegen.coda21.items.Member`);
-- WordNetQA: :class:`probegen.wordnetqa.items.MCItem`, one multiple-choice question;
-- word in context: :class:`probegen.wordincontext.items.WicItem`, a pair, a choice or a label.
-
-Every record has an ``id`` and a part of speech ``pos`` (empty when a file does not say), hides
-its target word in one or more :class:`~probegen.contexts.Context` s (``targets()``), and reads
-and writes itself as one JSON object (``to_json`` / ``from_json``). The layouts differ by kind
-and predate this module: each ``to_json`` writes its kind's layout byte for byte as before.
+"""The one item protocol every probe record builds on (CoDA21 ``Group``, WordNetQA ``MCItem``,
+``WicItem``): an ``id``, a part of speech ``pos`` ("" when a file does not say), its hidden targets
+(``targets()``) and one JSON object per record in its kind's own layout (``to_json``/``from_json``).
 """
 
 from __future__ import annotations
@@ -25,9 +14,7 @@ __all__ = ["Item"]
 
 
 class Item(ABC):
-    """One record of a dataset (a line of its records file); see the module doc.
-
-    ``what`` names the record in error messages ("malformed CoDA21 group g7: ...").
+    """One record of a dataset (a line of its records file); ``what`` names it in error messages.
 
     >>> from probegen.wordincontext.items import WicItem
     >>> it = WicItem("q1", "bank", "n", Context("a bank loan", (2, 6)), choices=("x", "y"), gold=1, unit="bank")

@@ -1,14 +1,8 @@
 """Progress bars that read well on a terminal and in a log file.
 
-On a terminal this is tqdm's usual bar, redrawn in place. When stderr is a file or a pipe (a
-Slurm log, CI, ``2> run.log``), tqdm's carriage-return redraws would pile up into one endless
-line; there each update becomes its own line, at most one every ``LOG_INTERVAL`` seconds across
-all of probegen's bars, and each bar's final state is always written.
-
-The interval is kept here, not left to tqdm: tqdm's monitor thread redraws a bar whose last redraw
-is older than its ``maxinterval`` (10 s) whatever its ``mininterval``, which gave a line every
-11-22 s. Third-party bars (sentence-transformers' "Batches") are turned off where probegen calls
-them and replaced by one of these.
+On a terminal, tqdm's bar redrawn in place; when stderr is a file or a pipe, each update is its own
+line, at most one every ``LOG_INTERVAL`` seconds across all bars, the final state always. The
+interval is kept here: tqdm's monitor thread redraws after ``maxinterval`` whatever ``mininterval``.
 """
 
 from __future__ import annotations
@@ -32,8 +26,7 @@ _lock = threading.Lock()
 
 class _LogLines:
     """A file-like stream for tqdm that turns ``\\r`` redraws into plain lines: one at most every
-    ``LOG_INTERVAL`` seconds (of :data:`_clock`, shared by every bar), the bar's last state always
-    (tqdm ends a bar it leaves with a bare newline: the redraw held back then is written)."""
+    ``LOG_INTERVAL`` seconds (shared by every bar), the bar's last state always."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream

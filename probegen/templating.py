@@ -31,8 +31,7 @@ def default_nonce() -> str:
 
 
 def dataset_nonce(manifest: dict[str, Any] | None) -> str:
-    """The made-up word a dataset asks for (its manifest's ``nonce``, set by a probe spec), else
-    the default.
+    """The made-up word a dataset asks for (its manifest's ``nonce``), else the default.
 
     >>> dataset_nonce({"nonce": "wugaflor"}), dataset_nonce({})
     ('wugaflor', 'bkatuhla')
@@ -41,9 +40,7 @@ def dataset_nonce(manifest: dict[str, Any] | None) -> str:
 
 
 def coda21_patterns(pattern: str | None = None) -> dict[str, str]:
-    """Per-POS pattern strings for a named pattern, or a literal pattern containing ``{m}``.
-
-    ``{m}`` (the made-up word) is the only placeholder; a literal brace is written ``{{`` or ``}}``.
+    """Per-POS pattern strings for a named pattern, or a literal pattern whose one placeholder is ``{m}``.
 
     >>> coda21_patterns("{m} means")
     {'n': '{m} means', 'v': '{m} means'}
@@ -186,8 +183,7 @@ def _check_probe_block(block: Any, where: str) -> None:
 
 
 def check_fields(text: str, allowed: Collection[str], where: str) -> None:
-    """Fail now on a placeholder that filling in would crash on (or fill in oddly): an unknown name
-    (``{0}``, ``{word.x}``, ``{word[0]}``), a format spec (``{word:d}``) or a conversion (``{word!r}``).
+    """Fail now on a placeholder filling in would crash on: an unknown name, a format spec or a conversion.
 
     >>> check_fields("In {sentence}, {word:d} means", ("sentence", "word"),
     ...               "q.yaml: probes.x.templates[0].stem")  # doctest: +NORMALIZE_WHITESPACE

@@ -70,10 +70,8 @@ def remove_span(tokens: list[str] | tuple[str, ...], span: tuple[int, int]) -> s
 
 
 def split_at_span(tokens: list[str] | tuple[str, ...], span: tuple[int, int]) -> tuple[str, str, str]:
-    """(left text, target text, right text) with the boundary spaces kept on the target side.
-
-    ``left + target + right`` equals ``detokenize(tokens)``; the target starts with its leading
-    space (if any), which is how a causal LM sees a word inside a sentence.
+    """(left, target, right) texts joining to ``detokenize(tokens)``, the target with its leading space
+    (as a causal LM sees a word inside a sentence).
 
     >>> split_at_span(["The", "mice", "saw", "ice", "."], (3, 4))
     ('The mice saw', ' ice', '.')

@@ -1,12 +1,9 @@
 """Choosing the group members a reference model finds most confusable (pure functions over score tables).
 
-For a CoDA21 group the reference model's score matrix ``M`` has contexts as rows and definitions
-as columns, gold on the diagonal. Swapping the definitions of rows i and j changes the summed
-alignment score by ``gain_ij = M_ij + M_ji - M_ii - M_jj``; row and column offsets (a long
-definition's low log-probability under every context, a context that makes every definition
-likely) cancel, so gains compare across LMs, embeddings and reductions. Members are added greedily:
-the one that makes the reference model's best alignment of the group worst (most rows wrong),
-then the largest summed swap gain with the members so far, never breaking the similarity cap.
+Swapping the definitions of rows i and j of a group's score matrix ``M`` (gold on the diagonal)
+changes the alignment score by ``gain_ij = M_ij + M_ji - M_ii - M_jj``, in which row and column
+offsets cancel. Members are added greedily: most rows wrong in the best alignment, then the largest
+summed swap gain, never breaking the similarity cap.
 """
 
 from __future__ import annotations
@@ -31,10 +28,8 @@ def swap_gains(m: np.ndarray) -> np.ndarray:
 
 
 def alignment_errors(m: np.ndarray) -> int:
-    """Rows that the best one-to-one alignment of ``m`` sends away from the diagonal.
-
-    The diagonal is nudged down by a hair first, so an alignment that merely ties with gold
-    counts as wrong: the evaluator breaks ties at random, never in the gold's favour.
+    """Rows that the best one-to-one alignment of ``m`` sends away from the diagonal (nudged down by a hair:
+    a tie with gold counts as wrong, since the evaluator breaks ties at random).
 
     >>> alignment_errors(np.ones((3, 3)))   # all tied: counted as fully confusable
     3
@@ -56,9 +51,8 @@ def most_confusable(
 ) -> list[int] | None:
     """Indices of ``k`` candidates whose group the reference model aligns worst, or None.
 
-    ``scores`` is the reference model's n x n context-by-definition matrix over all candidates,
-    ``similarity`` their definition cosine similarities; no chosen pair may exceed
-    ``max_similarity``. Deterministic: ties go to the lower index.
+    ``scores``: the n x n context-by-definition matrix; no chosen pair's ``similarity`` may exceed
+    ``max_similarity``; ties go to the lower index.
 
     >>> s = np.eye(4) * 5; s[0, 1] = s[1, 0] = 6           # 0 and 1 swap: the model confuses them
     >>> most_confusable(s, np.zeros((4, 4)), 2, 0.8)

@@ -1,20 +1,6 @@
-"""Building a probe spec: each item shape is a kind's (the kind registers its section,
-:meth:`probegen.tasks.SpecBuildable.spec_section`) and maps onto its generator, so a spec's output
-is a dataset of that kind that ``probegen stats/eval/bias/export`` read unchanged. Built in:
-
-- ``alignment`` -> :class:`probegen.coda21.config.Coda21Config` (members ``relation.hops`` steps of
-  ``relation.name`` from a shared synset; ``min_semcor`` is the clean/noisy threshold);
-- ``multiple_choice`` -> :class:`probegen.wordnetqa.config.WordNetQAConfig` (a built-in probe, or a
-  relation probe whose templates the manifest records as ``probe_templates``);
-- ``wic_pair`` -> :class:`probegen.wordincontext.wic.WicConfig`.
-
-The manifest gets a ``spec`` block: the canonical JSON of the spec (as data) and its sha256.
-Everything else in the output equals what the matching ``probegen make`` command writes.
-
-The mapping of a shape is its kind's (:meth:`probegen.tasks.SpecBuildable.spec_config`,
-:meth:`~probegen.tasks.SpecBuildable.build_from_spec`, in :mod:`probegen.coda21.spec`,
-:mod:`probegen.wordnetqa.spec` and :mod:`probegen.wordincontext.spec`); this module dispatches
-through the task the registry names for the spec's shape.
+"""Building a probe spec: each item shape is a kind's (:meth:`probegen.tasks.SpecBuildable.spec_config`,
+:meth:`~probegen.tasks.SpecBuildable.build_from_spec`), so a spec's output is the dataset the matching
+``probegen make`` writes, plus a manifest ``spec`` block (the spec's canonical JSON and its sha256).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ held-out units: a drop means the shortcut is gone, below chance that the filter 
 from __future__ import annotations
 
 import dataclasses
+import json
 import zlib
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from probegen.errors import ProbegenError
-from probegen.tasks import Dataset, Task
+from probegen.io import sha256_text
 from probegen.tasks.bias_inputs import FilterInputs
 
 from .aflite import FilterSettings, aflite, alignment_predictor, choice_predictor
@@ -194,20 +195,11 @@ def check_holdout(holdout: float) -> None:
         raise ProbegenError(f"--holdout must lie strictly between 0 and 1, got {holdout}")
 
 
-def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
-                   log: Callable[[str], None] = print, task: Task | None = None) -> dict[str, Any]:
-    """Hold out concepts, filter the rest of the dataset at ``path`` into ``out``; returns the
-    manifest's ``filter`` record. ``task``: the dataset's task once the caller checked it and ``s``
-    (None: detected and checked here)."""
-    from probegen import tasks
-
-    if task is None:  # a direct library call (`probegen filter` checked its request already)
-        check_holdout(s.holdout)
-        task = tasks.detect(path)
-    if not isinstance(task, tasks.Filterable):  # `probegen filter` checks it with its options
-        raise tasks.incapable(task, "filter", path)
-    data = task.load(path, ablations=True)
-    adapter = adapter_of(task.artefact_inputs(data), task.name)
+def filter_units(inputs: FilterInputs, kind: str, s: FilterSettings, path: str | Path, manifest: dict[str, Any],
+                 log: Callable[[str], None] = print) -> tuple[Any, dict[str, Any]]:
+    """Hold out concepts and filter the rest of a dataset's views (``inputs``, of ``kind``, read from ``path``
+    with ``manifest``): (the kept dataset, the manifest's ``filter`` record)."""
+    adapter = adapter_of(inputs, kind)
     units = adapter.units()
     concepts = list(adapter.inputs.concepts)
     held = heldout_concepts(concepts, s.holdout, s.seed)
@@ -228,19 +220,17 @@ def filter_dataset(path: str | Path, out: Path, s: FilterSettings,
     before = adapter.controls(units, rest, [np.ones_like(a) for a in alive], test, min_rows, s.seed)
     after = _paired(before, adapter.controls(units, rest, alive, test, min_rows, s.seed), units, test, adapter, s.seed)
     kept, removed, dropped = adapter.kept(units, rest, alive, min_rows, [(rest[i], j) for i, j in res["removed"]])
-    record = _record(path, data, s, adapter, held, [units[i].id for i in test], res, removed, dropped, before, after)
-    manifest = {**data.manifest, "filter": record}
-    manifest["counts"] = task.counts(kept)
-    task.write(dataclasses.replace(kept, manifest=manifest), out)
-    return record
+    return kept, _record(path, manifest, s, adapter, held, [units[i].id for i in test], res, removed, dropped, before,
+                         after)
 
 
-def _record(path: str | Path, data: Dataset, s: FilterSettings, adapter: Any, held: set[str], held_ids: list[str],
-            res: dict[str, Any], removed: list[str], dropped: list[str], before: list, after: list) -> dict[str, Any]:
+def _record(path: str | Path, manifest: dict[str, Any], s: FilterSettings, adapter: Any, held: set[str],
+            held_ids: list[str], res: dict[str, Any], removed: list[str], dropped: list[str], before: list[Any],
+            after: list[Any]) -> dict[str, Any]:
     """The manifest's ``filter`` record."""
     return {
         "source": str(path),
-        "source_manifest_sha256": _manifest_hash(data),
+        "source_manifest_sha256": sha256_text(json.dumps(manifest, sort_keys=True)),
         "method": "AFLite: per-row predictability over random cluster-grouped splits; most predictable rows removed"
                   + adapter.method_note,
         "control": adapter.what,
@@ -283,14 +273,6 @@ def per_probe_predictor(views: list) -> Any:
         return out
 
     return predict
-
-
-def _manifest_hash(data: Dataset) -> str:
-    import json
-
-    from probegen.io import sha256_text
-
-    return sha256_text(json.dumps(data.manifest, sort_keys=True))
 
 
 def summary(record: dict[str, Any]) -> str:

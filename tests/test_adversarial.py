@@ -236,7 +236,9 @@ def test_filter_holds_out_concepts_and_measures_the_controls_on_them(tmp_path, m
     shown = []
     real = F.per_probe_predictor
     monkeypatch.setattr(F, "per_probe_predictor", lambda views: shown.extend(views) or real(views))
-    rec = F.filter_dataset(tmp_path / "src", tmp_path / "out", A.FilterSettings(budget=60, splits=4), log=lambda m: None)
+    from probegen.run.filtering import filter_dataset
+
+    rec = filter_dataset(tmp_path / "src", tmp_path / "out", A.FilterSettings(budget=60, splits=4), log=lambda m: None)
     out = D.load(tmp_path / "out")
 
     held = set(rec["held_out"]["ids"])

@@ -335,7 +335,7 @@ def test_eval_compare_filter_resolve_models_first(tmp_path, monkeypatch):
     code, _, err = run("compare", str(d), str(d), "--model", "glove-50d", "--model", "no-such-model-xyz",
                        "--out", str(tmp_path / "c"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")
-    monkeypatch.setattr("probegen.diagnostics.filtering.filter_dataset", never("filtering"))
+    monkeypatch.setattr("probegen.run.filtering.filter_dataset", never("filtering"))
     code, _, err = run("filter", str(d), "--artefacts", "--budget", "1", "--model", "no-such-model-xyz",
                        "--out", str(tmp_path / "f"), env=OFFLINE)
     assert_one_line_error(code, err, "no-such-model-xyz")

@@ -196,7 +196,9 @@ def check_filter_request(req: FilterRequest, runner: Runner) -> Any:
 def run_filter_request(req: FilterRequest, runner: Runner, echo: Log) -> None:
     """``probegen filter``: check ``req``, filter, then each model's bias before/after (``echo``: summaries)."""
     from probegen.diagnostics.aflite import FilterSettings
-    from probegen.diagnostics.filtering import filter_dataset, summary
+    from probegen.diagnostics.filtering import summary
+
+    from .filtering import filter_dataset
 
     task = check_filter_request(req, runner)
     src, out_dir = Path(req.dataset), req.out_dir()

@@ -5,12 +5,15 @@ subsets are the parts of speech; the controls are alignment controls over the gr
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from ..tasks.bias_inputs import LABEL, AlignmentView, BiasInputs, FilterInputs, UnitTable
 from .items import Group
+
+if TYPE_CHECKING:
+    from .dataset import Coda21Dataset
 
 POS_NAMES = (("n", "noun"), ("v", "verb"))
 
@@ -41,7 +44,7 @@ def alignment_views(groups: Sequence[Group]) -> list[AlignmentView]:
                           tuple(it.synset for it in g.items)) for g in groups]
 
 
-def bias_inputs(data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+def bias_inputs(data: Coda21Dataset, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
     """What ``probegen bias`` measures of a scored CoDA21 dataset: POS subsets, alignment controls, entropy."""
     groups = list(data.groups)
     present = {g.pos for g in groups}
@@ -60,7 +63,7 @@ def bias_inputs(data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInpu
     )
 
 
-def filter_inputs(data: Any) -> FilterInputs:
+def filter_inputs(data: Coda21Dataset) -> FilterInputs:
     """A CoDA21 dataset as AFLite reads it: groups as alignment views (a row is a member), concepts
     the groups' ancestors; a group left with fewer than the dataset's ``k_min`` members is dropped."""
     import dataclasses

@@ -5,12 +5,15 @@ majority gold position; the strata are probe types (:data:`probegen.wordnetqa.ta
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..errors import ProbegenError
 from ..tasks.bias_inputs import BiasInputs, ChoiceView, FilterInputs, UnitTable, choice_view, unit_sums
+
+if TYPE_CHECKING:
+    from .dataset import WordNetQADataset
 
 
 def _gold(record: dict[str, Any]) -> tuple[int, int]:
@@ -59,7 +62,7 @@ def choice_views(items: Sequence[Any]) -> list[ChoiceView]:
     return [choice_view(it, i) for i, it in enumerate(items)]
 
 
-def bias_inputs(data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+def bias_inputs(data: WordNetQADataset, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
     """What ``probegen bias`` measures of a scored WordNetQA dataset: probe-type subsets, the
     choice-only control, sense and label entropy."""
     items = list(data.items)
@@ -79,11 +82,9 @@ def bias_inputs(data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInpu
     )
 
 
-def filter_inputs(data: Any) -> FilterInputs:
+def filter_inputs(data: WordNetQADataset) -> FilterInputs:
     """A WordNetQA dataset as AFLite reads it: items as choice views (one row each), concepts their synsets."""
-    import dataclasses
-
     items = list(data.items)
     return FilterInputs(concepts=[it.synset for it in items], concept_unit="synset", rows_name="WordNetQA items",
-                        keep=lambda alive: dataclasses.replace(data, items=[items[i] for i in alive]),
+                        keep=lambda alive: type(data)([items[i] for i in alive], data.manifest, data.source),
                         choice_views=choice_views(items))

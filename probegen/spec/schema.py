@@ -1,26 +1,16 @@
 """The probe spec schema: a small dataclass tree, read from YAML or JSON and checked field by field.
 
-A spec declares which concepts a probe is about (part of speech, depth, lexicographer files,
-SemCor frequency), the relation and hop range that link a concept to its answer (any relation
-the WordNet graph carries), the item shape (``alignment``: CoDA21 groups; ``multiple_choice``:
-WordNetQA items; ``wic_pair``: WiC-style pairs; or a plugin's), its contexts and, for a new
-multiple-choice probe, its question templates. A shape and its section are a kind's: this module
-names none of them and asks the registered kinds (:class:`SpecSection`, :func:`spec_sections`).
-Every problem is one ``ProbegenError`` line naming the file and
-the field::
-
-    templates/specs/x.yaml: concepts.pos: unknown part of speech 'adverb'; use noun or verb
-
-``load_spec(path, overrides)`` reads a file (``overrides`` are ``key.path=value`` strings whose
-values are YAML, applied before validation); ``Spec.canonical()`` is the sorted, compact JSON
-that the manifest records with its sha256.
+A spec declares the concepts, the relation and hop range to the answer, the item shape (a
+registered kind's: :func:`spec_sections`), its contexts and question templates. Every problem is
+one ``ProbegenError`` line naming the file and the field (``x.yaml: concepts.pos: unknown part of
+speech 'adverb'; use noun or verb``). ``Spec.canonical()`` is what the manifest records.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, TypeVar, cast
 
@@ -232,8 +222,7 @@ class Spec:
         return cast("dict[str, Any]", out)
 
     def part(self, cls: type[S], name: str) -> S:
-        """The shape's section as the kind's dataclass ``cls`` (``name``: the shape, for the message);
-        :func:`parse_spec` fills it with its defaults, so only a spec built by hand lacks it."""
+        """The shape's section as the kind's dataclass ``cls`` (``name``: the shape, for the message)."""
         return given(self.section if isinstance(self.section, cls) else None, name)
 
     def canonical(self) -> str:
@@ -255,8 +244,7 @@ class Spec:
 
 
 def given(section: S | None, name: str) -> S:
-    """A section that a checked spec of its shape has (:func:`parse_spec` fills the shape's sections with
-    their defaults); one line naming it if it is missing (a spec built by hand, not parsed).
+    """A section a checked spec of its shape has; one line naming it if missing (a spec built by hand).
 
     >>> given(None, "alignment")
     Traceback (most recent call last):
@@ -295,12 +283,7 @@ def _plain(obj: Any) -> Any:
 @dataclass(frozen=True)
 class SpecSection:
     """What a kind adds to the probe spec (:meth:`probegen.tasks.SpecBuildable.spec_section`): the
-    section written under its shape's name, its defaults and its checks. probegen's schema knows no
-    shape; it asks the registered kinds (:func:`spec_sections`)::
-
-        SpecSection(fields=Alignment, context_sources=("semcor", "examples"), contexts_max=10,
-                    min_semcor=5, scorer=True, forms=True, complete=..., check=_check_alignment)
-    """
+    section written under its shape's name, its defaults and its checks."""
 
     #: the section's frozen dataclass; each field a :func:`spec_field` (default, checker, doc)
     fields: type
@@ -318,16 +301,14 @@ class SpecSection:
     complete: Callable[[Spec], Spec] | None = None
     #: the shape's cross-field rules: one ProbegenError naming the field it blames
     check: Callable[[Spec], None] | None = None
-    #: the generator configuration of a spec of this shape, and the dataset built from it
-    #: (``build(spec, config, wordnet, semcor, progress, log, runner)``): the defaults of
-    #: :meth:`probegen.tasks.SpecBuildable.spec_config` and ``build_from_spec``
+    #: the generator configuration of a spec, and ``build(spec, config, wordnet, semcor, progress, log,
+    #: runner)``: the defaults of :meth:`probegen.tasks.SpecBuildable.spec_config` and ``build_from_spec``
     config: Callable[[Spec], Any] | None = None
     build: Callable[..., Any] | None = None
 
 
 def spec_sections() -> dict[str, SpecSection]:
-    """Shape -> section of every kind a spec can build (:class:`probegen.tasks.SpecBuildable`,
-    entry-point plugins included), sorted by shape.
+    """Shape -> section of every kind a spec can build (plugins included), sorted by shape.
 
     >>> list(spec_sections())[:3]
     ['alignment', 'multiple_choice', 'wic_pair']
@@ -346,9 +327,8 @@ def spec_sections() -> dict[str, SpecSection]:
 
 # ---- parsing ---------------------------------------------------------------------------------------
 def _parse(cls: type, raw: Any, where: str, shapes: dict[str, SpecSection] | None = None) -> Any:
-    """An instance of the dataclass ``cls`` from a mapping, checking every key (``where`` = its path).
-    ``shapes`` (the spec's top level) adds a key per registered shape: those sections are parsed where
-    ``cls`` has its ``shape_sections`` field, which holds them (shape -> section) until :func:`_complete`."""
+    """An instance of the dataclass ``cls`` from a mapping, checking every key (``where`` = its path);
+    ``shapes`` (top level only) adds a key per shape, parsed into the ``shape_sections`` field."""
     if not isinstance(raw, dict):
         raise ProbegenError(f"{where or 'the spec'}: expected a mapping, got {_kind(raw)}")
     shapes = shapes or {}
@@ -401,18 +381,12 @@ def parse_spec(raw: Any, path: str = "<spec>") -> Spec:
         _check(spec, shapes)
     except ProbegenError as e:
         raise ProbegenError(f"{path}: {e}") from None
-    return cast(Spec, _replace(spec, path=path))
-
-
-def _replace(obj: Any, **kw: Any) -> Any:
-    from dataclasses import replace
-
-    return replace(obj, **kw)
+    return replace(spec, path=path)
 
 
 def _complete(s: Spec, shapes: dict[str, SpecSection]) -> Spec:
-    """Fill the section the shape needs with its defaults (and the context and SemCor defaults its
-    kind declares); a section of another shape is an error."""
+    """Fill the shape's section and the context and SemCor defaults its kind declares; a section of
+    another shape is an error."""
     if not s.name:
         raise ProbegenError("name: missing (the dataset's name)")
     if not s.shape:
@@ -423,16 +397,15 @@ def _complete(s: Spec, shapes: dict[str, SpecSection]) -> Spec:
     sec = shapes[s.shape]
     concepts = s.concepts or Concepts()
     if concepts.min_semcor is None:
-        concepts = _replace(concepts, min_semcor=sec.min_semcor)
+        concepts = replace(concepts, min_semcor=sec.min_semcor)
     ctx = s.contexts or Contexts()
-    contexts = _replace(ctx, source=ctx.source or sec.context_sources[0], max=ctx.max or sec.contexts_max)
-    out = _replace(s, concepts=concepts, contexts=contexts, section=(s.section or {}).get(s.shape) or sec.fields())
+    contexts = replace(ctx, source=ctx.source or sec.context_sources[0], max=ctx.max or sec.contexts_max)
+    out = replace(s, concepts=concepts, contexts=contexts, section=(s.section or {}).get(s.shape) or sec.fields())
     return sec.complete(out) if sec.complete else out
 
 
 def _check(s: Spec, shapes: dict[str, SpecSection]) -> None:
-    """The rules that tie fields together (each error names the field it blames): the generic ones,
-    then the shape's own (:attr:`SpecSection.check`)."""
+    """The rules that tie fields together: the generic ones, then the shape's own (:attr:`SpecSection.check`)."""
     sec = shapes[s.shape]
     if s.contexts.source not in sec.context_sources:
         raise ProbegenError(f"contexts.source: shape {s.shape} takes {' or '.join(sec.context_sources)}, got "

@@ -38,21 +38,13 @@ def shared_data_candidates() -> list[Path]:
     for base in (REPO_ROOT, Path.cwd()):
         out.append(base.parent / "shared" / "data")
         out.append(base / "shared" / "data")
-    seen: list[Path] = []
-    for p in out:
-        if p not in seen:
-            seen.append(p)
-    return seen
+    return list(dict.fromkeys(out))
 
 
 def set_aside(path: Path, what: str, error: BaseException, then: str = "rebuilding it",
               companions: tuple[str, ...] = ()) -> Path | None:
-    """Move a damaged cache file out of the way and say so in one warning line.
-
-    ``path`` is renamed to ``<name>.corrupt-<time>`` (kept for inspection, never deleted), with its
-    ``companions`` (suffixes such as SQLite's ``-wal``/``-shm``) beside it; the caller then rebuilds
-    the cache. Returns the new path, or None if ``path`` was already gone (another process moved it).
-    """
+    """Rename a damaged cache file (and its ``companions`` suffixes, e.g. ``-wal``) to ``<name>.corrupt-<time>``,
+    kept for inspection, with one warning line; the new path, or None if ``path`` was already gone."""
     import logging
     import time
 

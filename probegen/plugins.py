@@ -1,9 +1,5 @@
-"""Loading third-party plugins from an entry-point group: one rule for every registry (kinds, methods).
-
-A plugin that fails to import, raises, or calls ``sys.exit()`` while being imported is one clear
-:class:`~probegen.errors.ProbegenError` line naming the entry point: never a traceback, and never a
-silent exit 0 with nothing written.
-"""
+"""Loading third-party plugins from an entry-point group: one rule for every registry. A plugin that
+fails to import, raises or calls ``sys.exit()`` is one ProbegenError line naming the entry point."""
 
 from __future__ import annotations
 
@@ -16,9 +12,7 @@ T = TypeVar("T")
 
 def load_plugins(eps: Iterable[Any], what: str, group: str, resolve: Callable[[Any], T],
                  register: Callable[[T], Any]) -> None:
-    """Resolve and register each entry point of ``eps`` (the group's, sorted here by name).
-
-    ``what`` names the plugin in errors (``task``, ``method``).
+    """Resolve and register each entry point of ``eps``, sorted by name; ``what`` names it in errors.
 
     >>> load_plugins([], "task", "probegen.tasks", lambda obj: obj, lambda obj: None)
     """

@@ -1,11 +1,5 @@
-"""The one config of the options every command shares: :class:`Settings`.
-
-A command's request (:class:`~probegen.run.api.EvalRequest`, ``BiasRequest``, ...) mirrors
-its command line, an option left ``None`` when the user did not give it; the checks run on that.
-Once they pass, the shared options become one :class:`Settings` (:meth:`Settings.given` fills the
-defaults, here and nowhere else), and that is what the tasks, the CoDA21 evaluator, the bias run
-and the exporters read.
-"""
+"""The one config of the options every command shares: :class:`Settings`, made from a checked
+request (:meth:`Settings.given` fills the defaults, here and nowhere else)."""
 
 from __future__ import annotations
 
@@ -17,10 +11,8 @@ from .templating import default_nonce
 
 @dataclass(frozen=True)
 class Settings:
-    """How queries are rendered (``nonce``: the made-up word that hides a target; ``pattern``: the
-    CoDA21 query pattern), how a unit is decided (``matching``: CoDA21's ``alignment`` or ``simple``),
-    how multiple-choice scores are normalised (``length_norm``), which ``split`` is measured (None:
-    every item) and the ``seed`` of every seeded choice (column orders, ties, subsets, bootstrap).
+    """``nonce`` (the made-up word), CoDA21's ``pattern`` and ``matching``, ``length_norm``, the ``split``
+    measured (None: every item) and the ``seed`` of every seeded choice.
 
     >>> s = Settings.given(pattern=None, matching="simple", seed=3)
     >>> (s.pattern, s.matching, s.length_norm, s.seed, s.nonce == default_nonce())

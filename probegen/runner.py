@@ -1,18 +1,11 @@
 """The one runner: every command that scores does it through a :class:`Runner`.
 
-A runner holds the :class:`Runtime` (device, precision, batch budget, scorer method settings)
-as an explicit object (no context variable: a library function that loads a model takes a
-required ``runner`` argument; only the entry points (the commands and the notebook API) make one)
-and the process group of a ``torchrun`` launch. It
-
-- joins the launcher's process group once (:mod:`probegen.distributed`), so any command runs
-  under ``torchrun``; the scorer then shards the unique request table across ranks and gathers
-  every value on every rank (the split is fixed by the table, so the numbers equal one process);
-- loads models with the runtime's settings (rank 0 first: it converts and caches weights once) and
-  keeps what it resolved and loaded (:class:`probegen.models.ModelStore`): a second runner starts clean;
-- scores units through the one core (:func:`probegen.core.score_units` / :func:`decide`);
-- lets rank 0 alone write outputs and show progress (:meth:`Runner.output_dir`, :meth:`write`,
-  :attr:`log`, :attr:`progress`).
+A runner holds the :class:`Runtime` (device, precision, batch budget, scorer method settings) as an
+explicit object: a library function that loads a model takes a required ``runner``, and only the entry
+points (the commands, the notebook API) make one. It joins a ``torchrun`` launch's process group once
+(:mod:`probegen.distributed`; the scorer shards the unique request table across ranks, so the numbers
+equal one process'), loads models rank 0 first and keeps them (:class:`probegen.models.ModelStore`),
+scores units through the one core, and lets rank 0 alone write outputs and show progress.
 
 >>> r = Runner(Runtime(device="cpu"), log=lambda m: None)
 >>> r.is_main, r.describe()
@@ -41,11 +34,8 @@ def _silent(msg: str) -> None:
 
 @dataclass(frozen=True)
 class Runtime:
-    """Where and in what precision models run, and scorer method settings a command fixes.
-
-    ``device``/``dtype``/``device_map``/``max_batch_tokens`` are the ``--device/--dtype/
-    --device-map/--max-batch-tokens`` options of every command that loads a model; ``scorer``
-    holds method settings for every model the command loads (e.g. ``{"pll": "word-l2r"}``).
+    """Where and in what precision models run (the ``--device/--dtype/--device-map/--max-batch-tokens``
+    options), and ``scorer`` method settings for every model a command loads (e.g. ``{"pll": "word-l2r"}``).
     ``None`` leaves a setting to the scorer's default.
     """
 
@@ -86,11 +76,8 @@ class Runtime:
 
 
 class Runner:
-    """Process group, runtime, model loading, scoring and rank-0 output of one command.
-
-    ``log`` is where rank 0 reports progress lines (other ranks stay silent). :attr:`models` holds the
-    models this runner resolved and loaded; :meth:`close` leaves the process group if this runner joined it.
-    """
+    """Process group, runtime, model loading, scoring and rank-0 output of one command (``log``: where rank 0
+    reports progress lines; :attr:`models`: what this runner resolved and loaded)."""
 
     def __init__(self, runtime: Runtime | None = None, log: Log = print) -> None:
         from .models import ModelStore
@@ -108,7 +95,6 @@ class Runner:
             self.joined = False
         self.models = type(self.models)()
 
-    # ---- the process group ------------------------------------------------------------------------
     def main_log(self, log: Log) -> Log:
         """``log`` on rank 0, a silent log elsewhere (a library function's own log under this runner)."""
         return log if self.is_main else _silent
@@ -118,10 +104,8 @@ class Runner:
         """True on the process that writes outputs and shows progress (rank 0)."""
         return dist.is_main()
 
-    @property
-    def progress(self) -> bool:
-        """Whether this process may show progress bars (rank 0 only)."""
-        return dist.is_main()
+    #: whether this process may show progress bars (rank 0 only)
+    progress = is_main
 
     def describe(self) -> dict[str, Any]:
         """What ran, for results.json: the number of processes and the backend."""
@@ -131,20 +115,15 @@ class Runner:
         """Rank 0's ``value`` on every rank (``value`` itself in one process); every rank must call it."""
         return cast(T, dist.all_gather(value)[0])
 
-    # ---- models and scoring ---------------------------------------------------------------------------
     def resolve(self, model: str) -> Any:
-        """Where ``model`` points and its kind (a :class:`~probegen.models.ResolvedModel`), against the
-        runtime's server if any; remembered in :attr:`models`."""
+        """Where ``model`` points (a :class:`~probegen.models.ResolvedModel`), against the runtime's server if any."""
         from .models import resolve_model
 
         return resolve_model(model, self.runtime.api(), self.models)
 
     def load_scorer(self, model: str, kind: str | None = None, **settings: Any) -> Any:
-        """The shared scorer for ``model`` with the runtime's settings (explicit ``settings`` win).
-
-        Rank 0 loads first (converting and caching weights once); the others reuse its work. The
-        weights are loaded once per runner (:attr:`models`): another scorer of the model shares them.
-        """
+        """The scorer for ``model`` with the runtime's settings (explicit ``settings`` win), rank 0 first (it
+        converts and caches weights once); weights are loaded once per runner and shared."""
         from .models import load_scorer
 
         given = {**self.runtime.settings(), **{k: v for k, v in settings.items() if v is not None}}
@@ -171,18 +150,15 @@ class Runner:
 
     def evaluate(self, units: Sequence[Any], scorer: Any, seed: int = 0, progress: bool = True,
                  adjust: Callable[[Any, np.ndarray], np.ndarray] | None = None) -> list[Any]:
-        """Every unit's :class:`~probegen.core.Outcome` (:func:`core.evaluate_units`: one table of
-        unique requests, then the one decision rule), progress shown on rank 0 only."""
+        """Every unit's :class:`~probegen.core.Outcome` (:func:`core.evaluate_units`), progress on rank 0 only."""
         from .core import evaluate_units
 
         return evaluate_units(units, scorer, seed, progress=progress and self.progress, adjust=adjust)
 
-    # ---- outputs -------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def output_dir(self, out: Path) -> Iterator[Path]:
-        """A folder to write ``out`` into: on rank 0 the atomic temporary that becomes ``out``; on
-        the other ranks a scratch folder thrown away (their results are the same, so only rank 0
-        keeps them). No rank leaves before the output is in place."""
+        """A folder to write ``out`` into: on rank 0 the atomic temporary that becomes ``out``, elsewhere a
+        scratch folder thrown away. No rank leaves before the output is in place."""
         from .io import atomic_dir
 
         try:

@@ -1,11 +1,8 @@
 """Persistent score cache: one SQLite table of (key -> float) shared by every scorer.
 
-A key is the sha256 of the JSON list ``[model, settings, query, candidate]``, so anything that
-changes a score (model, reduction, dtype, scoring method version) changes the key. Scores are
-committed batch by batch, so a run killed halfway resumes where it stopped. WAL mode and a busy
-timeout let several processes read and write the same file at once. A damaged file (SQLite's "file
-is not a database" or "database disk image is malformed", found on open or on any later query) is
-moved aside with one warning and the run goes on with a fresh cache.
+A key is the sha256 of the JSON list ``[model, settings, query, candidate]``, so anything that changes
+a score changes the key. Scores are committed batch by batch (a killed run resumes); WAL mode and a
+busy timeout let several processes share the file; a damaged file is moved aside with one warning.
 """
 
 from __future__ import annotations
@@ -48,10 +45,8 @@ def make_key(model: str, settings: Mapping[str, Any], query: str, candidate: str
 
 
 class SqliteStore:
-    """One SQLite table of key -> row, the machinery both caches share (:class:`ScoreCache`,
-    :class:`probegen.generate.chat.ResponseCache`): opened on first use in WAL mode with a busy timeout
-    (several processes may share the file), a damaged file moved aside with one warning and the run
-    going on with a fresh store. A subclass names its table, its value columns and what it is."""
+    """One SQLite table of key -> row (see the module doc): a subclass names its table, value columns and what
+    it is (:class:`ScoreCache`, :class:`probegen.generate.chat.ResponseCache`)."""
 
     #: the table, its value columns (after ``key TEXT PRIMARY KEY``) as SQL, and their names
     table: str = ""
@@ -100,8 +95,7 @@ class SqliteStore:
                 time.sleep(0.05 * (attempt + 1))
 
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)``; if the file turns out damaged (on open or on this query), it is
-        set aside and ``work`` runs once more on a fresh cache. Call with ``self._lock`` held."""
+        """``work(connection)``, again on a fresh cache if the file is damaged; call with ``self._lock`` held."""
         try:
             return work(self._conn)
         except sqlite3.DatabaseError as e:

@@ -1,13 +1,10 @@
 """Run a local HTTP server until Ctrl-C or SIGTERM, on a bounded path.
 
-Why not werkzeug's own ``serve_forever``: it stops on ``KeyboardInterrupt``, which Python raises
-only if SIGINT had its default disposition when the interpreter started. A server launched from a
-script in the background (``cmd &`` without job control, ``nohup``, some CI runners) inherits
-SIGINT *ignored*, so Ctrl-C or ``kill -INT`` did nothing and the server ran on. Here the handlers
-are installed explicitly, the serving loop is asked to stop from a helper thread, and a watchdog
-ends the process if a stop does not complete within ``grace`` seconds (a request handler stuck in
-a read, a thread that will not finish). A second signal ends it at once. Whatever was acknowledged
-to a client was made durable before the acknowledgement, so ending the process loses nothing.
+Not werkzeug's ``serve_forever``, which stops on ``KeyboardInterrupt``: a server started in the
+background (``cmd &`` without job control, ``nohup``, some CI runners) inherits SIGINT *ignored*, so
+Ctrl-C did nothing. Here the handlers are installed explicitly, the loop is stopped from a helper
+thread, and a watchdog ends the process if the stop takes over ``grace`` seconds; a second signal ends
+it at once. Whatever was acknowledged to a client was already durable, so nothing is lost.
 """
 
 from __future__ import annotations

@@ -134,7 +134,9 @@ class LMScorer(SpanFeatures, Scorer):
     the pick of attention kernel and the check of a lower precision against float32.
 
     ``option``: the subclass's own (name, value, allowed values), checked between reduction and kernel;
-    ``can_flex``: whether ``kernel="flex"`` can run; ``reference``: a float32 scorer factory (None: no check).
+    ``max_batch_tokens``: an int, ``auto`` or None (the device's default); ``kernel``: ``auto``, ``dense`` or
+    ``flex`` (``can_flex``: whether flex can run); ``precision``: the dtype recorded (int8: the model's own is
+    float32); ``reference``: a float32 scorer factory to check ``precision`` against (None: no check).
     """
 
     #: pack batches in a worker thread one batch ahead (None: on CUDA only)
@@ -142,10 +144,11 @@ class LMScorer(SpanFeatures, Scorer):
     #: what a kernel pick runs on (its log line and record) and the unit of a job
     _runs, _unit = "packed scoring", "pairs"
 
-    def __init__(self, name: str, model: Any, tokenizer: Any, model_id: str | None, reduction: str,
-                 batch_size: int | None, cache: Any, max_batch_tokens: int | str | None, device_map: str | None,
-                 extra_settings: dict[str, Any] | None, kernel: str, precision: str | None, reference: Any,
-                 option: tuple[str, str, Sequence[str]], can_flex: bool = True) -> None:
+    def __init__(self, name: str, model: Any, tokenizer: Any, option: tuple[str, str, Sequence[str]], *,
+                 model_id: str | None = None, reduction: str = "sum", batch_size: int | None = None, cache: Any = None,
+                 max_batch_tokens: int | str | None = None, device_map: str | None = None,
+                 extra_settings: dict[str, Any] | None = None, kernel: str = "auto", precision: str | None = None,
+                 reference: Any = None, can_flex: bool = True) -> None:
         if reduction not in ("sum", "mean"):
             raise ValueError(f"reduction must be 'sum' or 'mean', not {reduction!r}")
         for what, value, allowed in (option, ("kernel", kernel, _paths.KERNELS)):
@@ -176,20 +179,17 @@ class LMScorer(SpanFeatures, Scorer):
         return self.tok, self.model, max_length
 
     def stats(self) -> dict[str, Any]:
-        """Work counters, where the scores ran, the attention kernel, the batch budget and the check of
-        a lower precision."""
+        """Work counters, where the scores ran, the attention kernel, the budget and the precision check."""
         return {**super().stats(), "kernel": self.kernel, "kernel_pick": self._kernel_record,
                 "precision_check": self._precision_record, **self._budget.stats()}
 
     def _feed(self, batches: list[Any], prepare: Callable[[Any], HostBatch]) -> Iterator[tuple[Any, Any, Any]]:
-        """``batches`` with their tensors on the device (:func:`fed`); packed one batch ahead in a worker
-        thread on CUDA (``feed_worker``; None: only there, where the host's packing would stall the device)."""
+        """``batches`` with their tensors on the device (:func:`fed`; a worker thread per ``feed_worker``)."""
         worker = self._in_device.type == "cuda" if self.feed_worker is None else self.feed_worker
         return fed(batches, prepare, self._in_device, worker)
 
     def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
-        """As :meth:`Scorer.score_pairs`; a lower precision is first checked against float32 on the job's
-        first units (once per model), and the job's size tells whether measuring the kernels pays."""
+        """As :meth:`Scorer.score_pairs`, a lower precision first checked against float32 (once per model)."""
         self._job_pairs = len(pairs)
         if self._reference is not None and self._precision_record is None:
             record = _precision.check(self.dtype, list(pairs), self._score_uncached, self._reference)

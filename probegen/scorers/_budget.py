@@ -1,10 +1,9 @@
 """Token budgets sized to the device: the largest batch that fits, found once and remembered.
 
-Like lm-evaluation-harness's ``--batch_size auto``: a short probe runs the scorer's own code on a
-worst-case synthetic batch of ``budget`` tokens, halving on out-of-memory until one fits. The
-result is stored per (model, kind, dtype, device) in ``<cache_dir>/batch_budgets.json``, so the
-search runs once per model and GPU. During scoring, a batch that still runs out of memory (e.g. a
-fragmented allocator) halves the budget and retries: slower, never wrong.
+Like lm-evaluation-harness's ``--batch_size auto``: a probe runs the scorer's own code on a worst-case
+batch of ``budget`` tokens, halving on out-of-memory until one fits; the result is remembered per model,
+kind, dtype and device in ``<cache_dir>/batch_budgets.json``. A batch that still runs out of memory
+while scoring (e.g. a fragmented allocator) halves the budget and retries: slower, never wrong.
 """
 
 from __future__ import annotations
@@ -30,9 +29,8 @@ def is_oom(e: BaseException) -> bool:
     """Whether ``e`` is a device out-of-memory error (CUDA, MPS or a CPU allocation failure)."""
     import torch
 
-    if isinstance(e, torch.cuda.OutOfMemoryError):
-        return True
-    return isinstance(e, RuntimeError) and "out of memory" in str(e).lower()
+    oom = isinstance(e, RuntimeError) and "out of memory" in str(e).lower()
+    return isinstance(e, torch.cuda.OutOfMemoryError) or oom
 
 
 def free_memory(device: str) -> None:
@@ -67,23 +65,38 @@ def budget_path() -> Path:
     return cache_dir() / "batch_budgets.json"
 
 
-def _read(path: Path) -> dict[str, int]:
-    """The remembered budgets; none if the file is missing, and none (the file set aside with one
-    warning) if it is damaged: every budget is then searched again."""
+def read_memo(path: Path, what: str, then: str, value: Callable[[Any], T]) -> dict[str, T]:
+    """The JSON object at ``path``, each value through ``value``: empty if the file is missing, and empty
+    (the file set aside with one warning: ``what`` it is, what the run does ``then``) if it is damaged."""
     from ..paths import set_aside
 
     try:
         raw = path.read_bytes()
     except OSError:
-        return {}  # missing (or unreadable): search again
+        return {}  # missing (or unreadable): measure again
     try:
         data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError(f"holds a JSON {type(data).__name__}, not an object")
-        return {k: int(v) for k, v in data.items()}
-    except (TypeError, ValueError) as e:  # not UTF-8, not JSON, or not numbers
-        set_aside(path, "batch-budget cache", e, then="searching budgets again")
+        return {k: value(v) for k, v in data.items()}
+    except (TypeError, ValueError) as e:  # not UTF-8, not JSON, or a value ``value`` refuses
+        set_aside(path, what, e, then=then)
         return {}
+
+
+def write_memo(path: Path, key: str, value: Any, read: Callable[[Path], dict[str, Any]]) -> None:
+    """Store ``value`` for ``key`` in the JSON object at ``path`` (``read``: its reader); an atomic rewrite,
+    where a lost race only costs measuring again later."""
+    from ..io import atomic_write, json_text
+
+    data = read(path)
+    data[key] = value
+    with atomic_write(path) as fh:
+        fh.write(json_text(data, indent=1))
+
+
+def _read(path: Path) -> dict[str, int]:
+    return read_memo(path, "batch-budget cache", "searching budgets again", int)
 
 
 def remembered(key: str, path: Path | None = None) -> int | None:
@@ -92,22 +105,11 @@ def remembered(key: str, path: Path | None = None) -> int | None:
 
 
 def remember(key: str, budget: int, path: Path | None = None) -> None:
-    """Store ``budget`` for ``key`` (atomic rewrite; a lost race only costs a later re-search)."""
-    from ..io import atomic_write, json_text
-
-    path = path or budget_path()
-    data = _read(path)
-    data[key] = int(budget)
-    with atomic_write(path) as fh:
-        fh.write(json_text(data, indent=1))
+    """Store ``budget`` for ``key``."""
+    write_memo(path or budget_path(), key, int(budget), _read)
 
 
-def search(
-    probe: Callable[[int], Any],
-    device: str,
-    start: int = START_TOKENS,
-    floor: int = FLOOR_TOKENS,
-) -> int:
+def search(probe: Callable[[int], Any], device: str, start: int = START_TOKENS, floor: int = FLOOR_TOKENS) -> int:
     """The largest ``start / 2**i`` token budget that ``probe(budget)`` runs without running out of memory.
 
     >>> def probe(budget):
@@ -134,26 +136,11 @@ def search(
                 ) from None
 
 
-def find(key: str, probe: Callable[[int], Any], device: str, start: int = START_TOKENS,
-         path: Path | None = None) -> tuple[int, str]:
-    """(budget, how): the remembered budget for ``key`` (``how="remembered"``), else a fresh
-    :func:`search` (``how="searched"``) that is then remembered."""
-    known = remembered(key, path)
-    if known is not None:
-        return known, "remembered"
-    budget = search(probe, device, start)
-    remember(key, budget, path)
-    return budget, "searched"
-
-
 class Budget:
-    """A scorer's token budget: its CPU default, a user's ``max_batch_tokens``, or ``auto`` (the
-    largest that fits, searched once per model and device, then remembered), with out-of-memory
-    back-off while scoring.
-
-    The scorer provides ``device``, ``max_batch_tokens``, ``batch_size``, ``default_batch_size``,
-    ``_fixed_rows`` (True when the user set the rows), ``budget_method()`` (a string: what else
-    changes memory per token) and ``_probe(budget)`` (its own code on a worst-case batch).
+    """A scorer's token budget: its CPU default, a user's ``max_batch_tokens``, or ``auto`` (searched once
+    per model and device, then remembered), with out-of-memory back-off while scoring. The scorer provides
+    ``device``, ``max_batch_tokens``, ``batch_size``, ``default_batch_size``, ``_fixed_rows`` (the user set the
+    rows), ``budget_method()`` (what else changes memory per token) and ``_probe(budget)`` (a worst-case batch).
     """
 
     def __init__(self, scorer: Any, max_batch_tokens: int | str | None) -> None:
@@ -200,7 +187,10 @@ class Budget:
             finally:
                 s.max_batch_tokens, s.batch_size = saved
 
-        budget, how = find(self.key, probe, s.device, start=START_TOKENS)  # read now: benches lower it
+        budget, how = remembered(self.key), "remembered"
+        if budget is None:
+            budget, how = search(probe, s.device, START_TOKENS), "searched"  # START_TOKENS read now: benches lower it
+            remember(self.key, budget)
         self._apply(budget)
         self.how = f"auto ({how})"
         log.info("%s on %s: batches of up to %d tokens (%s)", s.name, s.device, budget, how)

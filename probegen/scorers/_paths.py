@@ -1,33 +1,26 @@
 """Attention kernels of packed scoring, the masks they take, and the remembered pick between them.
 
-Two kernels run the same packed rows:
+- ``dense``: rows right-padded to the batch's longest, a ``(B, 1, L, L)`` additive mask, the model's
+  default attention (SDPA);
+- ``flex``: rows concatenated into ONE flat sequence, padded only to a multiple of :data:`BLOCK`, the
+  mask a FlexAttention ``BlockMask`` built on the device from one per-token vector, so the kernel
+  skips masked blocks. A causal tree mask needs only ``end``, each token's subtree end with every
+  row's trie laid out depth-first (prefix tokens: their row's end): ``kv`` is visible from ``q`` iff
+  ``kv <= q < end[kv]``. A masked LM's copies need a segment id per token.
 
-- ``dense``: rows right-padded to the batch's longest, a ``(B, 1, L, L)`` additive mask per batch,
-  the model's default attention (SDPA);
-- ``flex``: rows concatenated into ONE flat sequence with no padding (only up to a multiple of
-  :data:`BLOCK` tokens), the mask a FlexAttention ``BlockMask``
-  (:mod:`torch.nn.attention.flex_attention`, transformers' ``flex_attention`` implementation)
-  built on the device from one small per-token vector, so the kernel skips masked blocks.
-
-A causal tree mask (a candidate token sees its prefix and its own earlier tokens) needs only
-``end``: the exclusive end of each token's subtree when the tokens of every row are laid out in
-depth-first order (prefix tokens: the end of their row). Key ``kv`` is visible from query ``q``
-exactly when ``kv <= q < end[kv]``: inside one row, causal along the prefix, and ancestors-or-self
-inside the candidate trie. A masked LM's packed copies need a segment id per token.
-
-Which kernel is fastest depends on the model, device, dtype and torch, so the default measures
-both once (after the faster one passes the scorer's self-check) and remembers the pick in
-``<cache_dir>/scoring_paths.json``, like :mod:`probegen.scorers._budget` remembers token budgets.
+The fastest kernel depends on model, device, dtype and torch: ``auto`` measures both once and
+remembers the pick in ``<cache_dir>/scoring_paths.json``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from ._budget import read_memo, write_memo
 
 log = logging.getLogger(__name__)
 
@@ -124,42 +117,37 @@ def register() -> str:
 _MASK4D: list[type] = []
 
 
-def _four_d(mask: Any) -> Any:
-    """``mask`` with an ``ndim`` (4), which some models (GPT-2) read off any attention mask they get."""
-    if not _MASK4D:
-        from torch.nn.attention.flex_attention import BlockMask
+def _block_mask(mask_mod: Callable[..., Any], like: Any) -> Any:
+    """The BlockMask of ``mask_mod`` over the length of ``like`` (a 1-D tensor), on its device, with an
+    ``ndim`` (4): some models (GPT-2) read that off any attention mask they get."""
+    from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 
+    if not _MASK4D:
         _MASK4D.append(type("BlockMask4D", (BlockMask,), {"ndim": 4}))
+    n = int(like.shape[0])
+    mask = create_block_mask(mask_mod, 1, None, n, n, device=like.device, BLOCK_SIZE=BLOCK)
     mask.__class__ = _MASK4D[0]
     return mask
 
 
 def tree_block_mask(end: Any) -> Any:
-    """The BlockMask of flat packed rows: ``kv`` visible from ``q`` iff ``kv <= q < end[kv]``.
-
-    ``end`` is a 1-D long tensor on the device (one entry per token, see the module docstring).
-    """
-    from torch.nn.attention.flex_attention import create_block_mask
+    """The BlockMask of flat packed rows: ``kv`` visible from ``q`` iff ``kv <= q < end[kv]`` (see the module doc)."""
 
     def mask_mod(b: Any, h: Any, q: Any, kv: Any) -> Any:
         return (kv <= q) & (q < end[kv])
 
-    n = int(end.shape[0])
-    return _four_d(create_block_mask(mask_mod, 1, None, n, n, device=end.device, BLOCK_SIZE=BLOCK))
+    return _block_mask(mask_mod, end)
 
 
 def segment_block_mask(segment: Any) -> Any:
     """The BlockMask of packed bidirectional copies: ``kv`` visible from ``q`` iff they share a segment."""
-    from torch.nn.attention.flex_attention import create_block_mask
 
     def mask_mod(b: Any, h: Any, q: Any, kv: Any) -> Any:
         return segment[q] == segment[kv]
 
-    n = int(segment.shape[0])
-    return _four_d(create_block_mask(mask_mod, 1, None, n, n, device=segment.device, BLOCK_SIZE=BLOCK))
+    return _block_mask(mask_mod, segment)
 
 
-# ---- the remembered pick ------------------------------------------------------------------------------
 def picks_path() -> Path:
     """``<cache_dir>/scoring_paths.json``."""
     from ..paths import cache_dir
@@ -167,22 +155,14 @@ def picks_path() -> Path:
     return cache_dir() / "scoring_paths.json"
 
 
-def _read(path: Path) -> dict[str, str]:
-    """The remembered picks (none if the file is missing; a damaged file is set aside with one warning)."""
-    from ..paths import set_aside
+def _kernel_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("not an object of strings")
+    return value
 
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return {}
-    try:
-        data = json.loads(raw.decode("utf-8"))
-        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-            raise ValueError("not an object of strings")
-        return data
-    except ValueError as e:
-        set_aside(path, "scoring-path cache", e, then="measuring the kernels again")
-        return {}
+
+def _read(path: Path) -> dict[str, str]:
+    return read_memo(path, "scoring-path cache", "measuring the kernels again", _kernel_name)
 
 
 def remembered(key: str, path: Path | None = None) -> str | None:
@@ -191,14 +171,8 @@ def remembered(key: str, path: Path | None = None) -> str | None:
 
 
 def remember(key: str, kernel: str, path: Path | None = None) -> None:
-    """Store ``kernel`` for ``key`` (atomic rewrite)."""
-    from ..io import atomic_write, json_text
-
-    path = path or picks_path()
-    data = _read(path)
-    data[key] = kernel
-    with atomic_write(path) as fh:
-        fh.write(json_text(data, indent=1))
+    """Store ``kernel`` for ``key``."""
+    write_memo(path or picks_path(), key, kernel, _read)
 
 
 def race(runs: dict[str, Callable[[], Any]], rounds: int = 3) -> dict[str, float]:

@@ -1,11 +1,9 @@
 """A lower precision validated at run time, never assumed: its decisions against float32 on the first units.
 
-``--dtype int8`` (dynamic int8 quantisation of the Linear layers, torch.ao) and ``--dtype bfloat16``
-or ``float16`` on the CPU move scores by tenths of a nat, sometimes enough to flip a choice. Before a
-job is scored in such a precision, its first :data:`UNITS` units (queries with two or more
-candidates: a context choosing among definitions) are scored in the lower precision and in float32;
-the precision is refused, in one line that gives the measured agreement, when fewer than
-:data:`MIN_AGREEMENT` of the units choose the same candidate. The check runs once per loaded model.
+``--dtype int8`` (torch.ao dynamic quantisation of the Linear layers), ``bfloat16`` or ``float16`` on
+the CPU move scores by tenths of a nat. Before a job, its first :data:`UNITS` units (queries with two or
+more candidates) are scored in both precisions; the precision is refused, in one line with the measured
+agreement, when fewer than :data:`MIN_AGREEMENT` choose the same candidate. Once per loaded model.
 """
 
 from __future__ import annotations
@@ -52,12 +50,9 @@ def agreement(low: np.ndarray, ref: np.ndarray, sizes: Sequence[int]) -> tuple[i
 
 def check(dtype: str, pairs: Sequence[Pair], score_low: Callable[[list[Pair]], np.ndarray],
           reference: Callable[[], Any], units: int = UNITS, threshold: float = MIN_AGREEMENT) -> dict[str, Any]:
-    """Compare ``dtype``'s choices with float32's on the first ``units`` units of ``pairs``.
-
-    ``score_low(pairs)`` scores in ``dtype``; ``reference()`` gives a float32 scorer (its
-    ``_score_uncached``). Returns the record (``units``, ``agree``, ``agreement``, ``max_abs_diff``,
-    ``mean_abs_diff``); raises :class:`ProbegenError` when the agreement is below ``threshold``.
-    """
+    """The record (``units``, ``agree``, ``agreement``, ``max_abs_diff``, ...) of ``dtype``'s choices (``score_low``)
+    against float32's (``reference()``: a scorer) on the first ``units`` units of ``pairs``; ProbegenError when
+    the agreement is below ``threshold``."""
     chosen = first_units(pairs, units)
     record: dict[str, Any] = {"dtype": dtype, "against": "float32", "units": len(chosen), "threshold": threshold}
     if not chosen:

@@ -1,25 +1,14 @@
 """log P(candidate | query) from the completions endpoint of any OpenAI-compatible server.
 
-The model is served elsewhere (vLLM, SGLang, TGI, llama.cpp's server, a hosted API): probegen
-sends ``context + continuation`` as the prompt with ``echo: true, logprobs: 0, max_tokens: 0``
-and sums the log-probs the server returns for the prompt tokens that belong to the continuation.
-Those tokens are found by the character offsets the server returns (``text_offset``), so no local
-tokenizer is needed. The boundary rule is the causal scorer's (lm-evaluation-harness):
-trailing whitespace of the query moves to the candidate (:func:`~.base.boundary_split`); a token
-that straddles the boundary counts for the continuation.
+probegen sends ``context + continuation`` as the prompt with ``echo: true, logprobs: 0, max_tokens: 0``
+and sums the log-probs of the prompt tokens that belong to the continuation, found by the character
+offsets the server returns (``text_offset``): no local tokenizer is needed. The boundary rule is the
+causal scorer's (:func:`~.base.boundary_split`); a token straddling the boundary counts for the
+continuation. Every answer is checked (:func:`prompt_tokens`, :func:`prompt_logprobs`) before any of
+it is used or cached; anything wrong is one ApiError line naming the URL.
 
-Every answer is checked before any of it is used or cached (:func:`prompt_tokens`): the body is
-an object whose ``choices`` (one per prompt, by ``index``) hold ``tokens``, ``text_offset`` and
-``token_logprobs`` of equal length; each offset is where the tokens before it end, and the tokens
-spell exactly the prompt sent (a leading start token that is no text, such as ``<s>``, and
-tokens generated after the prompt aside); every log-prob is null (the first token's) or a finite
-number <= 0, never a boolean or a string. Anything else is one ApiError line naming the URL and
-what was wrong, raised before the chunk it belongs to reaches the cache.
-
-Scores go through the persistent score cache like every scorer's; the cache key holds the base
-URL, the served model id and the model information the server reports (``root``, ``parent``,
-``max_model_len``, ``owned_by``; not ``created``, which changes at every server start), never the
-key. Requests carry ``batch_size`` prompts each and up to ``concurrency`` run at once.
+The cache key holds the base URL, the served model id and the model information the server reports
+(:data:`INFO_FIELDS`), never the key. Requests carry ``batch_size`` prompts each, ``concurrency`` at once.
 """
 
 from __future__ import annotations
@@ -46,11 +35,8 @@ _SERVED_LOCK = threading.Lock()
 
 
 def served_models(endpoint: Endpoint, memo: ServedMemo | None = None) -> dict[str, dict[str, Any]]:
-    """The server's models (``GET /models``): id -> identifying information, asked once per URL and key
-    in ``memo`` (the runner's :attr:`probegen.models.ModelStore.served`; none: asked now).
-
-    What the server reports is checked (an object with a ``data`` list of objects with a string
-    ``id``; :data:`INFO_FIELDS` strings or numbers) and the key's value masked in it."""
+    """The server's models (``GET /models``, checked, the key masked): id -> :data:`INFO_FIELDS`, asked once per
+    URL and key in ``memo`` (the runner's :attr:`probegen.models.ModelStore.served`; none: asked now)."""
     memo = {} if memo is None else memo
     key = (endpoint.base, endpoint.key())
     with _SERVED_LOCK:
@@ -96,12 +82,10 @@ def prompt_tokens(logprobs: Any, prompt: str) -> tuple[list[int], list[float | N
     """(offsets in ``prompt``, log-probs) of the prompt's tokens in one choice's ``logprobs``, after
     checking that the server scored exactly ``prompt``; ValueError (why not, on one line) otherwise.
 
-    ``tokens``, ``text_offset`` and ``token_logprobs`` are lists of one length; each offset is
-    where the tokens before it end; the tokens spell ``prompt`` (a U+FFFD standing for one
-    character, see :func:`_differs`), then perhaps tokens generated
-    after it (their offsets are >= ``len(prompt)``, so they are not the prompt's); a first token
-    with no log-prob that is no text of the prompt (a start token such as ``<s>``) is dropped.
-    Each log-prob is null or a finite number <= 0 (not a boolean, not a string).
+    ``tokens``, ``text_offset`` and ``token_logprobs`` are lists of one length; each offset is where the
+    tokens before it end; the tokens spell ``prompt`` (see :func:`_differs`), then perhaps generated tokens
+    (offsets >= ``len(prompt)``); a first token with no log-prob that is no text of the prompt (a start
+    token such as ``<s>``) is dropped. Each log-prob is null or a finite number <= 0.
 
     >>> lp = {"tokens": ["The", " cat", " sat", " down"], "text_offset": [0, 3, 7, 11],
     ...       "token_logprobs": [None, -1.0, -2.0, -0.5]}
@@ -208,18 +192,12 @@ def continuation_logprobs(logprobs: dict[str, Any], context_chars: int, prompt_c
 
 
 class ApiScorer(Scorer):
-    """log P(candidate | query) from a served causal LM (``reduction``: ``sum`` or ``mean``).
-
-    Its ``kind`` is ``served`` (:data:`probegen.scorers.SERVED`): every task treats it as a causal LM
-    through :data:`probegen.scorers.CAUSAL_KINDS`; ``settings()["backend"]`` is ``api``.
-    """
+    """log P(candidate | query) from a served causal LM (``reduction``: ``sum`` or ``mean``); its ``kind``,
+    ``served``, is one of :data:`probegen.scorers.CAUSAL_KINDS`, so every task treats it as a causal LM."""
 
     kind = SERVED
-    query_style = "pattern"
-    version = 1
     #: prompts per request
     default_batch_size = 16
-    chunk_pairs = 256
     #: requests in flight at once
     default_concurrency = 4
 
@@ -263,12 +241,9 @@ class ApiScorer(Scorer):
             if not cont:
                 raise ValueError(f"candidate {c!r} has no tokens")
         batches = [split[i : i + self.batch_size] for i in range(0, len(split), self.batch_size)]
-        if self.client.counters["requests"] == 0 and batches:  # the first request alone finds max_tokens
-            first = [self._request(batches[0])]
-            rest = list(self._pool.map(self._request, batches[1:]))
-            results = first + rest
-        else:
-            results = list(self._pool.map(self._request, batches))
+        # the first request alone finds max_tokens
+        first = [self._request(batches[0])] if self.client.counters["requests"] == 0 and batches else []
+        results = first + list(self._pool.map(self._request, batches[len(first) :]))
         return np.array([v for r in results for v in r], dtype=np.float64)
 
     def _payload(self, prompts: list[str]) -> dict[str, Any]:
@@ -288,8 +263,7 @@ class ApiScorer(Scorer):
                 raise
         out = []
         checked = prompt_logprobs(body, prompts, self.client, self.endpoint.base, self.name)
-        for (ctx, cont), lp in zip(batch, checked):
-            offsets, values = lp
+        for (ctx, cont), (offsets, values) in zip(batch, checked):
             vals = continuation_logprobs({"text_offset": offsets, "token_logprobs": values}, len(ctx),
                                          len(ctx) + len(cont))
             if not vals or any(v is None for v in vals):

@@ -1,15 +1,10 @@
 """The one scorer protocol, with batching, the persistent cache and progress written once.
 
-Backends subclass :class:`Scorer` and implement :meth:`Scorer._score_uncached` (scores of a list
-of (query, candidate) pairs) and :meth:`Scorer._extra_settings`. :meth:`Scorer.score` looks every
-pair up in the score cache, hands only the missing ones to the backend chunk by chunk, writes
-each chunk to the cache as soon as it is computed (a killed run resumes) and assembles the result.
-Every computed score is checked to be finite before it is cached or returned: a NaN or infinity
-(e.g. a float16 overflow) raises :class:`~probegen.errors.NonFiniteScore` naming the model and pair.
-
-``settings()`` records everything about how scores were made, including the ``device`` (and
-``device_map``) and ``dtype``; cache keys use :meth:`Scorer.cache_settings`, which leave out the
-device and device map (rounding-level effects only) but keep the dtype (see :mod:`probegen.models`).
+Backends subclass :class:`Scorer` and implement :meth:`Scorer._score_uncached` and
+:meth:`Scorer._extra_settings`. Only pairs missing from the score cache reach the backend, chunk by
+chunk, each chunk cached as soon as it is computed (a killed run resumes) after checking it is
+finite (else :class:`~probegen.errors.NonFiniteScore`). Cache keys leave out the device and device
+map (rounding-level effects) but keep the dtype (see :mod:`probegen.models`).
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ import numpy as np
 from .. import distributed as dist
 from ..core import PairScorer
 from ..errors import NonFiniteScore
+from ..progress import progress_bar
 from ..score_cache import ScoreCache, make_key
 
 Pair = tuple[str, str]
@@ -33,12 +29,9 @@ CacheArg = bool | str | Path | ScoreCache | None
 class Scorer(PairScorer):
     """Scores (query, candidate) pairs; higher = better match (the core's :class:`~probegen.core.PairScorer`).
 
-    Attributes:
-        name: the model name as given by the user.
-        kind: ``causal`` | ``masked`` | ``embedding`` | ``static``.
-        query_style: ``pattern`` (query = context with the nonce + a pattern, for LMs) or
-            ``plain`` (query = context with the target removed, for embedding/static models).
-        model_id: the canonical model identity recorded in settings and cache keys.
+    ``kind``: see :data:`probegen.scorers.KINDS`; ``query_style``: ``pattern`` (the context with the nonce
+    and a pattern, for LMs) or ``plain`` (the context without the target); ``model_id``: the model identity
+    in settings and cache keys (``name``: as the user gave it).
     """
 
     kind: str = ""
@@ -71,19 +64,13 @@ class Scorer(PairScorer):
         # where the weights came from (package version, file fingerprint): part of every cache key
         self.source_settings = dict(extra_settings or {})
         self.batch_size = int(batch_size or self.default_batch_size)
-        if cache is None:
-            cache = self.default_cache
-        if cache is True:
-            self._cache: ScoreCache | None = ScoreCache()
-        elif cache is False:
-            self._cache = None
-        elif isinstance(cache, ScoreCache):
-            self._cache = cache
+        cache = self.default_cache if cache is None else cache
+        if isinstance(cache, bool):
+            self._cache: ScoreCache | None = ScoreCache() if cache else None
         else:
-            self._cache = ScoreCache(cache)
+            self._cache = cache if isinstance(cache, ScoreCache) else ScoreCache(cache)
         self.counters = {"pairs_computed": 0, "pairs_cached": 0, "backend_calls": 0}
 
-    # ---- to implement -------------------------------------------------------------------------
     def _extra_settings(self) -> dict[str, Any]:
         """Backend settings that change scores (reduction, dtype, ...)."""
         return {}
@@ -92,12 +79,8 @@ class Scorer(PairScorer):
         """Scores of ``pairs`` (pairs sharing a query arrive adjacent), as float64."""
         raise NotImplementedError
 
-    # ---- public API ---------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
-        """How scores are made (model, method, dtype, device); recorded in results.
-
-        Cache keys use :meth:`cache_settings`: the same without the device and device map.
-        """
+        """How scores are made (model, method, dtype, device); recorded in results."""
         out = {
             "model": self.model_id,
             "kind": self.kind,
@@ -127,19 +110,13 @@ class Scorer(PairScorer):
         # unique pairs, grouped by query so a backend can reuse each query's prefix
         grouped: dict[str, dict[str, None]] = {}
         for q, cands in zip(queries, candidates):
-            slot = grouped.setdefault(q, {})
-            for c in cands:
-                slot.setdefault(c, None)
+            grouped.setdefault(q, {}).update(dict.fromkeys(cands))
         pairs = [(q, c) for q, cands in grouped.items() for c in cands]
         values = self.score_pairs(pairs, progress=progress)
         return [np.array([values[(q, c)] for c in cands], dtype=np.float64) for q, cands in zip(queries, candidates)]
 
     def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
-        """Scores of unique (query, candidate) ``pairs`` (keep pairs of one query adjacent).
-
-        The one entry point of :mod:`probegen.core`'s request table: cached pairs are read, the
-        rest computed chunk by chunk (shared across ranks under torchrun) and cached.
-        """
+        """Scores of unique (query, candidate) ``pairs`` (pairs of one query adjacent), cached or computed."""
         return self._cached(list(dict.fromkeys(pairs)), self._score_uncached, namespace="score", progress=progress)
 
     def score_matrix(self, queries: Sequence[str], candidates_shared: Sequence[str],
@@ -153,7 +130,6 @@ class Scorer(PairScorer):
         if self._cache is not None:
             self._cache.close()
 
-    # ---- shared machinery ---------------------------------------------------------------------
     def _cached(
         self,
         pairs: list[Pair],
@@ -161,10 +137,8 @@ class Scorer(PairScorer):
         namespace: str = "score",
         progress: bool = False,
     ) -> dict[Pair, float]:
-        """Values of unique ``pairs``: from the cache where present, else ``compute``d chunk by chunk.
-
-        ``namespace`` separates different functions of the same model (e.g. span log-probs).
-        """
+        """Values of unique ``pairs``: from the cache where present, else ``compute``d chunk by chunk
+        (``namespace`` separates different functions of the same model, e.g. span log-probs)."""
         settings = self.cache_settings()
         if namespace != "score":
             settings = {**settings, "fn": namespace}
@@ -187,7 +161,8 @@ class Scorer(PairScorer):
             return out
         chunks = _chunks_by_query(missing, self.chunk_pairs)
         world, rank = dist.world_size(), dist.rank()
-        bar = _progress_bar(len(missing), f"scoring with {self.name}", progress and main)
+        bar = progress_bar(total=len(missing), desc=f"scoring with {self.name}", unit="pair",
+                           disable=not (progress and main))
         try:
             # one round = one chunk per rank; the cache is committed every round, so a killed run resumes
             for start in range(0, len(chunks), world):
@@ -235,11 +210,8 @@ def _short(text: str, n: int = 80) -> str:
 
 
 def boundary_split(query: str, candidate: str) -> tuple[str, str]:
-    """(context, continuation) after the lm-evaluation-harness whitespace move.
-
-    Trailing whitespace of the query moves to the start of the continuation; when neither side
-    has whitespace at the boundary, one space is inserted before the continuation.
-    """
+    """(context, continuation) after the lm-evaluation-harness whitespace move: trailing whitespace of the query
+    moves to the continuation; with whitespace on neither side, one space is inserted before the continuation."""
     n = len(query) - len(query.rstrip())
     if n:
         return query[:-n], query[-n:] + candidate
@@ -271,22 +243,6 @@ class TextEmbedder(ABC):
     @abstractmethod
     def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """One vector per text."""
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, desc: str, enabled: bool) -> Any:
-    if not enabled:
-        return _NoBar()
-    from ..progress import progress_bar
-
-    return progress_bar(total=total, desc=desc, unit="pair")
 
 
 def run_note(stats: dict[str, Any]) -> str | None:

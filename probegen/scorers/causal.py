@@ -4,19 +4,14 @@ Boundary handling follows lm-evaluation-harness: trailing whitespace of the quer
 continuation (one space is inserted when neither side has whitespace at the boundary); the model
 input is ``enc(context) + enc(context + continuation)[len(enc(context)):]``.
 
-Speed (``bench/bench_causal.py``, ``bench/bench_gpu.py``): the LM head and log-softmax run only at
-scored positions, in float32 chunks. Strategy ``packed`` (default) makes each query and all its
-candidates ONE sequence, ``prefix + trie of candidate tokens``, with a tree attention mask and
-positions continuing from the prefix: the prefix runs once, shared leading tokens are shared, and
-there is no per-candidate padding; ``full`` scores every pair as its own sequence.
-
-``packed`` equals ``full`` up to float rounding: this is checked once per loaded model on the first
-real pairs, within a dtype-derived tolerance (:func:`rounding_tolerance`); a model that fails (e.g.
-one that ignores custom 4D masks) is scored with full sequences, logged and recorded in
-``stats()["self_check"]``. Batches are cut by a token budget (:mod:`probegen.scorers._budget`).
-Packed rows run through the ``dense`` or ``flex`` attention kernel (:mod:`probegen.scorers._paths`);
-``auto`` measures both once on a large job and remembers the pick. A precision below float32 on the
-CPU is validated against float32 first (:mod:`probegen.scorers._precision`).
+Strategy ``packed`` (default) makes each query and all its candidates ONE row, ``prefix + trie of
+candidate tokens``, with a tree attention mask and positions continuing from the prefix: the prefix
+runs once, shared leading tokens are shared, nothing is padded per candidate; ``full`` scores every
+pair as its own sequence. The LM head and log-softmax run only at scored positions, in float32 chunks
+(``bench/bench_causal.py``, ``bench/bench_gpu.py``). ``packed`` is checked against ``full`` once per
+loaded model on the first real pairs, within :func:`rounding_tolerance`; a model that fails (e.g. one
+that ignores custom 4D masks) is scored with full sequences, logged and recorded in ``stats()["self_check"]``.
+Budget, kernel pick and precision check: :class:`~probegen.scorers._batch.LMScorer`.
 """
 
 from __future__ import annotations
@@ -69,9 +64,6 @@ class CausalScorer(LMScorer):
     """log P(candidate | query) under a causal LM; ``reduction`` is ``sum`` (default) or ``mean``."""
 
     kind = "causal"
-    query_style = "pattern"
-    version = 1
-    default_batch_size = 32
     #: token budget of one forward pass (rows x padded length) on CPU; on CUDA sized to the GPU
     max_batch_tokens = 2048
     #: longest packed row (prefix + candidate tokens); more candidates go to further rows
@@ -83,26 +75,10 @@ class CausalScorer(LMScorer):
     #: scored positions per LM-head chunk (float32 logits of chunk x vocabulary at a time)
     head_chunk = 512
 
-    def __init__(
-        self,
-        name: str,
-        model: Any,
-        tokenizer: Any,
-        model_id: str | None = None,
-        reduction: str = "sum",
-        batch_size: int | None = None,
-        cache: Any = None,
-        prefix_reuse: bool = True,
-        strategy: str = "packed",
-        max_batch_tokens: int | str | None = None,
-        device_map: str | None = None,
-        extra_settings: dict[str, Any] | None = None,
-        kernel: str = "auto",
-        precision: str | None = None,
-        reference: Any = None,
-    ) -> None:
-        super().__init__(name, model, tokenizer, model_id, reduction, batch_size, cache, max_batch_tokens, device_map,
-                         extra_settings, kernel, precision, reference, ("strategy", strategy, STRATEGIES))
+    def __init__(self, name: str, model: Any, tokenizer: Any, *, strategy: str = "packed", prefix_reuse: bool = True,
+                 **options: Any) -> None:
+        """``options``: :class:`~probegen.scorers._batch.LMScorer`'s (``model_id``, ``reduction``, ``kernel``, ...)."""
+        super().__init__(name, model, tokenizer, ("strategy", strategy, STRATEGIES), **options)
         # how pairs are computed; all give the same scores (up to float rounding), so it is not a setting
         self.strategy = strategy if prefix_reuse else "full"
         self._head = model.get_output_embeddings()
@@ -138,7 +114,6 @@ class CausalScorer(LMScorer):
         return {**super().stats(), "strategy": self.strategy, "kernel": self.kernel if self.strategy == "packed"
                 else None, "self_check": self._check_record}
 
-    # ---- tokenisation -------------------------------------------------------------------------
     def _detect_bos(self) -> int | None:
         """The BOS id if the tokenizer prepends one by default (Llama-2 style), else None."""
         bos = self.tok.bos_token_id
@@ -172,7 +147,6 @@ class CausalScorer(LMScorer):
             prefix = prefix[len(prefix) - max(room, 1) :]
         return tuple(prefix), tuple(cont_ids)
 
-    # ---- scoring --------------------------------------------------------------------------------
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """LM-head logits of hidden states (N, H), computed and accumulated in float32 (a half-precision
         head's weights are widened once), with the model's final soft-capping if any."""
@@ -220,8 +194,7 @@ class CausalScorer(LMScorer):
         return self._flex_scores(encoded) if (kernel or self.kernel) == "flex" else self._packed_scores(encoded)
 
     def _measure_kernels(self, sample: Encoded) -> dict[str, Any]:
-        """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles); flex counts only if it
-        matches full sequences within the dtype's rounding."""
+        """Time both kernels on ``sample``; flex counts only if it matches full sequences within rounding."""
         check = sample[: self.self_check_pairs]
 
         def differs() -> str | None:
@@ -265,8 +238,7 @@ class CausalScorer(LMScorer):
             self.strategy = "full"
 
     def _probe(self, budget: int) -> None:
-        """Run the current strategy on a worst-case synthetic batch of ``budget`` tokens: rows of
-        ``max_row_tokens`` in which every position is scored (the largest attention and logits)."""
+        """Run the current strategy on a worst-case batch of ``budget`` tokens: long rows, every position scored."""
         toks = self._random_rows(budget, min(self.max_row_tokens, self._max_len))
         self._run(self.strategy, [((t[0],), tuple(t[1:])) for t in toks])
 
@@ -289,8 +261,7 @@ class CausalScorer(LMScorer):
         return _summed(parts, len(encoded))
 
     def _dense_batch(self, batch: list["_Row"]) -> HostBatch:
-        """Host tensors of one padded packed batch: ids, positions, the (B, L, L) tree mask, the scored
-        positions (``rows``, ``cols``: each once) and the head's plan; and each target's item."""
+        """Host tensors of a padded packed batch (ids, positions, tree mask, scored cells, head plan), items."""
         L = max(r.length for r in batch)
         ids = torch.full((len(batch), L), self._dummy, dtype=torch.long)
         pos = torch.zeros((len(batch), L), dtype=torch.long)
@@ -325,9 +296,8 @@ class CausalScorer(LMScorer):
 
     @torch.inference_mode()
     def _flex_scores(self, encoded: Encoded) -> list[float]:
-        """As :meth:`_packed_scores`, through FlexAttention: the rows of a batch concatenated into one
-        flat sequence without padding (up to a multiple of the kernel's block), the tree mask a
-        BlockMask built on the device from one vector (:func:`probegen.scorers._paths.tree_block_mask`)."""
+        """As :meth:`_packed_scores`, through the flex kernel: a batch's rows as one flat sequence without
+        padding, the tree mask built on the device (:func:`probegen.scorers._paths.tree_block_mask`)."""
         rows = self._rows(encoded, depth_first=True)
         parts: list[tuple[list[int], torch.Tensor]] = []
         for _, t, items in self._feed(flat_batches(rows, lambda r: r.length, self.max_batch_tokens), self._flex_batch):
@@ -339,8 +309,7 @@ class CausalScorer(LMScorer):
         return _summed(parts, len(encoded))
 
     def _flex_batch(self, batch: list["_Row"]) -> HostBatch:
-        """Host tensors of one flat batch: ids, positions and subtree ends (the BlockMask's vector, built
-        into a mask on the device), the scored positions once (``uniq``) and the head's plan."""
+        """Host tensors of one flat batch: ids, positions, subtree ends, scored positions (``uniq``), head plan."""
         size = _paths.padded_length(sum(r.length for r in batch), self._in_device.type)
         ids = torch.full((size,), self._dummy, dtype=torch.long)
         pos = torch.zeros(size, dtype=torch.long)
@@ -404,11 +373,10 @@ def _row_sums(logprobs: torch.Tensor, sel: torch.Tensor) -> list[float]:
     return sums.tolist()
 
 
-# ---- helpers ------------------------------------------------------------------------------------
 class _Row:
     """One packed sequence: a prefix followed by a trie of candidate input tokens."""
 
-    __slots__ = ("tokens", "positions", "parents", "targets", "n_prefix", "_mask")
+    __slots__ = ("tokens", "positions", "parents", "targets", "n_prefix")
 
     def __init__(self, prefix: tuple[int, ...]) -> None:
         self.tokens = list(prefix)
@@ -416,7 +384,6 @@ class _Row:
         self.parents: list[int] = []  # per trie node: index of its parent row position
         self.targets: list[tuple[int, int, int]] = []  # (position predicting, target token, item)
         self.n_prefix = len(prefix)
-        self._mask: np.ndarray | None = None
 
     @property
     def length(self) -> int:
@@ -425,17 +392,15 @@ class _Row:
     @property
     def mask(self) -> np.ndarray:
         """The (L, L) tree mask of the dense kernel: a node sees the prefix, its ancestors and itself."""
-        if self._mask is None:
-            n_prefix, L = self.n_prefix, self.length
-            m = np.tril(np.ones((L, L), dtype=bool))
-            m[n_prefix:, n_prefix:] = False
-            for k, parent in enumerate(self.parents):
-                node = n_prefix + k
-                if parent >= n_prefix:
-                    m[node, n_prefix:node] = m[parent, n_prefix:node]
-                m[node, node] = True
-            self._mask = m
-        return self._mask
+        n_prefix, L = self.n_prefix, self.length
+        m = np.tril(np.ones((L, L), dtype=bool))
+        m[n_prefix:, n_prefix:] = False
+        for k, parent in enumerate(self.parents):
+            node = n_prefix + k
+            if parent >= n_prefix:
+                m[node, n_prefix:node] = m[parent, n_prefix:node]
+            m[node, node] = True
+        return m
 
     def ends(self) -> list[int]:
         """Per position, the exclusive end of its subtree (prefix positions: the row's end): with the

@@ -19,7 +19,6 @@ class EmbeddingScorer(SpanFeatures, Scorer, TextEmbedder):
 
     kind = "embedding"
     query_style = "plain"
-    version = 1
     default_batch_size = 64
 
     def __init__(
@@ -67,9 +66,8 @@ class EmbeddingScorer(SpanFeatures, Scorer, TextEmbedder):
         return np.stack([self._vectors[t] for t in texts])
 
     def _encode(self, texts: list[str], progress: bool) -> Any:
-        """sentence-transformers' ``encode`` in one call (its batches as always), with probegen's
-        progress bar, not its own "Batches" bar (whose ``\r`` redraws pile up into one line of a
-        log): a forward hook counts the texts of each batch the model embeds."""
+        """sentence-transformers' ``encode`` in one call, with probegen's progress bar (counted by a forward
+        hook), not its own, whose ``\r`` redraws pile up into one line of a log."""
         def encode() -> Any:
             return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                      convert_to_tensor=True,  # numpy has no bfloat16: convert after .float()

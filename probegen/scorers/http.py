@@ -1,17 +1,12 @@
 """A small, robust JSON client for OpenAI-compatible servers (vLLM, SGLang, TGI, llama.cpp, APIs).
 
 Retries with exponential backoff and full jitter on 429, 5xx, timeouts and dropped connections
-(honouring ``Retry-After``); one-line :class:`ApiError` for everything else (401/403: the key,
-404: the route or model, other 4xx: the server's own message).
-
-Nothing a server sends is believed blindly: a body is read as a stream and decoded (gzip or
-deflate, inflated by probegen itself) up to :data:`MAX_BODY` bytes, no further, so a compressed
-bomb costs at most that much memory; a body that is not JSON is an ApiError. The API key is read
-from an environment variable when a request is sent and is never part of a message: :func:`redact`
-masks its value (and any URL's ``user:password@``) in every error line and in whatever the
-server sends back that probegen keeps (model information, chat answers). An ``--api-base`` with
-credentials in it (``https://user:KEY@host/v1``) is refused (shown masked): the key belongs in
-the environment variable, where it is sent as ``Authorization: Bearer``.
+(honouring ``Retry-After``); one-line :class:`ApiError` for everything else. Nothing a server sends is
+believed blindly: a body is decoded (gzip or deflate, by probegen itself) up to :data:`MAX_BODY`
+bytes, no further, so a compressed bomb costs at most that; a body that is not JSON is an ApiError.
+The API key comes from an environment variable, sent as ``Authorization: Bearer``, and never appears
+in a message: :func:`redact` masks it (and any URL's ``user:password@``) in every error line and in
+whatever probegen keeps of the server's answers; an ``--api-base`` holding credentials is refused.
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import ProbegenError
+from ..io import json_type
 
 #: statuses worth another try: rate limits and server-side failures
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -40,6 +36,10 @@ MIN_SECRET = 8
 #: content codings probegen asks for and decodes itself
 _CODINGS = ("gzip", "x-gzip", "deflate")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]*@")
+
+
+#: what a JSON value is, for an error line (the name the API clients import)
+shape = json_type
 
 
 class ApiError(ProbegenError):
@@ -182,22 +182,6 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def shape(value: Any) -> str:
-    """What a JSON value is, for an error line (``a list``, ``a string``, ...).
-
-    >>> shape([1]), shape("x"), shape(None), shape(True), shape(1.5)
-    ('a list', 'a string', 'null', 'a boolean', 'a number')
-    """
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
-    return names.get(type(value), type(value).__name__)
-
-
 class Client:
     """Thread-safe JSON requests to one :class:`Endpoint`, retried as described in the module doc."""
 
@@ -219,11 +203,9 @@ class Client:
         url = f"{self.endpoint.base}/{path.lstrip('/')}"
         last = ""
         for attempt in range(self.endpoint.max_retries + 1):
-            if attempt:
-                with self._lock:
-                    self.counters["retries"] += 1
             with self._lock:
                 self.counters["requests"] += 1
+                self.counters["retries"] += int(attempt > 0)
             try:
                 status, headers, body = self._send(method, url, payload)
             except httpx.TransportError as e:  # refused, dropped, timed out: the server may come back

@@ -5,13 +5,10 @@ tokens i of log P(d_i | query, d_-i), the input ``[CLS] query candidate [SEP]`` 
 special tokens) copied once per candidate token with that token masked. ``pll="word-l2r"``
 (Kauf & Ivanova 2023; minicons ``within_word_l2r``) also masks the later tokens of the same word
 (the tokenizer's ``word_ids()``), so a multi-piece word cannot be read off its own later pieces.
-
-All copies of all pairs are batched together by a token budget (:mod:`probegen.scorers._budget`),
-and the MLM head runs only at the scored positions; ``reduction="mean"`` divides by the number of
-candidate tokens. The copies run through the ``dense`` kernel (padded to the batch's longest) or
-``flex`` (one flat sequence, each copy attending only to itself, positions restarting per copy;
-:mod:`probegen.scorers._paths`); ``auto`` measures both once on a large job and remembers the pick.
-A precision below float32 on the CPU is validated first (:mod:`probegen.scorers._precision`).
+All copies of all pairs are batched together, the MLM head runs only at the scored positions, and
+``reduction="mean"`` divides by the number of candidate tokens. Budget, attention kernel (``flex``:
+each copy attending only to itself in one flat sequence) and precision check:
+:class:`~probegen.scorers._batch.LMScorer`.
 """
 
 from __future__ import annotations
@@ -38,37 +35,18 @@ class MaskedScorer(LMScorer):
     """Pseudo-log-likelihood scorer for masked LMs (BERT, RoBERTa, ...)."""
 
     kind = "masked"
-    query_style = "pattern"
-    version = 1
-    default_batch_size = 32
     max_batch_tokens = 4096
     _runs, _unit = "masked copies", "copies"
 
-    def __init__(
-        self,
-        name: str,
-        model: Any,
-        tokenizer: Any,
-        model_id: str | None = None,
-        reduction: str = "sum",
-        batch_size: int | None = None,
-        cache: Any = None,
-        pll: str = "original",
-        max_batch_tokens: int | str | None = None,
-        device_map: str | None = None,
-        extra_settings: dict[str, Any] | None = None,
-        kernel: str = "auto",
-        precision: str | None = None,
-        reference: Any = None,
-    ) -> None:
+    def __init__(self, name: str, model: Any, tokenizer: Any, *, pll: str = "original", **options: Any) -> None:
+        """``options``: :class:`~probegen.scorers._batch.LMScorer`'s (``model_id``, ``reduction``, ``kernel``, ...)."""
         # the MLM head applied only at masked positions, when it is a separate module
         head = getattr(model, "cls", None)
         self._head: Any = head if head is not None else getattr(model, "lm_head", None)
         self._base: Any = model.base_model if self._head is not None else None
         emb: Any = getattr(self._base, "embeddings", None)
-        super().__init__(name, model, tokenizer, model_id, reduction, batch_size, cache, max_batch_tokens, device_map,
-                         extra_settings, kernel, precision, reference, ("pll", pll, tuple(PLL_METHODS)),
-                         can_flex=self._head is not None and emb is not None)
+        super().__init__(name, model, tokenizer, ("pll", pll, tuple(PLL_METHODS)),
+                         can_flex=self._head is not None and emb is not None, **options)
         if tokenizer.mask_token_id is None:
             raise ValueError(f"{name}: the tokenizer has no mask token, so this is not a masked LM")
         self.pll = pll
@@ -136,8 +114,7 @@ class MaskedScorer(LMScorer):
         return self._budget.run(lambda: self._run_jobs(jobs))
 
     def _measure_kernels(self, sample: list[Job]) -> dict[str, Any]:
-        """Time ``dense`` and ``flex`` on ``sample`` (after a warm-up that compiles); flex counts only if it
-        matches dense within float rounding."""
+        """Time both kernels on ``sample``; flex counts only if it matches dense within float rounding."""
 
         def differs() -> str | None:
             fast = np.concatenate(self._run_jobs(sample[:16], "flex"))
@@ -154,9 +131,8 @@ class MaskedScorer(LMScorer):
 
     @torch.inference_mode()
     def _flex_jobs(self, jobs: list[Job]) -> list[list[float]]:
-        """As the dense kernel, with the copies of a batch concatenated into one flat sequence without
-        padding (up to a multiple of the kernel's block): a copy attends only to itself (a BlockMask
-        from one segment id per token) and its positions restart at the model's first position."""
+        """As :meth:`_dense_jobs`, a batch's copies as one flat sequence without padding, each copy attending
+        only to itself (a segment id per token), its positions restarting at the model's first position."""
         parts: list[tuple[list[int], torch.Tensor]] = []
         batches = flat_batches(list(range(len(jobs))), lambda j: len(jobs[j][0]), self.max_batch_tokens)
         for batch, t, _ in self._feed(batches, lambda batch: self._flex_batch(jobs, batch)):
@@ -169,8 +145,7 @@ class MaskedScorer(LMScorer):
         return _split(parts, jobs)
 
     def _flex_batch(self, jobs: list[Job], batch: list[int]) -> HostBatch:
-        """Host tensors of one flat batch of copies: ids, positions, segment ids (the BlockMask's
-        vector), the scored positions and their tokens."""
+        """Host tensors of one flat batch of copies: ids, positions, segment ids, scored positions and tokens."""
         size = _paths.padded_length(sum(len(jobs[j][0]) for j in batch), self._in_device.type)
         ids = torch.full((size,), self._pad_id, dtype=torch.long)
         pos = torch.full((size,), self._pos_offset, dtype=torch.long)
@@ -230,7 +205,6 @@ class MaskedScorer(LMScorer):
             counts[i] += 1
         return totals / counts if self.reduction == "mean" else totals
 
-    # ---- SemCor context choice ----------------------------------------------------------------
     def span_logprobs(self, items: Sequence[tuple[Sequence[str], tuple[int, int]]],
                       progress: bool = False) -> np.ndarray:
         """For each (words, (start, end)): the mean log-prob of the word pieces of
@@ -272,8 +246,7 @@ class SpanRequests(PairScorer):
         self.kind = scorer.kind
 
     def score_pairs(self, pairs: Sequence[Pair], progress: bool = False) -> dict[Pair, float]:
-        """Mean span log-probs of unique (words JSON, ``"start:end"``) pairs (see
-        :meth:`MaskedScorer.span_logprobs`)."""
+        """Mean span log-probs of unique (words JSON, ``"start:end"``) pairs (:meth:`MaskedScorer.span_logprobs`)."""
         s = self.scorer
         return s._cached(list(dict.fromkeys(pairs)), s._spans_uncached, namespace="span", progress=progress)
 

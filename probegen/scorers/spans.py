@@ -1,15 +1,9 @@
 """Target-span features of a transformer: the public feature interface of the LM and embedding scorers.
 
-A :class:`SpanEncoder` turns ``(text, (start, end))`` rows into the model's last hidden layer
-averaged over the tokens that overlap the character span (``None``: over the whole text). The
-tokenizer's character offsets locate the target, so the vector is the target's own, not a
-sentence embedding. Scorers hand one out (:meth:`span_encoder`) and extract features through it
-(:meth:`target_vectors`); a trained probe uses these, never the scorer's model or tokenizer.
-
-Distinct rows are encoded once per encoder (a memo), in batches of rows sorted by length; under
-``torchrun`` the batches are shared across ranks (:func:`probegen.distributed.shard_map`) and
-every rank gets every vector. Each batch is the one a single process would run, so the vectors
-equal a single-process run.
+A :class:`SpanEncoder` turns ``(text, (start, end))`` rows into the last hidden layer averaged over the
+tokens overlapping the character span (``None``: the whole text), located by the tokenizer's offsets.
+Distinct rows are encoded once, in length-sorted batches shared across ``torchrun`` ranks
+(:func:`probegen.distributed.shard_map`), so the vectors equal a single-process run.
 """
 
 from __future__ import annotations
@@ -118,10 +112,7 @@ class SpanEncoder:
 
 
 class SpanFeatures:
-    """Mixin of the transformer scorers: :meth:`span_encoder` and :meth:`target_vectors`.
-
-    A scorer says which tokenizer and network carry its features (:meth:`_feature_parts`).
-    """
+    """Mixin of the transformer scorers: :meth:`span_encoder`, over what :meth:`_feature_parts` names."""
 
     def _feature_parts(self, max_length: int) -> tuple[Any, Any, int]:
         """(tokenizer, network returning hidden states, usable max length)."""
@@ -135,9 +126,3 @@ class SpanFeatures:
             tok, net, length = self._feature_parts(max_length)
             encoders[key] = SpanEncoder(tok, net, getattr(self, "name", ""), length, batch_size)
         return encoders[key]
-
-    def target_vectors(self, rows: Sequence[Row], max_length: int = 256, batch_size: int = 32,
-                       progress: bool = False) -> np.ndarray:
-        """Last-hidden-layer vectors of ``(text, (start, end))`` rows, averaged over the target's
-        tokens (span ``None``: over the whole text); float32, one row per input row."""
-        return self.span_encoder(max_length, batch_size).vectors(rows, progress=progress)

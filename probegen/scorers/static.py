@@ -1,14 +1,10 @@
 """Static word-vector scorer: cosine of the mean GloVe vectors of query and candidate.
 
-Texts are lower-cased and split into word tokens with a simple regex; a hyphenated or
-apostrophised token missing from the vocabulary falls back to its parts. Unknown tokens are
-skipped and counted: ``oov_rate`` is the share of tokens seen so far that had no vector. A text
-with no known word gets the zero vector and scores 0 against anything.
-
-Scoring is cheaper than a cache lookup, so this scorer does not use the score cache by default
-(which also keeps ``oov_rate`` over every text scored). It is a table lookup and a mean, done
-with numpy on the CPU whatever ``--device`` says (a GPU would only add transfers); settings record
-``device="cpu"`` and the dtype of the stored vectors (means and cosines are computed in float64).
+Texts are lower-cased regex word tokens; a hyphenated or apostrophised token missing from the
+vocabulary falls back to its parts; unknown tokens are skipped and counted (``oov_rate``), and a text
+with no known word scores 0. Cheaper than a cache lookup, so no score cache by default (which also
+keeps ``oov_rate`` over every text); numpy on the CPU whatever ``--device`` says, means and cosines in
+float64.
 """
 
 from __future__ import annotations
@@ -34,7 +30,6 @@ class StaticScorer(Scorer, TextEmbedder):
 
     kind = "static"
     query_style = "plain"
-    version = 1
     default_cache = False
 
     def __init__(
@@ -94,22 +89,20 @@ class StaticScorer(Scorer, TextEmbedder):
                 out[r] = np.asarray(self.vectors[sorted(ids)], dtype=np.float64).mean(axis=0)
         return out
 
-    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        """L2-normalised mean word vectors (zero rows for texts with no known word)."""
-        texts = list(texts)
+    def _unit(self, texts: list[str]) -> tuple[np.ndarray, dict[str, int]]:
+        """L2-normalised mean vectors of the distinct ``texts`` (zero stays zero: cosine 0), each text's row."""
         unique = list(dict.fromkeys(texts))
         vecs = self._mean(unique)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        vecs = vecs / np.where(norms == 0, 1.0, norms)
-        row = {t: i for i, t in enumerate(unique)}
+        return vecs / np.where(norms == 0, 1.0, norms), {t: i for i, t in enumerate(unique)}
+
+    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """L2-normalised mean word vectors (zero rows for texts with no known word)."""
+        vecs, row = self._unit(list(texts))
         return vecs[[row[t] for t in texts]].astype(np.float32)
 
     def _score_uncached(self, pairs: list[Pair]) -> np.ndarray:
-        texts = list(dict.fromkeys([q for q, _ in pairs] + [c for _, c in pairs]))
-        vecs = self._mean(texts)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        vecs = vecs / np.where(norms == 0, 1.0, norms)  # zero vector stays zero: cosine 0
-        row = {t: i for i, t in enumerate(texts)}
+        vecs, row = self._unit([q for q, _ in pairs] + [c for _, c in pairs])
         q = vecs[[row[p[0]] for p in pairs]]
         c = vecs[[row[p[1]] for p in pairs]]
         return np.asarray(np.einsum("ij,ij->i", q, c))

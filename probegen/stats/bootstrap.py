@@ -4,7 +4,7 @@ every statistic (paired intervals), as rows of multiplicities. Percentile interv
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import numpy as np
 
@@ -84,5 +84,4 @@ def cluster_ci(values: np.ndarray, clusters: Iterable[Any] | None, n_boot: int, 
     """
     idx, names = cluster_index(range(len(values)) if clusters is None else clusters)
     sums, counts = per_cluster(values, idx, len(names)), per_cluster(np.ones(len(idx)), idx, len(names))
-    ci: list[float] | None = ratio_ci(sums, counts, cluster_weights(len(names), n_boot, seed), alpha)["ci"]
-    return ci
+    return cast("list[float] | None", ratio_ci(sums, counts, cluster_weights(len(names), n_boot, seed), alpha)["ci"])

@@ -1,6 +1,5 @@
-"""Tests over several estimates: Holm's correction (statsmodels ``multipletests``), the TOST of a
-difference with a given standard error (statsmodels' ``ttost_ind`` takes raw samples with iid errors
-only) and Welch-Satterthwaite degrees of freedom for any sum of variance components."""
+"""Holm's correction (statsmodels), the TOST of a difference with a given standard error (statsmodels'
+``ttost_ind`` takes iid raw samples only) and Welch-Satterthwaite degrees of freedom."""
 
 from __future__ import annotations
 

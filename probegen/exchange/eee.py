@@ -1,6 +1,5 @@
-"""The Every Eval Ever 0.3.0 JSON schemas (bundled in ``eee_schema/``, MIT, copied unchanged from the
-wheel: the package itself needs Python >= 3.12) and the one check of an aggregate and its samples,
-shared by the export (:mod:`.export`) and the import (:mod:`.ingest`)."""
+"""The Every Eval Ever 0.3.0 JSON schemas (``eee_schema/``, MIT, copied from the wheel, which needs Python
+>= 3.12) and the one check of an aggregate and its samples (export and import)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ SCHEMA_DIR = Path(__file__).with_name("eee_schema")
 
 
 def eee_validator(which: str) -> Any:
-    """A ``jsonschema`` validator of the bundled Every Eval Ever schema ``which`` (``eval`` or
-    ``instance_level_eval``)."""
+    """A validator of the bundled schema ``which`` (``eval`` or ``instance_level_eval``)."""
     import jsonschema
 
     schema = json.loads((SCHEMA_DIR / f"{which}.schema.json").read_text(encoding="utf-8"))

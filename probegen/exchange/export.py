@@ -1,20 +1,7 @@
-"""A ``probegen eval`` run's per-item results as Every Eval Ever or as an inspect-ai eval log.
-
-One sample per probegen item (a WordNetQA question, a CoDA21 group's row ``<group>#<row>``): the
-item id is the sample id, the chosen option's label (its text, or for CoDA21 the column's synset)
-is the answer, the key's label the target, ``correct`` the score. Each sample also carries
-probegen's own cell (``probegen_cell``: unit, correct, chosen, key, k) so that reading the export
-back (:mod:`.ingest`) gives exactly the run's item table.
-
-Every export is read back before it is renamed into place (:func:`check_read_back`): the samples
-JSONL of an Every Eval Ever export parsed again, an inspect-ai log read with inspect-ai's own
-reader; the count and each sample's score must be the run's, else nothing is written. An item id
-a format cannot carry is refused before anything is written (a NUL byte in a ``.eval`` log, whose
-samples are zip entries named by id: the ``.json`` log carries it).
-
-Every Eval Ever 0.3.0 (``every-eval-ever``) needs Python >= 3.12; its JSON schemas
-(``eee_schema/``, MIT, copied unchanged from the 0.3.0 wheel) validate the export here with
-``jsonschema``. Outputs are deterministic: the timestamps are those of the run's ``results.json``.
+"""A ``probegen eval`` run's per-item results as Every Eval Ever or an inspect-ai eval log: one sample per
+item, probegen's own cell (``probegen_cell``) riding along so the import reads back exactly the run.
+Every export is read back before it is renamed into place (:func:`check_read_back`); outputs are
+deterministic (timestamps: the run's ``results.json``'s).
 """
 
 from __future__ import annotations
@@ -31,9 +18,9 @@ from ..errors import ProbegenError
 from ..io import atomic_dir, atomic_output_file, dumps, read_jsonl, read_manifest, sha256_file, write_json, write_jsonl
 from ..version import __version__
 from .eee import EEE_SCHEMA_VERSION, validate_eee
-from .runs import condition_records, read_results, read_run, record_cells, rows_file
+from .runs import read_results, read_run, record_cells, rows_file
 
-#: the Every Eval Ever schema version written (the bundled schemas' version)
+#: the formats a run exports to (``probegen export --format``)
 RUN_FORMATS = ("eee", "inspect-log")
 
 
@@ -59,11 +46,8 @@ def _input(rec: dict[str, Any], kind: str, item: str) -> str:
 
 
 def run_samples(run: str | Path) -> tuple[dict[str, Any], Any, list[dict[str, Any]]]:
-    """(results.json, the run's respondent, one sample per item) of an eval run; one line if not one.
-
-    A sample: ``item``, ``cell`` (probegen's), ``input``, ``choices`` (labels), ``answer`` and ``target``
-    (labels as text; "" where none).
-    """
+    """(results.json, the run's respondent, one sample per item) of an eval run; one line if not one. A
+    sample: ``item``, ``cell``, ``input``, ``choices`` (labels), ``answer`` and ``target`` (text; "" if none)."""
     run = Path(run)
     resps = read_run(run)
     res = read_results(run)
@@ -72,7 +56,7 @@ def run_samples(run: str | Path) -> tuple[dict[str, Any], Any, list[dict[str, An
     resp = resps[0]
     kind = str((res.get("dataset") or {}).get("kind") or "probegen")
     samples = []
-    for rec in condition_records(rows_file(run, res), run):
+    for rec in read_jsonl(rows_file(run, res)):  # checked by read_run
         for item, cell in record_cells(rec).items():
             samples.append({"item": item, "cell": cell, "input": _input(rec, kind, item), "choices": _choices(rec),
                             "answer": "" if cell["chosen"] is None else str(cell["chosen"]),
@@ -178,8 +162,8 @@ def eee_documents(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, 
 
 
 def check_read_back(out: str | Path, fmt: str, want: list[tuple[str, float]], got: list[tuple[str, float]]) -> None:
-    """Refuse (one line, nothing written) an export whose read-back samples ``got`` (item id, score)
-    are not the run's ``want``: another count, an item lost, added or renamed, or another score.
+    """Refuse (one line, nothing written) an export whose read-back samples ``got`` (item id, score) are
+    not the run's ``want``.
 
     >>> check_read_back("x.eval", "inspect-ai log", [("a", 1.0), ("b", 0.0)], [("a", 1.0)])
     Traceback (most recent call last):
@@ -204,8 +188,7 @@ lost); nothing was written
 
 
 def write_eee(run: str | Path, out: str | Path) -> str:
-    """Export the eval run ``run`` as Every Eval Ever into the folder ``out``; the one-line summary.
-    The samples and the aggregate are read back before the folder is renamed into place."""
+    """Export the eval run ``run`` as Every Eval Ever into the folder ``out`` (read back first); a summary line."""
     rel, aggregate, rows = eee_documents(run)
     with atomic_dir(out) as tmp:
         (tmp / rel).parent.mkdir(parents=True)
@@ -287,8 +270,7 @@ def write_inspect_log(run: str | Path, out: str | Path) -> str:
 
 
 def _check_eval_ids(ids: list[str], out: Path) -> None:
-    """Refuse an item id a ``.eval`` log cannot carry: its samples are zip entries named by id, and
-    a NUL byte ends the name (inspect-ai then reads the log one sample short)."""
+    """Refuse an item id with a NUL byte: it ends the zip entry a ``.eval`` log names a sample by."""
     bad = next((i for i in ids if "\x00" in i), None)
     if bad is not None:
         raise ProbegenError(f"--out {out}: item id {bad!r} holds a NUL byte, which an inspect-ai .eval log cannot "

@@ -1,33 +1,10 @@
-"""Other harnesses' per-item results as respondents of :mod:`probegen.itemstats` (``probegen items``).
-
-Three formats, told apart by the file:
-
-- lm-evaluation-harness ``--log_samples`` files (``samples_<task>_<time>.jsonl``) of a probegen
-  lm-eval export (:mod:`probegen.exporters`): each doc keeps probegen's ``id`` (a CoDA21 context
-  ``<group>/<row>`` is the item ``<group>#<row>``); one respondent per model, scored by ``acc``
-  (summed log-probs; ``--lm-eval-metric acc_norm``: per character, ``both``: two respondents, which
-  answer almost alike and so are not independent), the chosen option the arg-max of the logged
-  log-likelihoods; samples of a probegen export whose ``results_<time>.json`` still names it are on
-  that export's dataset (many files of one export: one dataset);
-- inspect-ai eval logs (``.eval``, ``.json``), read with :func:`inspect_ai.log.read_eval_log`: a
-  sample's id is the item, its first scorer's value the correctness (C/I/P/N, yes/no, true/false
-  or a number, through :func:`inspect_ai.scorer.value_to_float`: P = 0.5 is partial credit, any
-  value in [0, 1]), its ``answer`` the chosen option;
-- Every Eval Ever: an export folder, an aggregate ``.json`` or a ``*_samples.jsonl`` (its aggregate
-  beside it), both checked against the bundled schemas, the row count and the checksum.
-
-A file that probegen exported (:mod:`.export`) names its dataset and holds probegen's cells, so it
-reads back as exactly the run. Any other file's dataset is unknown: its respondent joins the runs
-whose items hold all of its item ids with the same content (options, key: each reader keeps them as
-:attr:`~.respondent.Respondent.content`), or the ids are unknown or name other
-questions (one line; :func:`probegen.itemstats.table.gather`).
-
-Other formats register through the entry-point group ``probegen.import_formats`` as an
-:class:`ImportFormat` (:func:`formats`; docs/plugins.md).
-
-Every cell is checked as a run's is: correctness 0 or 1 (a foreign score in [0, 1] where the format
-documents partial credit: inspect-ai's P, an Every Eval Ever score), log-likelihoods finite
-numbers, labels and units scalars; anything else is one line naming the file and line.
+"""Other harnesses' per-item results as respondents (``probegen items``): lm-eval ``--log_samples`` files of
+a probegen lm-eval export (items by the docs' probegen ``id``; one respondent per model scored by ``acc``,
+``acc_norm`` or ``both``, the chosen option the arg-max of the logged log-likelihoods), inspect-ai eval
+logs (a sample's first score through :func:`inspect_ai.scorer.value_to_float`, P = 0.5 partial credit)
+and Every Eval Ever results (checked against the bundled schemas, row count and checksum). A probegen
+export reads back as its run; any other file's dataset is unknown and its respondent joins the runs that
+hold its items with the same content. Other formats: the entry-point group ``probegen.import_formats``.
 """
 
 from __future__ import annotations
@@ -64,8 +41,7 @@ def _scalar(v: Any, what: str, where: str, none: bool = True) -> Any:
 
 
 def _cell(cell: Any, where: str, partial: bool = False) -> dict[str, Any]:
-    """A probegen cell (``probegen_cell`` of a probegen export) checked as a run's: unit, correct
-    (0 or 1), chosen, key (labels), k (an option count >= 2); one line naming ``where`` if not."""
+    """A probegen export's ``probegen_cell`` checked as a run's cell; one line naming ``where`` if not."""
     if not (isinstance(cell, dict) and {"unit", "correct", "chosen", "key", "k"} <= set(cell)):
         raise ProbegenError(f"{where}: probegen_cell is not a probegen cell (unit, correct, chosen, key, k)")
     k = cell["k"]
@@ -78,8 +54,7 @@ def _cell(cell: Any, where: str, partial: bool = False) -> dict[str, Any]:
 
 
 def add_cell(resp: Respondent, item: str, cell: dict[str, Any], where: str, options: Any = None) -> None:
-    """Give ``resp`` its answer ``cell`` (unit, correct, chosen, key, k) to ``item`` (``options``: the item's
-    option labels, where the file has them); an item answered twice is one line naming ``where``."""
+    """Give ``resp`` its ``cell`` for ``item`` (``options``: its option labels); an item twice is one line."""
     if item in resp.cells:
         raise ProbegenError(f"{where}: item {item} appears twice (mixed datasets or runs in one file?)")
     resp.cells[item] = cell
@@ -97,30 +72,32 @@ def _jsonl(path: Path) -> list[tuple[int, Any]]:
 _LM_EVAL_NAME = re.compile(r"samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$")
 
 
-def _lm_eval_model(path: Path, task: str) -> str:
-    """The model lm-eval names in the results file beside the samples (its CLI writes both), else ``lm-eval``."""
+def _lm_eval_results(path: Path) -> list[dict[str, Any]]:
+    """The ``results_<time>.json`` objects lm-eval's CLI wrote beside the samples (unreadable ones left out)."""
     m = _LM_EVAL_NAME.search(path.name)
-    cands = sorted(path.parent.glob(f"results_{m.group('time')}.json")) if m else []
-    for res in cands:
+    out = []
+    for res in sorted(path.parent.glob(f"results_{m.group('time')}.json")) if m else []:
         try:
             cfg = json.loads(res.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        name = cfg.get("model_name") or (cfg.get("config") or {}).get("model_args")
-        if isinstance(name, str) and name:
-            return name
-    return "lm-eval"
+        if isinstance(cfg, dict):
+            out.append(cfg)
+    return out
+
+
+def _lm_eval_model(path: Path) -> str:
+    """The model lm-eval's results file names, else ``lm-eval``."""
+    names = (cfg.get("model_name") or (cfg.get("config") or {}).get("model_args") for cfg in _lm_eval_results(path))
+    return next((n for n in names if isinstance(n, str) and n), "lm-eval")
 
 
 def _lm_eval_export_manifest(path: Path, task: str) -> tuple[dict[str, Any], str] | None:
-    """(the ``dataset_manifest``, the export folder) of the probegen lm-eval export the samples
-    answer, where lm-eval's ``results_<time>.json`` beside them names the export's ``docs.jsonl``
-    (its task config's ``dataset_kwargs.data_files``) and that folder's ``manifest.json`` is still
-    there; else None."""
-    m = _LM_EVAL_NAME.search(path.name)
-    for res in sorted(path.parent.glob(f"results_{m.group('time')}.json")) if m else []:
+    """(``dataset_manifest``, export folder) of the probegen lm-eval export the samples answer, where the
+    ``results_<time>.json`` beside them names its ``docs.jsonl`` and its ``manifest.json`` is still there."""
+    for res in _lm_eval_results(path):
         try:
-            cfg = (json.loads(res.read_text(encoding="utf-8")).get("configs") or {}).get(task) or {}
+            cfg = (res.get("configs") or {}).get(task) or {}
             files = (cfg.get("dataset_kwargs") or {}).get("data_files") or {}
             docs = [Path(f) for f in (files.values() if isinstance(files, dict) else [files]) if isinstance(f, str)]
             for d in docs:
@@ -133,8 +110,7 @@ def _lm_eval_export_manifest(path: Path, task: str) -> tuple[dict[str, Any], str
 
 
 def _loglik(resp: Any, where: str) -> float:
-    """One choice's log-likelihood as lm-eval logs it (``[ll, is_greedy]``, numbers or their strings):
-    a finite number, or one line."""
+    """One choice's log-likelihood as lm-eval logs it (``[ll, is_greedy]``): a finite number, or one line."""
     v = resp[0] if isinstance(resp, list) and resp else resp
     try:
         if isinstance(v, bool) or not isinstance(v, (int, float, str)):
@@ -148,14 +124,13 @@ def _loglik(resp: Any, where: str) -> float:
 
 
 def read_lm_eval(path: Path, metric: str = "acc") -> list[Respondent]:
-    """The respondent of an lm-eval samples file scored by ``metric`` (``acc``, ``acc_norm``; ``both``:
-    one respondent per metric)."""
+    """The respondent of an lm-eval samples file scored by ``metric`` (``both``: one per metric)."""
     if metric not in LM_EVAL_METRICS:
         raise ProbegenError(f"unknown lm-eval metric {metric!r}; one of {', '.join(LM_EVAL_METRICS)}")
     metrics = ("acc", "acc_norm") if metric == "both" else (metric,)
     m = _LM_EVAL_NAME.search(path.name)
     task = m.group("task") if m else path.stem
-    model = _lm_eval_model(path, task)
+    model = _lm_eval_model(path)
     resps: dict[str, Respondent] = {}
     for line, s in _jsonl(path):
         where = f"{path} line {line}"
@@ -208,8 +183,7 @@ _SCORE_WORDS = {"c", "i", "p", "n", "yes", "no", "true", "false"}
 
 
 def _score_value(value: Any, where: str) -> float:
-    """An inspect score's value as correctness: C/I/P/N, yes/no, true/false, or a number, in [0, 1]
-    (P = 0.5 is partial credit); anything else is one line."""
+    """An inspect score's value as correctness in [0, 1] (C/I/P/N, yes/no, true/false, a number); else one line."""
     from inspect_ai.scorer import value_to_float
 
     ok = isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().lower() in _SCORE_WORDS)
@@ -336,8 +310,7 @@ def read_eee(path: Path, **settings: Any) -> list[Respondent]:
 # ---- the registry -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImportFormat:
-    """One format of other harnesses' per-item results: ``claims(path)`` whether a file or folder is in
-    it, ``read(path, lm_eval_metric=...)`` its respondents (one line for anything it cannot use)."""
+    """One format of other harnesses' results: ``claims(path)``, ``read(path, lm_eval_metric=...)``."""
 
     name: str
     claims: Callable[[Path], bool]
@@ -363,8 +336,7 @@ FORMAT_GROUP = "probegen.import_formats"
 
 @functools.cache
 def formats() -> tuple[ImportFormat, ...]:
-    """The import formats in the order a file is offered to them: the entry points of :data:`FORMAT_GROUP`
-    (by name), then :data:`BUILTIN_FORMATS`.
+    """The import formats in the order a file is offered to them: entry points, then the built-ins.
 
     >>> [f.name for f in formats()][-3:]
     ['eee', 'inspect', 'lm-eval']
@@ -391,8 +363,7 @@ def is_foreign(path: str | Path) -> bool:
 
 
 def read_foreign(path: str | Path, lm_eval_metric: str = "acc") -> list[Respondent]:
-    """The respondents of ``path`` read by the first format that claims it (an lm-eval samples file:
-    ``lm_eval_metric`` ``acc``, ``acc_norm`` or ``both``); one line if none does."""
+    """The respondents of ``path`` read by the first format that claims it; one line if none does."""
     p = Path(path)
     fmt = next((f for f in formats() if f.claims(p)), None)
     if fmt is None:

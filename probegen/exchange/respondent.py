@@ -1,6 +1,5 @@
-"""The one per-item table type: a respondent's answers (:class:`Respondent`), its cells' checks and how
-runs name their dataset. :mod:`probegen.exchange` makes respondents (runs, studies, other harnesses'
-files) and :mod:`probegen.itemstats` analyses them."""
+"""The one per-item table type, :class:`Respondent`, with its cells' checks and how runs name their dataset:
+:mod:`probegen.exchange` makes respondents and :mod:`probegen.itemstats` analyses them."""
 
 from __future__ import annotations
 
@@ -23,36 +22,31 @@ class Respondent:
     source: str
     dataset: str
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: the dataset is unknown (another harness's results): :func:`gather` gives it the runs' dataset holding its items
+    #: the dataset is unknown (another harness's results): the join gives it the runs' dataset holding its items
     adopt: bool = False
-    #: the manifest of the probegen dataset a foreign file says it answered (an lm-eval export's
-    #: ``dataset_manifest``), where it says so: what ``probegen forms`` and ``compare`` identify it by
+    #: the manifest of the dataset a foreign file says it answered (``probegen forms`` and ``compare``)
     manifest: dict[str, Any] | None = None
-    #: what each item is, where the file carries it: item id -> (key, options) (:func:`content`); the
-    #: join checks it (:func:`contradiction`), never the id alone
+    #: item id -> (key, options) (:func:`content`), where the file carries them: what the join checks
     content: dict[str, tuple[Any, tuple[str, ...] | None]] = field(default_factory=dict)
     #: the dataset's fingerprint where the file names it (a run's ``dataset.manifest_sha256``)
     fingerprint: str | None = None
 
 
-def dataset_key(path: Any, kind: Any = None) -> str:
-    """How runs name their dataset, comparable across runs: its real path where it exists (``kind``
-    is not part of it: a bias run's entries do not all record it)."""
+def dataset_key(path: Any) -> str:
+    """How runs name their dataset, comparable across runs: its real path where it exists."""
     p = str(path)
     return os.path.realpath(p) if os.path.exists(p) else p
 
 
 def identity(resp: Respondent) -> str:
-    """``model|method|variant``: one respondent's name across datasets (``probegen forms``, ``compare``).
-    A foreign file's variant is left out: it names the file's task (lm-eval ``task=...``, EEE
-    ``result=...``), which differs from one dataset to the next for one model and method."""
+    """``model|method|variant``: one respondent's name across datasets (``probegen forms``, ``compare``); a
+    foreign file's variant (its task, which differs from one dataset to the next) is left out."""
     return f"{resp.model}|{resp.method}" if resp.adopt else f"{resp.model}|{resp.method}|{resp.variant}"
 
 
 def check_correct(value: Any, where: str, partial: bool = False) -> float:
-    """A cell's correctness as a float: 0 or 1, or with ``partial`` (a foreign scorer's documented
-    partial credit, e.g. inspect-ai's P = 0.5) any number in [0, 1]; anything else is one line naming
-    ``where`` (file and line). A bool is 0 or 1.
+    """A cell's correctness as a float: 0 or 1 (a bool too), or with ``partial`` (documented partial
+    credit) any number in [0, 1]; anything else is one line naming ``where``.
 
     >>> check_correct(1, "f line 1"), check_correct(True, "f"), check_correct(0.5, "f", partial=True)
     (1.0, 1.0, 0.5)
@@ -72,9 +66,7 @@ def check_correct(value: Any, where: str, partial: bool = False) -> float:
 
 
 def content(key: Any, options: Sequence[Any] | None) -> tuple[Any, tuple[str, ...] | None]:
-    """What an item is, as a file carries it: its key (the right option's label) and its options'
-    labels (None where the file has none). The options are compared as a set: a tool may show them
-    in another order.
+    """What an item is, as a file carries it: its key's label and its options' labels as a set (None if none).
 
     >>> content("b", ["b", "a"])
     ('b', ('a', 'b'))
@@ -84,9 +76,8 @@ def content(key: Any, options: Sequence[Any] | None) -> tuple[Any, tuple[str, ..
 
 
 def contradiction(a: tuple[Any, tuple[str, ...] | None], b: tuple[Any, tuple[str, ...] | None]) -> str | None:
-    """Why two files' contents of an item of one id are not one question (None if nothing says so):
-    their options differ, or their keys differ where both are labels of the same options (a key
-    written as a letter or an index by another tool is not compared with a key written as text).
+    """Why two files' contents of one item id are not one question (None if nothing says so): other
+    options, or other keys where both are labels of those options (not a letter against a text).
 
     >>> contradiction(content("x", ["x", "y"]), content("y", ["y", "x"]))
     "key 'x' vs 'y'"

@@ -1,11 +1,7 @@
-"""Reading probegen's own folders as respondents (:class:`~.respondent.Respondent`), and :func:`read_run`,
-which also reads other harnesses' files (:mod:`.ingest`).
-
-A run is a ``probegen eval`` folder (``results.json`` and its per-row records ``items.jsonl`` or
-``groups.jsonl``), a ``probegen bias`` folder (one respondent per condition file of each dataset) or a
-``probegen study`` folder (one respondent per participant). An item is a row id; a CoDA21 group
-gives one item per row (``<group>#<row>``, ``k`` options: 1/k of the group). Every bad input is a
-:class:`~probegen.errors.ProbegenError`.
+"""Probegen's own folders read as respondents, and :func:`read_run`, which reads other harnesses' files
+too (:mod:`.ingest`): an eval run (``results.json`` and ``items.jsonl``/``groups.jsonl``; a CoDA21 group
+gives one item per row, ``<group>#<row>``), a bias run (one respondent per condition file of each
+dataset) or a study (one per participant). Every bad input is a :class:`~probegen.errors.ProbegenError`.
 """
 
 from __future__ import annotations
@@ -14,7 +10,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import ProbegenError
-from ..io import iter_jsonl, parse_json, read_jsonl, recover, verify_output
+from ..io import iter_jsonl, parse_json, recover, verify_output
+from ..methods.generate import GenerateMethod
 from .ingest import is_foreign, read_foreign
 from .respondent import Respondent, check_correct, content, dataset_key
 
@@ -34,10 +31,9 @@ def _label(options: Sequence[Any] | None, index: Any) -> Any:
 
 
 def record_cells(rec: dict[str, Any], where: str = "") -> dict[str, dict[str, Any]]:
-    """The cells of one per-row record (``id``, ``gold``, ``pred``, ``correct``): one item, or for an
-    alignment group (``rows``, a gold per row) one item per row. A one-row item's ``correct`` is 0 or
-    1, a unit of several rows' the share right (in [0, 1]); anything else is one line naming
-    ``where`` (the file and line), else the record.
+    """The cells of one per-row record (``id``, ``gold``, ``pred``, ``correct``): one item, or one per row of
+    an alignment group (``rows``). ``correct`` is 0 or 1 (a unit of several rows': the share right); else
+    one line naming ``where``.
 
     >>> record_cells({"id": "q1", "gold": [2], "pred": [0], "correct": 0.0, "choices": ["a", "b", "c"]})["q1"]
     {'unit': 'q1', 'correct': 0.0, 'chosen': 'a', 'key': 'c', 'k': 3}
@@ -84,19 +80,8 @@ def read_results(run: Path) -> dict[str, Any]:
     return res
 
 
-def condition_records(path: Path, run: Path) -> list[dict[str, Any]]:
-    """The per-row records file ``path`` of ``run``; one error line if it is missing or not records."""
-    if not path.is_file():
-        raise ProbegenError(f"{run} has no per-row records ({path.name}); rerun it with this probegen")
-    recs = read_jsonl(path)
-    if not recs or not all(isinstance(r, dict) and "id" in r and "correct" in r for r in recs):
-        raise ProbegenError(f"{path}: not per-row records (each row needs id and correct)")
-    return recs
-
-
 def _fill(resp: Respondent, path: Path, run: Path) -> Respondent:
-    """``resp`` with the cells of the records file ``path`` of ``run``: one line for a row that is not a
-    record, a correctness out of range, or an item id twice (naming the file and line)."""
+    """``resp`` with the cells of the records file ``path`` of ``run``; a bad row is one line naming it."""
     if not path.is_file():
         raise ProbegenError(f"{run} has no per-row records ({path.name}); rerun it with this probegen")
     for line, rec in iter_jsonl(path):
@@ -115,8 +100,7 @@ def _fill(resp: Respondent, path: Path, run: Path) -> Respondent:
 
 
 def _inside(run: Path, rel: Any, what: str) -> Path:
-    """``run / rel`` where it lies inside the run folder; else one line, before anything is read
-    (a results.json naming ``/etc/passwd`` or ``../other/items.jsonl`` is not this run's file)."""
+    """``run / rel`` where it lies inside the run folder (a run reads its own files only); else one line."""
     if not isinstance(rel, str) or not rel:
         raise ProbegenError(f"{run}/results.json: {what} is {rel!r}, not a file name inside the run folder")
     root = run.resolve()
@@ -148,12 +132,14 @@ def rows_file(run: Path, res: dict[str, Any]) -> Path:
 def _eval_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
     rows = rows_file(run, res)
     ds, cfg, scorer = _obj(res.get("dataset")), _obj(res.get("eval")), _obj(res.get("scorer"))
-    method = str(cfg.get("method") or ("generate" if "generation" in res else f"score:{scorer.get('kind', '?')}"))
+    # every method but the cloze one records eval.method; a generation block without it: an early generate run
+    early = GenerateMethod.name if "generation" in res else f"score:{scorer.get('kind', '?')}"
+    method = str(cfg.get("method") or early)
     gen = res["generation"] if isinstance(res.get("generation"), dict) else {}
     # asked under several option orders, a row's cell is its majority answer: a variant of its own
     orders = f"orders={gen['orders']} (majority)" if isinstance(gen.get("orders"), int) and gen["orders"] > 1 else ""
     resp = Respondent("", str(res.get("model")), method, _variant(cfg, orders), str(run),
-                      dataset_key(ds.get("path"), ds.get("kind")), fingerprint=_fingerprint(ds))
+                      dataset_key(ds.get("path")), fingerprint=_fingerprint(ds))
     return [_fill(resp, rows, run)]
 
 
@@ -179,7 +165,7 @@ def _bias_run(run: Path, res: dict[str, Any]) -> list[Respondent]:
             if not str(rel).endswith(".jsonl") or cond == "units":
                 continue
             resp = Respondent("", str(res.get("model")), f"bias:{scorer.get('kind', '?')}",
-                              _variant(cfg, f"condition={cond}"), str(run), dataset_key(d.get("path"), d.get("kind")),
+                              _variant(cfg, f"condition={cond}"), str(run), dataset_key(d.get("path")),
                               fingerprint=_fingerprint(d))
             out.append(_fill(resp, _inside(run, rel, f"files.{cond}"), run))
     if not out:
@@ -209,7 +195,7 @@ def _study(root: Path) -> list[Respondent]:
         if not answers:
             continue
         resp = Respondent("", "human", HUMAN_METHOD, f"condition={a['condition']}", str(root),
-                          dataset_key(ds.get("path"), ds.get("kind")))
+                          dataset_key(ds.get("path")))
         for uid, rec in answers.items():
             if uid not in gold:
                 raise ProbegenError(f"answers of {aid} in {root} name item {uid}, which the study's gold does not have")
@@ -222,9 +208,8 @@ def _study(root: Path) -> list[Respondent]:
 
 
 def read_run(path: str | Path, lm_eval_metric: str = "acc") -> list[Respondent]:
-    """The respondents of one run or study folder (see the module doc), or of another harness's per-item
-    results (:mod:`probegen.exchange.ingest`; ``lm_eval_metric``: the respondent an lm-eval file gives,
-    ``acc``, ``acc_norm`` or ``both``); one error line if it is none of them."""
+    """The respondents of one run or study folder, or of another harness's results (:mod:`.ingest`;
+    ``lm_eval_metric``: ``acc``, ``acc_norm`` or ``both``); one error line if it is none of them."""
     run = Path(path)
     if is_foreign(run):  # lm-eval samples, an inspect-ai log, Every Eval Ever results
         return read_foreign(run, lm_eval_metric)

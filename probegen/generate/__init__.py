@@ -1,27 +1,11 @@
-"""The generative method: ask a chat model each unit as a prompt, parse its answer.
-
-For models that give no log-probabilities of a prompt (chat models, most hosted APIs), probegen
-asks and reads the answer instead of scoring. The pieces, in the order data flows through them:
-
-- :mod:`~probegen.generate.prompts`: the prompt templates (data: ``templates/prompts/en.yaml``,
-  or ``--prompts FILE``) that turn a unit into chat messages;
-- :mod:`~probegen.generate.chat`: the chat backends (a local model with a chat template through
-  transformers ``generate``; an OpenAI-compatible ``chat/completions`` endpoint through the
-  served-model client) and the response cache that makes a second run replay without a request;
-- :mod:`~probegen.generate.parse`: the strict parsers of answers (a complete matching, a letter,
-  yes/no);
-- :mod:`~probegen.generate.scorer`: :class:`GenerativeScorer`, which stands where a likelihood
-  scorer stands in every task's evaluation and bias path;
-- :mod:`~probegen.generate.metrics`: invalid-answer rate, per-order accuracy and consistency;
-- :mod:`~probegen.generate.letter` (``--method letter``): the same prompts read as each option
-  label's next-token probability (:class:`~probegen.generate.letter.LetterScorer`, in process or
-  served: :mod:`~probegen.generate.letter_api`), recorded per order under ``generation``
-  (``orders``, ``probs``, ``label_mass``).
+"""The generative method: a chat model asked each unit as a prompt (:mod:`.prompts`, :mod:`.chat`), its
+answer parsed (:mod:`.parse`) by :class:`GenerativeScorer` (:mod:`.scorer`; :mod:`.metrics`); the letter
+method reads the same prompts' option-label probabilities (:mod:`.letter`, :mod:`.letter_api`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from .scorer import GenerativeScorer
 
@@ -34,18 +18,22 @@ CHAT_SETTINGS = ("device", "dtype", "api_base", "api_key_env", "concurrency", "a
 
 def load_generator(model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0,
                    **settings: Any) -> GenerativeScorer:
-    """A :class:`GenerativeScorer` for ``model``: a served model when ``api_base`` serves it (its
-    chat endpoint), else a local chat model (bundled short name or path); ``prompts`` a prompt
-    template file (default: the bundled English templates); ``settings`` those of
-    :data:`CHAT_SETTINGS` (others are ignored only if unset)."""
-    from ..errors import ProbegenError
+    """A :class:`GenerativeScorer` for ``model``: served when ``api_base`` serves it, else a local chat
+    model; ``prompts``: a template file (default: the bundled ones); ``settings``: :data:`CHAT_SETTINGS`
+    (others are an error unless unset)."""
     from .chat import load_chat
     from .prompts import prompt_templates
 
+    given = chat_settings(settings, "--method generate")
+    templates = prompt_templates(prompts)  # a malformed file fails before the model loads
+    return GenerativeScorer(load_chat(model, **given), templates, permutations=permutations, seed=seed)
+
+
+def chat_settings(settings: Mapping[str, Any], flag: str) -> dict[str, Any]:
+    """The :data:`CHAT_SETTINGS` given; one line if another is (not ``auto``): it does not apply to ``flag``."""
+    from ..errors import ProbegenError
+
     wrong = sorted(k for k, v in settings.items() if k not in CHAT_SETTINGS and v not in (None, "auto"))
     if wrong:
-        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to --method "
-                            "generate")
-    templates = prompt_templates(prompts)  # a malformed file fails before the model loads
-    chat = load_chat(model, **{k: v for k, v in settings.items() if k in CHAT_SETTINGS and v is not None})
-    return GenerativeScorer(chat, templates, permutations=permutations, seed=seed)
+        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to {flag}")
+    return {k: v for k, v in settings.items() if k in CHAT_SETTINGS and v is not None}

@@ -1,27 +1,8 @@
-"""Chat backends of the generative protocol: a local transformers model or an OpenAI-compatible
-chat endpoint, both answering through one persistent response cache.
-
-- :class:`LocalChat` renders each conversation with the tokenizer's chat template
-  (``add_generation_prompt=True``) and decodes greedily with transformers' ``generate``, a batch of
-  conversations at a time (left-padded, sorted by length so a batch holds little padding). Its
-  answers are exactly those of ``generate`` run on one conversation at a time (tested on SmolLM2).
-- :class:`ApiChat` posts each conversation to ``{api_base}/chat/completions`` (temperature 0, the
-  run's seed, ``max_tokens``) through the served-model client of :mod:`probegen.scorers.http`
-  (retries with backoff on 429/5xx, one-line errors that never hold the key), with up to
-  ``concurrency`` requests in flight. Each answer is checked (an object whose first choice holds
-  a ``message`` object with string ``content``; anything else is one ApiError line, and that
-  answer is not cached) and the key's value is masked in it before it is kept.
-- :class:`ResponseCache` keeps every raw answer (text and ``finish_reason``) in SQLite, keyed by the
-  sha256 of ``[identity, messages, max_tokens, seed, temperature]``. The identity names the model
-  and backend (local: model id, weights' package version or file fingerprint, dtype, chat
-  template hash; served: base URL and the model information the server reports), never the API
-  key and not the device (a device changes a greedy answer only through float rounding, as for
-  scores). Answers are committed as they arrive, so a killed run resumes, and a second run with
-  the cache makes no request.
-
-:func:`load_chat` picks the backend: a name served by ``api_base`` (the command's ``--api-base``) is
-asked there; a bundled short name, a local folder or a Hugging
-Face id is loaded in-process, and must have a chat template.
+"""Chat backends of the generative protocol: :class:`LocalChat` (transformers, greedy, left-padded
+batches sorted by length) and :class:`ApiChat` (``{api_base}/chat/completions``, ``concurrency`` in
+flight, each answer checked and the key masked), answering through one :class:`ResponseCache` (SQLite,
+keyed by the sha256 of ``[identity, messages, max_tokens, seed, temperature]``, never the key nor the
+device; committed as answers arrive, so a killed run resumes and a second run asks nothing).
 """
 
 from __future__ import annotations
@@ -32,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence, cast
 
 from ..errors import ProbegenError
 from ..paths import cache_dir
@@ -50,35 +31,11 @@ Conversation = Sequence[Message]
 
 @dataclass(frozen=True)
 class Response:
-    """One answer: its text, why generation stopped (``stop``, ``length``; None if unknown), and
-    whether it came from the cache."""
+    """One answer: its text, why generation stopped (``stop``, ``length``, None), whether it was cached."""
 
     text: str
     finish_reason: str | None = None
     cached: bool = False
-
-
-class ChatModel(Protocol):
-    """What the generative scorer needs from a chat backend."""
-
-    name: str
-
-    def identity(self) -> dict[str, Any]:
-        """What identifies model and backend in cache keys and results (never an API key)."""
-        ...
-
-    def chat(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int,
-             progress: bool = False) -> list[str]:
-        """The answer text to each conversation, in order."""
-        ...
-
-    def stats(self) -> dict[str, Any]:
-        """Counters: answers computed and cached, requests, retries, ..."""
-        ...
-
-    def close(self) -> None:
-        """Release connections, threads and the cache."""
-        ...
 
 
 # ---- the response cache ---------------------------------------------------------------------------
@@ -97,20 +54,14 @@ def response_key(identity: Mapping[str, Any], messages: Conversation, max_tokens
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def default_path() -> Path:
-    """``<cache_dir>/responses.sqlite``."""
-    return cache_dir() / "responses.sqlite"
-
-
 class ResponseCache(SqliteStore):
-    """key -> (text, finish_reason) in SQLite (``path`` defaults to ``<cache_dir>/responses.sqlite``):
-    the score cache's store (:class:`~probegen.score_cache.SqliteStore`), another table."""
+    """key -> (text, finish_reason) in the score cache's SQLite store (another table)."""
 
     table, columns_sql, columns = "responses", "text TEXT NOT NULL, finish_reason TEXT", ("text", "finish_reason")
     what, then = "response cache", "starting a fresh one (its questions are asked again)"
 
     def __init__(self, path: str | Path | None = None) -> None:
-        super().__init__(path if path is not None else default_path())
+        super().__init__(path if path is not None else cache_dir() / "responses.sqlite")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
         """The cached answers of those ``keys`` that are present (``cached=True``)."""
@@ -125,14 +76,6 @@ class ResponseCache(SqliteStore):
 CacheArg = bool | str | Path | ResponseCache | None
 
 
-def _open_cache(cache: CacheArg) -> ResponseCache | None:
-    if cache is None or cache is False:
-        return None
-    if cache is True:
-        return ResponseCache()
-    return cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
-
-
 def plain_conversation(conv: Conversation) -> list[dict[str, str]]:
     """``conv`` as plain ``{"role", "content"}`` dicts (what is hashed and sent)."""
     if isinstance(conv, (str, bytes)) or not conv:
@@ -145,10 +88,20 @@ def plain_conversation(conv: Conversation) -> list[dict[str, str]]:
     return out
 
 
+def render_prompt(tokenizer: Any, name: str, messages: Conversation) -> str:
+    """``messages`` through ``tokenizer``'s chat template, the assistant's turn opened (``name``: the model)."""
+    try:
+        return cast(str, tokenizer.apply_chat_template(plain_conversation(messages), tokenize=False,
+                                                      add_generation_prompt=True))
+    except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
+        raise ProbegenError(f"{name}: its chat template refused the conversation ({type(e).__name__}: "
+                            f"{' '.join(str(e).split())[:200]})") from None
+
+
 # ---- what both backends share: cache, chunked commits, progress, counters ---------------------------
-class _CachedChat:
-    """Cache look-ups, commits as answers arrive, progress and counters; backends implement
-    :meth:`_stream` (answers of conversations not in the cache) and :meth:`identity`."""
+class ChatModel:
+    """What the generative scorer asks (:meth:`chat`): cache look-ups, commits as answers arrive, progress
+    and counters; a backend implements :meth:`_stream` and :meth:`identity`."""
 
     #: answers committed to the cache at once (at least every COMMIT_S seconds)
     commit_every = 16
@@ -158,7 +111,8 @@ class _CachedChat:
             raise ProbegenError(f"temperature must be >= 0, not {temperature}")
         self.name = name
         self.temperature = float(temperature)
-        self._cache = _open_cache(cache)
+        self._cache = None if cache is None or cache is False else cache if isinstance(cache, ResponseCache) else \
+            ResponseCache(None if cache is True else cache)
         self.counters = {"responses": 0, "cached": 0, "truncated": 0, "seconds": 0.0}
 
     def identity(self) -> dict[str, Any]:
@@ -177,8 +131,7 @@ class _CachedChat:
 
     def respond(self, conversations: Sequence[Conversation], *, max_tokens: int, seed: int,
                 progress: bool = False) -> list[Response]:
-        """The :class:`Response` to each conversation, in order: from the cache where present, the
-        rest asked (each distinct conversation once) and committed as the answers arrive."""
+        """The :class:`Response` to each conversation, in order: cached, or asked (each distinct one once)."""
         if int(max_tokens) < 1:
             raise ProbegenError(f"max_tokens must be at least 1, not {max_tokens}")
         convs = [plain_conversation(c) for c in conversations]
@@ -222,8 +175,7 @@ class _CachedChat:
         pending.clear()
 
     def stats(self) -> dict[str, Any]:
-        """Answers computed (``responses``) and served from the cache (``cached``), answers cut at
-        ``max_tokens`` (``truncated``), seconds spent generating."""
+        """Answers computed and cached, answers cut at ``max_tokens`` (``truncated``), seconds generating."""
         return {**self.counters, "seconds": round(self.counters["seconds"], 3)}
 
     def close(self) -> None:
@@ -233,14 +185,10 @@ class _CachedChat:
 
 
 # ---- in-process: transformers ---------------------------------------------------------------------
-class LocalChat(_CachedChat):
-    """A transformers causal LM with a chat template, answering greedily (``temperature`` 0) in
-    left-padded batches of ``batch_size`` conversations.
-
-    Conversations are sorted by token length before batching, so a batch holds little padding.
-    With ``temperature`` > 0 each conversation is sampled alone after ``torch.manual_seed(seed)``,
-    so its answer does not depend on which conversations shared its batch.
-    """
+class LocalChat(ChatModel):
+    """A transformers causal LM with a chat template, answering greedily in left-padded batches of
+    ``batch_size`` conversations sorted by length; with ``temperature`` > 0 each is sampled alone after
+    ``torch.manual_seed(seed)``, so its answer does not depend on its batch."""
 
     default_batch_size = 8
 
@@ -276,12 +224,7 @@ class LocalChat(_CachedChat):
 
     def encode(self, conversation: Conversation) -> list[int]:
         """Token ids of ``conversation`` rendered by the chat template, ending in the assistant's turn."""
-        try:
-            text = self.tokenizer.apply_chat_template(plain_conversation(conversation), tokenize=False,
-                                                      add_generation_prompt=True)
-        except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
-            raise ProbegenError(f"{self.name}: its chat template refused the conversation ({type(e).__name__}: "
-                                f"{' '.join(str(e).split())[:200]})") from None
+        text = render_prompt(self.tokenizer, self.name, conversation)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _stream(self, conversations: list[list[dict[str, str]]], max_tokens: int,
@@ -323,12 +266,8 @@ class LocalChat(_CachedChat):
 
 
 # ---- served: an OpenAI-compatible chat endpoint -----------------------------------------------------
-class ApiChat(_CachedChat):
-    """A model served by an OpenAI-compatible server, asked through ``POST {base}/chat/completions``.
-
-    ``endpoint``: a :class:`~probegen.scorers.http.Endpoint`; ``info``: what the server reports about
-    the model (:func:`~probegen.scorers.api.served_models`), part of the identity.
-    """
+class ApiChat(ChatModel):
+    """A model served by an OpenAI-compatible server (``POST {base}/chat/completions``; ``info``: its model data)."""
 
     default_concurrency = 4
 
@@ -375,9 +314,7 @@ class ApiChat(_CachedChat):
         return self._answer(body)
 
     def _answer(self, body: Any) -> Response:
-        """The checked answer in a chat completions ``body``, the key's value masked in it: an object
-        whose first choice is an object holding a ``message`` object with a string (or null)
-        ``content`` and a string (or null) ``finish_reason``; anything else is one ApiError line."""
+        """The checked answer in a chat completions ``body`` (the key's value masked); else one ApiError line."""
         from ..scorers.http import shape
 
         url = f"{self.endpoint.base}/chat/completions"
@@ -430,15 +367,9 @@ def _no_template(name: str) -> ProbegenError:
 
 
 def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatModel:
-    """The chat backend of model ``name``.
-
-    With ``api_base`` (the command's ``--api-base``, which must serve ``name``): an
-    :class:`ApiChat` for the served model id ``name``. Otherwise a bundled short name
-    (``smollm2-135m``), a local folder or a Hugging Face id, loaded as a :class:`LocalChat`.
-    ``settings``: ``cache`` (True, False, a path or a ResponseCache), ``temperature`` (0);
-    local: ``device``, ``dtype``, ``device_map``, ``batch_size``; served: ``api_key_env``,
-    ``concurrency``, ``api_timeout``, ``max_retries``. Errors are one-line ProbegenErrors.
-    """
+    """The chat backend of model ``name``: an :class:`ApiChat` when ``api_base`` (which must serve it) is
+    given, else a :class:`LocalChat` (bundled short name, local folder or Hugging Face id). ``settings``:
+    ``cache`` (bool, path or ResponseCache), ``temperature``, :data:`LOCAL_SETTINGS` and the API ones."""
     from ..models import API_SETTINGS, api_endpoint, resolve_model
     from ..scorers.api import served_models
 
@@ -463,8 +394,7 @@ def load_chat(name: str, api_base: str | None = None, **settings: Any) -> ChatMo
 
 
 def _api_chat(name: str, ep: Any, info: Mapping[str, Any], given: dict[str, Any], shared: dict[str, Any]) -> ApiChat:
-    """An ApiChat; device and precision options other than ``auto`` are errors (the server decides them);
-    ``batch_size`` is ignored (one conversation per request, ``concurrency`` in flight)."""
+    """An ApiChat; device and precision other than ``auto`` are errors (the server decides them)."""
     wrong = sorted(k for k in ("device", "dtype", "device_map") if given.get(k) not in (None, "auto"))
     if wrong:
         raise ProbegenError(f"{', '.join(wrong)} do(es) not apply to {name}, served by {ep.base} (the server decides)")

@@ -3,9 +3,7 @@ served backend, :mod:`probegen.generate.letter` and :mod:`probegen.generate.lett
 
 from __future__ import annotations
 
-from typing import Any, Sequence, cast
-
-from ..errors import ProbegenError
+from typing import Any, Sequence
 
 
 def label_variants(ask: str, labels: Sequence[str]) -> list[tuple[str, ...]]:
@@ -22,24 +20,10 @@ def label_variants(ask: str, labels: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def continuation(tokenizer: Any, prompt: str, variant: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(prompt token ids, the variant's token ids) of ``prompt + variant`` tokenised together: the
-    variant's tokens are those that end after the prompt (a token straddling the boundary counts
-    for the variant, as in the served-model scorer)."""
+    """(prompt ids, variant ids) of ``prompt + variant`` tokenised together: the variant's tokens end after
+    the prompt (a straddling token counts for the variant, as in the served-model scorer)."""
     enc = tokenizer(prompt + variant, add_special_tokens=False, return_offsets_mapping=True)
     ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
     cut = len(prompt)
     k = next((i for i, (s, e) in enumerate(offsets) if e > cut or s >= cut), len(ids))
     return tuple(ids[:k]), tuple(ids[k:])
-
-
-def render_prompt(tokenizer: Any, name: str, messages: Sequence[dict[str, str]]) -> str:
-    """The prompt text: ``messages`` through ``tokenizer``'s chat template with the assistant's turn
-    opened (``name``: the model, for the error line)."""
-    from .chat import plain_conversation
-
-    try:
-        return cast(str, tokenizer.apply_chat_template(plain_conversation(messages), tokenize=False,
-                                                      add_generation_prompt=True))
-    except Exception as e:  # noqa: BLE001 - jinja's TemplateError, or the template's own raise_exception
-        raise ProbegenError(f"{name}: its chat template refused the conversation ({type(e).__name__}: "
-                            f"{' '.join(str(e).split())[:200]})") from None

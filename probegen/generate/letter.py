@@ -1,55 +1,9 @@
-"""The letter method (``--method letter``): the generative prompt, read as the probability of each
-option label as the answer's next token(s).
-
-A :class:`LetterScorer` stands where :class:`~probegen.generate.GenerativeScorer` stands (the
-runner and every task's evaluation, ablation and comparison paths give it the same
-:class:`~probegen.core.Unit` objects and get a rows x options matrix per unit back). Per unit:
-
-1. the option orders are those of the generative method (:func:`~probegen.generate.scorer.option_orders`:
-   ``--permutations N`` seeded orders, order 0 the evaluator's own for CoDA21, or ``rotations``,
-   every cyclic rotation of the base order);
-2. each (order, row) becomes chat messages from the same prompt templates
-   (``templates/prompts/en.yaml``): ``choice`` (multiple choice), ``sense`` (WSD), ``yes-no`` (WiC);
-   a CoDA21 group is asked one context at a time with every definition listed (the
-   ``letter-matching`` block), so each context gives a distribution over the letters and the group a
-   k x k matrix that the one aligner decides on (matching stays one-to-one);
-3. the chat template renders the messages with the assistant's turn opened
-   (``add_generation_prompt=True``), and the backend reads P(label) for every option label
-   (``A``.., ``yes``/``no``).
-
-**Label probability.** A label is spelled by its *variants*: ``A`` and `` A`` (with a leading
-space) for a letter; ``yes``, ``Yes``, `` yes``, `` Yes`` (``no`` alike) for WiC. Each variant is
-tokenised as the answer's continuation of the prompt text (prompt + variant tokenised together;
-the tokens that end after the prompt are the variant's, the boundary rule of the served-model
-scorer), and its probability is the product of the conditional probabilities of those tokens
-(one token: the next-token probability; several: the label continuation scored token by token).
-Variants that tokenise to the same token ids (a WordPiece vocabulary lower-cases ``A`` and `` A``
-alike) count once. P(label) is the sum over its distinct variants; the labels are then
-renormalised to sum to 1, and the mass they had before (``label_mass``) is recorded: a small mass
-means the model wanted to say something else first. (Labels beyond ``Z`` are ``AA``, ``AB``..;
-where one label's tokens begin another's, the shorter one's probability includes the longer
-one's: more than 26 options only.)
-
-**What is recorded** (:meth:`LetterScorer.detail`, under the rows' ``generation`` key, the same
-key the generative method uses; the contract the position-bias and calibration metrics read):
-
-- ``method``: ``"letter"``;
-- ``orders``: per order, ``perm`` with ``perm[p]`` the unit's option index shown at position p;
-- ``probs``: per order, rows x n_options, the renormalised label distribution over the SHOWN
-  positions of each row;
-- ``label_mass``: per order, per row, the probability the labels had before renormalising;
-- ``answers``/``status``/``random_rows``: as the generative method's, for its per-order accuracy
-  and consistency (:func:`probegen.generate.metrics.summarize`): per order the decision of that
-  order's matrix alone (aligned for CoDA21), every ask ``valid`` (a distribution is always read),
-  no random rows.
-
-The unit's matrix is, per row, the mean over the orders of the probabilities mapped back to the
-unit's own option indices (``matrix[r, perm[p]] += probs[r][p] / orders``), decided by
-:func:`probegen.core.decide` as every score matrix is.
-
-Backends: :class:`LocalLetters` (a transformers causal LM's logits, left-padded batches, only the
-last rows' logits computed) and :class:`probegen.generate.letter_api.ApiLetters` (an
-OpenAI-compatible server's log-probs).
+"""The letter method (``--method letter``): the generative prompts, read as each option label's
+probability as the answer's next token(s) under the same option orders (a CoDA21 group one context at a
+time: a k x k matrix for the aligner). A label's variants (``A``, `` A``; ``yes``, ``Yes``, ...) are
+scored as the prompt's continuation and summed over distinct tokenisations; the labels are renormalised
+and the mass they had (``label_mass``) recorded, with ``orders``, ``probs`` and each order's decision
+(every ask valid). Backends: :class:`LocalLetters` and :class:`probegen.generate.letter_api.ApiLetters`.
 """
 
 from __future__ import annotations
@@ -60,10 +14,11 @@ from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
-from ..core import UnitScorer, prompt_fields
+from ..core import prompt_fields
 from ..errors import ProbegenError
-from .labels import continuation, label_variants, render_prompt
-from .scorer import check_permutations, option_orders, unit_key
+from .chat import render_prompt
+from .labels import continuation, label_variants
+from .scorer import AskingScorer, option_orders, unit_key
 
 __all__ = ["LetterScorer", "LocalLetters", "continuation", "label_variants", "load_letter", "matching_messages"]
 
@@ -94,8 +49,7 @@ class _Ask:
 
 def matching_messages(prompts: Any, text: str, number: int, k: int, options: Sequence[str],
                       fields: dict[str, str]) -> list[dict[str, str]]:
-    """The messages that ask which of the lettered ``options`` fits one CoDA21 context (the
-    ``letter-matching`` block of the prompt file)."""
+    """The messages asking which lettered option fits one CoDA21 context (the ``letter-matching`` block)."""
     from .prompts import check_prompt_fields, letters, one_line, tidy
 
     block = prompts.data.get(MATCHING_BLOCK)
@@ -118,25 +72,14 @@ def matching_messages(prompts: Any, text: str, number: int, k: int, options: Seq
     return out + [{"role": "user", "content": tidy(block["user"].format(**values))}]
 
 
-class LetterScorer(UnitScorer):
-    """Answers units by reading the option labels' probabilities (see the module doc).
-
-    ``backend``: :class:`LocalLetters` or :class:`~probegen.generate.letter_api.ApiLetters`;
-    ``prompts``: the :class:`~probegen.generate.prompts.PromptTemplates`; ``permutations``: option
-    orders per unit (an int or ``"rotations"``); ``seed``: the orders and the per-order decisions' ties.
-    """
+class LetterScorer(AskingScorer):
+    """Answers units by reading the option labels' probabilities (``backend``: :class:`LocalLetters` or
+    :class:`~probegen.generate.letter_api.ApiLetters`; ``seed``: the orders and the decisions' ties)."""
 
     kind = "letter"
-    query_style = "generate"  # the units the generative method asks
 
     def __init__(self, backend: Any, prompts: Any, permutations: int | str = 1, seed: int = 0) -> None:
-        self.backend = backend
-        self.name = backend.name
-        self.prompts = prompts
-        self.permutations = check_permutations(permutations)
-        self.seed = int(seed)
-        self._details: dict[Any, dict[str, Any]] = {}
-        self._exchanges: list[dict[str, Any]] = []
+        super().__init__(backend, prompts, permutations, seed)
         self.counts = {"asks": 0, "units": 0}
 
     def settings(self) -> dict[str, Any]:
@@ -148,21 +91,7 @@ class LetterScorer(UnitScorer):
 
     def stats(self) -> dict[str, Any]:
         """Asks (one per order and row), units, and the backend's counters."""
-        back = self.backend.stats() if hasattr(self.backend, "stats") else {}
-        return {**self.counts, **{f"backend_{k}": v for k, v in back.items()}}
-
-    def detail(self, unit: Any) -> dict[str, Any] | None:
-        """What each option order gave for ``unit`` (the last call that asked it): see the module doc."""
-        return self._details.get(unit_key(unit))
-
-    def exchanges(self) -> list[dict[str, Any]]:
-        """Every ask so far (messages, option order, labels, probabilities, label mass), in ask order."""
-        return list(self._exchanges)
-
-    def close(self) -> None:
-        """Close the backend."""
-        if hasattr(self.backend, "close"):
-            self.backend.close()
+        return self._stats("backend")
 
     # ---- asking -------------------------------------------------------------------------------------
     def asks_of(self, units: Sequence[Any]) -> list[_Ask]:
@@ -250,9 +179,8 @@ class LetterScorer(UnitScorer):
 
 # ---- in process: a transformers causal LM's logits ------------------------------------------------------
 class LocalLetters:
-    """Label probabilities from a causal LM with a chat template (a :class:`~probegen.generate.chat.LocalChat`'s
-    model and tokenizer), in left-padded batches of ``batch_size`` token sequences; only the logits
-    of the positions read are computed (``logits_to_keep``)."""
+    """Label probabilities from a :class:`~probegen.generate.chat.LocalChat`'s model, in left-padded batches
+    of ``batch_size`` sequences, only the positions read computed (``logits_to_keep``)."""
 
     default_batch_size = 8
 
@@ -289,9 +217,7 @@ class LocalLetters:
     def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]],
                     variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False,
                     names: Sequence[str] | None = None) -> list[list[float]]:
-        """Per conversation, P(label) for each label (summed over its distinct tokenisations; not renormalised).
-        ``names`` (what the served backend's errors call each prompt) is not used: a softmax computed
-        here is a distribution."""
+        """Per conversation, P(label) per label, summed over its tokenisations (``names``: unused here)."""
         seqs = [self.sequences(self.render(c), v) for c, v in zip(conversations, variants)]
         need: dict[tuple[int, ...], int] = {}  # input ids -> how many last rows are read
         for per_label in seqs:
@@ -360,24 +286,17 @@ class LocalLetters:
 # ---- loading ------------------------------------------------------------------------------------------
 def load_letter(model: str, permutations: int | str = 1, prompts: str | None = None, seed: int = 0,
                 **settings: Any) -> LetterScorer:
-    """A :class:`LetterScorer` for ``model``: a served model when ``api_base`` serves it
+    """A :class:`LetterScorer` for ``model``: served when ``api_base`` serves it
     (:class:`~probegen.generate.letter_api.ApiLetters`), else a local causal LM with a chat template
-    (bundled short name or path; :class:`LocalLetters`). ``settings``: the chat settings of
-    :data:`probegen.generate.CHAT_SETTINGS`."""
-    from . import CHAT_SETTINGS
-    from .chat import load_chat
+    (:class:`LocalLetters`). ``settings``: :data:`probegen.generate.CHAT_SETTINGS`."""
+    from . import chat_settings
+    from .chat import ApiChat, load_chat
     from .prompts import prompt_templates
 
-    wrong = sorted(k for k, v in settings.items() if k not in CHAT_SETTINGS and v not in (None, "auto"))
-    if wrong:
-        raise ProbegenError(f"{', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to --method "
-                            "letter")
+    given = chat_settings(settings, "--method letter")
     templates = prompt_templates(prompts)
-    given = {k: v for k, v in settings.items() if k in CHAT_SETTINGS and v is not None}
     given["cache"] = False  # nothing is generated: the label probabilities are read afresh
     chat = load_chat(model, **given)
-    from .chat import ApiChat
-
     if isinstance(chat, ApiChat):
         from .letter_api import ApiLetters
 

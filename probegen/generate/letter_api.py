@@ -1,35 +1,11 @@
 """The letter method's served backend: option-label probabilities from an OpenAI-compatible server.
 
-:class:`ApiLetters` reads, for each prompt, P(label) for every option label (see
-:mod:`probegen.generate.letter`) from whichever the server gives:
-
-- **completions** (exact; vLLM, SGLang, llama.cpp, TGI): when the served model's tokenizer (its
-  chat template) can be loaded here (the ``root`` the server reports, e.g. vLLM's model path, or the
-  served name itself), the prompt text is the chat template's rendering with the assistant's turn
-  opened, as in process. One request per batch of prompts asks for the first generated token's
-  log-probs (``max_tokens: 1, logprobs: 20``; with vLLM's ``return_tokens_as_token_ids`` the
-  tokens come as ids, else as text), naming the labels' one-token variants in vLLM's
-  ``logprob_token_ids`` so that the list holds exactly them wherever they rank (a server that
-  refuses the field is asked for its plain top 20 from then on); a label variant that is one token
-  and in that list is read from it. Every other variant (not in the list, several tokens, or one
-  that merges with the prompt's last token) is scored exactly by echoing ``prompt + variant``
-  (``echo: true, logprobs: 0``: one more prefill each) and summing the log-probs of the tokens
-  after the prompt, the served-model scorer's rule
-  (:func:`probegen.scorers.api.continuation_logprobs`). So every label's probability is the
-  model's own, as in process (agreement within 1e-3 is tested on vLLM).
-- **chat/completions** (a bound, for chat-only APIs): ``max_tokens: 1, logprobs: true,
-  top_logprobs: 20``; a variant counts when a top token's text is exactly it; a label none of
-  whose variants is in the list gets 0 (``label_mass`` shows how much the labels got), and
-  labels of several tokens cannot be read this way (0).
-
-A server that gives neither is one line. Every number is checked before it is used: a top list's
-log-probs are numbers (not booleans or strings), an echoed prompt's a finite number <= 0
-(:func:`probegen.scorers.api.prompt_tokens`); then, per prompt, the option labels' probabilities
-must be part of one distribution (:func:`check_distribution`: each finite and <= 1, together at most
-1, within :data:`MASS_TOLERANCE`), and so must each entry of its top list (finite, <= 1). A server
-that answers a placeholder (log-prob 0.0 for every token), NaN or a log-prob > 0 is one line naming
-it, the prompt and the labels, not a run with a label mass of 10. Nothing is cached: label
-probabilities are read afresh each run, so a malformed answer is never kept.
+With the served model's chat template loadable here, **completions** (exact): the prompt rendered as in
+process, the first token's top log-probs asked per batch (vLLM's ``logprob_token_ids`` naming the labels'
+tokens, ``return_tokens_as_token_ids``; a refused field is not asked again), every other variant
+echo-scored by the served-model scorer's rule. Else **chat/completions** (a bound): a variant counts when
+a top token's text is exactly it. Every number is checked (:func:`check_distribution`): a placeholder, NaN
+or a log-prob > 0 is one line naming the server, the prompt and the labels. Nothing is cached.
 """
 
 from __future__ import annotations
@@ -46,11 +22,9 @@ TOP = 20
 BATCH = 8
 #: most token ids vLLM takes in ``logprob_token_ids``
 MAX_TOKEN_IDS = 128
-#: how far past 1 the probabilities of one prompt's option labels (or a top list's entry) may go, each
-#: and summed: a server's log-probs are float32 numbers rounded when written out, and a label's
-#: probability adds up several of them (its variants; an echoed variant's tokens), so a true
-#: distribution can come out a little over 1 (about 1e-6); 1e-3 is far above that rounding and far
-#: below what a placeholder answer gives (log-prob 0.0 for every label: a sum of 2 or more)
+#: how far past 1 one prompt's label probabilities (or a top list's entry) may go, each and summed:
+#: float32 log-probs rounded when written and summed over variants give about 1e-6 over; a placeholder
+#: answer (0.0 for every label) gives 2 or more
 MASS_TOLERANCE = 1e-3
 
 
@@ -66,10 +40,8 @@ def _exp(logprob: float) -> float:
 
 def check_distribution(probs: Mapping[str, float], server: str, prompt: str, what: str = "option labels",
                        summed: bool = True) -> None:
-    """ProbegenError (one line naming ``server``, ``prompt`` and the offending entries) unless
-    ``probs`` (shown name -> probability: one prompt's option labels, or its top list) can be part
-    of one distribution: each a finite number <= 1, together at most 1 (unless not ``summed``: the
-    entries of a top list are checked one by one), within :data:`MASS_TOLERANCE`.
+    """One line naming ``server``, ``prompt`` and the offending entries unless ``probs`` (name -> probability)
+    can be one distribution's: each finite and <= 1, together (if ``summed``) at most 1, within tolerance.
 
     >>> check_distribution({"'A'": 0.6, "'B'": 0.3}, "http://h:8000/v1", "unit u1")
     >>> check_distribution({"'A'": 1.0, "'B'": 1.0}, "http://h:8000/v1", "unit u1")  # doctest: +NORMALIZE_WHITESPACE
@@ -91,8 +63,7 @@ def check_distribution(probs: Mapping[str, float], server: str, prompt: str, wha
 
 
 class ApiLetters:
-    """Option-label probabilities of a served model (see the module doc); ``chat``: its
-    :class:`~probegen.generate.chat.ApiChat` (endpoint, client, model information)."""
+    """Option-label probabilities of a served model; ``chat``: its :class:`~probegen.generate.chat.ApiChat`."""
 
     def __init__(self, chat: Any, tokenizer: Any = None) -> None:
         self.chat = chat
@@ -135,9 +106,8 @@ class ApiLetters:
     def label_probs(self, conversations: Sequence[Sequence[dict[str, str]]],
                     variants: Sequence[Sequence[tuple[str, ...]]], progress: bool = False,
                     names: Sequence[str] | None = None) -> list[list[float]]:
-        """Per conversation, P(label) for each label (not renormalised), each prompt's labels and top
-        list checked by :func:`check_distribution` before any is returned; ``names``: what an error
-        calls each prompt (its unit; default: the start of its last message)."""
+        """Per conversation, P(label) per label, every prompt checked (:func:`check_distribution`) first;
+        ``names``: what an error calls each prompt (default: the start of its last message)."""
         self.counters["prompts"] += len(conversations)
         if self.mode == "completions":
             rows, tops = self._completions(conversations, variants)
@@ -197,7 +167,7 @@ class ApiLetters:
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         """The prompt text, rendered here by the served model's chat template (as in process)."""
-        from .labels import render_prompt
+        from .chat import render_prompt
 
         return render_prompt(self.tokenizer, self.name, messages)
 

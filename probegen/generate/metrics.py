@@ -1,17 +1,6 @@
-"""What the generative method adds to accuracy: invalid answers and order effects.
-
-:func:`summarize` reads the per-unit records an evaluation writes (each with ``gold`` and the
-``generation`` detail of :meth:`probegen.generate.GenerativeScorer.detail`) and reports
-
-- ``asks`` and, per status, their share: ``valid`` (the first answer parsed), ``valid_after_retry``,
-  ``partial`` (some rows answered, the rest completed at random) and ``invalid`` (nothing usable);
-  ``invalid_rate`` = partial + invalid, and ``random_rows`` (the share of rows decided at random);
-- ``per_order``: the accuracy of each option order alone (order 0 is the evaluator's own), over the
-  orders every unit has (``orders``; ``orders_max`` when units with more options have more, as
-  under ``--permutations rotations``);
-- ``consistency``: the share of rows whose answer is the same under every order (1.0 with one order);
-- ``majority``: the accuracy of the majority answer over the orders, which is the evaluation's
-  ``accuracy`` (with one order, the answer itself).
+"""What the generative method adds to accuracy (:func:`summarize`): asks and the share per status,
+``invalid_rate`` (partial + invalid), ``random_rows``, ``per_order`` accuracy over the orders every unit
+has, ``consistency`` (rows answered alike under every order) and ``majority`` (the evaluation's accuracy).
 """
 
 from __future__ import annotations
@@ -19,6 +8,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+
+from ..methods import recorded
+from ..methods.generate import GenerateMethod
 
 
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -36,21 +28,20 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     statuses = [s for r in gen for s in r["generation"]["status"]]
     n_orders = min(len(r["generation"]["answers"]) for r in gen)  # per-order accuracy: the orders every unit has
     most_orders = max(len(r["generation"]["answers"]) for r in gen)  # rotations of units with more options
-    per_order, agree, rows, random_rows = [], [], 0, 0
-    for p in range(n_orders):
-        accs = []
-        for r in gen:
-            gold = np.atleast_1d(np.asarray(r["gold"]))
-            ans = np.asarray(r["generation"]["answers"][p])[: len(gold)]
-            accs.append(float(np.mean(ans == gold)) if len(gold) else 0.0)
-        per_order.append(float(np.mean(accs)))
+    def accuracy(r: dict[str, Any], p: int) -> float:
+        gold = np.atleast_1d(np.asarray(r["gold"]))
+        return float(np.mean(np.asarray(r["generation"]["answers"][p])[: len(gold)] == gold)) if len(gold) else 0.0
+
+    per_order = [float(np.mean([accuracy(r, p) for r in gen])) for p in range(n_orders)]
+    agree: list[bool] = []
+    rows = random_rows = 0
     for r in gen:
         answers = np.asarray(r["generation"]["answers"])  # orders x rows
         agree.extend((answers == answers[0]).all(axis=0).tolist())
         rows += answers.size
         random_rows += sum(len(x) for x in r["generation"]["random_rows"])
     share = {s: statuses.count(s) / len(statuses) for s in ("valid", "valid-after-retry", "partial", "invalid")}
-    method = gen[0]["generation"].get("method", "generate")
+    method = gen[0]["generation"].get("method", GenerateMethod.name)  # runs from before the letter method
     masses = [m for r in gen for order in r["generation"].get("label_mass") or [] for m in order]
     return {
         "method": method,
@@ -65,7 +56,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         **({"orders_max": most_orders} if most_orders > n_orders else {}),
         "per_order": per_order,
         "consistency": float(np.mean(agree)) if agree else None,
-        "majority": float(np.mean([_accuracy(r) for r in gen])),
+        "majority": float(np.mean([float(r["correct"]) for r in gen])),
         **({"label_mass": float(np.mean(masses))} if masses else {}),
     }
 
@@ -85,11 +76,4 @@ def summary_lines(block: dict[str, Any] | None) -> list[str]:
     """
     if not block:
         return []
-    from ..methods import recorded
-
-    return recorded(block.get("method"), "generate").summary_lines(block)
-
-
-def _accuracy(record: dict[str, Any]) -> float:
-    """A record's accuracy: its ``correct``, the share of its rows decided right (the one row layout)."""
-    return float(record["correct"])
+    return recorded(block.get("method"), GenerateMethod.name).summary_lines(block)

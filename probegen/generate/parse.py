@@ -1,39 +1,20 @@
 """Strict parsers of a chat model's answers: text -> the chosen option per row, or what is wrong.
 
-Every parser returns a :class:`Parsed`: ``answer`` holds, per row, the chosen option's 0-based
-index or ``None``; ``error`` is ``None`` when the answer is complete and valid, else one line
-saying what is wrong (the retry shows it to the model). The pairs that could be read are kept in
-``answer`` even when ``error`` is set, so the caller can complete the rest. Parsers never raise on
-any text. Markdown emphasis (``**``, ``__``, backticks) and list bullets are ignored throughout.
+Every parser returns a :class:`Parsed` (per row the option index or None, and the one-line ``error`` the
+retry shows, None when complete and valid) and never raises. Markdown emphasis and bullets are ignored.
 
-Matching (CoDA21: k numbered contexts, lettered definitions):
-
-- A pair is a line ``N: L``; also accepted are ``N - L``, ``N) L``, ``N. L``, ``N -> L``,
-  ``N = L``, a ``Context``/``Sentence`` word before N, a ``Definition``/``Option``/``Letter`` word
-  before L, ``(L)``, several pairs on one line separated by commas or semicolons
-  (``1: B, 2: A``), and a pair followed by text (``1: C. a device that...``, ``1: C (a device)``).
-  An upper-case letter must stand alone (``1: A man sat`` is not the letter A); a lower-case one
-  only when it is all the line says (``1: c``).
-- Lines without a pair are ignored, unless they are pair-like: a line that starts with a number
-  and a separator but gives no readable letter (an echoed context ``1. He sat on ...``, or
-  ``1: C or D``) makes the answer invalid.
-- Invalid: a number out of range, a letter out of range, a number given twice with different
-  letters, the same letter for two numbers (not one-to-one: both rows become ``None``), no pair at
-  all. A number given twice with the same letter counts once.
-- Missing numbers leave ``None`` in their rows and the error names them (partial answer).
-
-Choice (multiple choice, WSD): exactly one option letter named as the answer: the whole answer
-(``B``, ``B.``, ``(B)``, ``b``), an answer phrase anywhere (``Answer: B``, ``The correct answer is
-(B)``), or a line that starts with the letter (``B. <text of option B>``, ``B) ...``). Two
-different letters named as the answer (``A or B``, two answer phrases, a list of lettered lines),
-a letter out of range, or none at all is invalid. With the option texts given (``texts``): a
-letter followed by another option's text (``A. <text of option C>``, also cut off by the token
-limit) is invalid, and an answer that names no letter may give the text of exactly one option
-instead.
-
-Yes-no (word in context): ``yes`` or ``no`` (any case, punctuation around it) as the first word,
-or in an answer phrase (``The answer is no``); both (``yes or no``, lines that disagree) or
-neither is invalid. ``yes`` is option 0 and ``no`` option 1.
+- Matching (CoDA21): a pair is ``N: L`` (also ``N - L``, ``N) L``, ``N -> L``, ``Context N``,
+  ``Definition L``, ``(L)``, several pairs on a line, a pair followed by text). An upper-case letter
+  must stand alone (``1: A man sat`` is not A); a lower-case one only when it is all the line says.
+  A pair-like line with no readable letter (an echoed context, ``1: C or D``), a number or letter out
+  of range, two letters for a number, or one letter for two numbers (both rows None) is invalid;
+  missing numbers leave None and are named.
+- Choice (multiple choice, WSD): exactly one letter named as the answer (the whole answer, an answer
+  phrase, a line starting with it); two letters, one out of range or none is invalid. With the option
+  ``texts``, a letter followed by another option's text is invalid, and an answer without a letter may
+  give exactly one option's text.
+- Yes-no: ``yes`` (option 0) or ``no`` (option 1) as the first word or in an answer phrase; both or
+  neither is invalid.
 
 >>> parse_matching("1: B\\n2: A", 2)
 Parsed(answer=(1, 0), error=None)
@@ -272,10 +253,8 @@ def _pick(found: Sequence[str], n: int) -> Parsed | None:
 
 
 def _other_option(said: str, chosen: int, texts: Sequence[str]) -> int | None:
-    """The option whose text follows the letter of another (``B. <text of option C>``: C), or None.
-
-    Texts are compared as prefixes, so an answer cut off by the token limit still counts; text
-    that is no option's (an explanation, a paraphrase) is no conflict.
+    """The option whose text follows the letter of another (``B. <text of option C>``: C), or None; as
+    prefixes, so an answer cut off by the token limit counts; a text no option's is no conflict.
     """
     said = _norm(said)
     if not said:
@@ -395,9 +374,8 @@ _PARSERS: dict[str, Callable[[str, int, int, Sequence[str] | None], Parsed]] = {
 
 
 def parse(ask: str, text: str, rows: int, options: int, texts: Sequence[str] | None = None) -> Parsed:
-    """Parse ``text`` as the answer to a question of kind ``ask`` with ``rows`` rows and ``options`` options.
-
-    ``texts`` (the option texts) is used by ``choice`` only. An unknown ``ask`` is an error; any text is not.
+    """Parse ``text`` as the answer to an ``ask`` question (``texts``: choice's option texts); an unknown
+    ``ask`` is an error, any text is not.
 
     >>> parse("matching", "1: A", 1, 1), parse("choice", "C", 1, 3).answer, parse("yes-no", "no", 1, 2).answer
     (Parsed(answer=(0,), error=None), (2,), (1,))

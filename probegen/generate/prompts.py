@@ -1,19 +1,6 @@
-"""Prompt templates of the generative protocol: a :class:`Question` becomes chat messages.
-
-All prompt text lives in a YAML file (the bundled ``templates/prompts/en.yaml``, or a user file
-given with ``--prompts FILE``); this module only fills it in. Three kinds of question ("asks"):
-
-- ``matching`` (CoDA21): ``rows`` are the k contexts, numbered 1..k; ``options`` the definitions,
-  lettered A.. in the given order; the model is asked for the whole one-to-one matching, one
-  ``number: letter`` line per context (:func:`probegen.generate.parse.parse_matching` reads it).
-- ``choice`` (multiple choice, WSD): ``rows`` is ``(question,)``, ``options`` the lettered
-  choices; the answer is one letter.
-- ``yes-no`` (word in context): ``fields`` carry ``word``, ``sentence1``, ``sentence2``; the
-  options are ``("yes", "no")``.
-
-An empty text (a hidden context, an empty question under the choices-only condition) is shown as
-the file's ``empty`` text, and every text is put on one line, so prompts read sensibly under every
-ablation and the line-based answer format stays unambiguous.
+"""Prompt templates of the generative protocol: a :class:`Question` becomes chat messages, the text from a
+YAML file (``templates/prompts/en.yaml`` or ``--prompts FILE``). Every text is put on one line (an empty
+one shown as the file's ``empty`` text), so the line-based answer format stays unambiguous.
 
 >>> t = prompt_templates()
 >>> q = Question("choice", ("Which is a fruit?",), ("a stone", "an apple"))
@@ -44,37 +31,27 @@ ASKS = ("matching", "choice", "sense", "yes-no")
 #: the bundled prompt file (package ``templates``)
 BUNDLED_FILE = "templates/prompts/en.yaml"
 
-# Placeholders each text may use (an unknown one is an error when the file is loaded, not a crash
-# in the middle of a run). Keys absent from a question's fields render as the ``empty`` text.
-_USER = {
-    "matching": ("rows", "options", "nonce_note", "k", "n_options", "last_letter", "example", "nonce", "word"),
-    "choice": ("question", "options", "n_options", "last_letter", "nonce", "word"),
-    "sense": ("sentence", "word", "options", "n_options", "last_letter", "nonce"),
-    "yes-no": ("word", "sentence1", "sentence2", "question", "nonce"),
-}
+# Placeholders each text may use: an unknown one is an error when the file is loaded, not mid-run.
 _SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
     "matching": {
         "row": ("number", "text"),
         "option": ("letter", "text"),
         "nonce_note": ("nonce",),
-        "user": _USER["matching"],
+        "user": ("rows", "options", "nonce_note", "k", "n_options", "last_letter", "example", "nonce", "word"),
         "retry": ("error", "k", "n_options", "last_letter", "example", "nonce", "word"),
     },
     "choice": {
         "option": ("letter", "text"),
         "no_question": (),
-        "user": _USER["choice"],
+        "user": ("question", "options", "n_options", "last_letter", "nonce", "word"),
         "retry": ("error", "n_options", "last_letter", "nonce", "word"),
     },
     "sense": {
         "option": ("letter", "text"),
-        "user": _USER["sense"],
+        "user": ("sentence", "word", "options", "n_options", "last_letter", "nonce"),
         "retry": ("error", "n_options", "last_letter", "nonce", "word"),
     },
-    "yes-no": {
-        "user": _USER["yes-no"],
-        "retry": ("error", "word", "nonce"),
-    },
+    "yes-no": {"user": ("word", "sentence1", "sentence2", "question", "nonce"), "retry": ("error", "word", "nonce")},
 }
 _TOP = ("system", "empty")
 
@@ -101,14 +78,9 @@ def letters(n: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Question:
-    """What one prompt asks, independent of the task that made it.
-
-    ``ask`` is one of :data:`ASKS`. ``rows``: for matching the k texts (contexts), for choice
-    ``(question,)``, for yes-no ``(question,)`` or ``()`` (unused by the bundled prompt).
-    ``options``: for matching the definitions (lettered in this order), for choice the choices,
-    for yes-no ``("yes", "no")``. ``fields``: extra placeholders (``nonce``, ``word``,
-    ``sentence1``, ``sentence2``).
-    """
+    """What one prompt asks, independent of the task: ``ask`` (:data:`ASKS`), ``rows`` (the k contexts of a
+    matching, else ``(question,)``), ``options`` (lettered in this order; yes-no's ``("yes", "no")``) and
+    ``fields`` (extra placeholders: ``nonce``, ``word``, ``sentence1``, ``sentence2``)."""
 
     ask: str
     rows: tuple[str, ...]
@@ -182,9 +154,8 @@ class PromptTemplates:
             "k": k,
             "n_options": n,
             "last_letter": letters(n)[-1] if n else "A",
-            # the format shown, not an answer: "1: A", "2: B", ... for the first rows (at most 3,
-            # then "..."), so a model that copies it gives the identity matching, a pattern visible
-            # in the results, rather than a plausible-looking one
+            # the format shown ("1: A", "2: B", ...): a model that copies it gives the identity matching,
+            # a pattern visible in the results, rather than a plausible-looking one
             "example": _example(k, n),
         }
         for key in ("nonce", "word", "sentence", "sentence1", "sentence2"):
@@ -233,9 +204,8 @@ def one_line(text: Any) -> str:
 
 # ---- loading --------------------------------------------------------------------------------------
 def prompt_templates(path: str | None = None) -> PromptTemplates:
-    """The bundled prompts (``templates/prompts/en.yaml``) or those of the file ``path`` (``--prompts FILE``).
-
-    A malformed file is a one-line error naming the file and the key:
+    """The bundled prompts or those of the file ``path`` (``--prompts FILE``); a malformed file is one line
+    naming the file and the key.
 
     >>> prompt_templates().file
     'templates/prompts/en.yaml'

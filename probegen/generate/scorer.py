@@ -1,29 +1,8 @@
-"""The generative method: every core unit asked as a prompt, the answer parsed into a decision.
-
-A :class:`GenerativeScorer` stands where a likelihood scorer stands: the runner and every task's
-evaluation, ablation and comparison paths give it the same :class:`~probegen.core.Unit` objects
-(:func:`probegen.core.score_units` calls :meth:`GenerativeScorer.score_units`), and it returns a
-score matrix per unit, so :func:`probegen.core.decide`, the metrics, the bias ratios and the
-report work unchanged. Per unit and per option order:
-
-1. the unit becomes a :class:`~probegen.generate.prompts.Question` (its rows, its options in the
-   order asked, the template named by :meth:`Unit.asks`) and then chat messages;
-2. the chat model answers (temperature 0, the run's seed; every answer through the response
-   cache, so a second run replays without a request);
-3. the strict parser (:mod:`probegen.generate.parse`) reads it; if the answer is not complete and
-   valid, the model is shown its parse error once and asked again;
-4. what is still missing is completed by a seeded random choice of what is left (a one-to-one
-   matching stays one-to-one), and the ask is counted ``partial`` or ``invalid``: the invalid
-   rate is reported beside accuracy, never folded in silently.
-
-The matrix holds, per row, the share of the option orders that chose each option (1.0 at the
-chosen option with one order), so the core's decision is the answer itself, or the majority
-answer over ``permutations`` orders (an exact tie broken at random, as everywhere). Order 0 is the
-evaluator's own seeded order; order p > 0 presents the options in a permutation seeded by the run
-seed, the unit id and p (the rows keep their order). What each order answered is kept per unit
-(:meth:`GenerativeScorer.detail`) for the per-order accuracy and the consistency across orders
-(:func:`probegen.generate.metrics.summarize`), and every exchange with the model is kept for
-``responses.jsonl`` (:meth:`GenerativeScorer.exchanges`).
+"""The generative method: each unit asked as a prompt per option order (temperature 0, the run's seed,
+through the response cache), the answer parsed; an answer that does not parse is shown its error once
+and asked again, and what is still missing is completed by a seeded random choice, the ask counted
+``partial`` or ``invalid`` (reported beside accuracy, never folded in silently). The score matrix holds
+per row the share of orders that chose each option: the decision is the majority answer.
 """
 
 from __future__ import annotations
@@ -45,8 +24,7 @@ STATUSES = ("valid", "valid-after-retry", "partial", "invalid")
 
 
 def order_of(seed: int, unit_id: str, order: int, n: int) -> np.ndarray:
-    """The option order ``order`` of a unit: the identity for order 0, else a permutation seeded by
-    ``seed``, the unit id and ``order``.
+    """Option order ``order`` of a unit: the identity for 0, else seeded by ``seed``, the unit id, ``order``.
 
     >>> order_of(0, "g1", 0, 4).tolist()
     [0, 1, 2, 3]
@@ -80,16 +58,11 @@ def check_permutations(permutations: int | str) -> int | str:
 
 
 def option_orders(ask: str, seed: int, unit_id: str, n: int, permutations: int | str) -> list[np.ndarray]:
-    """The option orders a unit is asked under, for the generative and the letter method alike:
-    ``perm[p]`` is the unit's option index shown at position p.
-
-    Matching: order 0 is the evaluator's own (CoDA21's columns are already in a seeded order), order
-    p > 0 a permutation seeded by the seed, the unit id and p. Choices: every order is a seeded
-    permutation (order p is :func:`order_of`'s p + 1), so the gold's place in a dataset's file (a
-    release may put it first) is never what a model that always answers "A" is rewarded for.
-    Yes-no: the prompt lists no options, so the order is fixed (``permutations`` identical asks; one
-    with ``rotations``). ``rotations``: the n cyclic rotations of the base order (order 0's), so each
-    option is shown once at every position.
+    """The option orders a unit is asked under (generative and letter method): ``perm[p]`` is the
+    option index shown at position p. Matching: order 0 is the evaluator's own (CoDA21's columns are
+    already seeded), then seeded permutations. Choices: every order seeded (:func:`order_of`'s p + 1),
+    so the gold's place in the file never rewards a model that always answers "A". Yes-no: fixed
+    (the prompt lists no options). ``rotations``: the n cyclic rotations of the base order.
 
     >>> [o.tolist() for o in option_orders("matching", 0, "g", 3, "rotations")]
     [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
@@ -107,8 +80,7 @@ def option_orders(ask: str, seed: int, unit_id: str, n: int, permutations: int |
 
 
 def complete(answer: Sequence[int | None], n_options: int, one_to_one: bool, rng: np.random.Generator) -> list[int]:
-    """``answer`` with every missing row filled by a random option (one-to-one: a random matching
-    of the options no row took).
+    """``answer`` with every missing row a random option (one-to-one: of the options no row took).
 
     >>> complete([2, None, 0], 3, True, np.random.default_rng(0))
     [2, 1, 0]
@@ -145,49 +117,29 @@ class _Ask:
     random_rows: list[int] = field(default_factory=list)
 
 
-class GenerativeScorer(UnitScorer):
-    """Answers units by asking a chat model (see the module doc).
+class AskingScorer(UnitScorer):
+    """What the generative and the letter scorers share: a ``backend`` asked with the ``prompts`` under
+    ``permutations`` option orders (an int or ``"rotations"``) seeded by ``seed``; details and exchanges."""
 
-    ``chat``: a :class:`~probegen.generate.chat.ChatModel`; ``prompts``: the
-    :class:`~probegen.generate.prompts.PromptTemplates`; ``permutations``: option orders per unit;
-    ``seed``: the orders, the random completions and the server's sampling seed.
-    """
+    query_style = "generate"  # the units the generative method asks
 
-    kind = "generative"
-    query_style = "generate"
-
-    def __init__(self, chat: Any, prompts: Any, permutations: int | str = 1, seed: int = 0,
-                 retry: bool = True) -> None:
-        self.chat = chat
-        self.name = chat.name
+    def __init__(self, backend: Any, prompts: Any, permutations: int | str, seed: int) -> None:
+        self.backend = backend
+        self.name = backend.name
         self.prompts = prompts
         self.permutations = check_permutations(permutations)
         self.seed = int(seed)
-        self.retry = retry
         self._details: dict[Any, dict[str, Any]] = {}
         self._exchanges: list[dict[str, Any]] = []
-        self.counts = {s: 0 for s in STATUSES} | {"asks": 0, "rows": 0, "random_rows": 0}
+        self.counts: dict[str, int] = {}
 
-    # ---- what results.json records ----------------------------------------------------------------
-    def settings(self) -> dict[str, Any]:
-        """The method's settings (results.json ``scorer``): backend identity, prompts, orders, decoding."""
-        return {"method": "generate", "backend": self.chat.identity(), "prompts": self.prompts.record(),
-                "permutations": self.permutations, "temperature": 0.0, "seed": self.seed,
-                "retries": 1 if self.retry else 0, "max_tokens": f"{TOKENS_BASE} + {TOKENS_PER_ROW} per row"}
-
-    def stats(self) -> dict[str, Any]:
-        """Asks by status, rows completed at random, and the chat backend's counters."""
-        chat = self.chat.stats() if hasattr(self.chat, "stats") else {}
-        return {**self.counts, **{f"chat_{k}": v for k, v in chat.items()}}
+    def _stats(self, prefix: str) -> dict[str, Any]:
+        """The scorer's counts and the backend's counters (named ``prefix_...``)."""
+        back = self.backend.stats() if hasattr(self.backend, "stats") else {}
+        return {**self.counts, **{f"{prefix}_{k}": v for k, v in back.items()}}
 
     def detail(self, unit: Any) -> dict[str, Any] | None:
-        """What each option order answered for ``unit`` (the last call that asked it): ``answers``
-        (per order, the option index chosen for each row), ``status`` per order, ``random_rows``
-        per order (rows completed at random); and, as the letter method records them
-        (:meth:`probegen.generate.letter.LetterScorer.detail`): ``method`` (``"generate"``),
-        ``orders`` (per order, ``perm`` with ``perm[p]`` the option index shown at position p) and
-        ``probs`` (per order, rows x shown positions: 1.0 at the position answered, rows completed
-        at random as they were completed)."""
+        """What each option order gave for ``unit`` (the last call that asked it)."""
         return self._details.get(unit_key(unit))
 
     def exchanges(self) -> list[dict[str, Any]]:
@@ -195,9 +147,33 @@ class GenerativeScorer(UnitScorer):
         return list(self._exchanges)
 
     def close(self) -> None:
-        """Close the chat backend."""
-        if hasattr(self.chat, "close"):
-            self.chat.close()
+        """Close the backend."""
+        if hasattr(self.backend, "close"):
+            self.backend.close()
+
+
+class GenerativeScorer(AskingScorer):
+    """Answers units by asking a chat model ``chat``. :meth:`detail` gives per order ``answers`` (the option
+    chosen per row), ``status``, ``random_rows``, and as the letter method ``method``, ``orders``
+    (``perm[p]``: the option shown at position p) and ``probs`` (1.0 at the position answered)."""
+
+    kind = "generative"
+
+    def __init__(self, chat: Any, prompts: Any, permutations: int | str = 1, seed: int = 0,
+                 retry: bool = True) -> None:
+        super().__init__(chat, prompts, permutations, seed)
+        self.retry = retry
+        self.counts = {s: 0 for s in STATUSES} | {"asks": 0, "rows": 0, "random_rows": 0}
+
+    def settings(self) -> dict[str, Any]:
+        """The method's settings (results.json ``scorer``): backend identity, prompts, orders, decoding."""
+        return {"method": "generate", "backend": self.backend.identity(), "prompts": self.prompts.record(),
+                "permutations": self.permutations, "temperature": 0.0, "seed": self.seed,
+                "retries": 1 if self.retry else 0, "max_tokens": f"{TOKENS_BASE} + {TOKENS_PER_ROW} per row"}
+
+    def stats(self) -> dict[str, Any]:
+        """Asks by status, rows completed at random, and the chat backend's counters."""
+        return self._stats("chat")
 
     # ---- asking -------------------------------------------------------------------------------------
     def score_units(self, units: Sequence[Any], progress: bool = False) -> list[np.ndarray]:
@@ -212,7 +188,7 @@ class GenerativeScorer(UnitScorer):
                 raise ProbegenError(f"unit {u.id}: the generative method asks every row against the same options")
             options = u.candidates[0]
             rows, fields = u.queries if ask == "matching" else u.queries[:1], prompt_fields(u)
-            for p, perm in enumerate(self._orders(ask, u.id, len(options))):
+            for p, perm in enumerate(option_orders(ask, self.seed, u.id, len(options), self.permutations)):
                 q = Question(ask=ask, rows=tuple(rows), options=tuple(options[j] for j in perm), fields=fields)
                 asks.append(_Ask(i, p, perm, q, self.prompts.messages(q)))
         self._ask([(a, a.messages) for a in asks], progress, "asking")
@@ -241,10 +217,6 @@ class GenerativeScorer(UnitScorer):
             a.answer = [int(a.perm[j]) for j in shown]  # back to the unit's own option indices
         return self._collect(units, asks)
 
-    def _orders(self, ask: str, unit_id: str, n: int) -> list[np.ndarray]:
-        """The option orders of one unit (:func:`option_orders`)."""
-        return option_orders(ask, self.seed, unit_id, n, self.permutations)
-
     def _ask(self, convs: list[tuple[_Ask, list[dict[str, str]]]], progress: bool, what: str) -> None:
         """Send the conversations (duplicates once), grouped by answer allowance; append each answer."""
         by_tokens: dict[int, list[tuple[_Ask, list[dict[str, str]]]]] = {}
@@ -254,7 +226,7 @@ class GenerativeScorer(UnitScorer):
             unique: dict[str, list[dict[str, str]]] = {}
             for _, msgs in group:
                 unique.setdefault(json.dumps(msgs, ensure_ascii=False), msgs)
-            texts = self.chat.chat(list(unique.values()), max_tokens=max_tokens, seed=self.seed, progress=progress)
+            texts = self.backend.chat(list(unique.values()), max_tokens=max_tokens, seed=self.seed, progress=progress)
             answer = dict(zip(unique, texts))
             for a, msgs in group:
                 a.responses.append(answer[json.dumps(msgs, ensure_ascii=False)])
@@ -295,8 +267,7 @@ class GenerativeScorer(UnitScorer):
 
 
 def _one_hot(a: _Ask) -> list[list[float]]:
-    """Per row, the distribution over the SHOWN positions of one ask: 1.0 at the position answered
-    (rows completed at random as they were completed)."""
+    """Per row, 1.0 at the SHOWN position answered (rows completed at random as completed)."""
     shown = {int(j): p for p, j in enumerate(a.perm)}  # option index -> position shown
     out = [[0.0] * len(a.perm) for _ in a.answer]
     for r, j in enumerate(a.answer):

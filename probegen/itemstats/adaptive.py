@@ -1,18 +1,8 @@
-"""``probegen eval --adaptive BANK``: give a model a calibrated item bank's items a batch at a time.
-
-Each batch is cut from the dataset (:meth:`~probegen.tasks.Subsettable.with_records`) and scored by
-the kind's own evaluation (:meth:`~probegen.tasks.Task.evaluate`: the one path from units to
-outcomes that a full ``eval`` takes, with the same scorer, method and settings), its rows read
-into item answers as ``probegen items`` reads them (:func:`.table.record_cells`); the engine
-(:mod:`.cat`) updates the ability, picks the next batch and stops. The run's rows are the records
-given; ``results.json`` gains an ``adaptive`` block (ability, prediction, items and pairs against a
-full run, wall time, every step) and ``report.md`` a section of it.
-
-Selector: probegen's own (:mod:`.cat`), not catsim 0.21.0's. catsim's selectors pick one item per
-call from an item matrix it validates to discriminations above 0 (a mis-keyed item, which a
-probegen calibration keeps with a negative ``a``, is refused), have no content balance over
-several strata and no unit of several items (a CoDA21 group is given whole), and its estimator is
-a numerical maximum-likelihood search, not an EAP under a stated prior.
+"""``probegen eval --adaptive BANK``: give a model a calibrated item bank's items a batch at a time, each
+batch cut from the dataset and scored by the kind's own evaluation, the engine (:mod:`.cat`) choosing the
+next; ``results.json`` gains an ``adaptive`` block. Not catsim 0.21: it picks one item per call, refuses
+negative discriminations, has no content balance over several strata nor multi-item units, and estimates
+by maximum likelihood, not EAP under a stated prior.
 """
 
 from __future__ import annotations
@@ -45,9 +35,8 @@ def config_of(req: Any) -> CatConfig:
 
 
 def check_adaptive(req: Any, task: Any, trains: bool) -> Bank | None:
-    """Every check of an adaptive request before a model is loaded: the options that need
-    ``--adaptive``, those it excludes, the bank (readable, with IRT parameters), the dataset (the one
-    the bank was fitted on) and the stopping rule against the bank; the bank, or None without one."""
+    """Every check of an adaptive request before a model is loaded (options, bank, dataset, stopping rule);
+    the bank, or None without ``--adaptive``."""
     if req.adaptive is None:
         given = [o for o in ADAPTIVE_OPTIONS if getattr(req, o) is not None]
         if given:
@@ -86,11 +75,8 @@ def _pairs(task: Any, data: Any, records: Sequence[Any], settings: Any, mode: st
 
 
 class Recorder(UnitScorer):
-    """The scorer of an adaptive run: scores through ``scorer`` and keeps every unit's matrix and
-    account, so that the kind's evaluation of all the records given (its rows and metrics, as a full
-    run computes them) is read back from what the batches scored, without scoring anything twice.
-    It is a :class:`~probegen.core.UnitScorer` of the scorer's name, kind, query style and reduction;
-    any other attribute is the scorer's own."""
+    """The scorer of an adaptive run: scores through ``scorer`` and keeps every unit's matrix and account,
+    so the kind's evaluation of all the records given is read back without scoring anything twice."""
 
     def __init__(self, scorer: Any) -> None:
         from ..core import as_unit_scorer
@@ -131,8 +117,8 @@ class Recorder(UnitScorer):
 
 def administer(task: Any, data: Dataset, scorer: Any, settings: Settings, req: Any,
                log: Callable[[str], None] = print) -> tuple[Evaluation, dict[str, Any]]:
-    """The adaptive test of ``scorer`` on ``data``: (the kind's :class:`~probegen.tasks.Evaluation` of the
-    records given, the ``adaptive`` block of results.json)."""
+    """The adaptive test of ``scorer`` on ``data``: (the kind's Evaluation of the records given, the
+    ``adaptive`` block)."""
     from ..tasks import Evaluation
 
     t0 = time.perf_counter()

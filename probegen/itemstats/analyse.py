@@ -1,17 +1,7 @@
-"""``probegen items``: the response table of some runs, its classical item analysis, an IRT fit and
-(``pairs``) paired comparisons of the respondents, written as one folder:
-
-- ``responses.csv`` / ``responses.parquet``: the long table (:mod:`.table`);
-- ``items.csv``: per item p-value, item-rest correlation, IRT difficulty and discrimination with
-  intervals, item fit, flags and their reasons;
-- ``distractors.csv``: per item the wrong options picked, by the stronger and weaker half;
-- ``respondents.csv``: per respondent accuracy and IRT ability with an interval;
-- ``pairs.csv`` (with ``pairs``): every pair of respondents on their shared items (paired bootstrap
-  CI, exact McNemar, Holm-adjusted p);
-- ``summary.json`` and ``report.md``: counts, KR-20 with its CI, the flagged items;
-- ``item_map.png`` (with an IRT fit): difficulty x discrimination, flagged items in red, outfit as size;
-- ``item_fit.png`` (with an IRT fit): the fitted curve of the flagged items (else the worst-fitting ones)
-  against the share right among respondents binned by ability.
+"""``probegen items``: a response table's classical item analysis, an IRT fit and (``pairs``) paired
+comparisons, written as one folder: ``responses.csv``/``.parquet``, ``items.csv``, ``distractors.csv``,
+``respondents.csv``, ``pairs.csv``, ``summary.json``, ``report.md`` and with an IRT fit ``item_map.png``
+(difficulty x discrimination) and ``item_fit.png`` (fitted curves against the share right by ability).
 """
 
 from __future__ import annotations
@@ -139,11 +129,7 @@ def draw_item_map(rows: Sequence[dict[str, Any]], path: Path) -> bool:
     marker size (the item-fit figure). False (nothing drawn) without an IRT fit."""
     if not rows or "b" not in rows[0]:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     b, a = np.array([r["b"] for r in rows]), np.array([r["a"] for r in rows])
     size = 12 * np.clip(np.array([r["outfit"] for r in rows], float), 0.2, 5)
     bad = np.array([bool(r["flags"]) for r in rows])
@@ -155,11 +141,7 @@ def draw_item_map(rows: Sequence[dict[str, Any]], path: Path) -> bool:
     ax.set_ylabel("discrimination a")
     ax.set_title("Item map (marker size: outfit mean-square)")
     ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=110)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path)
 
 
 def draw_item_fit(rows: Sequence[dict[str, Any]], people: Sequence[dict[str, Any]], table: ResponseTable,
@@ -169,12 +151,9 @@ def draw_item_fit(rows: Sequence[dict[str, Any]], people: Sequence[dict[str, Any
     ability bin (up to 5 bins of equal size; the bin's size labels the point). False without an IRT fit."""
     if not rows or "b" not in rows[0] or not people:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
-
     from .irt import prob
+
+    plt = _pyplot()
 
     y, names, items, _ = table.matrix()
     theta = {p["respondent"]: p["theta"] for p in people}
@@ -203,6 +182,19 @@ def draw_item_fit(rows: Sequence[dict[str, Any]], people: Sequence[dict[str, Any
         ax.tick_params(labelsize=7)
     fig.suptitle("Item fit: fitted curve, observed share right per ability bin (point size: respondents)",
                  fontsize=8)
+    return _save(plt, fig, path)
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(plt: Any, fig: Any, path: Path) -> bool:
     fig.tight_layout()
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=110)
@@ -249,9 +241,7 @@ def run_items(runs: Sequence[str | Path], out: str | Path, common: bool = False,
     saved = _bank(res, table, bank) if bank is not None else None
     write(res, table, out, runs)
     if saved is not None and bank is not None:
-        from .bank import write_bank
-
-        write_bank(saved, bank)
+        write_json(Path(bank), saved)  # strict JSON, atomically; _bank refused a directory
     s = res["summary"]
     return (f"{s['respondents']} respondents x {s['items']} items; {s['flagged']} flagged; "
             f"KR-20 {s['kr20']['kr20'] if s['kr20']['kr20'] is None else round(s['kr20']['kr20'], 3)}; wrote {out}"

@@ -1,11 +1,6 @@
-"""An item bank: a calibration saved for adaptive testing (``probegen items ... --bank BANK``).
-
-One strict-JSON file: per item its IRT parameters (``a``, ``b``, ``c``), option count, record (the
-dataset unit it is answered in), the record's content fingerprint, its strata (part of speech, probe
-type, hops, distractor type, where the record has them) and eval's cluster; and the provenance:
-the dataset (path, kind, content fingerprint over its records), the IRT model and prior, the
-respondents and the date. :func:`check_dataset` refuses a dataset the bank was not fitted on, by
-its item ids (names) and by the content of every record the bank holds.
+"""An item bank (``probegen items ... --bank BANK``): per item its IRT parameters, record, the record's
+content fingerprint, strata and cluster, and the provenance; :func:`check_dataset` refuses a dataset the
+bank was not fitted on, by item ids and by content.
 """
 
 from __future__ import annotations
@@ -63,6 +58,12 @@ def stratum_label(strata: dict[str, Any]) -> str:
     return ";".join(f"{k}={v}" for k, v in strata.items()) or "all"
 
 
+def record_index(items: Sequence[str], records: Sequence[str]) -> np.ndarray:
+    """For each table item, the index of its record (an item ``<record>#<row>`` is a group's row); -1 if none."""
+    where = {r: i for i, r in enumerate(records)}
+    return np.array([where.get(it, where.get(it.rsplit("#", 1)[0], -1)) for it in items], dtype=int)
+
+
 def dataset_fingerprint(fingerprints: Sequence[str]) -> str:
     """sha256 over the records' fingerprints in dataset order: the dataset's content."""
     from ..io import sha256_text
@@ -113,15 +114,13 @@ class Bank:
 
 def build_bank(rows: Sequence[dict[str, Any]], summary: dict[str, Any], respondents: Sequence[str],
                dataset: str | Path) -> dict[str, Any]:
-    """The bank of ``probegen items``' analysis (its item ``rows`` with IRT parameters, its ``summary``)
-    over runs on ``dataset``; one line if the fit has no IRT model or an item is not a record of it."""
+    """The bank of an analysis (item ``rows`` with IRT parameters, ``summary``) of runs on ``dataset``."""
     irt = summary.get("irt") or {}
     if not irt.get("model") or not rows or "a" not in rows[0]:
         raise ProbegenError("--bank needs an IRT fit (--irt 1pl, 2pl or 3pl, not none)")
     task, _, records, ids = load_dataset(dataset)
     item_ids = [str(r["item"]) for r in rows]
-    where = {r: i for i, r in enumerate(ids)}  # an item is a record, or a group's row <record>#<row>
-    rec = np.array([where.get(it, where.get(it.rsplit("#", 1)[0], -1)) for it in item_ids], dtype=int)
+    rec = record_index(item_ids, ids)
     if (rec < 0).any():
         missing = [i for i, r in zip(item_ids, rec) if r < 0]
         raise ProbegenError(f"--bank: {len(missing)} item(s) of the runs are not records of {dataset} "
@@ -138,17 +137,6 @@ def build_bank(rows: Sequence[dict[str, Any]], summary: dict[str, Any], responde
             "irt": {"model": irt["model"], "prior": "theta ~ N(0, 1)", "loglik": irt.get("loglik"),
                     "respondents": len(respondents), "respondent_names": list(respondents)},
             "items": items}
-
-
-def write_bank(bank: dict[str, Any], path: str | Path) -> Path:
-    """Write the bank file atomically (strict JSON)."""
-    from ..io import write_json
-
-    out = Path(path)
-    if out.is_dir():
-        raise ProbegenError(f"--bank {out} is a directory; give a file name (e.g. bank.json)")
-    write_json(out, bank)
-    return out
 
 
 def read_bank(path: str | Path) -> Bank:
@@ -180,8 +168,8 @@ def read_bank(path: str | Path) -> Bank:
 
 
 def check_dataset(bank: Bank, task: Any, records: Sequence[Any], ids: Sequence[str], dataset: str | Path) -> list[int]:
-    """The indices (into ``records``) of the bank's records, once ``dataset`` is the one it was fitted on:
-    the same kind, every bank record there by id (name) and with the same content; one line otherwise."""
+    """The indices into ``records`` of the bank's records; one line unless ``dataset`` is the one it was
+    fitted on (kind, ids, content)."""
     d = bank.info["dataset"]
     if d.get("kind") != task.name:
         raise ProbegenError(f"{bank.path} was fitted on a {d.get('kind')} dataset ({d.get('path')}); {dataset} is a "

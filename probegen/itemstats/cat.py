@@ -1,26 +1,9 @@
-"""Computerized adaptive testing over a calibrated item bank: the engine, free of models and files.
-
-A bank holds IRT parameters per item (``a``, ``b``, ``c``: :mod:`.irt`) and the record (a dataset
-unit: a question, a CoDA21 group) each item belongs to; a record is given whole, its items at once.
-:func:`run_cat` administers records in batches to a respondent (any function from records to
-their items' 0/1 answers: a model scored through ``probegen eval``'s path, or a row of a response
-matrix in the benchmark):
-
-- **ability**: EAP under the stated prior N(0, 1) (the ability distribution the bank was calibrated
-  with), the posterior integrated by Simpson's rule (``scipy.integrate.simpson``) on a fixed grid;
-  its SD is the standard error;
-- **selection**: each batch is chosen at the current EAP by Fisher information (a record's: the sum
-  of its items'), with content balance over the bank's strata (per dimension: part of speech, probe
-  type, hops, distractor type; the stratum furthest below its share of the bank is served first:
-  Kingsbury and Zara's constrained CAT over the dimensions' margins) and randomesque exposure control
-  (one record drawn at random among the ``randomesque`` most informative of that stratum);
-- **stopping**: at ``budget`` items (never more: a record that would pass it is not given) or when
-  the SE reaches ``target_se`` (checked after each batch), or when the bank is used up;
-- **prediction**: full-set accuracy as ``eval`` computes it (the mean over records of each record's
-  share right) = the answers given plus the bank's expected score of the rest, integrated over the
-  ability's posterior, with a 95% interval from the posterior spread and the rest's Bernoulli
-  spread, the items of one cluster (eval's: a CoDA21 group, a WordNetQA concept) taken as fully
-  correlated (a conservative bound: their errors add, not average).
+"""Computerized adaptive testing over a calibrated item bank (:mod:`.irt` parameters per item, each in a
+record given whole): the engine, free of models and files. :func:`run_cat` gives records in batches to a
+respondent (records -> 0/1 answers): ability by EAP under the bank's N(0, 1) prior (Simpson's rule on a
+grid; its SD the SE); selection by Fisher information with content balance over the strata (Kingsbury
+and Zara) and randomesque exposure control; stop at ``budget`` items, ``target_se`` or an empty bank;
+full-set accuracy predicted as ``eval`` computes it, a cluster's items taken as fully correlated.
 
 >>> bank = CatBank(a=np.ones(4), b=np.array([-1.0, 0.0, 0.5, 2.0]), c=np.zeros(4), record=np.arange(4))
 >>> res = run_cat(bank, CatConfig(budget=2, batch_items=1), lambda recs: {int(r): 1.0 for r in recs})
@@ -53,9 +36,8 @@ Respond = Callable[[Sequence[int]], dict[int, float]]
 
 @dataclass
 class CatBank:
-    """The engine's view of a bank: per item ``a``, ``b``, ``c`` and its ``record`` (index); per record
-    its ``stratum`` (a label; one stratum if None) and ``cluster`` (eval's resampling cluster; the
-    record itself if None)."""
+    """The engine's view of a bank: per item ``a``, ``b``, ``c``, ``record`` (index); per record its
+    ``stratum`` and eval's ``cluster`` (None: one stratum; each record its own cluster)."""
 
     a: np.ndarray
     b: np.ndarray
@@ -77,9 +59,8 @@ class CatBank:
 
 @dataclass(frozen=True)
 class CatConfig:
-    """How a test runs: stop at ``budget`` items or at SE ``target_se`` (one at least); ``batch_items``
-    items per batch; ``randomesque``: records drawn among (1: always the most informative);
-    ``balance``: content balance over the strata; ``seed``: of the randomesque draws."""
+    """How a test runs: stop at ``budget`` items or SE ``target_se``; ``randomesque``: records drawn among
+    (1: the most informative); ``balance``: over the strata; ``seed``: of the randomesque draws."""
 
     budget: int | None = None
     target_se: float | None = None
@@ -89,8 +70,7 @@ class CatConfig:
     seed: int = 0
 
     def check(self, bank_items: int) -> None:
-        """One line for a config the bank cannot run: no stopping rule, a budget of 0 or beyond the
-        bank, a target SE that is not a positive number."""
+        """One line for a config the bank cannot run."""
         if self.budget is None and self.target_se is None:
             raise ProbegenError("an adaptive test needs a stopping rule: --budget N items or --target-se SE")
         if self.budget is not None and not 1 <= self.budget <= bank_items:
@@ -105,8 +85,7 @@ class CatConfig:
 
 @dataclass
 class CatResult:
-    """A finished test: the answers (item index -> 0/1), the records given in order, every step's
-    trace, the final ability, its SE and the prediction of full-set accuracy."""
+    """A finished test: answers (item -> 0/1), records given in order, the steps, ability, SE, prediction."""
 
     answers: dict[int, float]
     records: list[int]
@@ -178,10 +157,9 @@ def _stratum_targets(bank: CatBank, items: list[np.ndarray]) -> dict[str, float]
 
 def pick_batch(bank: CatBank, theta: float, given: set[int], room: int, cfg: CatConfig, rng: np.random.Generator,
                items: list[np.ndarray], counts: dict[str, int]) -> list[tuple[int, float]]:
-    """The next batch: (record, information at ``theta``) pairs, at most ``room`` items in all. Each
-    record comes from the stratum furthest below its share of the items given (``cfg.balance``;
-    strata of every dimension compete: Kingsbury and Zara's rule over the dimensions' margins), drawn
-    among the ``cfg.randomesque`` most informative records of it not given yet that fit."""
+    """The next batch: (record, information at ``theta``) pairs, at most ``room`` items, each record from the
+    stratum furthest below its share (every dimension's strata compete), drawn among its
+    ``cfg.randomesque`` most informative records that fit."""
     per_item = item_information(bank, theta)
     info = np.array([per_item[its].sum() for its in items])
     labels = _labels(bank) if cfg.balance else ["all"] * bank.n_records
@@ -210,8 +188,7 @@ def pick_batch(bank: CatBank, theta: float, given: set[int], room: int, cfg: Cat
 
 
 def predict(bank: CatBank, answers: dict[int, float], post: np.ndarray) -> dict[str, float]:
-    """Predicted full-set accuracy (mean over records of each record's share right) with a 95% interval:
-    see the module doc. Records given count as answered; the rest by the bank's P(right | ability)."""
+    """Predicted full-set accuracy with a 95% interval (see the module doc)."""
     from scipy.integrate import simpson
 
     items = bank.record_items()
@@ -243,9 +220,8 @@ def predict(bank: CatBank, answers: dict[int, float], post: np.ndarray) -> dict[
 
 def balance_report(bank: CatBank, records: list[int], items: list[np.ndarray],
                    tolerance: float = BALANCE_TOLERANCE) -> dict[str, Any]:
-    """Per stratum (each dimension's values): its share of the bank's items, the items given, the count
-    its share would give, and whether they differ by at most ``tolerance`` x items given + the
-    stratum's largest record."""
+    """Per stratum: its share of the bank, items given, the count its share would give, and whether they
+    differ by at most ``tolerance`` x items given + the stratum's largest record."""
     targets = _stratum_targets(bank, items)
     labels = _labels(bank)
     n = sum(len(items[r]) for r in records)

@@ -1,12 +1,6 @@
-"""Classical item analysis: works with a handful of respondents.
-
-- p-value: the share of respondents who answered the item right;
-- item-rest (point-biserial) correlation: the item's 0/1 against the respondent's accuracy on the other
-  items they answered (missing cells left out);
-- distractor table: per wrong option, how many picked it and the share of the stronger and weaker half
-  (by rest accuracy) who did; a distractor the stronger half picks more than the weaker marks a
-  possibly mis-keyed item;
-- KR-20 of the set (missing cells filled with the item's p-value) with a percentile bootstrap CI over respondents.
+"""Classical item analysis (works with a handful of respondents): p-values, item-rest (point-biserial)
+correlations over the answered cells, distractor tables (a wrong option the stronger half picks more
+marks a possibly mis-keyed item) and KR-20 with a percentile bootstrap CI over respondents.
 """
 
 from __future__ import annotations
@@ -28,8 +22,7 @@ def rest_scores(y: np.ndarray) -> np.ndarray:
 
 
 def masked_corr(x: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Per column, the Pearson correlation of ``x`` and ``z`` over the rows where both are present (NaN
-    where either is constant or fewer than 3 rows).
+    """Per column, the Pearson correlation of ``x`` and ``z`` where both are present (NaN: constant, < 3 rows).
 
     >>> masked_corr(np.array([[1.0], [0.0], [1.0], [np.nan]]), np.array([[0.9], [0.1], [0.8], [0.5]])).round(3)
     array([0.993])
@@ -58,9 +51,8 @@ REST_Z = 2.0
 
 
 def rest_flags(item_rest: np.ndarray, n: np.ndarray, z: float = REST_Z) -> list[list[str]]:
-    """Per item ``negative item-rest`` where r * sqrt(n - 3) < -z (Fisher's z, about 2% one-sided at 2):
-    the stronger respondents get it wrong more often, a possibly mis-keyed item. It catches what a
-    3PL can read as guessing (a mis-keyed easy item, mostly wrong, sits on the floor 1/k).
+    """Per item ``negative item-rest`` where r * sqrt(n - 3) < -z (Fisher's z): possibly mis-keyed, which a
+    3PL can read as guessing (a mis-keyed easy item sits on the floor 1/k).
 
     >>> rest_flags(np.array([-0.5, -0.5, 0.4, np.nan]), np.array([40, 10, 40, 2]))
     [['negative item-rest'], [], [], []]
@@ -70,8 +62,7 @@ def rest_flags(item_rest: np.ndarray, n: np.ndarray, z: float = REST_Z) -> list[
 
 
 def kr20(y: np.ndarray) -> float | None:
-    """KR-20 of a complete 0/1 matrix (respondents x items); None when undefined (fewer than 2 of
-    either, or no variance in the totals).
+    """KR-20 of a complete 0/1 matrix (respondents x items); None when undefined.
 
     >>> round(kr20(np.array([[1, 1, 1], [1, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=float)), 3)
     0.75
@@ -88,9 +79,8 @@ def kr20(y: np.ndarray) -> float | None:
 
 
 def kr20_ci(y: np.ndarray, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, Any]:
-    """KR-20 with a percentile bootstrap CI over respondents. Missing cells are filled with the item's
-    p-value (which pulls KR-20 down a little where many are missing: ``imputed`` says how many). A replicate
-    whose totals do not vary has no KR-20 and is left out, as :func:`kr20` says None."""
+    """KR-20 with a percentile bootstrap CI over respondents; missing cells filled with the item's p-value
+    (``imputed`` counts them); a replicate without a KR-20 is left out."""
     m = np.isnan(y)
     with np.errstate(invalid="ignore"):
         p = np.nanmean(np.where(m.all(axis=0), 0.0, y), axis=0) if y.size else np.zeros(y.shape[1])
@@ -115,9 +105,8 @@ def _share(hits: Sequence[bool]) -> float:
 
 def distractors(y: np.ndarray, chosen: Sequence[Sequence[Any]], keys: Sequence[Sequence[Any]],
                 items: Sequence[str]) -> list[dict[str, Any]]:
-    """One row per (item, wrong option picked): picks, share of the stronger and weaker half (split at
-    the median rest accuracy on that item) who picked it, and ``suspect`` when the stronger half picks
-    it more (a possibly mis-keyed item)."""
+    """One row per (item, wrong option picked): picks, share of the stronger and weaker half who picked
+    it, and ``suspect`` when the stronger half picks it more (possibly mis-keyed)."""
     rest = rest_scores(y)
     out = []
     for i, item in enumerate(items):

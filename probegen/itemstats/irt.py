@@ -1,20 +1,11 @@
-"""Item response theory: 1PL, 2PL and 3PL with the guessing floor fixed at 1/k, by marginal maximum
-likelihood (abilities integrated out over a N(0, 1) on a Gauss grid), missing cells left out.
+"""Item response theory: 1PL, 2PL and 3PL (guessing floor fixed at 1/k) by marginal maximum likelihood
+over a N(0, 1) ability on a Gauss grid, missing cells left out:
 
     P(right | theta) = c + (1 - c) * sigmoid(a * (theta - b)),   c = 0 (1PL, 2PL) or 1/k (3PL)
 
-1PL shares one discrimination ``a`` over the items. Weak normal priors (``a ~ N(1, 1.5)``, ``b ~ N(0, 3)``)
-keep items every respondent gets right or wrong finite; ``a`` is not constrained positive, so a
-mis-keyed item (the strong get it wrong) comes out with a negative discrimination. Why by hand and
-not a library: docs/itemstats.md (none of those compared fixes c at 1/k, leaves missing cells out in
-every model and gives intervals). Fitted with scipy's L-BFGS on the exact marginal log-likelihood and
-its gradient (Fisher's identity).
-
-Intervals: items from the expected information with the fitted abilities' posteriors (plus the
-priors), respondents from the posterior (EAP +- 1.96 SD).
-
-Other fitters, functions ``(y, k) -> IrtFit``, register through the entry-point group
-``probegen.irt_fitters`` (:func:`fitters`; docs/plugins.md) and are ``--irt`` choices of items and forms.
+Weak normal priors keep all-right or all-wrong items finite; ``a`` may go negative (a mis-keyed item).
+By hand because no library compared fixes c at 1/k, leaves missing cells out and gives intervals
+(docs/itemstats.md). Other fitters register through the entry-point group ``probegen.irt_fitters``.
 """
 
 from __future__ import annotations
@@ -39,8 +30,8 @@ POSTERIOR_GRID = 401
 
 @dataclass
 class IrtFit:
-    """Per item ``a``, ``b``, ``c`` and the SEs of a and b, an outfit mean-square (item fit: ~1 fits,
-    >> 1 misfits); per respondent ``theta`` (EAP) and ``theta_sd``; the marginal log-likelihood."""
+    """Per item ``a``, ``b``, ``c``, SEs and outfit (~1 fits, >> 1 misfits); per respondent ``theta`` (EAP)
+    and ``theta_sd``; the marginal log-likelihood."""
 
     model: str
     a: np.ndarray
@@ -91,8 +82,7 @@ def _log_probs(nodes: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -
 
 def _objective(x: np.ndarray, y0: np.ndarray, m: np.ndarray, nodes: np.ndarray, logw: np.ndarray, c: np.ndarray,
                shared_a: bool) -> tuple[float, np.ndarray]:
-    """Minus the marginal log-posterior and its gradient (Fisher's identity: the gradient of the marginal
-    log-likelihood is the posterior-expected complete-data gradient)."""
+    """Minus the marginal log-posterior and its gradient (Fisher's identity)."""
     n_items = len(c)
     a = np.full(n_items, x[0]) if shared_a else x[:n_items]
     b = x[-n_items:]
@@ -129,8 +119,7 @@ Fitter = Callable[[np.ndarray, "np.ndarray | None"], IrtFit]
 
 @functools.cache
 def fitters() -> dict[str, Fitter]:
-    """The IRT fitters by name: the built-in :data:`MODELS` (:func:`fit`), then the entry points of
-    :data:`FITTER_GROUP` by name (a name taken already is one error line).
+    """The IRT fitters by name: :data:`MODELS`, then the entry points of :data:`FITTER_GROUP` (new names).
 
     >>> list(fitters())[:3]
     ['1pl', '2pl', '3pl']
@@ -153,9 +142,8 @@ def fitters() -> dict[str, Fitter]:
 
 def fit(y: np.ndarray, k: np.ndarray | None = None, model: str = "2pl", max_iter: int = 500,
         quad: int = 41) -> IrtFit:
-    """Fit ``model`` to the 0/1 matrix ``y`` (respondents x items, NaN = missing); ``k``: options per
-    item (3PL's floor 1/k; default 2). L-BFGS on the exact marginal log-posterior; a fitter of another
-    name (:func:`fitters`: a plugin's) fits instead. An unknown name is one line naming the fitters.
+    """Fit ``model`` (or a plugin fitter of that name) to the 0/1 matrix ``y`` (respondents x items, NaN =
+    missing); ``k``: options per item (3PL's floor 1/k; default 2).
 
     >>> fit(np.ones((2, 2)), model="4pl")
     Traceback (most recent call last):
@@ -194,8 +182,7 @@ def fit(y: np.ndarray, k: np.ndarray | None = None, model: str = "2pl", max_iter
 
 def _posterior(y0: np.ndarray, m: np.ndarray, nodes: np.ndarray, logw: np.ndarray, a: np.ndarray, b: np.ndarray,
                c: np.ndarray) -> tuple[np.ndarray, float]:
-    """(respondents x grid posterior, marginal log-likelihood); the items in chunks (a fine grid times
-    200,000 items would not fit in memory at once)."""
+    """(respondents x grid posterior, marginal log-likelihood); items in chunks to bound memory."""
     parts = np.tile(logw[None, :], (len(y0), 1))
     step = max(1, 4_000_000 // len(nodes))
     for s in range(0, len(a), step):
@@ -237,10 +224,8 @@ def _finish(model: str, y: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarr
 
 
 def item_flags(y: np.ndarray, a: np.ndarray, a_hi: np.ndarray | None = None) -> list[list[str]]:
-    """Per item: ``negative discrimination`` (the 95% interval ``a_hi`` below 0: the strong get it
-    wrong more often, a possibly mis-keyed item), ``possibly negative discrimination`` (a below 0, its
-    interval across 0), ``near-zero discrimination`` (0 <= a < NEAR_ZERO), ``all right``, ``all wrong``,
-    ``unanswered``.
+    """Per item: ``negative discrimination`` (``a_hi`` < 0: possibly mis-keyed), ``possibly negative
+    discrimination`` (a < 0), ``near-zero discrimination``, ``all right``, ``all wrong``, ``unanswered``.
 
     >>> item_flags(np.array([[1.0, 0.0, 1.0], [1.0, 1.0, np.nan]]), np.array([1.0, -0.5, 0.1]))
     [['all right'], ['negative discrimination'], ['near-zero discrimination', 'all right']]
@@ -280,8 +265,8 @@ def information(fitted: IrtFit, theta: np.ndarray) -> np.ndarray:
 
 def simulate(n_resp: int, n_items: int, model: str = "2pl", k: int = 4, missing: float = 0.1,
              seed: int = 0) -> dict[str, np.ndarray]:
-    """Responses drawn from known parameters (a ~ LogNormal(0, 0.3), b ~ N(0, 1), theta ~ N(0, 1),
-    c = 1/k for 3PL), with a share ``missing`` of the cells left out at random."""
+    """Responses from known parameters (a ~ LogNormal(0, 0.3), b, theta ~ N(0, 1), 3PL c = 1/k), a share
+    ``missing`` of cells left out."""
     rng = np.random.default_rng(seed)
     a = np.exp(rng.normal(0, 0.3, n_items))
     b = rng.normal(0, 1, n_items)

@@ -1,9 +1,5 @@
-"""Paired comparisons of respondents on the items both answered.
-
-- accuracy difference with a paired cluster-bootstrap CI (whole clusters resampled: CoDA21 groups,
-  WordNetQA concepts; an item is its own cluster otherwise);
-- an exact McNemar test: a two-sided binomial test on the discordant pairs;
-- for many respondents, every pair with Holm's step-down correction of the McNemar p-values.
+"""Paired comparisons of respondents on the items both answered: the accuracy difference with a paired
+cluster-bootstrap CI, an exact McNemar test, and every pair with Holm's correction.
 """
 
 from __future__ import annotations

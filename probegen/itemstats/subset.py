@@ -1,20 +1,7 @@
-"""Compact forms: a subset of a dataset's records chosen from how respondents answered its items, and a
-predictor of a new respondent's full-set accuracy from the subset alone.
-
-Methods (the unit kept is a dataset record: a question, or a CoDA21 group with all its rows):
-
-- ``random``: a seeded draw;
-- ``anchor``: tinyBenchmarks' anchor points: k-means (k = size) of the records' response patterns
-  over the respondents, the record nearest each centre kept;
-- ``information``: the records with the most Fisher information (IRT) summed over the respondents' abilities.
-
-Predictor (tinyBenchmarks' IRT estimate): the new respondent's ability from its subset answers with
-the items' parameters fixed (posterior on a grid), then full accuracy = (right answers on the subset
-+ expected right answers on the rest) / items, with a 95% interval from the ability posterior and the
-rest's Bernoulli spread. Validated by leaving respondents out (folds): the IRT model is refitted and
-the subset chosen without the held-out respondents, whose full accuracy is predicted; the mean
-absolute error and Kendall's tau of the predictions against the truth, beside random subsets of the
-same size scored by their plain accuracy.
+"""Compact forms: a subset of a dataset's records (``random``; ``anchor``: tinyBenchmarks' k-means of the
+response patterns; ``information``: the most Fisher information), and a predictor of a new respondent's
+full-set accuracy from the subset (ability with the item parameters fixed, plus the expected score of the
+rest, with a 95% interval), validated by leaving respondents out against random subsets of the same size.
 """
 
 from __future__ import annotations
@@ -25,19 +12,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ProbegenError
+from .bank import record_index
 from .irt import IrtFit, fit, information, prob
 
 if TYPE_CHECKING:
     from ..tasks import Dataset
 
 METHODS = ("random", "anchor", "information")
-
-
-def record_index(items: Sequence[str], records: Sequence[str]) -> np.ndarray:
-    """For each table item, the index of its record (an item ``<record>#<row>`` is a group's row); -1 if none."""
-    where = {r: i for i, r in enumerate(records)}
-    out = [where.get(it, where.get(it.rsplit("#", 1)[0], -1)) for it in items]
-    return np.array(out, dtype=int)
 
 
 def record_matrix(y: np.ndarray, rec: np.ndarray, n_records: int) -> np.ndarray:
@@ -87,8 +68,7 @@ def choose(method: str, size: int, y: np.ndarray, rec: np.ndarray, n_records: in
 
 
 def predict(fitted: IrtFit, y_row: np.ndarray, shown: np.ndarray) -> tuple[float, float, float]:
-    """(predicted full accuracy, 95% low, high) of one respondent from its answers on the items ``shown``
-    (a boolean mask over the fitted items; its other cells are not used)."""
+    """(predicted full accuracy, 95% low, high) of one respondent from its answers on the items ``shown``."""
     grid = np.linspace(-5, 5, 201)
     p = prob(grid[:, None], fitted.a[None, :], fitted.b[None, :], fitted.c[None, :])  # G x I
     obs = shown & ~np.isnan(y_row)
@@ -154,9 +134,8 @@ def _record_key(record: Any) -> tuple[str, tuple[str, ...]] | None:
 
 
 def check_records(resp: Any, kind: str, data: Any, path: str | Path) -> None:
-    """One line naming both where a respondent placed on the dataset ``data`` (at ``path``, of task
-    ``kind``) holds an item whose content (options, key) is not the record's of that id: results on
-    another dataset that uses the same ids."""
+    """One line where a respondent placed on ``data`` (at ``path``) holds an item whose content is not the
+    record's of that id."""
     from .. import tasks
     from ..exchange.respondent import content, contradiction
 
@@ -177,9 +156,8 @@ def check_records(resp: Any, kind: str, data: Any, path: str | Path) -> None:
 
 def same_dataset(table: Any, records: Sequence[Any], rec: np.ndarray, dataset: str | Path,
                  items_dir: str | Path) -> None:
-    """One line unless the items folder answered ``dataset``'s questions, not others of the same ids:
-    each answered item's key (as its runs wrote it) must be the record's key where the record has
-    options; where none can be compared, its runs must name ``dataset``'s path."""
+    """One line unless the items folder answered ``dataset``'s questions: each item's key must be the
+    record's where it has options; where none can be compared, its runs must name ``dataset``."""
     from ..exchange.respondent import dataset_key
 
     items = table.items

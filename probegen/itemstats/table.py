@@ -1,8 +1,5 @@
-"""One long response table over runs: respondent (model x method x variant, or a study participant) x item.
-
-The respondents come from :func:`probegen.exchange.runs.read_run` (runs, studies, other harnesses'
-files). Cells a respondent did not answer are simply absent (missing). Every bad input is a
-:class:`~probegen.errors.ProbegenError`.
+"""One long response table: respondent (model x method x variant, or a study participant) x item, from
+:func:`probegen.exchange.runs.read_run`; cells not answered are absent. Bad input: a ProbegenError.
 """
 
 from __future__ import annotations
@@ -110,11 +107,9 @@ def _known(resps: Sequence[Respondent]) -> dict[str, dict[str, tuple[Any, str]]]
 
 
 def adopt_datasets(resps: list[Respondent]) -> list[Respondent]:
-    """Give each respondent of unknown dataset (:attr:`Respondent.adopt`) the dataset of the runs whose
-    items hold all of its items with the same content (options, key: the join is on what an item
-    is, not its id), and its items the runs' units (clusters); one line naming its unknown ids if no
-    run's dataset holds them, or naming both files where the content contradicts the item its id
-    names. Then every dataset's files must agree on each item (:func:`check_content`)."""
+    """Give each respondent of unknown dataset (``adopt``) the dataset of the runs holding all its items
+    with the same content (the join is on what an item is, not its id) and the runs' units; one line
+    naming its unknown ids, or both files where a content contradicts. Then :func:`check_content`."""
     items: dict[str, set[str]] = {}
     units: dict[str, dict[str, str]] = {}
     for r in resps:
@@ -146,9 +141,8 @@ def adopt_datasets(resps: list[Respondent]) -> list[Respondent]:
 
 
 def check_content(resps: Sequence[Respondent]) -> None:
-    """One line naming both files where two respondents on one dataset hold different content
-    (options, key) for one item id: the same path rewritten between two runs, or a file that names
-    a dataset it does not answer."""
+    """One line naming both files where two respondents on one dataset hold different content for one
+    item id (a path rewritten between runs, a file naming a dataset it does not answer)."""
     known: dict[str, dict[str, tuple[Any, str]]] = {}
     for r in resps:
         d = known.setdefault(r.dataset, {})
@@ -187,8 +181,7 @@ def _run_identity(run: str | Path) -> str | None:
 
 
 def read_runs(runs: Sequence[str | Path], lm_eval_metric: str = "acc") -> list[tuple[str, Respondent]]:
-    """(run, respondent) of every run (:func:`read_run`); one line where a run is given twice (by
-    two paths, or as a copy): it would count as two respondents."""
+    """(run, respondent) of every run; one line where a run is given twice (or a copy): two respondents."""
     seen: dict[str, str] = {}
     out: list[tuple[str, Respondent]] = []
     for run in runs:
@@ -222,8 +215,7 @@ def _check_text(r: Respondent) -> None:
 
 
 def _common(resps: Sequence[Respondent], datasets: Sequence[str]) -> set[str]:
-    """The items every dataset holds as the same question (ids alone do not make an item shared:
-    two datasets may number different questions alike); one line if none."""
+    """The items every dataset holds as the same question (not just the same id); one line if none."""
     by_id = [{i for r in resps if r.dataset == d for i in r.cells} for d in datasets]
     ids = set.intersection(*by_id)
     known = _known(resps)
@@ -243,9 +235,8 @@ def _common(resps: Sequence[Respondent], datasets: Sequence[str]) -> set[str]:
 
 
 def gather(runs: Sequence[str | Path], common: bool = False, lm_eval_metric: str = "acc") -> ResponseTable:
-    """The response table of ``runs``. Runs on different datasets are an error unless ``common``,
-    which keeps the items every dataset shares as the same question (an error if there are none).
-    ``lm_eval_metric``: which respondent an lm-eval samples file gives (``acc``, ``acc_norm``, ``both``)."""
+    """The response table of ``runs``; runs on different datasets are an error unless ``common`` (keep the
+    items they share). ``lm_eval_metric``: an lm-eval file's respondent (``acc``, ``acc_norm``, ``both``)."""
     if not runs:
         raise ProbegenError("no run given")
     resps = [r for _, r in read_runs(runs, lm_eval_metric)]

@@ -248,6 +248,20 @@ def timed_rounds(methods: dict, repeats: int, device: str) -> dict[str, list[flo
     return times
 
 
+def timed_runs(scorer, queries, cands, results: dict):
+    """``run(variant, budget, label, kernel)``: a function that scores with ``scorer(variant, budget, kernel)``
+    and keeps the scores and the scorer's stats under ``label`` in ``results`` (a closure for timed_rounds)."""
+    def run(variant, budget_arg, label, kernel="dense"):
+        def go():
+            import numpy as np
+
+            s = scorer(variant, budget_arg, kernel)
+            results[label] = np.concatenate(s.score(queries, cands))
+            results[label + "|stats"] = s.stats()
+        return go
+    return run
+
+
 def hflm_scores(model, tok, pairs, batch: int):
     """Scores of (query, candidate) ``pairs`` by the real lm-evaluation-harness ``HFLM.loglikelihood`` over
     ``model`` (None when lm_eval is not installed)."""
@@ -322,12 +336,7 @@ def bench_causal(name, shape, tok, queries, cands, args, device, dtype, group_si
     budget = auto.stats()
     check = warm["packed"].stats()["self_check"]
 
-    def run(strategy, budget_arg, label, kernel="dense"):
-        def go():
-            s = scorer(strategy, budget_arg, kernel)
-            results[label] = np.concatenate(s.score(queries, cands))
-            results[label + "|stats"] = s.stats()
-        return go
+    run = timed_runs(scorer, queries, cands, results)
 
     base = f"lm-eval style (batch {args.lm_eval_batch})"
     methods = {
@@ -402,12 +411,7 @@ def bench_masked(name, shape, tok, queries, cands, args, device, dtype):
     flex_warm.score(queries[:1], cands[:1])
     flex_warm._run_jobs(jobs, "flex")  # every flat length it will meet, compiled before timing
 
-    def run(pll, budget_arg, label, kernel="dense"):
-        def go():
-            s = scorer(pll, budget_arg, kernel)
-            results[label] = np.concatenate(s.score(queries, cands))
-            results[label + "|stats"] = s.stats()
-        return go
+    run = timed_runs(scorer, queries, cands, results)
 
     methods = {
         "PLL, default budget": run("original", MaskedScorer.max_batch_tokens, "PLL, default budget"),

@@ -69,15 +69,15 @@ SWAPS: list = ["", " ", "x", 0, -1, 1, 10**30, 2.5, True, None, [], {}, [[]], ["
                float("nan"), float("inf"), float("-inf"), "@@DEEP@@", "\udcff", "a" * 5000]
 
 
-def _json_paths(node, prefix=()):
+def json_paths(node, prefix=()):
     """Every path to a value inside a parsed JSON document."""
     yield prefix
     if isinstance(node, dict):
         for k, v in node.items():
-            yield from _json_paths(v, prefix + (k,))
+            yield from json_paths(v, prefix + (k,))
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            yield from _json_paths(v, prefix + (i,))
+            yield from json_paths(v, prefix + (i,))
 
 
 def _swap_json(text: bytes, pick: int, value) -> bytes:
@@ -93,7 +93,7 @@ def _swap_json(text: bytes, pick: int, value) -> bytes:
         tree = json.loads(doc)
     except (ValueError, RecursionError):  # an earlier mutation broke it: leave it so
         return text
-    paths = list(_json_paths(tree))
+    paths = list(json_paths(tree))
     path = paths[(pick // len(docs)) % len(paths)]
     if not path:
         tree = value

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fuzz_readers import json_paths
 
 from probegen.errors import DatasetError
 from probegen.wordnetqa import dataset as D
@@ -252,16 +253,6 @@ def _poke(row, path: tuple, value):
     return row
 
 
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
-
-
 @settings(max_examples=300, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), JSON, st.sampled_from(PATHS), st.booleans(), st.booleans())
 def test_fuzz_any_json_row_is_an_item_or_a_dataset_error(pick, value, path, ablations, whole):
@@ -270,7 +261,7 @@ def test_fuzz_any_json_row_is_an_item_or_a_dataset_error(pick, value, path, abla
     if whole:
         row = value
     else:
-        paths = [p for p in _paths(row) if p]
+        paths = [p for p in json_paths(row) if p]
         row = _poke(row, paths[(pick // len(SEED_ROWS)) % len(paths)], value)
     try:
         it = R.read_row(row, path, None, ablations)

@@ -94,22 +94,26 @@ function show() {
   refresh();
 }
 
+// A list of lettered options (A., B., ...): a click, or the key, picks option i.
+function lettered(list, texts, pick, titled) {
+  list.textContent = "";
+  texts.forEach((t, i) => {
+    const li = el("li");
+    li.dataset.index = i;
+    li.appendChild(el("span", "key", LETTERS[i].toUpperCase()));
+    li.appendChild(el("span", "text", t));
+    if (titled) li.title = `key ${i + 1} or ${LETTERS[i]}`;
+    li.addEventListener("click", () => { pick(i); });
+    list.appendChild(li);
+  });
+}
+
 function showMC(it) {
   $("mc").hidden = false; $("align").hidden = true;
   const prompt = $("prompt");
   prompt.textContent = "";
   withMarks(prompt, it.prompt, it.marks);
-  const ol = $("choices");
-  ol.textContent = "";
-  it.choices.forEach((c, i) => {
-    const li = el("li");
-    li.dataset.index = i;
-    li.appendChild(el("span", "key", LETTERS[i].toUpperCase()));
-    li.appendChild(el("span", "text", c));
-    li.title = `key ${i + 1} or ${LETTERS[i]}`;
-    li.addEventListener("click", () => { choose(i); });
-    ol.appendChild(li);
-  });
+  lettered($("choices"), it.choices, choose, true);
   $("guess-box").hidden = !S.guess;
   $("guess").value = "";
   if (S.guess) $("guess").focus();
@@ -144,16 +148,7 @@ function showAlign(it) {
     li.addEventListener("click", (e) => { if (e.target.tagName !== "INPUT") selectRow(r); });
     rows.appendChild(li);
   });
-  const defs = $("defs");
-  defs.textContent = "";
-  it.definitions.forEach((d, i) => {
-    const li = el("li");
-    li.dataset.index = i;
-    li.appendChild(el("span", "key", LETTERS[i].toUpperCase()));
-    li.appendChild(el("span", "text", d));
-    li.addEventListener("click", () => { pair(i); });
-    defs.appendChild(li);
-  });
+  lettered($("defs"), it.definitions, pair, false);
   if (S.guess) rows.querySelector("input").focus(); else selectRow(0);
 }
 

@@ -171,7 +171,7 @@ class UnitScorer(ABC):
 
     name: str = ""
     kind: str = ""
-    #: how queries are written for it: ``pattern`` (LMs), ``plain`` (embedding, static), ``generate`` (asked)
+    #: how queries are written for it: ``pattern`` (LMs), ``plain`` (embedding, static); one that asks gets prompts
     query_style: str = "pattern"
     #: how a multi-token candidate's log-probs are reduced (``sum``, ``mean``; LMs only)
     reduction: str | None = None

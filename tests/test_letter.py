@@ -334,7 +334,7 @@ def test_served_letter_probabilities_equal_in_process(vllm, monkeypatch, local):
         data = task.load(path)
         from probegen.tasks import Settings
 
-        units += task.units(data, "full", Settings(), "generate")[:2]
+        units += task.prompt_units(data, "full", Settings())[:2]
     mine = LetterScorer(local, prompt_templates(), permutations=2)
     b = mine.score_units(units)
     # vLLM's logprob_token_ids names the labels' tokens (read wherever they rank); a server that refuses

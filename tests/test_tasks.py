@@ -327,3 +327,33 @@ def test_a_kind_whose_load_returns_no_manifest_fails_in_one_line(tmp_path):
     assert isinstance(data, tasks.Dataset) and data.manifest == {"kind": "no-manifest"}
     built_in = tasks.detect(DATA / "coda21_three_groups.json").load(DATA / "coda21_three_groups.json")
     assert isinstance(built_in, tasks.Dataset) and isinstance(built_in.manifest, dict)
+
+
+def test_an_asking_scorer_gets_the_kinds_prompt_units():
+    """The caller picks: a scorer that keeps exchanges (the generative and letter methods) is given each kind's
+    prompt_units, any other its units in its query style; no kind sees a method's name."""
+    from probegen.core import PromptUnit, UnitScorer
+    from probegen.tasks import Settings
+
+    class Scorer(UnitScorer):
+        def __init__(self, asks):
+            self.asks = asks
+
+        def score_units(self, units, progress=False):
+            return []
+
+        def exchanges(self):
+            return [] if self.asks else None
+
+    data_dir = Path(__file__).parent / "data"
+    coda, wic = tasks.get("coda21"), tasks.get("wic")
+    cd = coda.load(data_dir / "coda21_three_groups.json")
+    asked = coda.scorer_units(cd, "context", Settings(), Scorer(True))
+    assert asked == coda.prompt_units(cd, "context", Settings()) and isinstance(asked[0], PromptUnit)
+    assert all("[bkatuhla]" in q for q in asked[0].queries) and dict(asked[0].fields) == {"nonce": "bkatuhla"}
+    scored = coda.scorer_units(cd, "context", Settings(), Scorer(False))
+    assert scored == coda.units(cd, "context", Settings()) and not any("[" in q for q in scored[0].queries)
+    wd = wic.load(data_dir / "wic_semcor_24.jsonl")
+    assert len(wic.scorer_units(wd, "full", Settings(), Scorer(True))) == len(wd.items)
+    with pytest.raises(ProbegenError, match="not scored zero-shot"):
+        wic.scorer_units(wd, "full", Settings(), Scorer(False))

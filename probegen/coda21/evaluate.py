@@ -8,11 +8,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import Outcome, PromptUnit, Unit, evaluate_units
+from ..core import Outcome, Unit, evaluate_units
 from ..settings import Settings
 from .dataset import Coda21Dataset, group_rng
 from .items import Group
-from .render import render_group
 
 
 def column_order(group_id: str, k: int, seed: int) -> np.ndarray:
@@ -20,25 +19,19 @@ def column_order(group_id: str, k: int, seed: int) -> np.ndarray:
     return group_rng(seed, group_id + "/definitions").permutation(k)
 
 
-def group_unit(g: Group, style: str, settings: Settings, mode: str, patterns: dict[str, str]) -> Unit:
-    """One group as a unit: its rows in ``mode`` against its definitions in the seeded column order."""
+def group_unit(g: Group, queries: list[str], settings: Settings) -> Unit:
+    """One group as a unit: its rows' ``queries`` against its definitions in the seeded column order."""
     order = column_order(g.id, g.k, settings.seed)
     gold = np.argsort(order)  # row i's definition sits at column position gold[i]
-    unit = Unit.group(g.id, render_group(g, style, mode, settings.nonce, patterns),
-                      [g.items[j].definition for j in order], gold.tolist(), settings.matching)
-    if style == "generate":  # the prompt names the made-up word that hides the target
-        unit = PromptUnit(unit.id, unit.queries, unit.candidates, unit.decision, unit.gold,
-                          fields=(("nonce", settings.nonce),))
-    return unit
+    return Unit.group(g.id, queries, [g.items[j].definition for j in order], gold.tolist(), settings.matching)
 
 
 def evaluate_modes(ds: Coda21Dataset, scorer: Any, settings: Settings, modes: Sequence[str],
                    progress: bool = False) -> list[dict[str, Any]]:
     """:func:`evaluate` in several conditions through one request table, one entry per mode."""
-    from ..templating import coda21_patterns
+    from ..tasks import get
 
-    patterns = coda21_patterns(settings.pattern)
-    units = [group_unit(g, scorer.query_style, settings, mode, patterns) for mode in modes for g in ds.groups]
+    units = [u for mode in modes for u in get("coda21").scorer_units(ds, mode, settings, scorer)]
     outcomes = evaluate_units(units, scorer, seed=settings.seed, progress=progress)
     out, n = [], len(ds.groups)
     for i, _ in enumerate(modes):

@@ -16,11 +16,9 @@ def _strip(ctx: Context, replacement: str | None) -> str:
 
 
 def query(ctx: Context, pos: str, style: str, mode: str, nonce: str, patterns: dict[str, str]) -> str:
-    """One row's query text for a scorer of ``style``: ``pattern`` (LMs: text + pattern), ``plain``
-    (embeddings: the context without the target) or ``generate`` (the word to define in square brackets)."""
+    """One row's query text for a scorer of ``style``: ``pattern`` (LMs: text + pattern) or ``plain``
+    (embeddings: the context without the target)."""
     word = ctx.surface
-    if style == "generate":
-        return _generate_row(ctx, mode, nonce)
     if mode == "context":
         m, text = nonce, (_strip(ctx, nonce) if style == "pattern" else _strip(ctx, None))
     elif mode == "full":
@@ -37,7 +35,8 @@ def query(ctx: Context, pos: str, style: str, mode: str, nonce: str, patterns: d
     return f"{text} {pat}" if text else pat
 
 
-def _generate_row(ctx: Context, mode: str, nonce: str) -> str:
+def prompt_row(ctx: Context, mode: str, nonce: str) -> str:
+    """One row as a chat model's prompt shows it: the word to define in square brackets."""
     if mode == "context":
         return _strip(ctx, f"[{nonce}]")
     if mode == "full":

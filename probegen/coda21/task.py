@@ -92,9 +92,22 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
         from ..templating import coda21_patterns
         from .evaluate import group_unit
+        from .render import render_group
 
         patterns = coda21_patterns(settings.pattern)
-        return [group_unit(g, style, settings, condition, patterns) for g in data.groups]
+        return [group_unit(g, render_group(g, style, condition, settings.nonce, patterns), settings)
+                for g in data.groups]
+
+    def prompt_units(self, data: Any, condition: str, settings: Settings) -> list[Any]:
+        """One unit per group, its rows with the word to define in square brackets; the prompt names the nonce."""
+        from ..core import PromptUnit
+        from .evaluate import group_unit
+        from .render import prompt_row
+
+        units = [group_unit(g, [prompt_row(it.context, condition, settings.nonce) for it in g.items], settings)
+                 for g in data.groups]
+        return [PromptUnit(u.id, u.queries, u.candidates, u.decision, u.gold, fields=(("nonce", settings.nonce),))
+                for u in units]
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """The standard task (context condition), aligned by ``settings.matching``."""

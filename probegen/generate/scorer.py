@@ -121,8 +121,6 @@ class AskingScorer(UnitScorer):
     """What the generative and the letter scorers share: a ``backend`` asked with the ``prompts`` under
     ``permutations`` option orders (an int or ``"rotations"``) seeded by ``seed``; details and exchanges."""
 
-    query_style = "generate"  # the units the generative method asks
-
     def __init__(self, backend: Any, prompts: Any, permutations: int | str, seed: int) -> None:
         self.backend = backend
         self.name = backend.name

@@ -52,8 +52,6 @@ class Method:
     #: the options only this method takes: each reaches the command line, the notebook calls, request
     #: checks, ``ScorerRequest.options`` and results.json (``eval.method_options``)
     options: ClassVar[tuple[Option, ...]] = ()
-    #: the unit style its scorer asks (``generate``); None: the scorer's own (``pattern``, ``plain``)
-    query_style: ClassVar[str | None] = None
     #: the report's paragraph on the method, and what a row's confidence is in the report and the viewer
     report_text: ClassVar[str] = ""
     confidence: ClassVar[str] = "softmax over the candidates' scores as the run reduced them"
@@ -99,9 +97,7 @@ class Method:
         return {**{k: (None if k in SCORING_ONLY else v) for k, v in ev_block.items()}, "method": self.name, **given}
 
     def style(self, scorer_kind: str | None) -> str:
-        """The unit style the viewer rebuilds a run's queries in (as the scorer asked them)."""
-        if self.query_style:
-            return self.query_style
+        """The query style the viewer rebuilds a likelihood run's queries in (as the scorer asked them)."""
         return "plain" if scorer_kind in ("static", "embedding") else "pattern"
 
     def shown_settings(self, ev: Mapping[str, Any], scorer: Mapping[str, Any]) -> tuple[str, ...]:

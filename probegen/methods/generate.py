@@ -20,7 +20,6 @@ class GenerateMethod(Method):
     likelihood = False
     not_scored = "a chat model's answer is read, not scored"
     options = (PERMUTATIONS, PROMPTS)
-    query_style = "generate"
     confidence = "the vote share of each option over the orders"
     votes = True
     view_confidence = "share of option orders that chose it"

@@ -359,8 +359,7 @@ def line_unit(line: dict[str, Any]) -> Any:
 def seen_lines(d: Loaded, scorer: Any, cfg: BiasConfig, conditions: list[str]) -> list[dict[str, Any]]:
     """What the model saw of ``d``: per scored condition, every core unit the task built for the scorer."""
     settings = settings_of(dataset_cfg(d, cfg))
-    style = as_unit_scorer(scorer).query_style
-    return [unit_line(c, u) for c in conditions for u in d.task.units(d.data, c, settings, style)]
+    return [unit_line(c, u) for c in conditions for u in d.task.scorer_units(d.data, c, settings, scorer)]
 
 
 def shown_blocks(d: Loaded) -> dict[str, Any]:

@@ -165,6 +165,19 @@ class Task(ABC):
     def units(self, data: Dataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """The core units of ``data`` in ``condition``, queries rendered for a scorer of query ``style``."""
 
+    def prompt_units(self, data: Dataset, condition: str, settings: Settings) -> list[Any]:
+        """The units as a chat model is asked them (the asking methods; by default :meth:`units`)."""
+        return self.units(data, condition, settings)
+
+    def scorer_units(self, data: Dataset, condition: str, settings: Settings, scorer: Any) -> list[Any]:
+        """The units ``scorer`` is given: :meth:`prompt_units` if it asks (keeps exchanges), else :meth:`units`."""
+        from ..core import as_unit_scorer
+
+        sc = as_unit_scorer(scorer)
+        if sc.exchanges() is not None:
+            return self.prompt_units(data, condition, settings)
+        return self.units(data, condition, settings, sc.query_style)
+
     def scorer_reduction(self, reduction: str, settings: Settings) -> str:
         """The LM reduction to load the scorer with."""
         return reduction

@@ -17,10 +17,9 @@ if TYPE_CHECKING:
 def score_rows(task: "Task", data: "Dataset", scorer: Any, conditions: Sequence[str], settings: "Settings",
                progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Per condition, every unit's record, from one scorer call over all conditions' units."""
-    from ..core import as_unit_scorer, evaluate_units
+    from ..core import evaluate_units
 
-    style = as_unit_scorer(scorer).query_style
-    per = {c: task.units(data, c, settings, style) for c in conditions}
+    per = {c: task.scorer_units(data, c, settings, scorer) for c in conditions}
     outcomes = iter(evaluate_units([u for c in conditions for u in per[c]], scorer, settings.seed, progress))
     return {c: [record(o) for _, o in zip(per[c], outcomes)] for c in conditions}
 

@@ -534,8 +534,9 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
                             pattern=str(ev.get("pattern") or Settings.pattern),
                             matching=str(ev.get("matching") or "alignment"), split=ev.get("split"),
                             seed=int(ev.get("seed") or 0))
-        style = "generate" if seeds else methods.recorded(method).style(scorer_kind)
-        units = task.units(data, cond, settings, style)
+        m = methods.recorded(method)
+        units = (task.prompt_units(data, cond, settings) if seeds or m.asks
+                 else task.units(data, cond, settings, m.style(scorer_kind)))
     except NotAFile:  # a FIFO or a device inside the dataset: refused unread, as at the top
         raise
     except Exception as exc:  # noqa: BLE001 - the rows are still shown; say why the texts are not

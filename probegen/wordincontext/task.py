@@ -146,7 +146,7 @@ class WordInContextTask(Subsettable, Writable, Trainable):
         return {"splits": split_counts(data.items), "items": len(data.items)}
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
-        if as_unit_scorer(scorer).query_style == "generate":  # asked, not scored: the generic path
+        if as_unit_scorer(scorer).exchanges() is not None:  # asked, not scored: the generic path
             return super().evaluate(data, scorer, settings, progress)
         raise ProbegenError(f"{self.title} datasets are measured by a trained probe, not by zero-shot scoring: use "
                             "`probegen eval` (a linear probe), `probegen bias --method trained`, or ask a chat model "
@@ -154,10 +154,12 @@ class WordInContextTask(Subsettable, Writable, Trainable):
 
     # ---- the generative method: every item asked as a prompt (probegen.generate) --------------------
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
-        """Units of the generative method only (``style`` ``generate``): every item, in file order."""
-        if style != "generate":
-            raise ProbegenError(f"{self.title} datasets are not scored zero-shot: a trained probe measures them, "
-                                "or a chat model answers them (--method generate)")
+        """Never: items are not scored zero-shot (a chat model is asked them: :meth:`prompt_units`)."""
+        raise ProbegenError(f"{self.title} datasets are not scored zero-shot: a trained probe measures them, "
+                            "or a chat model answers them (--method generate)")
+
+    def prompt_units(self, data: Any, condition: str, settings: Settings) -> list[Any]:
+        """Every item as a chat model is asked it, in file order."""
         if condition not in self.conditions:
             raise ProbegenError(f"{self.title} datasets have no {condition!r} condition")
         return [self.generative_unit(it, condition, settings.nonce) for it in data.items]

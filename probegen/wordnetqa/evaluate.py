@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence, cast
 
 import numpy as np
 
-from ..core import Outcome, Unit, as_unit_scorer, evaluate_units
+from ..core import Outcome, as_unit_scorer, evaluate_units
 from ..errors import ProbegenError
 from ..scorers import LM_KINDS
 from ..settings import Settings
-from .render import MODES, templates_of
+from .render import MODES
 
 if TYPE_CHECKING:
     from ..tasks import Dataset
@@ -56,7 +56,7 @@ def evaluate_mc(data: MCData, scorer: Any, settings: Settings | None = None, mod
 def evaluate_mc_modes(data: MCData, scorer: Any, settings: Settings, modes: Sequence[str],
                       progress: bool = False) -> list[dict[str, Any]]:
     """:func:`evaluate_mc` for several modes (e.g. the bias ablations) through one request table."""
-    seed, nonce, length_norm, split = settings.seed, settings.nonce, settings.length_norm, settings.split
+    seed, length_norm, split = settings.seed, settings.length_norm, settings.split
     for mode in modes:
         if mode not in MODES:
             raise ProbegenError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
@@ -68,9 +68,9 @@ def evaluate_mc_modes(data: MCData, scorer: Any, settings: Settings, modes: Sequ
     items = [it for it in data.items if split is None or it.split == split]
     if not items:
         raise ProbegenError(f"no items to evaluate{f' in split {split!r}' if split else ''}")
-    style = as_unit_scorer(scorer).query_style
-    query = templates_of(data).query  # the dataset's own templates: its items render in their language
-    units = [Unit.choice(it.id, query(it, style, mode, nonce), it.choices, it.answer) for mode in modes for it in items]
+    from ..tasks import get
+
+    units = [u for mode in modes for u in get("wordnetqa").scorer_units(data, mode, settings, scorer)]
     # the decision is taken on the length-normalised scores (the unit's candidates are the choices)
     outcomes = evaluate_units(units, scorer, seed, progress,
                               adjust=lambda u, m: normalise(m[0], u.candidates[0], length_norm, kind)[None, :])

@@ -142,13 +142,12 @@ class Templates:
         return self.probes.get(probe) or self.probe_spec(probe)
 
     def query(self, item: MCItem, style: str, mode: str, nonce: str) -> str:
-        """The scorer query for ``item`` (``style``: the scorer's ``pattern`` or ``plain``, or
-        ``generate``: the bare question stem a prompt asks, "" in the choice-only mode)."""
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-        if style == "generate":
-            return "" if mode == "choice" else _query(self, item, "pattern", mode, nonce, bare=True)
+        """The scorer query for ``item`` (``style``: the scorer's ``pattern`` or ``plain``)."""
         return _query(self, item, style, mode, nonce)
+
+    def prompt(self, item: MCItem, mode: str, nonce: str) -> str:
+        """The bare question stem a chat model's prompt asks ("" in the choice-only mode)."""
+        return "" if mode == "choice" else _query(self, item, "pattern", mode, nonce, bare=True)
 
 
 @lru_cache(maxsize=None)
@@ -211,6 +210,8 @@ def _unrenderable(item: MCItem) -> DatasetError:
 
 
 def _query(templates: Templates, item: MCItem, style: str, mode: str, nonce: str, bare: bool = False) -> str:
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     lm = style != "plain"
     if mode == "choice":
         return str(templates.item_templates(item)["choice_query"]["lm" if lm else "plain"])

@@ -121,12 +121,19 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
     def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per item (of ``settings.split``): its query in ``condition`` against its choices."""
+        return self._units(data, settings, lambda it, t: t.query(it, style, condition, settings.nonce))
+
+    def prompt_units(self, data: Any, condition: str, settings: Settings) -> list[Any]:
+        """One unit per item (of ``settings.split``): its bare question stem in ``condition``."""
+        return self._units(data, settings, lambda it, t: t.prompt(it, condition, settings.nonce))
+
+    def _units(self, data: Any, settings: Settings, query: Callable[[Any, Any], str]) -> list[Any]:
         from ..core import Unit
         from .render import templates_of
 
         items = [it for it in data.items if settings.split is None or it.split == settings.split]
-        query = templates_of(data).query  # the dataset's own templates
-        return [Unit.choice(it.id, query(it, style, condition, settings.nonce), it.choices, it.answer) for it in items]
+        t = templates_of(data)  # the dataset's own templates
+        return [Unit.choice(it.id, query(it, t), it.choices, it.answer) for it in items]
 
     def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """The full question of every item (of ``settings.split``), argmax with seeded ties."""

@@ -1,9 +1,5 @@
-"""Building, writing and reading CoDA21 datasets (probegen's JSONL directory and the original
-release's JSON schema).
-
-A probegen dataset is a directory with ``groups.jsonl`` (one group a line) and
-``manifest.json``. The original CoDA21 release is one JSON file
-``{"canary": str, "n": [group], "v": [group]}``; probegen reads and writes both.
+"""Building, writing and reading CoDA21 datasets: probegen's directory (``groups.jsonl``, one group a line,
+and ``manifest.json``) and the original release's one JSON file ``{"canary": str, "n": [group], "v": [group]}``.
 """
 
 from __future__ import annotations

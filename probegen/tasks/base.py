@@ -1,8 +1,7 @@
 """The :class:`Task` base class: everything probegen knows about one dataset kind (a built-in or one
-registered through the ``probegen.tasks`` entry-point group).
-
-The base class implements the generic path from :meth:`Task.units` alone (evaluation, ablations,
-comparison, chance): a new kind needs :meth:`~Task.claims`, :meth:`~Task.load` and :meth:`~Task.units`.
+registered through the ``probegen.tasks`` entry-point group). It implements the generic path from
+:meth:`Task.units` alone (evaluation, ablations, comparison, chance): a new kind needs :meth:`~Task.claims`,
+:meth:`~Task.load` and :meth:`~Task.units` (:meth:`~Task.prompt_units` where a chat model is asked otherwise).
 What only some kinds do is a capability class of :mod:`probegen.tasks.capabilities`. Bias hooks return
 plain data (:mod:`probegen.tasks.bias_inputs`): the library never imports ``diagnostics``.
 """

@@ -127,7 +127,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         """One unit per item (of ``settings.split``): its bare question stem in ``condition``."""
         return self._units(data, settings, lambda it, t: t.prompt(it, condition, settings.nonce))
 
-    def _units(self, data: Any, settings: Settings, query: Callable[[Any, Any], str]) -> list[Any]:
+    def _units(self, data: WordNetQADataset, settings: Settings, query: Callable[[Any, Any], str]) -> list[Any]:
         from ..core import Unit
         from .render import templates_of
 

@@ -309,15 +309,11 @@ def _leftovers(path: Path, kind: str) -> list[Path]:
     nothing), newest first."""
     prefix = f".{path.name}.{kind}-"
     try:
-        found = [p for p in path.parent.iterdir() if p.name.startswith(prefix)]
+        found = [(p, p.name[len(prefix):]) for p in path.parent.iterdir() if p.name.startswith(prefix)]
     except OSError:
         return []
-    out = []
-    for p in found:
-        tag = p.name[len(prefix):]
-        if (re.fullmatch(r"\d+-[0-9a-f]+", tag) and not _alive(tag) and p.is_dir() and not p.is_symlink()
-                and ((p / MARKER).is_file() or not any(p.iterdir()))):
-            out.append(p)
+    out = [p for p, tag in found if re.fullmatch(r"\d+-[0-9a-f]+", tag) and not _alive(tag) and p.is_dir()
+           and not p.is_symlink() and ((p / MARKER).is_file() or not any(p.iterdir()))]
     return sorted(out, key=lambda p: p.stat().st_mtime, reverse=True)
 
 

@@ -127,18 +127,14 @@ def parse_tagfile(text: str, sent_prefix: str, resolve: Callable[[str], str | No
             snum = None
 
 
-def _as_resource(wn: Any) -> LexicalResource:
-    """A LexicalResource as is; an nltk reader wrapped as WNDB."""
-    from .lexicon.base import LexicalResource
-    from .lexicon.wndb import NltkWordNet
-
-    return wn if isinstance(wn, LexicalResource) else NltkWordNet(wn)
-
-
 def _resolver(wn: Any) -> Callable[[str], str | None]:
     """sense key -> synset name (None if unknown) through the resource's ``sense_key_index()`` (``wn``: a
     LexicalResource or an nltk reader); other wordnets than 3.0 map the keys they still have."""
-    keys = _as_resource(wn).sense_key_index()  # raises, with the --contexts examples hint, if none
+    from .lexicon.base import LexicalResource
+    from .lexicon.wndb import NltkWordNet
+
+    # raises, with the --contexts examples hint, if none
+    keys = (wn if isinstance(wn, LexicalResource) else NltkWordNet(wn)).sense_key_index()
 
     @lru_cache(maxsize=None)  # keys repeat a lot
     def resolve(key: str) -> str | None:
@@ -149,12 +145,9 @@ def _resolver(wn: Any) -> Callable[[str], str | None]:
 
 def tagfiles(semcor_dir: Path) -> list[tuple[str, Path]]:
     """(corpus/file, path) for every tagfile, sorted by corpus folder then file name."""
-    out = []
-    for corpus in sorted(p for p in Path(semcor_dir).iterdir() if (p / "tagfiles").is_dir()):
-        for f in sorted((corpus / "tagfiles").iterdir()):
-            if f.is_file() and not f.name.startswith("."):
-                out.append((f"{corpus.name}/{f.name}", f))
-    return out
+    return [(f"{corpus.name}/{f.name}", f)
+            for corpus in sorted(p for p in Path(semcor_dir).iterdir() if (p / "tagfiles").is_dir())
+            for f in sorted((corpus / "tagfiles").iterdir()) if f.is_file() and not f.name.startswith(".")]
 
 
 def iter_sentences(semcor_dir: Path, wn: Any, stats: ParseStats | None = None) -> Iterator[Sentence]:
@@ -171,11 +164,6 @@ def iter_sentences(semcor_dir: Path, wn: Any, stats: ParseStats | None = None) -
 
 
 # ---------------------------------------------------------------- cached index
-
-
-def _cache_path(semcor: DataInfo, wordnet: DataInfo | LexicalResource) -> Path:
-    key = sha256_text(f"{semcor.sha256}:{wordnet.sha256}:v{INDEX_FORMAT}")[:16]
-    return cache_dir() / f"semcor_index-{key}.json.gz"
 
 
 def _build(semcor: DataInfo, wn: Any) -> dict[str, Any]:
@@ -242,7 +230,8 @@ def _load(semcor: DataInfo, wordnet: DataInfo | LexicalResource, wn: Any
     """(index, parse stats) from the in-process memo, the cache file, or a fresh parse."""
     key = (semcor.sha256, wordnet.sha256)  # not wn: any reader of the same data gives the same index
     if key not in _MEMO:
-        path = _cache_path(semcor, wordnet)
+        digest = sha256_text(f"{semcor.sha256}:{wordnet.sha256}:v{INDEX_FORMAT}")[:16]
+        path = cache_dir() / f"semcor_index-{digest}.json.gz"
         got = _read(path)
         if got is None:
             payload = _build(semcor, wn if wn is not None else _wordnet_of(wordnet))

@@ -44,7 +44,6 @@ LMF_RELTYPES: dict[str, str] = {
 }
 
 _KEEP = re.compile(r"[A-Za-z0-9._]")
-_ESCAPED = re.compile(r"-([0-9a-f]+)-")
 _LEXICON_ID = re.compile(r"[A-Za-z_][A-Za-z0-9._]*")
 
 
@@ -58,15 +57,8 @@ def escape_id(text: str) -> str:
 
     >>> escape_id("jack-o'-lantern.n.01")
     'jack-2d-o-27--2d-lantern.n.01'
-    >>> unescape_id(escape_id("jack-o'-lantern.n.01"))
-    "jack-o'-lantern.n.01"
     """
     return "".join(c if _KEEP.match(c) else f"-{ord(c):x}-" for c in text)
-
-
-def unescape_id(text: str) -> str:
-    """Invert :func:`escape_id`."""
-    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 
 def synset_id(name: str, lexicon_id: str) -> str:

@@ -37,8 +37,7 @@ class NltkWordNet(LexicalResource):
         self.source, self.label, self.version, self.sha256 = source, label, version, sha256
 
     def synsets(self) -> Iterator[SynsetRecord]:
-        for s in sorted(self.reader.all_synsets(), key=lambda s: (s.pos(), s.offset())):
-            yield record_from_nltk(s)
+        yield from (record_from_nltk(s) for s in sorted(self.reader.all_synsets(), key=lambda s: (s.pos(), s.offset())))
 
     def base_forms(self, word: str, pos: str) -> set[str]:
         return set(self.reader._morphy(word.lower(), pos)) if pos and pos in "nvar" else set()

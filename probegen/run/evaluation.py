@@ -132,7 +132,12 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
     t_load = time.perf_counter() - t0
     runner.log(f"model {model}: {scorer.kind} scorer ({t_load:.1f} s to load)")
     t1 = time.perf_counter()
-    ev, adaptive = _evaluate(task, data, scorer, settings, options, runner)
+    if options.adaptive is None:  # the whole set, or options.adaptive's bank
+        ev, adaptive = task.evaluate(data, scorer, settings, progress=runner.progress), None
+    else:
+        from ..itemstats.adaptive import administer
+
+        ev, adaptive = administer(task, data, scorer, settings, options, runner.log)
     timings = {"load_s": round(t_load, 3), "score_s": round(time.perf_counter() - t1, 3)}
     results = _results(model, dataset, task, data, scorer, ev, reduction, timings, runner, options.method_options)
     notes = _generation_notes(scorer, ev, results) + _shown_notes(results, data, subset) + _adaptive_notes(results,
@@ -149,15 +154,6 @@ def run_eval(req: EvalRequest, out: Path, figures: Callable[[dict[str, Any], Pat
         write_json(tmp / "results.json", results)
     runner.log(f"wrote {out}")
     return "\n".join([task.summary(model, ev.metrics), *notes])
-
-
-def _evaluate(task: Task, data: Any, scorer: Any, settings: Any, options: Any, runner: Runner) -> tuple[Any, Any]:
-    """(the task's evaluation, the adaptive block or None): the whole set, or ``options.adaptive``'s bank."""
-    if options.adaptive is None:
-        return task.evaluate(data, scorer, settings, progress=runner.progress), None
-    from ..itemstats.adaptive import administer
-
-    return administer(task, data, scorer, settings, options, runner.log)
 
 
 def _adaptive_notes(results: dict[str, Any], adaptive: dict[str, Any] | None) -> list[str]:

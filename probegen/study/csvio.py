@@ -40,10 +40,6 @@ def _prompt(view: dict[str, Any]) -> str:
     return layout_of(view).prompt_text(view)
 
 
-def _instructions(condition: str, view: dict[str, Any]) -> str:
-    return instructions(condition, view).replace("highlighted word", "word in [brackets]")
-
-
 def _options(view: dict[str, Any]) -> str:
     return "\n".join(f"{LETTERS[i]}. {t}" for i, t in enumerate(layout_of(view).options(view)))
 
@@ -102,7 +98,8 @@ def export_csv(study: Study, out: str | Path) -> int:
                 view = study.view(aid, uid)
                 rec = answers.get(uid) or {}
                 guess = rec.get("guess")
-                row = [aid, a["condition"], uid, view["kind"], _instructions(a["condition"], view),
+                row = [aid, a["condition"], uid, view["kind"],
+                       instructions(a["condition"], view).replace("highlighted word", "word in [brackets]"),
                        _prompt(view), _options(view), format_answer(view, rec.get("answer")),
                        "|".join(guess) if isinstance(guess, list) else (guess or "")]
                 w.writerow([neutralise(c) for c in row])

@@ -214,14 +214,17 @@ def _eval_run(run: Path, index: int, results: dict[str, Any]) -> RunParts:
         (n for n in ("groups.jsonl", "items.jsonl") if (run / n).is_file()), None)
     if rows_name is None or not (run / rows_name).is_file():
         raise ProbegenError(f"{run}: no groups.jsonl or items.jsonl (the per-unit rows of an eval run)")
-    name = _set_name(ds.get("path"))
+    p = Path(str(ds.get("path") or "dataset"))
+    name = p.stem if p.suffix in (".jsonl", ".json") else p.name
     entries = {rid: entry for rid, entry in _read_rows(run / rows_name, kind)}
     metrics: dict[str, Any] = results["metrics"] if isinstance(results.get("metrics"), dict) else {}
     whole: dict[str, Any] = metrics["all"] if isinstance(metrics.get("all"), dict) else {}
     _check_rows(run / rows_name, len(entries),
                 _expected_rows(results.get("n_test"), metrics.get("n_items"), whole.get("groups")),
                 run / "results.json")
-    _add_exchanges(run, entries)
+    for ex in _exchanges(run):
+        if (e := entries.get(ex.pop("unit"))) is not None:
+            e.setdefault("x", []).append(ex)
     if texts_note := _add_texts(entries, ds.get("path"), kind, cond, ev, info["scorer"], info["method"]):
         info["notes"].append(texts_note)
     items = [_item(index, name, rid, {cond: e}) for rid, e in entries.items()]
@@ -563,12 +566,6 @@ def _add_texts(entries: dict[str, dict[str, Any]], ds_path: Any, kind: str, cond
     return None
 
 
-def _add_exchanges(run: Path, entries: dict[str, dict[str, Any]]) -> None:
-    for ex in _exchanges(run):
-        if (e := entries.get(ex.pop("unit"))) is not None:
-            e.setdefault("x", []).append(ex)
-
-
 def _attach_bias_exchanges(run: Path, items: list[dict[str, Any]]) -> None:
     """A bias run's exchanges: to the condition of the unit whose options and queries they show."""
     by_id: dict[str, list[dict[str, Any]]] = {}
@@ -601,11 +598,6 @@ def _exchanges(run: Path) -> Iterator[dict[str, Any]]:
         if not (isinstance(row, dict) and isinstance(row.get("unit"), str) and isinstance(row.get("messages"), list)):
             raise ProbegenError(f"{where}: an exchange needs 'unit' (string) and 'messages' (list)")
         yield {**{k: row.get(k) for k in keep}, "options": _strs(row.get("options") or [], where, "options")}
-
-
-def _set_name(path: Any) -> str:
-    p = Path(str(path or "dataset"))
-    return p.stem if p.suffix in (".jsonl", ".json") else p.name
 
 
 def _accuracy(metrics: Any) -> float | None:

@@ -1,15 +1,13 @@
 """Trained partial-input controls: can a small classifier solve a probe without its question?
 
-The engines are generic to a unit shape; a kind hands them views of its units (:mod:`probegen.tasks.bias_inputs`):
+Over the views a kind hands them (:mod:`probegen.tasks.bias_inputs`):
 
-- choice views (WordNetQA), ``choice-only``: a logistic regression on the answer choices alone (TF-IDF,
-  length, length rank, overlap with the other choices) scores each choice; the argmax is the answer. Per
-  probe type, folds grouped by concept cluster. Position is not a feature: it is the Label baseline.
-- alignment views (CoDA21), ``definition-order``: does the stored row order leak? A ridge regression
-  predicts each definition's gold position from its text; chance is 1/k.
-- alignment views, ``word-overlap`` / ``context-overlap``: string overlap between the target word (or the
-  context) and each definition, weighted by a logistic regression and aligned one-to-one: how much of
-  Bias_W / Bias_C a string matcher explains.
+- choice views (WordNetQA), ``choice-only``: a logistic regression on the choices alone (TF-IDF, length,
+  overlap with the other choices), per probe type, folds grouped by concept cluster (position is not a
+  feature: it is the Label baseline).
+- alignment views (CoDA21), ``definition-order``: does the stored row order leak? (ridge on the text; chance 1/k)
+- alignment views, ``word-overlap`` / ``context-overlap``: learned string overlap between the target word (or
+  the context) and each definition, aligned one-to-one: how much of Bias_W / Bias_C a string matcher explains.
 
 Each control reports accuracy with a cluster bootstrap CI, chance, and ``artefact`` = CI above chance.
 """
@@ -18,6 +16,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
@@ -74,7 +73,6 @@ def _tfidf(train: list[str], *others: list[str]):
     from scipy.sparse import hstack
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    out = []
     vecs = []
     for kw in ({"ngram_range": (1, 2)}, {"analyzer": "char_wb", "ngram_range": (3, 5), "max_features": 50000}):
         for min_df in (2, 1):  # tiny training sets may have no term seen twice
@@ -89,8 +87,7 @@ def _tfidf(train: list[str], *others: list[str]):
         vecs.append(v)
     if not vecs:
         return [None] * (1 + len(others)), []
-    for texts in (train, *others):
-        out.append(hstack([v.transform(texts) for v in vecs]).tocsr())
+    out = [hstack([v.transform(texts) for v in vecs]).tocsr() for texts in (train, *others)]
     names = [n for v in vecs for n in v.get_feature_names_out()]
     return out, names
 
@@ -187,9 +184,7 @@ def choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_text
 
 def _sample_clusters(its: list[ChoiceView], max_items: int, rng: np.random.Generator) -> list[ChoiceView]:
     """Whole clusters in a seeded random order until ``max_items`` items are kept."""
-    sizes: dict[str, int] = {}
-    for it in its:
-        sizes[it.cluster] = sizes.get(it.cluster, 0) + 1
+    sizes = Counter(it.cluster for it in its)
     keep, n = set(), 0
     for c in rng.permutation(sorted(sizes)):
         keep.add(c)
@@ -245,20 +240,6 @@ def choice_only_control(
 
 
 # ---- alignment views: definition-order and overlap controls -----------------------------------
-def _def_numeric(defs: list[str]) -> np.ndarray:
-    lengths = np.array([len(d) for d in defs], dtype=np.float64)
-    sd = lengths.std()
-    k = len(defs)
-    return np.column_stack(
-        [
-            np.log1p(lengths),
-            [len(_tokens(d)) for d in defs],
-            (lengths - lengths.mean()) / sd if sd > 0 else np.zeros(k),
-            _rank(lengths),
-        ]
-    )
-
-
 def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n_folds: int = 5, n_boot: int = 1000,
                              seed: int = 0) -> dict[str, Any]:
     """Can definition text alone predict each definition's position in the stored gold order? Ridge on
@@ -267,11 +248,11 @@ def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n
     from sklearn.linear_model import Ridge
     from sklearn.preprocessing import StandardScaler
 
-    name, applies = "definition-order", applies_to
+    name = "definition-order"
     if len({g.id for g in groups}) < 2:
-        return skipped_control(name, applies, "needs at least 2 groups")
+        return skipped_control(name, applies_to, "needs at least 2 groups")
     defs = [d for g in groups for d in g.definitions]
-    numeric = np.vstack([_def_numeric(list(g.definitions)) for g in groups])
+    numeric = np.vstack([choice_numeric(tuple(g.definitions))[:, :4] for g in groups])  # the length features
     target = np.concatenate([np.arange(g.k) / max(g.k - 1, 1) for g in groups])
     owner = np.concatenate([[i] * g.k for i, g in enumerate(groups)])
     acc = np.zeros(len(groups))
@@ -291,7 +272,7 @@ def definition_order_control(groups: Sequence[AlignmentView], applies_to: str, n
             pos[order] = np.arange(len(p))
             acc[i] = float(np.mean(pos == np.arange(len(p))))
     chance = float(np.mean([1.0 / g.k for g in groups]))
-    return control_result(name, applies, "position in the gold (stored row) order", acc, None, chance, n_boot, seed,
+    return control_result(name, applies_to, "position in the gold (stored row) order", acc, None, chance, n_boot, seed,
                    "Ridge on definition text/length; leak check of the stored row order")
 
 
@@ -338,11 +319,11 @@ def overlap_control(groups: Sequence[AlignmentView], side: str, applies_to: str,
     """Align each group by learned surface overlap between ``side`` ('word' or 'context') and definitions."""
     from probegen.core import decide_scores
 
-    name, applies = f"{side}-overlap", applies_to
+    name = f"{side}-overlap"
     if side not in ("word", "context"):
         raise ValueError(f"side must be 'word' or 'context', not {side!r}")
     if len({g.id for g in groups}) < 2:
-        return skipped_control(name, applies, "needs at least 2 groups")
+        return skipped_control(name, applies_to, "needs at least 2 groups")
     feats = [overlap_features(g, side) for g in groups]
     acc = np.zeros(len(groups))
     for tr, te in _folds([g.id for g in groups], n_folds):
@@ -356,7 +337,7 @@ def overlap_control(groups: Sequence[AlignmentView], side: str, applies_to: str,
             acc[i] = float(np.mean(pred == np.arange(k)))
     chance = float(np.mean([1.0 / g.k for g in groups]))
     what = "target word (lemma + surface form)" if side == "word" else "context with the target removed"
-    return control_result(name, applies, "one-to-one alignment", acc, None, chance, n_boot, seed,
+    return control_result(name, applies_to, "one-to-one alignment", acc, None, chance, n_boot, seed,
                    f"LogisticRegression on string overlap between the {what} and each definition")
 
 

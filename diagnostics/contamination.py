@@ -1,7 +1,6 @@
 """``probegen contamination``: is a model better on a published form than on fresh parallel forms?
 
-A model that has seen a form scores higher on it than on equivalent forms it cannot have seen; forms also
-differ by chance (a finite sample of units) and in difficulty (form-to-form spread). Each form's accuracy
+Forms differ by chance (a finite sample of units) and in difficulty (form-to-form spread). Each form's accuracy
 has the cluster-robust sampling variance ``v`` over units; the between-form variance ``tau2`` comes from
 the fresh forms by the method of moments (DerSimonian-Laird, floored at 0); gap = seen - mean(fresh) with
 Var_H0 = v_seen + tau2 + sum(v_fresh)/F^2 + tau2/F, referred to Student's t with Welch-Satterthwaite df,
@@ -63,11 +62,9 @@ def gap_test(seen: tuple[float, float], fresh: Sequence[tuple[float, float]], al
     s2 = float(np.var(acc_f, ddof=1))
     tau2 = max(0.0, s2 - float(v_f.mean()))
     var = v_s + v_f.sum() / f**2 + tau2 * (1 + 1 / f)
-    # Welch-Satterthwaite: the tau2 part rests on F - 1 degrees of freedom, the sampling parts on many units.
-    # Floored at F - 1, the df of the plain prediction test for a new form: WS falls below it when the seen
-    # form's sampling variance is under the fresh forms' (a form near ceiling, which is what exposure makes),
-    # and a 0.5 gap over 3 fresh forms then read p 0.06. Simulated false-positive rate unchanged (0.026-0.050
-    # with 3 or 5 fresh forms); power at a planted +1.5 logit 0.71 -> 0.91 (3 fresh forms, tau 0.1).
+    # Welch-Satterthwaite (tau2 on F - 1 df, the sampling parts on many units), floored at F - 1: WS falls below
+    # it when the seen form is near ceiling, which is what exposure makes. Simulated false-positive rate unchanged
+    # (0.026-0.050, 3 or 5 fresh forms); power at a planted +1.5 logit 0.71 -> 0.91 (3 fresh forms, tau 0.1).
     df = float("inf") if tau2 == 0 else max(f - 1.0, satterthwaite_df([(1 + 1 / f) * s2, var - (1 + 1 / f) * s2],
                                                                       [f - 1, float("inf")]))
     se = float(np.sqrt(var))

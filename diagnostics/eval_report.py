@@ -1,11 +1,9 @@
 """CIs on every accuracy ``probegen eval`` reports, its position and calibration blocks and ``report.md``;
 the same blocks per condition for ``probegen bias`` (issue 28 §2-5).
 
-Every CI is a 95% percentile cluster bootstrap over the unit ``bias`` resamples (CoDA21 groups, WordNetQA
-concepts, else the unit). An eval's results.json gains ``accuracy_ci`` (and ``strict_cluster_accuracy_ci``)
-beside every accuracy at every depth, ``per_order_ci``/``majority_ci`` in ``generation``, ``bootstrap``,
-``position`` (:func:`diagnostics.position.position_block`), ``calibration`` (per condition), ``plots.reliability``
-and ``report``; a bias run's dataset entries gain ``position`` and ``calibration`` per condition.
+Every CI is a 95% percentile cluster bootstrap over the unit ``bias`` resamples. An eval's results.json gains
+``accuracy_ci`` (and ``strict_cluster_accuracy_ci``) beside every accuracy, ``per_order_ci``/``majority_ci`` in
+``generation``, ``bootstrap``, ``position``, ``calibration``, ``plots.reliability`` and ``report``.
 """
 
 from __future__ import annotations

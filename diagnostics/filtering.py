@@ -113,10 +113,8 @@ class ChoiceArtefacts:
 
     def setup(self, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
         """(min rows, clusters, sizes, chance(alive), predictor) of the items the filter sees."""
-        views = sub
-        chance = lambda alive: float(np.mean([1.0 / len(v.choices)  # noqa: E731
-                                              for v, a in zip(views, alive) if a[0]]))
-        return 1, [v.cluster for v in views], [1] * len(views), chance, per_probe_predictor(views)
+        chance = lambda alive: float(np.mean([1.0 / len(v.choices) for v, a in zip(sub, alive) if a[0]]))  # noqa: E731
+        return 1, [v.cluster for v in sub], [1] * len(sub), chance, per_probe_predictor(sub)
 
     def controls(self, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
                  seed: int, n_boot: int = 1000) -> list[dict[str, Any]]:
@@ -124,8 +122,7 @@ class ChoiceArtefacts:
         from . import baselines as B
 
         train = [i for i in train if alive[i].sum() >= min_rows]
-        views = units
-        out = []
+        views, out = units, []
         for probe in sorted({views[i].probe for i in test}):
             tr = [views[i] for i in train if views[i].probe == probe]
             te = [i for i in test if views[i].probe == probe]
@@ -259,7 +256,7 @@ def per_probe_predictor(views: list) -> Any:
     parts = {p: (np.array(ix), choice_predictor([views[i] for i in ix])) for p, ix in by_probe.items()}
     local = np.zeros(len(views), dtype=int)
     probe_of = [v.probe for v in views]
-    for _p, (ix, _) in parts.items():
+    for ix, _ in parts.values():
         local[ix] = np.arange(len(ix))
 
     def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:

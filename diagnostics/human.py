@@ -1,13 +1,11 @@
 """Scoring a human study: accuracy per condition with CIs, agreement, human bias, model-human gap (the
 study and the models' runs are read by :mod:`probegen.run.human`).
 
-An item's human score is the mean correctness of its annotators (a CoDA21 group: the share of rows aligned
-right); a condition's accuracy is the mean over its answered items, with a bootstrap CI over items.
-Agreement is Cohen's kappa between every pair of a condition's annotators on the items both answered.
-Bias_C and Bias_W use the label baseline M_L = chance (1/5 for a WordNetQA item, 1/k for a group), on the
-items answered in every condition; items kept out of Context/Word (as ``probegen bias`` keeps them out of
-its ratios) are in Full only. With ``probegen bias`` runs on the study's dataset, each model's accuracy
-and bias on exactly the study's items, and the human - model gap (the bias paper's Table 5 shape).
+An item's human score is its annotators' mean correctness (a CoDA21 group: the share of rows aligned right);
+a condition's accuracy is the mean over its answered items (bootstrap CI over items); agreement is Cohen's kappa
+per pair of annotators. Bias_C / Bias_W use M_L = chance, on the items answered in every condition (items kept
+out of Context/Word, as ``probegen bias`` keeps them out, are in Full only). Models' ``probegen bias`` runs are
+read on exactly the study's items, with the human - model gap (the bias paper's Table 5 shape).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Position bias of methods that show options in an order, and PriDe debiasing (issue 28 §2).
 
-Pure functions over the per-unit records an evaluation writes. A record of a method that shows its options
-in an order (letter, generate) carries under ``generation``: ``orders`` (per order, ``perm[p]`` = the option
-shown at position ``p``, 0 = "A"), ``probs`` (per order, rows x n over the *shown positions*: label
-probabilities, or one-hot at the answer), ``method`` and optionally ``answers`` (per order, the option taken
-per row). A cloze record has ``scores``, ``pred`` and ``gold`` and no order: its statistics use the stored
-option order with the softmax of the scores; order cannot matter to it, so it is the control.
+Over an evaluation's records. An ordered method's record carries under ``generation``: ``orders`` (per order,
+``perm[p]`` = the option shown at position ``p``, 0 = "A"), ``probs`` (per order, rows x n over the shown
+positions), ``method`` and optionally ``answers`` (per order, the option taken per row). A cloze record (no
+order) uses the stored order with the softmax of its ``scores``: order cannot matter to it, so it is the control.
 
 Statistics over (row, order) observations, each with a 95% percentile bootstrap CI over whole clusters
 (CoDA21 groups, WordNetQA concepts): ``selection_rate[p]`` and ``gold_rate[p]``, ``recall[p]``, ``rstd`` (the
@@ -161,11 +159,8 @@ def rotations_complete(rows: Sequence[Row]) -> bool:
     ...                                                  np.zeros(1, int), 0)])
     (True, False)
     """
-    for r in rows:
-        have = {tuple(p) for p in r.perms.tolist()}
-        if any(tuple(np.roll(r.perms[0], -k).tolist()) not in have for k in range(r.n)):
-            return False
-    return bool(rows)
+    return bool(rows) and all({tuple(np.roll(r.perms[0], -k).tolist()) for k in range(r.n)}
+                              <= {tuple(p) for p in r.perms.tolist()} for r in rows)
 
 
 def _rstd(recall_num: np.ndarray, recall_den: np.ndarray, w: np.ndarray) -> dict[str, Any]:
@@ -356,9 +351,7 @@ def position_block(records: Sequence[dict[str, Any]], n_boot: int = 1000, seed: 
            "order_source": ("the option orders shown" if ordered
                             else "the dataset's stored option order (cloze control: order cannot matter)"),
            **position_stats(rows, n_boot, seed)}
-    if not ordered:
-        out["pride"] = {"value": None,
-                        "reason": "the cloze method shows no option order: there is no position prior to remove"}
-    else:
-        out["pride"] = pride(rows, DEFAULT_SHARE if share is None else share, seed, n_boot, method, decision)
+    out["pride"] = (pride(rows, DEFAULT_SHARE if share is None else share, seed, n_boot, method, decision) if ordered
+                    else {"value": None,
+                          "reason": "the cloze method shows no option order: there is no position prior to remove"})
     return out

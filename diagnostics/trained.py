@@ -1,11 +1,10 @@
 """``probegen bias --method trained``, its analysis: the bias paper's method on word-in-context datasets (the
 run is :mod:`probegen.run.trained`).
 
-One classifier per input condition (Liu, McCarthy & Korhonen), trained on the train split, tested on the
-test split; features are the frozen encoder's last layer averaged over the target span. The fit is convex
-and deterministic, so each seed trains on its own seeded ``subsample`` of the training units (lemmas for
-WiC, documents for WSD); ``finetune`` (GPU) trains the encoder, a seed per head initialisation and batch
-order. Bias ratios from the mean accuracies over seeds; CIs from a bootstrap over test units, SD over seeds.
+One classifier per input condition (Liu, McCarthy & Korhonen) on the frozen encoder's last layer averaged over
+the target span. The fit is convex and deterministic, so each seed trains on its own seeded ``subsample`` of the
+training units (WiC lemmas, WSD documents); ``finetune`` (GPU) trains the encoder. Bias ratios from the mean
+accuracies over seeds; CIs from a bootstrap over test units, SD over seeds.
 """
 
 from __future__ import annotations
@@ -70,17 +69,6 @@ def subsample_units(items: list[Any], share: float, seed: int) -> list[int]:
     return [i for i, it in enumerate(items) if it.unit in keep]
 
 
-def label_correct(train: list[Any], test: list[Any], seed: int) -> np.ndarray:
-    """Per test item: does the training data's majority label (or gold position) match?
-
-    >>> from types import SimpleNamespace as N
-    >>> tr = [N(task="pair", label=True)] * 3 + [N(task="pair", label=False)]
-    >>> label_correct(tr, [N(task="pair", label=True), N(task="pair", label=False)], 0).tolist()
-    [True, False]
-    """
-    return np.asarray(task_of(test).prior_correct(train, test, seed))
-
-
 def fit_predict(train_xyg: Features, test_xyg: Features, task: Trainable, C: float, seed: int,
                 ids: list[str] | None = None) -> np.ndarray:
     """Train on frozen features (X, y, group) and return per-test-item correctness as ``task`` decides it;
@@ -102,16 +90,21 @@ def seeds_correct(train: list[Any], test: list[Any], tr: Features, te: Features,
     """Per seed, the classifier's per-test-item correctness on features ``tr``/``te`` (X, y, group), each
     seed trained on its seeded share of the training units."""
     task, ids = task_of(test), [it.id for it in test]
-    out = []
-    for s in cfg.seed_list():
-        rows = np.isin(tr[2], subsample_units(train, cfg.subsample, s))
-        out.append(fit_predict((tr[0][rows], tr[1][rows], tr[2][rows]), te, task, cfg.C, s, ids))
-    return out
+    rows = [np.isin(tr[2], subsample_units(train, cfg.subsample, s)) for s in cfg.seed_list()]
+    return [fit_predict((tr[0][r], tr[1][r], tr[2][r]), te, task, cfg.C, s, ids) for s, r in zip(cfg.seed_list(), rows)]
 
 
 def prior_correct(train: list[Any], test: list[Any], share: float, seeds: list[int]) -> list[np.ndarray]:
-    """Per seed, :func:`label_correct` with the majority taken on the seed's ``share`` of the training units."""
-    return [label_correct([train[i] for i in subsample_units(train, share, s)], test, s) for s in seeds]
+    """Per seed and test item: does the majority label (or gold position) of the seed's ``share`` of the
+    training units match?
+
+    >>> from types import SimpleNamespace as N
+    >>> tr = [N(task="pair", label=True, unit=u) for u in "abc"] + [N(task="pair", label=False, unit="d")]
+    >>> prior_correct(tr, [N(task="pair", label=True), N(task="pair", label=False)], 1.0, [0])[0].tolist()
+    [True, False]
+    """
+    prior = task_of(test).prior_correct
+    return [np.asarray(prior([train[i] for i in subsample_units(train, share, s)], test, s)) for s in seeds]
 
 
 def train_test(ds: Any, name: str) -> tuple[list[Any], list[Any], str]:

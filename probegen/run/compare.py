@@ -157,17 +157,15 @@ def compare(
         imported = read_imported(list(runs), a, b, kind_a, (da, db), set(models)) if runs else []
     rows = []
     decisions: dict[str, dict[str, list[tuple[str, str, float]]]] = {"a": {}, "b": {}}
+    answered: list[tuple[str, str, list[Correctness]]] = []  # (row name, model, its correctness on a and b)
     for m in models:
         scorer = runner.load_scorer(m)
         log(f"{m}: scoring {labels[0]} and {labels[1]}")
-        ua, decisions["a"][m] = correctness(kind_a, da, scorer, seed)
-        ub, decisions["b"][m] = correctness(kind_b, db, scorer, seed)
-        res = paired_bootstrap(ua, ub, n_boot, seed)
-        rows.append({"model": m, "used_in_construction": _reference(db) == m or _reference(da) == m, **res})
-    for imp in imported:
-        (ua, decisions["a"][imp.name]), (ub, decisions["b"][imp.name]) = imp.sets
-        res = paired_bootstrap(ua, ub, n_boot, seed)
-        rows.append({"model": imp.name, "used_in_construction": imp.model in (_reference(da), _reference(db)), **res})
+        answered.append((m, m, [correctness(kind_a, da, scorer, seed), correctness(kind_b, db, scorer, seed)]))
+    answered += [(imp.name, imp.model, imp.sets) for imp in imported]
+    refs = (_reference(da), _reference(db))
+    for name, model, [(ua, decisions["a"][name]), (ub, decisions["b"][name])] in answered:
+        rows.append({"model": name, "used_in_construction": model in refs, **paired_bootstrap(ua, ub, n_boot, seed)})
     results = {"a": {"label": labels[0], "path": str(a), "chance": tasks.get(kind_a).chance(da)},
                "b": {"label": labels[1], "path": str(b), "chance": tasks.get(kind_b).chance(db)},
                "kind": kind_a, "resampling_unit": tasks.get(kind_a).resampling_unit, "models": rows}
@@ -184,5 +182,4 @@ def compare(
 
 
 def _reference(data: Dataset) -> str | None:
-    adv = data.manifest.get("adversarial") or {}
-    return adv.get("reference_model")
+    return (data.manifest.get("adversarial") or {}).get("reference_model")

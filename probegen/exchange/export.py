@@ -55,12 +55,10 @@ def run_samples(run: str | Path) -> tuple[dict[str, Any], Any, list[dict[str, An
         raise ProbegenError(f"{run} is not a `probegen eval` run (a bias or study folder cannot be exported)")
     resp = resps[0]
     kind = str((res.get("dataset") or {}).get("kind") or "probegen")
-    samples = []
-    for rec in read_jsonl(rows_file(run, res)):  # checked by read_run
-        for item, cell in record_cells(rec).items():
-            samples.append({"item": item, "cell": cell, "input": _input(rec, kind, item), "choices": _choices(rec),
-                            "answer": "" if cell["chosen"] is None else str(cell["chosen"]),
-                            "target": "" if cell["key"] is None else str(cell["key"])})
+    samples = [{"item": item, "cell": cell, "input": _input(rec, kind, item), "choices": _choices(rec),
+                "answer": "" if cell["chosen"] is None else str(cell["chosen"]),
+                "target": "" if cell["key"] is None else str(cell["key"])}
+               for rec in read_jsonl(rows_file(run, res)) for item, cell in record_cells(rec).items()]
     return res, resp, samples
 
 
@@ -115,10 +113,8 @@ def eee_documents(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, 
     eval_id = f"{bench}/{developer}/{model}/{stamp}"
     result_id = f"{bench}/accuracy"
     details = _details(res, resp)
-    rows = []
-    for s in samples:
-        c = s["cell"]
-        rows.append({
+    rows = [
+        {
             "schema_version": EEE_SCHEMA_VERSION, "evaluation_id": eval_id, "model_id": resp.model,
             "evaluation_name": bench, "evaluation_result_id": result_id, "sample_id": s["item"],
             "sample_hash": hashlib.sha256((s["input"] + s["target"]).encode()).hexdigest(),
@@ -127,9 +123,11 @@ def eee_documents(run: str | Path) -> tuple[str, dict[str, Any], list[dict[str, 
             "output": {"raw": [s["answer"]]},
             "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": s["answer"],
                                     "extraction_method": f"probegen:{resp.method}", "is_terminal": True}],
-            "evaluation": {"score": float(c["correct"]), "is_correct": bool(c["correct"] >= 1)},
-            "metadata": {"probegen_cell": dumps(c), "unit": str(c["unit"]), "k": str(c["k"])},
-        })
+            "evaluation": {"score": float(s["cell"]["correct"]), "is_correct": bool(s["cell"]["correct"] >= 1)},
+            "metadata": {"probegen_cell": dumps(s["cell"]), "unit": str(s["cell"]["unit"]), "k": str(s["cell"]["k"])},
+        }
+        for s in samples
+    ]
     acc = _accuracy(res, samples)
     ci = _headline(res).get("accuracy_ci")
     uncertainty: dict[str, Any] = {"num_samples": len(samples)}
@@ -286,11 +284,9 @@ def _read_back_inspect(path: Path, out: Path, want: list[tuple[str, float]]) -> 
     except Exception as e:  # noqa: BLE001 - whatever inspect-ai raises, the export is refused in one line
         raise ProbegenError(f"{out}: inspect-ai cannot read the log back ({type(e).__name__}: {str(e)[:160]}); "
                             "nothing was written") from None
-    got = []
-    for s in back.samples or []:
-        score = (s.scores or {}).get("probegen")
-        got.append((str(s.id), float(score.value) if score is not None and isinstance(score.value, (int, float))
-                    else float("nan")))
+    scores = [(str(s.id), (s.scores or {}).get("probegen")) for s in back.samples or []]
+    got = [(i, float(v.value) if v is not None and isinstance(v.value, (int, float)) else float("nan"))
+           for i, v in scores]
     check_read_back(out, "inspect-ai log", want, got)
 
 

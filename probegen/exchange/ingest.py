@@ -1,10 +1,7 @@
 """Other harnesses' per-item results as respondents (``probegen items``): lm-eval ``--log_samples`` files of
-a probegen lm-eval export (items by the docs' probegen ``id``; one respondent per model scored by ``acc``,
-``acc_norm`` or ``both``, the chosen option the arg-max of the logged log-likelihoods), inspect-ai eval
-logs (a sample's first score through :func:`inspect_ai.scorer.value_to_float`, P = 0.5 partial credit)
-and Every Eval Ever results (checked against the bundled schemas, row count and checksum). A probegen
-export reads back as its run; any other file's dataset is unknown and its respondent joins the runs that
-hold its items with the same content. Other formats: the entry-point group ``probegen.import_formats``.
+a probegen lm-eval export, inspect-ai eval logs and Every Eval Ever results; more formats through the
+entry-point group ``probegen.import_formats``. A probegen export reads back as its run; any other file's
+dataset is unknown and its respondent joins the runs that hold its items with the same content.
 """
 
 from __future__ import annotations

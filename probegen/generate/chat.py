@@ -234,8 +234,7 @@ class LocalChat(ChatModel):
         size = 1 if self.temperature > 0 else self.batch_size
         for start in range(0, len(order), size):
             batch = order[start : start + size]
-            for i, resp in zip(batch, self._generate([ids[i] for i in batch], max_tokens, seed)):
-                yield i, resp
+            yield from zip(batch, self._generate([ids[i] for i in batch], max_tokens, seed))
 
     def _generate(self, batch: list[list[int]], max_tokens: int, seed: int) -> list[Response]:
         """One ``generate`` call on left-padded ``batch``."""

@@ -1,9 +1,8 @@
 """The letter method (``--method letter``): the generative prompts, read as each option label's
 probability as the answer's next token(s) under the same option orders (a CoDA21 group one context at a
-time: a k x k matrix for the aligner). A label's variants (``A``, `` A``; ``yes``, ``Yes``, ...) are
-scored as the prompt's continuation and summed over distinct tokenisations; the labels are renormalised
-and the mass they had (``label_mass``) recorded, with ``orders``, ``probs`` and each order's decision
-(every ask valid). Backends: :class:`LocalLetters` and :class:`probegen.generate.letter_api.ApiLetters`.
+time). A label's variants (``A``, `` A``; ``yes``, ``Yes``, ...) are summed over distinct tokenisations,
+then renormalised, the mass they had recorded (``label_mass``). Backends: :class:`LocalLetters` and
+:class:`probegen.generate.letter_api.ApiLetters`.
 """
 
 from __future__ import annotations
@@ -228,17 +227,8 @@ class LocalLetters:
         logp = self._read(need, {(prefix + cont[:-1], len(cont) - 1 - j, t) for per_label in seqs for s in per_label
                                  for prefix, cont in s for j, t in enumerate(cont)}, progress)
         self.counters["prompts"] += len(seqs)
-        out = []
-        for per_label in seqs:
-            row = []
-            for s in per_label:
-                total = 0.0
-                for prefix, cont in s:
-                    x = prefix + cont[:-1]
-                    total += float(np.exp(sum(logp[(x, len(cont) - 1 - j, t)] for j, t in enumerate(cont))))
-                row.append(total)
-            out.append(row)
-        return out
+        return [[sum((float(np.exp(sum(logp[(prefix + cont[:-1], len(cont) - 1 - j, t)] for j, t in enumerate(cont))))
+                      for prefix, cont in s), 0.0) for s in per_label] for per_label in seqs]
 
     def _read(self, need: dict[tuple[int, ...], int], wanted: set[tuple[tuple[int, ...], int, int]],
               progress: bool) -> dict[tuple[tuple[int, ...], int, int], float]:

@@ -1,11 +1,9 @@
 """The letter method's served backend: option-label probabilities from an OpenAI-compatible server.
 
-With the served model's chat template loadable here, **completions** (exact): the prompt rendered as in
-process, the first token's top log-probs asked per batch (vLLM's ``logprob_token_ids`` naming the labels'
-tokens, ``return_tokens_as_token_ids``; a refused field is not asked again), every other variant
-echo-scored by the served-model scorer's rule. Else **chat/completions** (a bound): a variant counts when
-a top token's text is exactly it. Every number is checked (:func:`check_distribution`): a placeholder, NaN
-or a log-prob > 0 is one line naming the server, the prompt and the labels. Nothing is cached.
+With the served model's chat template loadable here, **completions** (exact): the first token's top
+log-probs (vLLM's ``logprob_token_ids``, ``return_tokens_as_token_ids``; a refused field is not asked
+again), every other variant echo-scored. Else **chat/completions** (a bound): a variant counts when a top
+token's text is exactly it. Every number is checked (:func:`check_distribution`). Nothing is cached.
 """
 
 from __future__ import annotations
@@ -158,11 +156,8 @@ class ApiLetters:
                     else:
                         todo[(text, v)] = None
         echoed = self._echo(list(todo))
-        out = []
-        for i, (text, per_label) in enumerate(zip(texts, seqs)):
-            out.append([sum(_exp(values[(i, *seq)] if (i, *seq) in values else echoed[(text, v)])
-                            for seq, v in s.items())
-                        for s in per_label])
+        out = [[sum(_exp(values[(i, *seq)] if (i, *seq) in values else echoed[(text, v)]) for seq, v in s.items())
+                for s in per_label] for i, (text, per_label) in enumerate(zip(texts, seqs))]
         return out, lists
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
@@ -269,8 +264,7 @@ class ApiLetters:
         if not pairs:
             return {}
         self.counters["echo_scored"] += len(pairs)
-        results = self._map(self._echo_batch, pairs)
-        return dict(zip(pairs, results))
+        return dict(zip(pairs, self._map(self._echo_batch, pairs)))
 
     def _echo_batch(self, pairs: list[tuple[str, str]]) -> list[float]:
         from ..scorers.api import continuation_logprobs, prompt_logprobs

@@ -63,21 +63,14 @@ def _clean(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text if isinstance(text, str) else "")
     # zero-width and direction marks (Unicode category Cf) would split "1:\u200bB" into no pair
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    out = []
-    for line in text.splitlines():
-        line = _MARKUP.sub("", line)
-        line = _BULLET.sub("", line)
-        out.append(" ".join(line.split()))  # one space between words keeps the patterns below linear
-    return out
+    # one space between words keeps the patterns below linear
+    return [" ".join(_BULLET.sub("", _MARKUP.sub("", line)).split()) for line in text.splitlines()]
 
 
 def _index(label: str, n: int) -> int | None:
     """The 0-based index of option ``label`` among ``n``, or None if it names no option."""
-    label = label.upper()
-    i = 0
-    for ch in label:  # bijective base 26 (A=1 .. Z=26, AA=27 ..)
-        i = i * 26 + ord(ch) - ord("A") + 1
-    return i - 1 if 0 <= i - 1 < n else None
+    labels = letters(min(n, 702))  # a label read is one or two letters: ZZ is the 702nd
+    return labels.index(label.upper()) if label.upper() in labels else None
 
 
 def _join(items: Sequence[object]) -> str:
@@ -355,10 +348,8 @@ def parse_yes_no(text: str) -> Parsed:
                 said.add(other.group(1).lower())
     body = " ".join(lines)
     said |= {w.lower() for w in re.findall(r"\banswer\b(?:\s+is)?\s*[:\-]?\s*[\"'(]?(yes|no)\b", body, flags=re.I)}
-    if said == {"yes"}:
-        return Parsed((0,), None)
-    if said == {"no"}:
-        return Parsed((1,), None)
+    if len(said) == 1:
+        return Parsed((0 if "yes" in said else 1,), None)
     if said:
         return Parsed((None,), "the answer says both yes and no: give one")
     return Parsed((None,), "no yes or no found at the start of the answer")
@@ -380,7 +371,6 @@ def parse(ask: str, text: str, rows: int, options: int, texts: Sequence[str] | N
     >>> parse("matching", "1: A", 1, 1), parse("choice", "C", 1, 3).answer, parse("yes-no", "no", 1, 2).answer
     (Parsed(answer=(0,), error=None), (2,), (1,))
     """
-    parser = _PARSERS.get(ask)
-    if parser is not None:
-        return parser(text, rows, options, texts)
+    if ask in _PARSERS:
+        return _PARSERS[ask](text, rows, options, texts)
     raise ProbegenError(f"unknown question kind {ask!r}: use one of {', '.join(ASKS)}")

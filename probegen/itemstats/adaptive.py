@@ -1,8 +1,7 @@
 """``probegen eval --adaptive BANK``: give a model a calibrated item bank's items a batch at a time, each
 batch cut from the dataset and scored by the kind's own evaluation, the engine (:mod:`.cat`) choosing the
-next; ``results.json`` gains an ``adaptive`` block. Not catsim 0.21: it picks one item per call, refuses
-negative discriminations, has no content balance over several strata nor multi-item units, and estimates
-by maximum likelihood, not EAP under a stated prior.
+next; ``results.json`` gains an ``adaptive`` block. Not catsim 0.21: one item per call, no negative
+discriminations, no content balance over strata nor multi-item units, maximum likelihood, not EAP.
 """
 
 from __future__ import annotations

@@ -50,13 +50,9 @@ def item_rows(table: ResponseTable, irt_model: str | None) -> tuple[list[dict[st
     with np.errstate(invalid="ignore", divide="ignore"):
         p_h = np.nansum(y[human], 0) / (~np.isnan(y[human])).sum(0) if human.any() else np.full(len(items), np.nan)
         p_m = np.nansum(y[~human], 0) / (~np.isnan(y[~human])).sum(0)
-    rows = []
-    for i, item in enumerate(items):
-        row = {"item": item, "unit": units[item], "k": int(k[i]), "n": int(cls["n"][i]), "p": float(cls["p"][i]),
-               "p_human": float(p_h[i]), "p_models": float(p_m[i]), "item_rest": float(cls["item_rest"][i]),
-               **extra[i]}
-        row["flags"] = ";".join(flags[i])
-        rows.append(row)
+    rows = [{"item": item, "unit": units[item], "k": int(k[i]), "n": int(cls["n"][i]), "p": float(cls["p"][i]),
+             "p_human": float(p_h[i]), "p_models": float(p_m[i]), "item_rest": float(cls["item_rest"][i]),
+             **extra[i], "flags": ";".join(flags[i])} for i, item in enumerate(items)]
     return rows, fitted
 
 
@@ -97,8 +93,7 @@ def analyse(table: ResponseTable, irt_model: str | None = "2pl", n_boot: int = 1
     if pairs:
         from .paired import all_pairs
 
-        units = [r["unit"] for r in rows]
-        res["pairs"] = all_pairs(y, names, units, n_boot=n_boot, seed=seed)
+        res["pairs"] = all_pairs(y, names, [r["unit"] for r in rows], n_boot=n_boot, seed=seed)
     return res
 
 
@@ -154,7 +149,6 @@ def draw_item_fit(rows: Sequence[dict[str, Any]], people: Sequence[dict[str, Any
     from .irt import prob
 
     plt = _pyplot()
-
     y, names, items, _ = table.matrix()
     theta = {p["respondent"]: p["theta"] for p in people}
     th = np.array([theta.get(n, np.nan) for n in names], float)
@@ -173,8 +167,7 @@ def draw_item_fit(rows: Sequence[dict[str, Any]], people: Sequence[dict[str, Any
         ok = ~np.isnan(ans) & ~np.isnan(th)
         for chunk in np.array_split(np.argsort(th[ok]), min(5, int(ok.sum()))):
             if len(chunk):
-                xs, ys = th[ok][chunk], ans[ok][chunk]
-                ax.scatter(xs.mean(), ys.mean(), s=14 + 6 * len(chunk), color="black", alpha=0.6)
+                ax.scatter(th[ok][chunk].mean(), ans[ok][chunk].mean(), s=14 + 6 * len(chunk), color="black", alpha=0.6)
         ax.set_ylim(-0.05, 1.05)
         why = r["flags"] or f"outfit {float(r['outfit'] or 0):.2f}"
         ax.set_title(f"{str(r['item'])[:40]}\n{why[:48]}", fontsize=7)

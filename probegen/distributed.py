@@ -1,11 +1,8 @@
 """Data-parallel scoring on torch.distributed: many GPUs, many nodes, or CPU processes.
 
-Start any command under ``torchrun`` (or ``accelerate launch``, or ``srun`` + ``torchrun``): every
-process joins one process group from the launcher's environment. The work is divided by the request
-table, not by the number of processes: rank ``r`` computes chunks ``r, r + W, ...`` of the chunks one
-process would use, and every rank receives every value, so scores, decisions and ``results.json``
-equal a single-process run. Only rank 0 writes the score cache, results and reports, and shows
-progress. The backend is NCCL when every rank has a CUDA device, else gloo (CPU; used by the tests).
+Start any command under ``torchrun`` (or ``accelerate launch``): rank ``r`` computes chunks
+``r, r + W, ...`` of the chunks one process would use and every rank receives every value, so results
+equal a single-process run. Only rank 0 writes outputs and shows progress. NCCL with CUDA, else gloo.
 """
 
 from __future__ import annotations
@@ -62,12 +59,10 @@ def is_main() -> bool:
     return rank() == 0
 
 
-def init_from_env(use_cuda: bool | None = None) -> bool:
+def init_from_env() -> bool:
     """Join the launcher's process group if there is one and none is yet; True when this call created it
     (the caller, a :class:`~probegen.runner.Runner`, then owns it and leaves it with :func:`shutdown`).
-
-    ``use_cuda`` (default: when CUDA is available) picks NCCL and pins this process to ``cuda:LOCAL_RANK``.
-    """
+    With CUDA: NCCL, this process pinned to ``cuda:LOCAL_RANK``."""
     if env_world_size() <= 1:
         return False
     dist = _dist()
@@ -79,12 +74,10 @@ def init_from_env(use_cuda: bool | None = None) -> bool:
         return False  # joined already (by an earlier runner, or the caller's own code): not ours to leave
     import torch
 
-    if use_cuda is None:
-        use_cuda = torch.cuda.is_available()
-    backend = "nccl" if use_cuda else "gloo"
+    use_cuda = torch.cuda.is_available()
     if use_cuda:
         torch.cuda.set_device(local_rank())
-    dist.init_process_group(backend=backend)
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
     return True
 
 
@@ -149,7 +142,5 @@ def shard_map(tasks: Sequence[Any], fn: Callable[[Any], Any]) -> list[Any]:
     if not active():
         return [fn(t) for t in tasks]
     mine = {i: fn(tasks[i]) for i in range(rank(), len(tasks), world_size())}
-    merged: dict[int, Any] = {}
-    for part in all_gather(mine):
-        merged.update(part)
+    merged = {i: v for part in all_gather(mine) for i, v in part.items()}
     return [merged[i] for i in range(len(tasks))]

@@ -11,9 +11,11 @@ same (context, continuation) strings as probegen's :func:`boundary_split`, so it
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -79,11 +81,6 @@ def task_name(name: str) -> str:
     return slug if slug.startswith("probegen") else f"probegen_{slug}"
 
 
-def _yaml_str(s: str) -> str:
-    """A YAML double-quoted scalar (JSON string syntax is valid YAML)."""
-    return json.dumps(s, ensure_ascii=False)
-
-
 def _exportable(kind: str) -> "Exportable":
     """The :class:`~probegen.tasks.Exportable` task named ``kind`` (one line if the kind is not one)."""
     from . import tasks
@@ -103,14 +100,16 @@ def task_yaml(task: str, docs_path: str, kind: str, source: str) -> str:
         "target_delimiter is empty on purpose: each doc's text already ends with the whitespace that "
         "probegen's scorer puts before a choice, so lm-eval scores the same strings."
     )
-    comment = "".join("# " + line + "\n" for n in notes for line in _wrap(n))
+    # words joined by single spaces first: the comment lines are those of a plain greedy fill at 96 columns
+    wrap = functools.partial(textwrap.wrap, width=96, break_long_words=False, break_on_hyphens=False)
+    comment = "".join("# " + line + "\n" for n in notes for line in wrap(" ".join(n.split())))
     return (
         comment
         + f"task: {task}\n"
         + "dataset_path: json\n"
         + "dataset_kwargs:\n"
         + "  data_files:\n"
-        + f"    test: {_yaml_str(docs_path)}\n"
+        + f"    test: {json.dumps(docs_path, ensure_ascii=False)}\n"  # a JSON string is a YAML scalar
         + "test_split: test\n"
         + "output_type: multiple_choice\n"
         + "doc_to_text: text\n"
@@ -123,17 +122,6 @@ def task_yaml(task: str, docs_path: str, kind: str, source: str) -> str:
         + "metadata:\n"
         + "  version: 1.0\n"
     )
-
-
-def _wrap(text: str, width: int = 96) -> list[str]:
-    lines, cur = [], ""
-    for word in text.split():
-        if cur and len(cur) + 1 + len(word) > width:
-            lines.append(cur)
-            cur = word
-        else:
-            cur = f"{cur} {word}" if cur else word
-    return lines + [cur] if cur else lines
 
 
 def _lm_eval_readme(task: str, kind: str, source: str, n: int, settings: dict[str, Any]) -> str:
@@ -218,7 +206,7 @@ def _hf_card(kind: str, source: str, splits: list[str], by_split: dict[str, list
     counts = ", ".join(f"{s}: {len(by_split[s])}" for s in splits)
     what = _exportable(kind).hf_description()
     return f"""---
-pretty_name: {_yaml_str(f"probegen {source}")}
+pretty_name: {json.dumps(f"probegen {source}", ensure_ascii=False)}
 tags:
 - probegen
 - wordnet

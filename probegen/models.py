@@ -6,10 +6,8 @@ Bundled models ship as pip packages: SmolLM2 as a GGUF file (converted once to a
 copy in the cache: de-quantising takes ~20 s), MiniLM as a sentence-transformers directory, GloVe as
 a .npy matrix plus a Parquet vocabulary (cached as text).
 
-Devices and precision: see :func:`load_scorer`. The resolved **dtype is part of every score-cache
-key** (half precision moves LM scores by up to tenths of a nat), while the **device, device map and
-batch budget are not** (they change a score only at float rounding, so a GPU's score serves a CPU run
-of the same dtype). All of them are recorded in ``scorer.settings()``/``stats()`` and results.json.
+The resolved **dtype is part of every score-cache key** (half precision moves LM scores by up to
+tenths of a nat); the device, device map and batch budget are not (float rounding only).
 """
 
 from __future__ import annotations
@@ -172,21 +170,16 @@ def _gguf_progress() -> Iterator[None]:
     except ImportError:
         yield
         return
+    from unittest import mock
+
     from .progress import progress_bar
 
     def bar(iterable: Any = None, *args: Any, **kwargs: Any) -> Any:
         return progress_bar(iterable, desc="de-quantising GGUF tensors", unit="tensor")
 
-    names = vars(gguf_utils)  # its tqdm is transformers' own import, re-exported by no __all__
-    old = names.get("tqdm")
-    names["tqdm"] = bar
-    try:
+    # its tqdm is transformers' own import, re-exported by no __all__ (create: put back as found, even absent)
+    with mock.patch.object(gguf_utils, "tqdm", bar, create=True):
         yield
-    finally:
-        if old is None:
-            del names["tqdm"]
-        else:
-            names["tqdm"] = old
 
 
 def _glove_vocab(data_dir: Path, rows: int) -> list[str]:
@@ -446,10 +439,8 @@ DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 def resolve_device(device: str | None = "auto") -> str:
-    """A concrete torch device string (``cpu``, ``cuda:N``, ``mps``) for a ``--device`` value.
-
-    ``auto`` is CUDA when available (``cuda:LOCAL_RANK`` under torchrun), else CPU. A device that
-    is not there raises one clear ProbegenError line.
+    """A concrete torch device string (``cpu``, ``cuda:N``, ``mps``) for a ``--device`` value: ``auto`` is
+    CUDA when available (``cuda:LOCAL_RANK`` under torchrun), else CPU; a device not there is a ProbegenError.
 
     >>> resolve_device("cpu")
     'cpu'
@@ -858,10 +849,8 @@ def _load_api(res: ResolvedModel, scorer: str | None, settings: dict[str, Any], 
 
 def load_scorer(name: str, scorer: str | None = None, *, store: ModelStore | None = None,
                 **settings: Any) -> Scorer:
-    """A :class:`~probegen.scorers.base.Scorer` for model ``name``.
-
-    ``scorer`` forces the kind (``causal``, ``masked``, ``embedding``, ``static``); otherwise it is
-    detected. A command's runtime reaches it through :meth:`probegen.runner.Runner.load_scorer`. ``settings``:
+    """A :class:`~probegen.scorers.base.Scorer` for model ``name``; ``scorer`` forces the kind (``causal``,
+    ``masked``, ``embedding``, ``static``), else it is detected. ``settings``:
 
     - every kind: ``batch_size``, ``cache`` (True, False, a path or a ScoreCache), ``device``
       (auto|cpu|cuda|cuda:N|mps), ``dtype`` (auto|float32|bfloat16|float16|int8), ``device_map``

@@ -1,11 +1,9 @@
 """The one runner: every command that scores does it through a :class:`Runner`.
 
-A runner holds the :class:`Runtime` (device, precision, batch budget, scorer method settings) as an
-explicit object: a library function that loads a model takes a required ``runner``, and only the entry
-points (the commands, the notebook API) make one. It joins a ``torchrun`` launch's process group once
-(:mod:`probegen.distributed`; the scorer shards the unique request table across ranks, so the numbers
-equal one process'), loads models rank 0 first and keeps them (:class:`probegen.models.ModelStore`),
-scores units through the one core, and lets rank 0 alone write outputs and show progress.
+A library function that loads a model takes a required ``runner``; only the entry points (commands,
+the notebook API) make one. It holds the :class:`Runtime`, joins a ``torchrun`` process group once
+(:mod:`probegen.distributed`), loads models rank 0 first and keeps them, and lets rank 0 alone write
+outputs and show progress.
 
 >>> r = Runner(Runtime(device="cpu"), log=lambda m: None)
 >>> r.is_main, r.describe()

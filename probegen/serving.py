@@ -1,10 +1,8 @@
 """Run a local HTTP server until Ctrl-C or SIGTERM, on a bounded path.
 
-Not werkzeug's ``serve_forever``, which stops on ``KeyboardInterrupt``: a server started in the
-background (``cmd &`` without job control, ``nohup``, some CI runners) inherits SIGINT *ignored*, so
-Ctrl-C did nothing. Here the handlers are installed explicitly, the loop is stopped from a helper
-thread, and a watchdog ends the process if the stop takes over ``grace`` seconds; a second signal ends
-it at once. Whatever was acknowledged to a client was already durable, so nothing is lost.
+The handlers are installed explicitly (a background server, ``cmd &`` or ``nohup``, inherits SIGINT
+*ignored*, so waiting for ``KeyboardInterrupt`` never ends it); a helper thread stops the loop and a
+watchdog ends the process if that takes over ``grace`` seconds; a second signal ends it at once.
 """
 
 from __future__ import annotations

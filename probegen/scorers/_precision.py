@@ -41,10 +41,8 @@ def agreement(low: np.ndarray, ref: np.ndarray, sizes: Sequence[int]) -> tuple[i
     >>> agreement(np.array([1.0, 2, 5, 3]), np.array([1.0, 3, 2, 5]), [2, 2])
     (1, 2)
     """
-    same, start = 0, 0
-    for k in sizes:
-        same += int(np.argmax(low[start : start + k]) == np.argmax(ref[start : start + k]))
-        start += k
+    ends = np.cumsum([0, *sizes])
+    same = sum(int(np.argmax(low[a:b]) == np.argmax(ref[a:b])) for a, b in zip(ends, ends[1:]))
     return same, len(sizes)
 
 

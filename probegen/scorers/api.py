@@ -181,14 +181,10 @@ def continuation_logprobs(logprobs: dict[str, Any], context_chars: int, prompt_c
     if not offsets or values is None or len(offsets) != len(values):
         raise ApiError("the server returned no prompt token offsets/log-probs")
     n = sum(1 for o in offsets if o < prompt_chars)
-    out = []
-    for k in range(n):
-        end = offsets[k + 1] if k + 1 < n else prompt_chars
-        # a byte-level token holding part of a character decodes to '' (zero width): it belongs to
-        # the text that follows it, so one starting at the boundary is the continuation's
-        if end > context_chars or offsets[k] >= context_chars:
-            out.append(values[k])
-    return out
+    ends = [*offsets[1:n], prompt_chars]
+    # a byte-level token holding part of a character decodes to '' (zero width): it belongs to
+    # the text that follows it, so one starting at the boundary is the continuation's
+    return [values[k] for k in range(n) if ends[k] > context_chars or offsets[k] >= context_chars]
 
 
 class ApiScorer(Scorer):

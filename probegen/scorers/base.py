@@ -150,9 +150,8 @@ class Scorer(PairScorer):
         if self._cache is not None and main:
             keys = {p: make_key(self.model_id, settings, p[0], p[1]) for p in pairs}
             hits = self._cache.get_many(keys.values())
-            for p, k in keys.items():
-                if k in hits and math.isfinite(hits[k]):  # an infinity from an older version is recomputed
-                    out[p] = hits[k]
+            # an infinity from an older version is recomputed
+            out = {p: hits[k] for p, k in keys.items() if k in hits and math.isfinite(hits[k])}
         if dist.active():
             out = dict(dist.all_gather(out if main else None)[0])
         missing = [p for p in pairs if p not in out]

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from probegen.errors import ProbegenError
+from probegen.tasks import Dataset
 
 #: units -> (summed correctness, items) of one model on one form (:func:`probegen.run.compare.correctness`)
 Units = dict[str, tuple[float, float]]
@@ -131,7 +132,7 @@ def _p(p: float) -> str:
     return f"{p:.1e}" if p < 1e-4 else f"{p:.4f}"
 
 
-def siblings_problem(paths: Sequence[Path], data: Sequence[Any]) -> str | None:
+def siblings_problem(paths: Sequence[Path], data: Sequence[Dataset]) -> str | None:
     """Why ``data`` (at ``paths``, the seen form first) are not sibling forms of one ``make ... --forms K``
     build (one family, distinct forms), else None: sets made apart differ by how they were made.
 

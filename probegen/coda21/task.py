@@ -34,7 +34,9 @@ ABLATIONS = {
 RATIOS = {"bias_c": "context", "bias_w": "word", "bias_d": "definition"}
 
 
-class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable, Formable):
+class Coda21Task(Subsettable["Coda21Dataset"], Filterable["Coda21Dataset"], Buildable["Coda21Dataset"],
+                 Exportable["Coda21Dataset"], Studyable["Coda21Dataset"], SpecBuildable["Coda21Dataset"],
+                 Formable["Coda21Dataset"]):
     """CoDA21 alignment groups (see the module doc): every capability."""
 
     name = "coda21"
@@ -64,12 +66,12 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
         return load(path)
 
-    def write(self, data: Any, out: str | Path) -> Path:
+    def write(self, data: Coda21Dataset, out: str | Path) -> Path:
         from .dataset import write
 
         return write(data, out)
 
-    def counts(self, data: Any) -> dict[str, Any]:
+    def counts(self, data: Coda21Dataset) -> dict[str, Any]:
         from .dataset import counts
 
         return counts(data.groups)
@@ -84,11 +86,11 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
 
     unit_is_mean = True  # a group's accuracy is its rows' mean (the paper's mean over groups)
 
-    def item_units(self, data: Any) -> dict[str, str]:
+    def item_units(self, data: Coda21Dataset) -> dict[str, str]:
         """One item per row of a group, ``<group>#<row>``, counted in its group."""
         return {f"{g.id}#{r}": str(g.id) for g in data.groups for r in range(len(g.items))}
 
-    def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+    def units(self, data: Coda21Dataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
         from ..templating import coda21_patterns
         from .evaluate import group_unit
@@ -98,7 +100,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return [group_unit(g, render_group(g, style, condition, settings.nonce, patterns), settings)
                 for g in data.groups]
 
-    def prompt_units(self, data: Any, condition: str, settings: Settings) -> list[Any]:
+    def prompt_units(self, data: Coda21Dataset, condition: str, settings: Settings) -> list[Any]:
         """One unit per group, its rows with the word to define in square brackets; the prompt names the nonce."""
         from ..core import PromptUnit
         from .evaluate import group_unit
@@ -109,7 +111,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return [PromptUnit(u.id, u.queries, u.candidates, u.decision, u.gold, fields=(("nonce", settings.nonce),))
                 for u in units]
 
-    def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+    def evaluate(self, data: Coda21Dataset, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """The standard task (context condition), aligned by ``settings.matching``."""
         from .evaluate import evaluate
 
@@ -128,7 +130,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return "\n".join(lines)
 
     # ---- bias, comparison, filtering ----------------------------------------------------------------
-    def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
+    def score_ablations(self, data: Coda21Dataset, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Every scored ablation through the standard evaluator, as one request table."""
         from .evaluate import evaluate_modes
@@ -139,7 +141,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
     def decision(self, settings: Settings) -> str:
         return settings.matching
 
-    def bias_inputs(self, data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+    def bias_inputs(self, data: Coda21Dataset, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
         from .bias import bias_inputs
 
         return bias_inputs(data, records)
@@ -153,10 +155,9 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         write(build(Coda21Config(easy=True), wordnet=wordnet, semcor=semcor, progress=True, log=log, runner=runner),
               path)
 
-    def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+    def correctness(self, data: Coda21Dataset, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
-        """Per group (accuracy, 1): the paper's metric is the mean of group accuracies; and per context
-        (a group's row, ``<group>#<row>``) right or wrong."""
+        """Per group (accuracy, 1): the paper's mean of group accuracies; per context (``<group>#<row>``) right."""
         from ..templating import dataset_nonce
         from .evaluate import evaluate
 
@@ -166,20 +167,19 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
                  for i, (p, g) in enumerate(zip(r["pred"], r["gold"]))]
         return {r["id"]: (r["correct"], 1.0) for r in groups}, items
 
-    def chance(self, data: Any) -> float:
+    def chance(self, data: Coda21Dataset) -> float:
         """Mean 1/k over groups."""
         import numpy as np
 
         return float(np.mean([1.0 / g.k for g in data.groups]))
 
-    def artefact_inputs(self, data: Any) -> FilterInputs:
+    def artefact_inputs(self, data: Coda21Dataset) -> FilterInputs:
         from .bias import filter_inputs
 
         return filter_inputs(data)
 
-    def form_units(self, data: Any, graph: Any, freq: dict[str, int] | None) -> list[FormUnit]:
-        """One unit per group: strata pos, size (k), ancestor depth, members' median log SemCor
-        frequency, members' mean gloss length."""
+    def form_units(self, data: Coda21Dataset, graph: Any, freq: dict[str, int] | None) -> list[FormUnit]:
+        """One unit per group: strata pos, size (k), ancestor depth, median log SemCor frequency, mean gloss length."""
         import numpy as np
 
         from ..forms.split import Unit, depth_of, lemma_key, word_count
@@ -194,7 +194,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
                             frozenset(lemma_key(it.lemma) for it in g.items), {"pos": g.pos}, num))
         return out
 
-    def form_synsets(self, data: Any) -> list[str]:
+    def form_synsets(self, data: Coda21Dataset) -> list[str]:
         """Every group member's synset."""
         return [str(m.synset) for g in data.groups for m in g.items]
 
@@ -227,7 +227,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return "\n".join(lines)
 
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
-                    pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+                    pattern: str | None) -> tuple[Coda21Dataset, list[dict[str, Any]], dict[str, Any]]:
         """One doc per context, rendered exactly as ``probegen eval --matching simple`` does."""
         from ..templating import coda21_patterns, dataset_nonce
         from .dataset import load
@@ -271,11 +271,11 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         return ("One row per CoDA21 context. `choices` are the definitions of its group (`group`, `k` rows) "
                 "in probegen's seeded column order and `gold` the index of its own definition. " + NOTE)
 
-    def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
+    def study_pool(self, data: Coda21Dataset, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
         """Every group (a group is aligned as one study item)."""
         return list(data.groups), "groups", {}
 
-    def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+    def study_view(self, data: Coda21Dataset, unit: Any, condition: str, seed: int) -> dict[str, Any]:
         from .study import align_view
 
         return align_view(unit, condition, seed)
@@ -297,7 +297,7 @@ class Coda21Task(Subsettable, Filterable, Buildable, Exportable, Studyable, Spec
         scorer = [spec.contexts.scorer] if spec.contexts.scorer != "first" else []
         return [alignment_of(spec).embedder, *scorer]
 
-    def built_summary(self, data: Any) -> str:
+    def built_summary(self, data: Coda21Dataset) -> str:
         c = data.manifest.get("counts", {})
         return ", ".join(f"{p}: {v['groups']} groups / {v['unique_synsets']} synsets"
                          for p, v in c.items() if v["groups"])

@@ -65,7 +65,7 @@ def _item_answers(rows: Sequence[dict[str, Any]], where: dict[str, int]) -> dict
     return out
 
 
-def _pairs(task: Any, data: Any, records: Sequence[Any], settings: Any, mode: str) -> int:
+def _pairs(task: Any, data: Dataset, records: Sequence[Any], settings: Any, mode: str) -> int:
     """The unique (query, candidate) pairs the units of ``records`` ask (what a likelihood scorer scores)."""
     from ..core import request_table
 

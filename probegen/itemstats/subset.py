@@ -133,7 +133,7 @@ def _record_key(record: Any) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
-def check_records(resp: Any, kind: str, data: Any, path: str | Path) -> None:
+def check_records(resp: Any, kind: str, data: Dataset, path: str | Path) -> None:
     """One line where a respondent placed on ``data`` (at ``path``) holds an item whose content is not the
     record's of that id."""
     from .. import tasks

@@ -2,8 +2,7 @@
 registered through the ``probegen.tasks`` entry-point group). It implements the generic path from
 :meth:`Task.units` alone (evaluation, ablations, comparison, chance): a new kind needs :meth:`~Task.claims`,
 :meth:`~Task.load` and :meth:`~Task.units` (:meth:`~Task.prompt_units` where a chat model is asked otherwise).
-What only some kinds do is a capability class of :mod:`probegen.tasks.capabilities`. Bias hooks return
-plain data (:mod:`probegen.tasks.bias_inputs`): the library never imports ``diagnostics``.
+Capabilities: :mod:`probegen.tasks.capabilities`; bias hooks return plain data (:mod:`probegen.tasks.bias_inputs`).
 """
 
 from __future__ import annotations
@@ -12,7 +11,9 @@ import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Mapping, Protocol, Sequence, runtime_checkable
+
+from typing_extensions import TypeVar
 
 from ..errors import DatasetError, ProbegenError
 from ..settings import Settings
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 Log = Callable[[str], None]
 COMMANDS = ("eval", "bias", "export", "study", "filter")
+#: a kind's dataset class (``Task[Coda21Dataset]``); a bare ``Task`` is ``Task[Any]``: any kind fits ``dict[str, Task]``
+D = TypeVar("D", bound="Dataset", default=Any)
 
 
 @runtime_checkable
@@ -78,7 +81,7 @@ class Evaluation:
     config: dict[str, Any] = field(default_factory=dict)
 
 
-class Task(ABC):
+class Task(ABC, Generic[D]):
     """One dataset kind; see the module doc."""
 
     #: the kind string (results.json ``dataset.kind``, registry key)
@@ -137,13 +140,13 @@ class Task(ABC):
         return kind in self.manifest_kinds() or (kind is None and (path / self.rows_file).exists())
 
     @abstractmethod
-    def load(self, path: str | Path, ablations: bool = False) -> Dataset:
+    def load(self, path: str | Path, ablations: bool = False) -> D:
         """The dataset at ``path``, validated in full (``ablations``: every row one the ablations can cut)."""
 
-    def validate(self, data: Dataset) -> None:
+    def validate(self, data: D) -> None:
         """Checks beyond those of :meth:`load` (none by default)."""
 
-    def counts(self, data: Dataset) -> dict[str, Any]:
+    def counts(self, data: D) -> dict[str, Any]:
         """The manifest's ``counts`` block of ``data``."""
         return {"units": len(self.units(data, self.conditions[0], Settings()))}
 
@@ -156,19 +159,19 @@ class Task(ABC):
         """Checks of the option values the user set (``given``), e.g. two that contradict each other."""
 
     # ---- units, evaluation ------------------------------------------------------------------------
-    def item_units(self, data: Dataset) -> dict[str, str]:
+    def item_units(self, data: D) -> dict[str, str]:
         """Item id (as ``probegen.exchange.runs.record_cells`` names it) -> the unit its correctness counts in."""
         return {str(u.id): str(u.id) for u in self.units(data, "full", Settings())}
 
     @abstractmethod
-    def units(self, data: Dataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+    def units(self, data: D, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """The core units of ``data`` in ``condition``, queries rendered for a scorer of query ``style``."""
 
-    def prompt_units(self, data: Dataset, condition: str, settings: Settings) -> list[Any]:
+    def prompt_units(self, data: D, condition: str, settings: Settings) -> list[Any]:
         """The units as a chat model is asked them (the asking methods; by default :meth:`units`)."""
         return self.units(data, condition, settings)
 
-    def scorer_units(self, data: Dataset, condition: str, settings: Settings, scorer: Any) -> list[Any]:
+    def scorer_units(self, data: D, condition: str, settings: Settings, scorer: Any) -> list[Any]:
         """The units ``scorer`` is given: :meth:`prompt_units` if it asks (keeps exchanges), else :meth:`units`."""
         from ..core import as_unit_scorer
 
@@ -181,7 +184,7 @@ class Task(ABC):
         """The LM reduction to load the scorer with."""
         return reduction
 
-    def evaluate(self, data: Dataset, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+    def evaluate(self, data: D, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """Score and decide every unit of the full condition (``probegen eval``)."""
         from . import generic
 
@@ -218,20 +221,19 @@ class Task(ABC):
         """What the bias bootstrap resamples."""
         return self.unit_name
 
-    def select_split(self, data: Dataset, split: str, name: str = "the dataset") -> Dataset:
+    def select_split(self, data: D, split: str, name: str = "the dataset") -> D:
         """``data`` cut to one split (kinds without splits keep it whole; ``name``: for errors)."""
         return data
 
-    def score_ablations(self, data: Dataset, scorer: Any, settings: Settings, progress: bool = True,
+    def score_ablations(self, data: D, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Every scored ablation's per-unit records, one request table (``evaluator``: a test stand-in)."""
         from . import generic
 
         return generic.score_rows(self, data, scorer, [a for a in self.ablations if a != "label"], settings, progress)
 
-    def bias_inputs(self, data: Dataset, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
-        """What ``probegen bias`` measures of ``data`` scored into ``records`` (:meth:`score_ablations`);
-        by default one unit per record, label baseline 1/n."""
+    def bias_inputs(self, data: D, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+        """What ``probegen bias`` measures of ``data`` scored into ``records`` (default: one unit per record)."""
         from .bias_inputs import BiasInputs, record_table
 
         return BiasInputs(table=lambda strata: record_table(records), unit=self.unit_name,
@@ -241,15 +243,14 @@ class Task(ABC):
         """The decision rule of this kind's units under ``settings`` (:data:`probegen.core.DECISIONS`)."""
         return "argmax"
 
-    def unit_correctness(self, data: Dataset, scorer: Any, seed: int = 0,
+    def unit_correctness(self, data: D, scorer: Any, seed: int = 0,
                          progress: bool = True) -> dict[str, tuple[float, float]]:
         """Per unit id: (summed correctness, weight) of one model (``probegen compare``)."""
         return self.correctness(data, scorer, seed, progress)[0]
 
-    def correctness(self, data: Dataset, scorer: Any, seed: int = 0, progress: bool = True
+    def correctness(self, data: D, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
-        """One scoring of ``data``: per unit (as :meth:`unit_correctness`) and per decision (unit, item,
-        1.0 right or 0.0 wrong) for a paired McNemar test (``probegen compare``)."""
+        """Per unit (as :meth:`unit_correctness`) and per decision (unit, item, 1.0 right) for McNemar's test."""
         from ..templating import dataset_nonce
         from . import generic
 
@@ -258,7 +259,7 @@ class Task(ABC):
         units = {str(r["id"]): (float(r["correct"]), 1.0) for r in rows}
         return units, [(str(r["id"]), str(r["id"]), float(r["correct"] == 1.0)) for r in rows]
 
-    def chance(self, data: Dataset) -> float:
+    def chance(self, data: D) -> float:
         """Random-guess accuracy over the dataset's units."""
         from . import generic
 

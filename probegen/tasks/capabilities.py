@@ -1,7 +1,6 @@
-"""What a dataset kind may do beyond the minimum: one small abstract subclass of
-:class:`~probegen.tasks.base.Task` per capability, each adding one command's hooks. A kind derives
-from those it implements; a command that needs one checks ``isinstance`` with its options
-(:func:`probegen.tasks.check_options`), so a kind without it is one line before any work.
+"""What a dataset kind may do beyond the minimum: one small abstract subclass of :class:`~probegen.tasks.base.Task`
+per capability, each adding one command's hooks (generic over the kind's dataset class). A kind derives from those it
+implements; a command checks ``isinstance`` (:func:`probegen.tasks.check_options`): one line before any work.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from ..errors import ProbegenError
 from ..settings import Settings
-from .base import Dataset, Fingerprinted, Log, Task, pick
+from .base import D, Fingerprinted, Log, Task, pick
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,11 +27,10 @@ if TYPE_CHECKING:
 SUBSET_OPTIONS = frozenset({"limit", "sample"})
 
 
-class Subsettable(Task):
+class Subsettable(Task[D]):
     """``--limit``/``--sample`` cut this kind's datasets (a quick look at a big file: :meth:`subset`)."""
 
-    #: the attribute of a loaded dataset that holds its records in file order (or override :meth:`records`
-    #: and :meth:`with_records`)
+    #: the dataset's attribute holding its records in file order (or override :meth:`records`, :meth:`with_records`)
     records_attribute: ClassVar[str] = "records"
     #: what ``bias`` keeps whole when it takes a subset (its bootstrap cluster; default: one unit)
     cluster_name: ClassVar[str] = ""
@@ -40,7 +38,7 @@ class Subsettable(Task):
     def accepts(self, option: str, command: str = "eval") -> bool:
         return (command in ("eval", "bias") and option in SUBSET_OPTIONS) or super().accepts(option, command)
 
-    def records(self, data: Dataset) -> list[Any]:
+    def records(self, data: D) -> list[Any]:
         """The dataset's records (its units: groups, items, pairs) in file order."""
         recs = getattr(data, self.records_attribute, None)
         if recs is None:
@@ -48,7 +46,7 @@ class Subsettable(Task):
                                 "to a subset")
         return list(recs)
 
-    def with_records(self, data: Dataset, records: Sequence[Any]) -> Dataset:
+    def with_records(self, data: D, records: Sequence[Any]) -> D:
         """A copy of ``data`` holding only ``records``."""
         import copy
         import dataclasses
@@ -67,8 +65,8 @@ class Subsettable(Task):
         """The cluster ``record`` belongs to, kept whole by a ``bias`` subset (default: its own id)."""
         return str(getattr(record, "id", id(record)))
 
-    def subset(self, data: Dataset, how: str, n: int, seed: int = 0,
-               whole: str = "unit") -> tuple[Dataset, dict[str, Any]]:
+    def subset(self, data: D, how: str, n: int, seed: int = 0,
+               whole: str = "unit") -> tuple[D, dict[str, Any]]:
         """(``data`` cut to ``n`` units or whole clusters, ``whole="cluster"``, by :func:`pick`; what was taken)."""
         recs = self.records(data)
         keys = [self.cluster_of(r) for r in recs] if whole == "cluster" else list(range(len(recs)))
@@ -87,23 +85,23 @@ class Subsettable(Task):
         return pick(keys, how, n, seed)
 
 
-class Writable(Task):
+class Writable(Task[D]):
     """The kind writes a loaded dataset as a dataset directory (what a filter or a spec build leaves)."""
 
     @abstractmethod
-    def write(self, data: Dataset, out: str | Path) -> Path:
+    def write(self, data: D, out: str | Path) -> Path:
         """Write ``data`` as a dataset directory at ``out``."""
 
 
-class Filterable(Writable):
+class Filterable(Writable[D]):
     """``probegen filter --artefacts``: AFLite removes the units partial-input classifiers predict."""
 
     @abstractmethod
-    def artefact_inputs(self, data: Dataset) -> FilterInputs:
+    def artefact_inputs(self, data: D) -> FilterInputs:
         """``data`` as AFLite reads it (views, concepts, and how to keep the rows the filter keeps)."""
 
 
-class Buildable(Task):
+class Buildable(Task[D]):
     """``probegen bias`` without ``--dataset`` generates a missing default dataset of this kind."""
 
     #: the default dataset's folder name (under ``probegen_out/datasets``), which :meth:`build_default` makes
@@ -114,7 +112,7 @@ class Buildable(Task):
         """Generate a missing default dataset of this kind at ``path`` (``runner`` loads its models)."""
 
 
-class Exportable(Task):
+class Exportable(Task[D]):
     """``probegen export``: the kind's release format, and ``lm-eval``/``hf`` from its docs."""
 
     #: options of ``probegen export`` that apply (the option names of the CLI, with ``_``)
@@ -128,7 +126,7 @@ class Exportable(Task):
 
     @abstractmethod
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
-                    pattern: str | None) -> tuple[Dataset, list[dict[str, Any]], dict[str, Any]]:
+                    pattern: str | None) -> tuple[D, list[dict[str, Any]], dict[str, Any]]:
         """(dataset, multiple-choice docs, export settings) for ``lm-eval`` and ``hf`` exports."""
 
     @abstractmethod
@@ -148,7 +146,7 @@ class Exportable(Task):
         return "One row per item: `choices` in the presented order, `gold` the answer's index."
 
 
-class Studyable(Task):
+class Studyable(Task[D]):
     """``probegen study make``: units sampled for annotators and rendered per condition."""
 
     #: options of ``probegen study make`` that apply
@@ -157,7 +155,7 @@ class Studyable(Task):
     def accepts(self, option: str, command: str = "eval") -> bool:
         return (command == "study" and option in self.study_options) or super().accepts(option, command)
 
-    def fingerprint(self, data: Dataset) -> str:
+    def fingerprint(self, data: D) -> str:
         """A hash of the dataset's content (recorded in studies)."""
         if not isinstance(data, Fingerprinted):
             raise ProbegenError(f"a {self.title or self.name} dataset has no fingerprint: the kind overrides "
@@ -165,11 +163,11 @@ class Studyable(Task):
         return data.fingerprint
 
     @abstractmethod
-    def study_pool(self, data: Dataset, cfg: StudyConfig) -> tuple[list[Any], str, dict[str, int]]:
+    def study_pool(self, data: D, cfg: StudyConfig) -> tuple[list[Any], str, dict[str, int]]:
         """(units a study samples from, what they are called, skipped counts) for ``study make``."""
 
     @abstractmethod
-    def study_view(self, data: Dataset, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+    def study_view(self, data: D, unit: Any, condition: str, seed: int) -> dict[str, Any]:
         """What an annotator sees of ``unit`` in ``condition`` (:mod:`probegen.study.views`)."""
 
     @abstractmethod
@@ -177,7 +175,7 @@ class Studyable(Task):
         """The gold of ``unit`` kept apart from its views."""
 
 
-class SpecBuildable(Writable):
+class SpecBuildable(Writable[D]):
     """A probe spec of :attr:`spec_shape` (``probegen make spec``) builds a dataset of this kind."""
 
     #: the probe-spec shape that builds this kind (:mod:`probegen.spec.schema`), and its section's key
@@ -195,7 +193,7 @@ class SpecBuildable(Writable):
         return section.config(spec)
 
     def build_from_spec(self, spec: Spec, cfg: Any, wordnet: str | None, semcor: str | None, progress: bool, log: Log,
-                        runner: Runner) -> Dataset:
+                        runner: Runner) -> D:
         """Generate the dataset a spec declares (default: its section's ``build``)."""
         section = self.spec_section()
         if section.build is None:
@@ -206,12 +204,12 @@ class SpecBuildable(Writable):
         """The models a spec build loads."""
         return []
 
-    def built_summary(self, data: Dataset) -> str:
+    def built_summary(self, data: D) -> str:
         """One line on a freshly built dataset (``probegen make spec``)."""
         return f"{len(self.units(data, 'full', Settings()))} {self.unit_name}s"
 
 
-class Formable(Task):
+class Formable(Task[D]):
     """``--forms K``: a built dataset is cut into parallel forms, disjoint by what :attr:`form_disjoint` names."""
 
     #: what a form unit is (kept whole) and what two forms may not share
@@ -219,15 +217,15 @@ class Formable(Task):
     form_disjoint: ClassVar[tuple[str, ...]]
 
     @abstractmethod
-    def form_units(self, data: Dataset, graph: Any, freq: dict[str, int] | None) -> list[Unit]:
+    def form_units(self, data: D, graph: Any, freq: dict[str, int] | None) -> list[Unit]:
         """The pool's units with their strata (``freq``: SemCor counts per synset, None without SemCor)."""
 
     @abstractmethod
-    def form_synsets(self, data: Dataset) -> list[str]:
+    def form_synsets(self, data: D) -> list[str]:
         """The synsets a form asks about (two forms of one probe share none)."""
 
 
-class Trainable(Task):
+class Trainable(Task[D]):
     """The trained method fits a probe on items of :attr:`shape`; these hooks lay the items out."""
 
     #: the items' shape (their ``task`` field): :func:`probegen.tasks.task_of` finds the kind by it
@@ -269,7 +267,7 @@ class Trainable(Task):
     def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
         """The gold class index of ``item`` among ``classes``."""
 
-    def bootstrap_unit(self, data: Dataset) -> str:
+    def bootstrap_unit(self, data: D) -> str:
         """What the trained method's bootstrap resamples."""
         return "unit (item's 'unit' field)"
 

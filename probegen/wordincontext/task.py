@@ -95,7 +95,7 @@ def choice_correct(scores: np.ndarray, groups: np.ndarray, y: np.ndarray, ids: S
     return np.array(out)
 
 
-class WordInContextTask(Subsettable, Writable, Trainable):
+class WordInContextTask(Subsettable["WicDataset"], Writable["WicDataset"], Trainable["WicDataset"]):
     """What every word-in-context shape shares; subclasses set :attr:`shape` and its hooks."""
 
     #: how ``probegen stats`` names the items
@@ -135,17 +135,17 @@ class WordInContextTask(Subsettable, Writable, Trainable):
 
         return load(path)
 
-    def write(self, data: Any, out: str | Path) -> Path:
+    def write(self, data: WicDataset, out: str | Path) -> Path:
         from .dataset import write
 
         return write(data, out)
 
-    def counts(self, data: Any) -> dict[str, Any]:
+    def counts(self, data: WicDataset) -> dict[str, Any]:
         from .dataset import split_counts
 
         return {"splits": split_counts(data.items), "items": len(data.items)}
 
-    def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+    def evaluate(self, data: WicDataset, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         if as_unit_scorer(scorer).exchanges() is not None:  # asked, not scored: the generic path
             return super().evaluate(data, scorer, settings, progress)
         raise ProbegenError(f"{self.title} datasets are measured by a trained probe, not by zero-shot scoring: use "
@@ -153,12 +153,12 @@ class WordInContextTask(Subsettable, Writable, Trainable):
                             "with --method generate")
 
     # ---- the generative method: every item asked as a prompt (probegen.generate) --------------------
-    def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+    def units(self, data: WicDataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """Never: items are not scored zero-shot (a chat model is asked them: :meth:`prompt_units`)."""
         raise ProbegenError(f"{self.title} datasets are not scored zero-shot: a trained probe measures them, "
                             "or a chat model answers them (--method generate)")
 
-    def prompt_units(self, data: Any, condition: str, settings: Settings) -> list[Any]:
+    def prompt_units(self, data: WicDataset, condition: str, settings: Settings) -> list[Any]:
         """Every item as a chat model is asked it, in file order."""
         if condition not in self.conditions:
             raise ProbegenError(f"{self.title} datasets have no {condition!r} condition")
@@ -237,7 +237,7 @@ class WordInContextTask(Subsettable, Writable, Trainable):
         return classes.index(str(item.label)) if str(item.label) in classes else -1
 
 
-class WicTask(WordInContextTask, SpecBuildable):
+class WicTask(WordInContextTask, SpecBuildable["WicDataset"]):
     """WiC pairs: is the target used in the same sense in both contexts?"""
 
     name = "wic"
@@ -284,11 +284,11 @@ class WicTask(WordInContextTask, SpecBuildable):
     def gold_index(self, item: Any, classes: Sequence[Any] | None) -> int:
         return int(bool(item.label))
 
-    def bootstrap_unit(self, data: Any) -> str:
+    def bootstrap_unit(self, data: WicDataset) -> str:
         # a probegen WiC set (or WiC copy) resamples lemmas; a generic file its own units
         return "lemma" if data.kind == self.name else super().bootstrap_unit(data)
 
-    def built_summary(self, data: Any) -> str:
+    def built_summary(self, data: WicDataset) -> str:
         c = data.manifest.get("counts", {})
         return ", ".join(f"{s}: {v['items']} {self.stats_noun}" for s, v in c.get("splits", {}).items())
 

@@ -52,7 +52,9 @@ def excluded_conditions(probe: str) -> dict[str, str]:
 RESAMPLING_UNIT = "concept (synset): all items about one synset, across probe types and perturbations"
 
 
-class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyable, SpecBuildable, Formable):
+class MultipleChoiceTask(Subsettable["WordNetQADataset"], Filterable["WordNetQADataset"], Buildable["WordNetQADataset"],
+                         Exportable["WordNetQADataset"], Studyable["WordNetQADataset"],
+                         SpecBuildable["WordNetQADataset"], Formable["WordNetQADataset"]):
     """Multiple-choice questions (see the module doc): every capability."""
 
     name = "wordnetqa"
@@ -85,12 +87,12 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         return load(path, ablations=ablations, on_invalid=on_invalid, probe=probe)
 
-    def write(self, data: Any, out: str | Path) -> Path:
+    def write(self, data: WordNetQADataset, out: str | Path) -> Path:
         from .dataset import write
 
         return write(data, out)
 
-    def counts(self, data: Any) -> dict[str, Any]:
+    def counts(self, data: WordNetQADataset) -> dict[str, Any]:
         from .dataset import counts
 
         return counts(data.items)
@@ -119,11 +121,11 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         """Per-token normalisation is the scorer's mean reduction."""
         return "mean" if settings.length_norm == "tokens" else reduction
 
-    def units(self, data: Any, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
+    def units(self, data: WordNetQADataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per item (of ``settings.split``): its query in ``condition`` against its choices."""
         return self._units(data, settings, lambda it, t: t.query(it, style, condition, settings.nonce))
 
-    def prompt_units(self, data: Any, condition: str, settings: Settings) -> list[Any]:
+    def prompt_units(self, data: WordNetQADataset, condition: str, settings: Settings) -> list[Any]:
         """One unit per item (of ``settings.split``): its bare question stem in ``condition``."""
         return self._units(data, settings, lambda it, t: t.prompt(it, condition, settings.nonce))
 
@@ -135,7 +137,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         t = templates_of(data)  # the dataset's own templates
         return [Unit.choice(it.id, query(it, t), it.choices, it.answer) for it in items]
 
-    def evaluate(self, data: Any, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
+    def evaluate(self, data: WordNetQADataset, scorer: Any, settings: Settings, progress: bool = True) -> Evaluation:
         """The full question of every item (of ``settings.split``), argmax with seeded ties."""
         from .evaluate import evaluate_mc
 
@@ -158,20 +160,21 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         """The concept (synset) an item is about, across probe types: what the bias bootstrap resamples."""
         return str(record.synset)
 
-    def item_units(self, data: Any) -> dict[str, str]:
+    def item_units(self, data: WordNetQADataset) -> dict[str, str]:
         """Each item counted in its concept (the unit of this kind's correctness)."""
         return {str(it.id): self.cluster_of(it) for it in data.items}
 
-    def select_split(self, data: Any, split: str, name: str = "the dataset") -> Any:
+    def select_split(self, data: WordNetQADataset, split: str, name: str = "the dataset") -> WordNetQADataset:
         """The items of one split (a ProbegenError naming ``name`` if it has none)."""
         import dataclasses
 
         items = data.split(split)
         if not items:
             raise ProbegenError(f"{name} has no items in split {split!r}")
-        return dataclasses.replace(data, items=items)
+        # mypy's dataclasses.replace does not bind the inherited ItemsDataset[R] field to MCItem
+        return dataclasses.replace(data, items=items)  # type: ignore[arg-type]
 
-    def score_ablations(self, data: Any, scorer: Any, settings: Settings, progress: bool = True,
+    def score_ablations(self, data: WordNetQADataset, scorer: Any, settings: Settings, progress: bool = True,
                         evaluator: Callable[..., Any] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Every scored ablation as one request table (or through ``evaluator``, one mode at a time)."""
         modes = [m for m in ABLATIONS if m != "label"]
@@ -182,7 +185,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
         res = evaluate_mc_modes(data, scorer, settings, modes, progress=progress)
         return {m: r["items"] for m, r in zip(modes, res)}
 
-    def bias_inputs(self, data: Any, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
+    def bias_inputs(self, data: WordNetQADataset, records: dict[str, list[dict[str, Any]]]) -> BiasInputs:
         from .bias import bias_inputs
 
         return bias_inputs(data, records)
@@ -200,7 +203,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
             raise ProbegenError(f"{path} is missing; generate it first with `probegen make wordnetqa`") from None
         mcd.write(mcd.build(cfg, wordnet=wordnet, progress=True, log=log), path)
 
-    def correctness(self, data: Any, scorer: Any, seed: int = 0, progress: bool = True
+    def correctness(self, data: WordNetQADataset, scorer: Any, seed: int = 0, progress: bool = True
                     ) -> tuple[dict[str, tuple[float, float]], list[tuple[str, str, float]]]:
         """Per concept (items right, items) across probe types, and per item (its concept, its id, right or wrong)."""
         from ..templating import dataset_nonce
@@ -217,20 +220,19 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
             items.append((unit, str(r["id"]), float(bool(r["correct"]))))
         return {k: (v[0], v[1]) for k, v in out.items()}, items
 
-    def chance(self, data: Any) -> float:
+    def chance(self, data: WordNetQADataset) -> float:
         """Mean 1/(number of choices) over items."""
         import numpy as np
 
         return float(np.mean([1.0 / len(it.choices) for it in data.items]))
 
-    def artefact_inputs(self, data: Any) -> FilterInputs:
+    def artefact_inputs(self, data: WordNetQADataset) -> FilterInputs:
         from .bias import filter_inputs
 
         return filter_inputs(data)
 
-    def form_units(self, data: Any, graph: Any, freq: dict[str, int] | None) -> list[FormUnit]:
-        """One unit per concept (every item about it): strata pos, probe and distractor-type profile,
-        concept depth, log SemCor frequency, gloss length, mean hops, items."""
+    def form_units(self, data: WordNetQADataset, graph: Any, freq: dict[str, int] | None) -> list[FormUnit]:
+        """One unit per concept (its items): strata pos, probe/distractor profile, depth, log frequency, gloss, hops."""
         import numpy as np
 
         from ..forms.split import Unit, depth_of, lemma_key, word_count
@@ -253,7 +255,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
                             {"pos": its[0].pos, "profile": profile}, num))
         return out
 
-    def form_synsets(self, data: Any) -> list[str]:
+    def form_synsets(self, data: WordNetQADataset) -> list[str]:
         """Every item's concept synset."""
         return [str(it.synset or it.cluster or it.id) for it in data.items]
 
@@ -269,7 +271,7 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
                           format_leak_rates(record_leak_rates(mc.items, morphology_for(mc.manifest, log)))])
 
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
-                    pattern: str | None) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+                    pattern: str | None) -> tuple[WordNetQADataset, list[dict[str, Any]], dict[str, Any]]:
         """One doc per item (of ``split``): the full question, where nonce and pattern play no part."""
         from .dataset import load
         from .export import wordnetqa_docs
@@ -301,13 +303,13 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
     def hf_description(self) -> str:
         return "One row per WordNetQA item: `choices` in the presented order, `gold` the answer's index."
 
-    def study_pool(self, data: Any, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
+    def study_pool(self, data: WordNetQADataset, cfg: Any) -> tuple[list[Any], str, dict[str, int]]:
         """One item per concept cluster (see :func:`probegen.wordnetqa.study.choice_pool`)."""
         from .study import choice_pool
 
         return choice_pool(data, cfg)
 
-    def study_view(self, data: Any, unit: Any, condition: str, seed: int) -> dict[str, Any]:
+    def study_view(self, data: WordNetQADataset, unit: Any, condition: str, seed: int) -> dict[str, Any]:
         from .render import templates_of
         from .study import mc_view
 
@@ -323,6 +325,6 @@ class MultipleChoiceTask(Subsettable, Filterable, Buildable, Exportable, Studyab
 
         return SECTION
 
-    def built_summary(self, data: Any) -> str:
+    def built_summary(self, data: WordNetQADataset) -> str:
         c = data.manifest.get("counts", {})
         return ", ".join(f"{p}: {v['unique_questions']} questions / {v['items']} items" for p, v in c.items())

@@ -63,15 +63,23 @@ class _Kind:
     complete: Callable[[Path], None] | None = None  # adds files the archive lacks, before the check
 
 
-def _wordnet_problem(p: Path, want: str = "3.0") -> str | None:
+def _wordnet_version_problem(p: Path, want: str) -> str | None:
     if not (p / "data.noun").is_file():
         return "no data.noun"
     v = _wordnet_version(p)
     if v != want:
-        need = "probegen needs 3.0" if want == "3.0" else f"not {want}"
-        return f"it is WordNet {v}, {need} (sense keys and offsets differ)"
-    if want != "3.0" and not (p / "lexnames").is_file():  # another version: nltk needs the lexnames 3.0 has
+        return f"it is WordNet {v}, not {want} (sense keys and offsets differ)"
+    if not (p / "lexnames").is_file():
         return "no lexnames (nltk needs it)"
+    return None
+
+
+def _wordnet_problem(p: Path) -> str | None:
+    if not (p / "data.noun").is_file():
+        return "no data.noun"
+    v = _wordnet_version(p)
+    if v != "3.0":
+        return f"it is WordNet {v}, probegen needs 3.0 (sense keys and offsets differ)"
     return None
 
 
@@ -101,7 +109,7 @@ WORDNET = _Kind(
 )
 WORDNET31 = _Kind(
     "wordnet", "WordNet 3.1", "PROBEGEN_WORDNET31", "--wordnet-source", "wordnet-3.1.tar.xz", "wordnet-3.1",
-    ("wordnet-3.1", "dict"), ("corpora/wordnet31",), lambda p: _wordnet_problem(p, "3.1"),
+    ("wordnet-3.1", "dict"), ("corpora/wordnet31",), lambda p: _wordnet_version_problem(p, "3.1"),
     "the folder holding WordNet 3.1's data.noun, index.sense, lexnames, ...", "3.1", _complete_wordnet31,
 )
 SEMCOR = _Kind(
@@ -311,7 +319,7 @@ def locate_wndb(path: str) -> DataInfo:
             version = _wordnet_version(cand)
             if version == "3.0":
                 return _given(WORDNET, str(cand), "option")  # the same record as --wordnet PATH
-            why = _wordnet_problem(cand, version)
+            why = _wordnet_version_problem(cand, version)
             if why:
                 raise DataNotFound(f"WNDB folder {path}: {why}")
             cand = cand.resolve()

@@ -33,7 +33,7 @@ import pytest
 from cli_checks import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz_readers import OPS, SWAPS, _json_paths, _mutate
+from test_fuzz_readers import OPS, SWAPS, json_paths, _mutate
 
 RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample"
 EXAMPLES = int(os.environ.get("PROBEGEN_FUZZ_EXAMPLES", "20"))
@@ -125,7 +125,7 @@ def _swap_named(data: bytes, field: int, pick: int, value) -> bytes:
             return data  # an earlier mutation broke it: leave it so
     targets = []
     for n, doc in enumerate(docs):
-        for path in _json_paths(doc):
+        for path in json_paths(doc):
             if path and path[-1] in FIELDS:
                 targets.append((n, path, None))
             if path and path[-1] == CELL and isinstance(_get(doc, path), str):
@@ -133,7 +133,7 @@ def _swap_named(data: bytes, field: int, pick: int, value) -> bytes:
                     cell = json.loads(_get(doc, path))
                 except (ValueError, RecursionError):
                     continue
-                targets += [(n, path, sub) for sub in _json_paths(cell) if sub and sub[-1] in FIELDS]
+                targets += [(n, path, sub) for sub in json_paths(cell) if sub and sub[-1] in FIELDS]
     names = sorted({(sub or path)[-1] for _, path, sub in targets}, key=FIELDS.index)
     if not names:
         return data

@@ -93,11 +93,10 @@ def make_data(n_queries: int, n_cands: int) -> tuple[list[str], list[str]]:
 def dataset_data(path: str, n_groups: int) -> tuple[list[list[str]], list[list[str]]]:
     """Real CoDA21 rows: per group, its k rendered queries and its k definitions (as probegen eval renders them)."""
     from probegen.coda21.dataset import load
-    from probegen.coda21.render import render_group
-    from probegen.templating import coda21_patterns
+    from probegen.coda21.render import patterns_for, render_group
 
     ds = load(path)
-    pats = coda21_patterns()
+    pats = patterns_for()
     groups = ds.groups[:n_groups]
     return [render_group(g, "pattern", "context", NONCE, pats) for g in groups], [[it.definition for it in g.items] for g in groups]
 

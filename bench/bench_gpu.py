@@ -145,10 +145,9 @@ def wordnetqa_definitions(path: str, limit: int | None, log=print) -> tuple[list
 
 def rendered(groups) -> tuple[list[str], list[list[str]]]:
     """(queries, candidate list per query) exactly as ``probegen eval`` renders CoDA21 groups."""
-    from probegen.coda21.render import render_group
-    from probegen.templating import coda21_patterns
+    from probegen.coda21.render import patterns_for, render_group
 
-    pats = coda21_patterns()
+    pats = patterns_for()
     queries, cands = [], []
     for g in groups:
         defs = [it.definition for it in g.items]

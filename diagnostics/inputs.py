@@ -1,5 +1,5 @@
 """What each condition of the trained method shows of a target (shared by :mod:`~probegen.diagnostics.trained`
-and :mod:`~probegen.diagnostics.finetune`)."""
+and :mod:`~probegen.run.finetune`)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ import pytest
 from cli_checks import run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz_readers import OPS, SWAPS, json_paths, _mutate
+from test_fuzz_readers import OPS, SWAPS, _mutate, json_paths
 
 RELEASE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wordnetqa-release-sample"
 EXAMPLES = int(os.environ.get("PROBEGEN_FUZZ_EXAMPLES", "20"))

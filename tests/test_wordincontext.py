@@ -431,8 +431,8 @@ def test_encoder_reads_the_target_tokens_by_character_offsets(tiny_bert):
 
 
 def test_finetune_loop_trains_and_scores_on_a_tiny_model(tiny_bert):
-    from probegen.diagnostics.finetune import finetune_correct
     from probegen.diagnostics.trained import TrainedConfig
+    from probegen.run.finetune import finetune_correct
     from probegen.run.trained import load_encoder
 
     ds = context_biased_pairs(n_lemmas=8, per=4)

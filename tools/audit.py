@@ -8,8 +8,9 @@ revision and the next are measured alike:
 
 - ``kind_files.<kind>``: library files outside the kind's own folder whose code names the kind: an
   identifier (a name, attribute, argument, function, class or imported module) or a string literal
-  (docstrings and comments aside) contains one of the kind's names, case-insensitively (CoDA21:
-  ``coda21``; WordNetQA: ``wordnetqa``; word in context: ``wordincontext``, ``wic``, ``wsd``).
+  (docstrings and comments aside) contains one of the kind's names, case-insensitively and not right after
+  a lower-case letter, so ``twice`` is not WiC (CoDA21: ``coda21``; WordNetQA: ``wordnetqa``; word in
+  context: ``wordincontext``, ``wic``, ``wsd``).
 - ``kind_dispatch``: dict displays with a dataset-kind string among their keys, and tuples, lists and sets
   of two or more dataset-kind strings (kind lists such as ``KINDS = ("coda21", "wordnetqa")``), outside
   ``probegen/tasks/``; ``dataset_probes``: ``hasattr(x, ...)`` or a three-argument ``getattr`` on a
@@ -78,6 +79,8 @@ FOLDERS = {"probegen": "probegen", "diagnostics": "probegen.diagnostics", "comma
 KINDS = {"coda21": ("coda21",), "wordnetqa": ("wordnetqa",), "wordincontext": ("wordincontext", "wic", "wsd")}
 KIND_FOLDER = {"coda21": "probegen/coda21/", "wordnetqa": "probegen/wordnetqa/",
                "wordincontext": "probegen/wordincontext/"}
+#: a kind's name, not preceded by a lower-case letter: ``WiCDataset``, ``make_wic`` and ``CoDA21`` count, ``twice`` not
+KIND_NAME = {k: re.compile("|".join(rf"(?<![a-z])(?i:{n})" for n in names)) for k, names in KINDS.items()}
 DATASET_KINDS = frozenset({"coda21", "wordnetqa", "wordincontext", "wic", "wsd"})
 METHOD_NAMES = frozenset({"score", "zeroshot", "generate", "letter", "trained"})
 DATASET_NAME = re.compile(r"^(data|dataset|ds)$|_data$|_dataset$")
@@ -155,9 +158,9 @@ def kind_files(files: dict[str, str]) -> dict[str, list[str]]:
         if not any(n in text.lower() for names in KINDS.values() for n in names):
             continue
         tree = parse(text)
-        words = " ".join([*(str(s.value) for s in _strings(tree)), *_identifiers(tree)]).lower()
-        for kind, names in KINDS.items():
-            if not rel.startswith(KIND_FOLDER[kind]) and any(n in words for n in names):
+        words = " ".join([*(str(s.value) for s in _strings(tree)), *_identifiers(tree)])
+        for kind, name in KIND_NAME.items():
+            if not rel.startswith(KIND_FOLDER[kind]) and name.search(words):
                 out[kind].append(rel)
     return out
 

@@ -15,11 +15,11 @@ import numpy as np
 
 from ..adversarial.confusable import alignment_errors, most_confusable
 from ..runner import Runner
-from ..templating import coda21_patterns, default_nonce
+from ..templating import default_nonce
 from . import dataset as D
 from .grouping import SynsetGroup, candidates_for
 from .items import Context
-from .render import query
+from .render import patterns_for, query
 
 if TYPE_CHECKING:
     from ..scorers.base import Scorer
@@ -54,7 +54,7 @@ def _score_pools(pools: dict[str, list[str]], pos_of: dict[str, str], chosen: di
     """The reference model's context x definition matrix over each ancestor's whole pool, in one request table."""
     from ..core import Unit
 
-    patterns, nonce = coda21_patterns(None), default_nonce()
+    patterns, nonce = patterns_for(None), default_nonce()
     units = [
         Unit.group(anc, [query(chosen[m], pos_of[anc], scorer.query_style, "context", nonce, patterns) for m in pool],
                    [graph.definition(m) for m in pool], range(len(pool)), "alignment")

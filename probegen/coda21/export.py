@@ -19,12 +19,12 @@ def coda21_docs(ds: Coda21Dataset, seed: int = 0, nonce: str | None = None,
     import numpy as np
 
     from ..settings import Settings
-    from ..templating import coda21_patterns, dataset_nonce
+    from ..templating import dataset_nonce
     from .evaluate import column_order
-    from .render import render_group
+    from .render import patterns_for, render_group
 
     cfg = Settings.given(nonce=nonce or dataset_nonce(ds.manifest), pattern=pattern, seed=seed)
-    patterns = coda21_patterns(cfg.pattern)
+    patterns = patterns_for(cfg.pattern)
     docs = []
     for g in ds.groups:
         order = column_order(g.id, g.k, cfg.seed)

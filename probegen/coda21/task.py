@@ -79,10 +79,10 @@ class Coda21Task(Subsettable["Coda21Dataset"], Filterable["Coda21Dataset"], Buil
     # ---- options, units, evaluation -----------------------------------------------------------------
     def check_given(self, given: Mapping[str, Any], command: str = "eval") -> None:
         """A malformed ``--pattern`` fails now, before any dataset or model is read."""
-        from ..templating import coda21_patterns
+        from .render import patterns_for
 
         if "pattern" in given:
-            coda21_patterns(given["pattern"])
+            patterns_for(given["pattern"])
 
     unit_is_mean = True  # a group's accuracy is its rows' mean (the paper's mean over groups)
 
@@ -92,11 +92,10 @@ class Coda21Task(Subsettable["Coda21Dataset"], Filterable["Coda21Dataset"], Buil
 
     def units(self, data: Coda21Dataset, condition: str, settings: Settings, style: str = "pattern") -> list[Any]:
         """One unit per group: its rows in ``condition`` against its definitions (seeded column order)."""
-        from ..templating import coda21_patterns
         from .evaluate import group_unit
-        from .render import render_group
+        from .render import patterns_for, render_group
 
-        patterns = coda21_patterns(settings.pattern)
+        patterns = patterns_for(settings.pattern)
         return [group_unit(g, render_group(g, style, condition, settings.nonce, patterns), settings)
                 for g in data.groups]
 
@@ -229,12 +228,13 @@ class Coda21Task(Subsettable["Coda21Dataset"], Filterable["Coda21Dataset"], Buil
     def export_docs(self, path: str | Path, split: str | None, seed: int | None, nonce: str | None,
                     pattern: str | None) -> tuple[Coda21Dataset, list[dict[str, Any]], dict[str, Any]]:
         """One doc per context, rendered exactly as ``probegen eval --matching simple`` does."""
-        from ..templating import coda21_patterns, dataset_nonce
+        from ..templating import dataset_nonce
         from .dataset import load
         from .export import coda21_docs
+        from .render import patterns_for
 
         seed, pattern = seed or 0, pattern or Settings.pattern
-        coda21_patterns(pattern)  # a malformed pattern fails before the dataset is read
+        patterns_for(pattern)  # a malformed pattern fails before the dataset is read
         ds = load(path)
         nonce = nonce or dataset_nonce(ds.manifest)
         docs = coda21_docs(ds, seed=seed, nonce=nonce, pattern=pattern)

@@ -12,7 +12,6 @@ from probegen.errors import ProbegenError
 from probegen.io import ensure_writable
 from probegen.methods import method_options, resolved
 from probegen.request_options import BIAS_OPTIONS, check_request
-from probegen.templating import coda21_patterns
 
 if TYPE_CHECKING:
     from probegen.runner import Runner
@@ -158,7 +157,6 @@ def _check_zeroshot(req: BiasRequest, runner: Runner) -> None:
     """Every option and the model (resolved by ``runner``) checked before any dataset is generated."""
     from .evaluation import check_model_options, resolve_models
 
-    coda21_patterns(req.pattern)  # an unknown pattern fails now, not after scoring
     if methods.get(req.method, "bias").asks:  # a chat model is resolved by its backend when it loads
         return
     # the model before the default datasets are generated: an unknown name fails in a moment

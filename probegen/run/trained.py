@@ -158,7 +158,7 @@ def run_trained(model: str, datasets: list[str | Path], out: Path, cfg: TrainedC
         f"{time.perf_counter() - t0:.1f} s to load)")
     finetuner: Finetuner | None = None
     if cfg.finetune:
-        from probegen.diagnostics.finetune import finetune_correct
+        from probegen.run.finetune import finetune_correct
 
         finetuner = finetune_correct
     entries = [measure(ds, name, enc, cfg, log, progress, finetuner) for name, ds in loaded]

@@ -210,7 +210,7 @@ class WordInContextTask(Subsettable["WicDataset"], Writable["WicDataset"], Train
     #: None: every label with its count
     split_labels: ClassVar[str | None] = None
 
-    # ---- the trained method's hooks (diagnostics.trained, diagnostics.finetune) --------------------
+    # ---- the trained method's hooks (diagnostics.trained, run.finetune) --------------------
     def trained_features(self, items: Sequence[Any], view: Callable[[Any], tuple[str, Any]],
                          vectors: Callable[[list[tuple[str, Any]]],
                                            np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

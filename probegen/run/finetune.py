@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from probegen.diagnostics.inputs import view
 from probegen.tasks import task_of
 
-from .inputs import view
-
 if TYPE_CHECKING:
+    import torch
+
+    from probegen.diagnostics.trained import TrainedConfig
     from probegen.scorers.spans import SpanEncoder as Encoder
 
-    from .trained import TrainedConfig
 
-
-def _device():
+def _device() -> torch.device:
     import torch
 
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -30,7 +30,7 @@ def _device():
 class _Probe:
     """A trainable encoder copy and its head for one task and condition: logits, loss, correctness."""
 
-    def __init__(self, enc: Encoder, condition: str, train: list, dev: Any) -> None:
+    def __init__(self, enc: Encoder, condition: str, train: list[Any], dev: torch.device) -> None:
         import torch
 
         self.work, self.condition, self.mask, self.dev = enc.trainable_copy(dev), condition, enc.mask, dev
@@ -41,28 +41,29 @@ class _Probe:
         self.head = torch.nn.Linear(4 * enc.dim if paired else enc.dim,
                                     1 if self.classes is None else len(self.classes)).to(dev)
 
-    def logits(self, batch: list, grad: bool):
+    def logits(self, batch: list[Any], grad: bool) -> torch.Tensor:
         """Pair/label: one row of class logits per item; choice: one score per choice, grouped by item."""
         import torch
 
-        def pair4(u, v):
+        def pair4(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
             return torch.cat([u, v, (u - v).abs(), u * v], dim=1)
 
+        # head.forward, not head(...): the typed call (a bare Linear has no hooks to skip)
         u = self.work.batch([view(it.context, self.condition, self.mask) for it in batch], grad=grad)
         if self.task.second_context:
             v = self.work.batch([view(it.context2, self.condition, self.mask) for it in batch], grad=grad)
-            return self.head(pair4(u, v))
+            return self.head.forward(pair4(u, v))
         if not self.task.scores_choices:
-            return self.head(u)
+            return self.head.forward(u)
         d = self.work.batch([(c, None) for it in batch for c in it.choices], grad=grad)
         idx = torch.tensor([i for i, it in enumerate(batch) for _ in it.choices], device=self.dev)
-        return self.head(pair4(u[idx], d)).squeeze(1)
+        return self.head.forward(pair4(u[idx], d)).squeeze(1)
 
-    def gold(self, it) -> int:
+    def gold(self, it: Any) -> int:
         """The gold class (pair: F/T; label: the label's index, -1 if unseen in training) or choice."""
         return self.task.gold_index(it, self.classes)
 
-    def loss(self, batch: list, out):
+    def loss(self, batch: list[Any], out: torch.Tensor) -> torch.Tensor:
         import torch
         from torch.nn.functional import cross_entropy
 
@@ -75,7 +76,7 @@ class _Probe:
             k += len(it.choices)
         return torch.stack(losses).mean()
 
-    def rows(self, batch: list, out: np.ndarray) -> list[np.ndarray]:
+    def rows(self, batch: list[Any], out: np.ndarray) -> list[np.ndarray]:
         """Each item's scores (its choices', or its classes')."""
         if not self.task.scores_choices:
             return list(out)
@@ -83,7 +84,7 @@ class _Probe:
         return [out[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed: int,
+def finetune_correct(enc: Encoder, condition: str, train: list[Any], test: list[Any], seed: int,
                      cfg: TrainedConfig) -> np.ndarray:
     """Fine-tune a copy of ``enc`` on ``train`` under ``condition``; per-test-item correctness."""
     import torch
@@ -102,7 +103,7 @@ def finetune_correct(enc: Encoder, condition: str, train: list, test: list, seed
         for i in range(0, len(order), step):
             batch = [train[j] for j in order[i : i + step]]
             opt.zero_grad()
-            probe.loss(batch, probe.logits(batch, grad=True)).backward()
+            torch.autograd.backward(probe.loss(batch, probe.logits(batch, grad=True)))
             opt.step()
     probe.work.net.eval()
     correct = []

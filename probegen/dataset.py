@@ -123,7 +123,7 @@ class Dataset:
     def read_dir(cls: type[D], root: Path) -> D:
         """A dataset directory as written by :meth:`write`: manifest (checked), then records."""
         manifest = cls.read_manifest(root)
-        return cls(cls.read_records(cls.records_path(root)), manifest, str(root))  # type: ignore[call-arg]
+        return cls(cls.read_records(cls.records_path(root)), manifest, str(root))  # type: ignore[call-arg]  # the Dataset protocol declares no constructor; every ItemsDataset takes these three
 
 
 @dataclass

@@ -648,7 +648,7 @@ def quantize_int8(model: Any) -> Any:
     body = q.get_decoder() if hasattr(q, "get_decoder") and q.get_decoder() is not None else q.base_model
     with warnings.catch_warnings():  # torch's deprecation notice of quantised tensors, once per layer
         warnings.simplefilter("ignore")
-        quantize_dynamic(body, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)  # type: ignore[no-untyped-call]
+        quantize_dynamic(body, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)  # type: ignore[no-untyped-call]  # torch: unannotated
     return q.eval()
 
 

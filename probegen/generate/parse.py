@@ -274,7 +274,7 @@ def _choice(lines: list[str], n: int, texts: Sequence[str] | None) -> Parsed:
     # 1. the whole answer is a letter (lower case too: nothing else could be meant)
     m = re.fullmatch(rf"(?:{_ANSWER_PHRASE}\s*[:{_DASH}]?\s*)?[(\[]?\s*({any_case})\s*[)\]]?\s*[.):!]?", body)
     if m:
-        return _pick([m.group(1)], n)  # type: ignore[return-value]
+        return _pick([m.group(1)], n)  # type: ignore[return-value]  # one letter found: _pick gives None only for none
     # 2. answer phrases anywhere: "Answer: B", "the correct answer is (C)"; a lower-case letter
     # only before punctuation ("the answer is a good one" names no letter)
     found = []
@@ -303,7 +303,7 @@ def _choice(lines: list[str], n: int, texts: Sequence[str] | None) -> Parsed:
             led.append((lab, re.sub(rf"^\s*[.):{_DASH}]*\s*", "", rest)))
     got = _pick([lab for lab, _ in led], n)
     if got is not None and got.valid and texts and len({lab for lab, _ in led}) == 1:
-        other = _other_option(led[0][1], got.answer[0], texts[:n])  # type: ignore[arg-type]
+        other = _other_option(led[0][1], got.answer[0], texts[:n])  # type: ignore[arg-type]  # valid: an index
         if other is not None:
             return Parsed((None,),
                           f"the answer gives letter {led[0][0]} with the text of option {labels[other]}: give one")

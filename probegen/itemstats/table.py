@@ -129,7 +129,7 @@ def adopt_datasets(resps: list[Respondent]) -> list[Respondent]:
         clashes = {d: _clash(r, known.get(d, {})) for d in homes}
         agree = [d for d in homes if clashes[d] is None]
         if not agree:
-            item, why, other = clashes[homes[0]]  # type: ignore[misc]
+            item, why, other = next(c for c in clashes.values() if c is not None)  # none agrees: each has one
             raise ProbegenError(f"{r.source}: its item {item} is not item {item} of {other} ({why}): results on "
                                 "another dataset that uses the same ids")
         home = agree[0]

@@ -117,7 +117,7 @@ class Task(ABC, Generic[D]):
         load = cls.__dict__.get("load")
         if callable(load) and not getattr(load, "__isabstractmethod__", False) \
                 and not getattr(load, "manifest_checked", False):
-            cls.load = _checked_load(load)  # type: ignore[method-assign]
+            cls.load = _checked_load(load)  # type: ignore[method-assign]  # wraps the subclass's own load once, at class creation
 
     def __repr__(self) -> str:
         return f"<task {self.name}>"

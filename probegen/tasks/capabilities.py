@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, cast
 
 from ..errors import ProbegenError
 from ..settings import Settings
@@ -198,7 +198,7 @@ class SpecBuildable(Writable[D]):
         section = self.spec_section()
         if section.build is None:
             raise NotImplementedError(f"kind {self.name!r}: its spec section has no build")
-        return section.build(spec, cfg, wordnet, semcor, progress, log, runner)  # type: ignore[no-any-return]
+        return cast(D, section.build(spec, cfg, wordnet, semcor, progress, log, runner))  # build: untyped
 
     def spec_models(self, spec: Spec) -> list[str]:
         """The models a spec build loads."""

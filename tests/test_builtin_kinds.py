@@ -12,6 +12,7 @@ import pytest
 
 from probegen import tasks
 from probegen.errors import ProbegenError
+from probegen.plugins import Registry
 
 BUILTIN = {"coda21", "wordnetqa", "wic", "wsd", "label"}
 
@@ -24,9 +25,9 @@ def test_every_builtin_kind_is_an_entry_point_of_the_plugin_group():
 
 def test_the_registry_knows_no_kind_without_its_entry_points(monkeypatch):
     """No list of built-ins hides in the registry: with an empty entry-point group it holds no kind."""
-    monkeypatch.setattr(tasks, "_TASKS", {})
-    monkeypatch.setattr(tasks, "_state", {"plugins": False})
-    monkeypatch.setattr(tasks, "entry_points", lambda group: [])
+    empty = Registry("task", tasks.ENTRY_POINT_GROUP, tasks.resolve)
+    empty.entry_points = lambda group: []
+    monkeypatch.setattr(tasks, "REGISTRY", empty)
     assert tasks.all_tasks() == []
     with pytest.raises(ProbegenError, match="unknown dataset kind 'coda21'"):
         tasks.get("coda21")

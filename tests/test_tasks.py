@@ -13,6 +13,7 @@ from cli_checks import assert_one_line_error, never, run
 from probegen import tasks
 from probegen.coda21.task import Coda21Task
 from probegen.errors import DatasetError, ProbegenError
+from probegen.plugins import Registry
 from probegen.tasks import Task, task_of
 from probegen.wordincontext.task import LabelTask, WicTask, WsdTask, item_shape
 from probegen.wordnetqa.task import MultipleChoiceTask
@@ -261,8 +262,9 @@ def fresh_registry(monkeypatch):
     import probegen.tasks as reg
 
     reg.all_tasks()  # the built-ins registered first
-    monkeypatch.setattr(reg, "_TASKS", dict(reg._TASKS))
-    monkeypatch.setattr(reg, "_state", {"builtins": True, "plugins": False})
+    fresh = Registry("task", reg.ENTRY_POINT_GROUP, reg.resolve)
+    fresh.known = dict(reg.REGISTRY.known)
+    monkeypatch.setattr(reg, "REGISTRY", fresh)
     return reg
 
 
@@ -277,7 +279,7 @@ def test_plugin_entry_points_register_once(fresh_registry, monkeypatch):
         calls.append(group)
         return [_EntryPoint("mini", "mini_pkg:Mini", Mini)]
 
-    monkeypatch.setattr(fresh_registry, "entry_points", eps)
+    monkeypatch.setattr(fresh_registry.REGISTRY, "entry_points", eps)
     assert [t.name for t in fresh_registry.all_tasks()][-2:] == ["wordnetqa", "mini"]  # its parent's priority, then order
     assert isinstance(fresh_registry.get("mini"), Mini)
     assert calls == ["probegen.tasks"]  # loaded lazily, once
@@ -292,7 +294,7 @@ def test_a_broken_plugin_is_one_line_naming_it(fresh_registry, monkeypatch, obj,
     class Clash(Coda21Task):  # a second task named coda21
         pass
 
-    monkeypatch.setattr(fresh_registry, "entry_points", lambda group: [_EntryPoint("mini", "mini_pkg:Mini", Clash if obj is Coda21Task else obj)])
+    monkeypatch.setattr(fresh_registry.REGISTRY, "entry_points", lambda group: [_EntryPoint("mini", "mini_pkg:Mini", Clash if obj is Coda21Task else obj)])
     for _ in range(2):  # every lookup fails, not only the first
         with pytest.raises(ProbegenError) as e:
             fresh_registry.detect(DATA / "coda21_three_groups.json")

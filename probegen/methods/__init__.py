@@ -20,66 +20,48 @@ where the object is a :class:`Method` subclass (or an instance) with a new ``nam
 from __future__ import annotations
 
 from dataclasses import replace
-from importlib.metadata import entry_points
 from typing import Any, Iterable, Mapping
 
 from ..errors import ProbegenError
-from ..plugins import load_plugins
+from ..plugins import Registry
 from ..request_options import BIAS_OPTIONS, EVAL_OPTIONS, Option
 from .base import SCORING_ONLY, Method, ScorerRequest, resolve
 
-__all__ = ["ENTRY_POINT_GROUP", "SCORING_ONLY", "Method", "ScorerRequest", "all_methods", "check_options", "default",
-           "generation_method", "get", "is_method", "method_options", "names", "options", "recorded", "register",
-           "resolved", "trained_method"]
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "SCORING_ONLY", "Method", "ScorerRequest", "all_methods", "check_options",
+           "default", "generation_method", "get", "is_method", "method_options", "names", "options", "recorded",
+           "register", "resolved", "trained_method"]
 
 ENTRY_POINT_GROUP = "probegen.methods"
 
-_METHODS: dict[str, Method] = {}
-_state = {"builtins": False, "plugins": False}
-
-
-def register(method: Method | type[Method]) -> Method:
-    """Add a method (a :class:`Method` subclass or instance); its name must be new. Returns the instance."""
-    m = resolve(method)
-    if not isinstance(m.name, str) or not m.name:
-        raise ProbegenError(f"method {type(m).__name__} has no name")
-    known = {o.name: o for o in (*EVAL_OPTIONS, *BIAS_OPTIONS, *(o for m in _METHODS.values() for o in m.options))}
+def _check(m: Method, known: dict[str, Method]) -> None:
+    """A method's options are Options of new names (not a command's, not another method's)."""
+    taken = {o.name: o for o in (*EVAL_OPTIONS, *BIAS_OPTIONS, *(o for k in known.values() for o in k.options))}
     for o in m.options:
-        if not isinstance(o, Option) or known.get(o.name, o) != o:
+        if not isinstance(o, Option) or taken.get(o.name, o) != o:
             raise ProbegenError(f"method {m.name!r}: its option {getattr(o, 'name', o)!r} is not a "
                                 "probegen.request_options.Option of a new name (a command's or another method's)")
-    if m.name in _METHODS and type(_METHODS[m.name]) is not type(m):
-        raise ProbegenError(f"method {m.name!r} is registered twice ({type(_METHODS[m.name]).__name__} and "
-                            f"{type(m).__name__})")
-    _METHODS[m.name] = m
-    return m
 
 
-def _builtins() -> None:
-    if _state["builtins"]:
-        return
-    _state["builtins"] = True
+def _builtins() -> tuple[type[Method], ...]:
     from .generate import GenerateMethod
     from .letter import LetterMethod
     from .score import ScoreMethod
     from .trained import TrainedMethod
 
-    for m in (ScoreMethod, TrainedMethod, GenerateMethod, LetterMethod):  # the order --method lists them in
-        register(m)
+    return ScoreMethod, TrainedMethod, GenerateMethod, LetterMethod  # the order --method lists them in
 
 
-def _plugins() -> None:
-    if _state["plugins"]:
-        return
-    load_plugins(entry_points(group=ENTRY_POINT_GROUP), "method", ENTRY_POINT_GROUP, resolve, register)
-    _state["plugins"] = True
+REGISTRY: Registry[Method] = Registry("method", ENTRY_POINT_GROUP, resolve, _check, _builtins)
+
+
+def register(method: Method | type[Method]) -> Method:
+    """Add a method (a :class:`Method` subclass or instance); its name must be new. Returns the instance."""
+    return REGISTRY.add(method)
 
 
 def all_methods() -> list[Method]:
     """Every registered method (built-in first, then plugins by entry-point name)."""
-    _builtins()
-    _plugins()
-    return list(_METHODS.values())
+    return REGISTRY.all()
 
 
 def names(command: str) -> list[str]:

@@ -14,12 +14,11 @@ a command checks before any work (:func:`check_options`, :func:`check_capable`).
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import DatasetError, ProbegenError
-from ..plugins import load_plugins
+from ..plugins import Registry
 from ..settings import Settings
 from .base import (
     COMMANDS,
@@ -47,43 +46,26 @@ from .capabilities import (
     incapable,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "Buildable", "Dataset", "Evaluation", "Exportable", "Filterable", "Formable",
-           "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Trainable", "Writable", "all_tasks",
-           "check_capable", "check_dataset_options", "check_options", "detect", "for_spec_shape", "get", "incapable",
-           "pick", "register", "subset_line", "task_of", "with_manifest"]
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "Buildable", "Dataset", "Evaluation", "Exportable", "Filterable",
+           "Formable", "Settings", "SpecBuildable", "Studyable", "Subsettable", "Task", "Trainable", "Writable",
+           "all_tasks", "check_capable", "check_dataset_options", "check_options", "detect", "for_spec_shape", "get",
+           "incapable", "pick", "register", "subset_line", "task_of", "with_manifest"]
 
 ENTRY_POINT_GROUP = "probegen.tasks"
 #: option values that ask for nothing: given explicitly, they are no error for any kind
 NEUTRAL = {"length_norm": "none", "pll": "original", "on_invalid": "error"}
 
-_TASKS: dict[str, Task] = {}
-_state = {"plugins": False}
+REGISTRY: Registry[Task] = Registry("task", ENTRY_POINT_GROUP, resolve)  # the built-ins are entry points too
 
 
 def register(task: Task | type[Task]) -> Task:
     """Add a task (a :class:`Task` subclass or instance); its name must be new. Returns the instance."""
-    t = resolve(task)
-    name = getattr(t, "name", None)
-    if not isinstance(name, str) or not name:
-        raise ProbegenError(f"task {type(t).__name__} has no name")
-    if name in _TASKS and type(_TASKS[name]) is not type(t):
-        raise ProbegenError(f"task {name!r} is registered twice ({type(_TASKS[name]).__name__} and {type(t).__name__})")
-    _TASKS[name] = t
-    return t
-
-
-def _plugins() -> None:
-    """Register the entry points of group ``probegen.tasks`` (once all of them load)."""
-    if _state["plugins"]:
-        return
-    load_plugins(entry_points(group=ENTRY_POINT_GROUP), "task", ENTRY_POINT_GROUP, resolve, register)
-    _state["plugins"] = True  # a broken plugin fails every lookup, never only the first
+    return REGISTRY.add(task)
 
 
 def all_tasks() -> list[Task]:
     """Every registered task (built-in and plugins) in detection order."""
-    _plugins()
-    return sorted(_TASKS.values(), key=lambda t: t.priority)
+    return sorted(REGISTRY.all(), key=lambda t: t.priority)
 
 
 def get(name: str) -> Task:

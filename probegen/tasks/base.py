@@ -319,15 +319,15 @@ def subset_line(info: dict[str, Any]) -> str:
     return f"the first {info['taken']} of the {of} {unit}s in file order{items}: the figures cover these only"
 
 
-_INSTANCES: dict[type, Task] = {}
+@functools.cache
+def _instance(cls: type[Task]) -> Task:
+    return cls()
 
 
 def resolve(task: "Task | type[Task]") -> Task:
     """The one instance of a Task subclass (tasks keep no state), or the instance given (else TypeError)."""
     if isinstance(task, type) and issubclass(task, Task):
-        if task not in _INSTANCES:
-            _INSTANCES[task] = task()
-        return _INSTANCES[task]
+        return _instance(task)
     if isinstance(task, Task):
         return task
     raise TypeError(f"{task!r} is neither a probegen Task subclass nor an instance of one")

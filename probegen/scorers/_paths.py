@@ -15,6 +15,7 @@ remembers the pick in ``<cache_dir>/scoring_paths.json``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from pathlib import Path
@@ -72,8 +73,16 @@ def padded_length(n: int, device: str = "cuda") -> int:
     return blocks * BLOCK
 
 
-_COMPILED: dict[bool, Any] = {}
 KERNEL_NAME = "probegen_flex"
+
+
+@functools.cache
+def _compiled(static: bool) -> Any:
+    """FlexAttention compiled once per process: static shapes on the CPU, dynamic on the GPU."""
+    import torch
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return torch.compile(flex_attention, dynamic=False if static else None)
 
 
 def _flex_forward(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, scaling: float | None = None,
@@ -84,11 +93,8 @@ def _flex_forward(module: Any, query: Any, key: Any, value: Any, attention_mask:
     for static shapes (inductor's CPU template fails to build for dynamic ones in torch 2.13).
     """
     import torch
-    from torch.nn.attention.flex_attention import flex_attention
 
     static = query.device.type == "cpu"
-    if static not in _COMPILED:
-        _COMPILED[static] = torch.compile(flex_attention, dynamic=False if static else None)
     heads, kv_heads = query.shape[1], key.shape[1]
     gqa = heads != kv_heads
     if gqa and heads & (heads - 1):  # the kernel's grouped heads need a power of two: repeat the kv heads
@@ -101,7 +107,7 @@ def _flex_forward(module: Any, query: Any, key: Any, value: Any, attention_mask:
     def score_mod(score: Any, b: Any, h: Any, q: Any, kv: Any) -> Any:
         return cap * torch.tanh(score / cap)
 
-    out = _COMPILED[static](query, key, value, block_mask=attention_mask, scale=scaling, enable_gqa=gqa,
+    out = _compiled(static)(query, key, value, block_mask=attention_mask, scale=scaling, enable_gqa=gqa,
                             score_mod=score_mod if softcap else None)
     return out.transpose(1, 2).contiguous(), None
 
@@ -114,19 +120,22 @@ def register() -> str:
     return KERNEL_NAME
 
 
-_MASK4D: list[type] = []
+@functools.cache
+def _mask4d() -> type:
+    """BlockMask with an ``ndim`` of 4, made once (every mask gets the same class)."""
+    from torch.nn.attention.flex_attention import BlockMask
+
+    return type("BlockMask4D", (BlockMask,), {"ndim": 4})
 
 
 def _block_mask(mask_mod: Callable[..., Any], like: Any) -> Any:
     """The BlockMask of ``mask_mod`` over the length of ``like`` (a 1-D tensor), on its device, with an
     ``ndim`` (4): some models (GPT-2) read that off any attention mask they get."""
-    from torch.nn.attention.flex_attention import BlockMask, create_block_mask
+    from torch.nn.attention.flex_attention import create_block_mask
 
-    if not _MASK4D:
-        _MASK4D.append(type("BlockMask4D", (BlockMask,), {"ndim": 4}))
     n = int(like.shape[0])
     mask = create_block_mask(mask_mod, 1, None, n, n, device=like.device, BLOCK_SIZE=BLOCK)
-    mask.__class__ = _MASK4D[0]
+    mask.__class__ = _mask4d()
     return mask
 
 

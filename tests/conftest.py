@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -68,8 +69,18 @@ def _served(item: pytest.Item) -> bool:
 
 def pytest_configure(config):
     """Under ``pytest -n N --dist loadscope`` (``make test``), the controller names a file, before the
-    workers start, in which they list the tests that need the vLLM server (see ServedTogether)."""
-    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "loadscope":
+    workers start, in which they list the tests that need the vLLM server (see ServedTogether).
+
+    Each worker (and what it starts: probegen subprocesses, the vLLM server) gets its share of the cores
+    as its OpenMP/torch thread count: two workers with torch's default of every core each oversubscribe
+    the CPU, and scoring SmolLM2 in two such processes at once took 16 s each instead of 4 s (2 cores)."""
+    if hasattr(config, "workerinput"):
+        share = max(1, (os.cpu_count() or 1) // int(config.workerinput.get("workercount", 1)))
+        os.environ.setdefault("OMP_NUM_THREADS", str(share))
+        if "torch" in sys.modules:  # imported before this hook: set its pool too
+            sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+        return
+    if getattr(config.option, "dist", "no") != "loadscope":
         return
     fd, path = tempfile.mkstemp(prefix="probegen-served-", suffix=".txt")
     os.close(fd)

@@ -38,7 +38,7 @@ class FilterSettings:
 
 # (train units, test units, alive rows per unit, seed) -> per test unit, the correctness of its alive rows;
 # a unit is what splits keep whole (an item, a group), a row what can be removed (the item, a group's row)
-Predictor = Callable[[np.ndarray, np.ndarray, list, int], dict]
+Predictor = Callable[[np.ndarray, np.ndarray, list[np.ndarray], int], dict[int, np.ndarray]]
 
 
 def choice_predictor(views: list[ChoiceView]) -> Predictor:
@@ -55,7 +55,7 @@ def choice_predictor(views: list[ChoiceView]) -> Predictor:
     X = fitting.quantize_features(hstack([tfidf, csr_matrix(StandardScaler().fit_transform(numeric))]).tocsr())
     rows_of = np.split(np.arange(len(owner)), np.flatnonzero(np.diff(owner)) + 1)
 
-    def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
+    def predict(train: np.ndarray, test: np.ndarray, alive: list[np.ndarray], seed: int) -> dict[int, np.ndarray]:
         tr = np.concatenate([rows_of[i] for i in train])
         # a convex fit solved to its optimum (diagnostics.fitting): the same removals on every CPU
         clf = fitting.fit(fitting.linear_classifier(), X[tr], y[tr])
@@ -80,9 +80,9 @@ def alignment_predictor(groups: list[AlignmentView]) -> Predictor:
     feats = [B.overlap_features(g, "word") for g in groups]  # k x k x F
 
     def sub(i: int, rows: np.ndarray) -> np.ndarray:
-        return feats[i][np.ix_(rows, rows)]
+        return np.asarray(feats[i][np.ix_(rows, rows)])
 
-    def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
+    def predict(train: np.ndarray, test: np.ndarray, alive: list[np.ndarray], seed: int) -> dict[int, np.ndarray]:
         X = np.vstack([sub(i, alive[i]).reshape(-1, feats[i].shape[-1]) for i in train])
         y = np.concatenate([np.eye(int(alive[i].sum()), dtype=int).ravel() for i in train])
         clf = fitting.fit(fitting.linear_classifier(), X, y)
@@ -100,7 +100,7 @@ def alignment_predictor(groups: list[AlignmentView]) -> Predictor:
 
 # ---- the filter ------------------------------------------------------------------------------------------
 def aflite(
-    predict: Predictor, sizes: list[int], clusters: list[str], min_rows: int, chance: Callable[[list], float],
+    predict: Predictor, sizes: list[int], clusters: list[str], min_rows: int, chance: Callable[[list[Any]], float],
     s: FilterSettings, log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run the rounds over units of ``sizes`` rows; the removed (unit, row) pairs and a per-round log. A unit

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def _content(text: str) -> set[str]:
     return {t for t in _tokens(text) if t not in ENGLISH_STOP_WORDS}
 
 
-def _jaccard(a: set, b: set) -> float:
+def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
@@ -52,7 +52,7 @@ def _rank(x: np.ndarray) -> np.ndarray:
     """
     from scipy.stats import rankdata
 
-    return (rankdata(x) - 1) / max(len(x) - 1, 1)
+    return np.asarray((rankdata(x) - 1) / max(len(x) - 1, 1))
 
 
 def _trigrams(text: str) -> set[str]:
@@ -61,14 +61,16 @@ def _trigrams(text: str) -> set[str]:
 
 
 # ---- shared bits ----------------------------------------------------------------------------------
-def _folds(groups: list[str], n_folds: int):
+def _folds(groups: list[str], n_folds: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     from sklearn.model_selection import GroupKFold
 
     n = len(set(groups))
-    return GroupKFold(n_splits=min(n_folds, n)).split(np.zeros(len(groups)), groups=groups)
+    folds: Iterator[tuple[np.ndarray, np.ndarray]] = GroupKFold(n_splits=min(n_folds, n)).split(
+        np.zeros(len(groups)), groups=groups)
+    return folds
 
 
-def _tfidf(train: list[str], *others: list[str]):
+def _tfidf(train: list[str], *others: list[str]) -> tuple[list[Any], list[str]]:
     """Word (1-2 gram) and character (3-5 gram) TF-IDF fitted on the training texts only."""
     from scipy.sparse import hstack
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -92,14 +94,14 @@ def _tfidf(train: list[str], *others: list[str]):
     return out, names
 
 
-def _with_numeric(sparse, numeric: np.ndarray, scaler):
+def _with_numeric(sparse: Any, numeric: np.ndarray, scaler: Any) -> Any:
     from scipy.sparse import csr_matrix, hstack
 
     dense = csr_matrix(scaler.transform(numeric))
     return dense if sparse is None else hstack([sparse, dense]).tocsr()
 
 
-def control_result(name: str, applies_to: str, target: str, correct: np.ndarray, units: list | None,
+def control_result(name: str, applies_to: str, target: str, correct: np.ndarray, units: list[Any] | None,
                    chance: float, n_boot: int, seed: int, note: str, **extra: Any) -> dict[str, Any]:
     """A control's results entry: its accuracy with a bootstrap CI over ``units``, and chance."""
     boot = bootstrap_accuracy(correct, units, n_boot=n_boot, seed=seed)
@@ -171,7 +173,8 @@ def choice_rows(items: list[ChoiceView]) -> tuple[list[str], np.ndarray, np.ndar
     return texts, np.vstack(numeric), np.array(y, dtype=int), np.array(owner)
 
 
-def choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_texts: list[str], te_num: np.ndarray):
+def choice_model(tr_texts: list[str], tr_num: np.ndarray, y: np.ndarray, te_texts: list[str],
+                 te_num: np.ndarray) -> tuple[Any, np.ndarray, list[str]]:
     """Fit gold-vs-not on training choices; return the model, test scores and feature names."""
     from sklearn.preprocessing import StandardScaler
 

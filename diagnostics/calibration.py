@@ -55,7 +55,7 @@ def weighted_ece(conf: np.ndarray, correct: np.ndarray, weights: np.ndarray, bin
         with np.errstate(divide="ignore", invalid="ignore"):
             gap = np.abs((m @ y) - (m @ c))
         out += np.where(mass > 0, gap, 0.0)
-    return out / total[:, 0]
+    return np.asarray(out / total[:, 0])
 
 
 def reliability(conf: np.ndarray, correct: np.ndarray, bins: int) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ def per_word_entropy(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
     >>> r["mean"], r["mean_multi"], r["share_single"], r["n_words"]
     (0.5, 1.0, 0.5, 2)
     """
-    values: dict[str, Counter] = defaultdict(Counter)
+    values: dict[str, Counter[Any]] = defaultdict(Counter)
     for word, value in pairs:
         values[word][value] += 1
     if not values:

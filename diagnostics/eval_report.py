@@ -54,7 +54,9 @@ def check_debias_share(share: float | None, method: str | None, permutations: An
 def _ci(values: Sequence[float], clusters: Sequence[str], n_boot: int, seed: int) -> list[float] | None:
     if not len(values):
         return None
-    return bootstrap_accuracy(np.asarray(values, dtype=np.float64), list(clusters), n_boot=n_boot, seed=seed)["ci"]
+    ci: list[float] = bootstrap_accuracy(np.asarray(values, dtype=np.float64), list(clusters), n_boot=n_boot,
+                                         seed=seed)["ci"]
+    return ci
 
 
 def _mc_cis(m: dict[str, Any], rs: list[dict[str, Any]], n_boot: int, seed: int) -> None:
@@ -69,6 +71,11 @@ def _mc_cis(m: dict[str, Any], rs: list[dict[str, Any]], n_boot: int, seed: int)
                                               n_boot, seed)
 
 
+def _shown(r: dict[str, Any], key: str) -> str:
+    """A record's value of ``key`` as the breakdown names it (no distractor hops: "-")."""
+    return "-" if r.get(key) is None and key == "distractor_hops" else str(r.get(key))
+
+
 def _cells(tree: dict[str, Any], rs: list[dict[str, Any]], keys: Sequence[str], n_boot: int, seed: int) -> None:
     """accuracy_ci in every {accuracy, n} cell of a nested breakdown keyed by the records' ``keys``."""
     def walk(node: dict[str, Any], sub: list[dict[str, Any]], depth: int) -> None:
@@ -79,9 +86,7 @@ def _cells(tree: dict[str, Any], rs: list[dict[str, Any]], keys: Sequence[str], 
         key = keys[depth]
         for name, child in node.items():
             if isinstance(child, dict):
-                val = lambda r: ("-" if r.get(key) is None and key == "distractor_hops"  # noqa: E731
-                                 else str(r.get(key)))
-                walk(child, [r for r in sub if val(r) == name], depth + 1)
+                walk(child, [r for r in sub if _shown(r, key) == name], depth + 1)
 
     walk(tree, rs, 0)
 

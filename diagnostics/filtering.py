@@ -19,9 +19,9 @@ import numpy as np
 
 from probegen.errors import ProbegenError
 from probegen.io import sha256_text
-from probegen.tasks.bias_inputs import FilterInputs
+from probegen.tasks.bias_inputs import ChoiceView, FilterInputs
 
-from .aflite import FilterSettings, aflite, alignment_predictor, choice_predictor
+from .aflite import FilterSettings, Predictor, aflite, alignment_predictor, choice_predictor
 
 
 def heldout_concepts(concepts: list[str], frac: float, seed: int) -> set[str]:
@@ -51,19 +51,19 @@ class AlignmentArtefacts:
         self.what = f"word-only overlap aligner ({inputs.rows_name})"
         self.method_note = "; a group left with fewer than k_min members is dropped"
 
-    def units(self) -> list:
+    def units(self) -> list[Any]:
         return list(self.inputs.alignment_views)
 
     def rows(self, unit: Any) -> int:
-        return unit.k
+        return int(unit.k)
 
-    def setup(self, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
+    def setup(self, sub: list[Any]) -> tuple[int, list[str], list[int], Callable[..., Any], Any]:
         """(min rows, clusters, sizes, chance(alive), predictor) of the units the filter sees."""
         min_rows = self.inputs.min_rows
         chance = lambda alive: float(np.mean([1.0 / a.sum() for a in alive if a.sum() >= min_rows]))  # noqa: E731
         return min_rows, [g.id for g in sub], [g.k for g in sub], chance, alignment_predictor(sub)
 
-    def controls(self, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
+    def controls(self, units: list[Any], train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
                  seed: int, n_boot: int = 1000) -> list[dict[str, Any]]:
         """The word-only aligner trained on the alive rows of ``train``, tested on whole ``test`` groups."""
         from . import baselines as B
@@ -82,11 +82,11 @@ class AlignmentArtefacts:
                                f"{len(test)} held-out groups (bootstrap over {self.concept_unit}s)", n_train=len(train))
         return [{**res, "correct": acc.tolist()}]
 
-    def tested(self, units: list, test: list[int], control: dict[str, Any]) -> list[int]:
+    def tested(self, units: list[Any], test: list[int], control: dict[str, Any]) -> list[int]:
         """The held-out units a control was tested on (every one)."""
         return test
 
-    def kept(self, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
+    def kept(self, units: list[Any], rest: list[int], alive: list[np.ndarray], min_rows: int,
              removed_at: list[tuple[int, int]]) -> tuple[Any, list[str], list[str]]:
         """(filtered dataset, removed rows, dropped groups): a group below ``min_rows`` members is dropped."""
         data = self.inputs.keep({i: alive[i] for i in rest if alive[i].sum() >= min_rows})
@@ -105,18 +105,18 @@ class ChoiceArtefacts:
         self.concept_unit = inputs.concept_unit
         self.what = f"choice-only classifier per probe type ({inputs.rows_name})"
 
-    def units(self) -> list:
+    def units(self) -> list[Any]:
         return list(self.inputs.choice_views)
 
     def rows(self, unit: Any) -> int:
         return 1
 
-    def setup(self, sub: list) -> tuple[int, list[str], list[int], Callable, Any]:
+    def setup(self, sub: list[Any]) -> tuple[int, list[str], list[int], Callable[..., Any], Any]:
         """(min rows, clusters, sizes, chance(alive), predictor) of the items the filter sees."""
         chance = lambda alive: float(np.mean([1.0 / len(v.choices) for v, a in zip(sub, alive) if a[0]]))  # noqa: E731
         return 1, [v.cluster for v in sub], [1] * len(sub), chance, per_probe_predictor(sub)
 
-    def controls(self, units: list, train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
+    def controls(self, units: list[Any], train: list[int], alive: list[np.ndarray], test: list[int], min_rows: int,
                  seed: int, n_boot: int = 1000) -> list[dict[str, Any]]:
         """Choice-only classifiers per probe type, trained on the alive ``train`` items, tested on ``test``."""
         from . import baselines as B
@@ -132,7 +132,7 @@ class ChoiceArtefacts:
             out.append(self._probe_control(views, tr, te, seed, n_boot, probe))
         return out
 
-    def _probe_control(self, views: list, tr: list, te: list[int], seed: int, n_boot: int,
+    def _probe_control(self, views: list[ChoiceView], tr: list[ChoiceView], te: list[int], seed: int, n_boot: int,
                        probe: str) -> dict[str, Any]:
         from . import baselines as B
 
@@ -150,11 +150,11 @@ class ChoiceArtefacts:
                         f"{self.concept_unit}s)", n_train=len(tr))
         return {**res, "correct": correct.tolist()}
 
-    def tested(self, units: list, test: list[int], control: dict[str, Any]) -> list[int]:
+    def tested(self, units: list[Any], test: list[int], control: dict[str, Any]) -> list[int]:
         """The held-out items of the control's probe type."""
         return [i for i in test if units[i].probe == control["applies_to"]]
 
-    def kept(self, units: list, rest: list[int], alive: list[np.ndarray], min_rows: int,
+    def kept(self, units: list[Any], rest: list[int], alive: list[np.ndarray], min_rows: int,
              removed_at: list[tuple[int, int]]) -> tuple[Any, list[str], list[str]]:
         """(filtered dataset, removed items, dropped items: the same)."""
         removed = [units[i].id for i, _ in removed_at]
@@ -170,7 +170,8 @@ def adapter_of(inputs: FilterInputs, applies_to: str) -> AlignmentArtefacts | Ch
     raise ProbegenError(f"the {applies_to!r} kind handed the artefact filter no units")
 
 
-def _paired(before: list[dict], after: list[dict], units: list, test: list[int], adapter: Any, seed: int) -> list[dict]:
+def _paired(before: list[dict[str, Any]], after: list[dict[str, Any]], units: list[Any], test: list[int], adapter: Any,
+            seed: int) -> list[dict[str, Any]]:
     """Each after-control with the after - before difference on the same held-out units (paired bootstrap CI)."""
     from .bias import bootstrap_accuracy
 
@@ -248,7 +249,7 @@ def _record(path: str | Path, manifest: dict[str, Any], s: FilterSettings, adapt
     }
 
 
-def per_probe_predictor(views: list) -> Any:
+def per_probe_predictor(views: list[ChoiceView]) -> Predictor:
     """A choice-only predictor trained separately per probe type (each probe has its own artefacts)."""
     by_probe: dict[str, list[int]] = {}
     for i, v in enumerate(views):
@@ -259,7 +260,7 @@ def per_probe_predictor(views: list) -> Any:
     for ix, _ in parts.values():
         local[ix] = np.arange(len(ix))
 
-    def predict(train: np.ndarray, test: np.ndarray, alive: list, seed: int) -> dict:
+    def predict(train: np.ndarray, test: np.ndarray, alive: list[np.ndarray], seed: int) -> dict[int, np.ndarray]:
         out = {}
         for p, (ix, pred) in parts.items():
             tr = local[[i for i in train if probe_of[i] == p]]
@@ -275,8 +276,13 @@ def per_probe_predictor(views: list) -> Any:
 def summary(record: dict[str, Any]) -> str:
     """What was held out and removed, then each control on the held-out units before -> after filtering."""
     h = record["held_out"]
-    fmt_ci = lambda ci: f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""  # noqa: E731
-    fmt = lambda r: f"{r['accuracy']:.3f}{fmt_ci(r.get('ci'))}"  # noqa: E731
+
+    def fmt_ci(ci: list[float] | None) -> str:
+        return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+
+    def fmt(r: dict[str, Any]) -> str:
+        return f"{r['accuracy']:.3f}{fmt_ci(r.get('ci'))}"
+
     lines = [f"held out {len(h['concepts'])} concepts by {h['unit']} ({len(h['ids'])} units): never filtered, not in "
              "the output",
              f"removed {len(record['removed'])} rows ({len(record['units_dropped'])} units dropped) from the rest in "

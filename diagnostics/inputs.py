@@ -3,8 +3,10 @@ and :mod:`~probegen.run.finetune`)."""
 
 from __future__ import annotations
 
+from typing import Any
 
-def view(target, condition: str, mask: str):
+
+def view(target: Any, condition: str, mask: str) -> tuple[str, tuple[int, int]]:
     """The (text, span) a condition shows of one target (the label condition shows nothing).
 
     >>> from probegen.wordincontext.items import Target

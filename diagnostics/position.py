@@ -56,7 +56,7 @@ def softmax(x: Any) -> np.ndarray:
     """
     a = np.asarray(x, dtype=np.float64)
     e = np.exp(a - a.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    return np.asarray(e / e.sum(axis=-1, keepdims=True))
 
 
 def cluster_of(record: dict[str, Any]) -> str:
@@ -229,7 +229,7 @@ def split_clusters(clusters: Sequence[str], share: float, seed: int) -> tuple[se
 
 def _floored(p: np.ndarray, floor: float) -> np.ndarray:
     q = np.maximum(np.asarray(p, dtype=np.float64), floor)
-    return q / q.sum(axis=-1, keepdims=True)
+    return np.asarray(q / q.sum(axis=-1, keepdims=True))
 
 
 def row_log_prior(perms: np.ndarray, probs: np.ndarray, floor: float = 1e-6) -> np.ndarray:
@@ -249,7 +249,7 @@ def row_log_prior(perms: np.ndarray, probs: np.ndarray, floor: float = 1e-6) -> 
     deb = opt.mean(axis=0)
     deb = deb - np.log(np.exp(deb - deb.max()).sum()) - deb.max()
     lp = np.mean([logp[o] - deb[perm] for o, perm in enumerate(perms)], axis=0)
-    return lp - lp.max() - np.log(np.exp(lp - lp.max()).sum())
+    return np.asarray(lp - lp.max() - np.log(np.exp(lp - lp.max()).sum()))
 
 
 def estimate_prior(rows: Sequence[Row], floor: float = 1e-6) -> dict[int, np.ndarray]:
